@@ -1,0 +1,460 @@
+// The Weft operator SDK: capability interfaces, callback contexts and REG_AUTO_MAPPING_OP.
+//
+// An operator is a class deriving from one or more capability interfaces:
+//
+//   class AddCustom : public weft::EagerExecuteOp {
+//    public:
+//     weft::graphStatus Execute(weft::EagerOpExecutionContext* ctx) override;
+//   };
+//   REG_AUTO_MAPPING_OP(AddCustom);
+//
+// The engine asks which capabilities a class has; every one is optional. Callbacks return
+// GRAPH_SUCCESS or GRAPH_FAILED; an exception escaping a callback is caught here and reported
+// with the op type and node name. Header-only, C++17; a plugin links nothing of Weft.
+#ifndef WEFT_CUSTOM_OP_H_
+#define WEFT_CUSTOM_OP_H_
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "weft/c/weft_plugin.h"
+#include "weft/op_def.h"
+#include "weft/types.h"
+
+namespace weft {
+
+// A read-only view of a list attribute (GE's ContinuousVector).
+template <typename T>
+class ListView {
+ public:
+  ListView() = default;
+  ListView(const T* d, size_t n) : data_(d), size_(n) {}
+  size_t GetSize() const { return size_; }
+  const T* GetData() const { return data_; }
+  size_t size() const { return size_; }
+  const T* data() const { return data_; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  std::vector<T> ToVector() const { return std::vector<T>(begin(), end()); }
+
+ private:
+  const T* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Attributes of the node, in REG_OP order with defaults filled in. Index getters follow GE and
+// return nullptr when the index is out of range or the type differs; name getters do the same.
+class RuntimeAttrs {
+ public:
+  explicit RuntimeAttrs(const WeftKernelContext* c) : c_(c) {}
+  size_t GetAttrNum() const { return c_->num_attrs; }
+  const char* GetAttrName(size_t i) const { return i < c_->num_attrs ? c_->attr_names[i] : nullptr; }
+
+  const int64_t* GetInt(size_t i) const { auto a = At(i, WEFT_ATTR_INT); return a ? &a->i : nullptr; }
+  const float* GetFloat(size_t i) const { auto a = At(i, WEFT_ATTR_FLOAT); return a ? &a->f : nullptr; }
+  const bool* GetBool(size_t i) const {
+    auto a = At(i, WEFT_ATTR_BOOL);
+    return a ? reinterpret_cast<const bool*>(&a->b) : nullptr;
+  }
+  const char* GetStr(size_t i) const { auto a = At(i, WEFT_ATTR_STRING); return a ? a->s : nullptr; }
+  const DataType* GetDataType(size_t i) const {
+    auto a = At(i, WEFT_ATTR_TYPE);
+    return a ? reinterpret_cast<const DataType*>(&a->i) : nullptr;
+  }
+  const Tensor* GetTensor(size_t i) const {
+    auto a = At(i, WEFT_ATTR_TENSOR);
+    return a ? Tensor::View(a->tensor) : nullptr;
+  }
+  ListView<int64_t> GetListInt(size_t i) const {
+    auto a = At(i, WEFT_ATTR_LIST_INT);
+    return a ? ListView<int64_t>(a->ints, a->count) : ListView<int64_t>();
+  }
+  ListView<float> GetListFloat(size_t i) const {
+    auto a = At(i, WEFT_ATTR_LIST_FLOAT);
+    return a ? ListView<float>(a->floats, a->count) : ListView<float>();
+  }
+  ListView<const char*> GetListString(size_t i) const {
+    auto a = At(i, WEFT_ATTR_LIST_STRING);
+    return a ? ListView<const char*>(a->strings, a->count) : ListView<const char*>();
+  }
+  ListView<uint8_t> GetListBool(size_t i) const {
+    auto a = At(i, WEFT_ATTR_LIST_BOOL);
+    return a ? ListView<uint8_t>(a->bools, a->count) : ListView<uint8_t>();
+  }
+
+  const int64_t* GetInt(std::string_view n) const { return GetInt(IndexOf(n)); }
+  const float* GetFloat(std::string_view n) const { return GetFloat(IndexOf(n)); }
+  const bool* GetBool(std::string_view n) const { return GetBool(IndexOf(n)); }
+  const char* GetStr(std::string_view n) const { return GetStr(IndexOf(n)); }
+  const DataType* GetDataType(std::string_view n) const { return GetDataType(IndexOf(n)); }
+  const Tensor* GetTensor(std::string_view n) const { return GetTensor(IndexOf(n)); }
+  ListView<int64_t> GetListInt(std::string_view n) const { return GetListInt(IndexOf(n)); }
+  ListView<float> GetListFloat(std::string_view n) const { return GetListFloat(IndexOf(n)); }
+  ListView<const char*> GetListString(std::string_view n) const { return GetListString(IndexOf(n)); }
+  ListView<uint8_t> GetListBool(std::string_view n) const { return GetListBool(IndexOf(n)); }
+
+  // Index of the attribute called `n`, or GetAttrNum() when there is none.
+  size_t IndexOf(std::string_view n) const {
+    for (uint32_t i = 0; i < c_->num_attrs; ++i)
+      if (n == c_->attr_names[i]) return i;
+    return c_->num_attrs;
+  }
+
+ private:
+  const WeftAttrValue* At(size_t i, WeftAttrType t) const {
+    if (i >= c_->num_attrs || c_->attrs[i] == nullptr || c_->attrs[i]->type != t) return nullptr;
+    return c_->attrs[i];
+  }
+  const WeftKernelContext* c_;
+};
+
+// What every callback context offers: node identity, inputs and outputs by instance index or
+// by IR index (REG_OP order), attributes, and error reporting.
+class KernelContextBase {
+ public:
+  explicit KernelContextBase(WeftKernelContext* c) : c_(c), attrs_(c) {}
+
+  const char* GetNodeName() const { return c_->node_name; }
+  const char* GetNodeType() const { return c_->op_type; }
+  const RuntimeAttrs* GetAttrs() const { return &attrs_; }
+
+  size_t GetComputeNodeInputNum() const { return c_->num_inputs; }
+  size_t GetComputeNodeOutputNum() const { return c_->num_outputs; }
+  const Tensor* GetInputTensor(size_t i) const {
+    return i < c_->num_inputs ? Tensor::View(c_->inputs[i]) : nullptr;
+  }
+  const Tensor* GetRequiredInputTensor(size_t ir) const { return IrInput(ir, 0); }
+  // nullptr when the optional input is absent.
+  const Tensor* GetOptionalInputTensor(size_t ir) const { return IrInput(ir, 0); }
+  const Tensor* GetDynamicInputTensor(size_t ir, size_t rel) const { return IrInput(ir, rel); }
+  // How many tensors IR input `ir` has (0 for an absent optional, n for a dynamic input).
+  size_t GetIrInputInstanceNum(size_t ir) const {
+    return ir < c_->num_ir_inputs ? c_->ir_input_count[ir] : 0;
+  }
+  size_t GetIrOutputInstanceNum(size_t ir) const {
+    return ir < c_->num_ir_outputs ? c_->ir_output_count[ir] : 0;
+  }
+  const Shape* GetInputShape(size_t i) const {
+    auto t = GetInputTensor(i);
+    return t ? &t->GetShape() : nullptr;
+  }
+  DataType GetInputDataType(size_t i) const {
+    auto t = GetInputTensor(i);
+    return t ? t->GetDataType() : DT_UNDEFINED;
+  }
+  DataType GetOutputDataType(size_t i) const {
+    return i < c_->num_outputs ? Tensor::View(c_->outputs[i])->GetDataType() : DT_UNDEFINED;
+  }
+  // Records why the callback fails; return GRAPH_FAILED after calling it.
+  void SetError(const std::string& message) const { c_->api->set_error(c_, message.c_str()); }
+  // A session/compile option, or nullptr.
+  const char* GetOption(const char* key) const { return c_->api->get_option(c_, key); }
+  // Scratch memory, 64-byte aligned, valid until this callback returns; nullptr on failure.
+  void* MallocWorkSpace(size_t bytes) const { return c_->api->malloc_workspace(c_, bytes); }
+  void* GetStream() const { return c_->stream; }
+  // Runs fn(begin, end) over [0, n) on the engine's intra-op threads; plugins never spawn threads.
+  template <typename F>
+  graphStatus ParallelFor(int64_t n, int64_t grain, F&& fn) const {
+    auto tramp = [](void* user, int64_t b, int64_t e) { (*static_cast<F*>(user))(b, e); };
+    return c_->api->parallel_for(c_, n, grain, tramp, &fn) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
+  }
+  WeftKernelContext* raw() const { return c_; }
+
+ protected:
+  Tensor* Output(size_t i) const { return i < c_->num_outputs ? Tensor::View(c_->outputs[i]) : nullptr; }
+  const Tensor* IrInput(size_t ir, size_t rel) const {
+    if (ir >= c_->num_ir_inputs || rel >= c_->ir_input_count[ir]) return nullptr;
+    return Tensor::View(c_->inputs[c_->ir_input_start[ir] + rel]);
+  }
+  WeftKernelContext* c_;
+  RuntimeAttrs attrs_;
+};
+
+// Execute: real data. Outputs are obtained with MallocOutputTensor.
+class EagerOpExecutionContext : public KernelContextBase {
+ public:
+  using KernelContextBase::KernelContextBase;
+  // Returns output `i` with memory for `shape` x `dt`, or nullptr if it does not fit what
+  // compilation planned (the error is recorded; return GRAPH_FAILED).
+  Tensor* MallocOutputTensor(size_t i, const Shape& shape, DataType dt) const {
+    return Tensor::View(c_->api->malloc_output(c_, static_cast<uint32_t>(i), &shape, dt, FORMAT_ND));
+  }
+  Tensor* MallocOutputTensor(size_t i, const StorageShape& shape, Format fmt, DataType dt) const {
+    return Tensor::View(c_->api->malloc_output(c_, static_cast<uint32_t>(i), &shape.GetStorageShape(), dt, fmt));
+  }
+  // The output as planned (data may be unset before MallocOutputTensor).
+  Tensor* GetOutputTensor(size_t i) const { return Output(i); }
+};
+
+// InferShape: input shapes (and values of constant inputs); write output shapes.
+class InferShapeContext : public KernelContextBase {
+ public:
+  using KernelContextBase::KernelContextBase;
+  Shape* GetOutputShape(size_t i) const { auto t = Output(i); return t ? &t->MutableShape() : nullptr; }
+  const Shape* GetOptionalInputShape(size_t ir) const {
+    auto t = GetOptionalInputTensor(ir);
+    return t ? &t->GetShape() : nullptr;
+  }
+  const Shape* GetDynamicInputShape(size_t ir, size_t rel) const {
+    auto t = GetDynamicInputTensor(ir, rel);
+    return t ? &t->GetShape() : nullptr;
+  }
+};
+
+// InferDataType: input types; set output types.
+class InferDataTypeContext : public KernelContextBase {
+ public:
+  using KernelContextBase::KernelContextBase;
+  graphStatus SetOutputDataType(size_t i, DataType dt) const {
+    auto t = Output(i);
+    if (!t) return GRAPH_FAILED;
+    t->dtype = dt;
+    return GRAPH_SUCCESS;
+  }
+};
+
+// Compile: full input/output metadata (shape, type, format), no data.
+class OpCompileContext : public KernelContextBase {
+ public:
+  using KernelContextBase::KernelContextBase;
+  const Tensor* GetOutputTensor(size_t i) const { return Output(i); }
+};
+
+// UpdateHostArgs: the new input/output addresses of a compiled node.
+class UpdateArgsContext : public KernelContextBase {
+ public:
+  using KernelContextBase::KernelContextBase;
+  const Tensor* GetOutputTensor(size_t i) const { return Output(i); }
+};
+
+// ---- capability interfaces (virtual inheritance, as in GE) ----------------------------------
+class BaseCustomOp {
+ public:
+  virtual ~BaseCustomOp() = default;
+};
+class EagerExecuteOp : public virtual BaseCustomOp {
+ public:
+  // Runs the kernel. Called concurrently from several threads on one compiled model: must not
+  // modify the op object.
+  virtual graphStatus Execute(EagerOpExecutionContext* ctx) = 0;
+};
+class ShapeInferOp : public virtual BaseCustomOp {
+ public:
+  virtual graphStatus InferShape(InferShapeContext* ctx) = 0;
+  virtual graphStatus InferDataType(InferDataTypeContext* ctx) = 0;
+};
+class CompilableOp : public virtual BaseCustomOp {
+ public:
+  // Called once per node at graph compile time; may keep its artifacts in the object.
+  virtual graphStatus Compile(OpCompileContext* ctx) = 0;
+};
+class PortableOp : public virtual BaseCustomOp {
+ public:
+  virtual graphStatus Serialize(std::vector<uint8_t>& buffer) = 0;
+  virtual graphStatus Deserialize(const std::vector<uint8_t>& buffer) = 0;
+};
+class ArgsUpdater : public virtual BaseCustomOp {
+ public:
+  virtual graphStatus UpdateHostArgs(UpdateArgsContext* ctx) = 0;
+};
+
+// Hidden: each shared library keeps its own instantiations even when two libraries define
+// classes with the same name.
+namespace detail __attribute__((visibility("hidden"))) {
+
+template <typename F>
+inline WeftStatus Guard(WeftKernelContext* ctx, const char* what, F&& f) noexcept {
+  try {
+    graphStatus s = f();
+    if (s == GRAPH_SUCCESS) return WEFT_STATUS_OK;
+    return WEFT_STATUS_FAILED;
+  } catch (const std::exception& e) {
+    ctx->api->set_error(ctx, (std::string(what) + " threw: " + e.what()).c_str());
+  } catch (...) {
+    ctx->api->set_error(ctx, (std::string(what) + " threw a non-standard exception").c_str());
+  }
+  return WEFT_STATUS_FAILED;
+}
+
+// Builds the C implementation table for class C from the capabilities it derives from.
+template <typename C>
+struct ImplAdapter {
+  static_assert(std::is_base_of<BaseCustomOp, C>::value, "an operator class must derive from a capability interface");
+  static void* Create(WeftKernelContext* ctx) {
+    void* p = nullptr;
+    Guard(ctx, "constructor", [&] { p = new C(); return GRAPH_SUCCESS; });
+    return p;
+  }
+  static void Destroy(void* p) { delete static_cast<C*>(p); }
+  static WeftStatus Execute(void* p, WeftKernelContext* c) {
+    if constexpr (std::is_base_of<EagerExecuteOp, C>::value) {
+      EagerOpExecutionContext w(c);
+      return Guard(c, "Execute", [&] { return static_cast<C*>(p)->Execute(&w); });
+    } else { return WEFT_STATUS_FAILED; }
+  }
+  static WeftStatus InferShape(void* p, WeftKernelContext* c) {
+    if constexpr (std::is_base_of<ShapeInferOp, C>::value) {
+      InferShapeContext w(c);
+      return Guard(c, "InferShape", [&] { return static_cast<C*>(p)->InferShape(&w); });
+    } else { return WEFT_STATUS_FAILED; }
+  }
+  static WeftStatus InferDataType(void* p, WeftKernelContext* c) {
+    if constexpr (std::is_base_of<ShapeInferOp, C>::value) {
+      InferDataTypeContext w(c);
+      return Guard(c, "InferDataType", [&] { return static_cast<C*>(p)->InferDataType(&w); });
+    } else { return WEFT_STATUS_FAILED; }
+  }
+  static WeftStatus Compile(void* p, WeftKernelContext* c) {
+    if constexpr (std::is_base_of<CompilableOp, C>::value) {
+      OpCompileContext w(c);
+      return Guard(c, "Compile", [&] { return static_cast<C*>(p)->Compile(&w); });
+    } else { return WEFT_STATUS_FAILED; }
+  }
+  static WeftStatus UpdateHostArgs(void* p, WeftKernelContext* c) {
+    if constexpr (std::is_base_of<ArgsUpdater, C>::value) {
+      UpdateArgsContext w(c);
+      return Guard(c, "UpdateHostArgs", [&] { return static_cast<C*>(p)->UpdateHostArgs(&w); });
+    } else { return WEFT_STATUS_FAILED; }
+  }
+  static WeftStatus Serialize(void* p, WeftKernelContext* c) {
+    if constexpr (std::is_base_of<PortableOp, C>::value) {
+      return Guard(c, "Serialize", [&] {
+        std::vector<uint8_t> buf;
+        graphStatus s = static_cast<C*>(p)->Serialize(buf);
+        if (s != GRAPH_SUCCESS) return s;
+        return c->api->write_blob(c, "", buf.data(), buf.size()) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
+      });
+    } else { return WEFT_STATUS_FAILED; }
+  }
+  static WeftStatus Deserialize(void* p, WeftKernelContext* c, const uint8_t* d, uint64_t n) {
+    if constexpr (std::is_base_of<PortableOp, C>::value) {
+      return Guard(c, "Deserialize", [&] {
+        std::vector<uint8_t> buf(d, d + n);
+        return static_cast<C*>(p)->Deserialize(buf);
+      });
+    } else { return WEFT_STATUS_FAILED; }
+  }
+
+  static const WeftOpImpl* Get(const char* class_name) {
+    static const WeftOpImpl impl = [class_name] {
+      WeftOpImpl t{};
+      t.struct_size = sizeof(WeftOpImpl);
+      t.class_name = class_name;
+      t.create = &Create;
+      t.destroy = &Destroy;
+      if (std::is_base_of<EagerExecuteOp, C>::value) { t.capabilities |= WEFT_CAP_EAGER_EXECUTE; t.execute = &Execute; }
+      if (std::is_base_of<ShapeInferOp, C>::value) {
+        t.capabilities |= WEFT_CAP_SHAPE_INFER;
+        t.infer_shape = &InferShape;
+        t.infer_dtype = &InferDataType;
+      }
+      if (std::is_base_of<CompilableOp, C>::value) { t.capabilities |= WEFT_CAP_COMPILABLE; t.compile = &Compile; }
+      if (std::is_base_of<PortableOp, C>::value) {
+        t.capabilities |= WEFT_CAP_PORTABLE;
+        t.serialize = &Serialize;
+        t.deserialize = &Deserialize;
+      }
+      if (std::is_base_of<ArgsUpdater, C>::value) { t.capabilities |= WEFT_CAP_ARGS_UPDATER; t.update_host_args = &UpdateHostArgs; }
+      return t;
+    }();
+    return &impl;
+  }
+};
+
+// The per-library list REG_OP and REG_AUTO_MAPPING_OP fill. Hidden so that each shared library
+// keeps its own even when several are loaded into one process.
+class LibraryList {
+ public:
+  static LibraryList& Get() {
+    static LibraryList list;
+    return list;
+  }
+  void AddDef(std::unique_ptr<OpDef> def) { defs_.push_back(std::move(def)); }
+  void AddImpl(const WeftOpImpl* impl) { impls_.push_back(impl); }
+  void AddError(const std::string& e) { error_ += (error_.empty() ? "" : "; ") + e; }
+  const WeftOpLibrary* Publish() {
+    std::call_once(once_, [this] {
+      for (auto& d : defs_) {
+        if (!d->error().empty()) AddError(d->error());
+        protos_.push_back(d->c());
+      }
+      lib_ = WeftOpLibrary{};
+      lib_.struct_size = sizeof(WeftOpLibrary);
+      lib_.abi_version = WEFT_ABI_VERSION;
+      lib_.num_prototypes = static_cast<uint32_t>(protos_.size());
+      lib_.prototypes = protos_.data();
+      lib_.num_impls = static_cast<uint32_t>(impls_.size());
+      lib_.impls = impls_.data();
+      lib_.error = error_.empty() ? nullptr : error_.c_str();
+    });
+    return &lib_;
+  }
+
+ private:
+  std::vector<std::unique_ptr<OpDef>> defs_;
+  std::vector<const WeftOpImpl*> impls_;
+  std::vector<const WeftOpPrototype*> protos_;
+  std::string error_;
+  std::once_flag once_;
+  WeftOpLibrary lib_{};
+};
+
+template <typename C>
+struct ImplRegistrar {
+  explicit ImplRegistrar(const char* class_name) {
+    LibraryList::Get().AddImpl(ImplAdapter<C>::Get(class_name));
+  }
+};
+
+}  // namespace detail
+
+template <typename Tag>
+bool OpDefBuilder::End(const char* end_name, Tag*) {
+  std::string type = def_->op_type();
+  auto def = Build();
+  if (type != end_name)
+    detail::LibraryList::Get().AddError("REG_OP(" + type + ") is closed by OP_END_FACTORY_REG(" + end_name + ")");
+  detail::LibraryList::Get().AddDef(std::move(def));
+  return true;
+}
+
+// A prototype with its implementation: what a built-in op file hands to the engine.
+struct OpEntry {
+  std::unique_ptr<OpDef> def;
+  const WeftOpImpl* impl = nullptr;
+};
+
+// The implementation table for class C, for registering built-ins explicitly.
+template <typename C>
+const WeftOpImpl* MakeOpImpl(const char* class_name) {
+  return detail::ImplAdapter<C>::Get(class_name);
+}
+
+}  // namespace weft
+
+#define WEFT_CONCAT_INNER(a, b) a##b
+#define WEFT_CONCAT(a, b) WEFT_CONCAT_INNER(a, b)
+// Binds class C to the REG_OP prototype of the same name. The key is the spelling of C as
+// written, so REG_AUTO_MAPPING_OP(ns::Foo) binds to type "ns::Foo", not "Foo".
+#define REG_AUTO_MAPPING_OP(C)                                                    \
+  [[maybe_unused]] static const ::weft::detail::ImplRegistrar<C> WEFT_CONCAT( \
+      weft_impl_registrar_, __COUNTER__)(#C)
+
+// The library entry point, defined once per shared library (weak: every translation unit that
+// includes this header may emit it). The engine itself defines WEFT_NO_PLUGIN_ENTRY.
+#ifndef WEFT_NO_PLUGIN_ENTRY
+extern "C" WEFT_PLUGIN_EXPORT __attribute__((weak)) const WeftOpLibrary* WeftGetOpLibrary(
+    uint32_t engine_abi_version) {
+  (void)engine_abi_version;
+  return ::weft::detail::LibraryList::Get().Publish();
+}
+#endif
+
+#endif  // WEFT_CUSTOM_OP_H_

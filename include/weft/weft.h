@@ -1,0 +1,271 @@
+// The Weft runtime API: build or load a graph, compile it in a session, run it.
+//
+//   auto session = weft::Session::Create().value();          // built-ins + WEFT_CUSTOM_OPP_PATH
+//   weft::Graph g("demo");
+//   g.AddInput("x", weft::DT_FLOAT, {2, 3}).AddInput("y", weft::DT_FLOAT, {2, 3});
+//   g.AddNode("AddCustom", "add0", {"x", "y"}, {"z"}).AddOutput("z");
+//   auto model = session->Compile(g).value();
+//   auto out = model->Run({x, y}).value();                    // std::vector<HostTensor>
+//
+// Errors are returned as Status/Expected and name the node, op type and file involved.
+#ifndef WEFT_WEFT_H_
+#define WEFT_WEFT_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "weft/attr_value.h"
+#include "weft/types.h"
+
+#if defined(WEFT_BUILDING_LIBRARY)
+#define WEFT_API __attribute__((visibility("default")))
+#else
+#define WEFT_API
+#endif
+
+namespace weft {
+
+class WEFT_API Status {
+ public:
+  enum class Code { kOk = 0, kInvalidArgument, kNotFound, kAlreadyExists, kFailedPrecondition, kInternal, kIo };
+  Status() = default;
+  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  static Status Ok() { return Status(); }
+  bool ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  Code code_ = Code::kOk;
+  std::string message_;
+};
+
+inline Status InvalidArgument(std::string m) { return Status(Status::Code::kInvalidArgument, std::move(m)); }
+inline Status NotFound(std::string m) { return Status(Status::Code::kNotFound, std::move(m)); }
+inline Status AlreadyExists(std::string m) { return Status(Status::Code::kAlreadyExists, std::move(m)); }
+inline Status FailedPrecondition(std::string m) { return Status(Status::Code::kFailedPrecondition, std::move(m)); }
+inline Status Internal(std::string m) { return Status(Status::Code::kInternal, std::move(m)); }
+inline Status IoError(std::string m) { return Status(Status::Code::kIo, std::move(m)); }
+
+#define WEFT_RETURN_IF_ERROR(expr)             \
+  do {                                         \
+    ::weft::Status weft_status_ = (expr);      \
+    if (!weft_status_.ok()) return weft_status_; \
+  } while (0)
+
+// A value or the Status saying why there is none. value() on an error throws
+// std::runtime_error with the message (the convenience edge; engine code checks ok()).
+template <typename T>
+class Expected {
+ public:
+  Expected(T v) : value_(std::move(v)) {}  // NOLINT
+  Expected(Status s) : status_(std::move(s)) {}  // NOLINT
+  bool ok() const { return status_.ok(); }
+  const Status& status() const { return status_; }
+  T& value() & { Check(); return *value_; }
+  T&& value() && { Check(); return std::move(*value_); }
+  T* operator->() { Check(); return &*value_; }
+
+ private:
+  void Check() const;
+  std::optional<T> value_;
+  Status status_;
+};
+
+[[noreturn]] WEFT_API void ThrowStatus(const Status& s);
+template <typename T>
+void Expected<T>::Check() const {
+  if (!status_.ok()) ThrowStatus(status_);
+}
+
+#define WEFT_ASSIGN_OR_RETURN(lhs, expr)                    \
+  auto WEFT_CONCAT_AOR(weft_e_, __LINE__) = (expr);         \
+  if (!WEFT_CONCAT_AOR(weft_e_, __LINE__).ok()) return WEFT_CONCAT_AOR(weft_e_, __LINE__).status(); \
+  lhs = std::move(WEFT_CONCAT_AOR(weft_e_, __LINE__)).value()
+#define WEFT_CONCAT_AOR_I(a, b) a##b
+#define WEFT_CONCAT_AOR(a, b) WEFT_CONCAT_AOR_I(a, b)
+
+// An owned, 64-byte aligned host tensor. Copies are deep.
+class WEFT_API HostTensor {
+ public:
+  HostTensor() = default;
+  // Zero-filled tensor.
+  HostTensor(DataType dtype, const Shape& shape);
+  HostTensor(const HostTensor& o);
+  HostTensor& operator=(const HostTensor& o);
+  HostTensor(HostTensor&&) noexcept = default;
+  HostTensor& operator=(HostTensor&&) noexcept = default;
+  ~HostTensor() = default;
+
+  // Copies `bytes` bytes from `data`; bytes must equal the tensor's byte count.
+  static Expected<HostTensor> FromBytes(DataType dtype, const Shape& shape, const void* data, size_t bytes);
+  template <typename T>
+  static HostTensor FromVector(DataType dtype, const Shape& shape, const std::vector<T>& v) {
+    HostTensor t(dtype, shape);
+    std::memcpy(t.data(), v.data(), std::min(t.bytes(), v.size() * sizeof(T)));
+    return t;
+  }
+
+  DataType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const { return shape_.GetShapeSize(); }
+  size_t bytes() const { return bytes_; }
+  void* data() { return data_.get(); }
+  const void* data() const { return data_.get(); }
+  template <typename T> T* data_as() { return static_cast<T*>(data()); }
+  template <typename T> const T* data_as() const { return static_cast<const T*>(data()); }
+
+ private:
+  struct Free { void operator()(uint8_t* p) const; };
+  DataType dtype_ = DT_UNDEFINED;
+  Shape shape_;
+  size_t bytes_ = 0;
+  std::unique_ptr<uint8_t, Free> data_;
+};
+
+// A non-owning tensor: caller's memory, for zero-copy runs.
+struct TensorRef {
+  DataType dtype = DT_UNDEFINED;
+  Shape shape;
+  void* data = nullptr;
+  size_t bytes = 0;
+  static TensorRef Of(HostTensor& t) { return {t.dtype(), t.shape(), t.data(), t.bytes()}; }
+  static TensorRef Of(const HostTensor& t) {
+    return {t.dtype(), t.shape(), const_cast<void*>(t.data()), t.bytes()};
+  }
+};
+
+struct ValueInfo {
+  std::string name;
+  DataType dtype = DT_UNDEFINED;
+  Shape shape;
+};
+
+// One operator application. An empty input name marks an absent optional input. When the op has
+// more than one dynamic input or output, input_counts/output_counts give the number of tensors
+// per IR input/output in REG_OP order; otherwise they may be left empty.
+struct Node {
+  std::string name;
+  std::string op_type;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::map<std::string, AttrValue> attrs;
+  std::vector<uint32_t> input_counts;
+  std::vector<uint32_t> output_counts;
+};
+
+// A dataflow graph. Nodes may be added in any order; Compile sorts them.
+class WEFT_API Graph {
+ public:
+  explicit Graph(std::string name = "graph") : name_(std::move(name)) {}
+
+  Graph& AddInput(const std::string& name, DataType dtype, const Shape& shape);
+  Graph& AddConstant(const std::string& name, HostTensor value);
+  Graph& AddNode(const std::string& op_type, const std::string& name, std::vector<std::string> inputs,
+                 std::vector<std::string> outputs, std::map<std::string, AttrValue> attrs = {});
+  Graph& AddNode(Node node);
+  Graph& AddOutput(const std::string& name);
+
+  const std::string& name() const { return name_; }
+  const std::vector<ValueInfo>& inputs() const { return inputs_; }
+  const std::vector<std::pair<std::string, HostTensor>>& constants() const { return constants_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<std::string>& outputs() const { return outputs_; }
+
+  // Reads the JSON graph format (docs/graph_format.md). Relative "file" paths of constants are
+  // resolved against the file's directory.
+  static Expected<Graph> FromJsonFile(const std::string& path);
+  static Expected<Graph> FromJsonText(const std::string& text, const std::string& base_dir = ".");
+
+ private:
+  std::string name_;
+  std::vector<ValueInfo> inputs_;
+  std::vector<std::pair<std::string, HostTensor>> constants_;
+  std::vector<Node> nodes_;
+  std::vector<std::string> outputs_;
+};
+
+// Where a registered operator came from and what it can do.
+struct OpInfo {
+  std::string op_type;
+  uint32_t version = 1;
+  std::string origin;  // "built-in" or the library path
+  uint64_t capabilities = 0;
+  bool overridden_builtin = false;
+};
+
+// Capability names ("EagerExecute", "ShapeInfer", ...) of a WEFT_CAP_* mask.
+WEFT_API std::vector<std::string> CapabilityNames(uint64_t caps);
+
+struct SessionOptions {
+  bool load_builtins = true;
+  // Read WEFT_CUSTOM_OPP_PATH (colon-separated package roots, earlier wins).
+  bool use_env_path = true;
+  // Package roots loaded before the environment's, in order.
+  std::vector<std::string> package_paths;
+  // Let a later registration of an existing op type replace it (a package replacing a built-in,
+  // or an earlier path entry over a later one). Without it a duplicate is an error.
+  bool allow_override = false;
+  // Intra-op threads offered to operators through ParallelFor (1 = run inline).
+  int intra_op_threads = 1;
+  // Values operators read with GetOption(key).
+  std::map<std::string, std::string> options;
+};
+
+struct MemoryReport {
+  size_t arena_bytes = 0;        // what the plan allocates per run context
+  size_t lower_bound_bytes = 0;  // the largest sum of simultaneously live tensors
+  size_t constant_bytes = 0;
+  size_t num_planned_tensors = 0;
+};
+
+class CompiledModel;
+
+// Per-thread run state (arena, scratch, bound contexts). Reusing one makes runs allocation-free.
+class WEFT_API RunContext {
+ public:
+  virtual ~RunContext() = default;
+};
+
+class WEFT_API CompiledModel {
+ public:
+  virtual ~CompiledModel() = default;
+  virtual const std::vector<ValueInfo>& inputs() const = 0;
+  virtual const std::vector<ValueInfo>& outputs() const = 0;
+  virtual MemoryReport memory() const = 0;
+  virtual size_t num_steps() const = 0;
+
+  virtual std::unique_ptr<RunContext> CreateRunContext() const = 0;
+  // Runs with caller memory: inputs and outputs in declaration order. Makes no heap allocation
+  // once `ctx` has served one run. Safe to call from many threads with one context each.
+  virtual Status Run(RunContext& ctx, const TensorRef* inputs, size_t num_inputs, const TensorRef* outputs,
+                     size_t num_outputs) const = 0;
+  // Convenience: inputs in declaration order, fresh output tensors. Thread-safe.
+  virtual Expected<std::vector<HostTensor>> Run(const std::vector<HostTensor>& inputs) const = 0;
+  // Convenience: inputs by name, outputs by name.
+  virtual Expected<std::map<std::string, HostTensor>> Run(const std::map<std::string, HostTensor>& inputs) const = 0;
+};
+
+class WEFT_API Session {
+ public:
+  virtual ~Session() = default;
+  static Expected<std::unique_ptr<Session>> Create(const SessionOptions& options = {});
+
+  // Loads an operator package root (op_graph/lib/<os>/<arch>/*.so).
+  virtual Status LoadPackage(const std::string& root) = 0;
+  // Loads one operator library.
+  virtual Status LoadLibrary(const std::string& path) = 0;
+  virtual std::vector<OpInfo> ListOps() const = 0;
+  virtual Expected<std::shared_ptr<CompiledModel>> Compile(const Graph& graph) = 0;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_WEFT_H_

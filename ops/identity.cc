@@ -1,0 +1,27 @@
+// Identity: copies its input.
+#include <cstring>
+
+#include "weft/custom_op.h"
+
+namespace weft::ops {
+namespace {
+
+class Identity : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    if (x->GetByteCount()) std::memcpy(y->GetAddr(), x->GetAddr(), x->GetByteCount());
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_identity(std::vector<OpEntry>& out) {
+  out.push_back({OpDefBuilder("Identity").INPUT(input, TensorType::ALL()).OUTPUT(output, TensorType::ALL()).SAME_AS_INPUT(input).Build(),
+                 MakeOpImpl<Identity>("Identity")});
+}
+
+}  // namespace weft::ops

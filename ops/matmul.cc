@@ -1,0 +1,131 @@
+// MatMul with NumPy semantics: 1-D operands are promoted, batch dims broadcast.
+#include "elementwise.h"
+
+namespace weft::ops {
+namespace {
+
+struct MatMulDims {
+  Shape batch;  // broadcast batch shape
+  Shape a_batch, b_batch;
+  int64_t m = 0, k = 0, n = 0;
+  Shape out;
+};
+
+bool Plan(const Shape& a, const Shape& b, MatMulDims* d, std::string* err) {
+  if (a.GetDimNum() == 0 || b.GetDimNum() == 0) {
+    *err = "MatMul: operands must have rank >= 1, got " + a.ToString() + " and " + b.ToString();
+    return false;
+  }
+  size_t ra = a.GetDimNum(), rb = b.GetDimNum();
+  d->m = ra == 1 ? 1 : a.GetDim(ra - 2);
+  d->k = a.GetDim(ra - 1);
+  int64_t kb = rb == 1 ? b.GetDim(0) : b.GetDim(rb - 2);
+  d->n = rb == 1 ? 1 : b.GetDim(rb - 1);
+  if (d->k != kb) {
+    *err = "MatMul: inner dimensions differ: A " + a.ToString() + " has K=" + std::to_string(d->k) + ", B " +
+           b.ToString() + " has K=" + std::to_string(kb);
+    return false;
+  }
+  d->a_batch = Shape();
+  d->b_batch = Shape();
+  for (size_t k = 0; k + 2 < ra; ++k) d->a_batch.AppendDim(a.GetDim(k));
+  for (size_t k = 0; k + 2 < rb; ++k) d->b_batch.AppendDim(b.GetDim(k));
+  if (!BroadcastShape(d->a_batch, d->b_batch, &d->batch)) {
+    *err = "MatMul: batch dims of " + a.ToString() + " and " + b.ToString() + " do not broadcast";
+    return false;
+  }
+  d->out = d->batch;
+  if (ra != 1) d->out.AppendDim(d->m);
+  if (rb != 1) d->out.AppendDim(d->n);
+  if (d->out.GetDimNum() > WEFT_MAX_DIMS) {
+    *err = "MatMul: result rank exceeds " + std::to_string(WEFT_MAX_DIMS);
+    return false;
+  }
+  return true;
+}
+
+// `row` is scratch for n values of the compute type.
+template <typename T, typename C>
+void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n, C* row) {
+  // Accumulate a row of C at a time in the compute type (i-k-j order: contiguous inner loop).
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(row, row + n, C(0));
+    for (int64_t p = 0; p < k; ++p) {
+      C av = Load(a[i * k + p]);
+      const T* br = b + p * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += av * Load(br[j]);
+    }
+    for (int64_t j = 0; j < n; ++j) c[i * n + j] = Store<T>(row[j]);
+  }
+}
+
+class MatMul : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    MatMulDims d;
+    std::string err;
+    if (!Plan(*ctx->GetInputShape(0), *ctx->GetInputShape(1), &d, &err)) {
+      ctx->SetError(err);
+      return GRAPH_FAILED;
+    }
+    *ctx->GetOutputShape(0) = d.out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    return ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    MatMulDims d;
+    std::string err;
+    if (!Plan(a->GetShape(), b->GetShape(), &d, &err)) {
+      ctx->SetError(err);
+      return GRAPH_FAILED;
+    }
+    Tensor* c = ctx->MallocOutputTensor(0, d.out, a->GetDataType());
+    if (!c) return GRAPH_FAILED;
+    int64_t batches = d.batch.GetShapeSize();
+    int64_t sa[WEFT_MAX_DIMS], sb[WEFT_MAX_DIMS];
+    BroadcastStrides(d.a_batch, d.batch, sa);
+    BroadcastStrides(d.b_batch, d.batch, sb);
+    bool ok = true;
+    DispatchNumeric(a->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = typename Compute<T>::type;
+      const T* pa = a->GetData<T>();
+      const T* pb = b->GetData<T>();
+      T* pc = c->GetData<T>();
+      C* row = static_cast<C*>(ctx->MallocWorkSpace(static_cast<size_t>(d.n) * sizeof(C)));
+      if (!row) {
+        ok = false;
+        return;
+      }
+      for (int64_t bi = 0; bi < batches; ++bi) {
+        int64_t oa = 0, ob = 0, rem = bi;
+        for (size_t k = d.batch.GetDimNum(); k-- > 0;) {
+          int64_t idx = rem % d.batch.GetDim(k);
+          rem /= d.batch.GetDim(k);
+          oa += idx * sa[k];
+          ob += idx * sb[k];
+        }
+        Gemm(pa + oa * d.m * d.k, pb + ob * d.k * d.n, pc + bi * d.m * d.n, d.m, d.k, d.n, row);
+      }
+    });
+    return ok ? GRAPH_SUCCESS : GRAPH_FAILED;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_matmul(std::vector<OpEntry>& out) {
+  out.push_back({OpDefBuilder("MatMul")
+                     .INPUT(A, "T")
+                     .INPUT(B, "T")
+                     .OUTPUT(Y, "T")
+                     .DATATYPE(T, TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT32, DT_INT64}))
+                     .Build(),
+                 MakeOpImpl<MatMul>("MatMul")});
+}
+
+}  // namespace weft::ops

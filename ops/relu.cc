@@ -1,0 +1,38 @@
+// Relu: max(x, 0).
+#include "elementwise.h"
+
+namespace weft::ops {
+namespace {
+
+class Relu : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t n = x->GetShapeSize();
+    DispatchNumeric(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        auto v = Load(px[i]);
+        py[i] = v > 0 ? px[i] : Store<T>(decltype(v)(0));
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_relu(std::vector<OpEntry>& out) {
+  out.push_back({OpDefBuilder("Relu")
+                     .INPUT(X, TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT8, DT_INT16, DT_INT32, DT_INT64}))
+                     .OUTPUT(Y, TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT8, DT_INT16, DT_INT32, DT_INT64}))
+                     .SAME_AS_INPUT(X)
+                     .Build(),
+                 MakeOpImpl<Relu>("Relu")});
+}
+
+}  // namespace weft::ops

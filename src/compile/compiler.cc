@@ -1,0 +1,455 @@
+// The compile pipeline: resolve ops → map IO and attributes onto prototypes → topological order
+// → per node: check input types, InferDataType, InferShape → Compile callbacks → memory plan.
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <set>
+
+#include "runtime/engine.h"
+
+namespace weft::internal {
+
+namespace {
+
+std::string Tag(const Node& n) { return "[" + n.op_type + " '" + n.name + "'] "; }
+
+std::string DtypeList(const std::vector<DataType>& v) {
+  std::string s;
+  for (DataType d : v) s += (s.empty() ? "" : ", ") + std::string(DataTypeName(d));
+  return s;
+}
+
+// Converts an attribute given in the graph to the prototype's type where that is lossless.
+bool Coerce(const AttrValue& v, WeftAttrType want, AttrValue* out) {
+  if (v.type() == want) { *out = v; return true; }
+  switch (want) {
+    case WEFT_ATTR_FLOAT:
+      if (v.type() == WEFT_ATTR_INT) { *out = AttrValue::Float(static_cast<float>(v.i())); return true; }
+      return false;
+    case WEFT_ATTR_LIST_FLOAT:
+      if (v.type() == WEFT_ATTR_LIST_INT) {
+        std::vector<float> f(v.ints().begin(), v.ints().end());
+        *out = AttrValue::ListFloat(f);
+        return true;
+      }
+      return false;
+    case WEFT_ATTR_LIST_STRING:
+    case WEFT_ATTR_LIST_BOOL:
+      if (v.type() == WEFT_ATTR_LIST_INT && v.ints().empty()) {
+        *out = want == WEFT_ATTR_LIST_STRING ? AttrValue::ListString({}) : AttrValue::ListBool({});
+        return true;
+      }
+      return false;
+    default: return false;
+  }
+}
+
+// Maps a node's positional names onto the prototype's IR inputs/outputs.
+Status MapIo(const Node& n, const std::vector<IoSpec>& specs, const std::vector<std::string>& names,
+             const std::vector<uint32_t>& counts_given, bool is_input, std::vector<uint32_t>* counts) {
+  const char* role = is_input ? "input" : "output";
+  size_t m = names.size();
+  counts->assign(specs.size(), 0);
+  if (!counts_given.empty()) {
+    if (counts_given.size() != specs.size())
+      return InvalidArgument(Tag(n) + role + "_counts has " + std::to_string(counts_given.size()) + " entries, the op declares " +
+                             std::to_string(specs.size()) + " " + role + "s");
+    size_t sum = 0;
+    for (size_t k = 0; k < specs.size(); ++k) {
+      uint32_t c = counts_given[k];
+      if (specs[k].kind != WEFT_IO_DYNAMIC && c > 1)
+        return InvalidArgument(Tag(n) + role + " '" + specs[k].name + "' is not dynamic but was given " + std::to_string(c) + " tensors");
+      (*counts)[k] = c;
+      sum += c;
+    }
+    if (sum != m)
+      return InvalidArgument(Tag(n) + role + "_counts add up to " + std::to_string(sum) + " but " + std::to_string(m) + " " + role + "s are listed");
+  } else {
+    size_t dynamic = 0;
+    for (auto& s : specs) dynamic += s.kind == WEFT_IO_DYNAMIC;
+    if (dynamic > 1)
+      return InvalidArgument(Tag(n) + "the op has several dynamic " + role + "s: give " + role + "_counts");
+    size_t fixed = specs.size() - dynamic;
+    if (dynamic == 0) {
+      if (m > specs.size())
+        return InvalidArgument(Tag(n) + "has " + std::to_string(m) + " " + role + "s, the op declares at most " + std::to_string(specs.size()));
+      for (size_t k = 0; k < m; ++k) (*counts)[k] = 1;
+    } else {
+      if (m < fixed)
+        return InvalidArgument(Tag(n) + "has " + std::to_string(m) + " " + role + "s, the op needs at least " + std::to_string(fixed));
+      for (size_t k = 0; k < specs.size(); ++k)
+        (*counts)[k] = specs[k].kind == WEFT_IO_DYNAMIC ? static_cast<uint32_t>(m - fixed) : 1;
+    }
+  }
+  // Required inputs must be present; a named empty slot is an absent optional.
+  size_t pos = 0;
+  for (size_t k = 0; k < specs.size(); ++k) {
+    for (uint32_t r = 0; r < (*counts)[k]; ++r, ++pos)
+      if (names[pos].empty() && is_input && specs[k].kind != WEFT_IO_OPTIONAL)
+        return InvalidArgument(Tag(n) + "input '" + specs[k].name + "' is required but empty");
+    if (is_input && specs[k].kind == WEFT_IO_REQUIRED && (*counts)[k] == 0)
+      return InvalidArgument(Tag(n) + "missing required input '" + specs[k].name + "' (input " + std::to_string(k) + ")");
+  }
+  return Status::Ok();
+}
+
+struct Builder {
+  const Graph& g;
+  const OpRegistry& reg;
+  std::shared_ptr<ModelImpl> m = std::make_shared<ModelImpl>();
+  std::map<std::string, int> ids;
+  std::vector<Tensor> meta;  // compile-time view of each value
+  std::string error;
+
+  Status AddValue(const std::string& name, ValueKind kind, const std::string& who) {
+    if (name.empty()) return InvalidArgument(who + ": empty tensor name");
+    if (ids.count(name)) return InvalidArgument(who + ": tensor name '" + name + "' is defined more than once");
+    ids[name] = static_cast<int>(m->values.size());
+    Value v;
+    v.name = name;
+    v.kind = kind;
+    m->values.push_back(v);
+    return Status::Ok();
+  }
+
+  Status Declare() {
+    for (auto& in : g.inputs()) {
+      WEFT_RETURN_IF_ERROR(AddValue(in.name, ValueKind::kInput, "graph input"));
+      if (DataTypeSize(in.dtype) == 0) return InvalidArgument("graph input '" + in.name + "' has no valid data type");
+      if (in.shape.IsUnknown())
+        return InvalidArgument("graph input '" + in.name + "' has unknown dims " + in.shape.ToString() +
+                               "; compile with the concrete shape it will run with");
+      Value& v = m->values.back();
+      v.dtype = in.dtype;
+      v.shape = in.shape;
+      v.index = static_cast<int>(m->input_ids.size());
+      m->input_ids.push_back(ids[in.name]);
+      m->inputs_.push_back(in);
+    }
+    for (auto& [name, t] : g.constants()) {
+      WEFT_RETURN_IF_ERROR(AddValue(name, ValueKind::kConstant, "graph constant"));
+      Value& v = m->values.back();
+      v.dtype = t.dtype();
+      v.shape = t.shape();
+      v.index = static_cast<int>(m->constants.size());
+      m->constants.push_back(t);
+    }
+    std::set<std::string> node_names;
+    for (size_t k = 0; k < g.nodes().size(); ++k) {
+      const Node& n = g.nodes()[k];
+      std::string nm = n.name.empty() ? n.op_type + "_" + std::to_string(k) : n.name;
+      if (!node_names.insert(nm).second) return InvalidArgument("node name '" + nm + "' is used twice");
+      for (size_t o = 0; o < n.outputs.size(); ++o) {
+        std::string out = n.outputs[o].empty() ? nm + ":" + std::to_string(o) : n.outputs[o];
+        WEFT_RETURN_IF_ERROR(AddValue(out, ValueKind::kIntermediate, "[" + n.op_type + " '" + nm + "'] output"));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Kahn's algorithm over node indices; on a cycle, names a node in it.
+  Expected<std::vector<size_t>> Order() {
+    size_t count = g.nodes().size();
+    std::map<std::string, size_t> producer;
+    for (size_t k = 0; k < count; ++k)
+      for (auto& o : g.nodes()[k].outputs)
+        if (!o.empty()) producer[o] = k;
+    std::vector<std::vector<size_t>> users(count);
+    std::vector<int> indeg(count, 0);
+    for (size_t k = 0; k < count; ++k) {
+      const Node& n = g.nodes()[k];
+      for (auto& in : n.inputs) {
+        if (in.empty()) continue;
+        if (!ids.count(in))
+          return InvalidArgument("[" + n.op_type + " '" + NodeName(k) + "'] input '" + in +
+                                 "' is not a graph input, constant or node output");
+        if (auto it = producer.find(in); it != producer.end()) {
+          users[it->second].push_back(k);
+          ++indeg[k];
+        }
+      }
+    }
+    std::vector<size_t> order;
+    std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;  // keep file order
+    for (size_t k = 0; k < count; ++k)
+      if (indeg[k] == 0) ready.push(k);
+    while (!ready.empty()) {
+      size_t k = ready.top();
+      ready.pop();
+      order.push_back(k);
+      for (size_t u : users[k])
+        if (--indeg[u] == 0) ready.push(u);
+    }
+    if (order.size() != count)
+      for (size_t k = 0; k < count; ++k)
+        if (indeg[k] > 0) return InvalidArgument("the graph has a cycle through node '" + NodeName(k) + "' (" + g.nodes()[k].op_type + ")");
+    return order;
+  }
+
+  std::string NodeName(size_t k) const {
+    const Node& n = g.nodes()[k];
+    return n.name.empty() ? n.op_type + "_" + std::to_string(k) : n.name;
+  }
+
+  Status Resolve(size_t k, CompiledNode& cn) {
+    const Node& src = g.nodes()[k];
+    Node n = src;
+    n.name = NodeName(k);
+    cn.name = n.name;
+    cn.op_type = n.op_type;
+    cn.op = reg.Find(n.op_type);
+    if (!cn.op) return NotFound("[" + n.op_type + " '" + n.name + "'] " + reg.DescribeMissing(n.op_type));
+    const Prototype& p = cn.op->proto;
+    std::vector<uint32_t> in_counts, out_counts;
+    WEFT_RETURN_IF_ERROR(MapIo(n, p.inputs, n.inputs, n.input_counts, true, &in_counts));
+    std::vector<std::string> outs = n.outputs;
+    for (size_t o = 0; o < outs.size(); ++o)
+      if (outs[o].empty()) outs[o] = n.name + ":" + std::to_string(o);
+    WEFT_RETURN_IF_ERROR(MapIo(n, p.outputs, outs, n.output_counts, false, &out_counts));
+    // Outputs the graph leaves out still need a tensor to write into.
+    for (size_t k2 = 0; k2 < p.outputs.size(); ++k2)
+      if (out_counts[k2] == 0 && p.outputs[k2].kind == WEFT_IO_REQUIRED) {
+        std::string name = n.name + ":" + std::to_string(outs.size());
+        WEFT_RETURN_IF_ERROR(AddValue(name, ValueKind::kIntermediate, "[" + n.op_type + " '" + n.name + "'] output"));
+        outs.push_back(name);
+        out_counts[k2] = 1;
+      }
+    size_t pos = 0;
+    for (size_t ir = 0; ir < p.inputs.size(); ++ir) {
+      cn.ir_in_start.push_back(static_cast<uint32_t>(cn.in_values.size()));
+      uint32_t present = 0;
+      for (uint32_t r = 0; r < in_counts[ir]; ++r, ++pos)
+        if (!n.inputs[pos].empty()) {
+          cn.in_values.push_back(ids.at(n.inputs[pos]));
+          ++present;
+        }
+      cn.ir_in_count.push_back(present);
+    }
+    pos = 0;
+    for (size_t ir = 0; ir < p.outputs.size(); ++ir) {
+      cn.ir_out_start.push_back(static_cast<uint32_t>(cn.out_values.size()));
+      for (uint32_t r = 0; r < out_counts[ir]; ++r, ++pos) cn.out_values.push_back(ids.at(outs[pos]));
+      cn.ir_out_count.push_back(out_counts[ir]);
+    }
+    // Attributes in prototype order, defaults filled in.
+    for (auto& [name, v] : n.attrs) {
+      bool known = false;
+      for (auto& a : p.attrs) known = known || a.name == name;
+      if (!known) {
+        std::string have;
+        for (auto& a : p.attrs) have += (have.empty() ? "" : ", ") + a.name;
+        return InvalidArgument(Tag(n) + "has no attribute '" + name + "'" +
+                               (have.empty() ? std::string(" (it takes none)") : "; its attributes are: " + have));
+      }
+    }
+    cn.attrs.reserve(p.attrs.size());
+    for (auto& a : p.attrs) {
+      auto it = n.attrs.find(a.name);
+      if (it == n.attrs.end()) {
+        if (a.required) return InvalidArgument(Tag(n) + "missing required attribute '" + a.name + "' (" + AttrTypeName(a.type) + ")");
+        cn.attrs.push_back(a.default_value);
+      } else {
+        AttrValue v;
+        if (!Coerce(it->second, a.type, &v))
+          return InvalidArgument(Tag(n) + "attribute '" + a.name + "' must be " + AttrTypeName(a.type) + ", got " +
+                                 AttrTypeName(it->second.type()) + " " + it->second.ToString());
+        cn.attrs.push_back(std::move(v));
+      }
+    }
+    for (size_t a = 0; a < cn.attrs.size(); ++a) {
+      cn.attr_ptrs.push_back(cn.attrs[a].c());
+      cn.attr_names.push_back(p.attrs[a].name.c_str());
+    }
+    return Status::Ok();
+  }
+
+  // Runs one callback of `cn` in a compile-time context over `meta`.
+  WeftStatus Call(CompiledNode& cn, WeftStage stage, WeftOpFn fn, Scratch* scratch = nullptr) {
+    std::vector<WeftTensor*> ins, outs;
+    for (int id : cn.in_values) ins.push_back(&meta[id]);
+    for (int id : cn.out_values) outs.push_back(&meta[id]);
+    CallState st;
+    st.node = &cn;
+    st.error = &error;
+    st.scratch = scratch;
+    st.env = m->env.get();
+    WeftKernelContext c;
+    BindContext(c, cn, stage, ins.data(), outs.data(), &st);
+    error.clear();
+    return fn(cn.instance, &c);
+  }
+
+  Status CheckInputTypes(CompiledNode& cn) {
+    const Prototype& p = cn.op->proto;
+    std::map<std::string, std::pair<DataType, std::string>> bound;  // symbol -> (type, io name)
+    std::string tag = "[" + cn.op_type + " '" + cn.name + "'] ";
+    for (size_t ir = 0; ir < p.inputs.size(); ++ir) {
+      const IoSpec& s = p.inputs[ir];
+      for (uint32_t r = 0; r < cn.ir_in_count[ir]; ++r) {
+        const Value& v = m->values[cn.in_values[cn.ir_in_start[ir] + r]];
+        if (std::find(s.dtypes.begin(), s.dtypes.end(), v.dtype) == s.dtypes.end())
+          return InvalidArgument(tag + "input " + std::to_string(ir) + " (" + s.name + ") '" + v.name + "' has dtype " +
+                                 DataTypeName(v.dtype) + "; allowed: " + DtypeList(s.dtypes));
+        if (!s.symbol.empty()) {
+          auto [it, fresh] = bound.emplace(s.symbol, std::make_pair(v.dtype, s.name));
+          if (!fresh && it->second.first != v.dtype)
+            return InvalidArgument(tag + "inputs '" + it->second.second + "' (" + DataTypeName(it->second.first) + ") and '" +
+                                   s.name + "' (" + DataTypeName(v.dtype) + ") share type " + s.symbol + " and must match");
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status InferNode(CompiledNode& cn) {
+    const Prototype& p = cn.op->proto;
+    const WeftOpImpl* impl = cn.op->impl;
+    std::string tag = "[" + cn.op_type + " '" + cn.name + "'] ";
+    WEFT_RETURN_IF_ERROR(CheckInputTypes(cn));
+    for (int id : cn.out_values) {
+      meta[id] = Tensor();
+      meta[id].placement = WEFT_PLACEMENT_HOST;
+    }
+    auto first_input = [&](int ir) -> const Value* {
+      if (ir < 0 || cn.ir_in_count[ir] == 0) return nullptr;
+      return &m->values[cn.in_values[cn.ir_in_start[ir]]];
+    };
+    bool can_infer = (impl->capabilities & WEFT_CAP_SHAPE_INFER) && impl->infer_shape && impl->infer_dtype;
+    // Data types.
+    if (can_infer) {
+      if (Call(cn, WEFT_STAGE_INFER_DTYPE, impl->infer_dtype) != WEFT_STATUS_OK)
+        return InvalidArgument(NodeError(cn, "InferDataType", error));
+    } else {
+      for (size_t ir = 0; ir < p.outputs.size(); ++ir) {
+        const IoSpec& s = p.outputs[ir];
+        DataType dt = DT_UNDEFINED;
+        if (const Value* src = first_input(s.same_as_input)) dt = src->dtype;
+        if (dt == DT_UNDEFINED && !s.symbol.empty())
+          for (size_t i = 0; i < p.inputs.size() && dt == DT_UNDEFINED; ++i)
+            if (p.inputs[i].symbol == s.symbol)
+              if (const Value* src = first_input(static_cast<int>(i))) dt = src->dtype;
+        if (dt == DT_UNDEFINED && s.dtypes.size() == 1) dt = s.dtypes[0];
+        for (uint32_t r = 0; r < cn.ir_out_count[ir]; ++r) meta[cn.out_values[cn.ir_out_start[ir] + r]].dtype = dt;
+      }
+    }
+    for (size_t ir = 0; ir < p.outputs.size(); ++ir) {
+      const IoSpec& s = p.outputs[ir];
+      for (uint32_t r = 0; r < cn.ir_out_count[ir]; ++r) {
+        DataType dt = meta[cn.out_values[cn.ir_out_start[ir] + r]].GetDataType();
+        if (dt == DT_UNDEFINED)
+          return InvalidArgument(tag + "the type of output '" + s.name + "' is unknown: the op has no ShapeInferOp, and its REG_OP "
+                                 "neither declares SAME_AS_INPUT for it nor gives it a single type or a type symbol shared with an input");
+        if (std::find(s.dtypes.begin(), s.dtypes.end(), dt) == s.dtypes.end())
+          return InvalidArgument(tag + "output '" + s.name + "' was inferred as " + DataTypeName(dt) + "; its REG_OP allows: " + DtypeList(s.dtypes));
+      }
+    }
+    // Shapes.
+    if (can_infer) {
+      for (size_t k = 0; k < cn.in_values.size(); ++k) {
+        const Value& v = m->values[cn.in_values[k]];
+        meta[cn.in_values[k]].data = v.kind == ValueKind::kConstant ? const_cast<void*>(m->constants[v.index].data()) : nullptr;
+      }
+      if (Call(cn, WEFT_STAGE_INFER_SHAPE, impl->infer_shape) != WEFT_STATUS_OK)
+        return InvalidArgument(NodeError(cn, "InferShape", error));
+    } else {
+      for (size_t ir = 0; ir < p.outputs.size(); ++ir) {
+        const IoSpec& s = p.outputs[ir];
+        const Value* src = first_input(s.same_as_input);
+        if (!src)
+          return InvalidArgument(tag + "cannot infer the shape of output '" + s.name + "': the op has no ShapeInferOp and its REG_OP "
+                                 "does not declare the output SAME_AS_INPUT(<input>). Implement ShapeInferOp, or add "
+                                 ".SAME_AS_INPUT(x) after .OUTPUT(" + s.name + ", ...)");
+        for (uint32_t r = 0; r < cn.ir_out_count[ir]; ++r) *Shape::View(&meta[cn.out_values[cn.ir_out_start[ir] + r]].shape) = src->shape;
+      }
+    }
+    for (int id : cn.out_values) {
+      Value& v = m->values[id];
+      v.dtype = meta[id].GetDataType();
+      v.shape = meta[id].GetShape();
+      if (v.shape.ndim < 0 || v.shape.ndim > WEFT_MAX_DIMS)
+        return InvalidArgument(tag + "InferShape produced rank " + std::to_string(v.shape.ndim) + " for '" + v.name + "'");
+      if (v.shape.IsUnknown())
+        return InvalidArgument(tag + "output '" + v.name + "' has unknown dims " + v.shape.ToString() + " after InferShape");
+      v.bytes = static_cast<size_t>(v.shape.GetShapeSize()) * DataTypeSize(v.dtype);
+    }
+    return Status::Ok();
+  }
+
+  Expected<std::shared_ptr<CompiledModel>> Build() {
+    WEFT_RETURN_IF_ERROR(Declare());
+    auto order = Order();
+    if (!order.ok()) return order.status();
+    meta.resize(m->values.size());
+    for (size_t k = 0; k < m->values.size(); ++k) {
+      meta[k].dtype = m->values[k].dtype;
+      *Shape::View(&meta[k].shape) = m->values[k].shape;
+    }
+    for (size_t k : order.value()) {
+      auto cn = std::make_unique<CompiledNode>();
+      WEFT_RETURN_IF_ERROR(Resolve(k, *cn));
+      m->nodes.push_back(std::move(cn));
+    }
+    if (meta.size() < m->values.size()) meta.resize(m->values.size());
+    for (auto& v : m->values)
+      if (v.kind != ValueKind::kIntermediate) v.bytes = static_cast<size_t>(v.shape.GetShapeSize()) * DataTypeSize(v.dtype);
+    // Instances, then inference in execution order.
+    for (auto& cn : m->nodes) {
+      const WeftOpImpl* impl = cn->op->impl;
+      if (!(impl->capabilities & WEFT_CAP_EAGER_EXECUTE) || !impl->execute)
+        return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] the op (from " + cn->op->origin +
+                                  ") has no EagerExecuteOp, so it cannot run in this engine");
+      error.clear();
+      CallState st;
+      st.node = cn.get();
+      st.error = &error;
+      st.env = m->env.get();
+      WeftKernelContext c;
+      BindContext(c, *cn, WEFT_STAGE_CREATE, nullptr, nullptr, &st);
+      c.num_inputs = c.num_outputs = 0;
+      cn->instance = impl->create(&c);
+      if (!cn->instance) return Internal(NodeError(*cn, "creating the op object", error));
+      WEFT_RETURN_IF_ERROR(InferNode(*cn));
+    }
+    // Liveness.
+    for (size_t s = 0; s < m->nodes.size(); ++s) {
+      for (int id : m->nodes[s]->in_values) m->values[id].last_use = static_cast<int>(s);
+      for (int id : m->nodes[s]->out_values) m->values[id].producer = static_cast<int>(s);
+    }
+    for (auto& name : g.outputs()) {
+      auto it = ids.find(name);
+      if (it == ids.end()) return InvalidArgument("graph output '" + name + "' is not produced by any node, input or constant");
+      Value& v = m->values[it->second];
+      v.is_output = true;
+      m->output_ids.push_back(it->second);
+      m->outputs_.push_back({v.name, v.dtype, v.shape});
+    }
+    if (m->output_ids.empty()) return InvalidArgument("the graph declares no outputs");
+    // Compile callbacks see metadata only.
+    Scratch compile_scratch;
+    for (auto& t : meta) t.data = nullptr;
+    for (auto& cn : m->nodes) {
+      const WeftOpImpl* impl = cn->op->impl;
+      if (!(impl->capabilities & WEFT_CAP_COMPILABLE) || !impl->compile) continue;
+      compile_scratch.Reset();
+      if (Call(*cn, WEFT_STAGE_COMPILE, impl->compile, &compile_scratch) != WEFT_STATUS_OK)
+        return Internal(NodeError(*cn, "Compile", error));
+    }
+    MemoryPlan plan = PlanMemory(m->values, static_cast<int>(m->nodes.size()));
+    m->memory_.arena_bytes = plan.arena_bytes;
+    m->memory_.lower_bound_bytes = plan.lower_bound_bytes;
+    for (auto& c : m->constants) m->memory_.constant_bytes += c.bytes();
+    for (auto& v : m->values) m->memory_.num_planned_tensors += v.kind == ValueKind::kIntermediate;
+    return std::shared_ptr<CompiledModel>(m);
+  }
+};
+
+}  // namespace
+
+Expected<std::shared_ptr<CompiledModel>> CompileGraph(const Graph& g, const OpRegistry& reg,
+                                                      std::shared_ptr<const EngineEnv> env) {
+  Builder b{g, reg};
+  b.m->env = std::move(env);
+  return b.Build();
+}
+
+}  // namespace weft::internal

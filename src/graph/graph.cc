@@ -1,0 +1,249 @@
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/npy.h"
+#include "weft/weft.h"
+
+namespace weft {
+
+Graph& Graph::AddInput(const std::string& name, DataType dtype, const Shape& shape) {
+  inputs_.push_back({name, dtype, shape});
+  return *this;
+}
+
+Graph& Graph::AddConstant(const std::string& name, HostTensor value) {
+  constants_.emplace_back(name, std::move(value));
+  return *this;
+}
+
+Graph& Graph::AddNode(const std::string& op_type, const std::string& name, std::vector<std::string> inputs,
+                      std::vector<std::string> outputs, std::map<std::string, AttrValue> attrs) {
+  Node n;
+  n.op_type = op_type;
+  n.name = name;
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  n.attrs = std::move(attrs);
+  return AddNode(std::move(n));
+}
+
+Graph& Graph::AddNode(Node node) {
+  nodes_.push_back(std::move(node));
+  return *this;
+}
+
+Graph& Graph::AddOutput(const std::string& name) {
+  outputs_.push_back(name);
+  return *this;
+}
+
+namespace {
+
+using nlohmann::json;
+
+Expected<Shape> ShapeFromJson(const json& j, const std::string& what) {
+  if (!j.is_array()) return InvalidArgument(what + ": \"shape\" must be an array of integers");
+  if (j.size() > WEFT_MAX_DIMS) return InvalidArgument(what + ": more than " + std::to_string(WEFT_MAX_DIMS) + " dims");
+  Shape s;
+  for (auto& d : j) {
+    if (!d.is_number_integer()) return InvalidArgument(what + ": \"shape\" must be an array of integers");
+    s.AppendDim(d.get<int64_t>());
+  }
+  return s;
+}
+
+template <typename T>
+void PutAll(HostTensor& t, const json& data) {
+  T* p = t.data_as<T>();
+  for (size_t k = 0; k < data.size(); ++k) p[k] = data[k].get<T>();
+}
+
+Expected<HostTensor> TensorFromJson(const json& j, const std::string& what, const std::string& base_dir) {
+  if (!j.is_object()) return InvalidArgument(what + ": must be an object");
+  if (j.contains("file")) {
+    if (!j["file"].is_string()) return InvalidArgument(what + ": \"file\" must be a string");
+    std::string f = j["file"].get<std::string>();
+    if (!f.empty() && f[0] != '/') f = base_dir + "/" + f;
+    auto t = internal::ReadNpy(f);
+    if (!t.ok()) return InvalidArgument(what + ": " + t.status().message());
+    return t;
+  }
+  if (!j.contains("dtype") || !j["dtype"].is_string()) return InvalidArgument(what + ": needs \"dtype\" (or \"file\")");
+  DataType dt = internal::DataTypeFromName(j["dtype"].get<std::string>());
+  if (dt == DT_UNDEFINED) return InvalidArgument(what + ": unknown dtype '" + j["dtype"].get<std::string>() + "'");
+  if (!j.contains("shape")) return InvalidArgument(what + ": needs \"shape\"");
+  auto shape = ShapeFromJson(j["shape"], what);
+  if (!shape.ok()) return shape.status();
+  if (shape.value().IsUnknown()) return InvalidArgument(what + ": a constant needs a known shape");
+  const json& data = j.contains("data") ? j["data"] : json::array();
+  if (!data.is_array()) return InvalidArgument(what + ": \"data\" must be a flat array");
+  int64_t n = shape.value().GetShapeSize();
+  if (static_cast<int64_t>(data.size()) != n)
+    return InvalidArgument(what + ": shape " + shape.value().ToString() + " needs " + std::to_string(n) +
+                           " values, \"data\" has " + std::to_string(data.size()));
+  for (auto& v : data)
+    if (!v.is_number() && !v.is_boolean()) return InvalidArgument(what + ": \"data\" must hold numbers");
+  HostTensor t(dt, shape.value());
+  switch (dt) {
+    case DT_FLOAT: PutAll<float>(t, data); break;
+    case DT_DOUBLE: PutAll<double>(t, data); break;
+    case DT_INT8: PutAll<int8_t>(t, data); break;
+    case DT_UINT8: PutAll<uint8_t>(t, data); break;
+    case DT_INT16: PutAll<int16_t>(t, data); break;
+    case DT_UINT16: PutAll<uint16_t>(t, data); break;
+    case DT_INT32: PutAll<int32_t>(t, data); break;
+    case DT_UINT32: PutAll<uint32_t>(t, data); break;
+    case DT_INT64: PutAll<int64_t>(t, data); break;
+    case DT_UINT64: PutAll<uint64_t>(t, data); break;
+    case DT_BOOL:
+      for (size_t k = 0; k < data.size(); ++k)
+        t.data_as<uint8_t>()[k] = data[k].is_boolean() ? data[k].get<bool>() : data[k].get<double>() != 0;
+      break;
+    case DT_FLOAT16:
+      for (size_t k = 0; k < data.size(); ++k) t.data_as<float16>()[k] = float16(data[k].get<float>());
+      break;
+    case DT_BF16:
+      for (size_t k = 0; k < data.size(); ++k) t.data_as<bfloat16>()[k] = bfloat16(data[k].get<float>());
+      break;
+    default: return InvalidArgument(what + ": unsupported dtype");
+  }
+  return t;
+}
+
+Expected<AttrValue> AttrFromJson(const json& v, const std::string& what, const std::string& base_dir) {
+  if (v.is_boolean()) return AttrValue::Bool(v.get<bool>());
+  if (v.is_number_integer()) return AttrValue::Int(v.get<int64_t>());
+  if (v.is_number_float()) return AttrValue::Float(v.get<float>());
+  if (v.is_string()) return AttrValue::String(v.get<std::string>());
+  if (v.is_array()) {
+    bool all_int = true, all_num = true, all_str = true, all_bool = true;
+    for (auto& e : v) {
+      all_int = all_int && e.is_number_integer();
+      all_num = all_num && e.is_number();
+      all_str = all_str && e.is_string();
+      all_bool = all_bool && e.is_boolean();
+    }
+    if (v.empty() || all_int) return AttrValue::ListInt(v.get<std::vector<int64_t>>());
+    if (all_num) return AttrValue::ListFloat(v.get<std::vector<float>>());
+    if (all_str) return AttrValue::ListString(v.get<std::vector<std::string>>());
+    if (all_bool) return AttrValue::ListBool(v.get<std::vector<bool>>());
+    return InvalidArgument(what + ": a list attribute must hold only integers, numbers, strings or booleans");
+  }
+  if (v.is_object() && v.contains("tensor")) {
+    auto t = TensorFromJson(v["tensor"], what, base_dir);
+    if (!t.ok()) return t.status();
+    const HostTensor& h = t.value();
+    const uint8_t* p = static_cast<const uint8_t*>(h.data());
+    return AttrValue::TensorValue(h.dtype(), h.shape(), std::vector<uint8_t>(p, p + h.bytes()));
+  }
+  if (v.is_object() && v.contains("type") && v["type"].is_string()) {
+    DataType dt = internal::DataTypeFromName(v["type"].get<std::string>());
+    if (dt == DT_UNDEFINED) return InvalidArgument(what + ": unknown data type '" + v["type"].get<std::string>() + "'");
+    return AttrValue::Type(dt);
+  }
+  return InvalidArgument(what + ": unsupported attribute value " + v.dump());
+}
+
+Expected<std::vector<std::string>> NameList(const json& j, const char* key, const std::string& what) {
+  if (!j.contains(key)) return std::vector<std::string>();
+  if (!j[key].is_array()) return InvalidArgument(what + ": \"" + key + "\" must be an array of names");
+  std::vector<std::string> out;
+  for (auto& e : j[key]) {
+    if (e.is_null()) out.emplace_back();
+    else if (e.is_string()) out.push_back(e.get<std::string>());
+    else return InvalidArgument(what + ": \"" + key + "\" must hold strings (or null for an absent optional input)");
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<Graph> Graph::FromJsonText(const std::string& text, const std::string& base_dir) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return InvalidArgument(std::string("graph JSON does not parse: ") + e.what());
+  }
+  if (!j.is_object()) return InvalidArgument("graph JSON must be an object with \"inputs\", \"nodes\" and \"outputs\"");
+  Graph g(j.value("name", std::string("graph")));
+  if (j.contains("inputs")) {
+    if (!j["inputs"].is_array()) return InvalidArgument("graph \"inputs\" must be an array");
+    for (size_t k = 0; k < j["inputs"].size(); ++k) {
+      const json& in = j["inputs"][k];
+      std::string what = "graph input #" + std::to_string(k);
+      if (!in.is_object() || !in.contains("name") || !in["name"].is_string() || !in.contains("dtype") || !in["dtype"].is_string())
+        return InvalidArgument(what + ": needs \"name\", \"dtype\" and \"shape\"");
+      what = "graph input '" + in["name"].get<std::string>() + "'";
+      DataType dt = internal::DataTypeFromName(in["dtype"].get<std::string>());
+      if (dt == DT_UNDEFINED) return InvalidArgument(what + ": unknown dtype '" + in["dtype"].get<std::string>() + "'");
+      auto shape = ShapeFromJson(in.value("shape", json::array()), what);
+      if (!shape.ok()) return shape.status();
+      g.AddInput(in["name"].get<std::string>(), dt, shape.value());
+    }
+  }
+  if (j.contains("constants")) {
+    if (!j["constants"].is_array()) return InvalidArgument("graph \"constants\" must be an array");
+    for (auto& c : j["constants"]) {
+      if (!c.is_object() || !c.contains("name") || !c["name"].is_string())
+        return InvalidArgument("graph constant: needs \"name\"");
+      std::string what = "constant '" + c["name"].get<std::string>() + "'";
+      auto t = TensorFromJson(c, what, base_dir);
+      if (!t.ok()) return t.status();
+      g.AddConstant(c["name"].get<std::string>(), std::move(t).value());
+    }
+  }
+  if (!j.contains("nodes") || !j["nodes"].is_array()) return InvalidArgument("graph JSON needs a \"nodes\" array");
+  for (size_t k = 0; k < j["nodes"].size(); ++k) {
+    const json& n = j["nodes"][k];
+    std::string what = "node #" + std::to_string(k);
+    if (!n.is_object() || !n.contains("op") || !n["op"].is_string()) return InvalidArgument(what + ": needs \"op\"");
+    Node node;
+    node.op_type = n["op"].get<std::string>();
+    node.name = n.contains("name") && n["name"].is_string() ? n["name"].get<std::string>() : "";
+    if (!node.name.empty()) what = "node '" + node.name + "'";
+    auto ins = NameList(n, "inputs", what);
+    if (!ins.ok()) return ins.status();
+    auto outs = NameList(n, "outputs", what);
+    if (!outs.ok()) return outs.status();
+    node.inputs = ins.value();
+    node.outputs = outs.value();
+    if (n.contains("attrs")) {
+      if (!n["attrs"].is_object()) return InvalidArgument(what + ": \"attrs\" must be an object");
+      for (auto& [key, val] : n["attrs"].items()) {
+        auto a = AttrFromJson(val, what + " attribute '" + key + "'", base_dir);
+        if (!a.ok()) return a.status();
+        node.attrs[key] = std::move(a).value();
+      }
+    }
+    for (const char* key : {"input_counts", "output_counts"}) {
+      if (!n.contains(key)) continue;
+      if (!n[key].is_array()) return InvalidArgument(what + ": \"" + key + "\" must be an array of counts");
+      auto& dst = std::string(key) == "input_counts" ? node.input_counts : node.output_counts;
+      for (auto& c : n[key]) {
+        if (!c.is_number_unsigned()) return InvalidArgument(what + ": \"" + key + "\" must hold non-negative integers");
+        dst.push_back(c.get<uint32_t>());
+      }
+    }
+    g.AddNode(std::move(node));
+  }
+  auto outs = NameList(j, "outputs", "graph");
+  if (!outs.ok()) return outs.status();
+  for (auto& o : outs.value()) g.AddOutput(o);
+  return g;
+}
+
+Expected<Graph> Graph::FromJsonFile(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return IoError("cannot open graph file '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  auto g = FromJsonText(ss.str(), dir);
+  if (!g.ok()) return Status(g.status().code(), path + ": " + g.status().message());
+  return g;
+}
+
+}  // namespace weft

@@ -1,0 +1,334 @@
+#include "registry/registry.h"
+
+#include <dlfcn.h>
+#include <sys/utsname.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace weft::internal {
+
+LoadedLibrary::~LoadedLibrary() {
+  if (handle) dlclose(handle);
+}
+
+// True when a struct written by the other side is large enough to contain `field`.
+#define WEFT_HAS_FIELD(ptr, type, field) \
+  ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)nullptr)->field))
+
+AttrValue AttrFromC(const WeftAttrValue* v) {
+  switch (v->type) {
+    case WEFT_ATTR_INT: return AttrValue::Int(v->i);
+    case WEFT_ATTR_FLOAT: return AttrValue::Float(v->f);
+    case WEFT_ATTR_BOOL: return AttrValue::Bool(v->b != 0);
+    case WEFT_ATTR_STRING: return AttrValue::String(v->s ? v->s : "");
+    case WEFT_ATTR_TYPE: return AttrValue::Type(static_cast<DataType>(v->i));
+    case WEFT_ATTR_LIST_INT: return AttrValue::ListInt(std::vector<int64_t>(v->ints, v->ints + v->count));
+    case WEFT_ATTR_LIST_FLOAT: return AttrValue::ListFloat(std::vector<float>(v->floats, v->floats + v->count));
+    case WEFT_ATTR_LIST_BOOL: {
+      std::vector<bool> b;
+      for (uint64_t k = 0; k < v->count; ++k) b.push_back(v->bools[k] != 0);
+      return AttrValue::ListBool(b);
+    }
+    case WEFT_ATTR_LIST_STRING: {
+      std::vector<std::string> s;
+      for (uint64_t k = 0; k < v->count; ++k) s.emplace_back(v->strings[k] ? v->strings[k] : "");
+      return AttrValue::ListString(s);
+    }
+    case WEFT_ATTR_TENSOR: {
+      const Tensor* t = Tensor::View(v->tensor);
+      if (!t) return AttrValue::TensorValue(DT_FLOAT, Shape({0}), {});
+      const uint8_t* d = static_cast<const uint8_t*>(t->data);
+      return AttrValue::TensorValue(t->GetDataType(), t->GetShape(),
+                                    d ? std::vector<uint8_t>(d, d + t->GetByteCount()) : std::vector<uint8_t>());
+    }
+    default: return AttrValue();
+  }
+}
+
+Expected<Prototype> ImportPrototype(const WeftOpPrototype* p, const std::string& where) {
+  if (!p || p->struct_size < offsetof(WeftOpPrototype, dtype_symbols) + sizeof(void*) || !p->op_type)
+    return InvalidArgument(where + ": malformed operator prototype");
+  Prototype out;
+  out.op_type = p->op_type;
+  out.version = p->version;
+  std::string ctx = where + ": REG_OP(" + out.op_type + ")";
+  std::map<std::string, std::vector<DataType>> symbols;
+  for (uint32_t k = 0; k < p->num_dtype_symbols; ++k) {
+    const WeftDtypeSymbol* s = p->dtype_symbols[k];
+    std::vector<DataType>& v = symbols[s->name ? s->name : ""];
+    for (uint32_t j = 0; j < s->num_dtypes; ++j) v.push_back(static_cast<DataType>(s->dtypes[j]));
+  }
+  auto import_io = [&](uint32_t n, const WeftIoDesc* const* descs, std::vector<IoSpec>& dst, bool is_input) -> Status {
+    int dynamic = 0;
+    for (uint32_t k = 0; k < n; ++k) {
+      const WeftIoDesc* d = descs[k];
+      if (!d || !d->name) return InvalidArgument(ctx + ": malformed input/output descriptor");
+      IoSpec io;
+      io.name = d->name;
+      io.kind = static_cast<WeftIoKind>(d->kind);
+      if (io.kind == WEFT_IO_DYNAMIC) ++dynamic;
+      if (d->dtype_symbol) {
+        io.symbol = d->dtype_symbol;
+        auto it = symbols.find(io.symbol);
+        if (it == symbols.end())
+          return InvalidArgument(ctx + ": '" + io.name + "' uses type symbol '" + io.symbol + "' with no DATATYPE");
+        io.dtypes = it->second;
+      } else {
+        for (uint32_t j = 0; j < d->num_dtypes; ++j) io.dtypes.push_back(static_cast<DataType>(d->dtypes[j]));
+      }
+      for (DataType dt : io.dtypes)
+        if (DataTypeSize(dt) == 0) return InvalidArgument(ctx + ": '" + io.name + "' allows an unknown data type " + std::to_string(dt));
+      if (io.dtypes.empty()) return InvalidArgument(ctx + ": '" + io.name + "' allows no data type");
+      if (!is_input) io.same_as_input = d->same_as_input;
+      dst.push_back(io);
+    }
+    (void)dynamic;
+    return Status::Ok();
+  };
+  WEFT_RETURN_IF_ERROR(import_io(p->num_inputs, p->inputs, out.inputs, true));
+  WEFT_RETURN_IF_ERROR(import_io(p->num_outputs, p->outputs, out.outputs, false));
+  for (auto& o : out.outputs)
+    if (o.same_as_input >= static_cast<int>(out.inputs.size()))
+      return InvalidArgument(ctx + ": output '" + o.name + "' copies input " + std::to_string(o.same_as_input) + ", which does not exist");
+  if (out.outputs.empty()) return InvalidArgument(ctx + ": declares no OUTPUT");
+  for (uint32_t k = 0; k < p->num_attrs; ++k) {
+    const WeftAttrDesc* a = p->attrs[k];
+    if (!a || !a->name) return InvalidArgument(ctx + ": malformed attribute descriptor");
+    AttrSpec s;
+    s.name = a->name;
+    s.type = static_cast<WeftAttrType>(a->type);
+    s.required = a->required != 0;
+    if (!s.required) {
+      if (!a->default_value) return InvalidArgument(ctx + ": optional attribute '" + s.name + "' has no default");
+      s.default_value = AttrFromC(a->default_value);
+      if (s.default_value.type() != s.type)
+        return InvalidArgument(ctx + ": default of attribute '" + s.name + "' has the wrong type");
+    }
+    out.attrs.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string PlatformLibDir() {
+  struct utsname u {};
+  std::string arch = uname(&u) == 0 ? u.machine : "x86_64";
+  return "op_graph/lib/linux/" + arch;
+}
+
+std::vector<std::string> SplitPathList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ':'))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Expected<std::string> HashFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return IoError("cannot read '" + path + "'");
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  char buf[1 << 16];
+  while (f) {
+    f.read(buf, sizeof buf);
+    XXH3_64bits_update(st, buf, static_cast<size_t>(f.gcount()));
+  }
+  uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string("xxh3-64:") + hex;
+}
+
+Expected<std::vector<std::string>> PackageLibraries(const std::string& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec))
+    return NotFound("operator package root '" + root + "' does not exist or is not a directory");
+  if (!fs::is_directory(fs::path(root) / "op_graph", ec)) {
+    // Point at the package root if the entry is somewhere inside one.
+    std::string hint;
+    for (fs::path p = fs::absolute(root, ec); p.has_parent_path() && p != p.parent_path(); p = p.parent_path())
+      if (fs::is_directory(p / "op_graph", ec)) {
+        hint = " It lies inside the package '" + p.string() + "': use that directory instead.";
+        break;
+      }
+    return InvalidArgument("'" + root + "' is not an operator package root: it has no op_graph/ directory "
+                           "(expected <root>/" + PlatformLibDir() + "/*.so)." + hint);
+  }
+  fs::path libdir = fs::path(root) / PlatformLibDir();
+  std::vector<std::string> libs;
+  if (fs::is_directory(libdir, ec))
+    for (auto& e : fs::directory_iterator(libdir, ec))
+      if (e.path().extension() == ".so") libs.push_back(e.path().string());
+  std::sort(libs.begin(), libs.end());
+  if (libs.empty())
+    return NotFound("operator package '" + root + "' has no libraries in " + libdir.string() + "/ (expected *.so)");
+  return libs;
+}
+
+Status OpRegistry::Register(std::shared_ptr<RegisteredOp> op) {
+  auto it = ops_.find(op->op_type);
+  if (it != ops_.end()) {
+    const RegisteredOp& old = *it->second;
+    if (!allow_override_)
+      return AlreadyExists("op type '" + op->op_type + "' is registered twice: by " + old.origin + " and by " +
+                           op->origin + ". Remove one of them (check WEFT_CUSTOM_OPP_PATH), or allow override "
+                           "(SessionOptions::allow_override, --allow-override) to let the later one replace the earlier.");
+    op->replaced_builtin = old.library == nullptr || old.replaced_builtin;
+  }
+  ops_[op->op_type] = std::move(op);
+  return Status::Ok();
+}
+
+Status OpRegistry::AddBuiltin(std::unique_ptr<OpDef> def, const WeftOpImpl* impl) {
+  if (!def->error().empty()) return Internal("built-in " + def->error());
+  auto proto = ImportPrototype(def->c(), "built-in");
+  if (!proto.ok()) return proto.status();
+  auto op = std::make_shared<RegisteredOp>();
+  op->op_type = def->op_type();
+  op->proto = std::move(proto).value();
+  op->impl = impl;
+  op->origin = "built-in";
+  builtin_defs_.push_back(std::move(def));
+  return Register(std::move(op));
+}
+
+Status OpRegistry::LoadLibrary(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return NotFound("operator library '" + path + "' does not exist");
+  auto lib = std::make_shared<LoadedLibrary>();
+  lib->path = fs::absolute(path, ec).string();
+  dlerror();
+  lib->handle = dlopen(lib->path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib->handle) {
+    const char* e = dlerror();
+    return FailedPrecondition("failed to load operator library '" + lib->path + "': " + (e ? e : "unknown dlopen error"));
+  }
+  auto get = reinterpret_cast<WeftGetOpLibraryFn>(dlsym(lib->handle, WEFT_OP_LIBRARY_SYMBOL));
+  if (!get)
+    return InvalidArgument("'" + lib->path + "' is not a Weft operator library: it exports no " WEFT_OP_LIBRARY_SYMBOL
+                           " (include weft/custom_op.h in it, or build it with weft_add_op_package)");
+  const WeftOpLibrary* l = get(WEFT_ABI_VERSION);
+  if (!l || l->struct_size < offsetof(WeftOpLibrary, error) + sizeof(void*))
+    return InvalidArgument("operator library '" + lib->path + "' returned a malformed library table");
+  if (l->abi_version > WEFT_ABI_VERSION)
+    return FailedPrecondition("operator library '" + lib->path + "' was built for Weft plugin ABI " +
+                              std::to_string(l->abi_version) + ", newer than this engine's ABI " +
+                              std::to_string(WEFT_ABI_VERSION) + ": upgrade Weft, or rebuild the library against this SDK");
+  if (l->abi_version == 0) return InvalidArgument("operator library '" + lib->path + "' reports ABI level 0");
+  if (l->error) return InvalidArgument("operator library '" + lib->path + "': " + l->error);
+  lib->lib = l;
+  auto hash = HashFile(lib->path);
+  lib->hash = hash.ok() ? hash.value() : "";
+
+  // Pair prototypes (REG_OP) with implementations (REG_AUTO_MAPPING_OP) by exact name.
+  std::map<std::string, const WeftOpPrototype*> protos;
+  std::map<std::string, const WeftOpImpl*> impls;
+  for (uint32_t k = 0; k < l->num_prototypes; ++k) {
+    const WeftOpPrototype* p = l->prototypes[k];
+    if (!p || !p->op_type) return InvalidArgument("operator library '" + lib->path + "' has a null prototype");
+    if (!protos.emplace(p->op_type, p).second)
+      return InvalidArgument("operator library '" + lib->path + "' declares REG_OP(" + p->op_type + ") twice");
+  }
+  for (uint32_t k = 0; k < l->num_impls; ++k) {
+    const WeftOpImpl* i = l->impls[k];
+    if (!i || !i->class_name || !WEFT_HAS_FIELD(i, WeftOpImpl, deserialize) || !i->create || !i->destroy)
+      return InvalidArgument("operator library '" + lib->path + "' has a malformed implementation table");
+    if (!impls.emplace(i->class_name, i).second)
+      return InvalidArgument("operator library '" + lib->path + "' has REG_AUTO_MAPPING_OP(" + i->class_name + ") twice");
+  }
+  std::string mismatch;
+  for (auto& [name, p] : protos)
+    if (!impls.count(name)) {
+      mismatch += "\n  REG_OP(" + name + ") has no REG_AUTO_MAPPING_OP class named '" + name + "'";
+    }
+  for (auto& [name, i] : impls)
+    if (!protos.count(name)) {
+      mismatch += "\n  REG_AUTO_MAPPING_OP(" + name + ") has no REG_OP(" + name + ") prototype";
+      if (name.find("::") != std::string::npos)
+        mismatch += " (the key is the class name exactly as written; write REG_AUTO_MAPPING_OP(" +
+                    name.substr(name.rfind("::") + 2) + ") inside its namespace)";
+    }
+  if (!mismatch.empty())
+    return InvalidArgument("operator library '" + lib->path + "': the REG_OP type, the REG_AUTO_MAPPING_OP class name and "
+                           "the op type used in graphs must be identical:" + mismatch);
+
+  std::vector<std::shared_ptr<RegisteredOp>> ops;
+  for (auto& [name, p] : protos) {
+    auto proto = ImportPrototype(p, "operator library '" + lib->path + "'");
+    if (!proto.ok()) return proto.status();
+    auto op = std::make_shared<RegisteredOp>();
+    op->op_type = name;
+    op->proto = std::move(proto).value();
+    op->impl = impls[name];
+    op->library = lib;
+    op->origin = lib->path;
+    ops.push_back(std::move(op));
+  }
+  // All or nothing: check every op before registering any.
+  if (!allow_override_)
+    for (auto& op : ops)
+      if (auto it = ops_.find(op->op_type); it != ops_.end()) return Register(op);
+  for (auto& op : ops) WEFT_RETURN_IF_ERROR(Register(op));
+  return Status::Ok();
+}
+
+Status OpRegistry::LoadPackage(const std::string& root) {
+  auto libs = PackageLibraries(root);
+  if (!libs.ok()) return libs.status();
+  for (const auto& l : libs.value()) WEFT_RETURN_IF_ERROR(LoadLibrary(l));
+  return Status::Ok();
+}
+
+std::shared_ptr<const RegisteredOp> OpRegistry::Find(const std::string& op_type) const {
+  auto it = ops_.find(op_type);
+  return it == ops_.end() ? nullptr : it->second;
+}
+
+std::string OpRegistry::DescribeMissing(const std::string& op_type) const {
+  auto lower = [](std::string s) {
+    std::string o;
+    for (char c : s)
+      if (std::isalnum(static_cast<unsigned char>(c))) o += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return o;
+  };
+  std::string want = lower(op_type);
+  std::string near;
+  for (auto& [name, op] : ops_) {
+    std::string have = lower(name);
+    if (have == want || (want.size() > 3 && (have.find(want) != std::string::npos || want.find(have) != std::string::npos)))
+      near += (near.empty() ? "" : ", ") + ("'" + name + "' (REG_OP and REG_AUTO_MAPPING_OP in " + op->origin + ")");
+  }
+  std::string msg = "op type '" + op_type + "' is not registered in this session";
+  if (!near.empty())
+    msg += "; similar: " + near + ". The graph's op type, the REG_OP type and the REG_AUTO_MAPPING_OP class name must be identical";
+  else
+    msg += "; load the package that provides it (WEFT_CUSTOM_OPP_PATH=<package root>, or --package)";
+  return msg;
+}
+
+std::vector<OpInfo> OpRegistry::List() const {
+  std::vector<OpInfo> out;
+  for (auto& [name, op] : ops_) {
+    OpInfo i;
+    i.op_type = name;
+    i.version = op->proto.version;
+    i.origin = op->origin;
+    i.capabilities = op->impl->capabilities;
+    i.overridden_builtin = op->replaced_builtin;
+    out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace weft::internal

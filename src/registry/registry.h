@@ -1,0 +1,90 @@
+// Per-session operator registry: built-ins, libraries and packages, with their provenance.
+#ifndef WEFT_SRC_REGISTRY_REGISTRY_H_
+#define WEFT_SRC_REGISTRY_REGISTRY_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/c/weft_plugin.h"
+#include "weft/op_def.h"
+#include "weft/weft.h"
+
+namespace weft::internal {
+
+// A dlopen'ed operator library; closed when the last op or model using it goes away.
+struct LoadedLibrary {
+  std::string path;
+  void* handle = nullptr;
+  const WeftOpLibrary* lib = nullptr;
+  std::string hash;  // hex XXH3-64 of the file
+  ~LoadedLibrary();
+};
+
+struct IoSpec {
+  std::string name;
+  WeftIoKind kind = WEFT_IO_REQUIRED;
+  std::string symbol;
+  std::vector<DataType> dtypes;  // resolved through DATATYPE when a symbol is used
+  int same_as_input = -1;
+};
+
+struct AttrSpec {
+  std::string name;
+  WeftAttrType type = WEFT_ATTR_INT;
+  bool required = false;
+  AttrValue default_value;
+};
+
+// The engine's own copy of a WeftOpPrototype, validated on load.
+struct Prototype {
+  std::string op_type;
+  uint32_t version = 1;
+  std::vector<IoSpec> inputs, outputs;
+  std::vector<AttrSpec> attrs;
+};
+
+struct RegisteredOp {
+  std::string op_type;
+  Prototype proto;
+  const WeftOpImpl* impl = nullptr;
+  std::shared_ptr<LoadedLibrary> library;  // null for built-ins
+  std::string origin;                      // "built-in" or library path
+  bool replaced_builtin = false;
+};
+
+class OpRegistry {
+ public:
+  explicit OpRegistry(bool allow_override) : allow_override_(allow_override) {}
+
+  Status AddBuiltin(std::unique_ptr<OpDef> def, const WeftOpImpl* impl);
+  Status LoadLibrary(const std::string& path);
+  Status LoadPackage(const std::string& root);
+
+  std::shared_ptr<const RegisteredOp> Find(const std::string& op_type) const;
+  // Why `op_type` is not registered, with near matches and their origin.
+  std::string DescribeMissing(const std::string& op_type) const;
+  std::vector<OpInfo> List() const;
+
+ private:
+  Status Register(std::shared_ptr<RegisteredOp> op);
+  std::map<std::string, std::shared_ptr<const RegisteredOp>> ops_;
+  std::vector<std::shared_ptr<const OpDef>> builtin_defs_;
+  bool allow_override_;
+};
+
+// Converts and checks a C prototype. `where` names the library for messages.
+Expected<Prototype> ImportPrototype(const WeftOpPrototype* p, const std::string& where);
+AttrValue AttrFromC(const WeftAttrValue* v);
+
+// Package layout helpers shared with the CLI.
+std::string PlatformLibDir();  // "op_graph/lib/linux/x86_64"
+Expected<std::vector<std::string>> PackageLibraries(const std::string& root);
+Expected<std::string> HashFile(const std::string& path);
+// Splits WEFT_CUSTOM_OPP_PATH-style text on ':' dropping empty entries.
+std::vector<std::string> SplitPathList(const std::string& s);
+
+}  // namespace weft::internal
+
+#endif  // WEFT_SRC_REGISTRY_REGISTRY_H_

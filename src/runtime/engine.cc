@@ -1,0 +1,324 @@
+#include "runtime/engine.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace weft::internal {
+
+namespace {
+
+CallState* State(WeftKernelContext* c) { return static_cast<CallState*>(c->engine); }
+
+void SetError(WeftKernelContext* c, const char* message) {
+  CallState* st = State(c);
+  if (st && st->error) *st->error = message ? message : "(null message)";
+}
+
+const char* StageName(int32_t stage) {
+  switch (stage) {
+    case WEFT_STAGE_CREATE: return "create";
+    case WEFT_STAGE_INFER_DTYPE: return "InferDataType";
+    case WEFT_STAGE_INFER_SHAPE: return "InferShape";
+    case WEFT_STAGE_COMPILE: return "Compile";
+    case WEFT_STAGE_EXECUTE: return "Execute";
+    case WEFT_STAGE_UPDATE_ARGS: return "UpdateHostArgs";
+    case WEFT_STAGE_SERIALIZE: return "Serialize";
+    case WEFT_STAGE_DESERIALIZE: return "Deserialize";
+    default: return "?";
+  }
+}
+
+WeftTensor* MallocOutput(WeftKernelContext* c, uint32_t index, const WeftShape* shape, int32_t dtype,
+                         int32_t format) {
+  if (c->stage != WEFT_STAGE_EXECUTE) {
+    SetError(c, (std::string("MallocOutputTensor called during ") + StageName(c->stage) + "; only Execute may allocate outputs").c_str());
+    return nullptr;
+  }
+  if (index >= c->num_outputs) {
+    SetError(c, ("MallocOutputTensor(" + std::to_string(index) + "): the node has " + std::to_string(c->num_outputs) + " outputs").c_str());
+    return nullptr;
+  }
+  WeftTensor* t = c->outputs[index];
+  bool same = shape && shape->ndim == t->shape.ndim;
+  for (int64_t k = 0; same && k < shape->ndim; ++k) same = shape->dims[k] == t->shape.dims[k];
+  if (!same || dtype != t->dtype) {
+    std::string got = shape ? Shape(*shape).ToString() : "null";
+    SetError(c, ("MallocOutputTensor(" + std::to_string(index) + ", " + got + ", " +
+                 DataTypeName(static_cast<DataType>(dtype)) + ") differs from the inferred " +
+                 Tensor::View(t)->GetShape().ToString() + " " + DataTypeName(static_cast<DataType>(t->dtype)) +
+                 "; InferShape/InferDataType and Execute must agree").c_str());
+    return nullptr;
+  }
+  t->format = format;
+  return t;
+}
+
+void* MallocWorkspace(WeftKernelContext* c, uint64_t bytes) {
+  CallState* st = State(c);
+  if (!st || !st->scratch) {
+    SetError(c, (std::string("MallocWorkSpace is not available during ") + StageName(c->stage)).c_str());
+    return nullptr;
+  }
+  return st->scratch->Alloc(static_cast<size_t>(bytes));
+}
+
+WeftStatus WriteBlob(WeftKernelContext* c, const char* key, const void* data, uint64_t size) {
+  CallState* st = State(c);
+  if (c->stage != WEFT_STAGE_SERIALIZE || !st || !st->blobs) {
+    SetError(c, "write_blob is only available during Serialize");
+    return WEFT_STATUS_FAILED;
+  }
+  auto& blob = (*st->blobs)[key ? key : ""];
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  blob.insert(blob.end(), p, p + size);
+  return WEFT_STATUS_OK;
+}
+
+const char* GetOption(WeftKernelContext* c, const char* key) {
+  CallState* st = State(c);
+  if (!st || !st->env || !key) return nullptr;
+  auto it = st->env->options.find(key);
+  return it == st->env->options.end() ? nullptr : it->second.c_str();
+}
+
+WeftStatus ParallelFor(WeftKernelContext* c, int64_t n, int64_t grain, WeftParallelFn fn, void* user) {
+  CallState* st = State(c);
+  if (!fn) return WEFT_STATUS_FAILED;
+  if (st && st->env && st->env->pool) st->env->pool->ParallelFor(n, grain, fn, user);
+  else if (n > 0) fn(user, 0, n);
+  return WEFT_STATUS_OK;
+}
+
+const WeftHostApi kHostApi = {sizeof(WeftHostApi), WEFT_ABI_VERSION, &SetError,    &MallocOutput,
+                              &MallocWorkspace,    &WriteBlob,       &GetOption,   &ParallelFor};
+
+void AlignedFree(void* p) { std::free(p); }
+
+uint8_t* AlignedAlloc(size_t bytes) {
+  size_t n = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+  return static_cast<uint8_t*>(std::aligned_alloc(64, n));
+}
+
+}  // namespace
+
+const WeftHostApi* HostApi() { return &kHostApi; }
+
+void* Scratch::Alloc(size_t bytes) {
+  bytes = (bytes + 63) / 64 * 64;
+  while (chunk_ < chunks_.size()) {
+    if (used_ + bytes <= chunks_[chunk_].size) {
+      void* p = chunks_[chunk_].mem.get() + used_;
+      used_ += bytes;
+      return p;
+    }
+    ++chunk_;
+    used_ = 0;
+  }
+  size_t size = std::max<size_t>(bytes, chunks_.empty() ? 64 * 1024 : chunks_.back().size * 2);
+  Chunk ch;
+  ch.mem = std::unique_ptr<uint8_t, void (*)(void*)>(AlignedAlloc(size), &AlignedFree);
+  if (!ch.mem) return nullptr;
+  ch.size = size;
+  chunks_.push_back(std::move(ch));
+  chunk_ = chunks_.size() - 1;
+  used_ = bytes;
+  return chunks_.back().mem.get();
+}
+
+void BindContext(WeftKernelContext& c, const CompiledNode& n, WeftStage stage, WeftTensor* const* ins,
+                 WeftTensor* const* outs, CallState* st) {
+  c = WeftKernelContext{};
+  c.struct_size = sizeof(WeftKernelContext);
+  c.stage = stage;
+  c.api = &kHostApi;
+  c.engine = st;
+  c.op_type = n.op_type.c_str();
+  c.node_name = n.name.c_str();
+  c.num_inputs = static_cast<uint32_t>(n.in_values.size());
+  c.inputs = ins;
+  c.num_outputs = static_cast<uint32_t>(n.out_values.size());
+  c.outputs = outs;
+  c.num_ir_inputs = static_cast<uint32_t>(n.ir_in_start.size());
+  c.ir_input_start = n.ir_in_start.data();
+  c.ir_input_count = n.ir_in_count.data();
+  c.num_ir_outputs = static_cast<uint32_t>(n.ir_out_start.size());
+  c.ir_output_start = n.ir_out_start.data();
+  c.ir_output_count = n.ir_out_count.data();
+  c.num_attrs = static_cast<uint32_t>(n.attr_ptrs.size());
+  c.attrs = n.attr_ptrs.data();
+  c.attr_names = n.attr_names.data();
+  c.stream = nullptr;
+}
+
+std::string NodeError(const CompiledNode& n, const std::string& what, const std::string& message) {
+  return "[" + n.op_type + " '" + n.name + "'] " + what + " failed: " +
+         (message.empty() ? "returned failure without a message" : message);
+}
+
+MemoryPlan PlanMemory(std::vector<Value>& values, int num_steps) {
+  MemoryPlan plan;
+  std::vector<int> order;
+  for (size_t k = 0; k < values.size(); ++k) {
+    Value& v = values[k];
+    if (v.kind != ValueKind::kIntermediate) continue;
+    if (v.is_output || v.last_use < v.producer) v.last_use = v.is_output ? num_steps : v.producer;
+    order.push_back(static_cast<int>(k));
+  }
+  auto padded = [](size_t b) { return (b + 63) / 64 * 64; };
+  // Lower bound: the most bytes live at any one step.
+  for (int t = 0; t <= num_steps; ++t) {
+    size_t live = 0;
+    for (int k : order)
+      if (values[k].producer <= t && t <= values[k].last_use) live += values[k].bytes;
+    plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, live);
+  }
+  // Greedy best fit, largest first: each tensor takes the lowest gap that no overlapping one uses.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return values[a].bytes > values[b].bytes; });
+  std::vector<int> placed;
+  for (int k : order) {
+    Value& v = values[k];
+    size_t need = padded(v.bytes);
+    std::vector<std::pair<size_t, size_t>> busy;
+    for (int p : placed) {
+      const Value& o = values[p];
+      if (o.producer <= v.last_use && v.producer <= o.last_use) busy.emplace_back(o.offset, o.offset + padded(o.bytes));
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t best = SIZE_MAX, best_gap = SIZE_MAX, cursor = 0;
+    for (auto& [b, e] : busy) {
+      if (b >= cursor && b - cursor >= need && b - cursor < best_gap) {
+        best = cursor;
+        best_gap = b - cursor;
+      }
+      cursor = std::max(cursor, e);
+    }
+    v.offset = best != SIZE_MAX ? best : cursor;
+    plan.arena_bytes = std::max(plan.arena_bytes, v.offset + need);
+    placed.push_back(k);
+  }
+  return plan;
+}
+
+RunContextImpl::RunContextImpl(const ModelImpl& m) : model(&m) {
+  arena = std::unique_ptr<uint8_t, void (*)(void*)>(AlignedAlloc(m.memory_.arena_bytes), &AlignedFree);
+  if (!arena) throw std::bad_alloc();
+  tensors.resize(m.values.size());
+  for (size_t k = 0; k < m.values.size(); ++k) {
+    const Value& v = m.values[k];
+    Tensor& t = tensors[k];
+    t.dtype = v.dtype;
+    *Shape::View(&t.shape) = v.shape;
+    t.size_bytes = v.bytes;
+    if (v.kind == ValueKind::kIntermediate) t.data = arena.get() + v.offset;
+    if (v.kind == ValueKind::kConstant) t.data = const_cast<void*>(m.constants[v.index].data());
+  }
+  steps.resize(m.nodes.size());
+  for (size_t k = 0; k < m.nodes.size(); ++k) {
+    const CompiledNode& n = *m.nodes[k];
+    Step& s = steps[k];
+    for (int id : n.in_values) s.ins.push_back(&tensors[id]);
+    for (int id : n.out_values) s.outs.push_back(&tensors[id]);
+    s.st.node = &n;
+    s.st.error = &error;
+    s.st.scratch = &scratch;
+    s.st.env = m.env.get();
+    BindContext(s.c, n, WEFT_STAGE_EXECUTE, s.ins.data(), s.outs.data(), &s.st);
+    s.exec = n.op->impl->execute;
+    s.instance = n.instance;
+  }
+}
+
+std::unique_ptr<RunContext> ModelImpl::CreateRunContext() const { return std::make_unique<RunContextImpl>(*this); }
+
+namespace {
+Status CheckRef(const char* role, const ValueInfo& info, const TensorRef& r) {
+  if (r.dtype != info.dtype || r.shape != info.shape)
+    return InvalidArgument(std::string(role) + " '" + info.name + "' must be " + DataTypeName(info.dtype) +
+                           info.shape.ToString() + ", got " + DataTypeName(r.dtype) + r.shape.ToString());
+  size_t need = static_cast<size_t>(info.shape.GetShapeSize()) * DataTypeSize(info.dtype);
+  if (r.bytes < need || (need && !r.data))
+    return InvalidArgument(std::string(role) + " '" + info.name + "' needs a buffer of " + std::to_string(need) +
+                           " bytes, got " + std::to_string(r.bytes));
+  return Status::Ok();
+}
+}  // namespace
+
+Status ModelImpl::Run(RunContext& ctx, const TensorRef* in, size_t num_in, const TensorRef* out, size_t num_out) const {
+  auto* rc = dynamic_cast<RunContextImpl*>(&ctx);
+  if (!rc || rc->model != this) return InvalidArgument("Run: the RunContext belongs to a different model");
+  if (num_in != input_ids.size() || num_out != output_ids.size())
+    return InvalidArgument("Run: the model takes " + std::to_string(input_ids.size()) + " inputs and " +
+                           std::to_string(output_ids.size()) + " outputs, got " + std::to_string(num_in) + " and " +
+                           std::to_string(num_out));
+  for (size_t k = 0; k < num_in; ++k) {
+    WEFT_RETURN_IF_ERROR(CheckRef("input", inputs_[k], in[k]));
+    Tensor& t = rc->tensors[input_ids[k]];
+    t.data = in[k].data;
+    t.size_bytes = in[k].bytes;
+  }
+  for (size_t k = 0; k < num_out; ++k) WEFT_RETURN_IF_ERROR(CheckRef("output", outputs_[k], out[k]));
+  for (Step& s : rc->steps) {
+    rc->scratch.Reset();
+    if (s.exec(s.instance, &s.c) != WEFT_STATUS_OK) {
+      std::string msg = NodeError(*s.st.node, "Execute", rc->error);
+      rc->error.clear();
+      return Internal(msg);
+    }
+  }
+  for (size_t k = 0; k < num_out; ++k) {
+    const Tensor& t = rc->tensors[output_ids[k]];
+    if (t.data != out[k].data) std::memcpy(out[k].data, t.data, t.GetByteCount());
+  }
+  return Status::Ok();
+}
+
+std::unique_ptr<RunContextImpl> ModelImpl::Acquire() const {
+  {
+    std::lock_guard<std::mutex> l(pool_mu_);
+    if (!pool_.empty()) {
+      auto rc = std::move(pool_.back());
+      pool_.pop_back();
+      return rc;
+    }
+  }
+  return std::make_unique<RunContextImpl>(*this);
+}
+
+void ModelImpl::Release(std::unique_ptr<RunContextImpl> rc) const {
+  std::lock_guard<std::mutex> l(pool_mu_);
+  pool_.push_back(std::move(rc));
+}
+
+Expected<std::vector<HostTensor>> ModelImpl::Run(const std::vector<HostTensor>& inputs) const {
+  std::vector<TensorRef> in, out;
+  for (auto& t : inputs) in.push_back(TensorRef::Of(t));
+  std::vector<HostTensor> results;
+  for (auto& o : outputs_) results.emplace_back(o.dtype, o.shape);
+  for (auto& t : results) out.push_back(TensorRef::Of(t));
+  auto rc = Acquire();
+  Status s = Run(*rc, in.data(), in.size(), out.data(), out.size());
+  Release(std::move(rc));
+  if (!s.ok()) return s;
+  return results;
+}
+
+Expected<std::map<std::string, HostTensor>> ModelImpl::Run(const std::map<std::string, HostTensor>& inputs) const {
+  std::vector<HostTensor> ordered;
+  for (auto& info : inputs_) {
+    auto it = inputs.find(info.name);
+    if (it == inputs.end()) return InvalidArgument("Run: missing input '" + info.name + "'");
+    ordered.push_back(it->second);
+  }
+  for (auto& [name, t] : inputs) {
+    bool known = false;
+    for (auto& info : inputs_) known = known || info.name == name;
+    if (!known) return InvalidArgument("Run: the model has no input named '" + name + "'");
+  }
+  auto r = Run(ordered);
+  if (!r.ok()) return r.status();
+  std::map<std::string, HostTensor> out;
+  for (size_t k = 0; k < outputs_.size(); ++k) out[outputs_[k].name] = std::move(r.value()[k]);
+  return out;
+}
+
+}  // namespace weft::internal

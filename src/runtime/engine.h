@@ -1,0 +1,153 @@
+// Engine internals shared by the compiler and the runtime: compiled nodes and values, the
+// host API given to operators, per-run state.
+#ifndef WEFT_SRC_RUNTIME_ENGINE_H_
+#define WEFT_SRC_RUNTIME_ENGINE_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "registry/registry.h"
+#include "runtime/thread_pool.h"
+#include "weft/custom_op.h"
+#include "weft/weft.h"
+
+namespace weft::internal {
+
+// Session-wide settings operators can reach through the host API.
+struct EngineEnv {
+  std::map<std::string, std::string> options;
+  std::unique_ptr<ThreadPool> pool;
+};
+
+enum class ValueKind { kInput, kConstant, kIntermediate };
+
+struct Value {
+  std::string name;
+  ValueKind kind = ValueKind::kIntermediate;
+  DataType dtype = DT_UNDEFINED;
+  Shape shape;
+  size_t bytes = 0;
+  int producer = -1;   // step index
+  int last_use = -1;   // step index of the last consumer
+  bool is_output = false;
+  size_t offset = 0;   // arena offset (intermediates)
+  int index = -1;      // input index or constant index
+};
+
+struct CompiledNode {
+  std::string name;
+  std::string op_type;
+  std::shared_ptr<const RegisteredOp> op;
+  void* instance = nullptr;
+  std::vector<int> in_values;  // flattened instances; absent optionals excluded
+  std::vector<int> out_values;
+  std::vector<uint32_t> ir_in_start, ir_in_count, ir_out_start, ir_out_count;
+  std::vector<AttrValue> attrs;  // prototype order; never resized after compile
+  std::vector<const WeftAttrValue*> attr_ptrs;
+  std::vector<const char*> attr_names;
+  CompiledNode() = default;
+  CompiledNode(const CompiledNode&) = delete;
+  ~CompiledNode() {
+    if (instance) op->impl->destroy(instance);
+  }
+};
+
+// 64-byte aligned bump allocator for MallocWorkSpace. Grows by adding chunks; once warm it
+// serves the same pattern of requests without allocating.
+class Scratch {
+ public:
+  void Reset() { chunk_ = 0; used_ = 0; }
+  void* Alloc(size_t bytes);
+
+ private:
+  struct Chunk {
+    std::unique_ptr<uint8_t, void (*)(void*)> mem{nullptr, nullptr};
+    size_t size = 0;
+  };
+  std::vector<Chunk> chunks_;
+  size_t chunk_ = 0, used_ = 0;
+};
+
+// What the host API functions find behind WeftKernelContext::engine.
+struct CallState {
+  const CompiledNode* node = nullptr;
+  std::string* error = nullptr;
+  Scratch* scratch = nullptr;
+  const EngineEnv* env = nullptr;
+  std::map<std::string, std::vector<uint8_t>>* blobs = nullptr;  // Serialize
+};
+
+const WeftHostApi* HostApi();
+
+// Fills `c` for `node` over the given tensor pointer arrays.
+void BindContext(WeftKernelContext& c, const CompiledNode& node, WeftStage stage, WeftTensor* const* ins,
+                 WeftTensor* const* outs, CallState* st);
+
+// "[Op 'node'] <what> failed: <message>"
+std::string NodeError(const CompiledNode& n, const std::string& what, const std::string& message);
+
+struct MemoryPlan {
+  size_t arena_bytes = 0;
+  size_t lower_bound_bytes = 0;
+};
+// Assigns arena offsets to intermediates from their live ranges [producer, last_use].
+MemoryPlan PlanMemory(std::vector<Value>& values, int num_steps);
+
+class ModelImpl;
+
+struct Step {
+  WeftKernelContext c{};
+  CallState st;
+  WeftOpFn exec = nullptr;
+  void* instance = nullptr;
+  std::vector<WeftTensor*> ins, outs;
+};
+
+class RunContextImpl : public RunContext {
+ public:
+  explicit RunContextImpl(const ModelImpl& m);
+  const ModelImpl* model;
+  std::unique_ptr<uint8_t, void (*)(void*)> arena{nullptr, nullptr};
+  std::vector<Tensor> tensors;  // one per value
+  std::vector<Step> steps;
+  Scratch scratch;
+  std::string error;
+};
+
+class ModelImpl : public CompiledModel {
+ public:
+  const std::vector<ValueInfo>& inputs() const override { return inputs_; }
+  const std::vector<ValueInfo>& outputs() const override { return outputs_; }
+  MemoryReport memory() const override { return memory_; }
+  size_t num_steps() const override { return nodes.size(); }
+  std::unique_ptr<RunContext> CreateRunContext() const override;
+  Status Run(RunContext& ctx, const TensorRef* inputs, size_t num_inputs, const TensorRef* outputs,
+             size_t num_outputs) const override;
+  Expected<std::vector<HostTensor>> Run(const std::vector<HostTensor>& inputs) const override;
+  Expected<std::map<std::string, HostTensor>> Run(const std::map<std::string, HostTensor>& inputs) const override;
+
+  std::shared_ptr<const EngineEnv> env;
+  std::vector<Value> values;
+  std::vector<std::unique_ptr<CompiledNode>> nodes;  // execution order
+  std::vector<HostTensor> constants;
+  std::vector<int> input_ids, output_ids;
+  std::vector<ValueInfo> inputs_, outputs_;
+  MemoryReport memory_;
+
+ private:
+  std::unique_ptr<RunContextImpl> Acquire() const;
+  void Release(std::unique_ptr<RunContextImpl> rc) const;
+  mutable std::mutex pool_mu_;
+  mutable std::vector<std::unique_ptr<RunContextImpl>> pool_;
+};
+
+// The compile pipeline: verify, infer types and shapes, Compile callbacks, plan memory.
+Expected<std::shared_ptr<CompiledModel>> CompileGraph(const Graph& g, const OpRegistry& reg,
+                                                      std::shared_ptr<const EngineEnv> env);
+
+}  // namespace weft::internal
+
+#endif  // WEFT_SRC_RUNTIME_ENGINE_H_

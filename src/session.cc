@@ -1,0 +1,62 @@
+#include <cstdlib>
+
+#include "registry/registry.h"
+#include "runtime/engine.h"
+#include "weft/weft.h"
+
+namespace weft {
+namespace internal {
+// Defined in the generated built-in list (ops/).
+Status RegisterBuiltinOps(OpRegistry& reg);
+}  // namespace internal
+
+namespace {
+
+class SessionImpl : public Session {
+ public:
+  explicit SessionImpl(const SessionOptions& o) : registry_(o.allow_override) {
+    auto env = std::make_shared<internal::EngineEnv>();
+    env->options = o.options;
+    if (o.intra_op_threads > 1) env->pool = std::make_unique<internal::ThreadPool>(o.intra_op_threads);
+    env_ = env;
+  }
+
+  Status Init(const SessionOptions& o) {
+    if (o.load_builtins) WEFT_RETURN_IF_ERROR(internal::RegisterBuiltinOps(registry_));
+    // Earlier entries win: load from the last entry to the first so earlier ones override
+    // (when override is allowed; otherwise any duplicate is an error either way).
+    std::vector<std::string> roots;
+    for (auto& p : o.package_paths) roots.push_back(p);
+    if (o.use_env_path)
+      if (const char* env = std::getenv("WEFT_CUSTOM_OPP_PATH"))
+        for (auto& p : internal::SplitPathList(env)) roots.push_back(p);
+    for (auto it = roots.rbegin(); it != roots.rend(); ++it) {
+      Status s = registry_.LoadPackage(*it);
+      if (!s.ok()) return Status(s.code(), "operator package path entry '" + *it + "': " + s.message());
+    }
+    return Status::Ok();
+  }
+
+  Status LoadPackage(const std::string& root) override { return registry_.LoadPackage(root); }
+  Status LoadLibrary(const std::string& path) override { return registry_.LoadLibrary(path); }
+  std::vector<OpInfo> ListOps() const override { return registry_.List(); }
+  Expected<std::shared_ptr<CompiledModel>> Compile(const Graph& graph) override {
+    auto r = internal::CompileGraph(graph, registry_, env_);
+    if (!r.ok()) return Status(r.status().code(), "graph '" + graph.name() + "': " + r.status().message());
+    return r;
+  }
+
+ private:
+  internal::OpRegistry registry_;
+  std::shared_ptr<const internal::EngineEnv> env_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Session>> Session::Create(const SessionOptions& options) {
+  auto s = std::make_unique<SessionImpl>(options);
+  WEFT_RETURN_IF_ERROR(s->Init(options));
+  return std::unique_ptr<Session>(std::move(s));
+}
+
+}  // namespace weft

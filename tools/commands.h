@@ -1,0 +1,26 @@
+// Subcommands of the weft tool.
+#ifndef WEFT_TOOLS_COMMANDS_H_
+#define WEFT_TOOLS_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+#include "weft/weft.h"
+
+namespace weft::cli {
+
+struct PluginsArgs {
+  std::vector<std::string> paths;  // extra package roots, before WEFT_CUSTOM_OPP_PATH
+  bool builtins = false;
+  bool load = false;
+  bool json = false;
+};
+// Lists packages from their manifests (no dlopen unless `load`). Returns the exit code.
+int Plugins(const PluginsArgs& a);
+
+// Loads every library of the package at `root` and writes <root>/weft_manifest.json.
+Status WriteManifest(const std::string& root, const std::string& name);
+
+}  // namespace weft::cli
+
+#endif  // WEFT_TOOLS_COMMANDS_H_

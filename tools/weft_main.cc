@@ -1,0 +1,120 @@
+// The weft command-line tool.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "commands.h"
+#include "core/npy.h"
+
+namespace fs = std::filesystem;
+
+namespace weft::cli {
+namespace {
+
+int Fail(const std::string& msg) {
+  std::cerr << "weft: error: " << msg << "\n";
+  return 1;
+}
+
+std::string SafeFileName(std::string s) {
+  for (char& c : s)
+    if (c == '/' || c == ':' || c == '\\' || c == ' ') c = '_';
+  return s;
+}
+
+struct RunArgs {
+  std::string graph;
+  std::vector<std::string> inputs;
+  std::string output_dir = ".";
+  std::vector<std::string> packages;
+  bool allow_override = false;
+  int threads = 1;
+};
+
+int Run(const RunArgs& a) {
+  auto graph = Graph::FromJsonFile(a.graph);
+  if (!graph.ok()) return Fail(graph.status().message());
+  SessionOptions o;
+  o.package_paths = a.packages;
+  o.allow_override = a.allow_override;
+  o.intra_op_threads = a.threads;
+  auto session = Session::Create(o);
+  if (!session.ok()) return Fail(session.status().message());
+  auto model = session.value()->Compile(graph.value());
+  if (!model.ok()) return Fail(model.status().message());
+  std::map<std::string, HostTensor> feeds;
+  for (const std::string& spec : a.inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Fail("--input '" + spec + "' must be NAME=FILE.npy");
+    auto t = internal::ReadNpy(spec.substr(eq + 1));
+    if (!t.ok()) return Fail("input '" + spec.substr(0, eq) + "': " + t.status().message());
+    feeds[spec.substr(0, eq)] = std::move(t).value();
+  }
+  std::string missing;
+  for (auto& in : model.value()->inputs())
+    if (!feeds.count(in.name))
+      missing += (missing.empty() ? "" : ", ") + in.name + " (" + DataTypeName(in.dtype) + in.shape.ToString() + ")";
+  if (!missing.empty()) return Fail("missing --input for: " + missing);
+  auto out = model.value()->Run(feeds);
+  if (!out.ok()) return Fail(out.status().message());
+  std::error_code ec;
+  fs::create_directories(a.output_dir, ec);
+  if (ec) return Fail("cannot create output directory '" + a.output_dir + "': " + ec.message());
+  for (auto& [name, t] : out.value()) {
+    std::string path = (fs::path(a.output_dir) / (SafeFileName(name) + ".npy")).string();
+    Status s = internal::WriteNpy(path, t);
+    if (!s.ok()) return Fail(s.message());
+    std::cout << name << ": " << DataTypeName(t.dtype()) << t.shape().ToString() << " -> " << path << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft::cli
+
+int main(int argc, char** argv) {
+  using namespace weft::cli;
+  CLI::App app{"weft: run graphs whose every operator is a plugin.\n"
+               "Operator packages are found through WEFT_CUSTOM_OPP_PATH (colon-separated package roots)."};
+  app.require_subcommand(1);
+
+  PluginsArgs pa;
+  auto* plugins = app.add_subcommand("plugins", "List operator packages from their manifests, without loading them");
+  plugins->add_option("--path", pa.paths, "Extra package root, searched before WEFT_CUSTOM_OPP_PATH (repeatable)");
+  plugins->add_flag("--builtins", pa.builtins, "Also list the built-in operators");
+  plugins->add_flag("--load", pa.load, "Also load each package to verify it (dlopen)");
+  plugins->add_flag("--json", pa.json, "Print JSON");
+
+  RunArgs ra;
+  auto* run = app.add_subcommand("run", "Compile a graph file and run it on .npy inputs");
+  run->add_option("graph", ra.graph, "Graph file (JSON, see docs/graph_format.md)")->required();
+  run->add_option("-i,--input", ra.inputs, "NAME=FILE.npy for each graph input (repeatable)");
+  run->add_option("-o,--output-dir", ra.output_dir, "Directory for <output>.npy files")->capture_default_str();
+  run->add_option("-p,--package", ra.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)");
+  run->add_flag("--allow-override", ra.allow_override, "Let a package replace an op type registered earlier (e.g. a built-in)");
+  run->add_option("-t,--threads", ra.threads, "Intra-op threads")->check(CLI::Range(1, 256))->capture_default_str();
+
+  std::string mroot, mname;
+  auto* manifest = app.add_subcommand("manifest", "Write <package>/weft_manifest.json (run by weft_add_op_package)");
+  manifest->add_option("package", mroot, "Operator package root")->required();
+  manifest->add_option("--name", mname, "Package name (default: the directory name)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (*plugins) return Plugins(pa);
+  if (*run) return Run(ra);
+  if (*manifest) {
+    if (mname.empty()) mname = fs::path(mroot).lexically_normal().filename().string();
+    weft::Status s = WriteManifest(mroot, mname);
+    if (!s.ok()) {
+      std::cerr << "weft: error: " << s.message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  return 1;
+}
