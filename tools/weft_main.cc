@@ -56,7 +56,7 @@ int Run(const RunArgs& a) {
     if (!feeds.count(in.name))
       missing += (missing.empty() ? "" : ", ") + in.name + " (" + DataTypeName(in.dtype) + in.shape.ToString() + ")";
   if (!missing.empty()) return Fail("missing --input for: " + missing);
-  auto out = model.value()->Run(feeds);
+  auto out = model.value()->RunNamed(feeds);
   if (!out.ok()) return Fail(out.status().message());
   std::error_code ec;
   fs::create_directories(a.output_dir, ec);

@@ -209,10 +209,9 @@ class OpDefBuilder {
   OpDefBuilder& AttrListFloat(const char* n, std::vector<float> v) { return Attr(n, AttrValue::ListFloat(std::move(v))); }
   OpDefBuilder& AttrListString(const char* n, std::vector<std::string> v) { return Attr(n, AttrValue::ListString(std::move(v))); }
   OpDefBuilder& AttrListBool(const char* n, std::vector<bool> v) { return Attr(n, AttrValue::ListBool(std::move(v))); }
-  // A tensor attribute defaults to an empty float tensor of shape [0].
-  template <typename... Ignored>
-  OpDefBuilder& AttrTensor(const char* n, Ignored&&...) {
-    return Attr(n, AttrValue::TensorValue(DT_FLOAT, Shape({0}), {}));
+  // A tensor attribute; `{}` (or no default) means an empty float tensor of shape [0].
+  OpDefBuilder& AttrTensor(const char* n, const AttrValue& v = AttrValue()) {
+    return Attr(n, v.type() == WEFT_ATTR_TENSOR ? v : AttrValue::TensorValue(DT_FLOAT, Shape({0}), {}));
   }
   OpDefBuilder& RequiredAttr(const char* n, WeftAttrType t) {
     auto a = std::make_unique<OpDef::Attr>();

@@ -250,7 +250,7 @@ class WEFT_API CompiledModel {
   // Convenience: inputs in declaration order, fresh output tensors. Thread-safe.
   virtual Expected<std::vector<HostTensor>> Run(const std::vector<HostTensor>& inputs) const = 0;
   // Convenience: inputs by name, outputs by name.
-  virtual Expected<std::map<std::string, HostTensor>> Run(const std::map<std::string, HostTensor>& inputs) const = 0;
+  virtual Expected<std::map<std::string, HostTensor>> RunNamed(const std::map<std::string, HostTensor>& inputs) const = 0;
 };
 
 class WEFT_API Session {

@@ -302,7 +302,7 @@ Expected<std::vector<HostTensor>> ModelImpl::Run(const std::vector<HostTensor>& 
   return results;
 }
 
-Expected<std::map<std::string, HostTensor>> ModelImpl::Run(const std::map<std::string, HostTensor>& inputs) const {
+Expected<std::map<std::string, HostTensor>> ModelImpl::RunNamed(const std::map<std::string, HostTensor>& inputs) const {
   std::vector<HostTensor> ordered;
   for (auto& info : inputs_) {
     auto it = inputs.find(info.name);

@@ -127,7 +127,7 @@ class ModelImpl : public CompiledModel {
   Status Run(RunContext& ctx, const TensorRef* inputs, size_t num_inputs, const TensorRef* outputs,
              size_t num_outputs) const override;
   Expected<std::vector<HostTensor>> Run(const std::vector<HostTensor>& inputs) const override;
-  Expected<std::map<std::string, HostTensor>> Run(const std::map<std::string, HostTensor>& inputs) const override;
+  Expected<std::map<std::string, HostTensor>> RunNamed(const std::map<std::string, HostTensor>& inputs) const override;
 
   std::shared_ptr<const EngineEnv> env;
   std::vector<Value> values;

@@ -1,0 +1,269 @@
+/* FROZEN COPY of the level-1 plugin ABI as first released. Never edit: it proves that
+ * libraries built against level 1 keep loading into newer engines.
+ *
+ * Weft plugin ABI, level 1.
+ *
+ * The only contract between the Weft engine and an operator library. Plain C, so a plugin built
+ * by any compiler or standard library loads into any engine of the same or a newer ABI level.
+ *
+ * Rules that keep it stable:
+ *  - Every struct that may grow starts with `uint32_t struct_size`. Fields are only ever appended;
+ *    a reader checks struct_size before touching a field newer than the level it was built for.
+ *  - Functions return WEFT_STATUS_OK (0) or a failure; the message travels through
+ *    WeftHostApi::set_error, never as a C++ exception.
+ *  - Memory handed across the boundary is owned by whoever allocated it: the engine owns tensors,
+ *    contexts and workspace; a library owns its prototypes and implementation tables for as long
+ *    as it stays loaded.
+ *
+ * A library exports one symbol, WEFT_OP_LIBRARY_SYMBOL, of type WeftGetOpLibraryFn. The engine
+ * calls it after dlopen and pulls the prototypes and implementations it lists.
+ */
+#ifndef WEFT_C_WEFT_PLUGIN_H_
+#define WEFT_C_WEFT_PLUGIN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_ABI_VERSION 1u
+#define WEFT_MAX_DIMS 8
+#define WEFT_OP_LIBRARY_SYMBOL "WeftGetOpLibrary"
+
+#if defined(_WIN32)
+#define WEFT_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define WEFT_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+typedef int32_t WeftStatus;
+#define WEFT_STATUS_OK 0
+#define WEFT_STATUS_FAILED 1
+
+/* Element types. Values follow GE's ge::DataType so ported code keeps its numbers. */
+typedef enum WeftDataType {
+  WEFT_DT_FLOAT = 0,
+  WEFT_DT_FLOAT16 = 1,
+  WEFT_DT_INT8 = 2,
+  WEFT_DT_INT32 = 3,
+  WEFT_DT_UINT8 = 4,
+  WEFT_DT_INT16 = 6,
+  WEFT_DT_UINT16 = 7,
+  WEFT_DT_UINT32 = 8,
+  WEFT_DT_INT64 = 9,
+  WEFT_DT_UINT64 = 10,
+  WEFT_DT_DOUBLE = 11,
+  WEFT_DT_BOOL = 12,
+  WEFT_DT_BF16 = 27,
+  WEFT_DT_UNDEFINED = 28
+} WeftDataType;
+
+typedef enum WeftFormat {
+  WEFT_FORMAT_NCHW = 0,
+  WEFT_FORMAT_NHWC = 1,
+  WEFT_FORMAT_ND = 2
+} WeftFormat;
+
+typedef enum WeftPlacement { WEFT_PLACEMENT_HOST = 0, WEFT_PLACEMENT_CUDA = 1 } WeftPlacement;
+
+/* A shape. Fixed layout, never grows. A dim of -1 means "unknown until run time". */
+typedef struct WeftShape {
+  int64_t ndim;
+  int64_t dims[WEFT_MAX_DIMS];
+} WeftShape;
+
+/* A tensor as seen by an operator. Always allocated by the engine. During shape/type inference
+ * and compilation `data` is NULL unless the value is a constant known at compile time. */
+typedef struct WeftTensor {
+  uint32_t struct_size;
+  int32_t dtype;     /* WeftDataType */
+  int32_t format;    /* WeftFormat */
+  int32_t placement; /* WeftPlacement */
+  WeftShape shape;
+  void* data;
+  uint64_t size_bytes; /* bytes addressable at data (capacity for outputs) */
+} WeftTensor;
+
+typedef enum WeftAttrType {
+  WEFT_ATTR_INT = 1,
+  WEFT_ATTR_FLOAT = 2,
+  WEFT_ATTR_BOOL = 3,
+  WEFT_ATTR_STRING = 4,
+  WEFT_ATTR_LIST_INT = 5,
+  WEFT_ATTR_LIST_FLOAT = 6,
+  WEFT_ATTR_LIST_STRING = 7,
+  WEFT_ATTR_TENSOR = 8,
+  WEFT_ATTR_LIST_BOOL = 9,
+  WEFT_ATTR_TYPE = 10 /* a WeftDataType stored in `i` */
+} WeftAttrType;
+
+/* One attribute value. Only the fields of its `type` are meaningful. Lists use `count`. */
+typedef struct WeftAttrValue {
+  uint32_t struct_size;
+  int32_t type; /* WeftAttrType */
+  int64_t i;
+  float f;
+  uint8_t b;
+  const char* s;
+  uint64_t count;
+  const int64_t* ints;
+  const float* floats;
+  const char* const* strings;
+  const uint8_t* bools;
+  const WeftTensor* tensor;
+} WeftAttrValue;
+
+typedef enum WeftIoKind { WEFT_IO_REQUIRED = 0, WEFT_IO_OPTIONAL = 1, WEFT_IO_DYNAMIC = 2 } WeftIoKind;
+
+/* One declared input or output of a prototype. Allowed types are either a list (`dtypes`) or a
+ * symbol (`dtype_symbol`) declared with DATATYPE; all IOs sharing a symbol share one type. */
+typedef struct WeftIoDesc {
+  uint32_t struct_size;
+  const char* name;
+  int32_t kind; /* WeftIoKind */
+  const char* dtype_symbol;
+  const int32_t* dtypes;
+  uint32_t num_dtypes;
+  int32_t same_as_input; /* outputs only: IR index of the input whose shape and type it copies, or -1 */
+} WeftIoDesc;
+
+typedef struct WeftDtypeSymbol {
+  uint32_t struct_size;
+  const char* name;
+  const int32_t* dtypes;
+  uint32_t num_dtypes;
+} WeftDtypeSymbol;
+
+typedef struct WeftAttrDesc {
+  uint32_t struct_size;
+  const char* name;
+  int32_t type; /* WeftAttrType */
+  int32_t required;
+  const WeftAttrValue* default_value; /* NULL when required */
+} WeftAttrDesc;
+
+/* The REG_OP prototype of one operator type. */
+typedef struct WeftOpPrototype {
+  uint32_t struct_size;
+  const char* op_type;
+  uint32_t version;
+  uint32_t num_inputs;
+  const WeftIoDesc* const* inputs;
+  uint32_t num_outputs;
+  const WeftIoDesc* const* outputs;
+  uint32_t num_attrs;
+  const WeftAttrDesc* const* attrs;
+  uint32_t num_dtype_symbols;
+  const WeftDtypeSymbol* const* dtype_symbols;
+} WeftOpPrototype;
+
+typedef enum WeftStage {
+  WEFT_STAGE_CREATE = 0,
+  WEFT_STAGE_INFER_DTYPE = 1,
+  WEFT_STAGE_INFER_SHAPE = 2,
+  WEFT_STAGE_COMPILE = 3,
+  WEFT_STAGE_EXECUTE = 4,
+  WEFT_STAGE_UPDATE_ARGS = 5,
+  WEFT_STAGE_SERIALIZE = 6,
+  WEFT_STAGE_DESERIALIZE = 7
+} WeftStage;
+
+typedef struct WeftKernelContext WeftKernelContext;
+
+typedef void (*WeftParallelFn)(void* user, int64_t begin, int64_t end);
+
+/* Services the engine offers to operator code, reached through WeftKernelContext::api. */
+typedef struct WeftHostApi {
+  uint32_t struct_size;
+  uint32_t abi_version;
+  /* Records a failure message for the current callback; the engine adds op type and node. */
+  void (*set_error)(WeftKernelContext* ctx, const char* message);
+  /* Execute only: gives output `index` the shape and type and returns it with `data` set, or NULL
+   * (after recording an error) when it does not fit what compilation planned. */
+  WeftTensor* (*malloc_output)(WeftKernelContext* ctx, uint32_t index, const WeftShape* shape,
+                               int32_t dtype, int32_t format);
+  /* Execute/Compile: scratch memory valid until the callback returns, 64-byte aligned. */
+  void* (*malloc_workspace)(WeftKernelContext* ctx, uint64_t bytes);
+  /* Serialize only: appends bytes to the op's blob stored under `key` ("" is the default key). */
+  WeftStatus (*write_blob)(WeftKernelContext* ctx, const char* key, const void* data, uint64_t size);
+  /* A compile/session option by key, or NULL. */
+  const char* (*get_option)(WeftKernelContext* ctx, const char* key);
+  /* Runs fn over [0, n) in chunks of at least `grain` on the engine's intra-op threads. */
+  WeftStatus (*parallel_for)(WeftKernelContext* ctx, int64_t n, int64_t grain, WeftParallelFn fn,
+                             void* user);
+} WeftHostApi;
+
+/* Everything a callback sees. Inputs and outputs are flattened instance lists: IR input `k`
+ * occupies [ir_input_start[k], ir_input_start[k] + ir_input_count[k]). An absent optional input
+ * has count 0. */
+struct WeftKernelContext {
+  uint32_t struct_size;
+  int32_t stage; /* WeftStage */
+  const WeftHostApi* api;
+  void* engine; /* opaque to plugins */
+  const char* op_type;
+  const char* node_name;
+  uint32_t num_inputs;
+  WeftTensor* const* inputs;
+  uint32_t num_outputs;
+  WeftTensor* const* outputs;
+  uint32_t num_ir_inputs;
+  const uint32_t* ir_input_start;
+  const uint32_t* ir_input_count;
+  uint32_t num_ir_outputs;
+  const uint32_t* ir_output_start;
+  const uint32_t* ir_output_count;
+  uint32_t num_attrs; /* in prototype order, defaults filled in */
+  const WeftAttrValue* const* attrs;
+  const char* const* attr_names;
+  void* stream; /* NULL for the CPU in-order queue, a cudaStream_t on CUDA */
+};
+
+typedef WeftStatus (*WeftOpFn)(void* instance, WeftKernelContext* ctx);
+
+#define WEFT_CAP_EAGER_EXECUTE (1ull << 0)
+#define WEFT_CAP_SHAPE_INFER (1ull << 1)
+#define WEFT_CAP_COMPILABLE (1ull << 2)
+#define WEFT_CAP_PORTABLE (1ull << 3)
+#define WEFT_CAP_ARGS_UPDATER (1ull << 4)
+#define WEFT_CAP_EMITTABLE (1ull << 5) /* reserved for the AOT C emitter */
+
+/* The REG_AUTO_MAPPING_OP side: how to make and drive one implementation class. Function
+ * pointers for capabilities the class lacks are NULL. */
+typedef struct WeftOpImpl {
+  uint32_t struct_size;
+  const char* class_name;
+  uint64_t capabilities;
+  void* (*create)(WeftKernelContext* ctx); /* NULL result = failure, message via set_error */
+  void (*destroy)(void* instance);
+  WeftOpFn execute;
+  WeftOpFn infer_shape;
+  WeftOpFn infer_dtype;
+  WeftOpFn compile;
+  WeftOpFn update_host_args;
+  WeftOpFn serialize;
+  WeftStatus (*deserialize)(void* instance, WeftKernelContext* ctx, const uint8_t* data,
+                            uint64_t size);
+  WeftOpFn emit; /* reserved: NULL at ABI level 1 */
+} WeftOpImpl;
+
+typedef struct WeftOpLibrary {
+  uint32_t struct_size;
+  uint32_t abi_version; /* the level the library was built against */
+  uint32_t num_prototypes;
+  const WeftOpPrototype* const* prototypes;
+  uint32_t num_impls;
+  const WeftOpImpl* const* impls;
+  const char* error; /* non-NULL when the library's own registration failed */
+} WeftOpLibrary;
+
+/* The one exported entry point. `engine_abi_version` is the level of the calling engine. */
+typedef const WeftOpLibrary* (*WeftGetOpLibraryFn)(uint32_t engine_abi_version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_C_WEFT_PLUGIN_H_ */

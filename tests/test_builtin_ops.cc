@@ -1,0 +1,190 @@
+// Built-in operators against float64 re-computations on random inputs, across data types and
+// broadcasting patterns.
+#include "test_util.h"
+
+namespace weft {
+namespace {
+
+using test::Contains;
+using test::MakeSession;
+
+// Random tensor of any numeric type, values kept small so integer results do not overflow.
+HostTensor Random(DataType dt, const Shape& shape, uint32_t seed, bool nonzero = false) {
+  HostTensor t(dt, shape);
+  std::mt19937 g(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = std::uniform_real_distribution<double>(-4, 4)(g);
+    if (dt != DT_FLOAT && dt != DT_DOUBLE && dt != DT_FLOAT16) v = std::round(v);
+    if (nonzero && std::fabs(v) < 0.5) v = v < 0 ? -1 : 1;
+    switch (dt) {
+      case DT_FLOAT: t.data_as<float>()[i] = static_cast<float>(v); break;
+      case DT_DOUBLE: t.data_as<double>()[i] = v; break;
+      case DT_FLOAT16: t.data_as<float16>()[i] = float16(static_cast<float>(v)); break;
+      case DT_INT32: t.data_as<int32_t>()[i] = static_cast<int32_t>(v); break;
+      case DT_INT64: t.data_as<int64_t>()[i] = static_cast<int64_t>(v); break;
+      case DT_INT8: t.data_as<int8_t>()[i] = static_cast<int8_t>(v); break;
+      default: ADD_FAILURE() << "unsupported";
+    }
+  }
+  return t;
+}
+
+double At(const HostTensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DT_FLOAT: return t.data_as<float>()[i];
+    case DT_DOUBLE: return t.data_as<double>()[i];
+    case DT_FLOAT16: return static_cast<float>(t.data_as<float16>()[i]);
+    case DT_INT32: return t.data_as<int32_t>()[i];
+    case DT_INT64: return static_cast<double>(t.data_as<int64_t>()[i]);
+    case DT_INT8: return t.data_as<int8_t>()[i];
+    default: return NAN;
+  }
+}
+
+double Tolerance(DataType dt, double ref) {
+  switch (dt) {
+    case DT_FLOAT: return 1e-6 * std::max(1.0, std::fabs(ref));
+    case DT_FLOAT16: return 1e-3 * std::max(1.0, std::fabs(ref));
+    default: return 1e-12 * std::max(1.0, std::fabs(ref));
+  }
+}
+
+std::vector<HostTensor> RunOne(const std::string& op, const std::vector<HostTensor>& ins) {
+  auto s = MakeSession();
+  Graph g;
+  std::vector<std::string> names;
+  for (size_t k = 0; k < ins.size(); ++k) {
+    names.push_back("in" + std::to_string(k));
+    g.AddInput(names.back(), ins[k].dtype(), ins[k].shape());
+  }
+  g.AddNode(op, "node", names, {"out"}).AddOutput("out");
+  auto m = s->Compile(g);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  if (!m.ok()) return {};
+  auto r = m.value()->Run(ins);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? std::move(r).value() : std::vector<HostTensor>{};
+}
+
+// Reference broadcast index of out index i into `in`.
+int64_t SourceIndex(const Shape& in, const Shape& out, int64_t i) {
+  int64_t idx = 0, stride = 1;
+  size_t off = out.GetDimNum() - in.GetDimNum();
+  for (size_t k = out.GetDimNum(); k-- > 0;) {
+    int64_t coord = i % out.GetDim(k);
+    i /= out.GetDim(k);
+    if (k >= off) {
+      int64_t d = in.GetDim(k - off);
+      if (d != 1) idx += coord * stride;
+      stride *= d;
+    }
+  }
+  return idx;
+}
+
+struct BinCase {
+  const char* op;
+  double (*f)(double, double);
+};
+
+TEST(BuiltinBinary, MatchFloat64ReferenceWithBroadcasting) {
+  const BinCase cases[] = {{"Add", [](double a, double b) { return a + b; }},
+                           {"Sub", [](double a, double b) { return a - b; }},
+                           {"Mul", [](double a, double b) { return a * b; }},
+                           {"Div", [](double a, double b) { return a / b; }}};
+  const std::pair<Shape, Shape> shapes[] = {{{2, 3}, {2, 3}}, {{2, 3}, {3}}, {{4, 1, 5}, {3, 1}},
+                                            {{1}, {2, 2}},    {{}, {3}},     {{2, 1, 3, 1}, {1, 4, 1, 2}}};
+  uint32_t seed = 1;
+  for (auto& c : cases)
+    for (DataType dt : {DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_INT32, DT_INT64, DT_INT8})
+      for (auto& [sa, sb] : shapes) {
+        auto a = Random(dt, sa, seed++), b = Random(dt, sb, seed++, /*nonzero=*/true);
+        auto out = RunOne(c.op, {a, b});
+        ASSERT_EQ(out.size(), 1u);
+        const Shape& so = out[0].shape();
+        for (int64_t i = 0; i < out[0].numel(); ++i) {
+          double ref = c.f(At(a, SourceIndex(sa, so, i)), At(b, SourceIndex(sb, so, i)));
+          if (dt == DT_INT32 || dt == DT_INT64 || dt == DT_INT8) ref = std::trunc(ref);  // C integer division
+          ASSERT_NEAR(At(out[0], i), ref, Tolerance(dt, ref))
+              << c.op << " " << DataTypeName(dt) << " " << sa.ToString() << " x " << sb.ToString() << " at " << i;
+        }
+      }
+}
+
+TEST(BuiltinBinary, IntegerDivisionByZeroIsAnError) {
+  auto a = HostTensor::FromVector<int32_t>(DT_INT32, {3}, {1, 2, 3});
+  auto b = HostTensor::FromVector<int32_t>(DT_INT32, {3}, {1, 0, 3});
+  auto s = MakeSession();
+  Graph g;
+  g.AddInput("a", DT_INT32, {3}).AddInput("b", DT_INT32, {3}).AddNode("Div", "d", {"a", "b"}, {"c"}).AddOutput("c");
+  auto r = s->Compile(g).value()->Run({a, b});
+  EXPECT_TRUE(Contains(r.status().message(), "[Div 'd'] Execute failed: Div: integer division by zero (input B, element 1)"));
+}
+
+TEST(BuiltinRelu, MatchesReference) {
+  for (DataType dt : {DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_INT32, DT_INT64, DT_INT8}) {
+    auto x = Random(dt, {3, 7}, 77);
+    auto out = RunOne("Relu", {x});
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(At(out[0], i), std::max(0.0, At(x, i))) << DataTypeName(dt);
+  }
+}
+
+TEST(BuiltinIdentity, CopiesEveryType) {
+  for (DataType dt : {DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_INT32, DT_INT64, DT_INT8}) {
+    auto x = Random(dt, {5, 2}, 5);
+    auto out = RunOne("Identity", {x});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(std::memcmp(out[0].data(), x.data(), x.bytes()), 0);
+  }
+}
+
+TEST(BuiltinMatMul, MatchesFloat64ReferenceForNumpyShapes) {
+  struct Case { Shape a, b; };
+  const Case cases[] = {{{3, 4}, {4, 5}}, {{4}, {4, 2}}, {{3, 4}, {4}}, {{4}, {4}}, {{2, 3, 4}, {4, 5}},
+                        {{2, 1, 3, 4}, {5, 4, 2}}, {{1, 17}, {17, 33}}};
+  uint32_t seed = 100;
+  for (DataType dt : {DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_INT32})
+    for (auto& c : cases) {
+      auto a = Random(dt, c.a, seed++), b = Random(dt, c.b, seed++);
+      auto out = RunOne("MatMul", {a, b});
+      ASSERT_EQ(out.size(), 1u);
+      // Reference: promote 1-D, broadcast batch dims, float64 accumulation.
+      Shape pa = c.a, pb = c.b;
+      if (pa.GetDimNum() == 1) pa = Shape({1, c.a.GetDim(0)});
+      if (pb.GetDimNum() == 1) pb = Shape({c.b.GetDim(0), 1});
+      int64_t m = pa.GetDim(pa.GetDimNum() - 2), k = pa.GetDim(pa.GetDimNum() - 1), n = pb.GetDim(pb.GetDimNum() - 1);
+      Shape ba, bb, batch;
+      for (size_t d = 0; d + 2 < pa.GetDimNum(); ++d) ba.AppendDim(pa.GetDim(d));
+      for (size_t d = 0; d + 2 < pb.GetDimNum(); ++d) bb.AppendDim(pb.GetDim(d));
+      size_t nb = std::max(ba.GetDimNum(), bb.GetDimNum());
+      for (size_t d = 0; d < nb; ++d) {
+        int64_t x = d < nb - ba.GetDimNum() ? 1 : ba.GetDim(d - (nb - ba.GetDimNum()));
+        int64_t y = d < nb - bb.GetDimNum() ? 1 : bb.GetDim(d - (nb - bb.GetDimNum()));
+        batch.AppendDim(std::max(x, y));
+      }
+      ASSERT_EQ(out[0].numel(), batch.GetShapeSize() * m * n) << out[0].shape().ToString();
+      for (int64_t bi = 0; bi < batch.GetShapeSize(); ++bi) {
+        int64_t ia = ba.GetDimNum() ? SourceIndex(ba, batch, bi) : 0, ib = bb.GetDimNum() ? SourceIndex(bb, batch, bi) : 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double ref = 0;
+            for (int64_t p = 0; p < k; ++p) ref += At(a, ia * m * k + i * k + p) * At(b, ib * k * n + p * n + j);
+            double got = At(out[0], bi * m * n + i * n + j);
+            double tol = dt == DT_FLOAT16 ? 2e-3 * std::max(1.0, std::fabs(ref)) : dt == DT_FLOAT ? 1e-5 * std::max(1.0, std::fabs(ref)) : 1e-9;
+            ASSERT_NEAR(got, ref, tol) << DataTypeName(dt) << " " << c.a.ToString() << " x " << c.b.ToString();
+          }
+      }
+    }
+}
+
+TEST(BuiltinMatMul, InnerDimensionMismatchIsNamed) {
+  auto s = MakeSession();
+  Graph g;
+  g.AddInput("a", DT_FLOAT, {2, 3}).AddInput("b", DT_FLOAT, {4, 5}).AddNode("MatMul", "mm", {"a", "b"}, {"c"}).AddOutput("c");
+  auto m = s->Compile(g);
+  EXPECT_TRUE(Contains(m.status().message(), "[MatMul 'mm'] InferShape failed: MatMul: inner dimensions differ: A [2,3] has K=3, B [4,5] has K=4"));
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,120 @@
+// The weft command-line tool, run as a user would.
+#include <sys/wait.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+
+#include "core/npy.h"
+#include "test_util.h"
+
+namespace weft {
+namespace {
+
+using test::Contains;
+using test::Pkg;
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result Sh(const std::string& cmd) {
+  std::string full = cmd + " 2>&1";
+  FILE* p = popen(full.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+const std::string kWeft = std::string("env -u WEFT_CUSTOM_OPP_PATH ") + WEFT_CLI_PATH;
+
+std::string Dir() {
+  auto d = std::filesystem::temp_directory_path() / ("weft_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+TEST(Cli, HelpOnEveryCommand) {
+  for (const char* sub : {"", " run", " plugins", " manifest"}) {
+    Result r = Sh(kWeft + sub + " --help");
+    EXPECT_EQ(r.code, 0) << sub;
+    EXPECT_TRUE(Contains(r.out, "Usage")) << sub;
+  }
+  EXPECT_TRUE(Contains(Sh(kWeft + " run --help").out, "--input"));
+}
+
+TEST(Cli, RunsAGraphWithBuiltinsAndAPackage) {
+  std::string d = Dir();
+  std::ofstream(d + "/g.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [3]}],
+    "constants": [{"name": "k", "dtype": "float32", "shape": [3], "data": [1, -2, 3]}],
+    "nodes": [{"op": "Mul", "inputs": ["x", "k"], "outputs": ["m"]},
+              {"op": "ScaleAttrs", "inputs": ["m"], "outputs": ["out/y"], "attrs": {"scale": 2}}],
+    "outputs": ["out/y"]})";
+  auto x = HostTensor::FromVector<float>(DT_FLOAT, {3}, {0.5f, 1.f, -1.f});
+  ASSERT_TRUE(internal::WriteNpy(d + "/x.npy", x).ok());
+  Result r = Sh(kWeft + " run " + d + "/g.json --input x=" + d + "/x.npy -o " + d + "/out --package " + Pkg("test_ops"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "out/y: float32[3]"));
+  auto y = internal::ReadNpy(d + "/out/out_y.npy");
+  ASSERT_TRUE(y.ok()) << y.status().message();
+  EXPECT_EQ(y.value().data_as<float>()[0], 1.f);
+  EXPECT_EQ(y.value().data_as<float>()[1], -4.f);
+  EXPECT_EQ(y.value().data_as<float>()[2], -6.f);
+}
+
+TEST(Cli, ErrorsAreOneLineWithNonZeroExit) {
+  std::string d = Dir();
+  std::ofstream(d + "/u.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [3]}],
+    "nodes": [{"name": "n1", "op": "Nope", "inputs": ["x"], "outputs": ["y"]}], "outputs": ["y"]})";
+  for (const std::string& args : std::vector<std::string>{" run /nonexistent.json", " run " + d + "/u.json", " run " + d + "/u.json --input x",
+                                  " run " + d + "/u.json --package /nonexistent"}) {
+    Result r = Sh(kWeft + args);
+    EXPECT_EQ(r.code, 1) << args << ": " << r.out;
+    EXPECT_EQ(r.out.rfind("weft: error: ", 0), 0u) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  }
+  EXPECT_TRUE(Contains(Sh(kWeft + " run " + d + "/u.json").out, "[Nope 'n1'] op type 'Nope' is not registered"));
+  Result bad = Sh(kWeft + " frobnicate");
+  EXPECT_NE(bad.code, 0);
+}
+
+TEST(Cli, MissingInputsAreListed) {
+  std::string d = Dir();
+  std::ofstream(d + "/m.json") << R"({"inputs": [{"name": "a", "dtype": "float32", "shape": [2]}, {"name": "b", "dtype": "int64", "shape": [1]}],
+    "nodes": [{"op": "Relu", "inputs": ["a"], "outputs": ["y"]}], "outputs": ["y"]})";
+  Result r = Sh(kWeft + " run " + d + "/m.json");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Contains(r.out, "missing --input for: a (float32[2]), b (int64[1])"));
+}
+
+TEST(Cli, PluginsReadsManifestsWithoutLoading) {
+  Result r = Sh("WEFT_CUSTOM_OPP_PATH=" + Pkg("test_ops") + ":" + Pkg("ge_port") + " " + WEFT_CLI_PATH + " plugins");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "(package 'test_ops')"));
+  EXPECT_TRUE(Contains(r.out, "libtest_ops.so  ABI 1  xxh3-64:"));
+  EXPECT_TRUE(Contains(r.out, "[ok]"));
+  EXPECT_TRUE(Contains(r.out, "SumN  v1  EagerExecute,ShapeInfer"));
+  EXPECT_TRUE(Contains(r.out, "GeStyleMul  v1"));
+  Result j = Sh("WEFT_CUSTOM_OPP_PATH=" + Pkg("test_ops") + " " + WEFT_CLI_PATH + " plugins --json --builtins");
+  EXPECT_EQ(j.code, 0) << j.out;
+  EXPECT_TRUE(Contains(j.out, "\"type\": \"MatMul\""));
+  EXPECT_TRUE(Contains(j.out, "\"type\": \"ScaleAttrs\""));
+}
+
+TEST(Cli, PluginsFlagsBadEntriesAndStaleManifests) {
+  std::string d = Dir() + "/pkgcopy";
+  std::filesystem::remove_all(d);
+  std::filesystem::copy(Pkg("ge_port"), d, std::filesystem::copy_options::recursive);
+  // Change the library after the manifest was written.
+  std::ofstream(d + "/" WEFT_TEST_LIBSUB "/libge_port.so", std::ios::app) << "x";
+  Result r = Sh("WEFT_CUSTOM_OPP_PATH=" + d + ":" + Pkg("ge_port") + "/op_graph " + WEFT_CLI_PATH + " plugins");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Contains(r.out, "stale manifest (library changed)"));
+  EXPECT_TRUE(Contains(r.out, "is not an operator package root"));
+}
+
+}  // namespace
+}  // namespace weft

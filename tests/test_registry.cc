@@ -1,0 +1,202 @@
+// Plugin discovery and loading: packages, environment path, manifests, every load error.
+#include <cstdlib>
+
+#include "registry/registry.h"
+#include "test_util.h"
+
+namespace weft {
+namespace {
+
+using test::Contains;
+using test::MakeSession;
+using test::Pkg;
+using test::PkgLib;
+
+// Sets an environment variable for one test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+const OpInfo* FindOp(const std::vector<OpInfo>& ops, const std::string& type) {
+  for (auto& o : ops)
+    if (o.op_type == type) return &o;
+  return nullptr;
+}
+
+TEST(Registry, LoadsAPackageWithProvenanceAndCapabilities) {
+  auto s = MakeSession({"test_ops"});
+  auto ops = s->ListOps();
+  const OpInfo* sum = FindOp(ops, "SumN");
+  ASSERT_NE(sum, nullptr);
+  EXPECT_TRUE(Contains(sum->origin, "libtest_ops.so"));
+  EXPECT_EQ(sum->capabilities, WEFT_CAP_EAGER_EXECUTE | WEFT_CAP_SHAPE_INFER);
+  const OpInfo* add = FindOp(ops, "Add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->origin, "built-in");
+}
+
+TEST(Registry, LoadsALibraryByPath) {
+  auto s = MakeSession();
+  ASSERT_TRUE(s->LoadLibrary(PkgLib("ge_port")).ok());
+  EXPECT_NE(FindOp(s->ListOps(), "GeStyleMul"), nullptr);
+}
+
+TEST(Registry, RegistriesArePerSession) {
+  auto a = MakeSession({"test_ops"});
+  auto b = MakeSession();
+  EXPECT_NE(FindOp(a->ListOps(), "SumN"), nullptr);
+  EXPECT_EQ(FindOp(b->ListOps(), "SumN"), nullptr);
+}
+
+TEST(Registry, PathInsideAPackageIsNotARoot) {
+  auto s = MakeSession();
+  Status st = s->LoadPackage(Pkg("test_ops") + "/" WEFT_TEST_LIBSUB);
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(Contains(st.message(), "is not an operator package root"));
+  EXPECT_TRUE(Contains(st.message(), "use that directory instead"));
+  EXPECT_TRUE(Contains(st.message(), Pkg("test_ops") + "'"));
+}
+
+TEST(Registry, MissingPathIsNamed) {
+  auto s = MakeSession();
+  Status st = s->LoadPackage("/nonexistent/weft/pkg");
+  EXPECT_TRUE(Contains(st.message(), "'/nonexistent/weft/pkg' does not exist"));
+}
+
+TEST(Registry, LibraryThatFailsToLoadGivesDlerror) {
+  auto s = MakeSession();
+  Status st = s->LoadPackage(Pkg("broken"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(Contains(st.message(), "failed to load operator library"));
+  EXPECT_TRUE(Contains(st.message(), "libbroken.so"));
+  EXPECT_TRUE(Contains(st.message(), "invalid ELF header"));
+}
+
+TEST(Registry, LibraryWithoutEntryPoint) {
+  auto s = MakeSession();
+  Status st = s->LoadPackage(Pkg("not_a_plugin"));
+  EXPECT_TRUE(Contains(st.message(), "is not a Weft operator library: it exports no WeftGetOpLibrary"));
+}
+
+TEST(Registry, NewerAbiIsRejected) {
+  auto s = MakeSession();
+  Status st = s->LoadPackage(Pkg("abi_future"));
+  EXPECT_TRUE(Contains(st.message(), "built for Weft plugin ABI 99, newer than this engine's ABI 1"));
+  EXPECT_TRUE(Contains(st.message(), "libabi_future.so"));
+}
+
+TEST(Registry, NameMismatchNamesAllThree) {
+  auto s = MakeSession();
+  Status st = s->LoadPackage(Pkg("mismatch_ops"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(Contains(st.message(), "REG_OP(MyAdd) has no REG_AUTO_MAPPING_OP class named 'MyAdd'"));
+  EXPECT_TRUE(Contains(st.message(), "REG_AUTO_MAPPING_OP(MyAddImpl) has no REG_OP(MyAddImpl) prototype"));
+  EXPECT_TRUE(Contains(st.message(), "REG_AUTO_MAPPING_OP(mine::Scaled)"));
+  EXPECT_TRUE(Contains(st.message(), "write REG_AUTO_MAPPING_OP(Scaled) inside its namespace"));
+  EXPECT_TRUE(Contains(st.message(), "the op type used in graphs must be identical"));
+}
+
+TEST(Registry, GraphOpTypeMismatchPointsAtTheRegisteredName) {
+  auto s = MakeSession({"test_ops"});
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {2}).AddNode("sumn", "n0", {"x"}, {"y"}).AddOutput("y");
+  auto m = s->Compile(g);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(Contains(m.status().message(), "[sumn 'n0'] op type 'sumn' is not registered"));
+  EXPECT_TRUE(Contains(m.status().message(), "'SumN' (REG_OP and REG_AUTO_MAPPING_OP in"));
+}
+
+TEST(Registry, DuplicateAcrossLibrariesNamesBoth) {
+  auto s = MakeSession({"test_ops"});
+  Status st = s->LoadPackage(Pkg("dup_ops"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(Contains(st.message(), "op type 'SumN' is registered twice"));
+  EXPECT_TRUE(Contains(st.message(), "libtest_ops.so"));
+  EXPECT_TRUE(Contains(st.message(), "libdup_ops.so"));
+  EXPECT_TRUE(Contains(st.message(), "allow override"));
+}
+
+TEST(Registry, ReplacingABuiltinNeedsOverride) {
+  auto strict = MakeSession();
+  Status st = strict->LoadPackage(Pkg("relu_override"));
+  EXPECT_TRUE(Contains(st.message(), "op type 'Relu' is registered twice: by built-in and by"));
+
+  auto s = MakeSession({"relu_override"}, /*allow_override=*/true);
+  const OpInfo* relu = FindOp(s->ListOps(), "Relu");
+  ASSERT_NE(relu, nullptr);
+  EXPECT_TRUE(relu->overridden_builtin);
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {3}).AddNode("Relu", "r", {"x"}, {"y"}).AddOutput("y");
+  auto out = s->Compile(g).value()->Run({HostTensor::FromVector<float>(DT_FLOAT, {3}, {-1.f, 0.5f, 2.f})}).value();
+  EXPECT_EQ(out[0].data_as<float>()[0], 1000.f);
+  EXPECT_EQ(out[0].data_as<float>()[2], 1002.f);
+}
+
+TEST(Registry, EnvironmentPathLoadsPackages) {
+  ScopedEnv env("WEFT_CUSTOM_OPP_PATH", Pkg("test_ops") + "::" + Pkg("ge_port"));
+  auto s = Session::Create();
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_NE(FindOp(s.value()->ListOps(), "SumN"), nullptr);
+  EXPECT_NE(FindOp(s.value()->ListOps(), "GeStyleMul"), nullptr);
+}
+
+TEST(Registry, EnvironmentPathEarlierEntryWins) {
+  ScopedEnv env("WEFT_CUSTOM_OPP_PATH", Pkg("dup_ops") + ":" + Pkg("test_ops"));
+  SessionOptions o;
+  o.allow_override = true;
+  auto s = Session::Create(o);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(Contains(FindOp(s.value()->ListOps(), "SumN")->origin, "libdup_ops.so"));
+  // Without override the same path is a duplicate error.
+  auto strict = Session::Create();
+  ASSERT_FALSE(strict.ok());
+  EXPECT_TRUE(Contains(strict.status().message(), "registered twice"));
+}
+
+TEST(Registry, BadEnvironmentEntryIsNamed) {
+  ScopedEnv env("WEFT_CUSTOM_OPP_PATH", Pkg("test_ops") + "/op_graph");
+  auto s = Session::Create();
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Contains(s.status().message(), "operator package path entry '" + Pkg("test_ops") + "/op_graph'"));
+  EXPECT_TRUE(Contains(s.status().message(), "not an operator package root"));
+}
+
+TEST(Registry, FrozenAbiV1PluginWrittenInCLoadsAndRuns) {
+  auto s = MakeSession({"abi_v1"});
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {4}).AddNode("CScale", "c", {"x"}, {"y"}, {{"factor", AttrValue::Float(-3.f)}}).AddOutput("y");
+  auto x = test::RandomFloat({4}, 1);
+  auto out = s->Compile(g).value()->Run({x}).value();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[0].data_as<float>()[i], x.data_as<float>()[i] * -3.f);
+  // The default attribute declared in C applies when the graph gives none.
+  Graph g2;
+  g2.AddInput("x", DT_FLOAT, {4}).AddNode("CScale", "c", {"x"}, {"y"}).AddOutput("y");
+  auto out2 = s->Compile(g2).value()->Run({x}).value();
+  EXPECT_EQ(out2[0].data_as<float>()[1], x.data_as<float>()[1] * 2.f);
+}
+
+TEST(Registry, HashIsStableAndDistinguishesFiles) {
+  auto a = internal::HashFile(PkgLib("test_ops"));
+  auto b = internal::HashFile(PkgLib("test_ops"));
+  auto c = internal::HashFile(PkgLib("dup_ops"));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a.value(), b.value());
+  EXPECT_NE(a.value(), c.value());
+  EXPECT_EQ(a.value().rfind("xxh3-64:", 0), 0u);
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,149 @@
+// Running compiled graphs: plugin numerics, failures inside plugins, run-time input checks.
+#include "test_util.h"
+
+namespace weft {
+namespace {
+
+using test::Contains;
+using test::MakeSession;
+using test::RandomFloat;
+
+std::shared_ptr<CompiledModel> FaultyModel(Session& s, const std::string& where) {
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {4}).AddNode("Faulty", "f0", {"x"}, {"y"}, {{"where", AttrValue::String(where)}}).AddOutput("y");
+  return s.Compile(g).value();
+}
+
+TEST(PluginFailure, ExceptionBecomesAnErrorNamingOpAndNode) {
+  auto s = MakeSession({"test_ops"});
+  auto m = FaultyModel(*s, "execute");
+  auto r = m->Run({RandomFloat({4}, 1)});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "[Faulty 'f0'] Execute failed: Execute threw: boom at element 3");
+  // The process and the model survive: a second run fails the same way, not worse.
+  EXPECT_EQ(m->Run({RandomFloat({4}, 2)}).status().message(), r.status().message());
+}
+
+TEST(PluginFailure, NonStandardExceptionAndSilentFailure) {
+  auto s = MakeSession({"test_ops"});
+  EXPECT_TRUE(Contains(FaultyModel(*s, "execute_int")->Run({RandomFloat({4}, 1)}).status().message(),
+                       "[Faulty 'f0'] Execute failed: Execute threw a non-standard exception"));
+  EXPECT_TRUE(Contains(FaultyModel(*s, "silent")->Run({RandomFloat({4}, 1)}).status().message(),
+                       "[Faulty 'f0'] Execute failed: returned failure without a message"));
+}
+
+TEST(PluginFailure, OutputThatDisagreesWithInferenceIsCaught) {
+  auto s = MakeSession({"test_ops"});
+  auto msg = FaultyModel(*s, "wrong_shape")->Run({RandomFloat({4}, 1)}).status().message();
+  EXPECT_TRUE(Contains(msg, "[Faulty 'f0'] Execute failed: MallocOutputTensor(0, [1,2,3], float32) differs from the inferred [4] float32"));
+}
+
+TEST(PluginFailure, AWorkingGraphStillRunsAfterAFailure) {
+  auto s = MakeSession({"test_ops"});
+  ASSERT_FALSE(FaultyModel(*s, "execute")->Run({RandomFloat({4}, 1)}).ok());
+  auto x = RandomFloat({4}, 3);
+  auto out = FaultyModel(*s, "none")->Run({x}).value();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[0].data_as<float>()[i], x.data_as<float>()[i]);
+}
+
+TEST(Run, InputsAreCheckedAgainstTheCompiledSignature) {
+  auto s = MakeSession();
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {2, 2}).AddNode("Relu", "r", {"x"}, {"y"}).AddOutput("y");
+  auto m = s->Compile(g).value();
+  EXPECT_TRUE(Contains(m->Run({RandomFloat({4}, 1)}).status().message(), "input 'x' must be float32[2,2], got float32[4]"));
+  EXPECT_TRUE(Contains(m->Run(std::vector<HostTensor>{}).status().message(), "the model takes 1 inputs and 1 outputs, got 0"));
+  std::map<std::string, HostTensor> wrong{{"z", RandomFloat({2, 2}, 1)}};
+  EXPECT_TRUE(Contains(m->RunNamed(wrong).status().message(), "missing input 'x'"));
+  HostTensor out(DT_FLOAT, {2, 2});
+  auto rc = m->CreateRunContext();
+  TensorRef in = TensorRef::Of(RandomFloat({2, 2}, 1));
+  TensorRef small{DT_FLOAT, Shape({2, 2}), out.data(), 8};
+  EXPECT_TRUE(Contains(m->Run(*rc, &in, 1, &small, 1).message(), "output 'y' needs a buffer of 16 bytes, got 8"));
+}
+
+TEST(Run, AttributesReachThePluginByIndexAndName) {
+  auto s = MakeSession({"test_ops"});
+  std::vector<uint8_t> table(4);
+  float t0 = 0.25f;
+  std::memcpy(table.data(), &t0, 4);
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {8});
+  g.AddNode("ScaleAttrs", "s", {"x"}, {"y"},
+            {{"scale", AttrValue::Float(1.5f)}, {"bias", AttrValue::Float(-1.f)}, {"mode", AttrValue::String("double")},
+             {"table", AttrValue::TensorValue(DT_FLOAT, Shape({1}), table)}});
+  g.AddOutput("y");
+  auto x = RandomFloat({8}, 4);
+  auto out = s->Compile(g).value()->Run({x}).value();
+  for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(out[0].data_as<float>()[i], x.data_as<float>()[i] * 3.f - 0.75f);
+}
+
+TEST(Run, DynamicAndOptionalInputs) {
+  auto s = MakeSession({"test_ops"});
+  for (bool with_bias : {false, true}) {
+    Graph g;
+    g.AddInput("a", DT_DOUBLE, {5}).AddInput("b", DT_DOUBLE, {5}).AddInput("c", DT_DOUBLE, {5}).AddInput("bias", DT_DOUBLE, {5});
+    g.AddNode("SumN", "s", {"a", "b", "c", with_bias ? "bias" : ""}, {"y"}).AddOutput("y");
+    auto m = s->Compile(g);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    std::vector<HostTensor> ins;
+    std::mt19937 gen(9);
+    for (int k = 0; k < 4; ++k) {
+      HostTensor t(DT_DOUBLE, {5});
+      for (int i = 0; i < 5; ++i) t.data_as<double>()[i] = std::uniform_real_distribution<double>(-1, 1)(gen);
+      ins.push_back(t);
+    }
+    auto out = m.value()->Run(ins).value();
+    for (int i = 0; i < 5; ++i) {
+      double want = ins[0].data_as<double>()[i] + ins[1].data_as<double>()[i] + ins[2].data_as<double>()[i] +
+                    (with_bias ? ins[3].data_as<double>()[i] : 0.0);
+      EXPECT_DOUBLE_EQ(out[0].data_as<double>()[i], want);
+    }
+  }
+}
+
+TEST(Run, GePortedSourceRuns) {
+  auto s = MakeSession({"ge_port"});
+  Graph g;
+  g.AddInput("a", DT_FLOAT, {3, 4}).AddInput("b", DT_FLOAT, {3, 4});
+  g.AddNode("GeStyleMul", "m", {"a", "b"}, {"y"}, {{"alpha", AttrValue::Float(0.5f)}}).AddOutput("y");
+  auto a = RandomFloat({3, 4}, 1), b = RandomFloat({3, 4}, 2);
+  auto out = s->Compile(g).value()->Run({a, b}).value();
+  for (int i = 0; i < 12; ++i)
+    EXPECT_FLOAT_EQ(out[0].data_as<float>()[i], 0.5f * a.data_as<float>()[i] * b.data_as<float>()[i]);
+}
+
+TEST(Run, ParallelForUsesTheSessionPool) {
+  for (int threads : {1, 2, 4}) {
+    auto s = MakeSession({"test_ops"}, false, threads);
+    Graph g;
+    g.AddInput("x", DT_FLOAT, {100000}).AddNode("ParallelSquare", "p", {"x"}, {"y"}).AddOutput("y");
+    auto x = RandomFloat({100000}, 8);
+    auto out = s->Compile(g).value()->Run({x}).value();
+    for (int i = 0; i < 100000; ++i) ASSERT_EQ(out[0].data_as<float>()[i], x.data_as<float>()[i] * x.data_as<float>()[i]);
+  }
+}
+
+TEST(Run, MixedBuiltinsAndPluginsWithConstants) {
+  auto s = MakeSession({"test_ops"});
+  auto w = RandomFloat({3, 2}, 5);
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {4, 3}).AddConstant("w", w);
+  g.AddNode("MatMul", "mm", {"x", "w"}, {"h"});
+  g.AddNode("ScaleAttrs", "sc", {"h"}, {"h2"}, {{"scale", AttrValue::Float(2.f)}});
+  g.AddNode("Relu", "relu", {"h2"}, {"y"});
+  g.AddOutput("y").AddOutput("h");
+  auto x = RandomFloat({4, 3}, 6);
+  auto out = s->Compile(g).value()->Run({x}).value();
+  ASSERT_EQ(out.size(), 2u);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j) {
+      double h = 0;
+      for (int k = 0; k < 3; ++k) h += double(x.data_as<float>()[i * 3 + k]) * w.data_as<float>()[k * 2 + j];
+      EXPECT_NEAR(out[1].data_as<float>()[i * 2 + j], h, 1e-5);
+      EXPECT_NEAR(out[0].data_as<float>()[i * 2 + j], std::max(0.0, 2 * h), 2e-5);
+    }
+}
+
+}  // namespace
+}  // namespace weft
