@@ -1,5 +1,6 @@
 // Plugin discovery and loading: packages, environment path, manifests, every load error.
 #include <cstdlib>
+#include <optional>
 
 #include "registry/registry.h"
 #include "test_util.h"
@@ -30,35 +31,35 @@ class ScopedEnv {
   bool had_ = false;
 };
 
-const OpInfo* FindOp(const std::vector<OpInfo>& ops, const std::string& type) {
+std::optional<OpInfo> FindOp(const std::vector<OpInfo>& ops, const std::string& type) {
   for (auto& o : ops)
-    if (o.op_type == type) return &o;
-  return nullptr;
+    if (o.op_type == type) return o;
+  return std::nullopt;
 }
 
 TEST(Registry, LoadsAPackageWithProvenanceAndCapabilities) {
   auto s = MakeSession({"test_ops"});
   auto ops = s->ListOps();
-  const OpInfo* sum = FindOp(ops, "SumN");
-  ASSERT_NE(sum, nullptr);
+  auto sum = FindOp(ops, "SumN");
+  ASSERT_TRUE(sum);
   EXPECT_TRUE(Contains(sum->origin, "libtest_ops.so"));
   EXPECT_EQ(sum->capabilities, WEFT_CAP_EAGER_EXECUTE | WEFT_CAP_SHAPE_INFER);
-  const OpInfo* add = FindOp(ops, "Add");
-  ASSERT_NE(add, nullptr);
+  auto add = FindOp(ops, "Add");
+  ASSERT_TRUE(add);
   EXPECT_EQ(add->origin, "built-in");
 }
 
 TEST(Registry, LoadsALibraryByPath) {
   auto s = MakeSession();
   ASSERT_TRUE(s->LoadLibrary(PkgLib("ge_port")).ok());
-  EXPECT_NE(FindOp(s->ListOps(), "GeStyleMul"), nullptr);
+  EXPECT_TRUE(FindOp(s->ListOps(), "GeStyleMul"));
 }
 
 TEST(Registry, RegistriesArePerSession) {
   auto a = MakeSession({"test_ops"});
   auto b = MakeSession();
-  EXPECT_NE(FindOp(a->ListOps(), "SumN"), nullptr);
-  EXPECT_EQ(FindOp(b->ListOps(), "SumN"), nullptr);
+  EXPECT_TRUE(FindOp(a->ListOps(), "SumN"));
+  EXPECT_FALSE(FindOp(b->ListOps(), "SumN"));
 }
 
 TEST(Registry, PathInsideAPackageIsNotARoot) {
@@ -135,8 +136,8 @@ TEST(Registry, ReplacingABuiltinNeedsOverride) {
   EXPECT_TRUE(Contains(st.message(), "op type 'Relu' is registered twice: by built-in and by"));
 
   auto s = MakeSession({"relu_override"}, /*allow_override=*/true);
-  const OpInfo* relu = FindOp(s->ListOps(), "Relu");
-  ASSERT_NE(relu, nullptr);
+  auto relu = FindOp(s->ListOps(), "Relu");
+  ASSERT_TRUE(relu);
   EXPECT_TRUE(relu->overridden_builtin);
   Graph g;
   g.AddInput("x", DT_FLOAT, {3}).AddNode("Relu", "r", {"x"}, {"y"}).AddOutput("y");
@@ -149,8 +150,8 @@ TEST(Registry, EnvironmentPathLoadsPackages) {
   ScopedEnv env("WEFT_CUSTOM_OPP_PATH", Pkg("test_ops") + "::" + Pkg("ge_port"));
   auto s = Session::Create();
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_NE(FindOp(s.value()->ListOps(), "SumN"), nullptr);
-  EXPECT_NE(FindOp(s.value()->ListOps(), "GeStyleMul"), nullptr);
+  EXPECT_TRUE(FindOp(s.value()->ListOps(), "SumN"));
+  EXPECT_TRUE(FindOp(s.value()->ListOps(), "GeStyleMul"));
 }
 
 TEST(Registry, EnvironmentPathEarlierEntryWins) {

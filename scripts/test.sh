@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite: release build + CTest (unit, numerics, CLI, the add_custom example built
+# out of tree), then the suite again under AddressSanitizer+UBSan, and the concurrency test
+# under ThreadSanitizer.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+JOBS=${JOBS:-$(nproc)}
+
+scripts/install_deps.sh
+
+echo "== release build + tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=ON -DWEFT_BUILD_BENCH=ON > /dev/null
+cmake --build build -j "$JOBS"
+ctest --test-dir build -j "$JOBS" --output-on-failure
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=address,undefined \
+  -DWEFT_BUILD_BENCH=OFF > /dev/null
+cmake --build build-asan -j "$JOBS" --target weft_tests weft_concurrency_test
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  build-asan/tests/weft_tests --gtest_brief=1
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 build-asan/tests/weft_concurrency_test --gtest_brief=1
+
+echo "== ThreadSanitizer: many threads on one compiled model"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=thread \
+  -DWEFT_BUILD_BENCH=OFF > /dev/null
+cmake --build build-tsan -j "$JOBS" --target weft_concurrency_test
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/weft_concurrency_test --gtest_repeat=3 --gtest_brief=1
+
+echo "All tests passed."
