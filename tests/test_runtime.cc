@@ -52,7 +52,7 @@ TEST(Run, InputsAreCheckedAgainstTheCompiledSignature) {
   g.AddInput("x", DT_FLOAT, {2, 2}).AddNode("Relu", "r", {"x"}, {"y"}).AddOutput("y");
   auto m = s->Compile(g).value();
   EXPECT_TRUE(Contains(m->Run({RandomFloat({4}, 1)}).status().message(), "input 'x' must be float32[2,2], got float32[4]"));
-  EXPECT_TRUE(Contains(m->Run(std::vector<HostTensor>{}).status().message(), "the model takes 1 inputs and 1 outputs, got 0"));
+  EXPECT_TRUE(Contains(m->Run(std::vector<HostTensor>{}).status().message(), "the model takes 1 inputs, got 0"));
   std::map<std::string, HostTensor> wrong{{"z", RandomFloat({2, 2}, 1)}};
   EXPECT_TRUE(Contains(m->RunNamed(wrong).status().message(), "missing input 'x'"));
   HostTensor out(DT_FLOAT, {2, 2});
@@ -143,6 +143,31 @@ TEST(Run, MixedBuiltinsAndPluginsWithConstants) {
       EXPECT_NEAR(out[1].data_as<float>()[i * 2 + j], h, 1e-5);
       EXPECT_NEAR(out[0].data_as<float>()[i * 2 + j], std::max(0.0, 2 * h), 2e-5);
     }
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(DynamicShapes, InputsWithUnknownDimsAreInferredPerRun) {
+  auto s = test::MakeSession();
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {-1, 4}).AddInput("b", DT_FLOAT, {4});
+  g.AddNode("Add", "add", {"x", "b"}, {"h"}).AddNode("Relu", "relu", {"h"}, {"y"}).AddOutput("y");
+  auto m = s->Compile(g).value();
+  EXPECT_TRUE(m->has_dynamic_shapes());
+  auto b = test::RandomFloat({4}, 2);
+  for (int64_t rows : {1, 3, 7, 2}) {
+    auto x = test::RandomFloat({rows, 4}, static_cast<uint32_t>(rows));
+    auto out = m->Run({x, b}).value();
+    ASSERT_EQ(out[0].shape(), Shape({rows, 4}));
+    for (int64_t i = 0; i < rows * 4; ++i)
+      ASSERT_EQ(out[0].data_as<float>()[i], std::max(0.f, x.data_as<float>()[i] + b.data_as<float>()[i % 4]));
+  }
+  auto bad = test::RandomFloat({3, 5}, 1);
+  EXPECT_TRUE(test::Contains(m->Run({bad, b}).status().message(), "input 'x' must be float32[-1,4], got float32[3,5]"));
 }
 
 }  // namespace

@@ -241,10 +241,15 @@ class WEFT_API CompiledModel {
   virtual const std::vector<ValueInfo>& outputs() const = 0;
   virtual MemoryReport memory() const = 0;
   virtual size_t num_steps() const = 0;
+  // True when some shape is only known at run time (inputs with -1 dims, or shapes that depend
+  // on input values). Such models infer shapes and size buffers on every run; output shapes in
+  // outputs() are then empty.
+  virtual bool has_dynamic_shapes() const = 0;
 
   virtual std::unique_ptr<RunContext> CreateRunContext() const = 0;
-  // Runs with caller memory: inputs and outputs in declaration order. Makes no heap allocation
-  // once `ctx` has served one run. Safe to call from many threads with one context each.
+  // Runs with caller memory: inputs and outputs in declaration order. For a static-shape model it
+  // makes no heap allocation once `ctx` has served one run. Safe to call from many threads with
+  // one context each. Output buffers must match the shapes the run produces.
   virtual Status Run(RunContext& ctx, const TensorRef* inputs, size_t num_inputs, const TensorRef* outputs,
                      size_t num_outputs) const = 0;
   // Convenience: inputs in declaration order, fresh output tensors. Thread-safe.

@@ -116,9 +116,7 @@ struct Builder {
     for (auto& in : g.inputs()) {
       WEFT_RETURN_IF_ERROR(AddValue(in.name, ValueKind::kInput, "graph input"));
       if (DataTypeSize(in.dtype) == 0) return InvalidArgument("graph input '" + in.name + "' has no valid data type");
-      if (in.shape.IsUnknown())
-        return InvalidArgument("graph input '" + in.name + "' has unknown dims " + in.shape.ToString() +
-                               "; compile with the concrete shape it will run with");
+      if (in.shape.IsUnknown()) m->dynamic = true;
       Value& v = m->values.back();
       v.dtype = in.dtype;
       v.shape = in.shape;
@@ -343,34 +341,40 @@ struct Builder {
           return InvalidArgument(tag + "output '" + s.name + "' was inferred as " + DataTypeName(dt) + "; its REG_OP allows: " + DtypeList(s.dtypes));
       }
     }
-    // Shapes.
-    if (can_infer) {
-      for (size_t k = 0; k < cn.in_values.size(); ++k) {
-        const Value& v = m->values[cn.in_values[k]];
-        meta[cn.in_values[k]].data = v.kind == ValueKind::kConstant ? const_cast<void*>(m->constants[v.index].data()) : nullptr;
-      }
-      if (Call(cn, WEFT_STAGE_INFER_SHAPE, impl->infer_shape) != WEFT_STATUS_OK)
-        return InvalidArgument(NodeError(cn, "InferShape", error));
-    } else {
-      for (size_t ir = 0; ir < p.outputs.size(); ++ir) {
-        const IoSpec& s = p.outputs[ir];
-        const Value* src = first_input(s.same_as_input);
-        if (!src)
+    // Shapes: inferred here while every shape is known; once one is not (a graph input with
+    // unknown dims, or an op whose output shape depends on a value only known at run time), the
+    // rest is inferred at run time.
+    if (!can_infer)
+      for (const IoSpec& s : p.outputs)
+        if (s.same_as_input < 0)
           return InvalidArgument(tag + "cannot infer the shape of output '" + s.name + "': the op has no ShapeInferOp and its REG_OP "
                                  "does not declare the output SAME_AS_INPUT(<input>). Implement ShapeInferOp, or add "
                                  ".SAME_AS_INPUT(x) after .OUTPUT(" + s.name + ", ...)");
-        for (uint32_t r = 0; r < cn.ir_out_count[ir]; ++r) *Shape::View(&meta[cn.out_values[cn.ir_out_start[ir] + r]].shape) = src->shape;
+    if (!m->dynamic) {
+      if (can_infer) {
+        for (size_t k = 0; k < cn.in_values.size(); ++k) {
+          const Value& v = m->values[cn.in_values[k]];
+          meta[cn.in_values[k]].data = v.kind == ValueKind::kConstant ? const_cast<void*>(m->constants[v.index].data()) : nullptr;
+        }
+        if (Call(cn, WEFT_STAGE_INFER_SHAPE, impl->infer_shape) != WEFT_STATUS_OK)
+          return InvalidArgument(NodeError(cn, "InferShape", error));
+      } else {
+        for (size_t ir = 0; ir < p.outputs.size(); ++ir) {
+          const Value* src = first_input(p.outputs[ir].same_as_input);
+          for (uint32_t r = 0; r < cn.ir_out_count[ir]; ++r)
+            *Shape::View(&meta[cn.out_values[cn.ir_out_start[ir] + r]].shape) = src ? src->shape : Shape();
+        }
       }
     }
     for (int id : cn.out_values) {
       Value& v = m->values[id];
       v.dtype = meta[id].GetDataType();
+      if (m->dynamic) continue;
       v.shape = meta[id].GetShape();
       if (v.shape.ndim < 0 || v.shape.ndim > WEFT_MAX_DIMS)
         return InvalidArgument(tag + "InferShape produced rank " + std::to_string(v.shape.ndim) + " for '" + v.name + "'");
-      if (v.shape.IsUnknown())
-        return InvalidArgument(tag + "output '" + v.name + "' has unknown dims " + v.shape.ToString() + " after InferShape");
-      v.bytes = static_cast<size_t>(v.shape.GetShapeSize()) * DataTypeSize(v.dtype);
+      if (v.shape.IsUnknown()) m->dynamic = true;
+      else v.bytes = static_cast<size_t>(v.shape.GetShapeSize()) * DataTypeSize(v.dtype);
     }
     return Status::Ok();
   }
@@ -391,7 +395,7 @@ struct Builder {
     }
     if (meta.size() < m->values.size()) meta.resize(m->values.size());
     for (auto& v : m->values)
-      if (v.kind != ValueKind::kIntermediate) v.bytes = static_cast<size_t>(v.shape.GetShapeSize()) * DataTypeSize(v.dtype);
+      if (v.kind != ValueKind::kIntermediate && !v.shape.IsUnknown()) v.bytes = static_cast<size_t>(v.shape.GetShapeSize()) * DataTypeSize(v.dtype);
     // Instances, then inference in execution order.
     for (auto& cn : m->nodes) {
       const WeftOpImpl* impl = cn->op->impl;
@@ -434,6 +438,9 @@ struct Builder {
       if (Call(*cn, WEFT_STAGE_COMPILE, impl->compile, &compile_scratch) != WEFT_STATUS_OK)
         return Internal(NodeError(*cn, "Compile", error));
     }
+    if (m->dynamic)
+      for (auto& v : m->values)
+        if (v.kind == ValueKind::kIntermediate) v.bytes = 0;  // sized per run
     MemoryPlan plan = PlanMemory(m->values, static_cast<int>(m->nodes.size()));
     m->memory_.arena_bytes = plan.arena_bytes;
     m->memory_.lower_bound_bytes = plan.lower_bound_bytes;

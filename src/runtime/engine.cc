@@ -231,17 +231,80 @@ RunContextImpl::RunContextImpl(const ModelImpl& m) : model(&m) {
 std::unique_ptr<RunContext> ModelImpl::CreateRunContext() const { return std::make_unique<RunContextImpl>(*this); }
 
 namespace {
+// Checks a caller tensor against the declared info; -1 dims in `info` match any extent.
 Status CheckRef(const char* role, const ValueInfo& info, const TensorRef& r) {
-  if (r.dtype != info.dtype || r.shape != info.shape)
+  bool match = r.dtype == info.dtype && r.shape.ndim == info.shape.ndim;
+  for (int64_t k = 0; match && k < r.shape.ndim; ++k)
+    match = r.shape.dims[k] >= 0 && (info.shape.dims[k] < 0 || info.shape.dims[k] == r.shape.dims[k]);
+  if (!match)
     return InvalidArgument(std::string(role) + " '" + info.name + "' must be " + DataTypeName(info.dtype) +
                            info.shape.ToString() + ", got " + DataTypeName(r.dtype) + r.shape.ToString());
-  size_t need = static_cast<size_t>(info.shape.GetShapeSize()) * DataTypeSize(info.dtype);
+  size_t need = static_cast<size_t>(r.shape.GetShapeSize()) * DataTypeSize(info.dtype);
   if (r.bytes < need || (need && !r.data))
     return InvalidArgument(std::string(role) + " '" + info.name + "' needs a buffer of " + std::to_string(need) +
                            " bytes, got " + std::to_string(r.bytes));
   return Status::Ok();
 }
+
+// Run-time shape inference for one step of a dynamic-shape model, then output allocation.
+Status InferAndAllocate(Step& s, RunContextImpl& rc) {
+  const CompiledNode& n = *s.st.node;
+  const WeftOpImpl* impl = n.op->impl;
+  for (WeftTensor* t : s.outs) t->shape.ndim = 0;
+  if ((impl->capabilities & WEFT_CAP_SHAPE_INFER) && impl->infer_shape) {
+    s.c.stage = WEFT_STAGE_INFER_SHAPE;
+    WeftStatus st = impl->infer_shape(s.instance, &s.c);
+    s.c.stage = WEFT_STAGE_EXECUTE;
+    if (st != WEFT_STATUS_OK) {
+      std::string msg = NodeError(n, "InferShape", rc.error);
+      rc.error.clear();
+      return InvalidArgument(msg);
+    }
+  } else {
+    const Prototype& p = n.op->proto;
+    for (size_t ir = 0; ir < p.outputs.size(); ++ir) {
+      int src = p.outputs[ir].same_as_input;
+      if (src < 0 || n.ir_in_count[src] == 0) continue;
+      for (uint32_t r = 0; r < n.ir_out_count[ir]; ++r)
+        s.outs[n.ir_out_start[ir] + r]->shape = s.ins[n.ir_in_start[src]]->shape;
+    }
+  }
+  for (WeftTensor* t : s.outs) {
+    const Tensor* v = Tensor::View(t);
+    if (v->GetShape().IsUnknown() || t->shape.ndim < 0 || t->shape.ndim > WEFT_MAX_DIMS)
+      return InvalidArgument("[" + n.op_type + " '" + n.name + "'] InferShape left the output shape unknown (" +
+                             v->GetShape().ToString() + ") although all input values are known");
+    size_t bytes = v->GetByteCount();
+    t->data = rc.dynamic_arena.Alloc(bytes ? bytes : 1);
+    t->size_bytes = bytes;
+    if (!t->data) return Internal("[" + n.op_type + " '" + n.name + "'] out of memory for " + std::to_string(bytes) + " bytes");
+  }
+  return Status::Ok();
+}
 }  // namespace
+
+Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in) const {
+  if (num_in != input_ids.size())
+    return InvalidArgument("Run: the model takes " + std::to_string(input_ids.size()) + " inputs, got " + std::to_string(num_in));
+  for (size_t k = 0; k < num_in; ++k) {
+    WEFT_RETURN_IF_ERROR(CheckRef("input", inputs_[k], in[k]));
+    Tensor& t = rc.tensors[input_ids[k]];
+    t.data = in[k].data;
+    t.size_bytes = in[k].bytes;
+    t.shape = in[k].shape;
+  }
+  rc.dynamic_arena.Reset();
+  for (Step& s : rc.steps) {
+    rc.scratch.Reset();
+    if (dynamic) WEFT_RETURN_IF_ERROR(InferAndAllocate(s, rc));
+    if (s.exec(s.instance, &s.c) != WEFT_STATUS_OK) {
+      std::string msg = NodeError(*s.st.node, "Execute", rc.error);
+      rc.error.clear();
+      return Internal(msg);
+    }
+  }
+  return Status::Ok();
+}
 
 Status ModelImpl::Run(RunContext& ctx, const TensorRef* in, size_t num_in, const TensorRef* out, size_t num_out) const {
   auto* rc = dynamic_cast<RunContextImpl*>(&ctx);
@@ -250,24 +313,16 @@ Status ModelImpl::Run(RunContext& ctx, const TensorRef* in, size_t num_in, const
     return InvalidArgument("Run: the model takes " + std::to_string(input_ids.size()) + " inputs and " +
                            std::to_string(output_ids.size()) + " outputs, got " + std::to_string(num_in) + " and " +
                            std::to_string(num_out));
-  for (size_t k = 0; k < num_in; ++k) {
-    WEFT_RETURN_IF_ERROR(CheckRef("input", inputs_[k], in[k]));
-    Tensor& t = rc->tensors[input_ids[k]];
-    t.data = in[k].data;
-    t.size_bytes = in[k].bytes;
-  }
-  for (size_t k = 0; k < num_out; ++k) WEFT_RETURN_IF_ERROR(CheckRef("output", outputs_[k], out[k]));
-  for (Step& s : rc->steps) {
-    rc->scratch.Reset();
-    if (s.exec(s.instance, &s.c) != WEFT_STATUS_OK) {
-      std::string msg = NodeError(*s.st.node, "Execute", rc->error);
-      rc->error.clear();
-      return Internal(msg);
-    }
-  }
+  if (!dynamic)
+    for (size_t k = 0; k < num_out; ++k) WEFT_RETURN_IF_ERROR(CheckRef("output", outputs_[k], out[k]));
+  WEFT_RETURN_IF_ERROR(Execute(*rc, in, num_in));
   for (size_t k = 0; k < num_out; ++k) {
     const Tensor& t = rc->tensors[output_ids[k]];
-    if (t.data != out[k].data) std::memcpy(out[k].data, t.data, t.GetByteCount());
+    if (dynamic) {
+      ValueInfo actual{outputs_[k].name, t.GetDataType(), t.GetShape()};
+      WEFT_RETURN_IF_ERROR(CheckRef("output", actual, out[k]));
+    }
+    if (t.data != out[k].data && t.GetByteCount()) std::memcpy(out[k].data, t.data, t.GetByteCount());
   }
   return Status::Ok();
 }
@@ -290,13 +345,17 @@ void ModelImpl::Release(std::unique_ptr<RunContextImpl> rc) const {
 }
 
 Expected<std::vector<HostTensor>> ModelImpl::Run(const std::vector<HostTensor>& inputs) const {
-  std::vector<TensorRef> in, out;
+  std::vector<TensorRef> in;
   for (auto& t : inputs) in.push_back(TensorRef::Of(t));
-  std::vector<HostTensor> results;
-  for (auto& o : outputs_) results.emplace_back(o.dtype, o.shape);
-  for (auto& t : results) out.push_back(TensorRef::Of(t));
   auto rc = Acquire();
-  Status s = Run(*rc, in.data(), in.size(), out.data(), out.size());
+  Status s = Execute(*rc, in.data(), in.size());
+  std::vector<HostTensor> results;
+  if (s.ok())
+    for (int id : output_ids) {
+      const Tensor& t = rc->tensors[id];
+      results.emplace_back(t.GetDataType(), t.GetShape());
+      if (t.GetByteCount()) std::memcpy(results.back().data(), t.data, t.GetByteCount());
+    }
   Release(std::move(rc));
   if (!s.ok()) return s;
   return results;

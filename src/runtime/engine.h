@@ -114,6 +114,7 @@ class RunContextImpl : public RunContext {
   std::vector<Tensor> tensors;  // one per value
   std::vector<Step> steps;
   Scratch scratch;
+  Scratch dynamic_arena;  // intermediates of dynamic-shape models, reset per run
   std::string error;
 };
 
@@ -123,13 +124,18 @@ class ModelImpl : public CompiledModel {
   const std::vector<ValueInfo>& outputs() const override { return outputs_; }
   MemoryReport memory() const override { return memory_; }
   size_t num_steps() const override { return nodes.size(); }
+  bool has_dynamic_shapes() const override { return dynamic; }
   std::unique_ptr<RunContext> CreateRunContext() const override;
   Status Run(RunContext& ctx, const TensorRef* inputs, size_t num_inputs, const TensorRef* outputs,
              size_t num_outputs) const override;
   Expected<std::vector<HostTensor>> Run(const std::vector<HostTensor>& inputs) const override;
   Expected<std::map<std::string, HostTensor>> RunNamed(const std::map<std::string, HostTensor>& inputs) const override;
 
+  // Runs the steps over bound inputs; outputs stay in the context's tensors.
+  Status Execute(RunContextImpl& rc, const TensorRef* inputs, size_t num_inputs) const;
+
   std::shared_ptr<const EngineEnv> env;
+  bool dynamic = false;
   std::vector<Value> values;
   std::vector<std::unique_ptr<CompiledNode>> nodes;  // execution order
   std::vector<HostTensor> constants;
