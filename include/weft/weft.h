@@ -159,6 +159,9 @@ struct Node {
   std::map<std::string, AttrValue> attrs;
   std::vector<uint32_t> input_counts;
   std::vector<uint32_t> output_counts;
+  // Where the node came from, for messages and op mapping: e.g. ONNX domain and opset.
+  std::string domain;
+  int64_t opset = 0;
 };
 
 // A dataflow graph. Nodes may be added in any order; Compile sorts them.

@@ -195,7 +195,7 @@ struct Builder {
     n.name = NodeName(k);
     cn.name = n.name;
     cn.op_type = n.op_type;
-    cn.op = reg.Find(n.op_type);
+    cn.op = reg.FindForNode(n.domain, n.op_type);
     if (!cn.op) return NotFound("[" + n.op_type + " '" + n.name + "'] " + reg.DescribeMissing(n.op_type));
     const Prototype& p = cn.op->proto;
     std::vector<uint32_t> in_counts, out_counts;
@@ -383,6 +383,24 @@ struct Builder {
     WEFT_RETURN_IF_ERROR(Declare());
     auto order = Order();
     if (!order.ok()) return order.status();
+    // Every node whose op is unknown, in one message.
+    std::vector<std::string> missing;
+    for (size_t k : order.value()) {
+      const Node& n = g.nodes()[k];
+      if (reg.FindForNode(n.domain, n.op_type)) continue;
+      std::string where = n.domain.empty() ? "" : ", domain " + n.domain;
+      if (n.opset) where += ", opset " + std::to_string(n.opset);
+      missing.push_back("'" + NodeName(k) + "' (" + n.op_type + where + ")");
+    }
+    if (missing.size() == 1)
+      for (size_t k : order.value())
+        if (!reg.FindForNode(g.nodes()[k].domain, g.nodes()[k].op_type))
+          return NotFound("[" + g.nodes()[k].op_type + " '" + NodeName(k) + "'] " + reg.DescribeMissing(g.nodes()[k].op_type));
+    if (missing.size() > 1) {
+      std::string msg = std::to_string(missing.size()) + " nodes use op types not registered in this session: ";
+      for (size_t k = 0; k < missing.size(); ++k) msg += (k ? ", " : "") + missing[k];
+      return NotFound(msg + ". Load the packages that provide them (WEFT_CUSTOM_OPP_PATH or --package)");
+    }
     meta.resize(m->values.size());
     for (size_t k = 0; k < m->values.size(); ++k) {
       meta[k].dtype = m->values[k].dtype;

@@ -12,6 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace fs = std::filesystem;
 
 namespace weft::internal {
@@ -287,7 +289,26 @@ Status OpRegistry::LoadPackage(const std::string& root) {
   auto libs = PackageLibraries(root);
   if (!libs.ok()) return libs.status();
   for (const auto& l : libs.value()) WEFT_RETURN_IF_ERROR(LoadLibrary(l));
+  // Optional frontend op map: {"ops": {"com.example:MyAdd": "AddCustom", ...}}
+  fs::path map_file = fs::path(root) / "framework" / "onnx" / "op_map.json";
+  std::error_code ec;
+  if (fs::exists(map_file, ec)) {
+    std::ifstream f(map_file);
+    try {
+      auto j = nlohmann::json::parse(f);
+      for (auto& [key, value] : j.at("ops").items()) op_map_[key] = value.get<std::string>();
+    } catch (const std::exception& e) {
+      return InvalidArgument("op map '" + map_file.string() + "' is invalid: " + e.what() +
+                             " (expected {\"ops\": {\"domain:OpType\": \"WeftOpType\"}})");
+    }
+  }
   return Status::Ok();
+}
+
+std::shared_ptr<const RegisteredOp> OpRegistry::FindForNode(const std::string& domain, const std::string& op_type) const {
+  if (!domain.empty())
+    if (auto it = op_map_.find(domain + ":" + op_type); it != op_map_.end()) return Find(it->second);
+  return Find(op_type);
 }
 
 std::shared_ptr<const RegisteredOp> OpRegistry::Find(const std::string& op_type) const {

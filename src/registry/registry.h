@@ -63,6 +63,9 @@ class OpRegistry {
   Status LoadPackage(const std::string& root);
 
   std::shared_ptr<const RegisteredOp> Find(const std::string& op_type) const;
+  // The op a graph node names: through the package op maps for a non-standard domain
+  // ("domain:OpType" → op type), else by op type.
+  std::shared_ptr<const RegisteredOp> FindForNode(const std::string& domain, const std::string& op_type) const;
   // Why `op_type` is not registered, with near matches and their origin.
   std::string DescribeMissing(const std::string& op_type) const;
   std::vector<OpInfo> List() const;
@@ -70,6 +73,7 @@ class OpRegistry {
  private:
   Status Register(std::shared_ptr<RegisteredOp> op);
   std::map<std::string, std::shared_ptr<const RegisteredOp>> ops_;
+  std::map<std::string, std::string> op_map_;  // "domain:OpType" -> op type
   std::vector<std::shared_ptr<const OpDef>> builtin_defs_;
   bool allow_override_;
 };

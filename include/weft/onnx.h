@@ -1,0 +1,34 @@
+// ONNX frontend: ModelProto → weft::Graph.
+//
+//   auto graph = weft::ImportOnnx("model.onnx").value();
+//   auto model = session->Compile(graph).value();
+//
+// Standard-domain nodes become built-in ops of the same name; older opset forms (attributes that
+// later became inputs) are rewritten to the current form. Nodes of any other domain map to the
+// op type of the same name, or through `op_map` ("domain:OpType" → op type), which operator
+// packages can also ship (framework/onnx/op_map.json). Initializers become constants, including
+// external-data files next to the model.
+#ifndef WEFT_ONNX_H_
+#define WEFT_ONNX_H_
+
+#include <map>
+#include <string>
+
+#include "weft/weft.h"
+
+namespace weft {
+
+struct OnnxImportOptions {
+  // Concrete shapes for inputs, overriding the model's (dynamic dims are -1 otherwise).
+  std::map<std::string, Shape> input_shapes;
+};
+
+WEFT_API Expected<Graph> ImportOnnx(const std::string& path, const OnnxImportOptions& options = {});
+WEFT_API Expected<Graph> ImportOnnxBytes(const std::string& bytes, const std::string& base_dir,
+                                         const OnnxImportOptions& options = {});
+// Reads a serialized TensorProto (the ONNX test-data format).
+WEFT_API Expected<HostTensor> ReadOnnxTensor(const std::string& path);
+
+}  // namespace weft
+
+#endif  // WEFT_ONNX_H_

@@ -1,0 +1,329 @@
+// ONNX ModelProto → Graph. Rewrites old opset forms to the form the built-ins implement (the
+// newest), folds Constant nodes into graph constants.
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "weft/onnx.h"
+
+namespace fs = std::filesystem;
+
+namespace weft {
+namespace {
+
+DataType FromOnnx(int32_t t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DT_FLOAT;
+    case onnx::TensorProto::UINT8: return DT_UINT8;
+    case onnx::TensorProto::INT8: return DT_INT8;
+    case onnx::TensorProto::UINT16: return DT_UINT16;
+    case onnx::TensorProto::INT16: return DT_INT16;
+    case onnx::TensorProto::INT32: return DT_INT32;
+    case onnx::TensorProto::INT64: return DT_INT64;
+    case onnx::TensorProto::BOOL: return DT_BOOL;
+    case onnx::TensorProto::FLOAT16: return DT_FLOAT16;
+    case onnx::TensorProto::DOUBLE: return DT_DOUBLE;
+    case onnx::TensorProto::UINT32: return DT_UINT32;
+    case onnx::TensorProto::UINT64: return DT_UINT64;
+    case onnx::TensorProto::BFLOAT16: return DT_BF16;
+    default: return DT_UNDEFINED;
+  }
+}
+
+std::string OnnxTypeName(int32_t t) {
+  return onnx::TensorProto::DataType_IsValid(t) ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t))
+                                               : "type " + std::to_string(t);
+}
+
+Expected<HostTensor> TensorFromProto(const onnx::TensorProto& p, const std::string& base_dir) {
+  std::string what = "tensor '" + p.name() + "'";
+  DataType dt = FromOnnx(p.data_type());
+  if (dt == DT_UNDEFINED) return InvalidArgument(what + " has unsupported element type " + OnnxTypeName(p.data_type()));
+  if (p.dims_size() > WEFT_MAX_DIMS) return InvalidArgument(what + " has more than " + std::to_string(WEFT_MAX_DIMS) + " dims");
+  Shape shape;
+  for (int64_t d : p.dims()) {
+    if (d < 0) return InvalidArgument(what + " has a negative dim");
+    shape.AppendDim(d);
+  }
+  int64_t n = shape.GetShapeSize();
+  size_t elem = DataTypeSize(dt);
+  if (n > 0 && static_cast<uint64_t>(n) > (uint64_t(1) << 40) / elem) return InvalidArgument(what + " is implausibly large");
+  HostTensor t(dt, shape);
+  size_t bytes = t.bytes();
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (auto& kv : p.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    if (location.empty()) return InvalidArgument(what + ": external data without a location");
+    fs::path file = fs::path(base_dir) / location;
+    std::ifstream f(file, std::ios::binary);
+    if (!f) return IoError(what + ": cannot open external data file '" + file.string() + "'");
+    if (length >= 0 && static_cast<size_t>(length) != bytes)
+      return InvalidArgument(what + ": external data length " + std::to_string(length) + " != " + std::to_string(bytes));
+    f.seekg(offset);
+    f.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(bytes));
+    if (static_cast<size_t>(f.gcount()) != bytes) return InvalidArgument(what + ": external data file '" + file.string() + "' is too short");
+    return t;
+  }
+  if (p.has_raw_data()) {
+    if (p.raw_data().size() != bytes)
+      return InvalidArgument(what + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, shape " +
+                             shape.ToString() + " needs " + std::to_string(bytes));
+    if (bytes) std::memcpy(t.data(), p.raw_data().data(), bytes);
+    return t;
+  }
+  auto check = [&](int count) -> Status {
+    if (count != n) return InvalidArgument(what + ": has " + std::to_string(count) + " values, shape needs " + std::to_string(n));
+    return Status::Ok();
+  };
+  switch (dt) {
+    case DT_FLOAT:
+      WEFT_RETURN_IF_ERROR(check(p.float_data_size()));
+      for (int64_t i = 0; i < n; ++i) t.data_as<float>()[i] = p.float_data(static_cast<int>(i));
+      break;
+    case DT_DOUBLE:
+      WEFT_RETURN_IF_ERROR(check(p.double_data_size()));
+      for (int64_t i = 0; i < n; ++i) t.data_as<double>()[i] = p.double_data(static_cast<int>(i));
+      break;
+    case DT_INT64:
+      WEFT_RETURN_IF_ERROR(check(p.int64_data_size()));
+      for (int64_t i = 0; i < n; ++i) t.data_as<int64_t>()[i] = p.int64_data(static_cast<int>(i));
+      break;
+    case DT_UINT32:
+    case DT_UINT64:
+      WEFT_RETURN_IF_ERROR(check(p.uint64_data_size()));
+      for (int64_t i = 0; i < n; ++i) {
+        if (dt == DT_UINT32) t.data_as<uint32_t>()[i] = static_cast<uint32_t>(p.uint64_data(static_cast<int>(i)));
+        else t.data_as<uint64_t>()[i] = p.uint64_data(static_cast<int>(i));
+      }
+      break;
+    default:  // int32_data carries int32, int16, int8, uint16, uint8, bool, float16, bfloat16
+      WEFT_RETURN_IF_ERROR(check(p.int32_data_size()));
+      for (int64_t i = 0; i < n; ++i) {
+        int32_t v = p.int32_data(static_cast<int>(i));
+        std::memcpy(static_cast<uint8_t*>(t.data()) + i * elem, &v, elem);  // little-endian low bytes
+      }
+  }
+  return t;
+}
+
+AttrValue TensorAttr(const HostTensor& h) {
+  const uint8_t* p = static_cast<const uint8_t*>(h.data());
+  return AttrValue::TensorValue(h.dtype(), h.shape(), std::vector<uint8_t>(p, p + h.bytes()));
+}
+
+Expected<AttrValue> AttrFromProto(const onnx::AttributeProto& a, const std::string& base_dir) {
+  switch (a.type()) {
+    case onnx::AttributeProto::FLOAT: return AttrValue::Float(a.f());
+    case onnx::AttributeProto::INT: return AttrValue::Int(a.i());
+    case onnx::AttributeProto::STRING: return AttrValue::String(a.s());
+    case onnx::AttributeProto::FLOATS: return AttrValue::ListFloat(std::vector<float>(a.floats().begin(), a.floats().end()));
+    case onnx::AttributeProto::INTS: return AttrValue::ListInt(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    case onnx::AttributeProto::STRINGS: return AttrValue::ListString(std::vector<std::string>(a.strings().begin(), a.strings().end()));
+    case onnx::AttributeProto::TENSOR: {
+      auto t = TensorFromProto(a.t(), base_dir);
+      if (!t.ok()) return t.status();
+      return TensorAttr(t.value());
+    }
+    default:
+      return InvalidArgument("attribute '" + a.name() + "' has unsupported type " +
+                             onnx::AttributeProto::AttributeType_Name(a.type()));
+  }
+}
+
+// Context for rewriting one node.
+struct Lowering {
+  Graph& g;
+  Node& n;
+  int64_t opset;
+  // Moves attribute `attr` (if present) to input position `pos` as an int64 constant.
+  void AttrToInput(const std::string& attr, size_t pos, DataType dt = DT_INT64) {
+    auto it = n.attrs.find(attr);
+    if (n.inputs.size() < pos) n.inputs.resize(pos);
+    if (it == n.attrs.end()) return;
+    std::string name = n.name + "/" + attr;
+    HostTensor t;
+    if (it->second.type() == WEFT_ATTR_LIST_INT) {
+      t = HostTensor(DT_INT64, Shape({static_cast<int64_t>(it->second.ints().size())}));
+      std::memcpy(t.data(), it->second.ints().data(), t.bytes());
+    } else if (it->second.type() == WEFT_ATTR_LIST_FLOAT) {
+      t = HostTensor(DT_FLOAT, Shape({static_cast<int64_t>(it->second.floats().size())}));
+      std::memcpy(t.data(), it->second.floats().data(), t.bytes());
+    } else if (it->second.type() == WEFT_ATTR_FLOAT) {
+      t = HostTensor(dt, Shape());
+      float v = it->second.f();
+      if (dt == DT_FLOAT) *t.data_as<float>() = v;
+      else if (dt == DT_DOUBLE) *t.data_as<double>() = v;
+      else if (dt == DT_FLOAT16) *t.data_as<float16>() = float16(v);
+    }
+    g.AddConstant(name, t);
+    if (n.inputs.size() <= pos) n.inputs.resize(pos + 1);
+    n.inputs[pos] = name;
+    n.attrs.erase(it);
+  }
+};
+
+// Old opset form → the form built-ins implement. Keyed by op type; called with the node's opset.
+const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
+  static const std::map<std::string, std::function<void(Lowering&)>> kTable = {
+      {"Squeeze", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
+      {"Unsqueeze", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
+      {"ReduceSum", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
+      {"ReduceMean", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
+      {"ReduceMax", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
+      {"ReduceMin", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
+      {"ReduceProd", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
+      {"ReduceL1", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
+      {"ReduceL2", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
+      {"ReduceLogSumExp", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
+      {"ReduceSumSquare", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
+      {"Split", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("split", 1); }},
+      {"Slice", [](Lowering& l) {
+         if (l.opset < 10) {
+           l.AttrToInput("starts", 1);
+           l.AttrToInput("ends", 2);
+           l.AttrToInput("axes", 3);
+         }
+       }},
+      {"Pad", [](Lowering& l) {
+         if (l.opset < 11) {
+           l.AttrToInput("pads", 1);
+           l.AttrToInput("value", 2, DT_FLOAT);
+         }
+       }},
+  };
+  return kTable;
+}
+
+}  // namespace
+
+Expected<HostTensor> ReadOnnxTensor(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return IoError("cannot open '" + path + "'");
+  onnx::TensorProto p;
+  if (!p.ParseFromIstream(&f)) return InvalidArgument("'" + path + "' is not a serialized ONNX TensorProto");
+  auto t = TensorFromProto(p, fs::path(path).parent_path().string());
+  if (!t.ok()) return Status(t.status().code(), path + ": " + t.status().message());
+  return t;
+}
+
+Expected<Graph> ImportOnnxBytes(const std::string& bytes, const std::string& base_dir, const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) return InvalidArgument("not a valid ONNX model (protobuf parse failed)");
+  if (!model.has_graph()) return InvalidArgument("the ONNX model has no graph");
+  std::map<std::string, int64_t> opsets;
+  for (auto& o : model.opset_import()) opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
+  if (model.opset_import_size() == 0) opsets[""] = 1;
+  const onnx::GraphProto& gp = model.graph();
+  Graph g(gp.name().empty() ? "onnx_model" : gp.name());
+  std::set<std::string> initializers;
+  for (auto& init : gp.initializer()) {
+    auto t = TensorFromProto(init, base_dir);
+    if (!t.ok()) return Status(t.status().code(), "initializer: " + t.status().message());
+    g.AddConstant(init.name(), std::move(t).value());
+    initializers.insert(init.name());
+  }
+  if (gp.sparse_initializer_size() > 0) return InvalidArgument("sparse initializers are not supported");
+  for (auto& in : gp.input()) {
+    if (initializers.count(in.name())) continue;
+    if (!in.type().has_tensor_type())
+      return InvalidArgument("graph input '" + in.name() + "' is not a tensor (sequences, maps and optionals are not supported)");
+    const auto& tt = in.type().tensor_type();
+    DataType dt = FromOnnx(tt.elem_type());
+    if (dt == DT_UNDEFINED) return InvalidArgument("graph input '" + in.name() + "' has unsupported element type " + OnnxTypeName(tt.elem_type()));
+    Shape shape;
+    if (auto it = options.input_shapes.find(in.name()); it != options.input_shapes.end()) {
+      shape = it->second;
+    } else {
+      if (!tt.has_shape()) return InvalidArgument("graph input '" + in.name() + "' has no shape; give it in OnnxImportOptions::input_shapes");
+      if (tt.shape().dim_size() > WEFT_MAX_DIMS) return InvalidArgument("graph input '" + in.name() + "' has too many dims");
+      for (auto& d : tt.shape().dim()) shape.AppendDim(d.has_dim_value() ? d.dim_value() : -1);
+    }
+    g.AddInput(in.name(), dt, shape);
+  }
+  int counter = 0;
+  std::vector<std::string> problems;
+  for (auto& np : gp.node()) {
+    Node n;
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.opset = opsets.count(n.domain) ? opsets[n.domain] : 1;
+    n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(counter) : np.name();
+    ++counter;
+    for (auto& i : np.input()) n.inputs.push_back(i);
+    for (auto& o : np.output()) n.outputs.push_back(o);
+    bool bad = false;
+    for (auto& a : np.attribute()) {
+      // Subgraphs (If/Loop/Scan bodies) are left out; no registered op takes them, so the
+      // node is reported as unsupported when the graph is compiled.
+      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) continue;
+      auto v = AttrFromProto(a, base_dir);
+      if (!v.ok()) {
+        problems.push_back("'" + n.name + "' (" + n.op_type + "): " + v.status().message());
+        bad = true;
+        continue;
+      }
+      n.attrs[a.name()] = std::move(v).value();
+    }
+    if (bad) continue;
+    // Constant nodes become graph constants.
+    if (n.domain.empty() && n.op_type == "Constant" && n.outputs.size() == 1) {
+      HostTensor t;
+      auto& a = n.attrs;
+      if (a.count("value")) {
+        const AttrValue& v = a["value"];
+        auto h = HostTensor::FromBytes(v.tensor().GetDataType(), v.tensor().GetShape(), v.tensor_bytes().data(), v.tensor_bytes().size());
+        if (!h.ok()) return h.status();
+        t = std::move(h).value();
+      } else if (a.count("value_float")) {
+        t = HostTensor(DT_FLOAT, Shape());
+        *t.data_as<float>() = a["value_float"].f();
+      } else if (a.count("value_int")) {
+        t = HostTensor(DT_INT64, Shape());
+        *t.data_as<int64_t>() = a["value_int"].i();
+      } else if (a.count("value_floats")) {
+        t = HostTensor::FromVector(DT_FLOAT, Shape({int64_t(a["value_floats"].floats().size())}), a["value_floats"].floats());
+      } else if (a.count("value_ints")) {
+        t = HostTensor::FromVector(DT_INT64, Shape({int64_t(a["value_ints"].ints().size())}), a["value_ints"].ints());
+      } else {
+        problems.push_back("'" + n.name + "' (Constant): only tensor, float and int values are supported");
+        continue;
+      }
+      g.AddConstant(n.outputs[0], std::move(t));
+      continue;
+    }
+    if (n.domain.empty())
+      if (auto it = Lowerings().find(n.op_type); it != Lowerings().end()) {
+        Lowering l{g, n, n.opset};
+        it->second(l);
+      }
+    g.AddNode(std::move(n));
+  }
+  if (!problems.empty()) {
+    std::string msg = std::to_string(problems.size()) + " unsupported node(s): ";
+    for (size_t k = 0; k < problems.size(); ++k) msg += (k ? "; " : "") + problems[k];
+    return InvalidArgument(msg);
+  }
+  for (auto& o : gp.output()) g.AddOutput(o.name());
+  return g;
+}
+
+Expected<Graph> ImportOnnx(const std::string& path, const OnnxImportOptions& options) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return IoError("cannot open ONNX model '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto g = ImportOnnxBytes(ss.str(), fs::path(path).parent_path().string(), options);
+  if (!g.ok()) return Status(g.status().code(), path + ": " + g.status().message());
+  return g;
+}
+
+}  // namespace weft
