@@ -76,6 +76,9 @@ inline bool DispatchNumeric(DataType dt, F&& f) {
     case DT_INT16: f(int16_t{}); return true;
     case DT_INT32: f(int32_t{}); return true;
     case DT_INT64: f(int64_t{}); return true;
+    case DT_UINT16: f(uint16_t{}); return true;
+    case DT_UINT32: f(uint32_t{}); return true;
+    case DT_UINT64: f(uint64_t{}); return true;
     default: return false;
   }
 }

@@ -193,6 +193,12 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
            l.AttrToInput("axes", 3);
          }
        }},
+      {"Clip", [](Lowering& l) {
+         if (l.opset < 11) {
+           l.AttrToInput("min", 1, DT_FLOAT);
+           l.AttrToInput("max", 2, DT_FLOAT);
+         }
+       }},
       {"Pad", [](Lowering& l) {
          if (l.opset < 11) {
            l.AttrToInput("pads", 1);

@@ -1,0 +1,263 @@
+// Broadcasting ops beyond + - * /: Pow, Mod, comparisons, logical ops, Where, BitShift, and the
+// variadic Min / Max / Sum / Mean.
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+graphStatus BroadcastInfer(InferShapeContext* ctx, const char* op) {
+  Shape out = *ctx->GetInputShape(0);
+  for (size_t i = 1; i < ctx->GetComputeNodeInputNum(); ++i) {
+    Shape next;
+    if (!BroadcastShape(out, *ctx->GetInputShape(i), &next)) {
+      ctx->SetError(ShapeMismatch(op, out, *ctx->GetInputShape(i)));
+      return GRAPH_FAILED;
+    }
+    out = next;
+  }
+  *ctx->GetOutputShape(0) = out;
+  return GRAPH_SUCCESS;
+}
+
+// Comparison ops: T x T -> bool.
+struct EqualFn { static constexpr const char* kName = "Equal"; template <typename C> static bool Apply(C a, C b) { return a == b; } };
+struct LessFn { static constexpr const char* kName = "Less"; template <typename C> static bool Apply(C a, C b) { return a < b; } };
+struct LessOrEqualFn { static constexpr const char* kName = "LessOrEqual"; template <typename C> static bool Apply(C a, C b) { return a <= b; } };
+struct GreaterFn { static constexpr const char* kName = "Greater"; template <typename C> static bool Apply(C a, C b) { return a > b; } };
+struct GreaterOrEqualFn { static constexpr const char* kName = "GreaterOrEqual"; template <typename C> static bool Apply(C a, C b) { return a >= b; } };
+struct AndFn { static constexpr const char* kName = "And"; template <typename C> static bool Apply(C a, C b) { return a && b; } };
+struct OrFn { static constexpr const char* kName = "Or"; template <typename C> static bool Apply(C a, C b) { return a || b; } };
+struct XorFn { static constexpr const char* kName = "Xor"; template <typename C> static bool Apply(C a, C b) { return (a != 0) != (b != 0); } };
+
+template <typename Fn>
+class CompareOp : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, Fn::kName); }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, DT_BOOL); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    Tensor* c = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_BOOL);
+    if (!c) return GRAPH_FAILED;
+    DispatchAll(a->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* pa = a->GetData<T>();
+      const T* pb = b->GetData<T>();
+      uint8_t* pc = c->GetData<uint8_t>();
+      ForEachBroadcast(a->GetShape(), b->GetShape(), c->GetShape(),
+                       [&](int64_t i, int64_t ia, int64_t ib) { pc[i] = Fn::Apply(Load(pa[ia]), Load(pb[ib])); });
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+template <typename Fn>
+OpEntry CompareEntry(const TensorType& t) {
+  return {OpDefBuilder(Fn::kName).INPUT(A, "T").INPUT(B, "T").OUTPUT(C, TensorType({DT_BOOL})).DATATYPE(T, t).Build(),
+          MakeOpImpl<CompareOp<Fn>>(Fn::kName)};
+}
+
+// Pow(X: T, Y: T1) -> T, computed in double.
+class Pow : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, "Pow"); }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    Tensor* c = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), a->GetDataType());
+    if (!c) return GRAPH_FAILED;
+    DispatchNumeric(a->GetDataType(), [&](auto ta) {
+      using T = decltype(ta);
+      DispatchNumeric(b->GetDataType(), [&](auto tb) {
+        using U = decltype(tb);
+        const T* pa = a->GetData<T>();
+        const U* pb = b->GetData<U>();
+        T* pc = c->GetData<T>();
+        ForEachBroadcast(a->GetShape(), b->GetShape(), c->GetShape(), [&](int64_t i, int64_t ia, int64_t ib) {
+          double r = std::pow(static_cast<double>(Load(pa[ia])), static_cast<double>(Load(pb[ib])));
+          if constexpr (std::is_integral<T>::value) pc[i] = static_cast<T>(static_cast<int64_t>(r));
+          else pc[i] = Store<T>(static_cast<typename Compute<T>::type>(r));
+        });
+      });
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+class Mod : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, "Mod"); }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    bool fmod = *ctx->GetAttrs()->GetInt("fmod") != 0;
+    Tensor* c = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), a->GetDataType());
+    if (!c) return GRAPH_FAILED;
+    bool is_float = a->GetDataType() == DT_FLOAT || a->GetDataType() == DT_DOUBLE || a->GetDataType() == DT_FLOAT16 || a->GetDataType() == DT_BF16;
+    if (is_float && !fmod) {
+      ctx->SetError("Mod: floating-point inputs require fmod=1");
+      return GRAPH_FAILED;
+    }
+    bool zero = false;
+    DispatchAll(a->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* pa = a->GetData<T>();
+      const T* pb = b->GetData<T>();
+      T* pc = c->GetData<T>();
+      ForEachBroadcast(a->GetShape(), b->GetShape(), c->GetShape(), [&](int64_t i, int64_t ia, int64_t ib) {
+        auto x = Load(pa[ia]);
+        auto y = Load(pb[ib]);
+        if constexpr (std::is_integral<decltype(x)>::value) {
+          if (y == 0) { zero = true; pc[i] = 0; return; }
+          auto r = static_cast<decltype(x)>(x % y);
+          if (!fmod && r != 0 && ((r < 0) != (y < 0))) r = static_cast<decltype(x)>(r + y);
+          pc[i] = static_cast<T>(r);
+        } else {
+          pc[i] = Store<T>(static_cast<decltype(x)>(std::fmod(x, y)));
+        }
+      });
+    });
+    if (zero) {
+      ctx->SetError("Mod: integer division by zero");
+      return GRAPH_FAILED;
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+class BitShift : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, "BitShift"); }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    bool left = std::string(ctx->GetAttrs()->GetStr("direction")) == "LEFT";
+    Tensor* c = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), a->GetDataType());
+    if (!c) return GRAPH_FAILED;
+    DispatchAll(a->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_integral<T>::value && std::is_unsigned<T>::value) {
+        const T* pa = a->GetData<T>();
+        const T* pb = b->GetData<T>();
+        T* pc = c->GetData<T>();
+        ForEachBroadcast(a->GetShape(), b->GetShape(), c->GetShape(), [&](int64_t i, int64_t ia, int64_t ib) {
+          uint64_t s = pb[ib];
+          pc[i] = s >= sizeof(T) * 8 ? T(0) : static_cast<T>(left ? pa[ia] << s : pa[ia] >> s);
+        });
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+// Where(condition, X, Y) with three-way broadcasting.
+class Where : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, "Where"); }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(1)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* cond = ctx->GetInputTensor(0);
+    const Tensor* x = ctx->GetInputTensor(1);
+    const Tensor* y = ctx->GetInputTensor(2);
+    Tensor* out = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!out) return GRAPH_FAILED;
+    const Shape& so = out->GetShape();
+    int64_t sc[WEFT_MAX_DIMS], sx[WEFT_MAX_DIMS], sy[WEFT_MAX_DIMS];
+    BroadcastStrides(cond->GetShape(), so, sc);
+    BroadcastStrides(x->GetShape(), so, sx);
+    BroadcastStrides(y->GetShape(), so, sy);
+    size_t elem = DataTypeSize(x->GetDataType());
+    int n = static_cast<int>(so.GetDimNum());
+    int64_t idx[WEFT_MAX_DIMS] = {0};
+    int64_t ic = 0, ix = 0, iy = 0;
+    const uint8_t* pc = cond->GetData<uint8_t>();
+    const uint8_t* px = x->GetData<uint8_t>();
+    const uint8_t* py = y->GetData<uint8_t>();
+    uint8_t* po = out->GetData<uint8_t>();
+    for (int64_t i = 0; i < so.GetShapeSize(); ++i) {
+      CopyElem(po + i * elem, pc[ic] ? px + ix * elem : py + iy * elem, elem);
+      for (int k = n - 1; k >= 0; --k) {
+        ic += sc[k]; ix += sx[k]; iy += sy[k];
+        if (++idx[k] < so.GetDim(k)) break;
+        ic -= sc[k] * idx[k]; ix -= sx[k] * idx[k]; iy -= sy[k] * idx[k];
+        idx[k] = 0;
+      }
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// Variadic Min / Max / Sum / Mean.
+struct MinFn { static constexpr const char* kName = "Min"; template <typename C> static C Apply(C a, C b) { return b < a || std::isnan(static_cast<double>(b)) ? b : a; } };
+struct MaxFn { static constexpr const char* kName = "Max"; template <typename C> static C Apply(C a, C b) { return b > a || std::isnan(static_cast<double>(b)) ? b : a; } };
+struct SumFn { static constexpr const char* kName = "Sum"; template <typename C> static C Apply(C a, C b) { return a + b; } };
+struct MeanFn { static constexpr const char* kName = "Mean"; template <typename C> static C Apply(C a, C b) { return a + b; } };
+
+template <typename Fn>
+class VariadicOp : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, Fn::kName); }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    Tensor* out = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetInputDataType(0));
+    if (!out) return GRAPH_FAILED;
+    size_t count = ctx->GetComputeNodeInputNum();
+    DispatchNumeric(out->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = typename Compute<T>::type;
+      const Shape& so = out->GetShape();
+      int64_t total = so.GetShapeSize();
+      C* acc = static_cast<C*>(ctx->MallocWorkSpace(static_cast<size_t>(total) * sizeof(C)));
+      if (!acc) return;
+      const Tensor* t0 = ctx->GetInputTensor(0);
+      ForEachBroadcast(t0->GetShape(), t0->GetShape(), so, [&](int64_t i, int64_t ia, int64_t) { acc[i] = Load(t0->GetData<T>()[ia]); });
+      for (size_t k = 1; k < count; ++k) {
+        const Tensor* t = ctx->GetInputTensor(k);
+        ForEachBroadcast(so, t->GetShape(), so, [&](int64_t i, int64_t, int64_t ib) { acc[i] = Fn::Apply(acc[i], C(Load(t->GetData<T>()[ib]))); });
+      }
+      for (int64_t i = 0; i < total; ++i) {
+        C v = acc[i];
+        if (std::is_same<Fn, MeanFn>::value) v = static_cast<C>(v / static_cast<C>(count));
+        out->GetData<T>()[i] = Store<T>(v);
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+template <typename Fn>
+OpEntry VariadicEntry() {
+  return {OpDefBuilder(Fn::kName).DYNAMIC_INPUT(data_, "T").OUTPUT(out, "T").DATATYPE(T, NumericTypes()).Build(),
+          MakeOpImpl<VariadicOp<Fn>>(Fn::kName)};
+}
+
+}  // namespace
+
+void WeftRegister_compare_logic(std::vector<OpEntry>& out) {
+  TensorType all = TensorType::ALL();
+  out.push_back(CompareEntry<EqualFn>(all));
+  out.push_back(CompareEntry<LessFn>(NumericTypes()));
+  out.push_back(CompareEntry<LessOrEqualFn>(NumericTypes()));
+  out.push_back(CompareEntry<GreaterFn>(NumericTypes()));
+  out.push_back(CompareEntry<GreaterOrEqualFn>(NumericTypes()));
+  out.push_back(CompareEntry<AndFn>(TensorType({DT_BOOL})));
+  out.push_back(CompareEntry<OrFn>(TensorType({DT_BOOL})));
+  out.push_back(CompareEntry<XorFn>(TensorType({DT_BOOL})));
+  out.push_back({OpDefBuilder("Pow").INPUT(X, NumericTypes()).INPUT(Y, NumericTypes()).OUTPUT(Z, NumericTypes()).Build(), MakeOpImpl<Pow>("Pow")});
+  out.push_back({OpDefBuilder("Mod").INPUT(A, "T").INPUT(B, "T").OUTPUT(C, "T").DATATYPE(T, NumericTypes()).ATTR(fmod, Int, 0).Build(),
+                 MakeOpImpl<Mod>("Mod")});
+  out.push_back({OpDefBuilder("BitShift").INPUT(X, "T").INPUT(Y, "T").OUTPUT(Z, "T")
+                     .DATATYPE(T, TensorType({DT_UINT8, DT_UINT16, DT_UINT32, DT_UINT64})).REQUIRED_ATTR(direction, String).Build(),
+                 MakeOpImpl<BitShift>("BitShift")});
+  out.push_back({OpDefBuilder("Where").INPUT(condition, TensorType({DT_BOOL})).INPUT(X, "T").INPUT(Y, "T").OUTPUT(output, "T")
+                     .DATATYPE(T, TensorType::ALL()).Build(), MakeOpImpl<Where>("Where")});
+  out.push_back(VariadicEntry<MinFn>());
+  out.push_back(VariadicEntry<MaxFn>());
+  out.push_back(VariadicEntry<SumFn>());
+  out.push_back(VariadicEntry<MeanFn>());
+}
+
+}  // namespace weft::ops

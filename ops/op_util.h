@@ -1,0 +1,104 @@
+// Helpers shared by built-in operators: axes, int lists from tensors, unknown shapes, type
+// dispatch for float kernels. Uses only the public SDK.
+#ifndef WEFT_OPS_OP_UTIL_H_
+#define WEFT_OPS_OP_UTIL_H_
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "elementwise.h"
+
+namespace weft::ops {
+
+// Normalizes a possibly negative axis into [0, rank); false when out of range.
+inline bool NormalizeAxis(int64_t axis, int64_t rank, int64_t* out) {
+  if (axis < -rank || axis >= rank) return false;
+  *out = axis < 0 ? axis + rank : axis;
+  return true;
+}
+
+inline std::string AxisError(int64_t axis, int64_t rank) {
+  return "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank);
+}
+
+// Values of an int32/int64 tensor; false when the tensor holds no data (value unknown at compile
+// time) or has another type.
+inline bool ReadInts(const Tensor* t, std::vector<int64_t>* out) {
+  out->clear();
+  if (!t || !t->GetAddr()) return false;
+  int64_t n = t->GetShapeSize();
+  if (t->GetDataType() == DT_INT64) {
+    out->assign(t->GetData<int64_t>(), t->GetData<int64_t>() + n);
+  } else if (t->GetDataType() == DT_INT32) {
+    out->assign(t->GetData<int32_t>(), t->GetData<int32_t>() + n);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Marks an output whose shape depends on a value only known at run time.
+inline void MarkUnknown(Shape* s, size_t rank = 1) {
+  s->SetDimNum(rank);
+  for (size_t k = 0; k < rank; ++k) s->SetDim(k, -1);
+}
+
+// Row-major strides of a shape.
+inline void Strides(const Shape& s, int64_t* st) {
+  int64_t acc = 1;
+  for (size_t k = s.GetDimNum(); k-- > 0;) {
+    st[k] = acc;
+    acc *= s.GetDim(k);
+  }
+}
+
+// Invokes f(T{}) for floating types only.
+template <typename F>
+inline bool DispatchFloat(DataType dt, F&& f) {
+  switch (dt) {
+    case DT_FLOAT: f(float{}); return true;
+    case DT_DOUBLE: f(double{}); return true;
+    case DT_FLOAT16: f(float16{}); return true;
+    case DT_BF16: f(bfloat16{}); return true;
+    default: return false;
+  }
+}
+
+// Invokes f(T{}) for every numeric type including unsigned and bool (as uint8_t).
+template <typename F>
+inline bool DispatchAll(DataType dt, F&& f) {
+  switch (dt) {
+    case DT_BOOL: f(uint8_t{}); return true;
+    default: return DispatchNumeric(dt, f);
+  }
+}
+
+inline const TensorType& FloatTypes() {
+  static const TensorType t({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE});
+  return t;
+}
+inline const TensorType& NumericTypes() {
+  static const TensorType t({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT8, DT_UINT8, DT_INT16, DT_UINT16, DT_INT32,
+                             DT_UINT32, DT_INT64, DT_UINT64});
+  return t;
+}
+inline const TensorType& IndexTypes() {
+  static const TensorType t({DT_INT32, DT_INT64});
+  return t;
+}
+
+// Copies elements of `elem` bytes: out[i] = in[src(i)] for a generic strided gather.
+inline void CopyElem(uint8_t* dst, const uint8_t* src, size_t elem) {
+  switch (elem) {
+    case 1: *dst = *src; break;
+    case 2: std::memcpy(dst, src, 2); break;
+    case 4: std::memcpy(dst, src, 4); break;
+    case 8: std::memcpy(dst, src, 8); break;
+    default: std::memcpy(dst, src, elem);
+  }
+}
+
+}  // namespace weft::ops
+
+#endif  // WEFT_OPS_OP_UTIL_H_

@@ -1,0 +1,230 @@
+// Elementwise unary operators (ONNX semantics). Floating ops compute 16-bit types in float.
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+#define WEFT_UNARY(NAME, EXPR)                                  \
+  struct NAME##Fn {                                             \
+    static constexpr const char* kName = #NAME;                 \
+    static void Def(OpDefBuilder&) {}                           \
+    void Load(const RuntimeAttrs*) {}                           \
+    template <typename C> C operator()(C x) const { return EXPR; } \
+  };
+
+WEFT_UNARY(Sqrt, std::sqrt(x))
+WEFT_UNARY(Exp, std::exp(x))
+WEFT_UNARY(Log, std::log(x))
+WEFT_UNARY(Reciprocal, C(1) / x)
+WEFT_UNARY(Erf, std::erf(x))
+WEFT_UNARY(Tanh, std::tanh(x))
+WEFT_UNARY(Sin, std::sin(x))
+WEFT_UNARY(Cos, std::cos(x))
+WEFT_UNARY(Tan, std::tan(x))
+WEFT_UNARY(Asin, std::asin(x))
+WEFT_UNARY(Acos, std::acos(x))
+WEFT_UNARY(Atan, std::atan(x))
+WEFT_UNARY(Sinh, std::sinh(x))
+WEFT_UNARY(Cosh, std::cosh(x))
+WEFT_UNARY(Asinh, std::asinh(x))
+WEFT_UNARY(Acosh, std::acosh(x))
+WEFT_UNARY(Atanh, std::atanh(x))
+WEFT_UNARY(Ceil, std::ceil(x))
+WEFT_UNARY(Floor, std::floor(x))
+WEFT_UNARY(Round, std::nearbyint(x))
+WEFT_UNARY(Softsign, x / (C(1) + std::fabs(x)))
+WEFT_UNARY(Softplus, x > C(20) ? x : std::log1p(std::exp(x)))
+WEFT_UNARY(Sigmoid, x >= C(0) ? C(1) / (C(1) + std::exp(-x)) : std::exp(x) / (C(1) + std::exp(x)))
+WEFT_UNARY(HardSwish, x * std::max(C(0), std::min(C(1), x / C(6) + C(0.5))))
+WEFT_UNARY(Mish, x * std::tanh(x > C(20) ? x : std::log1p(std::exp(x))))
+// Sign-preserving ops that also take integers.
+WEFT_UNARY(Neg, C(-x))
+WEFT_UNARY(Abs, x < C(0) ? C(-x) : x)
+WEFT_UNARY(Sign, C(x > C(0) ? 1 : x < C(0) ? -1 : 0))
+#undef WEFT_UNARY
+
+#define WEFT_UNARY_ATTR1(NAME, A, DEFAULT, EXPR)                         \
+  struct NAME##Fn {                                                      \
+    static constexpr const char* kName = #NAME;                          \
+    float A = DEFAULT;                                                   \
+    static void Def(OpDefBuilder& b) { b.AttrFloat(#A, DEFAULT); }       \
+    void Load(const RuntimeAttrs* a) { A = *a->GetFloat(#A); }           \
+    template <typename C> C operator()(C x) const { return EXPR; }       \
+  };
+WEFT_UNARY_ATTR1(LeakyRelu, alpha, 0.01f, x >= C(0) ? x : C(alpha) * x)
+WEFT_UNARY_ATTR1(Elu, alpha, 1.0f, x >= C(0) ? x : C(alpha) * (std::exp(x) - C(1)))
+WEFT_UNARY_ATTR1(ThresholdedRelu, alpha, 1.0f, x > C(alpha) ? x : C(0))
+WEFT_UNARY_ATTR1(Celu, alpha, 1.0f, std::max(C(0), x) + std::min(C(0), C(alpha) * (std::exp(x / C(alpha)) - C(1))))
+#undef WEFT_UNARY_ATTR1
+
+struct HardSigmoidFn {
+  static constexpr const char* kName = "HardSigmoid";
+  float alpha = 0.2f, beta = 0.5f;
+  static void Def(OpDefBuilder& b) { b.AttrFloat("alpha", 0.2).AttrFloat("beta", 0.5); }
+  void Load(const RuntimeAttrs* a) { alpha = *a->GetFloat("alpha"); beta = *a->GetFloat("beta"); }
+  template <typename C> C operator()(C x) const { return std::max(C(0), std::min(C(1), C(alpha) * x + C(beta))); }
+};
+
+struct SeluFn {
+  static constexpr const char* kName = "Selu";
+  float alpha = 1.67326319217681884765625f, gamma = 1.05070102519989013671875f;
+  static void Def(OpDefBuilder& b) {
+    b.AttrFloat("alpha", 1.67326319217681884765625).AttrFloat("gamma", 1.05070102519989013671875);
+  }
+  void Load(const RuntimeAttrs* a) { alpha = *a->GetFloat("alpha"); gamma = *a->GetFloat("gamma"); }
+  template <typename C> C operator()(C x) const { return x > C(0) ? C(gamma) * x : C(gamma) * (C(alpha) * std::exp(x) - C(alpha)); }
+};
+
+struct GeluFn {
+  static constexpr const char* kName = "Gelu";
+  bool tanh_approx = false;
+  static void Def(OpDefBuilder& b) { b.AttrString("approximate", "none"); }
+  void Load(const RuntimeAttrs* a) { tanh_approx = std::string(a->GetStr("approximate")) == "tanh"; }
+  template <typename C> C operator()(C x) const {
+    if (tanh_approx) return C(0.5) * x * (C(1) + std::tanh(C(0.7978845608028654) * (x + C(0.044715) * x * x * x)));
+    return C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476)));
+  }
+};
+
+template <typename Fn, bool kIntegers>
+class UnaryOp : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    Fn fn;
+    fn.Load(ctx->GetAttrs());
+    int64_t n = x->GetShapeSize();
+    auto body = [&](auto tag) {
+      using T = decltype(tag);
+      using C = typename Compute<T>::type;
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      for (int64_t i = 0; i < n; ++i) py[i] = Store<T>(fn(static_cast<C>(Load(px[i]))));
+    };
+    if constexpr (kIntegers) DispatchNumeric(x->GetDataType(), body);
+    else DispatchFloat(x->GetDataType(), body);
+    return GRAPH_SUCCESS;
+  }
+};
+
+template <typename Fn, bool kIntegers = false>
+OpEntry Entry() {
+  const TensorType& t = kIntegers ? TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT8, DT_INT16, DT_INT32, DT_INT64})
+                                  : FloatTypes();
+  OpDefBuilder b(Fn::kName);
+  b.INPUT(X, t).OUTPUT(Y, t).SAME_AS_INPUT(X);
+  Fn::Def(b);
+  return {b.Build(), MakeOpImpl<UnaryOp<Fn, kIntegers>>(Fn::kName)};
+}
+
+// IsNaN / IsInf: float in, bool out.
+class IsNaN : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override { *ctx->GetOutputShape(0) = *ctx->GetInputShape(0); return GRAPH_SUCCESS; }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, DT_BOOL); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), DT_BOOL);
+    if (!y) return GRAPH_FAILED;
+    const bool is_inf = std::string(ctx->GetNodeType()) == "IsInf";
+    const int64_t* pos = is_inf ? ctx->GetAttrs()->GetInt("detect_positive") : nullptr;
+    const int64_t* neg = is_inf ? ctx->GetAttrs()->GetInt("detect_negative") : nullptr;
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t i = 0; i < x->GetShapeSize(); ++i) {
+        double v = Load(x->GetData<T>()[i]);
+        bool r = is_inf ? (std::isinf(v) && ((v > 0 && *pos) || (v < 0 && *neg))) : std::isnan(v);
+        y->GetData<uint8_t>()[i] = r;
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+class IsInf : public IsNaN {};
+
+class Not : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), DT_BOOL);
+    if (!y) return GRAPH_FAILED;
+    for (int64_t i = 0; i < x->GetShapeSize(); ++i) y->GetData<uint8_t>()[i] = !x->GetData<uint8_t>()[i];
+    return GRAPH_SUCCESS;
+  }
+};
+
+// Clip(input, min?, max?): bounds from optional scalar inputs (the importer turns opset < 11
+// attributes into those inputs).
+class Clip : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* lo = ctx->GetOptionalInputTensor(1);
+    const Tensor* hi = ctx->GetOptionalInputTensor(2);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    DispatchAll(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = typename Compute<T>::type;
+      C l = lo && lo->GetShapeSize() ? Load(lo->GetData<T>()[0]) : std::numeric_limits<C>::lowest();
+      C h = hi && hi->GetShapeSize() ? Load(hi->GetData<T>()[0]) : std::numeric_limits<C>::max();
+      for (int64_t i = 0; i < x->GetShapeSize(); ++i) {
+        C v = Load(x->GetData<T>()[i]);
+        y->GetData<T>()[i] = Store<T>(v < l ? l : v > h ? h : v);
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_unary(std::vector<OpEntry>& out) {
+  out.push_back(Entry<SqrtFn>());
+  out.push_back(Entry<ExpFn>());
+  out.push_back(Entry<LogFn>());
+  out.push_back(Entry<ReciprocalFn>());
+  out.push_back(Entry<ErfFn>());
+  out.push_back(Entry<TanhFn>());
+  out.push_back(Entry<SinFn>());
+  out.push_back(Entry<CosFn>());
+  out.push_back(Entry<TanFn>());
+  out.push_back(Entry<AsinFn>());
+  out.push_back(Entry<AcosFn>());
+  out.push_back(Entry<AtanFn>());
+  out.push_back(Entry<SinhFn>());
+  out.push_back(Entry<CoshFn>());
+  out.push_back(Entry<AsinhFn>());
+  out.push_back(Entry<AcoshFn>());
+  out.push_back(Entry<AtanhFn>());
+  out.push_back(Entry<CeilFn>());
+  out.push_back(Entry<FloorFn>());
+  out.push_back(Entry<RoundFn>());
+  out.push_back(Entry<SoftsignFn>());
+  out.push_back(Entry<SoftplusFn>());
+  out.push_back(Entry<SigmoidFn>());
+  out.push_back(Entry<HardSwishFn>());
+  out.push_back(Entry<MishFn>());
+  out.push_back(Entry<NegFn, true>());
+  out.push_back(Entry<AbsFn, true>());
+  out.push_back(Entry<SignFn, true>());
+  out.push_back(Entry<LeakyReluFn>());
+  out.push_back(Entry<EluFn>());
+  out.push_back(Entry<ThresholdedReluFn>());
+  out.push_back(Entry<CeluFn>());
+  out.push_back(Entry<HardSigmoidFn>());
+  out.push_back(Entry<SeluFn>());
+  out.push_back(Entry<GeluFn>());
+  out.push_back({OpDefBuilder("IsNaN").INPUT(X, FloatTypes()).OUTPUT(Y, TensorType({DT_BOOL})).Build(), MakeOpImpl<IsNaN>("IsNaN")});
+  out.push_back({OpDefBuilder("IsInf").INPUT(X, FloatTypes()).OUTPUT(Y, TensorType({DT_BOOL}))
+                     .ATTR(detect_positive, Int, 1).ATTR(detect_negative, Int, 1).Build(), MakeOpImpl<IsInf>("IsInf")});
+  out.push_back({OpDefBuilder("Not").INPUT(X, TensorType({DT_BOOL})).OUTPUT(Y, TensorType({DT_BOOL})).SAME_AS_INPUT(X).Build(),
+                 MakeOpImpl<Not>("Not")});
+  out.push_back({OpDefBuilder("Clip").INPUT(input, "T").OPTIONAL_INPUT(min, "T").OPTIONAL_INPUT(max, "T")
+                     .OUTPUT(output, "T").SAME_AS_INPUT(input).DATATYPE(T, NumericTypes()).Build(), MakeOpImpl<Clip>("Clip")});
+}
+
+}  // namespace weft::ops
