@@ -145,6 +145,14 @@ struct Lowering {
   Node& n;
   int64_t opset;
   // Moves attribute `attr` (if present) to input position `pos` as an int64 constant.
+  // ONNX encodes element types as TensorProto codes in INT attributes; built-ins take Type.
+  void IntToType(const std::string& attr) {
+    auto it = n.attrs.find(attr);
+    if (it != n.attrs.end() && it->second.type() == WEFT_ATTR_INT) {
+      DataType dt = FromOnnx(static_cast<int32_t>(it->second.i()));
+      it->second = AttrValue::Type(dt);
+    }
+  }
   void AttrToInput(const std::string& attr, size_t pos, DataType dt = DT_INT64) {
     auto it = n.attrs.find(attr);
     if (n.inputs.size() < pos) n.inputs.resize(pos);
@@ -175,6 +183,13 @@ struct Lowering {
 const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
   static const std::map<std::string, std::function<void(Lowering&)>> kTable = {
       {"Squeeze", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
+      {"Cast", [](Lowering& l) { l.IntToType("to"); }},
+      {"Dropout", [](Lowering& l) {  // inference only: the old ratio/is_test attributes do not matter
+         l.n.attrs.erase("ratio");
+         l.n.attrs.erase("is_test");
+       }},
+      {"EyeLike", [](Lowering& l) { l.IntToType("dtype"); }},
+      {"RandomUniformLike", [](Lowering& l) { l.IntToType("dtype"); }},
       {"Unsqueeze", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
       {"ReduceSum", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
       {"ReduceMean", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},

@@ -1,0 +1,571 @@
+// Data movement: Concat, Split, Slice, Gather, GatherElements, Pad, Cast, CastLike, Dropout,
+// Trilu, DepthToSpace, SpaceToDepth.
+#include <algorithm>
+#include <limits>
+
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
+  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
+  return GRAPH_FAILED;
+}
+
+// outer x axis x inner view of a shape around `axis`.
+void Split3(const Shape& s, int64_t axis, int64_t* outer, int64_t* inner) {
+  *outer = 1;
+  *inner = 1;
+  for (int64_t k = 0; k < axis; ++k) *outer *= s.GetDim(k);
+  for (size_t k = static_cast<size_t>(axis) + 1; k < s.GetDimNum(); ++k) *inner *= s.GetDim(k);
+}
+
+class Concat : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& s0 = *ctx->GetInputShape(0);
+    int64_t r = static_cast<int64_t>(s0.GetDimNum()), axis;
+    if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), r, &axis)) return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), r));
+    Shape out = s0;
+    int64_t total = 0;
+    for (size_t i = 0; i < ctx->GetComputeNodeInputNum(); ++i) {
+      const Shape& s = *ctx->GetInputShape(i);
+      if (static_cast<int64_t>(s.GetDimNum()) != r) return Fail(ctx, "input " + std::to_string(i) + " has rank " + std::to_string(s.GetDimNum()) + ", input 0 has " + std::to_string(r));
+      for (int64_t k = 0; k < r; ++k)
+        if (k != axis && s.GetDim(k) != s0.GetDim(k))
+          return Fail(ctx, "input " + std::to_string(i) + " " + s.ToString() + " does not match input 0 " + s0.ToString() + " off axis " + std::to_string(axis));
+      total += s.GetDim(axis);
+    }
+    out.SetDim(static_cast<size_t>(axis), total);
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetInputDataType(0));
+    if (!y) return GRAPH_FAILED;
+    int64_t axis, outer, inner;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(y->GetShape().GetDimNum()), &axis);
+    Split3(y->GetShape(), axis, &outer, &inner);
+    size_t elem = DataTypeSize(y->GetDataType());
+    int64_t out_row = y->GetShape().GetDim(static_cast<size_t>(axis)) * inner, offset = 0;
+    for (size_t i = 0; i < ctx->GetComputeNodeInputNum(); ++i) {
+      const Tensor* x = ctx->GetInputTensor(i);
+      int64_t row = x->GetShape().GetDim(static_cast<size_t>(axis)) * inner;
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(y->GetData<uint8_t>() + (o * out_row + offset) * elem, x->GetData<uint8_t>() + o * row * elem, static_cast<size_t>(row) * elem);
+      offset += row;
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+class Split : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  // Sizes of the pieces along the axis; false when they depend on an unknown value.
+  static bool Sizes(const KernelContextBase* ctx, const Shape& in, int64_t axis, std::vector<int64_t>* sizes, std::string* err) {
+    size_t n = ctx->GetComputeNodeOutputNum();
+    int64_t dim = in.GetDim(static_cast<size_t>(axis));
+    const Tensor* st = ctx->GetOptionalInputTensor(1);
+    if (st && st->GetShapeSize() > 0) {
+      if (!ReadInts(st, sizes)) return false;
+      int64_t sum = 0;
+      for (int64_t s : *sizes) sum += s;
+      if (sizes->size() != n || sum != dim) *err = "split sizes do not match " + std::to_string(n) + " outputs summing to " + std::to_string(dim);
+      return true;
+    }
+    int64_t chunk = (dim + static_cast<int64_t>(n) - 1) / static_cast<int64_t>(n);
+    sizes->clear();
+    for (size_t k = 0; k < n; ++k) sizes->push_back(std::max<int64_t>(0, std::min(chunk, dim - chunk * static_cast<int64_t>(k))));
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& in = *ctx->GetInputShape(0);
+    int64_t axis;
+    if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis)) return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), in.GetDimNum()));
+    std::vector<int64_t> sizes;
+    std::string err;
+    if (!Sizes(ctx, in, axis, &sizes, &err)) {
+      for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) MarkUnknown(ctx->GetOutputShape(k), in.GetDimNum());
+      return GRAPH_SUCCESS;
+    }
+    if (!err.empty()) return Fail(ctx, err);
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      Shape s = in;
+      s.SetDim(static_cast<size_t>(axis), sizes[k]);
+      *ctx->GetOutputShape(k) = s;
+    }
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) ctx->SetOutputDataType(k, ctx->GetInputDataType(0));
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    int64_t axis, outer, inner;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(x->GetShape().GetDimNum()), &axis);
+    Split3(x->GetShape(), axis, &outer, &inner);
+    size_t elem = DataTypeSize(x->GetDataType());
+    int64_t in_row = x->GetShape().GetDim(static_cast<size_t>(axis)) * inner, offset = 0;
+    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) {
+      Tensor* y = ctx->MallocOutputTensor(k, ctx->GetOutputTensor(k)->GetShape(), x->GetDataType());
+      if (!y) return GRAPH_FAILED;
+      int64_t row = y->GetShape().GetDim(static_cast<size_t>(axis)) * inner;
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(y->GetData<uint8_t>() + o * row * elem, x->GetData<uint8_t>() + (o * in_row + offset) * elem, static_cast<size_t>(row) * elem);
+      offset += row;
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+class Slice : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  struct Plan {
+    int64_t start[WEFT_MAX_DIMS], step[WEFT_MAX_DIMS];
+    Shape out;
+  };
+  // False when starts/ends/axes/steps are not known yet.
+  static bool MakePlan(const KernelContextBase* ctx, const Shape& in, Plan* p, std::string* err) {
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (!ReadInts(ctx->GetInputTensor(1), &starts) || !ReadInts(ctx->GetInputTensor(2), &ends)) return false;
+    const Tensor* at = ctx->GetOptionalInputTensor(3);
+    const Tensor* st = ctx->GetOptionalInputTensor(4);
+    if ((at && !ReadInts(at, &axes)) || (st && !ReadInts(st, &steps))) return false;
+    size_t r = in.GetDimNum();
+    if (axes.empty())
+      for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+      *err = "starts, ends, axes and steps differ in length";
+      return true;
+    }
+    p->out = in;
+    for (size_t k = 0; k < r; ++k) p->start[k] = 0, p->step[k] = 1;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      int64_t a;
+      if (!NormalizeAxis(axes[i], static_cast<int64_t>(r), &a)) {
+        *err = AxisError(axes[i], static_cast<int64_t>(r));
+        return true;
+      }
+      int64_t dim = in.GetDim(static_cast<size_t>(a)), s = starts[i], e = ends[i], step = steps[i];
+      if (step == 0) {
+        *err = "step is 0";
+        return true;
+      }
+      if (s < 0) s += dim;
+      if (e < 0) e += dim;
+      int64_t n;
+      if (step > 0) {
+        s = std::clamp<int64_t>(s, 0, dim);
+        e = std::clamp<int64_t>(e, 0, dim);
+        n = e > s ? (e - s + step - 1) / step : 0;
+      } else {
+        s = std::clamp<int64_t>(s, -1, dim - 1);
+        e = std::clamp<int64_t>(e, -1, dim - 1);
+        n = s > e ? (s - e - step - 1) / -step : 0;
+      }
+      p->start[a] = s;
+      p->step[a] = step;
+      p->out.SetDim(static_cast<size_t>(a), n);
+    }
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Plan p;
+    std::string err;
+    if (!MakePlan(ctx, *ctx->GetInputShape(0), &p, &err)) {
+      MarkUnknown(ctx->GetOutputShape(0), ctx->GetInputShape(0)->GetDimNum());
+      return GRAPH_SUCCESS;
+    }
+    if (!err.empty()) return Fail(ctx, err);
+    *ctx->GetOutputShape(0) = p.out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Plan p;
+    std::string err;
+    MakePlan(ctx, x->GetShape(), &p, &err);
+    Tensor* y = ctx->MallocOutputTensor(0, p.out, x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    size_t r = x->GetShape().GetDimNum(), elem = DataTypeSize(x->GetDataType());
+    int64_t st[WEFT_MAX_DIMS];
+    Strides(x->GetShape(), st);
+    for (int64_t i = 0; i < p.out.GetShapeSize(); ++i) {
+      int64_t rem = i, src = 0;
+      for (size_t k = r; k-- > 0;) {
+        int64_t c = rem % p.out.GetDim(k);
+        rem /= p.out.GetDim(k);
+        src += (p.start[k] + c * p.step[k]) * st[k];
+      }
+      CopyElem(y->GetData<uint8_t>() + i * elem, x->GetData<uint8_t>() + src * elem, elem);
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+class Gather : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& d = *ctx->GetInputShape(0);
+    const Shape& ix = *ctx->GetInputShape(1);
+    int64_t axis;
+    if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(d.GetDimNum()), &axis))
+      return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), d.GetDimNum()));
+    Shape out;
+    for (int64_t k = 0; k < axis; ++k) out.AppendDim(d.GetDim(k));
+    for (size_t k = 0; k < ix.GetDimNum(); ++k) out.AppendDim(ix.GetDim(k));
+    for (size_t k = static_cast<size_t>(axis) + 1; k < d.GetDimNum(); ++k) out.AppendDim(d.GetDim(k));
+    if (d.GetDimNum() - 1 + ix.GetDimNum() > WEFT_MAX_DIMS) return Fail(ctx, "result rank exceeds " + std::to_string(WEFT_MAX_DIMS));
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* d = ctx->GetInputTensor(0);
+    const Tensor* ix = ctx->GetInputTensor(1);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), d->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t axis, outer, inner;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(d->GetShape().GetDimNum()), &axis);
+    Split3(d->GetShape(), axis, &outer, &inner);
+    int64_t dim = d->GetShape().GetDim(static_cast<size_t>(axis)), n = ix->GetShapeSize();
+    size_t row = static_cast<size_t>(inner) * DataTypeSize(d->GetDataType());
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t v = ix->GetDataType() == DT_INT64 ? ix->GetData<int64_t>()[j] : ix->GetData<int32_t>()[j];
+      if (v < -dim || v >= dim) return Fail(ctx, "index " + std::to_string(v) + " is out of range for axis of size " + std::to_string(dim));
+    }
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t v = ix->GetDataType() == DT_INT64 ? ix->GetData<int64_t>()[j] : ix->GetData<int32_t>()[j];
+        if (v < 0) v += dim;
+        std::memcpy(y->GetData<uint8_t>() + (o * n + j) * row, d->GetData<uint8_t>() + (o * dim + v) * row, row);
+      }
+    return GRAPH_SUCCESS;
+  }
+};
+
+class GatherElements : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& d = *ctx->GetInputShape(0);
+    const Shape& ix = *ctx->GetInputShape(1);
+    int64_t axis;
+    if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(d.GetDimNum()), &axis))
+      return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), d.GetDimNum()));
+    if (d.GetDimNum() != ix.GetDimNum()) return Fail(ctx, "data and indices ranks differ");
+    *ctx->GetOutputShape(0) = ix;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* d = ctx->GetInputTensor(0);
+    const Tensor* ix = ctx->GetInputTensor(1);
+    Tensor* y = ctx->MallocOutputTensor(0, ix->GetShape(), d->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t axis;
+    size_t r = d->GetShape().GetDimNum(), elem = DataTypeSize(d->GetDataType());
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(r), &axis);
+    int64_t st[WEFT_MAX_DIMS];
+    Strides(d->GetShape(), st);
+    const Shape& is = ix->GetShape();
+    int64_t dim = d->GetShape().GetDim(static_cast<size_t>(axis));
+    for (int64_t i = 0; i < is.GetShapeSize(); ++i) {
+      int64_t rem = i, src = 0;
+      int64_t v = ix->GetDataType() == DT_INT64 ? ix->GetData<int64_t>()[i] : ix->GetData<int32_t>()[i];
+      if (v < -dim || v >= dim) return Fail(ctx, "index " + std::to_string(v) + " is out of range for axis of size " + std::to_string(dim));
+      if (v < 0) v += dim;
+      for (size_t k = r; k-- > 0;) {
+        int64_t c = rem % is.GetDim(k);
+        rem /= is.GetDim(k);
+        src += (static_cast<int64_t>(k) == axis ? v : c) * st[k];
+      }
+      CopyElem(y->GetData<uint8_t>() + i * elem, d->GetData<uint8_t>() + src * elem, elem);
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+class Pad : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static bool Pads(const KernelContextBase* ctx, const Shape& in, std::vector<int64_t>* pads, std::string* err) {
+    std::vector<int64_t> raw, axes;
+    if (!ReadInts(ctx->GetInputTensor(1), &raw)) return false;
+    const Tensor* at = ctx->GetOptionalInputTensor(3);
+    int64_t r = static_cast<int64_t>(in.GetDimNum());
+    if (at) {
+      if (!ReadInts(at, &axes)) return false;
+    } else {
+      for (int64_t k = 0; k < r; ++k) axes.push_back(k);
+    }
+    if (raw.size() != 2 * axes.size()) {
+      *err = "pads has " + std::to_string(raw.size()) + " entries, expected " + std::to_string(2 * axes.size());
+      return true;
+    }
+    pads->assign(static_cast<size_t>(2 * r), 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t a;
+      if (!NormalizeAxis(axes[i], r, &a)) {
+        *err = AxisError(axes[i], r);
+        return true;
+      }
+      (*pads)[a] = raw[i];
+      (*pads)[a + r] = raw[i + axes.size()];
+    }
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& in = *ctx->GetInputShape(0);
+    std::vector<int64_t> pads;
+    std::string err;
+    if (!Pads(ctx, in, &pads, &err)) {
+      MarkUnknown(ctx->GetOutputShape(0), in.GetDimNum());
+      return GRAPH_SUCCESS;
+    }
+    if (!err.empty()) return Fail(ctx, err);
+    Shape out;
+    size_t r = in.GetDimNum();
+    for (size_t k = 0; k < r; ++k) {
+      int64_t d = in.GetDim(k) + pads[k] + pads[k + r];
+      if (d < 0) return Fail(ctx, "padding makes dim " + std::to_string(k) + " negative");
+      out.AppendDim(d);
+    }
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    std::vector<int64_t> pads;
+    std::string err;
+    Pads(ctx, x->GetShape(), &pads, &err);
+    std::string mode = ctx->GetAttrs()->GetStr("mode");
+    if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") return Fail(ctx, "unknown mode '" + mode + "'");
+    const Tensor* cv = ctx->GetOptionalInputTensor(2);
+    const Shape& in = x->GetShape();
+    const Shape& os = y->GetShape();
+    size_t r = in.GetDimNum(), elem = DataTypeSize(x->GetDataType());
+    uint8_t zero[8] = {0};
+    const uint8_t* fill = cv && cv->GetShapeSize() ? cv->GetData<uint8_t>() : zero;
+    int64_t st[WEFT_MAX_DIMS];
+    Strides(in, st);
+    for (int64_t i = 0; i < os.GetShapeSize(); ++i) {
+      int64_t rem = i, src = 0;
+      bool outside = false;
+      for (size_t k = r; k-- > 0;) {
+        int64_t c = rem % os.GetDim(k) - pads[k];
+        rem /= os.GetDim(k);
+        int64_t d = in.GetDim(k);
+        if (c < 0 || c >= d) {
+          if (mode == "constant" || d == 0) { outside = true; continue; }
+          if (mode == "edge") c = c < 0 ? 0 : d - 1;
+          else if (mode == "wrap") c = ((c % d) + d) % d;
+          else {  // reflect
+            if (d == 1) c = 0;
+            else {
+              int64_t period = 2 * (d - 1);
+              c = ((c % period) + period) % period;
+              if (c >= d) c = period - c;
+            }
+          }
+        }
+        src += c * st[k];
+      }
+      CopyElem(y->GetData<uint8_t>() + i * elem, outside ? fill : x->GetData<uint8_t>() + src * elem, elem);
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// Converts one element; floats out of an integer type's range (and NaN) become 0 instead of
+// undefined behaviour.
+template <typename To, typename From>
+To Convert(From v) {
+  if constexpr (std::is_same<To, uint8_t>::value && std::is_same<From, uint8_t>::value) {
+    return v;
+  } else if constexpr (std::is_integral<To>::value && !std::is_integral<From>::value) {
+    double d = static_cast<double>(Load(v));
+    if (std::isnan(d) || d <= static_cast<double>(std::numeric_limits<To>::lowest()) - 1.0 ||
+        d >= static_cast<double>(std::numeric_limits<To>::max()) + 1.0)
+      return To(0);
+    return static_cast<To>(d);
+  } else if constexpr (std::is_integral<To>::value) {
+    return static_cast<To>(v);
+  } else {
+    return Store<To>(static_cast<typename Compute<To>::type>(static_cast<double>(Load(v))));
+  }
+}
+
+void CastData(const Tensor* x, Tensor* y) {
+  bool to_bool = y->GetDataType() == DT_BOOL, from_bool = x->GetDataType() == DT_BOOL;
+  DispatchAll(x->GetDataType(), [&](auto ft) {
+    using F = decltype(ft);
+    DispatchAll(y->GetDataType(), [&](auto tt) {
+      using T = decltype(tt);
+      const F* px = x->GetData<F>();
+      T* py = y->GetData<T>();
+      for (int64_t i = 0; i < x->GetShapeSize(); ++i) {
+        if (to_bool) py[i] = static_cast<T>(static_cast<double>(Load(px[i])) != 0.0);
+        else if (from_bool) py[i] = Convert<T>(static_cast<uint8_t>(static_cast<double>(Load(px[i])) != 0.0));
+        else py[i] = Convert<T>(px[i]);
+      }
+    });
+  });
+}
+
+class Cast : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override { *ctx->GetOutputShape(0) = *ctx->GetInputShape(0); return GRAPH_SUCCESS; }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    if (ctx->GetComputeNodeInputNum() > 1) return ctx->SetOutputDataType(0, ctx->GetInputDataType(1));  // CastLike
+    return ctx->SetOutputDataType(0, *ctx->GetAttrs()->GetDataType("to"));
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), ctx->GetOutputDataType(0));
+    if (!y) return GRAPH_FAILED;
+    CastData(x, y);
+    return GRAPH_SUCCESS;
+  }
+};
+class CastLike : public Cast {};
+
+// Inference-mode Dropout: the input unchanged, and an all-true mask if asked for.
+class Dropout : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) *ctx->GetOutputShape(k) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
+    if (ctx->GetComputeNodeOutputNum() > 1) ctx->SetOutputDataType(1, DT_BOOL);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* training = ctx->GetOptionalInputTensor(2);
+    if (training && training->GetAddr() && training->GetData<uint8_t>()[0])
+      return Fail(ctx, "training_mode=true is not supported (Weft runs inference)");
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    if (x->GetByteCount()) std::memcpy(y->GetAddr(), x->GetAddr(), x->GetByteCount());
+    if (ctx->GetComputeNodeOutputNum() > 1) {
+      Tensor* m = ctx->MallocOutputTensor(1, x->GetShape(), DT_BOOL);
+      if (!m) return GRAPH_FAILED;
+      std::memset(m->GetAddr(), 1, m->GetByteCount());
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+class Trilu : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* kt = ctx->GetOptionalInputTensor(1);
+    int64_t k = kt && kt->GetShapeSize() ? kt->GetData<int64_t>()[0] : 0;
+    bool upper = *ctx->GetAttrs()->GetInt("upper") != 0;
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const Shape& s = x->GetShape();
+    if (s.GetDimNum() < 2) return Fail(ctx, "input rank must be >= 2");
+    int64_t rows = s.GetDim(s.GetDimNum() - 2), cols = s.GetDim(s.GetDimNum() - 1);
+    size_t elem = DataTypeSize(x->GetDataType());
+    for (int64_t i = 0; i < s.GetShapeSize(); ++i) {
+      int64_t c = i % cols, r = (i / cols) % rows;
+      bool keep = upper ? c - r >= k : c - r <= k;
+      if (keep) CopyElem(y->GetData<uint8_t>() + i * elem, x->GetData<uint8_t>() + i * elem, elem);
+      else std::memset(y->GetData<uint8_t>() + i * elem, 0, elem);
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// DepthToSpace (DCR/CRD) and SpaceToDepth on NCHW.
+class DepthToSpace : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  bool to_space() const { return true; }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& s = *ctx->GetInputShape(0);
+    int64_t b = *ctx->GetAttrs()->GetInt("blocksize");
+    if (s.GetDimNum() != 4 || b <= 0) return Fail(ctx, "needs a 4-D NCHW input and blocksize > 0");
+    bool d2s = std::string(ctx->GetNodeType()) == "DepthToSpace";
+    if (d2s) {
+      if (s.GetDim(1) % (b * b)) return Fail(ctx, "channels not divisible by blocksize^2");
+      *ctx->GetOutputShape(0) = Shape({s.GetDim(0), s.GetDim(1) / (b * b), s.GetDim(2) * b, s.GetDim(3) * b});
+    } else {
+      if (s.GetDim(2) % b || s.GetDim(3) % b) return Fail(ctx, "H and W must be divisible by blocksize");
+      *ctx->GetOutputShape(0) = Shape({s.GetDim(0), s.GetDim(1) * b * b, s.GetDim(2) / b, s.GetDim(3) / b});
+    }
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    bool d2s = std::string(ctx->GetNodeType()) == "DepthToSpace";
+    const char* mode = ctx->GetAttrs()->GetStr("mode");
+    bool crd = mode && std::string(mode) == "CRD";
+    int64_t b = *ctx->GetAttrs()->GetInt("blocksize");
+    size_t elem = DataTypeSize(x->GetDataType());
+    // Work in terms of the deep (channel-rich) tensor D [N, C*b*b, H, W] and the shallow S [N, C, H*b, W*b].
+    const Shape& ds = d2s ? x->GetShape() : y->GetShape();
+    int64_t n = ds.GetDim(0), cd = ds.GetDim(1), h = ds.GetDim(2), w = ds.GetDim(3), c = cd / (b * b);
+    for (int64_t in = 0; in < n; ++in)
+      for (int64_t ic = 0; ic < c; ++ic)
+        for (int64_t ih = 0; ih < h * b; ++ih)
+          for (int64_t iw = 0; iw < w * b; ++iw) {
+            int64_t bh = ih % b, bw = iw % b;
+            int64_t dc = crd ? ic * b * b + bh * b + bw : (bh * b + bw) * c + ic;
+            int64_t deep = ((in * cd + dc) * h + ih / b) * w + iw / b;
+            int64_t shallow = ((in * c + ic) * h * b + ih) * w * b + iw;
+            if (d2s) CopyElem(y->GetData<uint8_t>() + shallow * elem, x->GetData<uint8_t>() + deep * elem, elem);
+            else CopyElem(y->GetData<uint8_t>() + deep * elem, x->GetData<uint8_t>() + shallow * elem, elem);
+          }
+    return GRAPH_SUCCESS;
+  }
+};
+class SpaceToDepth : public DepthToSpace {};
+
+}  // namespace
+
+void WeftRegister_data_movement(std::vector<OpEntry>& out) {
+  TensorType all = TensorType::ALL();
+  out.push_back({OpDefBuilder("Concat").DYNAMIC_INPUT(inputs, "T").OUTPUT(concat_result, "T").DATATYPE(T, all)
+                     .REQUIRED_ATTR(axis, Int).Build(), MakeOpImpl<Concat>("Concat")});
+  out.push_back({OpDefBuilder("Split").INPUT(input, "T").OPTIONAL_INPUT(split, TensorType({DT_INT64})).DYNAMIC_OUTPUT(outputs, "T")
+                     .DATATYPE(T, all).ATTR(axis, Int, 0).ATTR(num_outputs, Int, 0).Build(), MakeOpImpl<Split>("Split")});
+  out.push_back({OpDefBuilder("Slice").INPUT(data, all).INPUT(starts, IndexTypes()).INPUT(ends, IndexTypes())
+                     .OPTIONAL_INPUT(axes, IndexTypes()).OPTIONAL_INPUT(steps, IndexTypes()).OUTPUT(output, all).Build(),
+                 MakeOpImpl<Slice>("Slice")});
+  out.push_back({OpDefBuilder("Gather").INPUT(data, all).INPUT(indices, IndexTypes()).OUTPUT(output, all).ATTR(axis, Int, 0).Build(),
+                 MakeOpImpl<Gather>("Gather")});
+  out.push_back({OpDefBuilder("GatherElements").INPUT(data, all).INPUT(indices, IndexTypes()).OUTPUT(output, all)
+                     .ATTR(axis, Int, 0).Build(), MakeOpImpl<GatherElements>("GatherElements")});
+  out.push_back({OpDefBuilder("Pad").INPUT(data, "T").INPUT(pads, TensorType({DT_INT64})).OPTIONAL_INPUT(constant_value, "T")
+                     .OPTIONAL_INPUT(axes, IndexTypes()).OUTPUT(output, "T").DATATYPE(T, all).ATTR(mode, String, "constant").Build(),
+                 MakeOpImpl<Pad>("Pad")});
+  out.push_back({OpDefBuilder("Cast").INPUT(input, all).OUTPUT(output, all).REQUIRED_ATTR(to, Type).ATTR(saturate, Int, 1).Build(),
+                 MakeOpImpl<Cast>("Cast")});
+  out.push_back({OpDefBuilder("CastLike").INPUT(input, all).INPUT(target_type, all).OUTPUT(output, all).ATTR(saturate, Int, 1).Build(),
+                 MakeOpImpl<CastLike>("CastLike")});
+  out.push_back({OpDefBuilder("Dropout").INPUT(data, all).OPTIONAL_INPUT(ratio, FloatTypes()).OPTIONAL_INPUT(training_mode, TensorType({DT_BOOL}))
+                     .OUTPUT(output, all).DYNAMIC_OUTPUT(mask, TensorType({DT_BOOL})).ATTR(seed, Int, 0).Build(),
+                 MakeOpImpl<Dropout>("Dropout")});
+  out.push_back({OpDefBuilder("Trilu").INPUT(input, all).OPTIONAL_INPUT(k, TensorType({DT_INT64})).OUTPUT(output, all).SAME_AS_INPUT(input)
+                     .ATTR(upper, Int, 1).Build(), MakeOpImpl<Trilu>("Trilu")});
+  out.push_back({OpDefBuilder("DepthToSpace").INPUT(input, all).OUTPUT(output, all).REQUIRED_ATTR(blocksize, Int).ATTR(mode, String, "DCR").Build(),
+                 MakeOpImpl<DepthToSpace>("DepthToSpace")});
+  out.push_back({OpDefBuilder("SpaceToDepth").INPUT(input, all).OUTPUT(output, all).REQUIRED_ATTR(blocksize, Int).Build(),
+                 MakeOpImpl<SpaceToDepth>("SpaceToDepth")});
+}
+
+}  // namespace weft::ops
