@@ -153,6 +153,12 @@ struct Lowering {
       it->second = AttrValue::Type(dt);
     }
   }
+  // Before opset 13 the softmax family worked on the input flattened to 2-D at `axis` (default 1).
+  void LegacySoftmax() {
+    if (opset >= 13) return;
+    if (!n.attrs.count("axis")) n.attrs["axis"] = AttrValue::Int(1);
+    n.attrs["coerce_2d"] = AttrValue::Int(1);
+  }
   void AttrToInput(const std::string& attr, size_t pos, DataType dt = DT_INT64) {
     auto it = n.attrs.find(attr);
     if (n.inputs.size() < pos) n.inputs.resize(pos);
@@ -184,6 +190,9 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
   static const std::map<std::string, std::function<void(Lowering&)>> kTable = {
       {"Squeeze", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
       {"Cast", [](Lowering& l) { l.IntToType("to"); }},
+      {"Softmax", [](Lowering& l) { l.LegacySoftmax(); }},
+      {"LogSoftmax", [](Lowering& l) { l.LegacySoftmax(); }},
+      {"Hardmax", [](Lowering& l) { l.LegacySoftmax(); }},
       {"Dropout", [](Lowering& l) {  // inference only: the old ratio/is_test attributes do not matter
          l.n.attrs.erase("ratio");
          l.n.attrs.erase("is_test");
@@ -199,6 +208,7 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
       {"ReduceL1", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
       {"ReduceL2", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
       {"ReduceLogSumExp", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
+      {"ReduceLogSum", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
       {"ReduceSumSquare", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},
       {"Split", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("split", 1); }},
       {"Slice", [](Lowering& l) {

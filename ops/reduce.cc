@@ -1,0 +1,384 @@
+// Reductions (ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare), ArgMax/ArgMin,
+// Softmax/LogSoftmax/Hardmax, CumSum, TopK.
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
+  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
+  return GRAPH_FAILED;
+}
+
+// Which axes to reduce; false when the axes input is not known yet.
+bool ReduceAxes(const KernelContextBase* ctx, size_t rank, std::vector<bool>* mask, std::string* err) {
+  std::vector<int64_t> axes;
+  const Tensor* at = ctx->GetOptionalInputTensor(1);
+  if (at && !ReadInts(at, &axes)) return false;
+  mask->assign(rank, false);
+  if (axes.empty()) {
+    if (*ctx->GetAttrs()->GetInt("noop_with_empty_axes")) return true;
+    mask->assign(rank, true);
+    return true;
+  }
+  for (int64_t a : axes) {
+    int64_t n;
+    if (!NormalizeAxis(a, static_cast<int64_t>(rank), &n)) {
+      *err = AxisError(a, static_cast<int64_t>(rank));
+      return true;
+    }
+    (*mask)[n] = true;
+  }
+  return true;
+}
+
+Shape ReducedShape(const Shape& in, const std::vector<bool>& mask, bool keep) {
+  Shape out;
+  for (size_t k = 0; k < in.GetDimNum(); ++k) {
+    if (!mask[k]) out.AppendDim(in.GetDim(k));
+    else if (keep) out.AppendDim(1);
+  }
+  return out;
+}
+
+enum class Red { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
+
+template <Red R>
+class Reduce : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& in = *ctx->GetInputShape(0);
+    std::vector<bool> mask;
+    std::string err;
+    bool keep = *ctx->GetAttrs()->GetInt("keepdims") != 0;
+    if (!ReduceAxes(ctx, in.GetDimNum(), &mask, &err)) {
+      MarkUnknown(ctx->GetOutputShape(0), keep ? in.GetDimNum() : 1);
+      return GRAPH_SUCCESS;
+    }
+    if (!err.empty()) return Fail(ctx, err);
+    *ctx->GetOutputShape(0) = ReducedShape(in, mask, keep);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& in = x->GetShape();
+    std::vector<bool> mask;
+    std::string err;
+    ReduceAxes(ctx, in.GetDimNum(), &mask, &err);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    // Output index of each input element: strides of the kept dims (0 for reduced ones).
+    size_t r = in.GetDimNum();
+    int64_t ost[WEFT_MAX_DIMS], acc = 1;
+    for (size_t k = r; k-- > 0;) {
+      ost[k] = mask[k] ? 0 : acc;
+      if (!mask[k]) acc *= in.GetDim(k);
+    }
+    int64_t out_n = acc, count = out_n ? in.GetShapeSize() / std::max<int64_t>(out_n, 1) : 0;
+    DispatchNumeric(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = std::conditional_t<std::is_integral<T>::value, T, double>;
+      C* a = static_cast<C*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(out_n, 1)) * sizeof(C)));
+      if (!a) return;
+      C init = R == Red::kMax ? std::numeric_limits<C>::lowest() : R == Red::kMin ? std::numeric_limits<C>::max()
+             : R == Red::kProd ? C(1) : C(0);
+      if constexpr (!std::is_integral<C>::value) {
+        if (R == Red::kMax) init = -std::numeric_limits<C>::infinity();
+        if (R == Red::kMin) init = std::numeric_limits<C>::infinity();
+      }
+      std::fill(a, a + out_n, init);
+      C mx_init = init;
+      (void)mx_init;
+      // LogSumExp: subtract the max for stability (first pass).
+      C* mx = nullptr;
+      if constexpr (R == Red::kLogSumExp) {
+        mx = static_cast<C*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(out_n, 1)) * sizeof(C)));
+        if (!mx) return;
+        std::fill(mx, mx + out_n, -std::numeric_limits<C>::infinity());
+      }
+      const T* px = x->GetData<T>();
+      int64_t idx[WEFT_MAX_DIMS] = {0}, o = 0, total = in.GetShapeSize();
+      auto walk = [&](auto&& f) {
+        std::fill(idx, idx + WEFT_MAX_DIMS, 0);
+        o = 0;
+        for (int64_t i = 0; i < total; ++i) {
+          f(o, static_cast<C>(Load(px[i])));
+          for (size_t k = r; k-- > 0;) {
+            o += ost[k];
+            if (++idx[k] < in.GetDim(k)) break;
+            o -= ost[k] * idx[k];
+            idx[k] = 0;
+          }
+        }
+      };
+      if constexpr (R == Red::kLogSumExp) walk([&](int64_t j, C v) { mx[j] = std::max(mx[j], v); });
+      walk([&](int64_t j, C v) {
+        switch (R) {
+          case Red::kSum: case Red::kMean: a[j] += v; break;
+          case Red::kMax: a[j] = (v > a[j] || v != v) ? v : a[j]; break;
+          case Red::kMin: a[j] = (v < a[j] || v != v) ? v : a[j]; break;
+          case Red::kProd: a[j] *= v; break;
+          case Red::kL1: a[j] += v < C(0) ? C(-v) : v; break;
+          case Red::kL2: case Red::kSumSquare: a[j] += v * v; break;
+          case Red::kLogSum: a[j] += v; break;
+          case Red::kLogSumExp: a[j] += static_cast<C>(std::exp(static_cast<double>(v - mx[j]))); break;
+        }
+      });
+      T* py = y->GetData<T>();
+      for (int64_t j = 0; j < out_n; ++j) {
+        C v = a[j];
+        if constexpr (R == Red::kMean) v = count ? static_cast<C>(v / static_cast<C>(count)) : v;
+        if constexpr (R == Red::kL2) v = static_cast<C>(std::sqrt(static_cast<double>(v)));
+        if constexpr (R == Red::kLogSum) v = static_cast<C>(std::log(static_cast<double>(v)));
+        if constexpr (R == Red::kLogSumExp) v = static_cast<C>(std::log(static_cast<double>(v)) + static_cast<double>(mx[j]));
+        py[j] = Store<T>(static_cast<typename Compute<T>::type>(v));
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+template <Red R>
+OpEntry ReduceEntry(const char* name) {
+  return {OpDefBuilder(name).INPUT(data, "T").OPTIONAL_INPUT(axes, TensorType({DT_INT64})).OUTPUT(reduced, "T")
+              .DATATYPE(T, NumericTypes()).ATTR(keepdims, Int, 1).ATTR(noop_with_empty_axes, Int, 0).Build(),
+          MakeOpImpl<Reduce<R>>(name)};
+}
+
+// ArgMax / ArgMin along one axis.
+template <bool kMax>
+class ArgReduce : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& in = *ctx->GetInputShape(0);
+    int64_t axis;
+    if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis))
+      return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), in.GetDimNum()));
+    std::vector<bool> mask(in.GetDimNum(), false);
+    mask[axis] = true;
+    *ctx->GetOutputShape(0) = ReducedShape(in, mask, *ctx->GetAttrs()->GetInt("keepdims") != 0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, DT_INT64); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_INT64);
+    if (!y) return GRAPH_FAILED;
+    const Shape& in = x->GetShape();
+    int64_t axis;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis);
+    bool last = *ctx->GetAttrs()->GetInt("select_last_index") != 0;
+    int64_t outer = 1, inner = 1, n = in.GetDim(static_cast<size_t>(axis));
+    for (int64_t k = 0; k < axis; ++k) outer *= in.GetDim(k);
+    for (size_t k = static_cast<size_t>(axis) + 1; k < in.GetDimNum(); ++k) inner *= in.GetDim(k);
+    DispatchNumeric(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          int64_t best = 0;
+          auto bv = Load(px[o * n * inner + i]);
+          for (int64_t j = 1; j < n; ++j) {
+            auto v = Load(px[(o * n + j) * inner + i]);
+            bool better = kMax ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv);
+            if (better) best = j, bv = v;
+          }
+          y->GetData<int64_t>()[o * inner + i] = best;
+        }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+template <bool kMax>
+OpEntry ArgEntry(const char* name) {
+  return {OpDefBuilder(name).INPUT(data, NumericTypes()).OUTPUT(reduced, TensorType({DT_INT64})).ATTR(axis, Int, 0)
+              .ATTR(keepdims, Int, 1).ATTR(select_last_index, Int, 0).Build(),
+          MakeOpImpl<ArgReduce<kMax>>(name)};
+}
+
+// Softmax family over one axis (opset 13), or over the flattened trailing dims when coerce_2d is
+// set (how opsets < 13 defined it; the ONNX importer sets it).
+enum class Sm { kSoftmax, kLogSoftmax, kHardmax };
+template <Sm S>
+class SoftmaxOp : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const Shape& in = x->GetShape();
+    int64_t r = static_cast<int64_t>(in.GetDimNum()), axis;
+    if (r == 0) return Fail(ctx, "input must have rank >= 1");
+    if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), r, &axis)) return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), r));
+    int64_t outer = 1, inner = 1, n = in.GetDim(static_cast<size_t>(axis));
+    for (int64_t k = 0; k < axis; ++k) outer *= in.GetDim(k);
+    for (size_t k = static_cast<size_t>(axis) + 1; k < in.GetDimNum(); ++k) inner *= in.GetDim(k);
+    if (*ctx->GetAttrs()->GetInt("coerce_2d")) {
+      for (size_t k = static_cast<size_t>(axis) + 1; k < in.GetDimNum(); ++k) n *= in.GetDim(k);
+      inner = 1;
+    }
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = typename Compute<T>::type;
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          auto at = [&](int64_t j) { return (o * n + j) * inner + i; };
+          C mx = -std::numeric_limits<C>::infinity();
+          int64_t arg = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            C v = Load(px[at(j)]);
+            if (v > mx) mx = v, arg = j;
+          }
+          if constexpr (S == Sm::kHardmax) {
+            for (int64_t j = 0; j < n; ++j) py[at(j)] = Store<T>(C(j == arg ? 1 : 0));
+            continue;
+          }
+          C sum = 0;
+          for (int64_t j = 0; j < n; ++j) sum += std::exp(C(Load(px[at(j)])) - mx);
+          for (int64_t j = 0; j < n; ++j) {
+            C v = C(Load(px[at(j)])) - mx;
+            py[at(j)] = Store<T>(S == Sm::kSoftmax ? C(std::exp(v) / sum) : C(v - std::log(sum)));
+          }
+        }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+template <Sm S>
+OpEntry SoftmaxEntry(const char* name) {
+  return {OpDefBuilder(name).INPUT(input, FloatTypes()).OUTPUT(output, FloatTypes()).SAME_AS_INPUT(input).ATTR(axis, Int, -1)
+              .ATTR(coerce_2d, Int, 0).Build(),
+          MakeOpImpl<SoftmaxOp<S>>(name)};
+}
+
+class CumSum : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    std::vector<int64_t> ax;
+    if (!ReadInts(ctx->GetInputTensor(1), &ax) || ax.size() != 1) return Fail(ctx, "axis must be a scalar");
+    const Shape& in = x->GetShape();
+    int64_t axis;
+    if (!NormalizeAxis(ax[0], static_cast<int64_t>(in.GetDimNum()), &axis)) return Fail(ctx, AxisError(ax[0], in.GetDimNum()));
+    bool excl = *ctx->GetAttrs()->GetInt("exclusive") != 0, rev = *ctx->GetAttrs()->GetInt("reverse") != 0;
+    Tensor* y = ctx->MallocOutputTensor(0, in, x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t outer = 1, inner = 1, n = in.GetDim(static_cast<size_t>(axis));
+    for (int64_t k = 0; k < axis; ++k) outer *= in.GetDim(k);
+    for (size_t k = static_cast<size_t>(axis) + 1; k < in.GetDimNum(); ++k) inner *= in.GetDim(k);
+    DispatchNumeric(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = typename Compute<T>::type;
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          C acc = 0;
+          for (int64_t s = 0; s < n; ++s) {
+            int64_t j = rev ? n - 1 - s : s, at = (o * n + j) * inner + i;
+            C v = Load(x->GetData<T>()[at]);
+            if (excl) {
+              y->GetData<T>()[at] = Store<T>(acc);
+              acc = static_cast<C>(acc + v);
+            } else {
+              acc = static_cast<C>(acc + v);
+              y->GetData<T>()[at] = Store<T>(acc);
+            }
+          }
+        }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+class TopK : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& in = *ctx->GetInputShape(0);
+    int64_t axis;
+    if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis))
+      return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), in.GetDimNum()));
+    std::vector<int64_t> k;
+    Shape out = in;
+    if (!ReadInts(ctx->GetInputTensor(1), &k)) {
+      out.SetDim(static_cast<size_t>(axis), -1);
+    } else {
+      if (k.size() != 1 || k[0] < 0 || k[0] > in.GetDim(static_cast<size_t>(axis)))
+        return Fail(ctx, "K must be a single value in [0, " + std::to_string(in.GetDim(static_cast<size_t>(axis))) + "]");
+      out.SetDim(static_cast<size_t>(axis), k[0]);
+    }
+    *ctx->GetOutputShape(0) = out;
+    *ctx->GetOutputShape(1) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
+    return ctx->SetOutputDataType(1, DT_INT64);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& in = x->GetShape();
+    int64_t axis;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis);
+    const Shape& os = ctx->GetOutputTensor(0)->GetShape();
+    Tensor* vals = ctx->MallocOutputTensor(0, os, x->GetDataType());
+    Tensor* idxs = ctx->MallocOutputTensor(1, os, DT_INT64);
+    if (!vals || !idxs) return GRAPH_FAILED;
+    bool largest = *ctx->GetAttrs()->GetInt("largest") != 0;
+    int64_t k = os.GetDim(static_cast<size_t>(axis)), n = in.GetDim(static_cast<size_t>(axis)), outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= in.GetDim(d);
+    for (size_t d = static_cast<size_t>(axis) + 1; d < in.GetDimNum(); ++d) inner *= in.GetDim(d);
+    auto* order = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(int64_t)));
+    if (!order) return GRAPH_FAILED;
+    DispatchNumeric(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          auto v = [&](int64_t j) { return Load(px[(o * n + j) * inner + i]); };
+          std::iota(order, order + n, 0);
+          // Ties keep the lower index first, as ONNX requires.
+          std::stable_sort(order, order + n, [&](int64_t a, int64_t b) { return largest ? v(a) > v(b) : v(a) < v(b); });
+          for (int64_t j = 0; j < k; ++j) {
+            vals->GetData<T>()[(o * k + j) * inner + i] = px[(o * n + order[j]) * inner + i];
+            idxs->GetData<int64_t>()[(o * k + j) * inner + i] = order[j];
+          }
+        }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_reduce(std::vector<OpEntry>& out) {
+  out.push_back(ReduceEntry<Red::kSum>("ReduceSum"));
+  out.push_back(ReduceEntry<Red::kMean>("ReduceMean"));
+  out.push_back(ReduceEntry<Red::kMax>("ReduceMax"));
+  out.push_back(ReduceEntry<Red::kMin>("ReduceMin"));
+  out.push_back(ReduceEntry<Red::kProd>("ReduceProd"));
+  out.push_back(ReduceEntry<Red::kL1>("ReduceL1"));
+  out.push_back(ReduceEntry<Red::kL2>("ReduceL2"));
+  out.push_back(ReduceEntry<Red::kLogSum>("ReduceLogSum"));
+  out.push_back(ReduceEntry<Red::kLogSumExp>("ReduceLogSumExp"));
+  out.push_back(ReduceEntry<Red::kSumSquare>("ReduceSumSquare"));
+  out.push_back(ArgEntry<true>("ArgMax"));
+  out.push_back(ArgEntry<false>("ArgMin"));
+  out.push_back(SoftmaxEntry<Sm::kSoftmax>("Softmax"));
+  out.push_back(SoftmaxEntry<Sm::kLogSoftmax>("LogSoftmax"));
+  out.push_back(SoftmaxEntry<Sm::kHardmax>("Hardmax"));
+  out.push_back({OpDefBuilder("CumSum").INPUT(x, NumericTypes()).INPUT(axis, IndexTypes()).OUTPUT(y, NumericTypes()).SAME_AS_INPUT(x)
+                     .ATTR(exclusive, Int, 0).ATTR(reverse, Int, 0).Build(), MakeOpImpl<CumSum>("CumSum")});
+  out.push_back({OpDefBuilder("TopK").INPUT(X, NumericTypes()).INPUT(K, TensorType({DT_INT64})).OUTPUT(Values, NumericTypes())
+                     .OUTPUT(Indices, TensorType({DT_INT64})).ATTR(axis, Int, -1).ATTR(largest, Int, 1).ATTR(sorted, Int, 1).Build(),
+                 MakeOpImpl<TopK>("TopK")});
+}
+
+}  // namespace weft::ops
