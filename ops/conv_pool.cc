@@ -1,0 +1,474 @@
+// Convolution and pooling (N-d spatial): Conv, ConvTranspose, MaxPool, AveragePool,
+// GlobalAveragePool, GlobalMaxPool, LpNormalization-free. Attributes follow ONNX, including
+// auto_pad, dilations, groups and ceil_mode.
+#include <algorithm>
+#include <limits>
+
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
+  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
+  return GRAPH_FAILED;
+}
+
+// Spatial geometry shared by conv and pooling.
+struct Window {
+  size_t nd = 0;  // spatial rank
+  int64_t in[WEFT_MAX_DIMS], out[WEFT_MAX_DIMS], k[WEFT_MAX_DIMS], s[WEFT_MAX_DIMS], d[WEFT_MAX_DIMS];
+  int64_t pb[WEFT_MAX_DIMS], pe[WEFT_MAX_DIMS];
+};
+
+// Fills `w` from attributes for input spatial dims `in` and kernel dims `kernel`.
+bool MakeWindow(const KernelContextBase* ctx, const Shape& x, const int64_t* kernel, bool ceil_mode, bool transpose,
+                Window* w, std::string* err) {
+  const RuntimeAttrs* a = ctx->GetAttrs();
+  if (x.GetDimNum() < 3) {
+    *err = "input must be [N, C, spatial...], got " + x.ToString();
+    return false;
+  }
+  w->nd = x.GetDimNum() - 2;
+  ListView<int64_t> strides = a->GetListInt("strides"), dil = a->GetListInt("dilations"), pads = a->GetListInt("pads");
+  std::string auto_pad = a->GetStr("auto_pad") ? a->GetStr("auto_pad") : "NOTSET";
+  if ((strides.size() && strides.size() != w->nd) || (dil.size() && dil.size() != w->nd) || (pads.size() && pads.size() != 2 * w->nd)) {
+    *err = "strides/dilations/pads do not match " + std::to_string(w->nd) + " spatial dims";
+    return false;
+  }
+  for (size_t i = 0; i < w->nd; ++i) {
+    w->in[i] = x.GetDim(i + 2);
+    w->k[i] = kernel[i];
+    w->s[i] = strides.size() ? strides[i] : 1;
+    w->d[i] = dil.size() ? dil[i] : 1;
+    w->pb[i] = pads.size() ? pads[i] : 0;
+    w->pe[i] = pads.size() ? pads[i + w->nd] : 0;
+    if (w->k[i] <= 0 || w->s[i] <= 0 || w->d[i] <= 0) {
+      *err = "kernel, strides and dilations must be positive";
+      return false;
+    }
+    int64_t ext = (w->k[i] - 1) * w->d[i] + 1;
+    if (transpose) continue;
+    if (auto_pad == "VALID") {
+      w->pb[i] = w->pe[i] = 0;
+      w->out[i] = (w->in[i] - ext) / w->s[i] + 1;
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      w->out[i] = (w->in[i] + w->s[i] - 1) / w->s[i];
+      int64_t total = std::max<int64_t>(0, (w->out[i] - 1) * w->s[i] + ext - w->in[i]);
+      w->pb[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w->pe[i] = total - w->pb[i];
+    } else if (auto_pad == "NOTSET" || auto_pad.empty()) {
+      int64_t span = w->in[i] + w->pb[i] + w->pe[i] - ext;
+      if (ceil_mode) {
+        w->out[i] = (span + w->s[i] - 1) / w->s[i] + 1;
+        if ((w->out[i] - 1) * w->s[i] >= w->in[i] + w->pb[i]) --w->out[i];
+      } else {
+        w->out[i] = span / w->s[i] + 1;
+      }
+    } else {
+      *err = "unknown auto_pad '" + auto_pad + "'";
+      return false;
+    }
+    if (w->out[i] <= 0 || w->in[i] + w->pb[i] + w->pe[i] < ext) {
+      *err = "kernel larger than the padded input";
+      return false;
+    }
+  }
+  return true;
+}
+
+// Calls f(out_offset, in_spatial_index_of_window_origin...) over every output position;
+// iterates kernel taps with g(tap_offset_in_input or -1 when in padding).
+template <typename F>
+void ForEachOutput(const Window& w, F&& f) {
+  int64_t total = 1;
+  for (size_t i = 0; i < w.nd; ++i) total *= w.out[i];
+  int64_t idx[WEFT_MAX_DIMS] = {0};
+  for (int64_t o = 0; o < total; ++o) {
+    f(o, idx);
+    for (size_t i = w.nd; i-- > 0;) {
+      if (++idx[i] < w.out[i]) break;
+      idx[i] = 0;
+    }
+  }
+}
+
+// Visits kernel taps of the window at output index `oidx`: t(kernel_linear, input_linear or -1).
+template <typename T>
+void ForEachTap(const Window& w, const int64_t* oidx, T&& t) {
+  int64_t ktotal = 1;
+  for (size_t i = 0; i < w.nd; ++i) ktotal *= w.k[i];
+  int64_t kidx[WEFT_MAX_DIMS] = {0};
+  for (int64_t kk = 0; kk < ktotal; ++kk) {
+    int64_t lin = 0;
+    bool inside = true;
+    for (size_t i = 0; i < w.nd; ++i) {
+      int64_t p = oidx[i] * w.s[i] - w.pb[i] + kidx[i] * w.d[i];
+      if (p < 0 || p >= w.in[i]) inside = false;
+      lin = lin * w.in[i] + p;
+    }
+    t(kk, inside ? lin : -1);
+    for (size_t i = w.nd; i-- > 0;) {
+      if (++kidx[i] < w.k[i]) break;
+      kidx[i] = 0;
+    }
+  }
+}
+
+int64_t Prod(const int64_t* v, size_t n) {
+  int64_t p = 1;
+  for (size_t i = 0; i < n; ++i) p *= v[i];
+  return p;
+}
+
+class Conv : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& wt, Window* w, std::string* err) {
+    if (wt.GetDimNum() != x.GetDimNum()) {
+      *err = "W " + wt.ToString() + " and X " + x.ToString() + " differ in rank";
+      return false;
+    }
+    int64_t group = *ctx->GetAttrs()->GetInt("group");
+    if (group <= 0 || x.GetDim(1) != wt.GetDim(1) * group || wt.GetDim(0) % group) {
+      *err = "channels do not match: X " + x.ToString() + ", W " + wt.ToString() + ", group " + std::to_string(group);
+      return false;
+    }
+    int64_t kernel[WEFT_MAX_DIMS];
+    ListView<int64_t> ks = ctx->GetAttrs()->GetListInt("kernel_shape");
+    for (size_t i = 2; i < wt.GetDimNum(); ++i) {
+      kernel[i - 2] = wt.GetDim(i);
+      if (ks.size() && ks[i - 2] != wt.GetDim(i)) {
+        *err = "kernel_shape disagrees with W";
+        return false;
+      }
+    }
+    return MakeWindow(ctx, x, kernel, false, false, w, err);
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), &w, &err)) return Fail(ctx, err);
+    Shape out({ctx->GetInputShape(0)->GetDim(0), ctx->GetInputShape(1)->GetDim(0)});
+    for (size_t i = 0; i < w.nd; ++i) out.AppendDim(w.out[i]);
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetInputTensor(1);
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err)) return Fail(ctx, err);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), m = wt->GetShape().GetDim(0);
+    int64_t group = *ctx->GetAttrs()->GetInt("group"), cg = c / group, mg = m / group;
+    int64_t in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd), k_sp = Prod(w.k, w.nd);
+    // Tap table: for each output position and kernel tap, the input offset or -1.
+    auto* taps = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(out_sp * k_sp) * sizeof(int64_t)));
+    if (!taps) return GRAPH_FAILED;
+    ForEachOutput(w, [&](int64_t o, const int64_t* oidx) { ForEachTap(w, oidx, [&](int64_t kk, int64_t lin) { taps[o * k_sp + kk] = lin; }); });
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = std::conditional_t<std::is_same<T, double>::value, double, float>;
+      const T* px = x->GetData<T>();
+      const T* pw = wt->GetData<T>();
+      T* py = y->GetData<T>();
+      for (int64_t in = 0; in < n; ++in)
+        for (int64_t g = 0; g < group; ++g)
+          for (int64_t om = 0; om < mg; ++om) {
+            int64_t mm = g * mg + om;
+            C bias = b ? C(Load(b->GetData<T>()[mm])) : C(0);
+            for (int64_t o = 0; o < out_sp; ++o) {
+              C acc = bias;
+              const int64_t* t = taps + o * k_sp;
+              for (int64_t ic = 0; ic < cg; ++ic) {
+                const T* xc = px + (in * c + g * cg + ic) * in_sp;
+                const T* wc = pw + (mm * cg + ic) * k_sp;
+                for (int64_t kk = 0; kk < k_sp; ++kk)
+                  if (t[kk] >= 0) acc += C(Load(xc[t[kk]])) * C(Load(wc[kk]));
+              }
+              py[(in * m + mm) * out_sp + o] = Store<T>(static_cast<typename Compute<T>::type>(acc));
+            }
+          }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+class ConvTranspose : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  // Output spatial dims and begin pads per ONNX ConvTranspose.
+  static bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& wt, Window* w, std::string* err) {
+    int64_t group = *ctx->GetAttrs()->GetInt("group");
+    if (wt.GetDimNum() != x.GetDimNum() || group <= 0 || x.GetDim(1) != wt.GetDim(0)) {
+      *err = "channels do not match: X " + x.ToString() + ", W " + wt.ToString();
+      return false;
+    }
+    int64_t kernel[WEFT_MAX_DIMS];
+    for (size_t i = 2; i < wt.GetDimNum(); ++i) kernel[i - 2] = wt.GetDim(i);
+    if (!MakeWindow(ctx, x, kernel, false, true, w, err)) return false;
+    const RuntimeAttrs* a = ctx->GetAttrs();
+    ListView<int64_t> out_pad = a->GetListInt("output_padding"), out_shape = a->GetListInt("output_shape");
+    std::string auto_pad = a->GetStr("auto_pad");
+    for (size_t i = 0; i < w->nd; ++i) {
+      int64_t op = out_pad.size() > i ? out_pad[i] : 0;
+      int64_t ext = (w->k[i] - 1) * w->d[i] + 1;
+      if (out_shape.size()) {
+        int64_t want = out_shape[out_shape.size() - w->nd + i];
+        int64_t total = w->s[i] * (w->in[i] - 1) + op + ext - want;
+        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division
+        w->pb[i] = auto_pad == "SAME_UPPER" ? half : total - half;
+        w->pe[i] = total - w->pb[i];
+        w->out[i] = want;
+      } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        w->out[i] = w->in[i] * w->s[i];
+        int64_t total = std::max<int64_t>(0, w->s[i] * (w->in[i] - 1) + op + ext - w->out[i]);
+        w->pb[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        w->pe[i] = total - w->pb[i];
+      } else {
+        if (auto_pad == "VALID") w->pb[i] = w->pe[i] = 0;
+        w->out[i] = w->s[i] * (w->in[i] - 1) + op + ext - w->pb[i] - w->pe[i];
+      }
+      if (w->out[i] <= 0) {
+        *err = "output would be empty";
+        return false;
+      }
+    }
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Window w;
+    std::string err;
+    const Shape& x = *ctx->GetInputShape(0);
+    const Shape& wt = *ctx->GetInputShape(1);
+    if (!Geometry(ctx, x, wt, &w, &err)) return Fail(ctx, err);
+    Shape out({x.GetDim(0), wt.GetDim(1) * *ctx->GetAttrs()->GetInt("group")});
+    for (size_t i = 0; i < w.nd; ++i) out.AppendDim(w.out[i]);
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetInputTensor(1);
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err)) return Fail(ctx, err);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t group = *ctx->GetAttrs()->GetInt("group");
+    int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), mg = wt->GetShape().GetDim(1), m = mg * group, cg = c / group;
+    int64_t in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd), k_sp = Prod(w.k, w.nd);
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = std::conditional_t<std::is_same<T, double>::value, double, float>;
+      C* acc = static_cast<C*>(ctx->MallocWorkSpace(static_cast<size_t>(n * m * out_sp) * sizeof(C)));
+      if (!acc) return;
+      for (int64_t in = 0; in < n; ++in)
+        for (int64_t mm = 0; mm < m; ++mm)
+          for (int64_t o = 0; o < out_sp; ++o) acc[(in * m + mm) * out_sp + o] = b ? C(Load(b->GetData<T>()[mm])) : C(0);
+      // Scatter: each input position contributes to the outputs its kernel taps reach.
+      int64_t iidx[WEFT_MAX_DIMS] = {0};
+      for (int64_t ip = 0; ip < in_sp; ++ip) {
+        int64_t kidx[WEFT_MAX_DIMS] = {0};
+        for (int64_t kk = 0; kk < k_sp; ++kk) {
+          int64_t lin = 0;
+          bool inside = true;
+          for (size_t i = 0; i < w.nd; ++i) {
+            int64_t p = iidx[i] * w.s[i] - w.pb[i] + kidx[i] * w.d[i];
+            if (p < 0 || p >= w.out[i]) inside = false;
+            lin = lin * w.out[i] + p;
+          }
+          if (inside)
+            for (int64_t in = 0; in < n; ++in)
+              for (int64_t g = 0; g < group; ++g)
+                for (int64_t ic = 0; ic < cg; ++ic) {
+                  C xv = Load(x->GetData<T>()[(in * c + g * cg + ic) * in_sp + ip]);
+                  for (int64_t om = 0; om < mg; ++om)
+                    acc[(in * m + g * mg + om) * out_sp + lin] += xv * C(Load(wt->GetData<T>()[((g * cg + ic) * mg + om) * k_sp + kk]));
+                }
+          for (size_t i = w.nd; i-- > 0;) {
+            if (++kidx[i] < w.k[i]) break;
+            kidx[i] = 0;
+          }
+        }
+        for (size_t i = w.nd; i-- > 0;) {
+          if (++iidx[i] < w.in[i]) break;
+          iidx[i] = 0;
+        }
+      }
+      for (int64_t i = 0; i < n * m * out_sp; ++i) y->GetData<T>()[i] = Store<T>(static_cast<typename Compute<T>::type>(acc[i]));
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+template <bool kMax>
+class Pool : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static bool Geometry(const KernelContextBase* ctx, const Shape& x, Window* w, std::string* err) {
+    ListView<int64_t> ks = ctx->GetAttrs()->GetListInt("kernel_shape");
+    if (x.GetDimNum() < 3 || ks.size() != x.GetDimNum() - 2) {
+      *err = "kernel_shape must have one entry per spatial dim of " + x.ToString();
+      return false;
+    }
+    return MakeWindow(ctx, x, ks.data(), *ctx->GetAttrs()->GetInt("ceil_mode") != 0, false, w, err);
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Window w;
+    std::string err;
+    const Shape& x = *ctx->GetInputShape(0);
+    if (!Geometry(ctx, x, &w, &err)) return Fail(ctx, err);
+    Shape out({x.GetDim(0), x.GetDim(1)});
+    for (size_t i = 0; i < w.nd; ++i) out.AppendDim(w.out[i]);
+    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) *ctx->GetOutputShape(k) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
+    if (ctx->GetComputeNodeOutputNum() > 1) ctx->SetOutputDataType(1, DT_INT64);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), &w, &err)) return Fail(ctx, err);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    Tensor* ind = nullptr;
+    if (kMax && ctx->GetComputeNodeOutputNum() > 1) {
+      ind = ctx->MallocOutputTensor(1, y->GetShape(), DT_INT64);
+      if (!ind) return GRAPH_FAILED;
+    }
+    bool include_pad = !kMax && *ctx->GetAttrs()->GetInt("count_include_pad") != 0;
+    int64_t nc = x->GetShape().GetDim(0) * x->GetShape().GetDim(1);
+    int64_t in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd);
+    DispatchAll(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = typename Compute<T>::type;
+      for (int64_t p = 0; p < nc; ++p) {
+        const T* px = x->GetData<T>() + p * in_sp;
+        T* py = y->GetData<T>() + p * out_sp;
+        ForEachOutput(w, [&](int64_t o, const int64_t* oidx) {
+          C best = std::numeric_limits<C>::lowest();
+          if constexpr (!std::is_integral<C>::value) best = -std::numeric_limits<C>::infinity();
+          double sum = 0;
+          int64_t count = 0, arg = -1;
+          ForEachTap(w, oidx, [&](int64_t, int64_t lin) {
+            if (lin < 0) return;
+            C v = Load(px[lin]);
+            if (kMax) {
+              if (v > best || arg < 0) best = v, arg = lin;
+            } else {
+              sum += static_cast<double>(v);
+              ++count;
+            }
+          });
+          if (kMax) {
+            py[o] = Store<T>(best);
+            if (ind) {
+              int64_t sp_index = arg;
+              if (*ctx->GetAttrs()->GetInt("storage_order") != 0) {  // column-major spatial index
+                int64_t rem = arg, col = 0, mul = 1;
+                int64_t coord[WEFT_MAX_DIMS];
+                for (size_t i = w.nd; i-- > 0;) coord[i] = rem % w.in[i], rem /= w.in[i];
+                for (size_t i = 0; i < w.nd; ++i) col += coord[i] * mul, mul *= w.in[i];
+                sp_index = col;
+              }
+              ind->GetData<int64_t>()[p * out_sp + o] = p * in_sp + sp_index;
+            }
+          } else {
+            if (include_pad) {
+              // Padding counts, but not the part of a ceil-mode window beyond the explicit pads.
+              count = 1;
+              for (size_t i = 0; i < w.nd; ++i) {
+                int64_t start = oidx[i] * w.s[i] - w.pb[i];
+                int64_t end = std::min(start + (w.k[i] - 1) * w.d[i] + 1, w.in[i] + w.pe[i]);
+                count *= (end - start + w.d[i] - 1) / w.d[i];
+              }
+            }
+            py[o] = Store<T>(static_cast<C>(count ? sum / static_cast<double>(count) : 0.0));
+          }
+        });
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+template <bool kMax>
+class GlobalPool : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    if (x.GetDimNum() < 3) return Fail(ctx, "input must be [N, C, spatial...]");
+    Shape out({x.GetDim(0), x.GetDim(1)});
+    for (size_t i = 2; i < x.GetDimNum(); ++i) out.AppendDim(1);
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t nc = x->GetShape().GetDim(0) * x->GetShape().GetDim(1), sp = x->GetShapeSize() / std::max<int64_t>(nc, 1);
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t p = 0; p < nc; ++p) {
+        double acc = kMax ? -std::numeric_limits<double>::infinity() : 0.0;
+        for (int64_t i = 0; i < sp; ++i) {
+          double v = Load(x->GetData<T>()[p * sp + i]);
+          acc = kMax ? std::max(acc, v) : acc + v;
+        }
+        y->GetData<T>()[p] = Store<T>(static_cast<typename Compute<T>::type>(kMax ? acc : acc / static_cast<double>(sp)));
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+void WindowAttrs(OpDefBuilder& b) {
+  b.ATTR(auto_pad, String, "NOTSET").ATTR(dilations, ListInt, {}).ATTR(pads, ListInt, {}).ATTR(strides, ListInt, {});
+}
+
+}  // namespace
+
+void WeftRegister_conv_pool(std::vector<OpEntry>& out) {
+  {
+    OpDefBuilder b("Conv");
+    b.INPUT(X, "T").INPUT(W, "T").OPTIONAL_INPUT(B, "T").OUTPUT(Y, "T").DATATYPE(T, FloatTypes()).ATTR(group, Int, 1).ATTR(kernel_shape, ListInt, {});
+    WindowAttrs(b);
+    out.push_back({b.Build(), MakeOpImpl<Conv>("Conv")});
+  }
+  {
+    OpDefBuilder b("ConvTranspose");
+    b.INPUT(X, "T").INPUT(W, "T").OPTIONAL_INPUT(B, "T").OUTPUT(Y, "T").DATATYPE(T, FloatTypes()).ATTR(group, Int, 1)
+        .ATTR(kernel_shape, ListInt, {}).ATTR(output_padding, ListInt, {}).ATTR(output_shape, ListInt, {});
+    WindowAttrs(b);
+    out.push_back({b.Build(), MakeOpImpl<ConvTranspose>("ConvTranspose")});
+  }
+  {
+    OpDefBuilder b("MaxPool");
+    b.INPUT(X, TensorType({DT_FLOAT, DT_FLOAT16, DT_DOUBLE, DT_INT8, DT_UINT8})).OUTPUT(Y, TensorType({DT_FLOAT, DT_FLOAT16, DT_DOUBLE, DT_INT8, DT_UINT8}))
+        .DYNAMIC_OUTPUT(Indices, TensorType({DT_INT64})).REQUIRED_ATTR(kernel_shape, ListInt).ATTR(ceil_mode, Int, 0).ATTR(storage_order, Int, 0);
+    WindowAttrs(b);
+    out.push_back({b.Build(), MakeOpImpl<Pool<true>>("MaxPool")});
+  }
+  {
+    OpDefBuilder b("AveragePool");
+    b.INPUT(X, FloatTypes()).OUTPUT(Y, FloatTypes()).REQUIRED_ATTR(kernel_shape, ListInt).ATTR(ceil_mode, Int, 0)
+        .ATTR(count_include_pad, Int, 0);
+    WindowAttrs(b);
+    out.push_back({b.Build(), MakeOpImpl<Pool<false>>("AveragePool")});
+  }
+  out.push_back({OpDefBuilder("GlobalAveragePool").INPUT(X, FloatTypes()).OUTPUT(Y, FloatTypes()).Build(), MakeOpImpl<GlobalPool<false>>("GlobalAveragePool")});
+  out.push_back({OpDefBuilder("GlobalMaxPool").INPUT(X, FloatTypes()).OUTPUT(Y, FloatTypes()).Build(), MakeOpImpl<GlobalPool<true>>("GlobalMaxPool")});
+}
+
+}  // namespace weft::ops
