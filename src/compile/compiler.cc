@@ -334,6 +334,8 @@ struct Builder {
       const IoSpec& s = p.outputs[ir];
       for (uint32_t r = 0; r < cn.ir_out_count[ir]; ++r) {
         DataType dt = meta[cn.out_values[cn.ir_out_start[ir] + r]].GetDataType();
+        if (dt == DT_UNDEFINED && can_infer)
+          return InvalidArgument(tag + "InferDataType did not set the type of output '" + s.name + "'");
         if (dt == DT_UNDEFINED)
           return InvalidArgument(tag + "the type of output '" + s.name + "' is unknown: the op has no ShapeInferOp, and its REG_OP "
                                  "neither declares SAME_AS_INPUT for it nor gives it a single type or a type symbol shared with an input");

@@ -1,0 +1,385 @@
+// Gemm, normalizations (BatchNormalization, InstanceNormalization, LayerNormalization, LRN,
+// MeanVarianceNormalization) and PRelu.
+#include <algorithm>
+
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
+  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
+  return GRAPH_FAILED;
+}
+
+class Gemm : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static bool Dims(const KernelContextBase* ctx, const Shape& a, const Shape& b, int64_t* m, int64_t* k, int64_t* n, std::string* err) {
+    if (a.GetDimNum() != 2 || b.GetDimNum() != 2) {
+      *err = "A and B must be 2-D, got " + a.ToString() + " and " + b.ToString();
+      return false;
+    }
+    bool ta = *ctx->GetAttrs()->GetInt("transA") != 0, tb = *ctx->GetAttrs()->GetInt("transB") != 0;
+    *m = ta ? a.GetDim(1) : a.GetDim(0);
+    *k = ta ? a.GetDim(0) : a.GetDim(1);
+    int64_t kb = tb ? b.GetDim(1) : b.GetDim(0);
+    *n = tb ? b.GetDim(0) : b.GetDim(1);
+    if (*k != kb) {
+      *err = "inner dimensions differ: A " + a.ToString() + ", B " + b.ToString();
+      return false;
+    }
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    int64_t m, k, n;
+    std::string err;
+    if (!Dims(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), &m, &k, &n, &err)) return Fail(ctx, err);
+    Shape out({m, n}), tmp;
+    if (const Shape* c = ctx->GetOptionalInputShape(2))
+      if (!BroadcastShape(*c, out, &tmp) || tmp != out) return Fail(ctx, "C " + c->ToString() + " does not broadcast to " + out.ToString());
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    const Tensor* c = ctx->GetOptionalInputTensor(2);
+    int64_t m, k, n;
+    std::string err;
+    if (!Dims(ctx, a->GetShape(), b->GetShape(), &m, &k, &n, &err)) return Fail(ctx, err);
+    Tensor* y = ctx->MallocOutputTensor(0, Shape({m, n}), a->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    bool ta = *ctx->GetAttrs()->GetInt("transA") != 0, tb = *ctx->GetAttrs()->GetInt("transB") != 0;
+    float alpha = *ctx->GetAttrs()->GetFloat("alpha"), beta = *ctx->GetAttrs()->GetFloat("beta");
+    DispatchNumeric(a->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = std::conditional_t<std::is_integral<T>::value, T, std::conditional_t<std::is_same<T, double>::value, double, float>>;
+      const T* pa = a->GetData<T>();
+      const T* pb = b->GetData<T>();
+      C* row = static_cast<C*>(ctx->MallocWorkSpace(static_cast<size_t>(n) * sizeof(C)));
+      if (!row) return;
+      int64_t sc[2] = {0, 0};
+      if (c) BroadcastStrides(c->GetShape(), y->GetShape(), sc);
+      for (int64_t i = 0; i < m; ++i) {
+        std::fill(row, row + n, C(0));
+        for (int64_t p = 0; p < k; ++p) {
+          C av = Load(pa[ta ? p * m + i : i * k + p]);
+          if (tb) for (int64_t j = 0; j < n; ++j) row[j] += av * C(Load(pb[j * k + p]));
+          else for (int64_t j = 0; j < n; ++j) row[j] += av * C(Load(pb[p * n + j]));
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          C v = static_cast<C>(C(alpha) * row[j]);
+          if (c) v = static_cast<C>(v + C(beta) * C(Load(c->GetData<T>()[i * sc[0] + j * sc[1]])));
+          y->GetData<T>()[i * n + j] = Store<T>(static_cast<typename Compute<T>::type>(v));
+        }
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+// y = scale * (x - mean) / sqrt(var + eps) + B, per channel (axis 1).
+class BatchNormalization : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    if (x.GetDimNum() < 2) return Fail(ctx, "X must be [N, C, ...]");
+    for (size_t i = 1; i < 5; ++i)
+      if (ctx->GetInputShape(i)->GetShapeSize() != x.GetDim(1)) return Fail(ctx, "input " + std::to_string(i) + " must have C=" + std::to_string(x.GetDim(1)) + " elements");
+    if (*ctx->GetAttrs()->GetInt("training_mode")) return Fail(ctx, "training_mode=1 is not supported (Weft runs inference)");
+    if (ctx->GetComputeNodeOutputNum() > 1) return Fail(ctx, "running mean/var outputs exist only in training mode");
+    *ctx->GetOutputShape(0) = x;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) ctx->SetOutputDataType(k, ctx->GetInputDataType(0));
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    float eps = *ctx->GetAttrs()->GetFloat("epsilon");
+    int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), sp = x->GetShapeSize() / std::max<int64_t>(n * c, 1);
+    auto val = [&](size_t in, int64_t ch) {
+      double r = 0;
+      const Tensor* t = ctx->GetInputTensor(in);
+      DispatchFloat(t->GetDataType(), [&](auto tag) { r = Load(t->GetData<decltype(tag)>()[ch]); });
+      return r;
+    };
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = std::conditional_t<std::is_same<T, double>::value, double, float>;
+      for (int64_t ch = 0; ch < c; ++ch) {
+        C scale = static_cast<C>(val(1, ch) / std::sqrt(val(4, ch) + eps));
+        C shift = static_cast<C>(val(2, ch) - val(3, ch) * scale);
+        for (int64_t in = 0; in < n; ++in) {
+          const T* px = x->GetData<T>() + (in * c + ch) * sp;
+          T* py = y->GetData<T>() + (in * c + ch) * sp;
+          for (int64_t i = 0; i < sp; ++i) py[i] = Store<T>(static_cast<typename Compute<T>::type>(C(Load(px[i])) * scale + shift));
+        }
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+// Normalizes groups of `count` contiguous elements: y = (x - mean) / sqrt(var + eps) * s + b,
+// with s/b indexed by `param_index(group, i)`.
+template <typename T, typename ParamF>
+void NormalizeGroups(const T* px, T* py, int64_t groups, int64_t count, double eps, ParamF&& param, double* mean_out = nullptr,
+                     double* inv_out = nullptr) {
+  for (int64_t g = 0; g < groups; ++g) {
+    const T* gx = px + g * count;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < count; ++i) mean += static_cast<double>(Load(gx[i]));
+    mean /= static_cast<double>(std::max<int64_t>(count, 1));
+    for (int64_t i = 0; i < count; ++i) {
+      double d = static_cast<double>(Load(gx[i])) - mean;
+      var += d * d;
+    }
+    var /= static_cast<double>(std::max<int64_t>(count, 1));
+    double inv = 1.0 / std::sqrt(var + eps);
+    if (mean_out) mean_out[g] = mean;
+    if (inv_out) inv_out[g] = inv;
+    for (int64_t i = 0; i < count; ++i) {
+      double s, b;
+      param(g, i, &s, &b);
+      py[g * count + i] = Store<T>(static_cast<typename Compute<T>::type>((static_cast<double>(Load(gx[i])) - mean) * inv * s + b));
+    }
+  }
+}
+
+double ParamAt(const Tensor* t, int64_t i) {
+  double r = 0;
+  DispatchFloat(t->GetDataType(), [&](auto tag) { r = Load(t->GetData<decltype(tag)>()[i]); });
+  return r;
+}
+
+class InstanceNormalization : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* scale = ctx->GetInputTensor(1);
+    const Tensor* bias = ctx->GetInputTensor(2);
+    if (x->GetShape().GetDimNum() < 3) return Fail(ctx, "input must be [N, C, spatial...]");
+    int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1);
+    if (scale->GetShapeSize() != c || bias->GetShapeSize() != c) return Fail(ctx, "scale and B must have C elements");
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t sp = x->GetShapeSize() / std::max<int64_t>(n * c, 1);
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      NormalizeGroups(x->GetData<T>(), y->GetData<T>(), n * c, sp, *ctx->GetAttrs()->GetFloat("epsilon"), [&](int64_t g, int64_t, double* s, double* b) {
+        *s = ParamAt(scale, g % c);
+        *b = ParamAt(bias, g % c);
+      });
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    int64_t axis;
+    if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(x.GetDimNum()), &axis))
+      return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), x.GetDimNum()));
+    *ctx->GetOutputShape(0) = x;
+    Shape stat;
+    for (size_t k = 0; k < x.GetDimNum(); ++k) stat.AppendDim(static_cast<int64_t>(k) < axis ? x.GetDim(k) : 1);
+    for (size_t k = 1; k < ctx->GetComputeNodeOutputNum(); ++k) *ctx->GetOutputShape(k) = stat;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
+    for (size_t k = 1; k < ctx->GetComputeNodeOutputNum(); ++k) ctx->SetOutputDataType(k, DT_FLOAT);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* scale = ctx->GetInputTensor(1);
+    const Tensor* bias = ctx->GetOptionalInputTensor(2);
+    const Shape& s = x->GetShape();
+    int64_t axis;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(s.GetDimNum()), &axis);
+    int64_t outer = 1, inner = 1;
+    for (size_t k = 0; k < s.GetDimNum(); ++k) (static_cast<int64_t>(k) < axis ? outer : inner) *= s.GetDim(k);
+    Tensor* y = ctx->MallocOutputTensor(0, s, x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    Tensor* mean_t = nullptr;
+    Tensor* inv_t = nullptr;
+    for (size_t k = 1; k < ctx->GetComputeNodeOutputNum(); ++k) {
+      Tensor* t = ctx->MallocOutputTensor(k, ctx->GetOutputTensor(k)->GetShape(), DT_FLOAT);
+      if (!t) return GRAPH_FAILED;
+      (k == 1 ? mean_t : inv_t) = t;
+    }
+    // Scale/B broadcast against the normalized trailing dims.
+    int64_t ss[WEFT_MAX_DIMS], sb[WEFT_MAX_DIMS];
+    Shape tail;
+    for (size_t k = static_cast<size_t>(axis); k < s.GetDimNum(); ++k) tail.AppendDim(s.GetDim(k));
+    BroadcastStrides(scale->GetShape(), tail, ss);
+    if (bias) BroadcastStrides(bias->GetShape(), tail, sb);
+    auto* mean = static_cast<double*>(ctx->MallocWorkSpace(static_cast<size_t>(outer) * sizeof(double)));
+    auto* inv = static_cast<double*>(ctx->MallocWorkSpace(static_cast<size_t>(outer) * sizeof(double)));
+    if (!mean || !inv) return GRAPH_FAILED;
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      NormalizeGroups(x->GetData<T>(), y->GetData<T>(), outer, inner, *ctx->GetAttrs()->GetFloat("epsilon"),
+                      [&](int64_t, int64_t i, double* sv, double* bv) {
+                        int64_t rem = i, is = 0, ib = 0;
+                        for (size_t k = tail.GetDimNum(); k-- > 0;) {
+                          int64_t c = rem % tail.GetDim(k);
+                          rem /= tail.GetDim(k);
+                          is += c * ss[k];
+                          ib += c * sb[k];
+                        }
+                        *sv = ParamAt(scale, is);
+                        *bv = bias ? ParamAt(bias, ib) : 0.0;
+                      },
+                      mean, inv);
+    });
+    for (int64_t g = 0; g < outer; ++g) {
+      if (mean_t) mean_t->GetData<float>()[g] = static_cast<float>(mean[g]);
+      if (inv_t) inv_t->GetData<float>()[g] = static_cast<float>(inv[g]);
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+class MeanVarianceNormalization : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& s = x->GetShape();
+    ListView<int64_t> axes = ctx->GetAttrs()->GetListInt("axes");
+    std::vector<bool> red(s.GetDimNum(), false);
+    for (int64_t a : axes) {
+      int64_t n;
+      if (!NormalizeAxis(a, static_cast<int64_t>(s.GetDimNum()), &n)) return Fail(ctx, AxisError(a, s.GetDimNum()));
+      red[n] = true;
+    }
+    Tensor* y = ctx->MallocOutputTensor(0, s, x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    // Statistic index of every element (kept dims only).
+    int64_t ost[WEFT_MAX_DIMS], acc = 1;
+    for (size_t k = s.GetDimNum(); k-- > 0;) {
+      ost[k] = red[k] ? 0 : acc;
+      if (!red[k]) acc *= s.GetDim(k);
+    }
+    int64_t groups = acc, total = s.GetShapeSize(), count = total / std::max<int64_t>(groups, 1);
+    auto* sum = static_cast<double*>(ctx->MallocWorkSpace(static_cast<size_t>(groups) * 2 * sizeof(double)));
+    if (!sum) return GRAPH_FAILED;
+    double* sq = sum + groups;
+    std::fill(sum, sum + 2 * groups, 0.0);
+    auto stat = [&](int64_t i) {
+      int64_t rem = i, o = 0;
+      for (size_t k = s.GetDimNum(); k-- > 0;) {
+        o += (rem % s.GetDim(k)) * ost[k];
+        rem /= s.GetDim(k);
+      }
+      return o;
+    };
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t i = 0; i < total; ++i) {
+        double v = Load(x->GetData<T>()[i]);
+        sum[stat(i)] += v;
+        sq[stat(i)] += v * v;
+      }
+      for (int64_t i = 0; i < total; ++i) {
+        int64_t g = stat(i);
+        double mean = sum[g] / count, var = sq[g] / count - mean * mean;
+        y->GetData<T>()[i] = Store<T>(static_cast<typename Compute<T>::type>((Load(x->GetData<T>()[i]) - mean) / std::sqrt(var + 1e-9)));
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+class LRN : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& s = x->GetShape();
+    if (s.GetDimNum() < 3) return Fail(ctx, "input must be [N, C, spatial...]");
+    int64_t size = *ctx->GetAttrs()->GetInt("size");
+    double alpha = *ctx->GetAttrs()->GetFloat("alpha"), beta = *ctx->GetAttrs()->GetFloat("beta"), bias = *ctx->GetAttrs()->GetFloat("bias");
+    Tensor* y = ctx->MallocOutputTensor(0, s, x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t n = s.GetDim(0), c = s.GetDim(1), sp = s.GetShapeSize() / std::max<int64_t>(n * c, 1);
+    int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      for (int64_t in = 0; in < n; ++in)
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t i = 0; i < sp; ++i) {
+            double sq = 0;
+            for (int64_t j = std::max<int64_t>(0, ch - lo); j <= std::min(c - 1, ch + hi); ++j) {
+              double v = Load(px[(in * c + j) * sp + i]);
+              sq += v * v;
+            }
+            double v = Load(px[(in * c + ch) * sp + i]);
+            y->GetData<T>()[(in * c + ch) * sp + i] = Store<T>(static_cast<typename Compute<T>::type>(v / std::pow(bias + alpha / size * sq, beta)));
+          }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+// PRelu: slope broadcasts to X.
+class PRelu : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* slope = ctx->GetInputTensor(1);
+    Shape b;
+    if (!BroadcastShape(x->GetShape(), slope->GetShape(), &b) || b != x->GetShape())
+      return Fail(ctx, "slope " + slope->GetShape().ToString() + " does not broadcast to X " + x->GetShape().ToString());
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    DispatchNumeric(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      const T* ps = slope->GetData<T>();
+      T* py = y->GetData<T>();
+      ForEachBroadcast(x->GetShape(), slope->GetShape(), x->GetShape(), [&](int64_t i, int64_t ia, int64_t ib) {
+        auto v = Load(px[ia]);
+        py[i] = v < decltype(v)(0) ? Store<T>(static_cast<decltype(v)>(v * Load(ps[ib]))) : px[ia];
+      });
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_nn(std::vector<OpEntry>& out) {
+  out.push_back({OpDefBuilder("Gemm").INPUT(A, "T").INPUT(B, "T").OPTIONAL_INPUT(C, "T").OUTPUT(Y, "T")
+                     .DATATYPE(T, TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT32, DT_INT64, DT_UINT32, DT_UINT64}))
+                     .ATTR(alpha, Float, 1.0).ATTR(beta, Float, 1.0).ATTR(transA, Int, 0).ATTR(transB, Int, 0).Build(),
+                 MakeOpImpl<Gemm>("Gemm")});
+  out.push_back({OpDefBuilder("BatchNormalization").INPUT(X, FloatTypes()).INPUT(scale, FloatTypes()).INPUT(B, FloatTypes())
+                     .INPUT(input_mean, FloatTypes()).INPUT(input_var, FloatTypes()).OUTPUT(Y, FloatTypes())
+                     .DYNAMIC_OUTPUT(running, FloatTypes()).ATTR(epsilon, Float, 1e-5).ATTR(momentum, Float, 0.9)
+                     .ATTR(training_mode, Int, 0).ATTR(spatial, Int, 1).Build(),
+                 MakeOpImpl<BatchNormalization>("BatchNormalization")});
+  out.push_back({OpDefBuilder("InstanceNormalization").INPUT(input, "T").INPUT(scale, "T").INPUT(B, "T").OUTPUT(output, "T")
+                     .SAME_AS_INPUT(input).DATATYPE(T, FloatTypes()).ATTR(epsilon, Float, 1e-5).Build(),
+                 MakeOpImpl<InstanceNormalization>("InstanceNormalization")});
+  out.push_back({OpDefBuilder("LayerNormalization").INPUT(X, "T").INPUT(Scale, "T").OPTIONAL_INPUT(B, "T").OUTPUT(Y, "T")
+                     .DYNAMIC_OUTPUT(stats, TensorType({DT_FLOAT})).DATATYPE(T, FloatTypes()).ATTR(axis, Int, -1)
+                     .ATTR(epsilon, Float, 1e-5).ATTR(stash_type, Int, 1).Build(),
+                 MakeOpImpl<LayerNormalization>("LayerNormalization")});
+  out.push_back({OpDefBuilder("MeanVarianceNormalization").INPUT(X, FloatTypes()).OUTPUT(Y, FloatTypes()).SAME_AS_INPUT(X)
+                     .ATTR(axes, ListInt, {0, 2, 3}).Build(), MakeOpImpl<MeanVarianceNormalization>("MeanVarianceNormalization")});
+  out.push_back({OpDefBuilder("LRN").INPUT(X, FloatTypes()).OUTPUT(Y, FloatTypes()).SAME_AS_INPUT(X).REQUIRED_ATTR(size, Int)
+                     .ATTR(alpha, Float, 0.0001).ATTR(beta, Float, 0.75).ATTR(bias, Float, 1.0).Build(), MakeOpImpl<LRN>("LRN")});
+  out.push_back({OpDefBuilder("PRelu").INPUT(X, "T").INPUT(slope, "T").OUTPUT(Y, "T").SAME_AS_INPUT(X)
+                     .DATATYPE(T, TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT32, DT_INT64})).Build(), MakeOpImpl<PRelu>("PRelu")});
+}
+
+}  // namespace weft::ops
