@@ -2,9 +2,11 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "commands.h"
 #include "core/npy.h"
+#include "weft/onnx.h"
 
 namespace fs = std::filesystem;
 
@@ -22,6 +24,34 @@ std::string SafeFileName(std::string s) {
   return s;
 }
 
+bool IsOnnx(const std::string& path) { return fs::path(path).extension() == ".onnx"; }
+
+// A JSON graph or an ONNX model; ONNX inputs take the given concrete shapes.
+Expected<Graph> LoadGraph(const std::string& path, const std::map<std::string, Shape>& shapes = {}) {
+  if (!IsOnnx(path)) return Graph::FromJsonFile(path);
+  OnnxImportOptions o;
+  o.input_shapes = shapes;
+  return ImportOnnx(path, o);
+}
+
+// "name=1,3,224,224" -> shape
+bool ParseShapeSpec(const std::string& spec, std::string* name, Shape* shape) {
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  *name = spec.substr(0, eq);
+  std::stringstream ss(spec.substr(eq + 1));
+  std::string tok;
+  *shape = Shape();
+  while (std::getline(ss, tok, ',')) {
+    try {
+      if (!shape->AppendDim(std::stoll(tok))) return false;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  return true;
+}
+
 struct RunArgs {
   std::string graph;
   std::vector<std::string> inputs;
@@ -32,7 +62,18 @@ struct RunArgs {
 };
 
 int Run(const RunArgs& a) {
-  auto graph = Graph::FromJsonFile(a.graph);
+  std::map<std::string, HostTensor> feeds;
+  std::map<std::string, Shape> shapes;
+  for (const std::string& spec : a.inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Fail("--input '" + spec + "' must be NAME=FILE.npy");
+    auto t = internal::ReadNpy(spec.substr(eq + 1));
+    if (!t.ok()) return Fail("input '" + spec.substr(0, eq) + "': " + t.status().message());
+    shapes[spec.substr(0, eq)] = t.value().shape();
+    feeds[spec.substr(0, eq)] = std::move(t).value();
+  }
+  auto graph = LoadGraph(a.graph, shapes);
   if (!graph.ok()) return Fail(graph.status().message());
   SessionOptions o;
   o.package_paths = a.packages;
@@ -42,15 +83,6 @@ int Run(const RunArgs& a) {
   if (!session.ok()) return Fail(session.status().message());
   auto model = session.value()->Compile(graph.value());
   if (!model.ok()) return Fail(model.status().message());
-  std::map<std::string, HostTensor> feeds;
-  for (const std::string& spec : a.inputs) {
-    size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return Fail("--input '" + spec + "' must be NAME=FILE.npy");
-    auto t = internal::ReadNpy(spec.substr(eq + 1));
-    if (!t.ok()) return Fail("input '" + spec.substr(0, eq) + "': " + t.status().message());
-    feeds[spec.substr(0, eq)] = std::move(t).value();
-  }
   std::string missing;
   for (auto& in : model.value()->inputs())
     if (!feeds.count(in.name))
@@ -66,6 +98,56 @@ int Run(const RunArgs& a) {
     Status s = internal::WriteNpy(path, t);
     if (!s.ok()) return Fail(s.message());
     std::cout << name << ": " << DataTypeName(t.dtype()) << t.shape().ToString() << " -> " << path << "\n";
+  }
+  return 0;
+}
+
+struct InspectArgs {
+  std::string model;
+  bool memory = false;
+  std::vector<std::string> shapes;
+  std::vector<std::string> packages;
+};
+
+int Inspect(const InspectArgs& a) {
+  std::map<std::string, Shape> shapes;
+  for (auto& spec : a.shapes) {
+    std::string name;
+    Shape s;
+    if (!ParseShapeSpec(spec, &name, &s)) return Fail("--shape '" + spec + "' must be NAME=D0,D1,...");
+    shapes[name] = s;
+  }
+  auto graph = LoadGraph(a.model, shapes);
+  if (!graph.ok()) return Fail(graph.status().message());
+  const Graph& g = graph.value();
+  std::cout << "graph: " << g.name() << "\n";
+  for (auto& in : g.inputs()) std::cout << "input  " << in.name << ": " << DataTypeName(in.dtype) << in.shape.ToString() << "\n";
+  for (auto& o : g.outputs()) std::cout << "output " << o << "\n";
+  size_t const_bytes = 0;
+  for (auto& [name, t] : g.constants()) const_bytes += t.bytes();
+  std::cout << "constants: " << g.constants().size() << " (" << const_bytes << " bytes)\n";
+  std::map<std::string, int> hist;
+  for (auto& n : g.nodes()) ++hist[(n.domain.empty() ? "" : n.domain + ":") + n.op_type];
+  std::vector<std::pair<int, std::string>> sorted;
+  for (auto& [op, count] : hist) sorted.push_back({-count, op});
+  std::sort(sorted.begin(), sorted.end());
+  std::cout << "nodes: " << g.nodes().size() << "\n";
+  for (auto& [neg, op] : sorted) std::cout << "  " << op << " x" << -neg << "\n";
+  if (a.memory) {
+    SessionOptions o;
+    o.package_paths = a.packages;
+    auto session = Session::Create(o);
+    if (!session.ok()) return Fail(session.status().message());
+    auto model = session.value()->Compile(g);
+    if (!model.ok()) return Fail(model.status().message());
+    MemoryReport r = model.value()->memory();
+    if (model.value()->has_dynamic_shapes()) {
+      std::cout << "memory: shapes are only known at run time (give --shape NAME=DIMS for every input)\n";
+    } else {
+      std::cout << "memory: arena " << r.arena_bytes << " bytes, lower bound " << r.lower_bound_bytes << " bytes (ratio "
+                << (r.lower_bound_bytes ? static_cast<double>(r.arena_bytes) / static_cast<double>(r.lower_bound_bytes) : 1.0)
+                << "), " << r.num_planned_tensors << " planned tensors, " << model.value()->num_steps() << " steps\n";
+    }
   }
   return 0;
 }
@@ -88,12 +170,19 @@ int main(int argc, char** argv) {
 
   RunArgs ra;
   auto* run = app.add_subcommand("run", "Compile a graph file and run it on .npy inputs");
-  run->add_option("graph", ra.graph, "Graph file (JSON, see docs/graph_format.md)")->required();
+  run->add_option("graph", ra.graph, "Graph file (JSON, see docs/graph_format.md) or ONNX model (.onnx)")->required();
   run->add_option("-i,--input", ra.inputs, "NAME=FILE.npy for each graph input (repeatable)");
   run->add_option("-o,--output-dir", ra.output_dir, "Directory for <output>.npy files")->capture_default_str();
   run->add_option("-p,--package", ra.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)");
   run->add_flag("--allow-override", ra.allow_override, "Let a package replace an op type registered earlier (e.g. a built-in)");
   run->add_option("-t,--threads", ra.threads, "Intra-op threads")->check(CLI::Range(1, 256))->capture_default_str();
+
+  InspectArgs ia;
+  auto* inspect = app.add_subcommand("inspect", "Show a model's inputs, outputs and op histogram (JSON graph or .onnx)");
+  inspect->add_option("model", ia.model, "Graph file or ONNX model")->required();
+  inspect->add_flag("--memory", ia.memory, "Compile and report the planned arena next to its lower bound");
+  inspect->add_option("-s,--shape", ia.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)");
+  inspect->add_option("-p,--package", ia.packages, "Operator package root to load (repeatable)");
 
   std::string mroot, mname;
   auto* manifest = app.add_subcommand("manifest", "Write <package>/weft_manifest.json (run by weft_add_op_package)");
@@ -107,6 +196,7 @@ int main(int argc, char** argv) {
   }
   if (*plugins) return Plugins(pa);
   if (*run) return Run(ra);
+  if (*inspect) return Inspect(ia);
   if (*manifest) {
     if (mname.empty()) mname = fs::path(mroot).lexically_normal().filename().string();
     weft::Status s = WriteManifest(mroot, mname);
