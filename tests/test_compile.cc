@@ -171,3 +171,32 @@ TEST(MemoryPlan, RandomDagsNeverShareLiveMemory) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(GraphPasses, ConstantFoldingMakesShapeChainsStaticAndDropsDeadNodes) {
+  auto s = test::MakeSession();
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {2, 3, 4});
+  g.AddConstant("one", HostTensor::FromVector<int64_t>(DT_INT64, {1}, {-1}));
+  g.AddNode("Shape", "shape", {"x"}, {"sh"});                  // [2,3,4], static
+  g.AddNode("Slice", "first", {"sh", "zero", "one_i"}, {"n"});  // [2]
+  g.AddConstant("zero", HostTensor::FromVector<int64_t>(DT_INT64, {1}, {0}));
+  g.AddConstant("one_i", HostTensor::FromVector<int64_t>(DT_INT64, {1}, {1}));
+  g.AddNode("Concat", "cat", {"n", "one"}, {"target"}, {{"axis", AttrValue::Int(0)}});  // [2,-1]
+  g.AddNode("Reshape", "reshape", {"x", "target"}, {"y"});
+  g.AddNode("Relu", "unused", {"x"}, {"dead"});  // not an output: removed
+  g.AddOutput("y");
+  auto m = s->Compile(g);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_FALSE(m.value()->has_dynamic_shapes());
+  EXPECT_EQ(m.value()->num_steps(), 1u);  // only the Reshape runs
+  EXPECT_EQ(m.value()->outputs()[0].shape, Shape({2, 12}));
+  auto x = test::RandomFloat({2, 3, 4}, 3);
+  auto out = m.value()->Run({x}).value();
+  EXPECT_EQ(std::memcmp(out[0].data(), x.data(), x.bytes()), 0);
+}
+
+}  // namespace
+}  // namespace weft

@@ -277,6 +277,43 @@ struct Builder {
     return fn(cn.instance, &c);
   }
 
+  // Constant folding through the op's own Execute: a node whose inputs are all constants (or,
+  // for the built-in Shape/Size, whose input shape is static) runs now and its outputs become
+  // constants, so downstream shapes become static too.
+  Status MaybeFold(CompiledNode& cn) {
+    if (m->dynamic) return Status::Ok();
+    bool shape_only = cn.op->library == nullptr && (cn.op_type == "Shape" || cn.op_type == "Size");
+    bool all_const = !cn.in_values.empty();
+    for (int id : cn.in_values) all_const = all_const && m->values[id].kind == ValueKind::kConstant;
+    if (!all_const && !shape_only) return Status::Ok();
+    size_t bytes = 0;
+    for (int id : cn.out_values) bytes += m->values[id].bytes;
+    if (bytes > (size_t(64) << 20)) return Status::Ok();  // keep huge results out of the model
+    std::vector<HostTensor> outs;
+    for (int id : cn.out_values) outs.emplace_back(m->values[id].dtype, m->values[id].shape);
+    for (size_t k = 0; k < cn.in_values.size(); ++k) {
+      const Value& v = m->values[cn.in_values[k]];
+      meta[cn.in_values[k]].data = v.kind == ValueKind::kConstant ? const_cast<void*>(m->constants[v.index].data()) : nullptr;
+    }
+    for (size_t k = 0; k < cn.out_values.size(); ++k) {
+      Tensor& t = meta[cn.out_values[k]];
+      t.data = outs[k].data();
+      t.size_bytes = outs[k].bytes();
+    }
+    Scratch scratch;
+    if (Call(cn, WEFT_STAGE_EXECUTE, cn.op->impl->execute, &scratch) != WEFT_STATUS_OK)
+      return InvalidArgument(NodeError(cn, "Execute (constant folding)", error));
+    for (size_t k = 0; k < cn.out_values.size(); ++k) {
+      Value& v = m->values[cn.out_values[k]];
+      meta[cn.out_values[k]].data = nullptr;
+      v.kind = ValueKind::kConstant;
+      v.index = static_cast<int>(m->constants.size());
+      m->constants.push_back(std::move(outs[k]));
+    }
+    cn.folded = true;
+    return Status::Ok();
+  }
+
   Status CheckInputTypes(CompiledNode& cn) {
     const Prototype& p = cn.op->proto;
     std::map<std::string, std::pair<DataType, std::string>> bound;  // symbol -> (type, io name)
@@ -433,7 +470,26 @@ struct Builder {
       cn->instance = impl->create(&c);
       if (!cn->instance) return Internal(NodeError(*cn, "creating the op object", error));
       WEFT_RETURN_IF_ERROR(InferNode(*cn));
+      WEFT_RETURN_IF_ERROR(MaybeFold(*cn));
     }
+    // Folded nodes are gone; so is every node nothing downstream needs (dead code).
+    std::vector<bool> needed(m->values.size(), false);
+    for (auto& name : g.outputs())
+      if (auto it = ids.find(name); it != ids.end()) needed[it->second] = true;
+    std::vector<std::unique_ptr<CompiledNode>> kept;
+    for (size_t k = m->nodes.size(); k-- > 0;) {
+      auto& cn = m->nodes[k];
+      bool live = !cn->folded;
+      if (live) {
+        live = false;
+        for (int id : cn->out_values) live = live || needed[id];
+      }
+      if (!live) continue;
+      for (int id : cn->in_values) needed[id] = true;
+      kept.push_back(std::move(cn));
+    }
+    std::reverse(kept.begin(), kept.end());
+    m->nodes = std::move(kept);
     // Liveness.
     for (size_t s = 0; s < m->nodes.size(); ++s) {
       for (int id : m->nodes[s]->in_values) m->values[id].last_use = static_cast<int>(s);

@@ -48,6 +48,7 @@ struct CompiledNode {
   std::vector<AttrValue> attrs;  // prototype order; never resized after compile
   std::vector<const WeftAttrValue*> attr_ptrs;
   std::vector<const char*> attr_names;
+  bool folded = false;  // computed at compile time; its outputs are constants
   CompiledNode() = default;
   CompiledNode(const CompiledNode&) = delete;
   ~CompiledNode() {
