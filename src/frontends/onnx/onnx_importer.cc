@@ -190,6 +190,22 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
   static const std::map<std::string, std::function<void(Lowering&)>> kTable = {
       {"Squeeze", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
       {"Cast", [](Lowering& l) { l.IntToType("to"); }},
+      {"Resize", [](Lowering& l) {
+         if (l.opset < 11) {  // opset 10: Resize(X, scales), asymmetric coordinates, floor rounding
+           l.n.inputs.resize(2);
+           l.n.inputs.insert(l.n.inputs.begin() + 1, "");
+           l.n.attrs["coordinate_transformation_mode"] = AttrValue::String("asymmetric");
+           l.n.attrs["nearest_mode"] = AttrValue::String("floor");
+         }
+       }},
+      {"Upsample", [](Lowering& l) {  // Upsample(X, scales) is opset-10 Resize
+         l.n.op_type = "Resize";
+         if (l.n.attrs.count("scales")) l.AttrToInput("scales", 1);
+         l.n.inputs.resize(2);
+         l.n.inputs.insert(l.n.inputs.begin() + 1, "");
+         l.n.attrs["coordinate_transformation_mode"] = AttrValue::String("asymmetric");
+         l.n.attrs["nearest_mode"] = AttrValue::String("floor");
+       }},
       {"Softmax", [](Lowering& l) { l.LegacySoftmax(); }},
       {"LogSoftmax", [](Lowering& l) { l.LegacySoftmax(); }},
       {"Hardmax", [](Lowering& l) { l.LegacySoftmax(); }},

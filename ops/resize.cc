@@ -1,0 +1,262 @@
+// Resize (ONNX opsets 11-18 semantics): nearest / linear / cubic on any number of dims, every
+// coordinate_transformation_mode and nearest_mode, roi for tf_crop_and_resize, sizes or scales,
+// axes and keep_aspect_ratio_policy. The importer rewrites opset 10 Resize and Upsample to it.
+#include <algorithm>
+#include <cmath>
+
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
+  ctx->SetError(std::string("Resize: ") + msg);
+  return GRAPH_FAILED;
+}
+
+bool ReadFloats(const Tensor* t, std::vector<double>* out) {
+  out->clear();
+  if (!t || !t->GetAddr()) return false;
+  bool ok = DispatchFloat(t->GetDataType(), [&](auto tag) {
+    for (int64_t i = 0; i < t->GetShapeSize(); ++i) out->push_back(static_cast<double>(Load(t->GetData<decltype(tag)>()[i])));
+  });
+  return ok;
+}
+
+struct Plan {
+  Shape out;
+  std::vector<double> scale;          // per dim
+  std::vector<double> roi_lo, roi_hi;  // per dim
+};
+
+// false: a value needed is not known yet. Errors go to *err.
+bool MakePlan(const KernelContextBase* ctx, const Shape& in, Plan* p, std::string* err) {
+  size_t r = in.GetDimNum();
+  const Tensor* roi_t = ctx->GetOptionalInputTensor(1);
+  const Tensor* scales_t = ctx->GetOptionalInputTensor(2);
+  const Tensor* sizes_t = ctx->GetOptionalInputTensor(3);
+  std::vector<double> roi, scales;
+  std::vector<int64_t> sizes;
+  if (roi_t && roi_t->GetShapeSize() && !ReadFloats(roi_t, &roi)) return false;
+  if (scales_t && scales_t->GetShapeSize() && !ReadFloats(scales_t, &scales)) return false;
+  if (sizes_t && sizes_t->GetShapeSize() && !ReadInts(sizes_t, &sizes)) return false;
+  std::vector<int64_t> axes;
+  ListView<int64_t> ax = ctx->GetAttrs()->GetListInt("axes");
+  for (int64_t a : ax) {
+    int64_t n;
+    if (!NormalizeAxis(a, static_cast<int64_t>(r), &n)) {
+      *err = AxisError(a, static_cast<int64_t>(r));
+      return true;
+    }
+    axes.push_back(n);
+  }
+  if (axes.empty())
+    for (size_t k = 0; k < r; ++k) axes.push_back(static_cast<int64_t>(k));
+  if (scales.empty() == sizes.empty()) {
+    *err = "exactly one of scales and sizes must be given";
+    return true;
+  }
+  size_t na = axes.size();
+  if ((!scales.empty() && scales.size() != na) || (!sizes.empty() && sizes.size() != na) || (!roi.empty() && roi.size() != 2 * na)) {
+    *err = "scales/sizes/roi do not match " + std::to_string(na) + " axes";
+    return true;
+  }
+  p->out = in;
+  p->scale.assign(r, 1.0);
+  p->roi_lo.assign(r, 0.0);
+  p->roi_hi.assign(r, 1.0);
+  for (size_t i = 0; i < na; ++i)
+    if (!roi.empty()) p->roi_lo[axes[i]] = roi[i], p->roi_hi[axes[i]] = roi[i + na];
+  if (!scales.empty()) {
+    for (size_t i = 0; i < na; ++i) {
+      if (scales[i] <= 0) {
+        *err = "scales must be positive";
+        return true;
+      }
+      p->scale[axes[i]] = scales[i];
+      p->out.SetDim(static_cast<size_t>(axes[i]), static_cast<int64_t>(std::floor(static_cast<double>(in.GetDim(axes[i])) * scales[i])));
+    }
+  } else {
+    std::string policy = ctx->GetAttrs()->GetStr("keep_aspect_ratio_policy");
+    double common = policy == "not_larger" ? 1e300 : 0;
+    for (size_t i = 0; i < na; ++i) {
+      double s = static_cast<double>(sizes[i]) / static_cast<double>(in.GetDim(axes[i]));
+      common = policy == "not_larger" ? std::min(common, s) : std::max(common, s);
+    }
+    for (size_t i = 0; i < na; ++i) {
+      double s = policy == "stretch" ? static_cast<double>(sizes[i]) / static_cast<double>(in.GetDim(axes[i])) : common;
+      int64_t o = policy == "stretch" ? sizes[i] : static_cast<int64_t>(std::round(static_cast<double>(in.GetDim(axes[i])) * common));
+      p->scale[axes[i]] = s;
+      p->out.SetDim(static_cast<size_t>(axes[i]), o);
+    }
+  }
+  return true;
+}
+
+struct Tap {
+  int64_t index;
+  double weight;
+};
+
+class Resize : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Plan p;
+    std::string err;
+    if (!MakePlan(ctx, *ctx->GetInputShape(0), &p, &err)) {
+      MarkUnknown(ctx->GetOutputShape(0), ctx->GetInputShape(0)->GetDimNum());
+      return GRAPH_SUCCESS;
+    }
+    if (!err.empty()) return Fail(ctx, err);
+    *ctx->GetOutputShape(0) = p.out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& in = x->GetShape();
+    Plan p;
+    std::string err;
+    MakePlan(ctx, in, &p, &err);
+    if (!err.empty()) return Fail(ctx, err);
+    Tensor* y = ctx->MallocOutputTensor(0, p.out, x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const RuntimeAttrs* a = ctx->GetAttrs();
+    std::string mode = a->GetStr("mode"), ctm = a->GetStr("coordinate_transformation_mode"), nm = a->GetStr("nearest_mode");
+    double cubic_a = *a->GetFloat("cubic_coeff_a"), extrap = *a->GetFloat("extrapolation_value");
+    bool exclude = *a->GetInt("exclude_outside") != 0;
+    if (*a->GetInt("antialias")) return Fail(ctx, "antialias=1 is not supported");
+    if (mode != "nearest" && mode != "linear" && mode != "cubic") return Fail(ctx, "unknown mode '" + mode + "'");
+    size_t r = in.GetDimNum();
+    // Per dim and output coordinate: the taps, or an empty list meaning "extrapolate".
+    std::vector<std::vector<std::vector<Tap>>> taps(r);
+    for (size_t d = 0; d < r; ++d) {
+      int64_t n_in = in.GetDim(d), n_out = p.out.GetDim(d);
+      double s = p.scale[d];
+      taps[d].resize(static_cast<size_t>(n_out));
+      for (int64_t o = 0; o < n_out; ++o) {
+        double xo = static_cast<double>(o), xi;
+        double len = static_cast<double>(n_in) * s;  // ONNX: the unrounded resized length
+        if (ctm == "half_pixel") xi = (xo + 0.5) / s - 0.5;
+        else if (ctm == "pytorch_half_pixel") xi = len > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
+        else if (ctm == "align_corners") xi = len == 1 ? 0.0 : xo * static_cast<double>(n_in - 1) / (len - 1);
+        else if (ctm == "asymmetric") xi = xo / s;
+        else if (ctm == "tf_half_pixel_for_nn") xi = (xo + 0.5) / s;
+        else if (ctm == "half_pixel_symmetric") {
+          double adj = static_cast<double>(n_out) / (s * static_cast<double>(n_in));
+          double center = static_cast<double>(n_in) / 2.0;
+          xi = center * (1 - adj) + (xo + 0.5) / s - 0.5;
+        } else if (ctm == "tf_crop_and_resize") {
+          double lo = p.roi_lo[d], hi = p.roi_hi[d];
+          xi = n_out > 1 ? lo * static_cast<double>(n_in - 1) + xo * (hi - lo) * static_cast<double>(n_in - 1) / static_cast<double>(n_out - 1)
+                         : 0.5 * (lo + hi) * static_cast<double>(n_in - 1);
+          if (xi < 0 || xi > static_cast<double>(n_in - 1)) continue;  // extrapolated
+        } else {
+          return Fail(ctx, "unknown coordinate_transformation_mode '" + ctm + "'");
+        }
+        auto& t = taps[d][static_cast<size_t>(o)];
+        if (mode == "nearest") {
+          double f = std::floor(xi);
+          int64_t idx;
+          if (nm == "floor") idx = static_cast<int64_t>(f);
+          else if (nm == "ceil") idx = static_cast<int64_t>(std::ceil(xi));
+          else if (nm == "round_prefer_ceil") idx = static_cast<int64_t>(xi - f == 0.5 ? f + 1 : std::round(xi));
+          else idx = static_cast<int64_t>(xi - f == 0.5 ? f : std::round(xi));  // round_prefer_floor
+          t.push_back({std::clamp<int64_t>(idx, 0, n_in - 1), 1.0});
+        } else if (mode == "linear") {
+          double xc = std::clamp(xi, 0.0, static_cast<double>(n_in - 1));
+          int64_t i0 = static_cast<int64_t>(std::floor(xc));
+          int64_t i1 = std::min(i0 + 1, n_in - 1);
+          double w1 = xc - static_cast<double>(i0);
+          t.push_back({i0, 1.0 - w1});
+          if (w1 > 0) t.push_back({i1, w1});
+        } else {  // cubic
+          int64_t i0 = static_cast<int64_t>(std::floor(xi));
+          double frac = xi - static_cast<double>(i0);
+          double dist[4] = {1 + frac, frac, 1 - frac, 2 - frac};
+          double sum = 0;
+          for (int k = 0; k < 4; ++k) {
+            double z = std::fabs(dist[k]);
+            double w = z <= 1 ? ((cubic_a + 2) * z - (cubic_a + 3)) * z * z + 1
+                              : ((cubic_a * z - 5 * cubic_a) * z + 8 * cubic_a) * z - 4 * cubic_a;
+            int64_t idx = i0 - 1 + k;
+            if (exclude && (idx < 0 || idx >= n_in)) continue;
+            t.push_back({std::clamp<int64_t>(idx, 0, n_in - 1), w});
+            sum += w;
+          }
+          if (exclude && sum != 0)
+            for (auto& tp : t) tp.weight /= sum;
+        }
+      }
+    }
+    int64_t st[WEFT_MAX_DIMS];
+    Strides(in, st);
+    DispatchNumeric(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      int64_t total = p.out.GetShapeSize();
+      int64_t coord[WEFT_MAX_DIMS];
+      for (int64_t i = 0; i < total; ++i) {
+        int64_t rem = i;
+        bool outside = false;
+        for (size_t d = r; d-- > 0;) {
+          coord[d] = rem % p.out.GetDim(d);
+          rem /= p.out.GetDim(d);
+          if (taps[d][static_cast<size_t>(coord[d])].empty()) outside = true;
+        }
+        double v = 0;
+        if (outside) {
+          v = extrap;
+        } else {
+          // Tensor product of the per-dim taps.
+          size_t pos[WEFT_MAX_DIMS] = {0};
+          for (;;) {
+            double w = 1;
+            int64_t off = 0;
+            for (size_t d = 0; d < r; ++d) {
+              const Tap& tp = taps[d][static_cast<size_t>(coord[d])][pos[d]];
+              w *= tp.weight;
+              off += tp.index * st[d];
+            }
+            v += w * static_cast<double>(Load(px[off]));
+            size_t d = r;
+            while (d-- > 0) {
+              if (++pos[d] < taps[d][static_cast<size_t>(coord[d])].size()) break;
+              pos[d] = 0;
+            }
+            if (d == static_cast<size_t>(-1)) break;
+          }
+        }
+        if constexpr (std::is_integral<T>::value) py[i] = static_cast<T>(std::round(v));
+        else py[i] = Store<T>(static_cast<typename Compute<T>::type>(v));
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_resize(std::vector<OpEntry>& out) {
+  out.push_back({OpDefBuilder("Resize")
+                     .INPUT(X, NumericTypes())
+                     .OPTIONAL_INPUT(roi, FloatTypes())
+                     .OPTIONAL_INPUT(scales, TensorType({DT_FLOAT}))
+                     .OPTIONAL_INPUT(sizes, TensorType({DT_INT64}))
+                     .OUTPUT(Y, NumericTypes())
+                     .ATTR(mode, String, "nearest")
+                     .ATTR(coordinate_transformation_mode, String, "half_pixel")
+                     .ATTR(nearest_mode, String, "round_prefer_floor")
+                     .ATTR(cubic_coeff_a, Float, -0.75)
+                     .ATTR(exclude_outside, Int, 0)
+                     .ATTR(extrapolation_value, Float, 0.0)
+                     .ATTR(antialias, Int, 0)
+                     .ATTR(axes, ListInt, {})
+                     .ATTR(keep_aspect_ratio_policy, String, "stretch")
+                     .Build(),
+                 MakeOpImpl<Resize>("Resize")});
+}
+
+}  // namespace weft::ops
