@@ -1,0 +1,270 @@
+// Recurrent layers: RNN, GRU and LSTM with ONNX semantics (directions, sequence_lens, initial
+// states, peepholes, clip, custom activations, layout 0 and 1).
+#include <algorithm>
+#include <cmath>
+
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
+  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
+  return GRAPH_FAILED;
+}
+
+enum class Kind { kRnn, kGru, kLstm };
+
+struct Activation {
+  std::string name;
+  float alpha = 0, beta = 0;
+  double operator()(double x) const {
+    if (name == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
+    if (name == "Tanh") return std::tanh(x);
+    if (name == "Relu") return std::max(0.0, x);
+    if (name == "HardSigmoid") return std::clamp(alpha * x + beta, 0.0, 1.0);
+    if (name == "LeakyRelu") return x >= 0 ? x : alpha * x;
+    if (name == "ThresholdedRelu") return x > alpha ? x : 0.0;
+    if (name == "ScaledTanh") return alpha * std::tanh(beta * x);
+    if (name == "Affine") return alpha * x + beta;
+    if (name == "Elu") return x >= 0 ? x : alpha * (std::exp(x) - 1);
+    if (name == "Softsign") return x / (1 + std::fabs(x));
+    if (name == "Softplus") return std::log1p(std::exp(x));
+    return NAN;
+  }
+};
+
+bool KnownActivation(const std::string& n) {
+  for (const char* k : {"Sigmoid", "Tanh", "Relu", "HardSigmoid", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "Affine", "Elu",
+                        "Softsign", "Softplus"})
+    if (n == k) return true;
+  return false;
+}
+
+template <Kind K>
+class Recurrent : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static constexpr int kGates = K == Kind::kLstm ? 4 : K == Kind::kGru ? 3 : 1;
+
+  struct Dims {
+    int64_t seq, batch, input, hidden, dirs;
+    bool batch_first;
+  };
+  static bool GetDims(const KernelContextBase* ctx, Dims* d, std::string* err) {
+    const Shape& x = ctx->GetInputTensor(0)->GetShape();
+    const Shape& w = ctx->GetInputTensor(1)->GetShape();
+    if (x.GetDimNum() != 3 || w.GetDimNum() != 3) {
+      *err = "X and W must be 3-D";
+      return false;
+    }
+    d->batch_first = *ctx->GetAttrs()->GetInt("layout") != 0;
+    d->seq = d->batch_first ? x.GetDim(1) : x.GetDim(0);
+    d->batch = d->batch_first ? x.GetDim(0) : x.GetDim(1);
+    d->input = x.GetDim(2);
+    d->hidden = *ctx->GetAttrs()->GetInt("hidden_size");
+    std::string dir = ctx->GetAttrs()->GetStr("direction");
+    d->dirs = dir == "bidirectional" ? 2 : 1;
+    if (dir != "forward" && dir != "reverse" && dir != "bidirectional") {
+      *err = "unknown direction '" + dir + "'";
+      return false;
+    }
+    if (d->hidden <= 0 || w.GetDim(0) != d->dirs || w.GetDim(1) != kGates * d->hidden || w.GetDim(2) != d->input) {
+      *err = "W " + w.ToString() + " does not match hidden_size " + std::to_string(d->hidden) + ", input " + std::to_string(d->input) +
+             " and " + std::to_string(d->dirs) + " direction(s)";
+      return false;
+    }
+    return true;
+  }
+
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Dims d;
+    std::string err;
+    if (!GetDims(ctx, &d, &err)) return Fail(ctx, err);
+    Shape y = d.batch_first ? Shape({d.batch, d.seq, d.dirs, d.hidden}) : Shape({d.seq, d.dirs, d.batch, d.hidden});
+    Shape h = d.batch_first ? Shape({d.batch, d.dirs, d.hidden}) : Shape({d.dirs, d.batch, d.hidden});
+    *ctx->GetOutputShape(0) = y;
+    for (size_t k = 1; k < ctx->GetComputeNodeOutputNum(); ++k) *ctx->GetOutputShape(k) = h;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) ctx->SetOutputDataType(k, ctx->GetInputDataType(0));
+    return GRAPH_SUCCESS;
+  }
+
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    Dims d;
+    std::string err;
+    if (!GetDims(ctx, &d, &err)) return Fail(ctx, err);
+    const RuntimeAttrs* a = ctx->GetAttrs();
+    // Activations: per direction f, g (and h for LSTM), with alpha/beta consumed in order.
+    const int per_dir = K == Kind::kLstm ? 3 : K == Kind::kGru ? 2 : 1;
+    std::vector<Activation> acts;
+    ListView<const char*> names = a->GetListString("activations");
+    ListView<float> alphas = a->GetListFloat("activation_alpha"), betas = a->GetListFloat("activation_beta");
+    size_t ai = 0, bi = 0;
+    for (int64_t k = 0; k < per_dir * d.dirs; ++k) {
+      Activation act;
+      act.name = names.size() > static_cast<size_t>(k) ? names[k] : (k % per_dir == 0 && K != Kind::kRnn ? "Sigmoid" : "Tanh");
+      if (!KnownActivation(act.name)) return Fail(ctx, "unknown activation '" + act.name + "'");
+      bool takes_alpha = act.name == "HardSigmoid" || act.name == "LeakyRelu" || act.name == "ThresholdedRelu" || act.name == "ScaledTanh" ||
+                         act.name == "Affine" || act.name == "Elu";
+      bool takes_beta = act.name == "HardSigmoid" || act.name == "ScaledTanh" || act.name == "Affine";
+      if (act.name == "HardSigmoid") act.alpha = 0.2f, act.beta = 0.5f;
+      if (act.name == "LeakyRelu") act.alpha = 0.01f;
+      if (act.name == "ThresholdedRelu" || act.name == "Elu") act.alpha = 1.0f;
+      if (takes_alpha && ai < alphas.size()) act.alpha = alphas[ai++];
+      if (takes_beta && bi < betas.size()) act.beta = betas[bi++];
+      acts.push_back(act);
+    }
+    float clip = *a->GetFloat("clip");
+    bool input_forget = K == Kind::kLstm && *a->GetInt("input_forget") != 0;
+    bool linear_before_reset = K == Kind::kGru && *a->GetInt("linear_before_reset") != 0;
+    std::string dir = a->GetStr("direction");
+
+    const Tensor* X = ctx->GetInputTensor(0);
+    const Tensor* W = ctx->GetRequiredInputTensor(1);
+    const Tensor* R = ctx->GetRequiredInputTensor(2);
+    const Tensor* B = ctx->GetOptionalInputTensor(3);
+    const Tensor* lens = ctx->GetOptionalInputTensor(4);
+    const Tensor* h0 = ctx->GetOptionalInputTensor(5);
+    const Tensor* c0 = K == Kind::kLstm ? ctx->GetOptionalInputTensor(6) : nullptr;
+    const Tensor* P = K == Kind::kLstm ? ctx->GetOptionalInputTensor(7) : nullptr;
+    Tensor* outs[3] = {nullptr, nullptr, nullptr};
+    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum() && k < 3; ++k) {
+      outs[k] = ctx->MallocOutputTensor(k, ctx->GetOutputTensor(k)->GetShape(), X->GetDataType());
+      if (!outs[k]) return GRAPH_FAILED;
+    }
+    int64_t H = d.hidden, G = kGates * H;
+    auto* state = static_cast<double*>(ctx->MallocWorkSpace(static_cast<size_t>(d.batch * (2 * H + 2 * G)) * sizeof(double)));
+    if (!state) return GRAPH_FAILED;
+    double* h = state;
+    double* c = h + d.batch * H;
+    double* gx = c + d.batch * H;      // X*W^T + Wb per batch
+    double* gh = gx + d.batch * G;     // H*R^T + Rb per batch
+    bool ok = true;
+    DispatchFloat(X->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      auto at = [](const Tensor* t, int64_t i) { return static_cast<double>(Load(t->GetData<T>()[i])); };
+      auto xi = [&](int64_t t, int64_t b, int64_t i) { return d.batch_first ? (b * d.seq + t) * d.input + i : (t * d.batch + b) * d.input + i; };
+      auto yi = [&](int64_t t, int64_t dd, int64_t b, int64_t j) {
+        return d.batch_first ? ((b * d.seq + t) * d.dirs + dd) * H + j : ((t * d.dirs + dd) * d.batch + b) * H + j;
+      };
+      auto hi = [&](int64_t dd, int64_t b, int64_t j) { return d.batch_first ? (b * d.dirs + dd) * H + j : (dd * d.batch + b) * H + j; };
+      if (outs[0])
+        for (int64_t i = 0; i < outs[0]->GetShapeSize(); ++i) outs[0]->GetData<T>()[i] = Store<T>(typename Compute<T>::type(0));
+      for (int64_t dd = 0; dd < d.dirs; ++dd) {
+        bool reverse = dir == "reverse" || (dir == "bidirectional" && dd == 1);
+        const Activation& f = acts[static_cast<size_t>(dd * per_dir)];
+        const Activation& g = acts[static_cast<size_t>(dd * per_dir + (per_dir > 1 ? 1 : 0))];
+        const Activation& hact = acts[static_cast<size_t>(dd * per_dir + (per_dir > 2 ? 2 : 0))];
+        for (int64_t b = 0; b < d.batch; ++b)
+          for (int64_t j = 0; j < H; ++j) {
+            h[b * H + j] = h0 ? at(h0, (dd * d.batch + b) * H + j) : 0.0;
+            c[b * H + j] = c0 ? at(c0, (dd * d.batch + b) * H + j) : 0.0;
+          }
+        for (int64_t step = 0; step < d.seq; ++step) {
+          for (int64_t b = 0; b < d.batch; ++b) {
+            int64_t len = lens ? (lens->GetDataType() == DT_INT64 ? lens->GetData<int64_t>()[b] : lens->GetData<int32_t>()[b]) : d.seq;
+            if (len < 0 || len > d.seq) {
+              ok = false;
+              return;
+            }
+            if (step >= len) continue;
+            int64_t t = reverse ? len - 1 - step : step;
+            double* gxb = gx + b * G;
+            double* ghb = gh + b * G;
+            for (int64_t r = 0; r < G; ++r) {
+              double sx = B ? at(B, dd * 2 * G + r) : 0.0, sh = B ? at(B, dd * 2 * G + G + r) : 0.0;
+              for (int64_t i = 0; i < d.input; ++i) sx += at(X, xi(t, b, i)) * at(W, (dd * G + r) * d.input + i);
+              for (int64_t i = 0; i < H; ++i) sh += h[b * H + i] * at(R, (dd * G + r) * H + i);
+              gxb[r] = sx;
+              ghb[r] = sh;
+            }
+            auto clipv = [&](double v) { return clip > 0 ? std::clamp(v, -static_cast<double>(clip), static_cast<double>(clip)) : v; };
+            for (int64_t j = 0; j < H; ++j) {
+              double hn, cn = 0;
+              if constexpr (K == Kind::kRnn) {
+                hn = f(clipv(gxb[j] + ghb[j]));
+              } else if constexpr (K == Kind::kGru) {
+                double z = f(clipv(gxb[j] + ghb[j]));
+                double rr = f(clipv(gxb[H + j] + ghb[H + j]));
+                double cand;
+                if (linear_before_reset) {
+                  cand = g(clipv(gxb[2 * H + j] + rr * ghb[2 * H + j]));
+                } else {
+                  double s = B ? at(B, dd * 2 * G + G + 2 * H + j) : 0.0;
+                  for (int64_t i = 0; i < H; ++i) s += rr_h(rr, h, b, H, i, f, gxb, ghb, clipv) * at(R, (dd * G + 2 * H + j) * H + i);
+                  cand = g(clipv(gxb[2 * H + j] + s));
+                }
+                hn = (1 - z) * cand + z * h[b * H + j];
+              } else {
+                double cp = c[b * H + j];
+                double pi = P ? at(P, dd * 3 * H + j) : 0.0, po = P ? at(P, dd * 3 * H + H + j) : 0.0, pf = P ? at(P, dd * 3 * H + 2 * H + j) : 0.0;
+                double ig = f(clipv(gxb[j] + ghb[j] + pi * cp));
+                double fg = input_forget ? 1 - ig : f(clipv(gxb[2 * H + j] + ghb[2 * H + j] + pf * cp));
+                double cc = g(clipv(gxb[3 * H + j] + ghb[3 * H + j]));
+                cn = fg * cp + ig * cc;
+                double og = f(clipv(gxb[H + j] + ghb[H + j] + po * cn));
+                hn = og * hact(cn);
+              }
+              ghb[j] = hn;  // stage new h (old h still needed by other j for GRU reset gate)
+              if constexpr (K == Kind::kLstm) gxb[j] = cn;
+            }
+            for (int64_t j = 0; j < H; ++j) {
+              h[b * H + j] = ghb[j];
+              if constexpr (K == Kind::kLstm) c[b * H + j] = gxb[j];
+              if (outs[0]) outs[0]->GetData<T>()[yi(t, dd, b, j)] = Store<T>(static_cast<typename Compute<T>::type>(h[b * H + j]));
+            }
+          }
+        }
+        for (int64_t b = 0; b < d.batch; ++b)
+          for (int64_t j = 0; j < H; ++j) {
+            if (outs[1]) outs[1]->GetData<T>()[hi(dd, b, j)] = Store<T>(static_cast<typename Compute<T>::type>(h[b * H + j]));
+            if (outs[2]) outs[2]->GetData<T>()[hi(dd, b, j)] = Store<T>(static_cast<typename Compute<T>::type>(c[b * H + j]));
+          }
+      }
+    });
+    if (!ok) return Fail(ctx, "sequence_lens values must lie in [0, " + std::to_string(d.seq) + "]");
+    return GRAPH_SUCCESS;
+  }
+
+ private:
+  // GRU (linear_before_reset = 0): element i of r (.) H_{t-1}, where r is recomputed for row i.
+  template <typename F, typename C>
+  static double rr_h(double, const double* h, int64_t b, int64_t H, int64_t i, const F& f, const double* gxb, const double* ghb, C clipv) {
+    double r_i = f(clipv(gxb[H + i] + ghb[H + i]));
+    return r_i * h[b * H + i];
+  }
+};
+
+OpEntry Make(const char* name, Kind k) {
+  OpDefBuilder b(name);
+  b.INPUT(X, "T").INPUT(W, "T").INPUT(R, "T").OPTIONAL_INPUT(B, "T").OPTIONAL_INPUT(sequence_lens, IndexTypes())
+      .OPTIONAL_INPUT(initial_h, "T");
+  if (k == Kind::kLstm) b.OPTIONAL_INPUT(initial_c, "T").OPTIONAL_INPUT(P, "T");
+  b.OUTPUT(Y, "T").OUTPUT(Y_h, "T");
+  if (k == Kind::kLstm) b.OUTPUT(Y_c, "T");
+  b.DATATYPE(T, TensorType({DT_FLOAT, DT_DOUBLE, DT_FLOAT16}))
+      .ATTR(activation_alpha, ListFloat, {})
+      .ATTR(activation_beta, ListFloat, {})
+      .ATTR(activations, ListString, {})
+      .ATTR(clip, Float, 0.0)
+      .ATTR(direction, String, "forward")
+      .REQUIRED_ATTR(hidden_size, Int)
+      .ATTR(layout, Int, 0);
+  if (k == Kind::kLstm) b.ATTR(input_forget, Int, 0);
+  if (k == Kind::kGru) b.ATTR(linear_before_reset, Int, 0);
+  if (k == Kind::kRnn) return {b.Build(), MakeOpImpl<Recurrent<Kind::kRnn>>(name)};
+  if (k == Kind::kGru) return {b.Build(), MakeOpImpl<Recurrent<Kind::kGru>>(name)};
+  return {b.Build(), MakeOpImpl<Recurrent<Kind::kLstm>>(name)};
+}
+
+}  // namespace
+
+void WeftRegister_rnn(std::vector<OpEntry>& out) {
+  out.push_back(Make("RNN", Kind::kRnn));
+  out.push_back(Make("GRU", Kind::kGru));
+  out.push_back(Make("LSTM", Kind::kLstm));
+}
+
+}  // namespace weft::ops
