@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "dnnl_runner.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -121,8 +122,87 @@ int64_t Prod(const int64_t* v, size_t n) {
   return p;
 }
 
-class Conv : public EagerExecuteOp, public ShapeInferOp {
+class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
  public:
+  // float32 fast path: a oneDNN convolution with weights prepacked once, bias, the fused residual
+  // sum and activation as post-ops. Anything else runs the reference loops below.
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetRequiredInputTensor(1);
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    bool sum = ctx->GetOptionalInputTensor(3) != nullptr;
+    if (x->GetDataType() != DT_FLOAT || !wt->GetAddr() || (b && !b->GetAddr())) return GRAPH_SUCCESS;
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err) || w.nd < 1 || w.nd > 3) return GRAPH_SUCCESS;
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    try {
+      int64_t group = *ctx->GetAttrs()->GetInt("group");
+      const Shape& xs = x->GetShape();
+      const Shape& ws = wt->GetShape();
+      int64_t m = ws.GetDim(0);
+      dnnl::memory::dims src{xs.GetDim(0), xs.GetDim(1)}, dst{xs.GetDim(0), m}, wd, strides, dil, pl, pr;
+      if (group > 1) wd = {group, m / group, ws.GetDim(1)};
+      else wd = {m, ws.GetDim(1)};
+      for (size_t i = 0; i < w.nd; ++i) {
+        src.push_back(w.in[i]);
+        dst.push_back(w.out[i]);
+        wd.push_back(w.k[i]);
+        strides.push_back(w.s[i]);
+        dil.push_back(w.d[i] - 1);
+        pl.push_back(w.pb[i]);
+        pr.push_back(w.pe[i]);
+      }
+      const tag act_tags[] = {tag::ncw, tag::nchw, tag::ncdhw};
+      const tag w_tags[] = {tag::oiw, tag::oihw, tag::oidhw};
+      const tag gw_tags[] = {tag::goiw, tag::goihw, tag::goidhw};
+      // Let oneDNN choose blocked layouts; plain NCHW is reordered in and out around the kernel.
+      dnnl::memory::desc src_md(src, dt::f32, act_tags[w.nd - 1]), dst_md(dst, dt::f32, act_tags[w.nd - 1]);
+      dnnl::memory::desc src_any(src, dt::f32, tag::any), dst_any(dst, dt::f32, tag::any);
+      dnnl::memory::desc w_any(wd, dt::f32, tag::any), bias_md({m}, dt::f32, tag::x);
+      dnnl::convolution_forward::desc cd = b
+          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_any, w_any,
+                                            bias_md, dst_any, strides, dil, pl, pr)
+          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_any, w_any,
+                                            dst_any, strides, dil, pl, pr);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      attr.set_post_ops(FusedPostOps(ctx->GetAttrs(), sum));
+      dnnl::convolution_forward::primitive_desc pd(cd, attr, CpuEngine());
+      dnnl::memory w_plain({wd, dt::f32, group > 1 ? gw_tags[w.nd - 1] : w_tags[w.nd - 1]}, CpuEngine(), const_cast<void*>(wt->GetAddr()));
+      weights_ = dnnl::memory(pd.weights_desc(), CpuEngine());
+      dnnl::stream st(CpuEngine());
+      dnnl::reorder(w_plain, weights_).execute(st, w_plain, weights_);
+      st.wait();
+      int x_slot = runner_.AddBound(src_md);
+      int y_slot = runner_.AddBound(dst_md);
+      int src_slot = Relayout(runner_, x_slot, src_md, pd.src_desc());
+      // The sum post-op accumulates into dst: Execute copies the operand into Y, which is
+      // reordered into the kernel's layout first.
+      int dst_slot = pd.dst_desc() == dst_md ? y_slot : runner_.AddTemp(pd.dst_desc());
+      if (sum && dst_slot != y_slot) {
+        dnnl::reorder::primitive_desc rp(CpuEngine(), dst_md, CpuEngine(), pd.dst_desc());
+        runner_.AddStep(dnnl::reorder(rp), {{DNNL_ARG_FROM, y_slot}, {DNNL_ARG_TO, dst_slot}});
+      }
+      std::vector<std::pair<int, int>> args{{DNNL_ARG_SRC, src_slot}, {DNNL_ARG_WEIGHTS, runner_.AddFixed(weights_)}, {DNNL_ARG_DST, dst_slot}};
+      if (b) {
+        bias_ = dnnl::memory(bias_md, CpuEngine());
+        std::memcpy(bias_.get_data_handle(), b->GetAddr(), static_cast<size_t>(m) * sizeof(float));
+        args.push_back({DNNL_ARG_BIAS, runner_.AddFixed(bias_)});
+      }
+      runner_.AddStep(dnnl::convolution_forward(pd), args, pd.scratchpad_desc());
+      if (dst_slot != y_slot) {
+        dnnl::reorder::primitive_desc rp(CpuEngine(), pd.dst_desc(), CpuEngine(), dst_md);
+        runner_.AddStep(dnnl::reorder(rp), {{DNNL_ARG_FROM, dst_slot}, {DNNL_ARG_TO, y_slot}});
+      }
+      runner_.Finish(IntraOpThreads(ctx));
+    } catch (const dnnl::error&) {
+      // Unsupported configuration: the reference path runs instead.
+    }
+    return GRAPH_SUCCESS;
+  }
+
   static bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& wt, Window* w, std::string* err) {
     if (wt.GetDimNum() != x.GetDimNum()) {
       *err = "W " + wt.ToString() + " and X " + x.ToString() + " differ in rank";
@@ -163,6 +243,14 @@ class Conv : public EagerExecuteOp, public ShapeInferOp {
     if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err)) return Fail(ctx, err);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
+    const Tensor* sum = ctx->GetOptionalInputTensor(3);
+    if (sum && sum->GetShape() != y->GetShape()) return Fail(ctx, "fused sum operand shape differs from the output");
+    if (runner_.ready()) {
+      if (sum && sum->GetAddr() != y->GetAddr()) std::memcpy(y->GetAddr(), sum->GetAddr(), y->GetByteCount());
+      void* ptrs[2] = {const_cast<void*>(x->GetAddr()), y->GetAddr()};
+      return runner_.Run(ctx, ptrs) ? GRAPH_SUCCESS : GRAPH_FAILED;
+    }
+    FusedActivation act(ctx->GetAttrs());
     int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), m = wt->GetShape().GetDim(0);
     int64_t group = *ctx->GetAttrs()->GetInt("group"), cg = c / group, mg = m / group;
     int64_t in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd), k_sp = Prod(w.k, w.nd);
@@ -190,12 +278,18 @@ class Conv : public EagerExecuteOp, public ShapeInferOp {
                 for (int64_t kk = 0; kk < k_sp; ++kk)
                   if (t[kk] >= 0) acc += C(Load(xc[t[kk]])) * C(Load(wc[kk]));
               }
-              py[(in * m + mm) * out_sp + o] = Store<T>(static_cast<typename Compute<T>::type>(acc));
+              int64_t at = (in * m + mm) * out_sp + o;
+              if (sum) acc += C(Load(sum->GetData<T>()[at]));
+              py[at] = Store<T>(static_cast<typename Compute<T>::type>(act(acc)));
             }
           }
     });
     return GRAPH_SUCCESS;
   }
+
+ private:
+  DnnlRunner runner_;
+  dnnl::memory weights_, bias_;
 };
 
 class ConvTranspose : public EagerExecuteOp, public ShapeInferOp {
@@ -308,8 +402,49 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp {
 };
 
 template <bool kMax>
-class Pool : public EagerExecuteOp, public ShapeInferOp {
+class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
  public:
+  // float32 fast path: oneDNN pooling (no Indices output).
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Window w;
+    std::string err;
+    if (x->GetDataType() != DT_FLOAT || ctx->GetComputeNodeOutputNum() > 1 || !Geometry(ctx, x->GetShape(), &w, &err) || w.nd > 3)
+      return GRAPH_SUCCESS;
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    try {
+      const Shape& xs = x->GetShape();
+      dnnl::memory::dims src{xs.GetDim(0), xs.GetDim(1)}, dst{xs.GetDim(0), xs.GetDim(1)}, k, st, dil, pl, pr;
+      for (size_t i = 0; i < w.nd; ++i) {
+        src.push_back(w.in[i]);
+        dst.push_back(w.out[i]);
+        k.push_back(w.k[i]);
+        st.push_back(w.s[i]);
+        dil.push_back(w.d[i] - 1);
+        pl.push_back(w.pb[i]);
+        // Ceil mode: extend the end padding so the last (partial) window exists.
+        pr.push_back((w.out[i] - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - w.in[i] - w.pb[i]);
+      }
+      const tag tags[] = {tag::ncw, tag::nchw, tag::ncdhw};
+      dnnl::memory::desc src_md(src, dt::f32, tags[w.nd - 1]), dst_md(dst, dt::f32, tags[w.nd - 1]);
+      bool include_pad = !kMax && *ctx->GetAttrs()->GetInt("count_include_pad") != 0;
+      if (include_pad && *ctx->GetAttrs()->GetInt("ceil_mode")) return GRAPH_SUCCESS;  // padding rule differs: reference path
+      auto alg = kMax ? dnnl::algorithm::pooling_max
+                      : include_pad ? dnnl::algorithm::pooling_avg_include_padding : dnnl::algorithm::pooling_avg_exclude_padding;
+      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src_md, dst_md, st, k, dil, pl, pr);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::pooling_v2_forward::primitive_desc pd(d, attr, CpuEngine());
+      int xs_slot = runner_.AddBound(src_md), ys_slot = runner_.AddBound(dst_md);
+      runner_.AddStep(dnnl::pooling_v2_forward(pd), {{DNNL_ARG_SRC, xs_slot}, {DNNL_ARG_DST, ys_slot}}, pd.scratchpad_desc());
+      runner_.Finish(IntraOpThreads(ctx));
+    } catch (const dnnl::error&) {
+      // not ready: the reference loops run instead
+    }
+    return GRAPH_SUCCESS;
+  }
+
   static bool Geometry(const KernelContextBase* ctx, const Shape& x, Window* w, std::string* err) {
     ListView<int64_t> ks = ctx->GetAttrs()->GetListInt("kernel_shape");
     if (x.GetDimNum() < 3 || ks.size() != x.GetDimNum() - 2) {
@@ -340,6 +475,10 @@ class Pool : public EagerExecuteOp, public ShapeInferOp {
     if (!Geometry(ctx, x->GetShape(), &w, &err)) return Fail(ctx, err);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
+    if (runner_.ready()) {
+      void* ptrs[2] = {const_cast<void*>(x->GetAddr()), y->GetAddr()};
+      return runner_.Run(ctx, ptrs) ? GRAPH_SUCCESS : GRAPH_FAILED;
+    }
     Tensor* ind = nullptr;
     if (kMax && ctx->GetComputeNodeOutputNum() > 1) {
       ind = ctx->MallocOutputTensor(1, y->GetShape(), DT_INT64);
@@ -399,6 +538,9 @@ class Pool : public EagerExecuteOp, public ShapeInferOp {
     });
     return GRAPH_SUCCESS;
   }
+
+ private:
+  DnnlRunner runner_;
 };
 
 template <bool kMax>
@@ -442,7 +584,10 @@ void WindowAttrs(OpDefBuilder& b) {
 void WeftRegister_conv_pool(std::vector<OpEntry>& out) {
   {
     OpDefBuilder b("Conv");
-    b.INPUT(X, "T").INPUT(W, "T").OPTIONAL_INPUT(B, "T").OUTPUT(Y, "T").DATATYPE(T, FloatTypes()).ATTR(group, Int, 1).ATTR(kernel_shape, ListInt, {});
+    // Sum and fused_* are set by Weft's fusion pass (Conv + Add + Relu/Clip); ONNX graphs never set them.
+    b.INPUT(X, "T").INPUT(W, "T").OPTIONAL_INPUT(B, "T").OPTIONAL_INPUT(Sum, "T").OUTPUT(Y, "T").DATATYPE(T, FloatTypes())
+        .ATTR(group, Int, 1).ATTR(kernel_shape, ListInt, {})
+        .ATTR(fused_activation, String, "").ATTR(fused_alpha, Float, 0.0).ATTR(fused_beta, Float, 0.0);
     WindowAttrs(b);
     out.push_back({b.Build(), MakeOpImpl<Conv>("Conv")});
   }

@@ -2,6 +2,7 @@
 // MeanVarianceNormalization) and PRelu.
 #include <algorithm>
 
+#include "dnnl_matmul.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -12,8 +13,38 @@ graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
   return GRAPH_FAILED;
 }
 
-class Gemm : public EagerExecuteOp, public ShapeInferOp {
+class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
  public:
+  // float32 fast path through oneDNN matmul when C is absent or a [N] / [1, N] bias with beta 1.
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    const Tensor* c = ctx->GetOptionalInputTensor(2);
+    int64_t m, k, n;
+    std::string err;
+    if (a->GetDataType() != DT_FLOAT || !Dims(ctx, a->GetShape(), b->GetShape(), &m, &k, &n, &err)) return GRAPH_SUCCESS;
+    float beta = *ctx->GetAttrs()->GetFloat("beta");
+    bool bias_ok = !c || (beta == 1.0f && c->GetAddr() && c->GetShapeSize() == n && (c->GetShape().GetDimNum() == 1 || c->GetShape().GetDim(0) == 1));
+    if (!bias_ok) return GRAPH_SUCCESS;
+    MatmulSpec spec;
+    spec.a_dims = {m, k};
+    spec.b_dims = {k, n};
+    spec.y_dims = {m, n};
+    spec.trans_a = *ctx->GetAttrs()->GetInt("transA") != 0;
+    spec.trans_b = *ctx->GetAttrs()->GetInt("transB") != 0;
+    spec.b_const = b->GetAddr();
+    spec.bias = c ? c->GetData<float>() : nullptr;
+    spec.alpha = *ctx->GetAttrs()->GetFloat("alpha");
+    spec.post_ops = FusedPostOps(ctx->GetAttrs(), false);
+    try {
+      BuildMatmul(runner_, spec, keep_, IntraOpThreads(ctx));
+      b_const_ = b->GetAddr() != nullptr;
+    } catch (const dnnl::error&) {
+      // not ready: the reference loops run instead
+    }
+    return GRAPH_SUCCESS;
+  }
+
   static bool Dims(const KernelContextBase* ctx, const Shape& a, const Shape& b, int64_t* m, int64_t* k, int64_t* n, std::string* err) {
     if (a.GetDimNum() != 2 || b.GetDimNum() != 2) {
       *err = "A and B must be 2-D, got " + a.ToString() + " and " + b.ToString();
@@ -50,6 +81,12 @@ class Gemm : public EagerExecuteOp, public ShapeInferOp {
     if (!Dims(ctx, a->GetShape(), b->GetShape(), &m, &k, &n, &err)) return Fail(ctx, err);
     Tensor* y = ctx->MallocOutputTensor(0, Shape({m, n}), a->GetDataType());
     if (!y) return GRAPH_FAILED;
+    if (runner_.ready()) {
+      void* ptrs[3] = {const_cast<void*>(a->GetAddr()), const_cast<void*>(b->GetAddr()), y->GetAddr()};
+      if (b_const_) ptrs[1] = y->GetAddr();  // bound slots are A, Y when B is prepacked
+      return runner_.Run(ctx, ptrs) ? GRAPH_SUCCESS : GRAPH_FAILED;
+    }
+    FusedActivation act(ctx->GetAttrs());
     bool ta = *ctx->GetAttrs()->GetInt("transA") != 0, tb = *ctx->GetAttrs()->GetInt("transB") != 0;
     float alpha = *ctx->GetAttrs()->GetFloat("alpha"), beta = *ctx->GetAttrs()->GetFloat("beta");
     DispatchNumeric(a->GetDataType(), [&](auto tag) {
@@ -71,12 +108,17 @@ class Gemm : public EagerExecuteOp, public ShapeInferOp {
         for (int64_t j = 0; j < n; ++j) {
           C v = static_cast<C>(C(alpha) * row[j]);
           if (c) v = static_cast<C>(v + C(beta) * C(Load(c->GetData<T>()[i * sc[0] + j * sc[1]])));
-          y->GetData<T>()[i * n + j] = Store<T>(static_cast<typename Compute<T>::type>(v));
+          y->GetData<T>()[i * n + j] = Store<T>(static_cast<typename Compute<T>::type>(act(v)));
         }
       }
     });
     return GRAPH_SUCCESS;
   }
+
+ private:
+  DnnlRunner runner_;
+  std::vector<dnnl::memory> keep_;
+  bool b_const_ = false;
 };
 
 // y = scale * (x - mean) / sqrt(var + eps) + B, per channel (axis 1).
@@ -360,7 +402,8 @@ class PRelu : public EagerExecuteOp {
 void WeftRegister_nn(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("Gemm").INPUT(A, "T").INPUT(B, "T").OPTIONAL_INPUT(C, "T").OUTPUT(Y, "T")
                      .DATATYPE(T, TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT32, DT_INT64, DT_UINT32, DT_UINT64}))
-                     .ATTR(alpha, Float, 1.0).ATTR(beta, Float, 1.0).ATTR(transA, Int, 0).ATTR(transB, Int, 0).Build(),
+                     .ATTR(alpha, Float, 1.0).ATTR(beta, Float, 1.0).ATTR(transA, Int, 0).ATTR(transB, Int, 0)
+                     .ATTR(fused_activation, String, "").ATTR(fused_alpha, Float, 0.0).ATTR(fused_beta, Float, 0.0).Build(),
                  MakeOpImpl<Gemm>("Gemm")});
   out.push_back({OpDefBuilder("BatchNormalization").INPUT(X, FloatTypes()).INPUT(scale, FloatTypes()).INPUT(B, FloatTypes())
                      .INPUT(input_mean, FloatTypes()).INPUT(input_var, FloatTypes()).OUTPUT(Y, FloatTypes())

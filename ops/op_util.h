@@ -99,6 +99,26 @@ inline void CopyElem(uint8_t* dst, const uint8_t* src, size_t elem) {
   }
 }
 
+// The activation Weft's fusion pass folds into Conv/Gemm/MatMul (attributes fused_activation,
+// fused_alpha, fused_beta), for the reference loops.
+struct FusedActivation {
+  int kind = 0;  // 0 none, 1 Relu, 2 Clip
+  float alpha = 0, beta = 0;
+  explicit FusedActivation(const RuntimeAttrs* a) {
+    const char* n = a->GetStr("fused_activation");
+    std::string name = n ? n : "";
+    kind = name == "Relu" ? 1 : name == "Clip" ? 2 : 0;
+    alpha = *a->GetFloat("fused_alpha");
+    beta = *a->GetFloat("fused_beta");
+  }
+  template <typename C>
+  C operator()(C v) const {
+    if (kind == 1) return v > C(0) ? v : C(0);
+    if (kind == 2) return v < C(alpha) ? C(alpha) : v > C(beta) ? C(beta) : v;
+    return v;
+  }
+};
+
 }  // namespace weft::ops
 
 #endif  // WEFT_OPS_OP_UTIL_H_

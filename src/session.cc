@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 
 #include "registry/registry.h"
@@ -17,6 +18,7 @@ class SessionImpl : public Session {
   explicit SessionImpl(const SessionOptions& o) : registry_(o.allow_override) {
     auto env = std::make_shared<internal::EngineEnv>();
     env->options = o.options;
+    env->options["weft.intra_op_threads"] = std::to_string(std::max(1, o.intra_op_threads));
     if (o.intra_op_threads > 1) env->pool = std::make_unique<internal::ThreadPool>(o.intra_op_threads);
     env_ = env;
   }

@@ -154,7 +154,7 @@ class KernelContextBase {
   }
   // Records why the callback fails; return GRAPH_FAILED after calling it.
   void SetError(const std::string& message) const { c_->api->set_error(c_, message.c_str()); }
-  // A session/compile option, or nullptr.
+  // A session/compile option, or nullptr. "weft.intra_op_threads" is always set.
   const char* GetOption(const char* key) const { return c_->api->get_option(c_, key); }
   // Scratch memory, 64-byte aligned, valid until this callback returns; nullptr on failure.
   void* MallocWorkSpace(size_t bytes) const { return c_->api->malloc_workspace(c_, bytes); }
@@ -220,7 +220,8 @@ class InferDataTypeContext : public KernelContextBase {
   }
 };
 
-// Compile: full input/output metadata (shape, type, format), no data.
+// Compile: full input/output metadata (shape, type, format). Constant inputs (weights) also carry
+// their data, so kernels can prepack them; other inputs have no data.
 class OpCompileContext : public KernelContextBase {
  public:
   using KernelContextBase::KernelContextBase;

@@ -504,9 +504,12 @@ struct Builder {
       m->outputs_.push_back({v.name, v.dtype, v.shape});
     }
     if (m->output_ids.empty()) return InvalidArgument("the graph declares no outputs");
-    // Compile callbacks see metadata only.
+    // Compile callbacks see metadata, and the values of constant inputs (weights to prepack).
     Scratch compile_scratch;
-    for (auto& t : meta) t.data = nullptr;
+    for (size_t k = 0; k < meta.size(); ++k) {
+      const Value& v = m->values[k];
+      meta[k].data = v.kind == ValueKind::kConstant ? const_cast<void*>(m->constants[v.index].data()) : nullptr;
+    }
     for (auto& cn : m->nodes) {
       const WeftOpImpl* impl = cn->op->impl;
       if (!(impl->capabilities & WEFT_CAP_COMPILABLE) || !impl->compile) continue;

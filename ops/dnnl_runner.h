@@ -1,0 +1,161 @@
+// Runs a short chain of oneDNN primitives (e.g. reorder → convolution → reorder) from several
+// threads without allocating per call: each concurrent caller takes a prepared slot (stream,
+// memory objects, argument maps) from a small pool and only swaps data pointers. Temporaries
+// (blocked-layout activations, scratchpads) come from the run's workspace. Used by the float32
+// fast paths of Conv, Gemm and MatMul.
+#ifndef WEFT_OPS_DNNL_RUNNER_H_
+#define WEFT_OPS_DNNL_RUNNER_H_
+
+#include <omp.h>
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "weft/custom_op.h"
+
+namespace weft::ops {
+
+inline dnnl::engine& CpuEngine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+// Session intra-op threads (oneDNN runs on OpenMP; the count is applied per call).
+inline int IntraOpThreads(const KernelContextBase* ctx) {
+  const char* v = ctx->GetOption("weft.intra_op_threads");
+  int n = v ? std::atoi(v) : 1;
+  return n > 0 ? n : 1;
+}
+
+class DnnlRunner {
+ public:
+  // Memory slots are numbered in the order they are added.
+  int AddBound(const dnnl::memory::desc& md) { return Add(Mem{md, Kind::kBound, {}}); }   // caller pointer per run
+  int AddFixed(const dnnl::memory& m) { return Add(Mem{m.get_desc(), Kind::kFixed, m}); }  // prepacked, bound once
+  int AddTemp(const dnnl::memory::desc& md) { return Add(Mem{md, Kind::kTemp, {}}); }      // workspace per run
+  // A primitive with (argument id, slot) pairs; its scratchpad comes from the workspace.
+  void AddStep(dnnl::primitive p, std::vector<std::pair<int, int>> args, const dnnl::memory::desc& scratch = {}) {
+    int s = scratch.get_size() ? AddTemp(scratch) : -1;
+    if (s >= 0) args.push_back({DNNL_ARG_SCRATCHPAD, s});
+    steps_.push_back({std::move(p), std::move(args)});
+  }
+  void Finish(int threads) {
+    threads_ = threads;
+    ready_ = !steps_.empty();
+  }
+  bool ready() const { return ready_; }
+
+  // ptrs: one data pointer per bound slot, in slot order. False (after SetError) on failure.
+  bool Run(const EagerOpExecutionContext* ctx, void* const* ptrs) {
+    std::unique_ptr<Slot> slot = Acquire();
+    if (!slot) {
+      ctx->SetError("oneDNN: cannot prepare an execution slot");
+      return false;
+    }
+    size_t b = 0;
+    for (size_t i = 0; i < mems_.size(); ++i) {
+      if (mems_[i].kind == Kind::kBound) slot->mems[i].set_data_handle(ptrs[b++]);
+      if (mems_[i].kind == Kind::kTemp) {
+        void* p = ctx->MallocWorkSpace(mems_[i].md.get_size());
+        if (!p) return Release(std::move(slot)), false;
+        slot->mems[i].set_data_handle(p);
+      }
+    }
+    bool ok = true;
+    try {
+      omp_set_num_threads(threads_);
+      for (size_t k = 0; k < steps_.size(); ++k) steps_[k].prim.execute(slot->stream, slot->args[k]);
+      slot->stream.wait();
+    } catch (const dnnl::error& e) {
+      ctx->SetError(std::string("oneDNN: ") + e.what());
+      ok = false;
+    }
+    Release(std::move(slot));
+    return ok;
+  }
+
+ private:
+  enum class Kind { kBound, kFixed, kTemp };
+  struct Mem {
+    dnnl::memory::desc md;
+    Kind kind;
+    dnnl::memory fixed;
+  };
+  struct Step {
+    dnnl::primitive prim;
+    std::vector<std::pair<int, int>> args;
+  };
+  struct Slot {
+    dnnl::stream stream;
+    std::vector<dnnl::memory> mems;
+    std::vector<std::unordered_map<int, dnnl::memory>> args;
+  };
+  int Add(Mem m) {
+    mems_.push_back(std::move(m));
+    return static_cast<int>(mems_.size() - 1);
+  }
+  std::unique_ptr<Slot> Acquire() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!free_.empty()) {
+        auto s = std::move(free_.back());
+        free_.pop_back();
+        return s;
+      }
+    }
+    try {  // first use by this many concurrent callers: build a slot
+      auto s = std::make_unique<Slot>();
+      s->stream = dnnl::stream(CpuEngine());
+      for (auto& m : mems_)
+        s->mems.push_back(m.kind == Kind::kFixed ? m.fixed : dnnl::memory(m.md, CpuEngine(), static_cast<void*>(DNNL_MEMORY_NONE)));
+      for (auto& st : steps_) {
+        std::unordered_map<int, dnnl::memory> a;
+        for (auto& [id, slot] : st.args) a[id] = s->mems[static_cast<size_t>(slot)];
+        s->args.push_back(std::move(a));
+      }
+      return s;
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+  }
+  void Release(std::unique_ptr<Slot> s) {
+    std::lock_guard<std::mutex> l(mu_);
+    free_.push_back(std::move(s));
+  }
+
+  std::vector<Mem> mems_;
+  std::vector<Step> steps_;
+  int threads_ = 1;
+  bool ready_ = false;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Slot>> free_;
+};
+
+// Adds "reorder `from` into a temp of layout `to`" (or nothing when they match); returns the slot
+// holding data in layout `to`.
+inline int Relayout(DnnlRunner& r, int from_slot, const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  if (from == to) return from_slot;
+  int t = r.AddTemp(to);
+  dnnl::reorder::primitive_desc pd(CpuEngine(), from, CpuEngine(), to);
+  r.AddStep(dnnl::reorder(pd), {{DNNL_ARG_FROM, from_slot}, {DNNL_ARG_TO, t}});
+  return t;
+}
+
+// Post-ops from the fused-activation attributes the graph fusion pass sets.
+inline dnnl::post_ops FusedPostOps(const RuntimeAttrs* a, bool sum) {
+  dnnl::post_ops po;
+  if (sum) po.append_sum(1.0f);
+  const char* act = a->GetStr("fused_activation");
+  std::string name = act ? act : "";
+  if (name == "Relu") po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  else if (name == "Clip") po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, *a->GetFloat("fused_alpha"), *a->GetFloat("fused_beta"));
+  return po;
+}
+
+}  // namespace weft::ops
+
+#endif  // WEFT_OPS_DNNL_RUNNER_H_
