@@ -137,6 +137,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
     if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err) || w.nd < 1 || w.nd > 3) return GRAPH_SUCCESS;
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
+    int threads = IntraOpThreads(ctx);
     try {
       int64_t group = *ctx->GetAttrs()->GetInt("group");
       const Shape& xs = x->GetShape();
@@ -196,7 +197,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
         dnnl::reorder::primitive_desc rp(CpuEngine(), pd.dst_desc(), CpuEngine(), dst_md);
         runner_.AddStep(dnnl::reorder(rp), {{DNNL_ARG_FROM, dst_slot}, {DNNL_ARG_TO, y_slot}});
       }
-      runner_.Finish(IntraOpThreads(ctx));
+      runner_.Finish(threads);
     } catch (const dnnl::error&) {
       // Unsupported configuration: the reference path runs instead.
     }
@@ -413,6 +414,7 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
       return GRAPH_SUCCESS;
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
+    int threads = IntraOpThreads(ctx);
     try {
       const Shape& xs = x->GetShape();
       dnnl::memory::dims src{xs.GetDim(0), xs.GetDim(1)}, dst{xs.GetDim(0), xs.GetDim(1)}, k, st, dil, pl, pr;
@@ -438,7 +440,7 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
       dnnl::pooling_v2_forward::primitive_desc pd(d, attr, CpuEngine());
       int xs_slot = runner_.AddBound(src_md), ys_slot = runner_.AddBound(dst_md);
       runner_.AddStep(dnnl::pooling_v2_forward(pd), {{DNNL_ARG_SRC, xs_slot}, {DNNL_ARG_DST, ys_slot}}, pd.scratchpad_desc());
-      runner_.Finish(IntraOpThreads(ctx));
+      runner_.Finish(threads);
     } catch (const dnnl::error&) {
       // not ready: the reference loops run instead
     }

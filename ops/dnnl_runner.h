@@ -24,11 +24,14 @@ inline dnnl::engine& CpuEngine() {
   return e;
 }
 
-// Session intra-op threads (oneDNN runs on OpenMP; the count is applied per call).
+// Session intra-op threads (oneDNN runs on OpenMP; the count is applied per call, and here so
+// that compile-time reorders do not start more OpenMP threads than the session allows).
 inline int IntraOpThreads(const KernelContextBase* ctx) {
   const char* v = ctx->GetOption("weft.intra_op_threads");
   int n = v ? std::atoi(v) : 1;
-  return n > 0 ? n : 1;
+  n = n > 0 ? n : 1;
+  omp_set_num_threads(n);
+  return n;
 }
 
 class DnnlRunner {

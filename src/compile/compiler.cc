@@ -1,6 +1,7 @@
 // The compile pipeline: resolve ops → map IO and attributes onto prototypes → topological order
 // → per node: check input types, InferDataType, InferShape → Compile callbacks → memory plan.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <queue>
 #include <set>
@@ -314,6 +315,108 @@ struct Builder {
     return Status::Ok();
   }
 
+  // Sets attribute `name` of a node (it must be in the prototype).
+  static void SetAttr(CompiledNode& cn, const std::string& name, AttrValue v) {
+    const Prototype& p = cn.op->proto;
+    for (size_t k = 0; k < p.attrs.size(); ++k)
+      if (p.attrs[k].name == name) {
+        cn.attrs[k] = std::move(v);
+        cn.attr_ptrs[k] = cn.attrs[k].c();
+      }
+  }
+  static bool HasAttr(const CompiledNode& cn, const std::string& name) {
+    for (auto& a : cn.op->proto.attrs)
+      if (a.name == name) return true;
+    return false;
+  }
+  static std::string StrAttr(const CompiledNode& cn, const std::string& name) {
+    const Prototype& p = cn.op->proto;
+    for (size_t k = 0; k < p.attrs.size(); ++k)
+      if (p.attrs[k].name == name) return cn.attrs[k].s();
+    return "";
+  }
+
+  // The standard fusions for built-in float32 ops: Conv + Add (residual, as a sum input) and
+  // Conv/Gemm/MatMul + Relu/Clip (as a fused activation). The fused-away node disappears and the
+  // producer writes the consumer's output directly.
+  void Fuse() {
+    std::vector<int> uses(m->values.size(), 0);
+    std::vector<CompiledNode*> consumer(m->values.size(), nullptr);
+    for (auto& cn : m->nodes) {
+      if (cn->folded) continue;
+      for (int id : cn->in_values) {
+        ++uses[id];
+        consumer[id] = cn.get();
+      }
+    }
+    auto builtin = [](const CompiledNode* n, const char* type) { return n && !n->folded && !n->op->library && n->op_type == type; };
+    // The single consumer of `cn`'s only output, when that output is not a graph output.
+    auto sole_consumer = [&](const CompiledNode& cn) -> CompiledNode* {
+      if (cn.out_values.size() != 1) return nullptr;
+      int t = cn.out_values[0];
+      if (uses[t] != 1 || m->values[t].is_output || m->values[t].dtype != DT_FLOAT) return nullptr;
+      for (auto& name : g.outputs())
+        if (name == m->values[t].name) return nullptr;
+      return consumer[t];
+    };
+    // Position of each value's producer in execution order (-1: input or constant).
+    std::vector<int> made_at(m->values.size(), -1);
+    for (size_t k = 0; k < m->nodes.size(); ++k)
+      for (int id : m->nodes[k]->out_values) made_at[id] = static_cast<int>(k);
+    std::map<const CompiledNode*, int> position;
+    for (size_t k = 0; k < m->nodes.size(); ++k) position[m->nodes[k].get()] = static_cast<int>(k);
+    auto redirect = [&](CompiledNode& producer, CompiledNode& gone) {
+      producer.out_values[0] = gone.out_values[0];
+      gone.folded = true;
+    };
+    for (auto& up : m->nodes) {
+      CompiledNode& cn = *up;
+      if (cn.folded || cn.op->library || !HasAttr(cn, "fused_activation")) continue;
+      // Residual: Conv -> Add(conv, other) with other of the same shape.
+      CompiledNode* next = sole_consumer(cn);
+      if (builtin(&cn, "Conv") && builtin(next, "Add") && next->in_values.size() == 2 && cn.ir_in_count.size() == 4 &&
+          cn.ir_in_count[3] == 0) {
+        int t = cn.out_values[0];
+        int other = next->in_values[0] == t ? next->in_values[1] : next->in_values[0];
+        // The other operand must exist before the Conv runs.
+        if (other != t && made_at[other] < position[&cn] && m->values[other].shape == m->values[t].shape &&
+            m->values[other].dtype == DT_FLOAT) {
+          cn.ir_in_start[3] = static_cast<uint32_t>(cn.in_values.size());
+          cn.ir_in_count[3] = 1;
+          cn.in_values.push_back(other);
+          redirect(cn, *next);
+          consumer[cn.out_values[0]] = nullptr;
+          for (auto& n2 : m->nodes)
+            if (!n2->folded)
+              for (int id : n2->in_values)
+                if (id == cn.out_values[0]) consumer[id] = n2.get();
+          next = sole_consumer(cn);
+        }
+      }
+      // Activation.
+      if (!StrAttr(cn, "fused_activation").empty()) continue;
+      if (builtin(next, "Relu")) {
+        SetAttr(cn, "fused_activation", AttrValue::String("Relu"));
+        redirect(cn, *next);
+      } else if (builtin(next, "Clip")) {
+        float lo = -INFINITY, hi = INFINITY;
+        bool ok = true;
+        for (size_t ir = 1; ir < 3 && ok; ++ir) {
+          if (next->ir_in_count[ir] == 0) continue;
+          const Value& v = m->values[next->in_values[next->ir_in_start[ir]]];
+          ok = v.kind == ValueKind::kConstant && v.dtype == DT_FLOAT && v.shape.GetShapeSize() == 1;
+          if (ok) (ir == 1 ? lo : hi) = *m->constants[v.index].data_as<float>();
+        }
+        if (ok) {
+          SetAttr(cn, "fused_activation", AttrValue::String("Clip"));
+          SetAttr(cn, "fused_alpha", AttrValue::Float(lo));
+          SetAttr(cn, "fused_beta", AttrValue::Float(hi));
+          redirect(cn, *next);
+        }
+      }
+    }
+  }
+
   Status CheckInputTypes(CompiledNode& cn) {
     const Prototype& p = cn.op->proto;
     std::map<std::string, std::pair<DataType, std::string>> bound;  // symbol -> (type, io name)
@@ -472,6 +575,7 @@ struct Builder {
       WEFT_RETURN_IF_ERROR(InferNode(*cn));
       WEFT_RETURN_IF_ERROR(MaybeFold(*cn));
     }
+    if (!m->dynamic) Fuse();
     // Folded nodes are gone; so is every node nothing downstream needs (dead code).
     std::vector<bool> needed(m->values.size(), false);
     for (auto& name : g.outputs())

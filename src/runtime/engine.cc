@@ -160,7 +160,7 @@ MemoryPlan PlanMemory(std::vector<Value>& values, int num_steps) {
   std::vector<int> order;
   for (size_t k = 0; k < values.size(); ++k) {
     Value& v = values[k];
-    if (v.kind != ValueKind::kIntermediate) continue;
+    if (v.kind != ValueKind::kIntermediate || v.producer < 0) continue;  // fused away or never produced
     if (v.is_output || v.last_use < v.producer) v.last_use = v.is_output ? num_steps : v.producer;
     order.push_back(static_cast<int>(k));
   }
