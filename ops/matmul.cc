@@ -1,5 +1,7 @@
 // MatMul with NumPy semantics: 1-D operands are promoted, batch dims broadcast.
+#include "dnnl_matmul.h"
 #include "elementwise.h"
+#include "op_util.h"
 
 namespace weft::ops {
 namespace {
@@ -59,8 +61,46 @@ void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n, C* row)
   }
 }
 
-class MatMul : public EagerExecuteOp, public ShapeInferOp {
+class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
  public:
+  // float32 fast path: oneDNN matmul (operands of rank >= 2; B prepacked when constant).
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    MatMulDims d;
+    std::string err;
+    if (a->GetDataType() != DT_FLOAT || a->GetShape().GetDimNum() < 2 || b->GetShape().GetDimNum() < 2 ||
+        !Plan(a->GetShape(), b->GetShape(), &d, &err))
+      return GRAPH_SUCCESS;
+    size_t rank = d.out.GetDimNum();
+    auto padded = [&](const Shape& s) {
+      std::vector<int64_t> v(rank - s.GetDimNum(), 1);
+      for (size_t k = 0; k < s.GetDimNum(); ++k) v.push_back(s.GetDim(k));
+      return v;
+    };
+    MatmulSpec spec;
+    spec.a_dims = padded(a->GetShape());
+    spec.b_dims = padded(b->GetShape());
+    spec.y_dims = d.out.ToVector();
+    if (b->GetShape().GetDimNum() == 2) {  // weights: fold A's batch dims into M (one large GEMM)
+      int64_t rows = a->GetShape().GetShapeSize() / d.k;
+      spec.a_dims = {rows, d.k};
+      spec.b_dims = {d.k, d.n};
+      spec.y_dims = {rows, d.n};
+    }
+    if (static_cast<double>(d.batch.GetShapeSize()) * d.m * d.n * d.k < 32768.0) return GRAPH_SUCCESS;  // tiny: loops win
+    spec.b_const = b->GetAddr();
+    spec.post_ops = FusedPostOps(ctx->GetAttrs(), false);
+    int threads = IntraOpThreads(ctx);
+    try {
+      BuildMatmul(runner_, spec, keep_, threads);
+      b_const_ = b->GetAddr() != nullptr;
+    } catch (const dnnl::error&) {
+      // not ready: the reference loops run instead
+    }
+    return GRAPH_SUCCESS;
+  }
+
   graphStatus InferShape(InferShapeContext* ctx) override {
     MatMulDims d;
     std::string err;
@@ -85,6 +125,12 @@ class MatMul : public EagerExecuteOp, public ShapeInferOp {
     }
     Tensor* c = ctx->MallocOutputTensor(0, d.out, a->GetDataType());
     if (!c) return GRAPH_FAILED;
+    if (runner_.ready()) {
+      void* ptrs[3] = {const_cast<void*>(a->GetAddr()), const_cast<void*>(b->GetAddr()), c->GetAddr()};
+      if (b_const_) ptrs[1] = c->GetAddr();  // bound slots are A, Y when B is prepacked
+      return runner_.Run(ctx, ptrs) ? GRAPH_SUCCESS : GRAPH_FAILED;
+    }
+    FusedActivation act(ctx->GetAttrs());
     int64_t batches = d.batch.GetShapeSize();
     int64_t sa[WEFT_MAX_DIMS], sb[WEFT_MAX_DIMS];
     BroadcastStrides(d.a_batch, d.batch, sa);
@@ -111,9 +157,16 @@ class MatMul : public EagerExecuteOp, public ShapeInferOp {
         }
         Gemm(pa + oa * d.m * d.k, pb + ob * d.k * d.n, pc + bi * d.m * d.n, d.m, d.k, d.n, row);
       }
+      if (act.kind)
+        for (int64_t i = 0; i < c->GetShapeSize(); ++i) pc[i] = Store<T>(act(static_cast<C>(Load(pc[i]))));
     });
     return ok ? GRAPH_SUCCESS : GRAPH_FAILED;
   }
+
+ private:
+  DnnlRunner runner_;
+  std::vector<dnnl::memory> keep_;
+  bool b_const_ = false;
 };
 
 }  // namespace
@@ -124,6 +177,7 @@ void WeftRegister_matmul(std::vector<OpEntry>& out) {
                      .INPUT(B, "T")
                      .OUTPUT(Y, "T")
                      .DATATYPE(T, TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT32, DT_INT64}))
+                     .ATTR(fused_activation, String, "").ATTR(fused_alpha, Float, 0.0).ATTR(fused_beta, Float, 0.0)
                      .Build(),
                  MakeOpImpl<MatMul>("MatMul")});
 }
