@@ -67,6 +67,15 @@ class Pow : public EagerExecuteOp, public ShapeInferOp {
     const Tensor* b = ctx->GetInputTensor(1);
     Tensor* c = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), a->GetDataType());
     if (!c) return GRAPH_FAILED;
+    // x^2 and x^0.5, common in decomposed normalizations, skip pow().
+    if (a->GetDataType() == DT_FLOAT && b->GetShapeSize() == 1 && b->GetDataType() == DT_FLOAT &&
+        (b->GetData<float>()[0] == 2.0f || b->GetData<float>()[0] == 0.5f) && a->GetShape() == c->GetShape()) {
+      bool square = b->GetData<float>()[0] == 2.0f;
+      const float* pa = a->GetData<float>();
+      float* pc = c->GetData<float>();
+      for (int64_t i = 0; i < a->GetShapeSize(); ++i) pc[i] = square ? pa[i] * pa[i] : std::sqrt(pa[i]);
+      return GRAPH_SUCCESS;
+    }
     DispatchNumeric(a->GetDataType(), [&](auto ta) {
       using T = decltype(ta);
       DispatchNumeric(b->GetDataType(), [&](auto tb) {

@@ -195,14 +195,20 @@ class Slice : public EagerExecuteOp, public ShapeInferOp {
     size_t r = x->GetShape().GetDimNum(), elem = DataTypeSize(x->GetDataType());
     int64_t st[WEFT_MAX_DIMS];
     Strides(x->GetShape(), st);
-    for (int64_t i = 0; i < p.out.GetShapeSize(); ++i) {
+    int64_t total = p.out.GetShapeSize();
+    if (total == 0) return GRAPH_SUCCESS;
+    // Whole rows of the innermost dim at once when it is taken with step 1.
+    int64_t inner = r ? p.out.GetDim(r - 1) : 1;
+    bool rows = r && p.step[r - 1] == 1;
+    for (int64_t i = 0; i < total; i += rows ? inner : 1) {
       int64_t rem = i, src = 0;
       for (size_t k = r; k-- > 0;) {
         int64_t c = rem % p.out.GetDim(k);
         rem /= p.out.GetDim(k);
         src += (p.start[k] + c * p.step[k]) * st[k];
       }
-      CopyElem(y->GetData<uint8_t>() + i * elem, x->GetData<uint8_t>() + src * elem, elem);
+      if (rows) std::memcpy(y->GetData<uint8_t>() + i * elem, x->GetData<uint8_t>() + src * elem, static_cast<size_t>(inner) * elem);
+      else CopyElem(y->GetData<uint8_t>() + i * elem, x->GetData<uint8_t>() + src * elem, elem);
     }
     return GRAPH_SUCCESS;
   }

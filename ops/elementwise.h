@@ -49,13 +49,22 @@ inline void ForEachBroadcast(const Shape& a, const Shape& b, const Shape& out, F
   BroadcastStrides(a, out, sa);
   BroadcastStrides(b, out, sb);
   int n = static_cast<int>(out.GetDimNum());
+  if (total == 0) return;
+  // Rows of the innermost dim, with an odometer over the outer dims.
+  int64_t inner = out.GetDim(static_cast<size_t>(n - 1)), ia_step = sa[n - 1], ib_step = sb[n - 1];
   int64_t ia = 0, ib = 0;
-  for (int64_t i = 0; i < total; ++i) {
-    f(i, ia, ib);
-    for (int k = n - 1; k >= 0; --k) {  // odometer step
+  for (int64_t row = 0; row < total; row += inner) {
+    if (ia_step == 1 && ib_step == 0) {
+      for (int64_t j = 0; j < inner; ++j) f(row + j, ia + j, ib);
+    } else if (ia_step == 0 && ib_step == 1) {
+      for (int64_t j = 0; j < inner; ++j) f(row + j, ia, ib + j);
+    } else {
+      for (int64_t j = 0; j < inner; ++j) f(row + j, ia + j * ia_step, ib + j * ib_step);
+    }
+    for (int k = n - 2; k >= 0; --k) {
       ia += sa[k];
       ib += sb[k];
-      if (++idx[k] < out.GetDim(k)) break;
+      if (++idx[k] < out.GetDim(static_cast<size_t>(k))) break;
       ia -= sa[k] * idx[k];
       ib -= sb[k] * idx[k];
       idx[k] = 0;
