@@ -45,6 +45,11 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp {
             return;
           }
       }
+      if (a->GetShape() == c->GetShape() && b->GetShape() == c->GetShape()) {  // no broadcasting: a tight loop
+        int64_t n = c->GetShapeSize();
+        for (int64_t i = 0; i < n; ++i) pc[i] = Store<T>(Fn::template Apply<C>(Load(pa[i]), Load(pb[i])));
+        return;
+      }
       ForEachBroadcast(a->GetShape(), b->GetShape(), c->GetShape(), [&](int64_t i, int64_t ia, int64_t ib) {
         pc[i] = Store<T>(Fn::template Apply<C>(Load(pa[ia]), Load(pb[ib])));
       });

@@ -296,8 +296,8 @@ Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in
   rc.dynamic_arena.Reset();
   for (Step& s : rc.steps) {
     rc.scratch.Reset();
-    if (dynamic) WEFT_RETURN_IF_ERROR(InferAndAllocate(s, rc));
-    if (s.exec(s.instance, &s.c) != WEFT_STATUS_OK) {
+    if (dynamic) [[unlikely]] WEFT_RETURN_IF_ERROR(InferAndAllocate(s, rc));
+    if (s.exec(s.instance, &s.c) != WEFT_STATUS_OK) [[unlikely]] {
       std::string msg = NodeError(*s.st.node, "Execute", rc.error);
       rc.error.clear();
       return Internal(msg);

@@ -1,0 +1,92 @@
+// Fused kernels (Conv + residual Add + Relu/Clip, Gemm + Relu) against float64 re-computations,
+// and the fusion itself (fewer steps).
+#include "test_util.h"
+
+namespace weft {
+namespace {
+
+// Reference 2-D convolution, stride 1, pad 1, 3x3, float64.
+std::vector<double> Conv3x3(const HostTensor& x, const HostTensor& w, const HostTensor& b) {
+  int64_t c = x.shape().GetDim(1), h = x.shape().GetDim(2), wd = x.shape().GetDim(3), m = w.shape().GetDim(0);
+  std::vector<double> y(static_cast<size_t>(m * h * wd));
+  for (int64_t o = 0; o < m; ++o)
+    for (int64_t i = 0; i < h; ++i)
+      for (int64_t j = 0; j < wd; ++j) {
+        double acc = b.data_as<float>()[o];
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t ki = 0; ki < 3; ++ki)
+            for (int64_t kj = 0; kj < 3; ++kj) {
+              int64_t ii = i + ki - 1, jj = j + kj - 1;
+              if (ii < 0 || jj < 0 || ii >= h || jj >= wd) continue;
+              acc += double(x.data_as<float>()[(ci * h + ii) * wd + jj]) * w.data_as<float>()[((o * c + ci) * 3 + ki) * 3 + kj];
+            }
+        y[static_cast<size_t>((o * h + i) * wd + j)] = acc;
+      }
+  return y;
+}
+
+class FusionTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(FusionTest, ConvResidualActivationMatchesReference) {
+  int channels = GetParam();  // 4: reference loops; 32: oneDNN path
+  auto s = test::MakeSession();
+  auto w = test::RandomFloat({channels, channels, 3, 3}, 1, -0.3f, 0.3f);
+  auto b = test::RandomFloat({channels}, 2);
+  for (const char* act : {"Relu", "Clip"}) {
+    Graph g;
+    g.AddInput("x", DT_FLOAT, {1, channels, 9, 7}).AddConstant("w", w).AddConstant("b", b);
+    g.AddConstant("lo", HostTensor::FromVector<float>(DT_FLOAT, {}, {0.f}));
+    g.AddConstant("hi", HostTensor::FromVector<float>(DT_FLOAT, {}, {1.5f}));
+    g.AddNode("Conv", "conv", {"x", "w", "b"}, {"c"}, {{"pads", AttrValue::ListInt({1, 1, 1, 1})}});
+    g.AddNode("Add", "res", {"c", "x"}, {"s"});
+    if (std::string(act) == "Relu") g.AddNode("Relu", "act", {"s"}, {"y"});
+    else g.AddNode("Clip", "act", {"s", "lo", "hi"}, {"y"});
+    g.AddOutput("y");
+    auto m = s->Compile(g);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ(m.value()->num_steps(), 1u) << act << ": Conv, Add and the activation should be one step";
+    auto x = test::RandomFloat({1, channels, 9, 7}, 3);
+    auto out = m.value()->Run({x}).value();
+    std::vector<double> ref = Conv3x3(x, w, b);
+    for (size_t i = 0; i < ref.size(); ++i) {
+      double v = ref[i] + x.data_as<float>()[i];
+      v = std::string(act) == "Relu" ? std::max(0.0, v) : std::min(1.5, std::max(0.0, v));
+      ASSERT_NEAR(out[0].data_as<float>()[i], v, 1e-4 * std::max(1.0, std::fabs(v))) << act << " at " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, FusionTest, ::testing::Values(4, 32));
+
+TEST(Fusion, GemmReluAndUnfusableCases) {
+  auto s = test::MakeSession();
+  auto w = test::RandomFloat({64, 96}, 5, -0.2f, 0.2f);
+  auto bias = test::RandomFloat({64}, 6);
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {16, 96}).AddConstant("w", w).AddConstant("bias", bias);
+  g.AddNode("Gemm", "fc", {"x", "w", "bias"}, {"h"}, {{"transB", AttrValue::Int(1)}});
+  g.AddNode("Relu", "relu", {"h"}, {"y"});
+  g.AddOutput("y").AddOutput("h");  // h is also an output: Relu must not be fused away
+  auto m = s->Compile(g).value();
+  EXPECT_EQ(m->num_steps(), 2u);
+  auto x = test::RandomFloat({16, 96}, 7);
+  auto out = m->Run({x}).value();
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 64; ++j) {
+      double h = bias.data_as<float>()[j];
+      for (int k = 0; k < 96; ++k) h += double(x.data_as<float>()[i * 96 + k]) * w.data_as<float>()[j * 96 + k];
+      ASSERT_NEAR(out[1].data_as<float>()[i * 64 + j], h, 1e-4);
+      ASSERT_NEAR(out[0].data_as<float>()[i * 64 + j], std::max(0.0, h), 1e-4);
+    }
+  Graph g2 = g;
+  Graph fused("fused");
+  fused.AddInput("x", DT_FLOAT, {16, 96}).AddConstant("w", w).AddConstant("bias", bias);
+  fused.AddNode("Gemm", "fc", {"x", "w", "bias"}, {"h"}, {{"transB", AttrValue::Int(1)}}).AddNode("Relu", "relu", {"h"}, {"y"}).AddOutput("y");
+  auto mf = s->Compile(fused).value();
+  EXPECT_EQ(mf->num_steps(), 1u);
+  auto outf = mf->Run({x}).value();
+  EXPECT_EQ(std::memcmp(outf[0].data(), out[0].data(), out[0].bytes()), 0);
+}
+
+}  // namespace
+}  // namespace weft
