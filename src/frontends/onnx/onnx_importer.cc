@@ -250,6 +250,125 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
   return kTable;
 }
 
+// Imports the nodes of a graph or subgraph. Names defined inside a subgraph get `prefix` (so
+// branches cannot collide with each other or the outer graph); references to outer names stay.
+struct NodeImporter {
+  Graph& g;
+  std::map<std::string, int64_t>& opsets;
+  const std::string& base_dir;
+  std::vector<std::string> problems;
+  int counter = 0;
+
+  static std::string Map(const std::map<std::string, std::string>& rename, const std::string& name) {
+    auto it = rename.find(name);
+    return it == rename.end() ? name : it->second;
+  }
+
+  Status Import(const onnx::GraphProto& gp, const std::string& prefix, std::map<std::string, std::string>& rename) {
+    if (!prefix.empty())
+      for (auto& init : gp.initializer()) {
+        auto t = TensorFromProto(init, base_dir);
+        if (!t.ok()) return Status(t.status().code(), "initializer: " + t.status().message());
+        rename[init.name()] = prefix + init.name();
+        g.AddConstant(prefix + init.name(), std::move(t).value());
+      }
+    for (auto& np : gp.node()) WEFT_RETURN_IF_ERROR(ImportNode(np, prefix, rename));
+    return Status::Ok();
+  }
+
+  Status ImportNode(const onnx::NodeProto& np, const std::string& prefix, std::map<std::string, std::string>& rename) {
+    Node n;
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.opset = opsets.count(n.domain) ? opsets[n.domain] : 1;
+    n.name = prefix + (np.name().empty() ? np.op_type() + "_" + std::to_string(counter) : np.name());
+    ++counter;
+    for (auto& i : np.input()) n.inputs.push_back(i.empty() ? i : Map(rename, i));
+    for (auto& o : np.output()) {
+      if (!prefix.empty() && !o.empty()) rename[o] = prefix + o;
+      n.outputs.push_back(o.empty() ? o : Map(rename, o));
+    }
+    bool bad = false;
+    const onnx::GraphProto* then_g = nullptr;
+    const onnx::GraphProto* else_g = nullptr;
+    for (auto& a : np.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) {
+        // If branches are imported below; other subgraph ops (Loop, Scan) stay unsupported and
+        // are reported when the graph is compiled.
+        if (a.name() == "then_branch") then_g = &a.g();
+        if (a.name() == "else_branch") else_g = &a.g();
+        continue;
+      }
+      auto v = AttrFromProto(a, base_dir);
+      if (!v.ok()) {
+        problems.push_back("'" + n.name + "' (" + n.op_type + "): " + v.status().message());
+        bad = true;
+        continue;
+      }
+      n.attrs[a.name()] = std::move(v).value();
+    }
+    if (bad) return Status::Ok();
+    if (n.domain.empty() && n.op_type == "If" && then_g && else_g) return ImportIf(n, *then_g, *else_g, rename);
+    // Constant nodes become graph constants.
+    if (n.domain.empty() && n.op_type == "Constant" && n.outputs.size() == 1) {
+      HostTensor t;
+      auto& a = n.attrs;
+      if (a.count("value")) {
+        const AttrValue& v = a["value"];
+        auto h = HostTensor::FromBytes(v.tensor().GetDataType(), v.tensor().GetShape(), v.tensor_bytes().data(), v.tensor_bytes().size());
+        if (!h.ok()) return h.status();
+        t = std::move(h).value();
+      } else if (a.count("value_float")) {
+        t = HostTensor(DT_FLOAT, Shape());
+        *t.data_as<float>() = a["value_float"].f();
+      } else if (a.count("value_int")) {
+        t = HostTensor(DT_INT64, Shape());
+        *t.data_as<int64_t>() = a["value_int"].i();
+      } else if (a.count("value_floats")) {
+        t = HostTensor::FromVector(DT_FLOAT, Shape({int64_t(a["value_floats"].floats().size())}), a["value_floats"].floats());
+      } else if (a.count("value_ints")) {
+        t = HostTensor::FromVector(DT_INT64, Shape({int64_t(a["value_ints"].ints().size())}), a["value_ints"].ints());
+      } else {
+        problems.push_back("'" + n.name + "' (Constant): only tensor, float and int values are supported");
+        return Status::Ok();
+      }
+      g.AddConstant(n.outputs[0], std::move(t));
+      return Status::Ok();
+    }
+    if (n.domain.empty())
+      if (auto it = Lowerings().find(n.op_type); it != Lowerings().end()) {
+        Lowering l{g, n, n.opset};
+        it->second(l);
+      }
+    g.AddNode(std::move(n));
+    return Status::Ok();
+  }
+
+  // If: both branches are imported inline and each output is Where(cond, then, else). Branches
+  // are side-effect free, so computing both is equivalent when their outputs have one shape.
+  Status ImportIf(const Node& n, const onnx::GraphProto& then_g, const onnx::GraphProto& else_g,
+                  std::map<std::string, std::string>& rename) {
+    if (then_g.output_size() != static_cast<int>(n.outputs.size()) || else_g.output_size() != static_cast<int>(n.outputs.size())) {
+      problems.push_back("'" + n.name + "' (If): branches must produce the node's " + std::to_string(n.outputs.size()) + " outputs");
+      return Status::Ok();
+    }
+    std::map<std::string, std::string> then_names = rename, else_names = rename;
+    WEFT_RETURN_IF_ERROR(Import(then_g, n.name + "/then/", then_names));
+    WEFT_RETURN_IF_ERROR(Import(else_g, n.name + "/else/", else_names));
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      Node w;
+      w.op_type = "Where";
+      w.name = n.name + "/select" + std::to_string(k);
+      w.opset = n.opset;
+      w.inputs = {n.inputs[0], Map(then_names, then_g.output(static_cast<int>(k)).name()),
+                  Map(else_names, else_g.output(static_cast<int>(k)).name())};
+      w.outputs = {n.outputs[k]};
+      g.AddNode(std::move(w));
+    }
+    return Status::Ok();
+  }
+};
+
 }  // namespace
 
 Expected<HostTensor> ReadOnnxTensor(const std::string& path) {
@@ -296,64 +415,10 @@ Expected<Graph> ImportOnnxBytes(const std::string& bytes, const std::string& bas
     }
     g.AddInput(in.name(), dt, shape);
   }
-  int counter = 0;
-  std::vector<std::string> problems;
-  for (auto& np : gp.node()) {
-    Node n;
-    n.op_type = np.op_type();
-    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
-    n.opset = opsets.count(n.domain) ? opsets[n.domain] : 1;
-    n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(counter) : np.name();
-    ++counter;
-    for (auto& i : np.input()) n.inputs.push_back(i);
-    for (auto& o : np.output()) n.outputs.push_back(o);
-    bool bad = false;
-    for (auto& a : np.attribute()) {
-      // Subgraphs (If/Loop/Scan bodies) are left out; no registered op takes them, so the
-      // node is reported as unsupported when the graph is compiled.
-      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) continue;
-      auto v = AttrFromProto(a, base_dir);
-      if (!v.ok()) {
-        problems.push_back("'" + n.name + "' (" + n.op_type + "): " + v.status().message());
-        bad = true;
-        continue;
-      }
-      n.attrs[a.name()] = std::move(v).value();
-    }
-    if (bad) continue;
-    // Constant nodes become graph constants.
-    if (n.domain.empty() && n.op_type == "Constant" && n.outputs.size() == 1) {
-      HostTensor t;
-      auto& a = n.attrs;
-      if (a.count("value")) {
-        const AttrValue& v = a["value"];
-        auto h = HostTensor::FromBytes(v.tensor().GetDataType(), v.tensor().GetShape(), v.tensor_bytes().data(), v.tensor_bytes().size());
-        if (!h.ok()) return h.status();
-        t = std::move(h).value();
-      } else if (a.count("value_float")) {
-        t = HostTensor(DT_FLOAT, Shape());
-        *t.data_as<float>() = a["value_float"].f();
-      } else if (a.count("value_int")) {
-        t = HostTensor(DT_INT64, Shape());
-        *t.data_as<int64_t>() = a["value_int"].i();
-      } else if (a.count("value_floats")) {
-        t = HostTensor::FromVector(DT_FLOAT, Shape({int64_t(a["value_floats"].floats().size())}), a["value_floats"].floats());
-      } else if (a.count("value_ints")) {
-        t = HostTensor::FromVector(DT_INT64, Shape({int64_t(a["value_ints"].ints().size())}), a["value_ints"].ints());
-      } else {
-        problems.push_back("'" + n.name + "' (Constant): only tensor, float and int values are supported");
-        continue;
-      }
-      g.AddConstant(n.outputs[0], std::move(t));
-      continue;
-    }
-    if (n.domain.empty())
-      if (auto it = Lowerings().find(n.op_type); it != Lowerings().end()) {
-        Lowering l{g, n, n.opset};
-        it->second(l);
-      }
-    g.AddNode(std::move(n));
-  }
+  NodeImporter imp{g, opsets, base_dir};
+  std::map<std::string, std::string> rename;
+  WEFT_RETURN_IF_ERROR(imp.Import(gp, "", rename));
+  std::vector<std::string>& problems = imp.problems;
   if (!problems.empty()) {
     std::string msg = std::to_string(problems.size()) + " unsupported node(s): ";
     for (size_t k = 0; k < problems.size(); ++k) msg += (k ? "; " : "") + problems[k];
