@@ -158,33 +158,44 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
       const tag act_tags[] = {tag::ncw, tag::nchw, tag::ncdhw};
       const tag w_tags[] = {tag::oiw, tag::oihw, tag::oidhw};
       const tag gw_tags[] = {tag::goiw, tag::goihw, tag::goidhw};
-      // Let oneDNN choose blocked layouts; plain NCHW is reordered in and out around the kernel.
+      // Let oneDNN choose blocked layouts; plain NCHW is reordered in and out around the kernel,
+      // except where the fusion pass found that neighbouring Convs can exchange the channel-
+      // blocked layout (nChw16c) directly.
+      const RuntimeAttrs* at = ctx->GetAttrs();
+      bool blocked_in = *at->GetInt("blocked_input") != 0, blocked_out = *at->GetInt("blocked_output") != 0;
+      bool blocked_sum = *at->GetInt("blocked_sum") != 0;
       dnnl::memory::desc src_md(src, dt::f32, act_tags[w.nd - 1]), dst_md(dst, dt::f32, act_tags[w.nd - 1]);
-      dnnl::memory::desc src_any(src, dt::f32, tag::any), dst_any(dst, dt::f32, tag::any);
+      dnnl::memory::desc src_blk(src, dt::f32, tag::nChw16c), dst_blk(dst, dt::f32, tag::nChw16c);
+      if (blocked_in) src_md = src_blk;
+      if (blocked_out) dst_md = dst_blk;
+      dnnl::memory::desc src_k = blocked_in ? src_blk : dnnl::memory::desc(src, dt::f32, tag::any);
+      dnnl::memory::desc dst_k = blocked_out ? dst_blk : dnnl::memory::desc(dst, dt::f32, tag::any);
       dnnl::memory::desc w_any(wd, dt::f32, tag::any), bias_md({m}, dt::f32, tag::x);
       dnnl::convolution_forward::desc cd = b
-          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_any, w_any,
-                                            bias_md, dst_any, strides, dil, pl, pr)
-          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_any, w_any,
-                                            dst_any, strides, dil, pl, pr);
+          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_k, w_any,
+                                            bias_md, dst_k, strides, dil, pl, pr)
+          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_k, w_any,
+                                            dst_k, strides, dil, pl, pr);
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      attr.set_post_ops(FusedPostOps(ctx->GetAttrs(), sum));
+      attr.set_post_ops(FusedPostOps(at, sum));
       dnnl::convolution_forward::primitive_desc pd(cd, attr, CpuEngine());
       dnnl::memory w_plain({wd, dt::f32, group > 1 ? gw_tags[w.nd - 1] : w_tags[w.nd - 1]}, CpuEngine(), const_cast<void*>(wt->GetAddr()));
       weights_ = dnnl::memory(pd.weights_desc(), CpuEngine());
       dnnl::stream st(CpuEngine());
       dnnl::reorder(w_plain, weights_).execute(st, w_plain, weights_);
       st.wait();
+      if (blocked_out && ctx->SetOutputStorage(0, dst_blk.get_size(), FORMAT_NC1HWC0) != GRAPH_SUCCESS) return GRAPH_FAILED;
       int x_slot = runner_.AddBound(src_md);
       int y_slot = runner_.AddBound(dst_md);
       int src_slot = Relayout(runner_, x_slot, src_md, pd.src_desc());
-      // The sum post-op accumulates into dst: Execute copies the operand into Y, which is
-      // reordered into the kernel's layout first.
       int dst_slot = pd.dst_desc() == dst_md ? y_slot : runner_.AddTemp(pd.dst_desc());
-      if (sum && dst_slot != y_slot) {
-        dnnl::reorder::primitive_desc rp(CpuEngine(), dst_md, CpuEngine(), pd.dst_desc());
-        runner_.AddStep(dnnl::reorder(rp), {{DNNL_ARG_FROM, y_slot}, {DNNL_ARG_TO, dst_slot}});
+      if (sum) {  // the sum post-op accumulates into dst: copy the residual operand there first
+        dnnl::memory::desc sum_md = blocked_sum ? dnnl::memory::desc(dst, dt::f32, tag::nChw16c)
+                                                : dnnl::memory::desc(dst, dt::f32, act_tags[w.nd - 1]);
+        int sum_slot = runner_.AddBound(sum_md);
+        dnnl::reorder::primitive_desc rp(CpuEngine(), sum_md, CpuEngine(), pd.dst_desc());
+        runner_.AddStep(dnnl::reorder(rp), {{DNNL_ARG_FROM, sum_slot}, {DNNL_ARG_TO, dst_slot}});
       }
       std::vector<std::pair<int, int>> args{{DNNL_ARG_SRC, src_slot}, {DNNL_ARG_WEIGHTS, runner_.AddFixed(weights_)}, {DNNL_ARG_DST, dst_slot}};
       if (b) {
@@ -198,8 +209,14 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
         runner_.AddStep(dnnl::reorder(rp), {{DNNL_ARG_FROM, dst_slot}, {DNNL_ARG_TO, y_slot}});
       }
       runner_.Finish(threads);
-    } catch (const dnnl::error&) {
-      // Unsupported configuration: the reference path runs instead.
+    } catch (const dnnl::error& e) {
+      // Unsupported configuration: the reference path runs instead, unless the graph relies on
+      // this node exchanging the blocked layout.
+      const RuntimeAttrs* at = ctx->GetAttrs();
+      if (*at->GetInt("blocked_input") || *at->GetInt("blocked_output") || *at->GetInt("blocked_sum")) {
+        ctx->SetError(std::string("oneDNN cannot run this convolution in the blocked layout: ") + e.what());
+        return GRAPH_FAILED;
+      }
     }
     return GRAPH_SUCCESS;
   }
@@ -247,8 +264,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
     const Tensor* sum = ctx->GetOptionalInputTensor(3);
     if (sum && sum->GetShape() != y->GetShape()) return Fail(ctx, "fused sum operand shape differs from the output");
     if (runner_.ready()) {
-      if (sum && sum->GetAddr() != y->GetAddr()) std::memcpy(y->GetAddr(), sum->GetAddr(), y->GetByteCount());
-      void* ptrs[2] = {const_cast<void*>(x->GetAddr()), y->GetAddr()};
+      void* ptrs[3] = {const_cast<void*>(x->GetAddr()), y->GetAddr(), sum ? const_cast<void*>(sum->GetAddr()) : nullptr};
       return runner_.Run(ctx, ptrs) ? GRAPH_SUCCESS : GRAPH_FAILED;
     }
     FusedActivation act(ctx->GetAttrs());
@@ -589,7 +605,8 @@ void WeftRegister_conv_pool(std::vector<OpEntry>& out) {
     // Sum and fused_* are set by Weft's fusion pass (Conv + Add + Relu/Clip); ONNX graphs never set them.
     b.INPUT(X, "T").INPUT(W, "T").OPTIONAL_INPUT(B, "T").OPTIONAL_INPUT(Sum, "T").OUTPUT(Y, "T").DATATYPE(T, FloatTypes())
         .ATTR(group, Int, 1).ATTR(kernel_shape, ListInt, {})
-        .ATTR(fused_activation, String, "").ATTR(fused_alpha, Float, 0.0).ATTR(fused_beta, Float, 0.0);
+        .ATTR(fused_activation, String, "").ATTR(fused_alpha, Float, 0.0).ATTR(fused_beta, Float, 0.0)
+        .ATTR(blocked_input, Int, 0).ATTR(blocked_output, Int, 0).ATTR(blocked_sum, Int, 0);
     WindowAttrs(b);
     out.push_back({b.Build(), MakeOpImpl<Conv>("Conv")});
   }

@@ -90,3 +90,45 @@ TEST(Fusion, GemmReluAndUnfusableCases) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(Fusion, ConvChainsExchangeTheBlockedLayout) {
+  // 24 channels: not a multiple of 16, so the blocked buffers carry padding.
+  const int c = 24;
+  auto s = test::MakeSession();
+  auto wa = test::RandomFloat({c, c, 3, 3}, 11, -0.2f, 0.2f), wb = test::RandomFloat({c, c, 3, 3}, 12, -0.2f, 0.2f);
+  auto wc = test::RandomFloat({c, c, 3, 3}, 13, -0.2f, 0.2f);
+  auto ba = test::RandomFloat({c}, 14), bb = test::RandomFloat({c}, 15), bc = test::RandomFloat({c}, 16);
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {1, c, 10, 6});
+  for (auto& [n, t] : std::vector<std::pair<std::string, HostTensor>>{{"wa", wa}, {"wb", wb}, {"wc", wc}, {"ba", ba}, {"bb", bb}, {"bc", bc}})
+    g.AddConstant(n, t);
+  std::map<std::string, AttrValue> pads{{"pads", AttrValue::ListInt({1, 1, 1, 1})}};
+  g.AddNode("Conv", "a", {"x", "wa", "ba"}, {"a0"}, pads).AddNode("Relu", "ra", {"a0"}, {"a1"});
+  g.AddNode("Conv", "b", {"a1", "wb", "bb"}, {"b0"}, pads).AddNode("Add", "res", {"b0", "a1"}, {"b1"}).AddNode("Relu", "rb", {"b1"}, {"b2"});
+  g.AddNode("Conv", "c", {"b2", "wc", "bc"}, {"y"}, pads).AddOutput("y");
+  auto m = s->Compile(g);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m.value()->num_steps(), 3u);
+  auto x = test::RandomFloat({1, c, 10, 6}, 17);
+  auto out = m.value()->Run({x}).value();
+  auto relu = [](std::vector<double> v) {
+    for (auto& e : v) e = std::max(0.0, e);
+    return v;
+  };
+  auto to_tensor = [&](const std::vector<double>& v) {
+    HostTensor t(DT_FLOAT, {1, c, 10, 6});
+    for (size_t i = 0; i < v.size(); ++i) t.data_as<float>()[i] = static_cast<float>(v[i]);
+    return t;
+  };
+  std::vector<double> a1 = relu(Conv3x3(x, wa, ba));
+  std::vector<double> b0 = Conv3x3(to_tensor(a1), wb, bb);
+  for (size_t i = 0; i < b0.size(); ++i) b0[i] += a1[i];
+  std::vector<double> y = Conv3x3(to_tensor(relu(b0)), wc, bc);
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(out[0].data_as<float>()[i], y[i], 1e-3 * std::max(1.0, std::fabs(y[i]))) << i;
+}
+
+}  // namespace
+}  // namespace weft

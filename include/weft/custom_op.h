@@ -14,6 +14,7 @@
 #ifndef WEFT_CUSTOM_OP_H_
 #define WEFT_CUSTOM_OP_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -226,6 +227,12 @@ class OpCompileContext : public KernelContextBase {
  public:
   using KernelContextBase::KernelContextBase;
   const Tensor* GetOutputTensor(size_t i) const { return Output(i); }
+  // Stores output `i` in another layout that needs `bytes` (e.g. channel-blocked). Only for
+  // outputs whose every consumer reads that layout. Needs an engine with this service.
+  graphStatus SetOutputStorage(size_t i, size_t bytes, Format format) const {
+    if (c_->api->struct_size < offsetof(WeftHostApi, set_output_storage) + sizeof(void*)) return GRAPH_FAILED;
+    return c_->api->set_output_storage(c_, static_cast<uint32_t>(i), bytes, format) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
+  }
 };
 
 // UpdateHostArgs: the new input/output addresses of a compiled node.

@@ -40,6 +40,7 @@ enum Format : int32_t {
   FORMAT_NCHW = WEFT_FORMAT_NCHW,
   FORMAT_NHWC = WEFT_FORMAT_NHWC,
   FORMAT_ND = WEFT_FORMAT_ND,
+  FORMAT_NC1HWC0 = WEFT_FORMAT_NC1HWC0,
 };
 
 enum TensorPlacement : int32_t {

@@ -268,6 +268,7 @@ struct Builder {
     for (int id : cn.in_values) ins.push_back(&meta[id]);
     for (int id : cn.out_values) outs.push_back(&meta[id]);
     CallState st;
+    st.values = &m->values;
     st.node = &cn;
     st.error = &error;
     st.scratch = scratch;
@@ -414,6 +415,34 @@ struct Builder {
           redirect(cn, *next);
         }
       }
+    }
+    MarkBlockedLayouts();
+  }
+
+  // Built-in float32 2-D Convs whose output only feeds other such Convs (as X or as the residual
+  // Sum) exchange it in the channel-blocked layout, skipping two reorders per edge.
+  void MarkBlockedLayouts() {
+    std::vector<std::vector<std::pair<CompiledNode*, uint32_t>>> users(m->values.size());  // (consumer, IR input)
+    for (auto& cn : m->nodes) {
+      if (cn->folded) continue;
+      for (uint32_t ir = 0; ir < cn->ir_in_start.size(); ++ir)
+        for (uint32_t r = 0; r < cn->ir_in_count[ir]; ++r) users[cn->in_values[cn->ir_in_start[ir] + r]].push_back({cn.get(), ir});
+    }
+    auto conv2d = [&](const CompiledNode* n) {
+      return n && !n->folded && !n->op->library && n->op_type == "Conv" && HasAttr(*n, "blocked_output") &&
+             m->values[n->out_values[0]].dtype == DT_FLOAT && m->values[n->out_values[0]].shape.GetDimNum() == 4;
+    };
+    std::set<std::string> outputs(g.outputs().begin(), g.outputs().end());
+    for (auto& up : m->nodes) {
+      CompiledNode& cn = *up;
+      if (!conv2d(&cn)) continue;
+      int t = cn.out_values[0];
+      if (m->values[t].is_output || outputs.count(m->values[t].name) || users[t].empty()) continue;
+      bool ok = true;
+      for (auto& [u, ir] : users[t]) ok = ok && conv2d(u) && (ir == 0 || ir == 3);
+      if (!ok) continue;
+      SetAttr(cn, "blocked_output", AttrValue::Int(1));
+      for (auto& [u, ir] : users[t]) SetAttr(*u, ir == 0 ? "blocked_input" : "blocked_sum", AttrValue::Int(1));
     }
   }
 

@@ -49,7 +49,7 @@ WeftTensor* MallocOutput(WeftKernelContext* c, uint32_t index, const WeftShape* 
                  "; InferShape/InferDataType and Execute must agree").c_str());
     return nullptr;
   }
-  t->format = format;
+  if (format != WEFT_FORMAT_ND) t->format = format;  // a planned storage layout stays
   return t;
 }
 
@@ -89,8 +89,25 @@ WeftStatus ParallelFor(WeftKernelContext* c, int64_t n, int64_t grain, WeftParal
   return WEFT_STATUS_OK;
 }
 
+WeftStatus SetOutputStorage(WeftKernelContext* c, uint32_t index, uint64_t bytes, int32_t format) {
+  CallState* st = State(c);
+  if (c->stage != WEFT_STAGE_COMPILE || !st || !st->values || index >= c->num_outputs) {
+    SetError(c, "SetOutputStorage is only available during Compile, for an existing output");
+    return WEFT_STATUS_FAILED;
+  }
+  Value& v = (*st->values)[st->node->out_values[index]];
+  if (v.kind != ValueKind::kIntermediate || v.is_output) {
+    SetError(c, ("SetOutputStorage: output '" + v.name + "' is a graph output and must stay in the plain layout").c_str());
+    return WEFT_STATUS_FAILED;
+  }
+  v.bytes = std::max<size_t>(v.bytes, static_cast<size_t>(bytes));
+  v.format = format;
+  return WEFT_STATUS_OK;
+}
+
 const WeftHostApi kHostApi = {sizeof(WeftHostApi), WEFT_ABI_VERSION, &SetError,    &MallocOutput,
-                              &MallocWorkspace,    &WriteBlob,       &GetOption,   &ParallelFor};
+                              &MallocWorkspace,    &WriteBlob,       &GetOption,   &ParallelFor,
+                              &SetOutputStorage};
 
 void AlignedFree(void* p) { std::free(p); }
 
@@ -209,6 +226,7 @@ RunContextImpl::RunContextImpl(const ModelImpl& m) : model(&m) {
     t.dtype = v.dtype;
     *Shape::View(&t.shape) = v.shape;
     t.size_bytes = v.bytes;
+    t.format = v.format;
     if (v.kind == ValueKind::kIntermediate) t.data = arena.get() + v.offset;
     if (v.kind == ValueKind::kConstant) t.data = const_cast<void*>(m.constants[v.index].data());
   }

@@ -34,6 +34,7 @@ struct Value {
   int last_use = -1;   // step index of the last consumer
   bool is_output = false;
   size_t offset = 0;   // arena offset (intermediates)
+  int32_t format = WEFT_FORMAT_ND;  // storage layout chosen by the producer's Compile
   int index = -1;      // input index or constant index
 };
 
@@ -79,6 +80,7 @@ struct CallState {
   Scratch* scratch = nullptr;
   const EngineEnv* env = nullptr;
   std::map<std::string, std::vector<uint8_t>>* blobs = nullptr;  // Serialize
+  std::vector<Value>* values = nullptr;                          // Compile: set_output_storage
 };
 
 const WeftHostApi* HostApi();

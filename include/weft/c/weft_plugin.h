@@ -61,7 +61,8 @@ typedef enum WeftDataType {
 typedef enum WeftFormat {
   WEFT_FORMAT_NCHW = 0,
   WEFT_FORMAT_NHWC = 1,
-  WEFT_FORMAT_ND = 2
+  WEFT_FORMAT_ND = 2,
+  WEFT_FORMAT_NC1HWC0 = 3 /* [N, C/16, H, W, 16], channels padded to a multiple of 16 */
 } WeftFormat;
 
 typedef enum WeftPlacement { WEFT_PLACEMENT_HOST = 0, WEFT_PLACEMENT_CUDA = 1 } WeftPlacement;
@@ -191,6 +192,9 @@ typedef struct WeftHostApi {
   /* Runs fn over [0, n) in chunks of at least `grain` on the engine's intra-op threads. */
   WeftStatus (*parallel_for)(WeftKernelContext* ctx, int64_t n, int64_t grain, WeftParallelFn fn,
                              void* user);
+  /* Compile only: output `index` will be stored in `format` and needs `bytes` (at least its
+   * plain size). Every consumer must understand that format; the engine plans the buffer. */
+  WeftStatus (*set_output_storage)(WeftKernelContext* ctx, uint32_t index, uint64_t bytes, int32_t format);
 } WeftHostApi;
 
 /* Everything a callback sees. Inputs and outputs are flattened instance lists: IR input `k`
