@@ -13,6 +13,8 @@ echo "== release build + tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=ON -DWEFT_BUILD_BENCH=ON > /dev/null
 cmake --build build -j "$JOBS"
 ctest --test-dir build -j "$JOBS" --output-on-failure
+echo "== ONNX backend node tests (the pass list is enforced by CTest above)"
+build/tests/weft_onnx_conformance --expected tests/onnx/expected_pass.txt | tail -n 3
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined \
