@@ -4,6 +4,8 @@
 namespace weft::ops {
 namespace {
 
+constexpr int64_t kParallelGrain = 1 << 15;  // elements per intra-op task
+
 struct AddFn { static constexpr const char* kName = "Add"; template <typename C> static C Apply(C a, C b) { return a + b; } };
 struct SubFn { static constexpr const char* kName = "Sub"; template <typename C> static C Apply(C a, C b) { return a - b; } };
 struct MulFn { static constexpr const char* kName = "Mul"; template <typename C> static C Apply(C a, C b) { return a * b; } };
@@ -47,7 +49,11 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp {
       }
       if (a->GetShape() == c->GetShape() && b->GetShape() == c->GetShape()) {  // no broadcasting: a tight loop
         int64_t n = c->GetShapeSize();
-        for (int64_t i = 0; i < n; ++i) pc[i] = Store<T>(Fn::template Apply<C>(Load(pa[i]), Load(pb[i])));
+        auto body = [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) pc[i] = Store<T>(Fn::template Apply<C>(Load(pa[i]), Load(pb[i])));
+        };
+        if (n < kParallelGrain) body(0, n);
+        else ctx->ParallelFor(n, kParallelGrain, body);
         return;
       }
       ForEachBroadcast(a->GetShape(), b->GetShape(), c->GetShape(), [&](int64_t i, int64_t ia, int64_t ib) {

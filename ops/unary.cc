@@ -101,7 +101,11 @@ class UnaryOp : public EagerExecuteOp {
       using C = typename Compute<T>::type;
       const T* px = x->GetData<T>();
       T* py = y->GetData<T>();
-      for (int64_t i = 0; i < n; ++i) py[i] = Store<T>(fn(static_cast<C>(Load(px[i]))));
+      auto run = [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) py[i] = Store<T>(fn(static_cast<C>(Load(px[i]))));
+      };
+      if (n < (1 << 15)) run(0, n);
+      else ctx->ParallelFor(n, 1 << 15, run);
     };
     if constexpr (kIntegers) DispatchNumeric(x->GetDataType(), body);
     else DispatchFloat(x->GetDataType(), body);

@@ -163,8 +163,10 @@ class KernelContextBase {
   // Runs fn(begin, end) over [0, n) on the engine's intra-op threads; plugins never spawn threads.
   template <typename F>
   graphStatus ParallelFor(int64_t n, int64_t grain, F&& fn) const {
-    auto tramp = [](void* user, int64_t b, int64_t e) { (*static_cast<F*>(user))(b, e); };
-    return c_->api->parallel_for(c_, n, grain, tramp, &fn) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
+    using Fn = std::remove_reference_t<F>;
+    auto tramp = [](void* user, int64_t b, int64_t e) { (*static_cast<Fn*>(user))(b, e); };
+    void* user = const_cast<void*>(static_cast<const void*>(std::addressof(fn)));
+    return c_->api->parallel_for(c_, n, grain, tramp, user) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
   }
   WeftKernelContext* raw() const { return c_; }
 
