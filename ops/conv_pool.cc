@@ -10,11 +10,6 @@
 namespace weft::ops {
 namespace {
 
-graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
-  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
-  return GRAPH_FAILED;
-}
-
 // Spatial geometry shared by conv and pooling.
 struct Window {
   size_t nd = 0;  // spatial rank

@@ -8,11 +8,6 @@
 namespace weft::ops {
 namespace {
 
-graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
-  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
-  return GRAPH_FAILED;
-}
-
 // outer x axis x inner view of a shape around `axis`.
 void Split3(const Shape& s, int64_t axis, int64_t* outer, int64_t* inner) {
   *outer = 1;

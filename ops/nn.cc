@@ -8,11 +8,6 @@
 namespace weft::ops {
 namespace {
 
-graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
-  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
-  return GRAPH_FAILED;
-}
-
 class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
  public:
   // float32 fast path through oneDNN matmul when C is absent or a [N] / [1, N] bias with beta 1.

@@ -11,6 +11,12 @@
 
 namespace weft::ops {
 
+// Records "<OpType>: <msg>" and returns GRAPH_FAILED (the engine adds the node name).
+inline graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
+  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
+  return GRAPH_FAILED;
+}
+
 // Normalizes a possibly negative axis into [0, rank); false when out of range.
 inline bool NormalizeAxis(int64_t axis, int64_t rank, int64_t* out) {
   if (axis < -rank || axis >= rank) return false;

@@ -9,11 +9,6 @@
 namespace weft::ops {
 namespace {
 
-graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
-  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
-  return GRAPH_FAILED;
-}
-
 // Which axes to reduce; false when the axes input is not known yet.
 bool ReduceAxes(const KernelContextBase* ctx, size_t rank, std::vector<bool>* mask, std::string* err) {
   std::vector<int64_t> axes;

@@ -9,11 +9,6 @@
 namespace weft::ops {
 namespace {
 
-graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
-  ctx->SetError(std::string("Resize: ") + msg);
-  return GRAPH_FAILED;
-}
-
 bool ReadFloats(const Tensor* t, std::vector<double>* out) {
   out->clear();
   if (!t || !t->GetAddr()) return false;

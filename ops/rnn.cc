@@ -8,11 +8,6 @@
 namespace weft::ops {
 namespace {
 
-graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
-  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
-  return GRAPH_FAILED;
-}
-
 enum class Kind { kRnn, kGru, kLstm };
 
 struct Activation {

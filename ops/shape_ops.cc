@@ -9,11 +9,6 @@
 namespace weft::ops {
 namespace {
 
-graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
-  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
-  return GRAPH_FAILED;
-}
-
 // Ops whose output is the input bytes under a new shape.
 class CopyExecute : public EagerExecuteOp {
  public:
