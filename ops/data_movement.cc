@@ -40,7 +40,7 @@ class Concat : public EagerExecuteOp, public ShapeInferOp {
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetInputDataType(0));
     if (!y) return GRAPH_FAILED;
-    int64_t axis, outer, inner;
+    int64_t axis = 0, outer = 1, inner = 1;
     NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(y->GetShape().GetDimNum()), &axis);
     Split3(y->GetShape(), axis, &outer, &inner);
     size_t elem = DataTypeSize(y->GetDataType());
@@ -77,7 +77,7 @@ class Split : public EagerExecuteOp, public ShapeInferOp {
   }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& in = *ctx->GetInputShape(0);
-    int64_t axis;
+    int64_t axis = 0;
     if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis)) return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), in.GetDimNum()));
     std::vector<int64_t> sizes;
     std::string err;
@@ -99,7 +99,7 @@ class Split : public EagerExecuteOp, public ShapeInferOp {
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
-    int64_t axis, outer, inner;
+    int64_t axis = 0, outer = 1, inner = 1;
     NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(x->GetShape().GetDimNum()), &axis);
     Split3(x->GetShape(), axis, &outer, &inner);
     size_t elem = DataTypeSize(x->GetDataType());
@@ -214,7 +214,7 @@ class Gather : public EagerExecuteOp, public ShapeInferOp {
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& d = *ctx->GetInputShape(0);
     const Shape& ix = *ctx->GetInputShape(1);
-    int64_t axis;
+    int64_t axis = 0;
     if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(d.GetDimNum()), &axis))
       return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), d.GetDimNum()));
     Shape out;
@@ -231,7 +231,7 @@ class Gather : public EagerExecuteOp, public ShapeInferOp {
     const Tensor* ix = ctx->GetInputTensor(1);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), d->GetDataType());
     if (!y) return GRAPH_FAILED;
-    int64_t axis, outer, inner;
+    int64_t axis = 0, outer = 1, inner = 1;
     NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(d->GetShape().GetDimNum()), &axis);
     Split3(d->GetShape(), axis, &outer, &inner);
     int64_t dim = d->GetShape().GetDim(static_cast<size_t>(axis)), n = ix->GetShapeSize();
@@ -255,7 +255,7 @@ class GatherElements : public EagerExecuteOp, public ShapeInferOp {
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& d = *ctx->GetInputShape(0);
     const Shape& ix = *ctx->GetInputShape(1);
-    int64_t axis;
+    int64_t axis = 0;
     if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(d.GetDimNum()), &axis))
       return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), d.GetDimNum()));
     if (d.GetDimNum() != ix.GetDimNum()) return Fail(ctx, "data and indices ranks differ");
@@ -268,7 +268,7 @@ class GatherElements : public EagerExecuteOp, public ShapeInferOp {
     const Tensor* ix = ctx->GetInputTensor(1);
     Tensor* y = ctx->MallocOutputTensor(0, ix->GetShape(), d->GetDataType());
     if (!y) return GRAPH_FAILED;
-    int64_t axis;
+    int64_t axis = 0;
     size_t r = d->GetShape().GetDimNum(), elem = DataTypeSize(d->GetDataType());
     NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(r), &axis);
     int64_t st[WEFT_MAX_DIMS];

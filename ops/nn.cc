@@ -222,7 +222,7 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
-    int64_t axis;
+    int64_t axis = 0;
     if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(x.GetDimNum()), &axis))
       return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), x.GetDimNum()));
     *ctx->GetOutputShape(0) = x;
@@ -241,7 +241,7 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
     const Tensor* scale = ctx->GetInputTensor(1);
     const Tensor* bias = ctx->GetOptionalInputTensor(2);
     const Shape& s = x->GetShape();
-    int64_t axis;
+    int64_t axis = 0;
     NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(s.GetDimNum()), &axis);
     int64_t outer = 1, inner = 1;
     for (size_t k = 0; k < s.GetDimNum(); ++k) (static_cast<int64_t>(k) < axis ? outer : inner) *= s.GetDim(k);

@@ -151,7 +151,7 @@ class ArgReduce : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& in = *ctx->GetInputShape(0);
-    int64_t axis;
+    int64_t axis = 0;
     if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis))
       return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), in.GetDimNum()));
     std::vector<bool> mask(in.GetDimNum(), false);
@@ -165,7 +165,7 @@ class ArgReduce : public EagerExecuteOp, public ShapeInferOp {
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_INT64);
     if (!y) return GRAPH_FAILED;
     const Shape& in = x->GetShape();
-    int64_t axis;
+    int64_t axis = 0;
     NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis);
     bool last = *ctx->GetAttrs()->GetInt("select_last_index") != 0;
     int64_t outer = 1, inner = 1, n = in.GetDim(static_cast<size_t>(axis));
@@ -262,7 +262,7 @@ class CumSum : public EagerExecuteOp {
     std::vector<int64_t> ax;
     if (!ReadInts(ctx->GetInputTensor(1), &ax) || ax.size() != 1) return Fail(ctx, "axis must be a scalar");
     const Shape& in = x->GetShape();
-    int64_t axis;
+    int64_t axis = 0;
     if (!NormalizeAxis(ax[0], static_cast<int64_t>(in.GetDimNum()), &axis)) return Fail(ctx, AxisError(ax[0], in.GetDimNum()));
     bool excl = *ctx->GetAttrs()->GetInt("exclusive") != 0, rev = *ctx->GetAttrs()->GetInt("reverse") != 0;
     Tensor* y = ctx->MallocOutputTensor(0, in, x->GetDataType());
@@ -297,7 +297,7 @@ class TopK : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& in = *ctx->GetInputShape(0);
-    int64_t axis;
+    int64_t axis = 0;
     if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis))
       return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), in.GetDimNum()));
     std::vector<int64_t> k;
@@ -320,7 +320,7 @@ class TopK : public EagerExecuteOp, public ShapeInferOp {
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Shape& in = x->GetShape();
-    int64_t axis;
+    int64_t axis = 0;
     NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis);
     const Shape& os = ctx->GetOutputTensor(0)->GetShape();
     Tensor* vals = ctx->MallocOutputTensor(0, os, x->GetDataType());
