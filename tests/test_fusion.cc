@@ -132,3 +132,46 @@ TEST(Fusion, ConvChainsExchangeTheBlockedLayout) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(Fusion, DecomposedLayerNormBecomesOneNode) {
+  auto s = test::MakeSession();
+  const int64_t rows = 6, c = 40;
+  auto gamma = test::RandomFloat({c}, 21), beta = test::RandomFloat({c}, 22);
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {2, rows, c}).AddConstant("gamma", gamma).AddConstant("beta", beta);
+  g.AddConstant("axes", HostTensor::FromVector<int64_t>(DT_INT64, {1}, {-1}));
+  g.AddConstant("two", HostTensor::FromVector<float>(DT_FLOAT, {}, {2.f}));
+  g.AddConstant("eps", HostTensor::FromVector<float>(DT_FLOAT, {}, {1e-5f}));
+  g.AddNode("ReduceMean", "mean", {"x", "axes"}, {"mu"});
+  g.AddNode("Sub", "sub", {"x", "mu"}, {"d"});
+  g.AddNode("Pow", "pow", {"d", "two"}, {"d2"});
+  g.AddNode("ReduceMean", "var", {"d2", "axes"}, {"v"});
+  g.AddNode("Add", "addeps", {"v", "eps"}, {"ve"});
+  g.AddNode("Sqrt", "sqrt", {"ve"}, {"sd"});
+  g.AddNode("Div", "div", {"d", "sd"}, {"n"});
+  g.AddNode("Mul", "scale", {"n", "gamma"}, {"ng"});
+  g.AddNode("Add", "shift", {"ng", "beta"}, {"y"});
+  g.AddOutput("y");
+  auto m = s->Compile(g);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m.value()->num_steps(), 1u);
+  auto x = test::RandomFloat({2, rows, c}, 23);
+  auto out = m.value()->Run({x}).value();
+  for (int64_t r = 0; r < 2 * rows; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < c; ++j) mean += x.data_as<float>()[r * c + j];
+    mean /= c;
+    for (int64_t j = 0; j < c; ++j) var += std::pow(x.data_as<float>()[r * c + j] - mean, 2);
+    var /= c;
+    for (int64_t j = 0; j < c; ++j) {
+      double want = (x.data_as<float>()[r * c + j] - mean) / std::sqrt(var + 1e-5) * gamma.data_as<float>()[j] + beta.data_as<float>()[j];
+      ASSERT_NEAR(out[0].data_as<float>()[r * c + j], want, 1e-4 * std::max(1.0, std::fabs(want)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft
