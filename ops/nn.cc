@@ -263,6 +263,28 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
     auto* mean = static_cast<double*>(ctx->MallocWorkSpace(static_cast<size_t>(outer) * sizeof(double)));
     auto* inv = static_cast<double*>(ctx->MallocWorkSpace(static_cast<size_t>(outer) * sizeof(double)));
     if (!mean || !inv) return GRAPH_FAILED;
+    // Common case: float32 with per-channel Scale/B over a contiguous row.
+    if (x->GetDataType() == DT_FLOAT && scale->GetDataType() == DT_FLOAT && scale->GetShapeSize() == inner &&
+        (!bias || (bias->GetDataType() == DT_FLOAT && bias->GetShapeSize() == inner))) {
+      const float* px = x->GetData<float>();
+      const float* ps = scale->GetData<float>();
+      const float* pb = bias ? bias->GetData<float>() : nullptr;
+      float* py = y->GetData<float>();
+      double eps = *ctx->GetAttrs()->GetFloat("epsilon");
+      for (int64_t g = 0; g < outer; ++g) {
+        const float* row = px + g * inner;
+        double sum = 0, sq = 0;
+        for (int64_t i = 0; i < inner; ++i) sum += row[i];
+        double mu = sum / static_cast<double>(inner);
+        for (int64_t i = 0; i < inner; ++i) sq += (row[i] - mu) * (row[i] - mu);
+        double iv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps);
+        float fm = static_cast<float>(mu), fi = static_cast<float>(iv);
+        float* out = py + g * inner;
+        for (int64_t i = 0; i < inner; ++i) out[i] = (row[i] - fm) * fi * ps[i] + (pb ? pb[i] : 0.f);
+        mean[g] = mu;
+        inv[g] = iv;
+      }
+    } else {
     DispatchFloat(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       NormalizeGroups(x->GetData<T>(), y->GetData<T>(), outer, inner, *ctx->GetAttrs()->GetFloat("epsilon"),
@@ -279,6 +301,7 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
                       },
                       mean, inv);
     });
+    }
     for (int64_t g = 0; g < outer; ++g) {
       if (mean_t) mean_t->GetData<float>()[g] = static_cast<float>(mean[g]);
       if (inv_t) inv_t->GetData<float>()[g] = static_cast<float>(inv[g]);

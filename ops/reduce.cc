@@ -237,6 +237,15 @@ class SoftmaxOp : public EagerExecuteOp {
             continue;
           }
           C sum = 0;
+          if constexpr (S == Sm::kSoftmax && std::is_same<T, float>::value) {
+            if (inner == 1) {  // contiguous: exponentiate once, then scale
+              float* row = py + o * n;
+              for (int64_t j = 0; j < n; ++j) sum += (row[j] = std::exp(px[o * n + j] - mx));
+              float r = 1.0f / sum;
+              for (int64_t j = 0; j < n; ++j) row[j] *= r;
+              continue;
+            }
+          }
           for (int64_t j = 0; j < n; ++j) sum += std::exp(C(Load(px[at(j)])) - mx);
           for (int64_t j = 0; j < n; ++j) {
             C v = C(Load(px[at(j)])) - mx;
