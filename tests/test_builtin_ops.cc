@@ -188,3 +188,33 @@ TEST(BuiltinMatMul, InnerDimensionMismatchIsNamed) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Activations the ONNX node tests of this suite's version do not cover.
+TEST(BuiltinActivations, GeluAndMishMatchFloat64) {
+  auto x = test::RandomFloat({4, 33}, 31, -6.f, 6.f);
+  for (const char* approx : {"none", "tanh"}) {
+    auto s = test::MakeSession();
+    Graph g;
+    g.AddInput("x", DT_FLOAT, {4, 33}).AddNode("Gelu", "gelu", {"x"}, {"y"}, {{"approximate", AttrValue::String(approx)}}).AddOutput("y");
+    auto out = s->Compile(g).value()->Run({x}).value();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      double v = x.data_as<float>()[i];
+      double want = std::string(approx) == "none" ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
+                                                  : 0.5 * v * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+      ASSERT_NEAR(out[0].data_as<float>()[i], want, 1e-5 * std::max(1.0, std::fabs(want))) << approx << " " << v;
+    }
+  }
+  auto mish = RunOne("Mish", {x});
+  ASSERT_EQ(mish.size(), 1u);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double v = x.data_as<float>()[i];
+    double want = v * std::tanh(std::log1p(std::exp(v)));
+    ASSERT_NEAR(mish[0].data_as<float>()[i], want, 1e-5 * std::max(1.0, std::fabs(want))) << v;
+  }
+}
+
+}  // namespace
+}  // namespace weft
