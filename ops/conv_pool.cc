@@ -132,7 +132,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
     if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err) || w.nd < 1 || w.nd > 3) return GRAPH_SUCCESS;
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
-    int threads = IntraOpThreads(ctx);
+    int threads = ApplyIntraOpThreads(ctx);
     try {
       int64_t group = *ctx->GetAttrs()->GetInt("group");
       const Shape& xs = x->GetShape();
@@ -425,7 +425,7 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
       return GRAPH_SUCCESS;
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
-    int threads = IntraOpThreads(ctx);
+    int threads = ApplyIntraOpThreads(ctx);
     try {
       const Shape& xs = x->GetShape();
       dnnl::memory::dims src{xs.GetDim(0), xs.GetDim(1)}, dst{xs.GetDim(0), xs.GetDim(1)}, k, st, dil, pl, pr;

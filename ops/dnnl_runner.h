@@ -24,9 +24,9 @@ inline dnnl::engine& CpuEngine() {
   return e;
 }
 
-// Session intra-op threads (oneDNN runs on OpenMP; the count is applied per call, and here so
-// that compile-time reorders do not start more OpenMP threads than the session allows).
-inline int IntraOpThreads(const KernelContextBase* ctx) {
+// Sets OpenMP to the session's intra-op thread count and returns it. oneDNN runs on OpenMP; the
+// runner applies the count again per call, and this call keeps compile-time reorders within it.
+inline int ApplyIntraOpThreads(const KernelContextBase* ctx) {
   const char* v = ctx->GetOption("weft.intra_op_threads");
   int n = v ? std::atoi(v) : 1;
   n = n > 0 ? n : 1;

@@ -91,7 +91,7 @@ class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
     if (static_cast<double>(d.batch.GetShapeSize()) * d.m * d.n * d.k < 32768.0) return GRAPH_SUCCESS;  // tiny: loops win
     spec.b_const = b->GetAddr();
     spec.post_ops = FusedPostOps(ctx->GetAttrs(), false);
-    int threads = IntraOpThreads(ctx);
+    int threads = ApplyIntraOpThreads(ctx);
     try {
       BuildMatmul(runner_, spec, keep_, threads);
       b_const_ = b->GetAddr() != nullptr;

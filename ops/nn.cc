@@ -31,7 +31,7 @@ class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
     spec.bias = c ? c->GetData<float>() : nullptr;
     spec.alpha = *ctx->GetAttrs()->GetFloat("alpha");
     spec.post_ops = FusedPostOps(ctx->GetAttrs(), false);
-    int threads = IntraOpThreads(ctx);
+    int threads = ApplyIntraOpThreads(ctx);
     try {
       BuildMatmul(runner_, spec, keep_, threads);
       b_const_ = b->GetAddr() != nullptr;

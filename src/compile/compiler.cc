@@ -386,12 +386,7 @@ struct Builder {
           cn.ir_in_count[3] = 1;
           cn.in_values.push_back(other);
           redirect(cn, *next);
-          consumer[cn.out_values[0]] = nullptr;
-          for (auto& n2 : m->nodes)
-            if (!n2->folded)
-              for (int id : n2->in_values)
-                if (id == cn.out_values[0]) consumer[id] = n2.get();
-          next = sole_consumer(cn);
+          next = sole_consumer(cn);  // the Add's output kept its uses and consumer
         }
       }
       // Activation.
