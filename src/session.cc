@@ -47,6 +47,13 @@ class SessionImpl : public Session {
     if (!r.ok()) return Status(r.status().code(), "graph '" + graph.name() + "': " + r.status().message());
     return r;
   }
+  Expected<std::shared_ptr<CompiledModel>> LoadModel(const std::string& path, const LoadOptions& options) override {
+    return internal::LoadModelFile(path, options, registry_, env_);
+  }
+  Expected<std::shared_ptr<CompiledModel>> LoadModelFromMemory(const void* data, size_t size,
+                                                              const LoadOptions& options) override {
+    return internal::LoadModelMemory(data, size, options, registry_, env_);
+  }
 
  private:
   internal::OpRegistry registry_;

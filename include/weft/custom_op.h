@@ -169,6 +169,12 @@ class KernelContextBase {
     return c_->api->parallel_for(c_, n, grain, tramp, user) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
   }
   WeftKernelContext* raw() const { return c_; }
+  // The address of `symbol` in a runtime-compiled kernel of this node (see
+  // OpCompileContext::CompileKernel), also after loading a model file; nullptr if unknown.
+  void* GetKernel(const std::string& kernel_id, const char* symbol) const {
+    if (!WEFT_HOST_API_HAS(c_->api, rtc_lookup)) return nullptr;
+    return c_->api->rtc_lookup(c_, kernel_id.c_str(), symbol);
+  }
 
  protected:
   Tensor* Output(size_t i) const { return i < c_->num_outputs ? Tensor::View(c_->outputs[i]) : nullptr; }
@@ -194,6 +200,24 @@ class EagerOpExecutionContext : public KernelContextBase {
   }
   // The output as planned (data may be unset before MallocOutputTensor).
   Tensor* GetOutputTensor(size_t i) const { return Output(i); }
+  // Data-dependent shapes: the real shape of output `i`, whose buffer was sized for the bound
+  // InferShape gave. The engine checks it lies within the bound.
+  graphStatus SetOutputShape(size_t i, const Shape& shape) const {
+    if (!WEFT_HOST_API_HAS(c_->api, set_output_shape)) return GRAPH_FAILED;
+    return c_->api->set_output_shape(c_, static_cast<uint32_t>(i), &shape) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
+  }
+  // Data-dependent shapes, GE style: `buffer` (e.g. from MallocWorkSpace) holds uint64
+  // [ndim, d0, d1, ...] once the kernel has run; the engine reads it after Execute returns.
+  graphStatus SetOutputShapeBuffer(size_t i, const uint64_t* buffer) const {
+    if (!WEFT_HOST_API_HAS(c_->api, set_output_shape_buffer)) return GRAPH_FAILED;
+    return c_->api->set_output_shape_buffer(c_, static_cast<uint32_t>(i), buffer) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
+  }
+  // The per-run-context argument block UpdateHostArgs filled (same size), or nullptr.
+  void* GetHostArgs(size_t bytes) const {
+    return WEFT_HOST_API_HAS(c_->api, host_args) ? c_->api->host_args(c_, bytes) : nullptr;
+  }
+  template <typename T>
+  T* GetHostArgs() const { return static_cast<T*>(GetHostArgs(sizeof(T))); }
 };
 
 // InferShape: input shapes (and values of constant inputs); write output shapes.
@@ -208,6 +232,12 @@ class InferShapeContext : public KernelContextBase {
   const Shape* GetDynamicInputShape(size_t ir, size_t rel) const {
     auto t = GetDynamicInputTensor(ir, rel);
     return t ? &t->GetShape() : nullptr;
+  }
+  // Data-dependent shapes: output `i` keeps -1 dims in GetOutputShape(i); `bound` is the largest
+  // shape it can take. Execute then reports the real shape (SetOutputShape/SetOutputShapeBuffer).
+  graphStatus SetOutputShapeBound(size_t i, const Shape& bound) const {
+    if (!WEFT_HOST_API_HAS(c_->api, set_output_bound)) return GRAPH_FAILED;
+    return c_->api->set_output_bound(c_, static_cast<uint32_t>(i), &bound) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
   }
 };
 
@@ -235,6 +265,63 @@ class OpCompileContext : public KernelContextBase {
     if (c_->api->struct_size < offsetof(WeftHostApi, set_output_storage) + sizeof(void*)) return GRAPH_FAILED;
     return c_->api->set_output_storage(c_, static_cast<uint32_t>(i), bytes, format) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
   }
+  // A kernel compiled from source at graph-compile time.
+  struct CompiledKernel {
+    void* symbol = nullptr;  // the requested function, nullptr on failure (error recorded)
+    std::string id;          // finds it again with GetKernel, also in a loaded model file
+  };
+  // Compiles C (`language` "c") or C++ ("c++") source with the system compiler into native code
+  // loaded in-process, through the runtime's kernel cache (WEFT_CACHE_DIR), and returns the
+  // address of `symbol`. On failure the compiler's diagnostics are in the recorded error.
+  CompiledKernel CompileKernel(const std::string& source, const char* symbol, const char* language = "c",
+                               const char* options = nullptr, const char* tag = nullptr) const {
+    CompiledKernel k;
+    if (!WEFT_HOST_API_HAS(c_->api, rtc_compile)) {
+      SetError("this engine offers no runtime compilation service");
+      return k;
+    }
+    WeftRtcSource src{sizeof(WeftRtcSource), language, source.c_str(), options, tag};
+    char id[65] = {0};
+    if (!c_->api->rtc_compile(c_, &src, id, sizeof(id))) return k;
+    k.id = id;
+    k.symbol = c_->api->rtc_lookup(c_, id, symbol);
+    if (!k.symbol) SetError(std::string("the compiled kernel has no symbol '") + symbol + "'");
+    return k;
+  }
+};
+
+// Serialize: writes one or more keyed blobs into the model file.
+class OpSerializeContext : public KernelContextBase {
+ public:
+  using KernelContextBase::KernelContextBase;
+  graphStatus WriteBlob(const std::string& key, const void* data, size_t size) const {
+    return c_->api->write_blob(c_, key.c_str(), data, size) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
+  }
+  graphStatus WriteBlob(const std::string& key, const std::vector<uint8_t>& b) const { return WriteBlob(key, b.data(), b.size()); }
+};
+
+// Deserialize: the blobs a model file stored for this node, with the same input/output metadata
+// Compile saw (constant inputs carry their data). Kernels it compiled are reachable by id.
+class OpDeserializeContext : public KernelContextBase {
+ public:
+  OpDeserializeContext(WeftKernelContext* c, const uint8_t* d, uint64_t n) : KernelContextBase(c), data_(d), size_(n) {}
+  const Tensor* GetOutputTensor(size_t i) const { return Output(i); }
+  // The blob under `key` ("" is what Serialize(buffer) wrote); empty when there is none.
+  std::vector<uint8_t> GetBlob(const std::string& key) const {
+    if (key.empty()) return std::vector<uint8_t>(data_, data_ + size_);
+    uint64_t n = 0;
+    const uint8_t* p = WEFT_HOST_API_HAS(c_->api, read_blob) ? c_->api->read_blob(c_, key.c_str(), &n) : nullptr;
+    return p ? std::vector<uint8_t>(p, p + n) : std::vector<uint8_t>();
+  }
+  bool HasBlob(const std::string& key) const {
+    if (key.empty()) return true;
+    uint64_t n = 0;
+    return WEFT_HOST_API_HAS(c_->api, read_blob) && c_->api->read_blob(c_, key.c_str(), &n) != nullptr;
+  }
+
+ private:
+  const uint8_t* data_;
+  uint64_t size_;
 };
 
 // UpdateHostArgs: the new input/output addresses of a compiled node.
@@ -242,6 +329,13 @@ class UpdateArgsContext : public KernelContextBase {
  public:
   using KernelContextBase::KernelContextBase;
   const Tensor* GetOutputTensor(size_t i) const { return Output(i); }
+  // Memory this node keeps per run context between runs (zeroed at first use), for the
+  // arguments Execute reads back with GetHostArgs.
+  void* GetHostArgs(size_t bytes) const {
+    return WEFT_HOST_API_HAS(c_->api, host_args) ? c_->api->host_args(c_, bytes) : nullptr;
+  }
+  template <typename T>
+  T* GetHostArgs() const { return static_cast<T*>(GetHostArgs(sizeof(T))); }
 };
 
 // ---- capability interfaces (virtual inheritance, as in GE) ----------------------------------
@@ -265,11 +359,24 @@ class CompilableOp : public virtual BaseCustomOp {
   // Called once per node at graph compile time; may keep its artifacts in the object.
   virtual graphStatus Compile(OpCompileContext* ctx) = 0;
 };
+// Saves what Compile produced into the model file and restores it on load (Compile is not called
+// then). Override the buffer pair (GE's form, one blob) or the keyed pair (several blobs, access
+// to the node's metadata and its runtime-compiled kernels); the keyed defaults call the buffer
+// pair with the default key "".
 class PortableOp : public virtual BaseCustomOp {
  public:
-  virtual graphStatus Serialize(std::vector<uint8_t>& buffer) = 0;
-  virtual graphStatus Deserialize(const std::vector<uint8_t>& buffer) = 0;
+  virtual graphStatus Serialize(std::vector<uint8_t>& buffer) { (void)buffer; return GRAPH_SUCCESS; }
+  virtual graphStatus Deserialize(const std::vector<uint8_t>& buffer) { (void)buffer; return GRAPH_SUCCESS; }
+  virtual graphStatus SerializeKeyed(OpSerializeContext* ctx) {
+    std::vector<uint8_t> buf;
+    graphStatus s = Serialize(buf);
+    if (s != GRAPH_SUCCESS) return s;
+    return ctx->WriteBlob("", buf);
+  }
+  virtual graphStatus DeserializeKeyed(OpDeserializeContext* ctx) { return Deserialize(ctx->GetBlob("")); }
 };
+// Called when a compiled node's input/output buffers change between runs (before Execute), so
+// the op refreshes the arguments it prepared instead of being compiled again.
 class ArgsUpdater : public virtual BaseCustomOp {
  public:
   virtual graphStatus UpdateHostArgs(UpdateArgsContext* ctx) = 0;
@@ -335,20 +442,14 @@ struct ImplAdapter {
   }
   static WeftStatus Serialize(void* p, WeftKernelContext* c) {
     if constexpr (std::is_base_of<PortableOp, C>::value) {
-      return Guard(c, "Serialize", [&] {
-        std::vector<uint8_t> buf;
-        graphStatus s = static_cast<C*>(p)->Serialize(buf);
-        if (s != GRAPH_SUCCESS) return s;
-        return c->api->write_blob(c, "", buf.data(), buf.size()) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
-      });
+      OpSerializeContext w(c);
+      return Guard(c, "Serialize", [&] { return static_cast<PortableOp*>(static_cast<C*>(p))->SerializeKeyed(&w); });
     } else { return WEFT_STATUS_FAILED; }
   }
   static WeftStatus Deserialize(void* p, WeftKernelContext* c, const uint8_t* d, uint64_t n) {
     if constexpr (std::is_base_of<PortableOp, C>::value) {
-      return Guard(c, "Deserialize", [&] {
-        std::vector<uint8_t> buf(d, d + n);
-        return static_cast<C*>(p)->Deserialize(buf);
-      });
+      OpDeserializeContext w(c, d, n);
+      return Guard(c, "Deserialize", [&] { return static_cast<PortableOp*>(static_cast<C*>(p))->DeserializeKeyed(&w); });
     } else { return WEFT_STATUS_FAILED; }
   }
 

@@ -231,6 +231,49 @@ struct MemoryReport {
 
 class CompiledModel;
 
+// Writing a compiled model to a file (`weft compile`).
+struct SaveOptions {
+  // Also store each plugin library the model needs; loading then uses it from memory when the
+  // loading session lacks the package.
+  bool embed_plugins = false;
+};
+
+// Reading a model file.
+struct LoadOptions {
+  // Check the file's checksum (reads every byte once). Off only for trusted files or fuzzing;
+  // the structure is validated either way.
+  bool verify_checksum = true;
+};
+
+// What a model file holds, without loading it (`weft inspect model.weft`).
+struct ModelFileInfo {
+  uint32_t format_version = 0;
+  uint64_t file_bytes = 0;
+  std::string graph_name;
+  size_t num_nodes = 0, num_constants = 0, num_kernels = 0, num_blobs = 0;
+  uint64_t weight_bytes = 0;
+  struct Plugin {
+    std::string op_type;
+    uint32_t version = 0;
+    std::string library;  // file name, "" for built-ins
+    std::string package;  // package root name, "" when loaded by path or built-in
+    std::string hash;     // XXH3-64 of the library
+    bool embedded = false;
+  };
+  std::vector<Plugin> plugins;
+  std::vector<ValueInfo> inputs, outputs;
+};
+
+// Counters of the runtime-compilation kernel cache (process-wide).
+struct KernelCacheStats {
+  uint64_t memory_hits = 0;  // served from kernels already loaded in this process
+  uint64_t disk_hits = 0;    // served from WEFT_CACHE_DIR
+  uint64_t compiles = 0;     // compiler invocations that succeeded
+  uint64_t failures = 0;     // compiler invocations that failed
+  std::string directory;
+};
+WEFT_API KernelCacheStats GetKernelCacheStats();
+
 // Per-thread run state (arena, scratch, bound contexts). Reusing one makes runs allocation-free.
 class WEFT_API RunContext {
  public:
@@ -259,6 +302,13 @@ class WEFT_API CompiledModel {
   virtual Expected<std::vector<HostTensor>> Run(const std::vector<HostTensor>& inputs) const = 0;
   // Convenience: inputs by name, outputs by name.
   virtual Expected<std::map<std::string, HostTensor>> RunNamed(const std::map<std::string, HostTensor>& inputs) const = 0;
+
+  // Writes the model file: graph, weights (64-byte aligned), every node's PortableOp blobs, the
+  // runtime-compiled kernels and the identity of each plugin it needs. Every node whose op has
+  // a Compile callback must be a PortableOp.
+  virtual Status Save(const std::string& path, const SaveOptions& options = {}) const = 0;
+  // How many times an ArgsUpdater op was told of new buffers (for measurements and tests).
+  virtual uint64_t args_updates() const = 0;
 };
 
 class WEFT_API Session {
@@ -272,7 +322,16 @@ class WEFT_API Session {
   virtual Status LoadLibrary(const std::string& path) = 0;
   virtual std::vector<OpInfo> ListOps() const = 0;
   virtual Expected<std::shared_ptr<CompiledModel>> Compile(const Graph& graph) = 0;
+  // Loads a model file written by CompiledModel::Save. Never calls an op's Compile: ops restore
+  // their state with Deserialize. The file is mapped and its weights are used in place.
+  virtual Expected<std::shared_ptr<CompiledModel>> LoadModel(const std::string& path, const LoadOptions& options = {}) = 0;
+  // The same from a buffer (copied).
+  virtual Expected<std::shared_ptr<CompiledModel>> LoadModelFromMemory(const void* data, size_t size,
+                                                                      const LoadOptions& options = {}) = 0;
 };
+
+// Reads a model file's header and metadata (checksum verified) without loading any op.
+WEFT_API Expected<ModelFileInfo> InspectModelFile(const std::string& path);
 
 }  // namespace weft
 

@@ -263,7 +263,8 @@ struct Builder {
   }
 
   // Runs one callback of `cn` in a compile-time context over `meta`.
-  WeftStatus Call(CompiledNode& cn, WeftStage stage, WeftOpFn fn, Scratch* scratch = nullptr) {
+  WeftStatus Call(CompiledNode& cn, WeftStage stage, WeftOpFn fn, Scratch* scratch = nullptr,
+                  std::vector<OutputBound>* bounds = nullptr) {
     std::vector<WeftTensor*> ins, outs;
     for (int id : cn.in_values) ins.push_back(&meta[id]);
     for (int id : cn.out_values) outs.push_back(&meta[id]);
@@ -273,6 +274,8 @@ struct Builder {
     st.error = &error;
     st.scratch = scratch;
     st.env = m->env.get();
+    st.kernels = &cn.kernels;
+    st.bounds = bounds;
     WeftKernelContext c;
     BindContext(c, cn, stage, ins.data(), outs.data(), &st);
     error.clear();
@@ -577,6 +580,7 @@ struct Builder {
   }
 
   Status InferNode(CompiledNode& cn) {
+    std::vector<OutputBound> bounds;
     const Prototype& p = cn.op->proto;
     const WeftOpImpl* impl = cn.op->impl;
     std::string tag = "[" + cn.op_type + " '" + cn.name + "'] ";
@@ -635,7 +639,8 @@ struct Builder {
           const Value& v = m->values[cn.in_values[k]];
           meta[cn.in_values[k]].data = v.kind == ValueKind::kConstant ? const_cast<void*>(m->constants[v.index].data()) : nullptr;
         }
-        if (Call(cn, WEFT_STAGE_INFER_SHAPE, impl->infer_shape) != WEFT_STATUS_OK)
+        bounds.assign(cn.out_values.size(), OutputBound{});
+        if (Call(cn, WEFT_STAGE_INFER_SHAPE, impl->infer_shape, nullptr, &bounds) != WEFT_STATUS_OK)
           return InvalidArgument(NodeError(cn, "InferShape", error));
       } else {
         for (size_t ir = 0; ir < p.outputs.size(); ++ir) {
@@ -645,10 +650,15 @@ struct Builder {
         }
       }
     }
-    for (int id : cn.out_values) {
+    for (size_t k = 0; k < cn.out_values.size(); ++k) {
+      int id = cn.out_values[k];
       Value& v = m->values[id];
       v.dtype = meta[id].GetDataType();
       if (m->dynamic) continue;
+      if (k < bounds.size() && bounds[k].set) {
+        v.bounded = true;
+        v.bound = bounds[k].shape;
+      }
       v.shape = meta[id].GetShape();
       if (v.shape.ndim < 0 || v.shape.ndim > WEFT_MAX_DIMS)
         return InvalidArgument(tag + "InferShape produced rank " + std::to_string(v.shape.ndim) + " for '" + v.name + "'");
@@ -767,13 +777,195 @@ struct Builder {
     MemoryPlan plan = PlanMemory(m->values, static_cast<int>(m->nodes.size()));
     m->memory_.arena_bytes = plan.arena_bytes;
     m->memory_.lower_bound_bytes = plan.lower_bound_bytes;
-    for (auto& c : m->constants) m->memory_.constant_bytes += c.bytes();
+    for (auto& c : m->constants) {
+      m->memory_.constant_bytes += c.bytes();
+      m->const_data.push_back(c.data());
+      m->const_bytes.push_back(c.bytes());
+    }
+    m->graph_name = g.name();
     for (auto& v : m->values) m->memory_.num_planned_tensors += v.kind == ValueKind::kIntermediate;
     return std::shared_ptr<CompiledModel>(m);
+  }
+
+  // ---- loading a model file --------------------------------------------------------------------
+  Expected<std::shared_ptr<ModelImpl>> BuildLoaded(const LoadedGraph& lg) {
+    m->graph_name = lg.name;
+    m->values = lg.values;
+    for (auto& [p, n] : lg.constants) {
+      m->const_data.push_back(p);
+      m->const_bytes.push_back(n);
+      m->memory_.constant_bytes += n;
+    }
+    m->input_ids = lg.input_ids;
+    for (int id : lg.input_ids) {
+      const Value& v = m->values[id];
+      m->inputs_.push_back({v.name, v.dtype, v.shape});
+      if (v.shape.IsUnknown()) m->dynamic = true;
+    }
+    meta.resize(m->values.size());
+    for (size_t k = 0; k < m->values.size(); ++k) {
+      Value& v = m->values[k];
+      meta[k].dtype = v.dtype;
+      *Shape::View(&meta[k].shape) = v.shape;
+      if (v.kind == ValueKind::kConstant) meta[k].data = const_cast<void*>(m->const_data[v.index]);
+      if (v.kind != ValueKind::kIntermediate && !v.shape.IsUnknown())
+        v.bytes = static_cast<size_t>(v.shape.GetShapeSize()) * DataTypeSize(v.dtype);
+    }
+    std::vector<std::vector<std::pair<std::string, std::shared_ptr<RtcKernel>>>> loaded_kernels;
+    for (const LoadedNode& ln : lg.nodes) {
+      auto cn = std::make_unique<CompiledNode>();
+      cn->name = ln.name;
+      cn->op_type = ln.op_type;
+      cn->op = reg.Find(ln.op_type);
+      std::string tag = "[" + ln.op_type + " '" + ln.name + "'] ";
+      if (!cn->op) return NotFound(tag + "op type is not registered in this session");
+      const Prototype& p = cn->op->proto;
+      // Structure against the prototype: a corrupt file must not reach an op with IO it does not expect.
+      if (ln.ir_in_count.size() != p.inputs.size() || ln.ir_out_count.size() != p.outputs.size())
+        return InvalidArgument(tag + "the model file gives " + std::to_string(ln.ir_in_count.size()) + " inputs and " +
+                               std::to_string(ln.ir_out_count.size()) + " outputs; the op declares " +
+                               std::to_string(p.inputs.size()) + " and " + std::to_string(p.outputs.size()));
+      for (int io = 0; io < 2; ++io) {
+        auto& specs = io ? p.outputs : p.inputs;
+        auto& counts = io ? ln.ir_out_count : ln.ir_in_count;
+        for (size_t k = 0; k < specs.size(); ++k)
+          if ((specs[k].kind == WEFT_IO_REQUIRED && counts[k] != 1) || (specs[k].kind == WEFT_IO_OPTIONAL && counts[k] > 1))
+            return InvalidArgument(tag + "the model file gives " + (io ? "output '" : "input '") + specs[k].name + "' " +
+                                   std::to_string(counts[k]) + " tensors");
+      }
+      cn->in_values = ln.in_values;
+      cn->out_values = ln.out_values;
+      cn->ir_in_start = ln.ir_in_start;
+      cn->ir_in_count = ln.ir_in_count;
+      cn->ir_out_start = ln.ir_out_start;
+      cn->ir_out_count = ln.ir_out_count;
+      cn->attrs.reserve(p.attrs.size());
+      for (auto& a : p.attrs) {
+        const AttrValue* given = nullptr;
+        for (auto& [name, v] : ln.attrs)
+          if (name == a.name) given = &v;
+        if (!given) {
+          if (a.required) return InvalidArgument(tag + "the model file lacks required attribute '" + a.name + "'");
+          cn->attrs.push_back(a.default_value);
+        } else if (given->type() != a.type) {
+          return InvalidArgument(tag + "attribute '" + a.name + "' is " + AttrTypeName(given->type()) + " in the model file; the op wants " +
+                                 AttrTypeName(a.type));
+        } else {
+          cn->attrs.push_back(*given);
+        }
+      }
+      for (size_t a = 0; a < cn->attrs.size(); ++a) {
+        cn->attr_ptrs.push_back(cn->attrs[a].c());
+        cn->attr_names.push_back(p.attrs[a].name.c_str());
+      }
+      for (auto& [id, range] : ln.kernels) {
+        auto k = RtcLoadFromMemory(id, ln.op_type + "/" + ln.name, range.first, range.second);
+        if (!k.ok()) return Status(k.status().code(), tag + k.status().message());
+        cn->kernels[id] = k.value();
+      }
+      const WeftOpImpl* impl = cn->op->impl;
+      if (!(impl->capabilities & WEFT_CAP_EAGER_EXECUTE) || !impl->execute)
+        return FailedPrecondition(tag + "the op (from " + cn->op->origin + ") has no EagerExecuteOp");
+      error.clear();
+      CallState st;
+      st.node = cn.get();
+      st.error = &error;
+      st.env = m->env.get();
+      WeftKernelContext c;
+      BindContext(c, *cn, WEFT_STAGE_CREATE, nullptr, nullptr, &st);
+      c.num_inputs = c.num_outputs = 0;
+      cn->instance = impl->create(&c);
+      if (!cn->instance) return Internal(NodeError(*cn, "creating the op object", error));
+      // Types and shapes again (InferShape, not Compile), compared with what the file says.
+      std::vector<Value> stored;
+      for (int id : cn->out_values) stored.push_back(m->values[id]);
+      WEFT_RETURN_IF_ERROR(InferNode(*cn));
+      for (size_t k = 0; k < cn->out_values.size(); ++k) {
+        Value& v = m->values[cn->out_values[k]];
+        const Value& s = stored[k];
+        bool same = v.dtype == s.dtype && (m->dynamic ? true : v.shape == s.shape);
+        if (!same)
+          return InvalidArgument(tag + "output '" + v.name + "' is " + DataTypeName(v.dtype) + v.shape.ToString() +
+                                 " by this op's inference, but " + DataTypeName(s.dtype) + s.shape.ToString() +
+                                 " in the model file (a different op build, or a corrupt file)");
+        if (!m->dynamic && s.format != WEFT_FORMAT_ND) {
+          if (s.bytes < v.bytes || s.bytes > v.bytes * 16 + 4096)
+            return InvalidArgument(tag + "output '" + v.name + "' has an implausible storage size in the model file");
+          v.format = s.format;
+          v.bytes = s.bytes;
+        }
+      }
+      m->nodes.push_back(std::move(cn));
+    }
+    if (m->dynamic != lg.dynamic)
+      return InvalidArgument(std::string("the model file says the model has ") + (lg.dynamic ? "dynamic" : "static") +
+                             " shapes, but inference finds otherwise");
+    // Deserialize restores what Compile prepared; Compile itself is never called.
+    for (size_t k = 0; k < meta.size(); ++k) {
+      meta[k].format = m->values[k].format;
+      meta[k].size_bytes = m->values[k].bytes;
+    }
+    Scratch scratch;
+    for (size_t i = 0; i < m->nodes.size(); ++i) {
+      CompiledNode& cn = *m->nodes[i];
+      const WeftOpImpl* impl = cn.op->impl;
+      bool portable = (impl->capabilities & WEFT_CAP_PORTABLE) && impl->deserialize;
+      if (!portable) {
+        if (impl->capabilities & WEFT_CAP_COMPILABLE)
+          return FailedPrecondition(NodeError(cn, "Loading", "the op has a Compile callback but no PortableOp, so it cannot be restored without compiling"));
+        continue;
+      }
+      const auto& blobs = lg.nodes[i].blobs;
+      std::vector<WeftTensor*> ins, outs;
+      for (int id : cn.in_values) ins.push_back(&meta[id]);
+      for (int id : cn.out_values) outs.push_back(&meta[id]);
+      CallState st;
+      st.values = &m->values;
+      st.node = &cn;
+      st.error = &error;
+      st.scratch = &scratch;
+      st.env = m->env.get();
+      st.in_blobs = &blobs;
+      WeftKernelContext c;
+      BindContext(c, cn, WEFT_STAGE_DESERIALIZE, ins.data(), outs.data(), &st);
+      error.clear();
+      scratch.Reset();
+      auto it = blobs.find("");
+      const uint8_t* d = it == blobs.end() ? nullptr : it->second.first;
+      uint64_t n = it == blobs.end() ? 0 : it->second.second;
+      if (impl->deserialize(cn.instance, &c, d, n) != WEFT_STATUS_OK) return InvalidArgument(NodeError(cn, "Deserialize", error));
+    }
+    // Liveness, outputs, memory plan.
+    for (size_t s = 0; s < m->nodes.size(); ++s) {
+      for (int id : m->nodes[s]->in_values) m->values[id].last_use = static_cast<int>(s);
+      for (int id : m->nodes[s]->out_values) m->values[id].producer = static_cast<int>(s);
+    }
+    for (int id : lg.output_ids) {
+      Value& v = m->values[id];
+      v.is_output = true;
+      m->output_ids.push_back(id);
+      m->outputs_.push_back({v.name, v.dtype, m->dynamic ? Shape() : v.shape});
+    }
+    if (m->dynamic)
+      for (auto& v : m->values)
+        if (v.kind == ValueKind::kIntermediate) v.bytes = 0;
+    MemoryPlan plan = PlanMemory(m->values, static_cast<int>(m->nodes.size()));
+    m->memory_.arena_bytes = plan.arena_bytes;
+    m->memory_.lower_bound_bytes = plan.lower_bound_bytes;
+    for (auto& v : m->values) m->memory_.num_planned_tensors += v.kind == ValueKind::kIntermediate;
+    return m;
   }
 };
 
 }  // namespace
+
+Expected<std::shared_ptr<ModelImpl>> InstantiateLoaded(const LoadedGraph& lg, const OpRegistry& reg,
+                                                       std::shared_ptr<const EngineEnv> env) {
+  static const Graph kEmpty("loaded");
+  Builder b{kEmpty, reg};
+  b.m->env = std::move(env);
+  return b.BuildLoaded(lg);
+}
 
 Expected<std::shared_ptr<CompiledModel>> CompileGraph(const Graph& g, const OpRegistry& reg,
                                                       std::shared_ptr<const EngineEnv> env) {

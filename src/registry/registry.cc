@@ -1,4 +1,5 @@
 #include "registry/registry.h"
+#include "rtc/kernel_cache.h"
 
 #include <dlfcn.h>
 #include <sys/utsname.h>
@@ -216,6 +217,24 @@ Status OpRegistry::LoadLibrary(const std::string& path) {
     const char* e = dlerror();
     return FailedPrecondition("failed to load operator library '" + lib->path + "': " + (e ? e : "unknown dlopen error"));
   }
+  auto hash = HashFile(lib->path);
+  lib->hash = hash.ok() ? hash.value() : "";
+  return RegisterLibrary(lib);
+}
+
+Status OpRegistry::LoadLibraryFromMemory(const std::string& name, const uint8_t* data, size_t size) {
+  auto h = DlopenFromMemory(name, data, size);
+  if (!h.ok()) return h.status();
+  auto lib = std::make_shared<LoadedLibrary>();
+  lib->path = name;
+  lib->handle = h.value();
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(XXH3_64bits(data, size)));
+  lib->hash = std::string("xxh3-64:") + buf;
+  return RegisterLibrary(lib);
+}
+
+Status OpRegistry::RegisterLibrary(std::shared_ptr<LoadedLibrary> lib) {
   auto get = reinterpret_cast<WeftGetOpLibraryFn>(dlsym(lib->handle, WEFT_OP_LIBRARY_SYMBOL));
   if (!get)
     return InvalidArgument("'" + lib->path + "' is not a Weft operator library: it exports no " WEFT_OP_LIBRARY_SYMBOL
@@ -230,8 +249,6 @@ Status OpRegistry::LoadLibrary(const std::string& path) {
   if (l->abi_version == 0) return InvalidArgument("operator library '" + lib->path + "' reports ABI level 0");
   if (l->error) return InvalidArgument("operator library '" + lib->path + "': " + l->error);
   lib->lib = l;
-  auto hash = HashFile(lib->path);
-  lib->hash = hash.ok() ? hash.value() : "";
 
   // Pair prototypes (REG_OP) with implementations (REG_AUTO_MAPPING_OP) by exact name.
   std::map<std::string, const WeftOpPrototype*> protos;

@@ -61,6 +61,9 @@ class OpRegistry {
   Status AddBuiltin(std::unique_ptr<OpDef> def, const WeftOpImpl* impl);
   Status LoadLibrary(const std::string& path);
   Status LoadPackage(const std::string& root);
+  // Loads a library held in memory (an embedded plugin); `name` is used in messages.
+  Status LoadLibraryFromMemory(const std::string& name, const uint8_t* data, size_t size);
+  void set_allow_override(bool v) { allow_override_ = v; }
 
   std::shared_ptr<const RegisteredOp> Find(const std::string& op_type) const;
   // The op a graph node names: through the package op maps for a non-standard domain
@@ -72,6 +75,7 @@ class OpRegistry {
 
  private:
   Status Register(std::shared_ptr<RegisteredOp> op);
+  Status RegisterLibrary(std::shared_ptr<LoadedLibrary> lib);
   std::map<std::string, std::shared_ptr<const RegisteredOp>> ops_;
   std::map<std::string, std::string> op_map_;  // "domain:OpType" -> op type
   std::vector<std::shared_ptr<const OpDef>> builtin_defs_;

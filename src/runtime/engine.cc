@@ -1,6 +1,10 @@
 #include "runtime/engine.h"
 
+#include <dlfcn.h>
+#include <xxhash.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 namespace weft::internal {
@@ -39,6 +43,18 @@ WeftTensor* MallocOutput(WeftKernelContext* c, uint32_t index, const WeftShape* 
     return nullptr;
   }
   WeftTensor* t = c->outputs[index];
+  CallState* st = State(c);
+  if (st && st->bounds && index < st->bounds->size() && (*st->bounds)[index].set) {
+    if (!shape || dtype != t->dtype) {
+      SetError(c, ("MallocOutputTensor(" + std::to_string(index) + "): the data type must be the inferred " +
+                   DataTypeName(static_cast<DataType>(t->dtype))).c_str());
+      return nullptr;
+    }
+    // A data-dependent output: any shape within the bound (or the bound with -1 dims).
+    Shape s(*shape);
+    if (!s.IsUnknown() && c->api->set_output_shape(c, index, shape) != WEFT_STATUS_OK) return nullptr;
+    return t;
+  }
   bool same = shape && shape->ndim == t->shape.ndim;
   for (int64_t k = 0; same && k < shape->ndim; ++k) same = shape->dims[k] == t->shape.dims[k];
   if (!same || dtype != t->dtype) {
@@ -60,6 +76,165 @@ void* MallocWorkspace(WeftKernelContext* c, uint64_t bytes) {
     return nullptr;
   }
   return st->scratch->Alloc(static_cast<size_t>(bytes));
+}
+
+const uint8_t* ReadBlob(WeftKernelContext* c, const char* key, uint64_t* size) {
+  CallState* st = State(c);
+  if (size) *size = 0;
+  std::string k = key ? key : "";
+  if (st && st->in_blobs) {
+    auto it = st->in_blobs->find(k);
+    if (it == st->in_blobs->end()) return nullptr;
+    if (size) *size = it->second.second;
+    return it->second.first ? it->second.first : reinterpret_cast<const uint8_t*>("");
+  }
+  if (st && st->blobs) {
+    auto it = st->blobs->find(k);
+    if (it == st->blobs->end()) return nullptr;
+    if (size) *size = it->second.size();
+    return it->second.data() ? it->second.data() : reinterpret_cast<const uint8_t*>("");
+  }
+  return nullptr;
+}
+
+WeftStatus SetOutputBound(WeftKernelContext* c, uint32_t index, const WeftShape* bound) {
+  CallState* st = State(c);
+  if (c->stage != WEFT_STAGE_INFER_SHAPE || !st || !st->bounds || index >= c->num_outputs || !bound) {
+    SetError(c, "SetOutputShapeBound is only available during InferShape, for an existing output");
+    return WEFT_STATUS_FAILED;
+  }
+  const WeftShape& s = c->outputs[index]->shape;
+  std::string why;
+  if (bound->ndim != s.ndim || bound->ndim < 0 || bound->ndim > WEFT_MAX_DIMS) why = "its rank differs from the output shape's";
+  for (int64_t k = 0; why.empty() && k < bound->ndim; ++k) {
+    if (bound->dims[k] < 0) why = "it has an unknown dim";
+    else if (s.dims[k] >= 0 && s.dims[k] != bound->dims[k]) why = "dim " + std::to_string(k) + " differs from the known extent";
+  }
+  if (!why.empty()) {
+    SetError(c, ("SetOutputShapeBound(" + std::to_string(index) + ", " + Shape(*bound).ToString() + ") for output shape " +
+                 Shape(s).ToString() + ": " + why).c_str());
+    return WEFT_STATUS_FAILED;
+  }
+  if (st->bounds->size() < c->num_outputs) st->bounds->resize(c->num_outputs);
+  (*st->bounds)[index].set = true;
+  (*st->bounds)[index].shape = Shape(*bound);
+  return WEFT_STATUS_OK;
+}
+
+// Checks `shape` against the bound of output `index` and makes it the output's shape.
+WeftStatus SetOutputShape(WeftKernelContext* c, uint32_t index, const WeftShape* shape) {
+  CallState* st = State(c);
+  if (c->stage != WEFT_STAGE_EXECUTE || !st || index >= c->num_outputs || !shape) {
+    SetError(c, "SetOutputShape is only available during Execute, for an existing output");
+    return WEFT_STATUS_FAILED;
+  }
+  WeftTensor* t = c->outputs[index];
+  Shape s(*shape);
+  if (!st->bounds || index >= st->bounds->size() || !(*st->bounds)[index].set) {
+    if (s == Shape(t->shape)) return WEFT_STATUS_OK;
+    SetError(c, ("SetOutputShape(" + std::to_string(index) + ", " + s.ToString() + "): the output's shape " +
+                 Shape(t->shape).ToString() + " is not data-dependent (InferShape gave it no bound)").c_str());
+    return WEFT_STATUS_FAILED;
+  }
+  const Shape& b = (*st->bounds)[index].shape;
+  bool ok = s.ndim == b.ndim;
+  for (int64_t k = 0; ok && k < s.ndim; ++k) ok = s.dims[k] >= 0 && s.dims[k] <= b.dims[k];
+  if (!ok) {
+    SetError(c, ("output " + std::to_string(index) + " reported shape " + s.ToString() + ", outside its bound " +
+                 b.ToString()).c_str());
+    return WEFT_STATUS_FAILED;
+  }
+  t->shape = *shape;
+  return WEFT_STATUS_OK;
+}
+
+WeftStatus SetOutputShapeBuffer(WeftKernelContext* c, uint32_t index, const uint64_t* buffer) {
+  CallState* st = State(c);
+  if (c->stage != WEFT_STAGE_EXECUTE || !st || !st->shape_buffers || index >= c->num_outputs || !buffer ||
+      !st->bounds || index >= st->bounds->size() || !(*st->bounds)[index].set) {
+    SetError(c, "SetOutputShapeBuffer is only available during Execute, for an output InferShape gave a bound");
+    return WEFT_STATUS_FAILED;
+  }
+  if (st->shape_buffers->size() < c->num_outputs) st->shape_buffers->resize(c->num_outputs, nullptr);
+  (*st->shape_buffers)[index] = buffer;
+  return WEFT_STATUS_OK;
+}
+
+std::string KernelKeyPrefix(WeftKernelContext* c, const CompiledNode& n) {
+  std::string key = "op=" + n.op_type + "\nversion=" + std::to_string(n.op->proto.version) + "\norigin=" +
+                    (n.op->library ? n.op->library->hash : std::string("built-in"));
+  for (size_t a = 0; a < n.attrs.size(); ++a) {
+    key += "\nattr " + std::string(n.attr_names[a]) + "=" + n.attrs[a].ToString();
+    if (n.attrs[a].type() == WEFT_ATTR_TENSOR) {
+      auto& b = n.attrs[a].tensor_bytes();
+      key += "#" + std::to_string(XXH3_64bits(b.data(), b.size()));
+    }
+  }
+  auto meta = [&](const char* role, uint32_t k, const WeftTensor* t) {
+    key += std::string("\n") + role + std::to_string(k) + "=" + DataTypeName(static_cast<DataType>(t->dtype)) +
+           Shape(t->shape).ToString() + " fmt" + std::to_string(t->format);
+  };
+  for (uint32_t k = 0; k < c->num_inputs; ++k) meta("in", k, c->inputs[k]);
+  for (uint32_t k = 0; k < c->num_outputs; ++k) meta("out", k, c->outputs[k]);
+  return key;
+}
+
+void* RtcCompileApi(WeftKernelContext* c, const WeftRtcSource* src, char* kernel_id, uint32_t kernel_id_size) {
+  CallState* st = State(c);
+  if (c->stage != WEFT_STAGE_COMPILE || !st || !st->kernels || !st->node) {
+    SetError(c, "runtime compilation (CompileKernel) is only available during Compile");
+    return nullptr;
+  }
+  if (!src || !src->source || !kernel_id || kernel_id_size < 33) {
+    SetError(c, "CompileKernel: missing source or a kernel id buffer smaller than 33 bytes");
+    return nullptr;
+  }
+  RtcRequest req;
+  req.language = src->language ? src->language : "c";
+  req.source = src->source;
+  req.options = src->options ? src->options : "";
+  req.tag = src->tag && *src->tag ? src->tag : st->node->op_type + "/" + st->node->name;
+  req.key_prefix = KernelKeyPrefix(c, *st->node);
+  auto k = RtcCompile(req);
+  if (!k.ok()) {
+    SetError(c, k.status().message().c_str());
+    return nullptr;
+  }
+  (*st->kernels)[k.value()->id] = k.value();
+  std::snprintf(kernel_id, kernel_id_size, "%s", k.value()->id.c_str());
+  return k.value()->handle;
+}
+
+void* RtcLookup(WeftKernelContext* c, const char* kernel_id, const char* symbol) {
+  CallState* st = State(c);
+  if (!st || !kernel_id || !symbol) return nullptr;
+  const std::map<std::string, std::shared_ptr<RtcKernel>>* ks = st->kernels;
+  if (!ks && st->node) ks = &st->node->kernels;
+  if (!ks) return nullptr;
+  auto it = ks->find(kernel_id);
+  if (it == ks->end()) {
+    SetError(c, (std::string("no runtime-compiled kernel with id '") + kernel_id + "' belongs to this node").c_str());
+    return nullptr;
+  }
+  void* f = dlsym(it->second->handle, symbol);
+  if (!f) SetError(c, (std::string("kernel '") + it->second->tag + "' has no symbol '" + symbol + "'").c_str());
+  return f;
+}
+
+void* HostArgs(WeftKernelContext* c, uint64_t bytes) {
+  CallState* st = State(c);
+  if ((c->stage != WEFT_STAGE_UPDATE_ARGS && c->stage != WEFT_STAGE_EXECUTE) || !st || !st->host_args || bytes == 0) {
+    SetError(c, "GetHostArgs is only available during UpdateHostArgs and Execute of a compiled model, with a size > 0");
+    return nullptr;
+  }
+  auto& a = *st->host_args;
+  if (a.empty()) a.assign(static_cast<size_t>(bytes), 0);
+  if (a.size() != bytes) {
+    SetError(c, ("GetHostArgs(" + std::to_string(bytes) + "): this node's argument block has " + std::to_string(a.size()) +
+                 " bytes").c_str());
+    return nullptr;
+  }
+  return a.data();
 }
 
 WeftStatus WriteBlob(WeftKernelContext* c, const char* key, const void* data, uint64_t size) {
@@ -91,11 +266,18 @@ WeftStatus ParallelFor(WeftKernelContext* c, int64_t n, int64_t grain, WeftParal
 
 WeftStatus SetOutputStorage(WeftKernelContext* c, uint32_t index, uint64_t bytes, int32_t format) {
   CallState* st = State(c);
-  if (c->stage != WEFT_STAGE_COMPILE || !st || !st->values || index >= c->num_outputs) {
+  bool loading = c->stage == WEFT_STAGE_DESERIALIZE;
+  if ((c->stage != WEFT_STAGE_COMPILE && !loading) || !st || !st->values || index >= c->num_outputs) {
     SetError(c, "SetOutputStorage is only available during Compile, for an existing output");
     return WEFT_STATUS_FAILED;
   }
   Value& v = (*st->values)[st->node->out_values[index]];
+  if (loading) {  // the model file fixed the layout: only confirm it
+    if (v.format == format && v.bytes >= bytes) return WEFT_STATUS_OK;
+    SetError(c, ("SetOutputStorage: output '" + v.name + "' is stored as format " + std::to_string(v.format) + " (" +
+                 std::to_string(v.bytes) + " bytes) in the model file, not " + std::to_string(format)).c_str());
+    return WEFT_STATUS_FAILED;
+  }
   if (v.kind != ValueKind::kIntermediate || v.is_output) {
     SetError(c, ("SetOutputStorage: output '" + v.name + "' is a graph output and must stay in the plain layout").c_str());
     return WEFT_STATUS_FAILED;
@@ -105,9 +287,10 @@ WeftStatus SetOutputStorage(WeftKernelContext* c, uint32_t index, uint64_t bytes
   return WEFT_STATUS_OK;
 }
 
-const WeftHostApi kHostApi = {sizeof(WeftHostApi), WEFT_ABI_VERSION, &SetError,    &MallocOutput,
-                              &MallocWorkspace,    &WriteBlob,       &GetOption,   &ParallelFor,
-                              &SetOutputStorage};
+const WeftHostApi kHostApi = {sizeof(WeftHostApi), WEFT_ABI_VERSION, &SetError,        &MallocOutput,
+                              &MallocWorkspace,    &WriteBlob,       &GetOption,       &ParallelFor,
+                              &SetOutputStorage,   &ReadBlob,        &SetOutputBound,  &SetOutputShape,
+                              &SetOutputShapeBuffer, &RtcCompileApi, &RtcLookup,       &HostArgs};
 
 void AlignedFree(void* p) { std::free(p); }
 
@@ -228,7 +411,7 @@ RunContextImpl::RunContextImpl(const ModelImpl& m) : model(&m) {
     t.size_bytes = v.bytes;
     t.format = v.format;
     if (v.kind == ValueKind::kIntermediate) t.data = arena.get() + v.offset;
-    if (v.kind == ValueKind::kConstant) t.data = const_cast<void*>(m.constants[v.index].data());
+    if (v.kind == ValueKind::kConstant) t.data = const_cast<void*>(m.const_data[v.index]);
   }
   steps.resize(m.nodes.size());
   for (size_t k = 0; k < m.nodes.size(); ++k) {
@@ -240,8 +423,17 @@ RunContextImpl::RunContextImpl(const ModelImpl& m) : model(&m) {
     s.st.error = &error;
     s.st.scratch = &scratch;
     s.st.env = m.env.get();
+    s.bounds.resize(n.out_values.size());
+    s.shape_buffers.resize(n.out_values.size(), nullptr);
+    s.st.bounds = &s.bounds;
+    s.st.shape_buffers = &s.shape_buffers;
+    s.st.host_args = &s.host_args;
     BindContext(s.c, n, WEFT_STAGE_EXECUTE, s.ins.data(), s.outs.data(), &s.st);
     s.exec = n.op->impl->execute;
+    if ((n.op->impl->capabilities & WEFT_CAP_ARGS_UPDATER) && n.op->impl->update_host_args) {
+      s.update_args = n.op->impl->update_host_args;
+      s.bound_ptrs.assign(s.ins.size() + s.outs.size(), nullptr);
+    }
     s.instance = n.instance;
   }
 }
@@ -269,6 +461,7 @@ Status InferAndAllocate(Step& s, RunContextImpl& rc) {
   const CompiledNode& n = *s.st.node;
   const WeftOpImpl* impl = n.op->impl;
   for (WeftTensor* t : s.outs) t->shape.ndim = 0;
+  for (auto& b : s.bounds) b.set = false;
   if ((impl->capabilities & WEFT_CAP_SHAPE_INFER) && impl->infer_shape) {
     s.c.stage = WEFT_STAGE_INFER_SHAPE;
     WeftStatus st = impl->infer_shape(s.instance, &s.c);
@@ -287,12 +480,25 @@ Status InferAndAllocate(Step& s, RunContextImpl& rc) {
         s.outs[n.ir_out_start[ir] + r]->shape = s.ins[n.ir_in_start[src]]->shape;
     }
   }
-  for (WeftTensor* t : s.outs) {
+  s.has_bounds = false;
+  for (size_t k = 0; k < s.outs.size(); ++k) {
+    WeftTensor* t = s.outs[k];
     const Tensor* v = Tensor::View(t);
-    if (v->GetShape().IsUnknown() || t->shape.ndim < 0 || t->shape.ndim > WEFT_MAX_DIMS)
-      return InvalidArgument("[" + n.op_type + " '" + n.name + "'] InferShape left the output shape unknown (" +
-                             v->GetShape().ToString() + ") although all input values are known");
-    size_t bytes = v->GetByteCount();
+    if (t->shape.ndim < 0 || t->shape.ndim > WEFT_MAX_DIMS)
+      return InvalidArgument("[" + n.op_type + " '" + n.name + "'] InferShape produced rank " + std::to_string(t->shape.ndim));
+    size_t bytes = 0;
+    if (v->GetShape().IsUnknown()) {
+      if (!s.bounds[k].set)
+        return InvalidArgument("[" + n.op_type + " '" + n.name + "'] InferShape left the output shape unknown (" +
+                               v->GetShape().ToString() + ") although all input values are known, and gave no bound "
+                               "(SetOutputShapeBound) for a data-dependent output");
+      s.has_bounds = true;
+      s.shape_buffers[k] = nullptr;
+      bytes = static_cast<size_t>(s.bounds[k].shape.GetShapeSize()) * DataTypeSize(v->GetDataType());
+    } else {
+      s.bounds[k].set = false;
+      bytes = v->GetByteCount();
+    }
     t->data = rc.dynamic_arena.Alloc(bytes ? bytes : 1);
     t->size_bytes = bytes;
     if (!t->data) return Internal("[" + n.op_type + " '" + n.name + "'] out of memory for " + std::to_string(bytes) + " bytes");
@@ -301,7 +507,67 @@ Status InferAndAllocate(Step& s, RunContextImpl& rc) {
 }
 }  // namespace
 
-Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in) const {
+Status FinishBoundedOutputs(Step& s, std::string& error) {
+  const CompiledNode& n = *s.st.node;
+  for (size_t k = 0; k < s.outs.size(); ++k) {
+    if (!s.bounds[k].set) continue;
+    WeftTensor* t = s.outs[k];
+    if (const uint64_t* buf = s.shape_buffers[k]) {
+      s.shape_buffers[k] = nullptr;
+      uint64_t ndim = buf[0];
+      const Shape& b = s.bounds[k].shape;
+      if (ndim != static_cast<uint64_t>(b.ndim))
+        return Internal(NodeError(n, "Execute", "the shape buffer of output " + std::to_string(k) + " reports rank " +
+                                                    std::to_string(ndim) + ", its bound " + b.ToString() + " has rank " +
+                                                    std::to_string(b.ndim)));
+      WeftShape real{};
+      real.ndim = static_cast<int64_t>(ndim);
+      bool fits = true;
+      for (uint64_t d = 0; d < ndim; ++d) {
+        fits = fits && buf[1 + d] <= static_cast<uint64_t>(b.dims[d]);
+        real.dims[d] = fits ? static_cast<int64_t>(buf[1 + d]) : -1;
+      }
+      if (!fits) {
+        std::string got = "[";
+        for (uint64_t d = 0; d < ndim; ++d) got += (d ? "," : "") + std::to_string(buf[1 + d]);
+        return Internal(NodeError(n, "Execute", "output " + std::to_string(k) + " reported shape " + got + "] through its shape buffer, outside its bound " + b.ToString()));
+      }
+      t->shape = real;
+    }
+    if (Shape(t->shape).IsUnknown())
+      return Internal(NodeError(n, "Execute", "output " + std::to_string(k) + " is data-dependent but Execute did not report its real shape "
+                                "(SetOutputShape, SetOutputShapeBuffer, or MallocOutputTensor with the real shape)"));
+    t->size_bytes = static_cast<uint64_t>(Shape(t->shape).GetShapeSize()) * DataTypeSize(static_cast<DataType>(t->dtype));
+  }
+  (void)error;
+  return Status::Ok();
+}
+
+namespace {
+// Tells an ArgsUpdater op about new input/output addresses before it runs.
+inline Status RefreshArgs(Step& s, std::atomic<uint64_t>& counter) {
+  size_t k = 0;
+  bool changed = false;
+  for (WeftTensor* t : s.ins) changed |= s.bound_ptrs[k++] != t->data;
+  for (WeftTensor* t : s.outs) changed |= s.bound_ptrs[k++] != t->data;
+  if (!changed) return Status::Ok();
+  s.c.stage = WEFT_STAGE_UPDATE_ARGS;
+  WeftStatus r = s.update_args(s.instance, &s.c);
+  s.c.stage = WEFT_STAGE_EXECUTE;
+  if (r != WEFT_STATUS_OK) {
+    std::string msg = NodeError(*s.st.node, "UpdateHostArgs", *s.st.error);
+    s.st.error->clear();
+    return Internal(msg);
+  }
+  k = 0;
+  for (WeftTensor* t : s.ins) s.bound_ptrs[k++] = t->data;
+  for (WeftTensor* t : s.outs) s.bound_ptrs[k++] = t->data;
+  counter.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+}  // namespace
+
+Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in, const TensorRef* out) const {
   if (num_in != input_ids.size())
     return InvalidArgument("Run: the model takes " + std::to_string(input_ids.size()) + " inputs, got " + std::to_string(num_in));
   for (size_t k = 0; k < num_in; ++k) {
@@ -311,15 +577,23 @@ Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in
     t.size_bytes = in[k].bytes;
     t.shape = in[k].shape;
   }
+  if (!dynamic)  // graph outputs go straight into the caller's buffers when given
+    for (size_t k = 0; k < output_ids.size(); ++k) {
+      const Value& v = values[output_ids[k]];
+      if (v.kind == ValueKind::kIntermediate && v.producer >= 0)
+        rc.tensors[output_ids[k]].data = out ? out[k].data : rc.arena.get() + v.offset;
+    }
   rc.dynamic_arena.Reset();
   for (Step& s : rc.steps) {
     rc.scratch.Reset();
     if (dynamic) [[unlikely]] WEFT_RETURN_IF_ERROR(InferAndAllocate(s, rc));
+    if (s.update_args) [[unlikely]] WEFT_RETURN_IF_ERROR(RefreshArgs(s, args_updates_));
     if (s.exec(s.instance, &s.c) != WEFT_STATUS_OK) [[unlikely]] {
       std::string msg = NodeError(*s.st.node, "Execute", rc.error);
       rc.error.clear();
       return Internal(msg);
     }
+    if (s.has_bounds) [[unlikely]] WEFT_RETURN_IF_ERROR(FinishBoundedOutputs(s, rc.error));
   }
   return Status::Ok();
 }
@@ -333,7 +607,7 @@ Status ModelImpl::Run(RunContext& ctx, const TensorRef* in, size_t num_in, const
                            std::to_string(num_out));
   if (!dynamic)
     for (size_t k = 0; k < num_out; ++k) WEFT_RETURN_IF_ERROR(CheckRef("output", outputs_[k], out[k]));
-  WEFT_RETURN_IF_ERROR(Execute(*rc, in, num_in));
+  WEFT_RETURN_IF_ERROR(Execute(*rc, in, num_in, dynamic ? nullptr : out));
   for (size_t k = 0; k < num_out; ++k) {
     const Tensor& t = rc->tensors[output_ids[k]];
     if (dynamic) {
@@ -366,7 +640,7 @@ Expected<std::vector<HostTensor>> ModelImpl::Run(const std::vector<HostTensor>& 
   std::vector<TensorRef> in;
   for (auto& t : inputs) in.push_back(TensorRef::Of(t));
   auto rc = Acquire();
-  Status s = Execute(*rc, in.data(), in.size());
+  Status s = Execute(*rc, in.data(), in.size(), nullptr);
   std::vector<HostTensor> results;
   if (s.ok())
     for (int id : output_ids) {

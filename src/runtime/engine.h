@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <atomic>
+
 #include "registry/registry.h"
+#include "rtc/kernel_cache.h"
 #include "runtime/thread_pool.h"
 #include "weft/custom_op.h"
 #include "weft/weft.h"
@@ -36,6 +39,14 @@ struct Value {
   size_t offset = 0;   // arena offset (intermediates)
   int32_t format = WEFT_FORMAT_ND;  // storage layout chosen by the producer's Compile
   int index = -1;      // input index or constant index
+  bool bounded = false;  // data-dependent: shape has -1 dims, `bound` is the largest it can be
+  Shape bound;
+};
+
+// A data-dependent output's bound as InferShape reported it.
+struct OutputBound {
+  bool set = false;
+  Shape shape;
 };
 
 struct CompiledNode {
@@ -50,6 +61,7 @@ struct CompiledNode {
   std::vector<const WeftAttrValue*> attr_ptrs;
   std::vector<const char*> attr_names;
   bool folded = false;  // computed at compile time; its outputs are constants
+  std::map<std::string, std::shared_ptr<RtcKernel>> kernels;  // runtime-compiled, by id
   CompiledNode() = default;
   CompiledNode(const CompiledNode&) = delete;
   ~CompiledNode() {
@@ -81,6 +93,12 @@ struct CallState {
   const EngineEnv* env = nullptr;
   std::map<std::string, std::vector<uint8_t>>* blobs = nullptr;  // Serialize
   std::vector<Value>* values = nullptr;                          // Compile: set_output_storage
+  // Deserialize: the node's blobs in the model file.
+  const std::map<std::string, std::pair<const uint8_t*, uint64_t>>* in_blobs = nullptr;
+  std::map<std::string, std::shared_ptr<RtcKernel>>* kernels = nullptr;  // Compile: rtc_compile
+  std::vector<OutputBound>* bounds = nullptr;          // InferShape: set_output_bound; Execute: checks
+  std::vector<const uint64_t*>* shape_buffers = nullptr;  // Execute: set_output_shape_buffer
+  std::vector<uint8_t>* host_args = nullptr;              // UpdateHostArgs/Execute
 };
 
 const WeftHostApi* HostApi();
@@ -105,9 +123,19 @@ struct Step {
   WeftKernelContext c{};
   CallState st;
   WeftOpFn exec = nullptr;
+  WeftOpFn update_args = nullptr;  // ArgsUpdater ops
   void* instance = nullptr;
   std::vector<WeftTensor*> ins, outs;
+  bool has_bounds = false;  // some output is data-dependent
+  std::vector<OutputBound> bounds;
+  std::vector<const uint64_t*> shape_buffers;
+  std::vector<uint8_t> host_args;
+  std::vector<void*> bound_ptrs;  // addresses UpdateHostArgs last saw
 };
+
+// After Execute: takes the real shapes of data-dependent outputs (shape buffers) and checks them
+// against their bounds.
+Status FinishBoundedOutputs(Step& s, std::string& error);
 
 class RunContextImpl : public RunContext {
  public:
@@ -135,7 +163,9 @@ class ModelImpl : public CompiledModel {
   Expected<std::map<std::string, HostTensor>> RunNamed(const std::map<std::string, HostTensor>& inputs) const override;
 
   // Runs the steps over bound inputs; outputs stay in the context's tensors.
-  Status Execute(RunContextImpl& rc, const TensorRef* inputs, size_t num_inputs) const;
+  Status Execute(RunContextImpl& rc, const TensorRef* inputs, size_t num_inputs, const TensorRef* outputs) const;
+  Status Save(const std::string& path, const SaveOptions& options) const override;
+  uint64_t args_updates() const override { return args_updates_.load(std::memory_order_relaxed); }
 
   std::shared_ptr<const EngineEnv> env;
   bool dynamic = false;
@@ -145,6 +175,13 @@ class ModelImpl : public CompiledModel {
   std::vector<int> input_ids, output_ids;
   std::vector<ValueInfo> inputs_, outputs_;
   MemoryReport memory_;
+  std::string graph_name;
+  // Constant data by constant index: into `constants`, or into the mapped model file.
+  std::vector<const void*> const_data;
+  std::vector<size_t> const_bytes;
+  std::shared_ptr<const void> file_mapping;  // keeps a loaded model file mapped
+  std::vector<std::shared_ptr<LoadedLibrary>> embedded_libraries;
+  mutable std::atomic<uint64_t> args_updates_{0};
 
  private:
   std::unique_ptr<RunContextImpl> Acquire() const;
@@ -156,6 +193,36 @@ class ModelImpl : public CompiledModel {
 // The compile pipeline: verify, infer types and shapes, Compile callbacks, plan memory.
 Expected<std::shared_ptr<CompiledModel>> CompileGraph(const Graph& g, const OpRegistry& reg,
                                                       std::shared_ptr<const EngineEnv> env);
+
+// What a model file yields before ops are bound (src/model/model_file.cc fills it).
+struct LoadedNode {
+  std::string name, op_type;
+  uint32_t version = 1;
+  std::string library_hash, library_name, package;  // identity of the plugin
+  std::vector<int> in_values, out_values;
+  std::vector<uint32_t> ir_in_start, ir_in_count, ir_out_start, ir_out_count;
+  std::vector<std::pair<std::string, AttrValue>> attrs;
+  std::map<std::string, std::pair<const uint8_t*, uint64_t>> blobs;
+  std::vector<std::pair<std::string, std::pair<const uint8_t*, uint64_t>>> kernels;  // id → shared object
+};
+struct LoadedGraph {
+  std::string name;
+  bool dynamic = false;
+  std::vector<Value> values;
+  std::vector<LoadedNode> nodes;
+  std::vector<std::pair<const void*, size_t>> constants;  // in place
+  std::vector<int> input_ids, output_ids;
+};
+// Binds a loaded graph to the registry's ops: creates instances, re-checks types and shapes
+// (InferShape, never Compile), calls Deserialize, plans memory.
+Expected<std::shared_ptr<ModelImpl>> InstantiateLoaded(const LoadedGraph& lg, const OpRegistry& reg,
+                                                       std::shared_ptr<const EngineEnv> env);
+
+// Session::LoadModel / LoadModelFromMemory (src/model/model_file.cc).
+Expected<std::shared_ptr<CompiledModel>> LoadModelFile(const std::string& path, const LoadOptions& options,
+                                                      const OpRegistry& reg, std::shared_ptr<const EngineEnv> env);
+Expected<std::shared_ptr<CompiledModel>> LoadModelMemory(const void* data, size_t size, const LoadOptions& options,
+                                                        const OpRegistry& reg, std::shared_ptr<const EngineEnv> env);
 
 }  // namespace weft::internal
 

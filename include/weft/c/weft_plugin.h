@@ -173,6 +173,15 @@ typedef struct WeftKernelContext WeftKernelContext;
 
 typedef void (*WeftParallelFn)(void* user, int64_t begin, int64_t end);
 
+/* Source for WeftHostApi::rtc_compile. */
+typedef struct WeftRtcSource {
+  uint32_t struct_size;
+  const char* language; /* "c" or "c++" */
+  const char* source;
+  const char* options;  /* extra compiler options, space-separated, or NULL */
+  const char* tag;      /* a label for the kernel in messages and cache listings, or NULL */
+} WeftRtcSource;
+
 /* Services the engine offers to operator code, reached through WeftKernelContext::api. */
 typedef struct WeftHostApi {
   uint32_t struct_size;
@@ -195,7 +204,36 @@ typedef struct WeftHostApi {
   /* Compile only: output `index` will be stored in `format` and needs `bytes` (at least its
    * plain size). Every consumer must understand that format; the engine plans the buffer. */
   WeftStatus (*set_output_storage)(WeftKernelContext* ctx, uint32_t index, uint64_t bytes, int32_t format);
+
+  /* ---- appended after the first level-1 release; check struct_size before use ---- */
+  /* Serialize/Deserialize: the blob stored under `key` ("" = default), or NULL (size 0) if none. */
+  const uint8_t* (*read_blob)(WeftKernelContext* ctx, const char* key, uint64_t* size);
+  /* InferShape: output `index` has -1 dims whose extent depends on input values; `bound` is the
+   * largest shape it can take (same rank, no -1). Execute gets a buffer sized for the bound. */
+  WeftStatus (*set_output_bound)(WeftKernelContext* ctx, uint32_t index, const WeftShape* bound);
+  /* Execute: the real shape of a bounded output (the direct setter). Checked against the bound. */
+  WeftStatus (*set_output_shape)(WeftKernelContext* ctx, uint32_t index, const WeftShape* shape);
+  /* Execute: registers a shape buffer for output `index`: uint64 [ndim, d0, d1, ...] that the
+   * kernel fills. The engine reads it after Execute returns and the stream is synchronized. */
+  WeftStatus (*set_output_shape_buffer)(WeftKernelContext* ctx, uint32_t index, const uint64_t* buffer);
+  /* Compile: turns C or C++ source into native code with the system compiler (through the
+   * engine's kernel cache) and returns the address of `symbol`, or NULL after recording an error
+   * that carries the compiler's diagnostics. Writes the kernel's id (at most 64 characters) to
+   * `kernel_id`; the id finds the kernel again with rtc_lookup, also in a loaded model file. */
+  void* (*rtc_compile)(WeftKernelContext* ctx, const WeftRtcSource* src, char* kernel_id,
+                       uint32_t kernel_id_size);
+  /* Compile/Deserialize/Execute: the address of `symbol` in a kernel this node compiled or that
+   * the model file stored for it, or NULL. */
+  void* (*rtc_lookup)(WeftKernelContext* ctx, const char* kernel_id, const char* symbol);
+  /* UpdateHostArgs/Execute: `bytes` of memory owned by this node in this run context, kept
+   * between runs and zeroed when first handed out. NULL if `bytes` changes between calls. */
+  void* (*host_args)(WeftKernelContext* ctx, uint64_t bytes);
 } WeftHostApi;
+
+
+/* True when `api` (built by an engine of any level-1 release) has the member `field`. */
+#define WEFT_HOST_API_HAS(api, field) \
+  ((api)->struct_size >= offsetof(WeftHostApi, field) + sizeof(((WeftHostApi*)0)->field))
 
 /* Everything a callback sees. Inputs and outputs are flattened instance lists: IR input `k`
  * occupies [ir_input_start[k], ir_input_start[k] + ir_input_count[k]). An absent optional input
