@@ -117,7 +117,7 @@ int64_t Prod(const int64_t* v, size_t n) {
   return p;
 }
 
-class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
+class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
  public:
   // float32 fast path: a oneDNN convolution with weights prepacked once, bias, the fused residual
   // sum and activation as post-ops. Anything else runs the reference loops below.
@@ -414,7 +414,7 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp {
 };
 
 template <bool kMax>
-class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
+class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
  public:
   // float32 fast path: oneDNN pooling (no Indices output).
   graphStatus Compile(OpCompileContext* ctx) override {

@@ -61,7 +61,7 @@ void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n, C* row)
   }
 }
 
-class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
+class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
  public:
   // float32 fast path: oneDNN matmul (operands of rank >= 2; B prepacked when constant).
   graphStatus Compile(OpCompileContext* ctx) override {

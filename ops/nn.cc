@@ -8,7 +8,7 @@
 namespace weft::ops {
 namespace {
 
-class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
+class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
  public:
   // float32 fast path through oneDNN matmul when C is absent or a [N] / [1, N] bias with beta 1.
   graphStatus Compile(OpCompileContext* ctx) override {

@@ -125,6 +125,19 @@ struct FusedActivation {
   }
 };
 
+// For built-ins whose Compile only derives state from metadata and constant inputs (prepacked
+// weights, primitives): a loaded model file restores that state in Deserialize from the same
+// metadata and the stored weights, so nothing but the weights needs storing.
+class RebuildOnLoad : public PortableOp {
+ public:
+  graphStatus DeserializeKeyed(OpDeserializeContext* ctx) override {
+    auto* self = dynamic_cast<CompilableOp*>(this);
+    if (!self) return GRAPH_FAILED;
+    OpCompileContext c(ctx->raw());
+    return self->Compile(&c);
+  }
+};
+
 }  // namespace weft::ops
 
 #endif  // WEFT_OPS_OP_UTIL_H_

@@ -1,6 +1,8 @@
 // The weft command-line tool.
 #include <CLI/CLI.hpp>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -25,6 +27,13 @@ std::string SafeFileName(std::string s) {
 }
 
 bool IsOnnx(const std::string& path) { return fs::path(path).extension() == ".onnx"; }
+// A compiled model file, recognized by its magic bytes (any extension).
+bool IsModelFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[8] = {0};
+  f.read(magic, 8);
+  return f.gcount() == 8 && std::memcmp(magic, "WEFTMDL", 8) == 0;
+}
 
 // A JSON graph or an ONNX model; ONNX inputs take the given concrete shapes.
 Expected<Graph> LoadGraph(const std::string& path, const std::map<std::string, Shape>& shapes = {}) {
@@ -73,15 +82,20 @@ int Run(const RunArgs& a) {
     shapes[spec.substr(0, eq)] = t.value().shape();
     feeds[spec.substr(0, eq)] = std::move(t).value();
   }
-  auto graph = LoadGraph(a.graph, shapes);
-  if (!graph.ok()) return Fail(graph.status().message());
   SessionOptions o;
   o.package_paths = a.packages;
   o.allow_override = a.allow_override;
   o.intra_op_threads = a.threads;
   auto session = Session::Create(o);
   if (!session.ok()) return Fail(session.status().message());
-  auto model = session.value()->Compile(graph.value());
+  Expected<std::shared_ptr<CompiledModel>> model = Status(Status::Code::kInternal, "no model");
+  if (IsModelFile(a.graph)) {
+    model = session.value()->LoadModel(a.graph);
+  } else {
+    auto graph = LoadGraph(a.graph, shapes);
+    if (!graph.ok()) return Fail(graph.status().message());
+    model = session.value()->Compile(graph.value());
+  }
   if (!model.ok()) return Fail(model.status().message());
   std::string missing;
   for (auto& in : model.value()->inputs())
@@ -102,6 +116,64 @@ int Run(const RunArgs& a) {
   return 0;
 }
 
+struct CompileArgs {
+  std::string graph, output;
+  std::vector<std::string> shapes;
+  std::vector<std::string> packages;
+  bool allow_override = false;
+  bool embed_plugins = false;
+};
+
+// Offline compilation: graph → compiled model file.
+int CompileCmd(const CompileArgs& a) {
+  std::map<std::string, Shape> shapes;
+  for (auto& spec : a.shapes) {
+    std::string name;
+    Shape s;
+    if (!ParseShapeSpec(spec, &name, &s)) return Fail("--shape '" + spec + "' must be NAME=D0,D1,...");
+    shapes[name] = s;
+  }
+  if (IsModelFile(a.graph)) return Fail("'" + a.graph + "' is already a compiled model file");
+  auto graph = LoadGraph(a.graph, shapes);
+  if (!graph.ok()) return Fail(graph.status().message());
+  SessionOptions o;
+  o.package_paths = a.packages;
+  o.allow_override = a.allow_override;
+  auto session = Session::Create(o);
+  if (!session.ok()) return Fail(session.status().message());
+  auto model = session.value()->Compile(graph.value());
+  if (!model.ok()) return Fail(model.status().message());
+  SaveOptions so;
+  so.embed_plugins = a.embed_plugins;
+  Status s = model.value()->Save(a.output, so);
+  if (!s.ok()) return Fail(s.message());
+  std::error_code ec;
+  std::cout << "wrote " << a.output << " (" << fs::file_size(a.output, ec) << " bytes, " << model.value()->num_steps()
+            << " steps" << (a.embed_plugins ? ", plugins embedded" : "") << ")\n";
+  return 0;
+}
+
+int InspectModel(const std::string& path) {
+  auto info = InspectModelFile(path);
+  if (!info.ok()) return Fail(info.status().message());
+  const ModelFileInfo& i = info.value();
+  std::cout << "model file: " << path << " (format " << i.format_version << ", " << i.file_bytes << " bytes, checksum ok)\n";
+  std::cout << "graph: " << i.graph_name << "\n";
+  for (auto& in : i.inputs) std::cout << "input  " << in.name << ": " << DataTypeName(in.dtype) << in.shape.ToString() << "\n";
+  for (auto& o : i.outputs) std::cout << "output " << o.name << ": " << DataTypeName(o.dtype) << o.shape.ToString() << "\n";
+  std::cout << "nodes: " << i.num_nodes << ", constants: " << i.num_constants << " (" << i.weight_bytes
+            << " bytes), op blobs: " << i.num_blobs << ", compiled kernels: " << i.num_kernels << "\n";
+  std::cout << "ops:\n";
+  for (auto& p : i.plugins) {
+    std::cout << "  " << p.op_type << " v" << p.version;
+    if (p.library.empty()) std::cout << "  built-in";
+    else std::cout << "  " << (p.package.empty() ? "" : "package " + p.package + ", ") << p.library << " " << p.hash
+                   << (p.embedded ? " (embedded)" : "");
+    std::cout << "\n";
+  }
+  return 0;
+}
+
 struct InspectArgs {
   std::string model;
   bool memory = false;
@@ -110,6 +182,7 @@ struct InspectArgs {
 };
 
 int Inspect(const InspectArgs& a) {
+  if (IsModelFile(a.model)) return InspectModel(a.model);
   std::map<std::string, Shape> shapes;
   for (auto& spec : a.shapes) {
     std::string name;
@@ -169,17 +242,26 @@ int main(int argc, char** argv) {
   plugins->add_flag("--json", pa.json, "Print JSON");
 
   RunArgs ra;
-  auto* run = app.add_subcommand("run", "Compile a graph file and run it on .npy inputs");
-  run->add_option("graph", ra.graph, "Graph file (JSON, see docs/graph_format.md) or ONNX model (.onnx)")->required();
+  auto* run = app.add_subcommand("run", "Run a graph file (compiled first) or a compiled model file on .npy inputs");
+  run->add_option("graph", ra.graph, "Graph file (JSON, see docs/graph_format.md), ONNX model (.onnx) or model file (.weft)")->required();
   run->add_option("-i,--input", ra.inputs, "NAME=FILE.npy for each graph input (repeatable)");
   run->add_option("-o,--output-dir", ra.output_dir, "Directory for <output>.npy files")->capture_default_str();
   run->add_option("-p,--package", ra.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)");
   run->add_flag("--allow-override", ra.allow_override, "Let a package replace an op type registered earlier (e.g. a built-in)");
   run->add_option("-t,--threads", ra.threads, "Intra-op threads")->check(CLI::Range(1, 256))->capture_default_str();
 
+  CompileArgs ca;
+  auto* compile = app.add_subcommand("compile", "Compile a graph offline into a model file that loads without compiling");
+  compile->add_option("graph", ca.graph, "Graph file (JSON) or ONNX model (.onnx)")->required();
+  compile->add_option("-o,--output", ca.output, "Model file to write (e.g. model.weft)")->required();
+  compile->add_option("-s,--shape", ca.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)");
+  compile->add_option("-p,--package", ca.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)");
+  compile->add_flag("--allow-override", ca.allow_override, "Let a package replace an op type registered earlier");
+  compile->add_flag("--embed-plugins", ca.embed_plugins, "Store the plugin libraries in the file (loaded from memory)");
+
   InspectArgs ia;
-  auto* inspect = app.add_subcommand("inspect", "Show a model's inputs, outputs and op histogram (JSON graph or .onnx)");
-  inspect->add_option("model", ia.model, "Graph file or ONNX model")->required();
+  auto* inspect = app.add_subcommand("inspect", "Show a model's inputs, outputs and op histogram (JSON graph, .onnx or .weft)");
+  inspect->add_option("model", ia.model, "Graph file, ONNX model or compiled model file")->required();
   inspect->add_flag("--memory", ia.memory, "Compile and report the planned arena next to its lower bound");
   inspect->add_option("-s,--shape", ia.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)");
   inspect->add_option("-p,--package", ia.packages, "Operator package root to load (repeatable)");
@@ -197,6 +279,7 @@ int main(int argc, char** argv) {
   if (*plugins) return Plugins(pa);
   if (*run) return Run(ra);
   if (*inspect) return Inspect(ia);
+  if (*compile) return CompileCmd(ca);
   if (*manifest) {
     if (mname.empty()) mname = fs::path(mroot).lexically_normal().filename().string();
     weft::Status s = WriteManifest(mroot, mname);

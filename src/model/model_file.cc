@@ -67,10 +67,16 @@ json AttrJson(const std::string& name, const AttrValue& v, DataSection& data) {
 }
 
 // The package root a library came from: <root>/op_graph/lib/<os>/<arch>/lib.so → root's name.
+// Its manifest's name when the package has one.
 std::string PackageOf(const std::string& lib_path) {
   auto pos = lib_path.rfind("/op_graph/lib/");
   if (pos == std::string::npos) return "";
   std::filesystem::path root(lib_path.substr(0, pos));
+  std::ifstream f(root / "weft_manifest.json");
+  if (f) {
+    json j = json::parse(f, nullptr, false);
+    if (j.is_object() && j.contains("package") && j["package"].is_string()) return j["package"].get<std::string>();
+  }
   return root.filename().string();
 }
 

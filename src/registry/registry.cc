@@ -2,6 +2,7 @@
 #include "rtc/kernel_cache.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 #include <sys/utsname.h>
 #include <xxhash.h>
 
@@ -21,6 +22,7 @@ namespace weft::internal {
 
 LoadedLibrary::~LoadedLibrary() {
   if (handle) dlclose(handle);
+  if (memfd >= 0) close(memfd);
 }
 
 // True when a struct written by the other side is large enough to contain `field`.
@@ -223,11 +225,13 @@ Status OpRegistry::LoadLibrary(const std::string& path) {
 }
 
 Status OpRegistry::LoadLibraryFromMemory(const std::string& name, const uint8_t* data, size_t size) {
-  auto h = DlopenFromMemory(name, data, size);
+  int fd = -1;
+  auto h = DlopenFromMemory(name, data, size, &fd);
   if (!h.ok()) return h.status();
   auto lib = std::make_shared<LoadedLibrary>();
   lib->path = name;
   lib->handle = h.value();
+  lib->memfd = fd;
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(XXH3_64bits(data, size)));
   lib->hash = std::string("xxh3-64:") + buf;

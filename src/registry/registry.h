@@ -19,6 +19,7 @@ struct LoadedLibrary {
   void* handle = nullptr;
   const WeftOpLibrary* lib = nullptr;
   std::string hash;  // hex XXH3-64 of the file
+  int memfd = -1;    // loaded from memory: the file descriptor that names it while loaded
   ~LoadedLibrary();
 };
 

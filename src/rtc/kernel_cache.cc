@@ -205,6 +205,7 @@ Expected<std::shared_ptr<RtcKernel>> CompileUncached(const RtcRequest& req, cons
 
 RtcKernel::~RtcKernel() {
   if (handle) dlclose(handle);
+  if (memfd >= 0) close(memfd);
 }
 
 Expected<std::vector<uint8_t>> RtcKernel::Bytes() const {
@@ -269,7 +270,7 @@ Expected<std::shared_ptr<RtcKernel>> RtcCompile(const RtcRequest& req) {
   return r;
 }
 
-Expected<void*> DlopenFromMemory(const std::string& name, const uint8_t* data, size_t size) {
+Expected<void*> DlopenFromMemory(const std::string& name, const uint8_t* data, size_t size, int* fd_out) {
   int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
   if (fd < 0) return IoError("memfd_create failed for '" + name + "': " + std::strerror(errno));
   size_t done = 0;
@@ -285,8 +286,11 @@ Expected<void*> DlopenFromMemory(const std::string& name, const uint8_t* data, s
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   const char* e = h ? nullptr : dlerror();
-  close(fd);
-  if (!h) return Internal("cannot load '" + name + "' from memory: " + (e ? e : "unknown dlopen error"));
+  if (!h) {
+    close(fd);
+    return Internal("cannot load '" + name + "' from memory: " + (e ? e : "unknown dlopen error"));
+  }
+  *fd_out = fd;
   return h;
 }
 
@@ -298,9 +302,11 @@ Expected<std::shared_ptr<RtcKernel>> RtcLoadFromMemory(const std::string& id, co
     if (auto it = st.loaded.find(id); it != st.loaded.end())
       if (auto k = it->second.lock()) return k;
   }
-  auto h = DlopenFromMemory("weft-kernel-" + id, data, size);
+  int fd = -1;
+  auto h = DlopenFromMemory("weft-kernel-" + id, data, size, &fd);
   if (!h.ok()) return h.status();
   auto k = std::make_shared<RtcKernel>();
+  k->memfd = fd;
   k->id = id;
   k->tag = tag;
   k->handle = h.value();

@@ -21,6 +21,7 @@ struct RtcKernel {
   std::string path;  // the cached file ("" when loaded from memory)
   void* handle = nullptr;
   std::vector<uint8_t> bytes;  // the shared object, when loaded from memory
+  int memfd = -1;
   ~RtcKernel();
   // The shared object's bytes (read from `path` when not in memory).
   Expected<std::vector<uint8_t>> Bytes() const;
@@ -40,8 +41,10 @@ Expected<std::shared_ptr<RtcKernel>> RtcCompile(const RtcRequest& req);
 // the same id already loaded in this process.
 Expected<std::shared_ptr<RtcKernel>> RtcLoadFromMemory(const std::string& id, const std::string& tag,
                                                        const uint8_t* data, size_t size);
-// Loads a shared object held in memory (memfd + dlopen); the handle or an error.
-Expected<void*> DlopenFromMemory(const std::string& name, const uint8_t* data, size_t size);
+// Loads a shared object held in memory (memfd + dlopen); the handle or an error. The memfd stays
+// open in *fd (close it after dlclose): the dynamic loader knows the object by its
+// /proc/self/fd path, which must not be reused while it is loaded.
+Expected<void*> DlopenFromMemory(const std::string& name, const uint8_t* data, size_t size, int* fd);
 
 // "x86_64-linux"
 std::string RtcTarget();
