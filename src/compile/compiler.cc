@@ -262,6 +262,11 @@ struct Builder {
     return Status::Ok();
   }
 
+  // Constant data by constant index: compiled graphs own it, loaded ones map it.
+  const void* ConstData(int index) const {
+    return static_cast<size_t>(index) < m->constants.size() ? m->constants[index].data() : m->const_data[index];
+  }
+
   // Runs one callback of `cn` in a compile-time context over `meta`.
   WeftStatus Call(CompiledNode& cn, WeftStage stage, WeftOpFn fn, Scratch* scratch = nullptr,
                   std::vector<OutputBound>* bounds = nullptr) {
@@ -637,7 +642,7 @@ struct Builder {
       if (can_infer) {
         for (size_t k = 0; k < cn.in_values.size(); ++k) {
           const Value& v = m->values[cn.in_values[k]];
-          meta[cn.in_values[k]].data = v.kind == ValueKind::kConstant ? const_cast<void*>(m->constants[v.index].data()) : nullptr;
+          meta[cn.in_values[k]].data = v.kind == ValueKind::kConstant ? const_cast<void*>(ConstData(v.index)) : nullptr;
         }
         bounds.assign(cn.out_values.size(), OutputBound{});
         if (Call(cn, WEFT_STAGE_INFER_SHAPE, impl->infer_shape, nullptr, &bounds) != WEFT_STATUS_OK)

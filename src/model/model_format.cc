@@ -150,10 +150,11 @@ struct Reader {
 };
 
 void Parse(const uint8_t* base, size_t size, bool verify, ParsedModel& out) {
-  if (size < kModelHeaderBytes) throw Corrupt("the file is " + std::to_string(size) + " bytes, shorter than the 64-byte header");
+  if (size < sizeof(kModelMagic) || std::memcmp(base, kModelMagic, sizeof(kModelMagic)) != 0)
+    throw Corrupt("it is not a Weft model file (bad magic)");
+  if (size < kModelHeaderBytes) throw Corrupt("the file is " + std::to_string(size) + " bytes, shorter than the 64-byte header (truncated)");
   ModelHeader h;
   std::memcpy(&h, base, sizeof(h));
-  if (std::memcmp(h.magic, kModelMagic, sizeof(h.magic)) != 0) throw Corrupt("it is not a Weft model file (bad magic)");
   if (h.format_version > kModelFormatVersion)
     throw Corrupt("it uses model format " + std::to_string(h.format_version) + ", newer than this Weft reads (" +
                   std::to_string(kModelFormatVersion) + "): upgrade Weft");

@@ -217,6 +217,12 @@ Expected<std::vector<uint8_t>> RtcKernel::Bytes() const {
   return b;
 }
 
+void RtcDropMemoryCache() {
+  std::lock_guard<std::mutex> l(State().mu);
+  State().loaded.clear();
+  State().pinned.clear();
+}
+
 std::string RtcTarget() {
   struct utsname u {};
   uname(&u);

@@ -46,6 +46,10 @@ Expected<std::shared_ptr<RtcKernel>> RtcLoadFromMemory(const std::string& id, co
 // /proc/self/fd path, which must not be reused while it is loaded.
 Expected<void*> DlopenFromMemory(const std::string& name, const uint8_t* data, size_t size, int* fd);
 
+// Forgets the kernels this process loaded (they stay loaded while models use them), so the next
+// compile of the same key goes to the disk cache: what another process would see.
+void RtcDropMemoryCache();
+
 // "x86_64-linux"
 std::string RtcTarget();
 // The directory of the on-disk cache: WEFT_CACHE_DIR, else $XDG_CACHE_HOME/weft/kernels, else
