@@ -494,3 +494,51 @@ TEST(DataDependent, ModelFileKeepsBoundsAndRunsFromAFile) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(DynamicInputs, PlansAreCachedPerInputShapeSignature) {
+  auto s = MakeSession({"data_dependent_shape_custom"});
+  Graph g("dyn");
+  g.AddInput("x", DT_FLOAT, {-1, 4});
+  g.AddConstant("w", RandomFloat({4, 3}, 7));
+  g.AddNode("MatMul", "mm", {"x", "w"}, {"h"}).AddNode("Relu", "relu", {"h"}, {"y"}).AddOutput("y");
+  auto m = s->Compile(g);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE(m.value()->has_dynamic_shapes());
+  EXPECT_EQ(m.value()->cached_plans(), 0u);
+  auto ctx = m.value()->CreateRunContext();
+  for (int64_t rows : {3, 3, 5, 3, 5, 1}) {
+    HostTensor x = RandomFloat({rows, 4}, static_cast<uint32_t>(rows));
+    HostTensor y(DT_FLOAT, {rows, 3});
+    TensorRef in[1] = {TensorRef::Of(x)};
+    TensorRef out[1] = {TensorRef::Of(y)};
+    ASSERT_TRUE(m.value()->Run(*ctx, in, 1, out, 1).ok());
+    const float* w = g.constants()[0].second.data_as<float>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int c = 0; c < 3; ++c) {
+        double acc = 0;
+        for (int k = 0; k < 4; ++k) acc += double(x.data_as<float>()[r * 4 + k]) * w[k * 3 + c];
+        ASSERT_NEAR(y.data_as<float>()[r * 3 + c], std::max(acc, 0.0), 1e-5);
+      }
+  }
+  EXPECT_EQ(m.value()->cached_plans(), 3u);  // [3,4], [5,4], [1,4]
+  // A shape the declaration does not admit is still an error naming the input.
+  HostTensor bad = RandomFloat({2, 5}, 1);
+  auto r = m.value()->Run({bad});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "input 'x'"));
+  // Graphs that stay dynamic after specializing (data-dependent) run with per-run inference.
+  Graph w("dd");
+  w.AddInput("x", DT_FLOAT, {-1}).AddNode("WhereIndicesCustom", "where", {"x"}, {"idx"}).AddOutput("idx");
+  auto m2 = s->Compile(w);
+  ASSERT_TRUE(m2.ok()) << m2.status().message();
+  auto o = m2.value()->Run({HostTensor::FromVector<float>(DT_FLOAT, {4}, {0.f, 1.f, 0.f, 2.f})});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o.value()[0].shape(), Shape({2, 1}));
+  EXPECT_EQ(m2.value()->cached_plans(), 0u);
+}
+
+}  // namespace
+}  // namespace weft

@@ -309,6 +309,10 @@ class WEFT_API CompiledModel {
   virtual Status Save(const std::string& path, const SaveOptions& options = {}) const = 0;
   // How many times an ArgsUpdater op was told of new buffers (for measurements and tests).
   virtual uint64_t args_updates() const = 0;
+  // Models whose inputs have -1 dims compile a static plan per input-shape signature on first
+  // use and reuse it (up to 16 signatures; others run with per-run shape inference). How many
+  // such plans exist now.
+  virtual size_t cached_plans() const = 0;
 };
 
 class WEFT_API Session {

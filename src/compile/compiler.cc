@@ -113,8 +113,12 @@ struct Builder {
     return Status::Ok();
   }
 
+  const std::vector<Shape>* input_shapes = nullptr;
+
   Status Declare() {
-    for (auto& in : g.inputs()) {
+    for (size_t idx = 0; idx < g.inputs().size(); ++idx) {
+      ValueInfo in = g.inputs()[idx];
+      if (input_shapes) in.shape = (*input_shapes)[idx];
       WEFT_RETURN_IF_ERROR(AddValue(in.name, ValueKind::kInput, "graph input"));
       if (DataTypeSize(in.dtype) == 0) return InvalidArgument("graph input '" + in.name + "' has no valid data type");
       if (in.shape.IsUnknown()) m->dynamic = true;
@@ -973,10 +977,20 @@ Expected<std::shared_ptr<ModelImpl>> InstantiateLoaded(const LoadedGraph& lg, co
 }
 
 Expected<std::shared_ptr<CompiledModel>> CompileGraph(const Graph& g, const OpRegistry& reg,
-                                                      std::shared_ptr<const EngineEnv> env) {
+                                                      std::shared_ptr<const EngineEnv> env,
+                                                      const std::vector<Shape>* input_shapes) {
   Builder b{g, reg};
   b.m->env = std::move(env);
-  return b.Build();
+  b.input_shapes = input_shapes;
+  auto r = b.Build();
+  if (!r.ok()) return r;
+  bool input_dynamic = false;
+  for (auto& in : b.m->inputs_) input_dynamic = input_dynamic || in.shape.IsUnknown();
+  if (input_dynamic && !input_shapes) {
+    b.m->source_graph = std::make_shared<Graph>(g);
+    b.m->registry_snapshot = std::make_shared<OpRegistry>(reg);
+  }
+  return r;
 }
 
 }  // namespace weft::internal

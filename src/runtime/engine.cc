@@ -598,9 +598,46 @@ Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in
   return Status::Ok();
 }
 
+size_t ModelImpl::cached_plans() const {
+  std::lock_guard<std::mutex> l(plans_mu_);
+  size_t n = 0;
+  for (auto& [sig, p] : plans_) n += p != nullptr;
+  return n;
+}
+
+std::shared_ptr<const CompiledModel> ModelImpl::Specialize(const TensorRef* in, size_t n) const {
+  constexpr size_t kMaxPlans = 16;
+  if (!source_graph || n != input_ids.size()) return nullptr;
+  std::string sig;
+  std::vector<Shape> shapes;
+  for (size_t k = 0; k < n; ++k) {
+    // Only shapes the declaration admits; anything else gets its error on the generic path.
+    if (!CheckRef("input", inputs_[k], in[k]).ok()) return nullptr;
+    sig += in[k].shape.ToString();
+    shapes.push_back(in[k].shape);
+  }
+  {
+    std::lock_guard<std::mutex> l(plans_mu_);
+    if (auto it = plans_.find(sig); it != plans_.end()) return it->second;
+    if (plans_.size() >= kMaxPlans) return nullptr;
+  }
+  auto r = CompileGraph(*source_graph, *registry_snapshot, env, &shapes);
+  std::shared_ptr<const CompiledModel> plan;
+  if (r.ok() && !r.value()->has_dynamic_shapes()) plan = r.value();
+  std::lock_guard<std::mutex> l(plans_mu_);
+  auto [it, fresh] = plans_.emplace(sig, plan);
+  return it->second;
+}
+
 Status ModelImpl::Run(RunContext& ctx, const TensorRef* in, size_t num_in, const TensorRef* out, size_t num_out) const {
   auto* rc = dynamic_cast<RunContextImpl*>(&ctx);
   if (!rc || rc->model != this) return InvalidArgument("Run: the RunContext belongs to a different model");
+  if (source_graph)
+    if (auto plan = Specialize(in, num_in)) {
+      auto& sub = rc->specialized[plan.get()];
+      if (!sub) sub = plan->CreateRunContext();
+      return plan->Run(*sub, in, num_in, out, num_out);
+    }
   if (num_in != input_ids.size() || num_out != output_ids.size())
     return InvalidArgument("Run: the model takes " + std::to_string(input_ids.size()) + " inputs and " +
                            std::to_string(output_ids.size()) + " outputs, got " + std::to_string(num_in) + " and " +
@@ -639,6 +676,8 @@ void ModelImpl::Release(std::unique_ptr<RunContextImpl> rc) const {
 Expected<std::vector<HostTensor>> ModelImpl::Run(const std::vector<HostTensor>& inputs) const {
   std::vector<TensorRef> in;
   for (auto& t : inputs) in.push_back(TensorRef::Of(t));
+  if (source_graph)
+    if (auto plan = Specialize(in.data(), in.size())) return plan->Run(inputs);
   auto rc = Acquire();
   Status s = Execute(*rc, in.data(), in.size(), nullptr);
   std::vector<HostTensor> results;

@@ -147,6 +147,7 @@ class RunContextImpl : public RunContext {
   Scratch scratch;
   Scratch dynamic_arena;  // intermediates of dynamic-shape models, reset per run
   std::string error;
+  std::map<const CompiledModel*, std::unique_ptr<RunContext>> specialized;  // run contexts of cached plans
 };
 
 class ModelImpl : public CompiledModel {
@@ -166,6 +167,10 @@ class ModelImpl : public CompiledModel {
   Status Execute(RunContextImpl& rc, const TensorRef* inputs, size_t num_inputs, const TensorRef* outputs) const;
   Status Save(const std::string& path, const SaveOptions& options) const override;
   uint64_t args_updates() const override { return args_updates_.load(std::memory_order_relaxed); }
+  size_t cached_plans() const override;
+  // For input-dynamic models: the static plan for these input shapes (compiled on first use), or
+  // null when there is none (not input-dynamic, cache full, or still dynamic after specializing).
+  std::shared_ptr<const CompiledModel> Specialize(const TensorRef* in, size_t n) const;
 
   std::shared_ptr<const EngineEnv> env;
   bool dynamic = false;
@@ -182,6 +187,11 @@ class ModelImpl : public CompiledModel {
   std::shared_ptr<const void> file_mapping;  // keeps a loaded model file mapped
   std::vector<std::shared_ptr<LoadedLibrary>> embedded_libraries;
   mutable std::atomic<uint64_t> args_updates_{0};
+  // Input-dynamic models keep their source graph and a registry snapshot to specialize.
+  std::shared_ptr<const Graph> source_graph;
+  std::shared_ptr<const OpRegistry> registry_snapshot;
+  mutable std::mutex plans_mu_;
+  mutable std::map<std::string, std::shared_ptr<const CompiledModel>> plans_;
 
  private:
   std::unique_ptr<RunContextImpl> Acquire() const;
@@ -191,8 +201,10 @@ class ModelImpl : public CompiledModel {
 };
 
 // The compile pipeline: verify, infer types and shapes, Compile callbacks, plan memory.
+// `input_shapes`, when given, replaces the graph inputs' declared shapes (specialization).
 Expected<std::shared_ptr<CompiledModel>> CompileGraph(const Graph& g, const OpRegistry& reg,
-                                                      std::shared_ptr<const EngineEnv> env);
+                                                      std::shared_ptr<const EngineEnv> env,
+                                                      const std::vector<Shape>* input_shapes = nullptr);
 
 // What a model file yields before ops are bound (src/model/model_file.cc fills it).
 struct LoadedNode {
