@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: release build + CTest (unit, numerics, CLI, the add_custom example built
-# out of tree), then the suite again under AddressSanitizer+UBSan, and the concurrency test
-# under ThreadSanitizer.
+# The whole test suite: release build + CTest (unit, numerics, CLI, the examples built out of
+# tree, the ONNX node tests), a bounded libFuzzer pass over the model-file parser, then the
+# suite again under AddressSanitizer+UBSan, and the concurrency test under ThreadSanitizer.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -15,6 +15,9 @@ cmake --build build -j "$JOBS"
 ctest --test-dir build -j "$JOBS" --output-on-failure
 echo "== ONNX backend node tests (the pass list is enforced by CTest above)"
 build/tests/weft_onnx_conformance --expected tests/onnx/expected_pass.txt | tail -n 3
+
+echo "== model-file parser under libFuzzer (bounded pass)"
+scripts/fuzz_model_file.sh "${WEFT_FUZZ_SECONDS:-60}"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined \
