@@ -183,5 +183,43 @@ TEST(OnnxImport, CorruptModelsAreErrors) {
   }
 }
 
+TEST(Cli, CompilesToAModelFileThatRunsAndInspects) {
+  std::string d = Dir();
+  std::ofstream(d + "/c.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2, 3]}],
+    "constants": [{"name": "k", "dtype": "float32", "shape": [3], "data": [1, -2, 0.5]}],
+    "nodes": [{"op": "Mul", "inputs": ["x", "k"], "outputs": ["m"]},
+              {"op": "RtcScale", "name": "scale", "inputs": ["m"], "outputs": ["y"], "attrs": {"factor": 3}}],
+    "outputs": ["y"]})";
+  std::string env = "WEFT_CACHE_DIR=" + d + "/cache ";
+  Result c = Sh(env + kWeft + " compile " + d + "/c.json -o " + d + "/c.weft -p " + Pkg("rtc_ops"));
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_TRUE(Contains(c.out, "wrote " + d + "/c.weft"));
+  Result i = Sh(kWeft + " inspect " + d + "/c.weft");
+  ASSERT_EQ(i.code, 0) << i.out;
+  EXPECT_TRUE(Contains(i.out, "checksum ok"));
+  EXPECT_TRUE(Contains(i.out, "compiled kernels: 1"));
+  EXPECT_TRUE(Contains(i.out, "RtcScale v1  package rtc_ops, librtc_ops.so xxh3-64:"));
+  EXPECT_TRUE(Contains(i.out, "Mul v1  built-in"));
+  auto x = HostTensor::FromVector<float>(DT_FLOAT, {2, 3}, {1, 2, 3, 4, 5, 6});
+  ASSERT_TRUE(internal::WriteNpy(d + "/cx.npy", x).ok());
+  Result r = Sh(kWeft + " run " + d + "/c.weft -i x=" + d + "/cx.npy -o " + d + "/cout -p " + Pkg("rtc_ops"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto y = internal::ReadNpy(d + "/cout/y.npy");
+  ASSERT_TRUE(y.ok());
+  const float k[3] = {1, -2, 0.5f};
+  for (int j = 0; j < 6; ++j) EXPECT_EQ(y.value().data_as<float>()[j], x.data_as<float>()[j] * k[j % 3] * 3.0f);
+  // Without the package: one line naming the package to install.
+  Result miss = Sh(kWeft + " run " + d + "/c.weft -i x=" + d + "/cx.npy -o " + d + "/cout");
+  EXPECT_EQ(miss.code, 1);
+  EXPECT_TRUE(Contains(miss.out, "install package 'rtc_ops'"));
+  EXPECT_EQ(std::count(miss.out.begin(), miss.out.end(), '\n'), 1) << miss.out;
+  // A truncated file: one-line error, no crash.
+  std::filesystem::resize_file(d + "/c.weft", std::filesystem::file_size(d + "/c.weft") / 2);
+  Result bad = Sh(kWeft + " run " + d + "/c.weft -i x=" + d + "/cx.npy -p " + Pkg("rtc_ops"));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_TRUE(Contains(bad.out, "truncated")) << bad.out;
+  EXPECT_EQ(Sh(kWeft + " compile --help").code, 0);
+}
+
 }  // namespace
 }  // namespace weft
