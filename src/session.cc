@@ -47,6 +47,25 @@ class SessionImpl : public Session {
     if (!r.ok()) return Status(r.status().code(), "graph '" + graph.name() + "': " + r.status().message());
     return r;
   }
+  Expected<OpSchema> GetOpSchema(const std::string& op_type) const override {
+    auto op = registry_.Find(op_type);
+    if (!op) return NotFound(registry_.DescribeMissing(op_type));
+    OpSchema s;
+    s.op_type = op->op_type;
+    s.version = op->proto.version;
+    s.capabilities = op->impl->capabilities;
+    s.origin = op->origin;
+    for (int io = 0; io < 2; ++io)
+      for (auto& spec : io ? op->proto.outputs : op->proto.inputs)
+        (io ? s.outputs : s.inputs).push_back({spec.name, spec.kind, spec.dtypes, spec.same_as_input});
+    for (auto& a : op->proto.attrs) s.attrs.push_back({a.name, a.type, a.required, a.default_value});
+    return s;
+  }
+  Expected<std::vector<ValueInfo>> InferShapes(const Graph& graph) override {
+    auto r = internal::InferGraphShapes(graph, registry_, env_);
+    if (!r.ok()) return Status(r.status().code(), "graph '" + graph.name() + "': " + r.status().message());
+    return r;
+  }
   Expected<std::shared_ptr<CompiledModel>> LoadModel(const std::string& path, const LoadOptions& options) override {
     return internal::LoadModelFile(path, options, registry_, env_);
   }

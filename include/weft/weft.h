@@ -204,6 +204,28 @@ struct OpInfo {
   bool overridden_builtin = false;
 };
 
+// An op's REG_OP prototype, for frontends that generate bindings (schemas, signatures).
+struct OpSchema {
+  struct Io {
+    std::string name;
+    WeftIoKind kind = WEFT_IO_REQUIRED;
+    std::vector<DataType> dtypes;
+    int same_as_input = -1;
+  };
+  struct Attr {
+    std::string name;
+    WeftAttrType type = WEFT_ATTR_INT;
+    bool required = false;
+    AttrValue default_value;
+  };
+  std::string op_type;
+  uint32_t version = 1;
+  std::vector<Io> inputs, outputs;
+  std::vector<Attr> attrs;
+  uint64_t capabilities = 0;
+  std::string origin;
+};
+
 // Capability names ("EagerExecute", "ShapeInfer", ...) of a WEFT_CAP_* mask.
 WEFT_API std::vector<std::string> CapabilityNames(uint64_t caps);
 
@@ -300,6 +322,9 @@ class WEFT_API CompiledModel {
                      size_t num_outputs) const = 0;
   // Convenience: inputs in declaration order, fresh output tensors. Thread-safe.
   virtual Expected<std::vector<HostTensor>> Run(const std::vector<HostTensor>& inputs) const = 0;
+  // Runs and returns views of the outputs inside `ctx` (valid until its next run): for callers
+  // that cannot size output buffers before a run (dynamic shapes).
+  virtual Expected<std::vector<TensorRef>> RunViews(RunContext& ctx, const TensorRef* inputs, size_t num_inputs) const = 0;
   // Convenience: inputs by name, outputs by name.
   virtual Expected<std::map<std::string, HostTensor>> RunNamed(const std::map<std::string, HostTensor>& inputs) const = 0;
 
@@ -325,6 +350,12 @@ class WEFT_API Session {
   // Loads one operator library.
   virtual Status LoadLibrary(const std::string& path) = 0;
   virtual std::vector<OpInfo> ListOps() const = 0;
+  // The prototype of a registered op.
+  virtual Expected<OpSchema> GetOpSchema(const std::string& op_type) const = 0;
+  // Output types and shapes of a graph by InferDataType/InferShape alone: no Compile callback,
+  // no kernel runs (except constant folding of Shape/Size-like nodes is not done either). -1
+  // dims stay where a shape depends on values.
+  virtual Expected<std::vector<ValueInfo>> InferShapes(const Graph& graph) = 0;
   virtual Expected<std::shared_ptr<CompiledModel>> Compile(const Graph& graph) = 0;
   // Loads a model file written by CompiledModel::Save. Never calls an op's Compile: ops restore
   // their state with Deserialize. The file is mapped and its weights are used in place.

@@ -796,6 +796,49 @@ struct Builder {
     return std::shared_ptr<CompiledModel>(m);
   }
 
+  // Types and shapes of the outputs, by inference only.
+  Expected<std::vector<ValueInfo>> InferOnly() {
+    WEFT_RETURN_IF_ERROR(Declare());
+    auto order = Order();
+    if (!order.ok()) return order.status();
+    meta.resize(m->values.size());
+    for (size_t k = 0; k < m->values.size(); ++k) {
+      meta[k].dtype = m->values[k].dtype;
+      *Shape::View(&meta[k].shape) = m->values[k].shape;
+    }
+    for (size_t k : order.value()) {
+      auto cn = std::make_unique<CompiledNode>();
+      WEFT_RETURN_IF_ERROR(Resolve(k, *cn));
+      m->nodes.push_back(std::move(cn));
+    }
+    if (meta.size() < m->values.size()) meta.resize(m->values.size());
+    bool saw_dynamic_input = m->dynamic;
+    for (auto& cn : m->nodes) {
+      error.clear();
+      CallState st;
+      st.node = cn.get();
+      st.error = &error;
+      st.env = m->env.get();
+      WeftKernelContext c;
+      BindContext(c, *cn, WEFT_STAGE_CREATE, nullptr, nullptr, &st);
+      c.num_inputs = c.num_outputs = 0;
+      cn->instance = cn->op->impl->create(&c);
+      if (!cn->instance) return Internal(NodeError(*cn, "creating the op object", error));
+      // Infer through unknown dims too: ops mark what they cannot know.
+      m->dynamic = false;
+      WEFT_RETURN_IF_ERROR(InferNode(*cn));
+    }
+    (void)saw_dynamic_input;
+    std::vector<ValueInfo> out;
+    for (auto& name : g.outputs()) {
+      auto it = ids.find(name);
+      if (it == ids.end()) return InvalidArgument("graph output '" + name + "' is not produced by any node, input or constant");
+      const Value& v = m->values[it->second];
+      out.push_back({v.name, v.dtype, v.shape});
+    }
+    return out;
+  }
+
   // ---- loading a model file --------------------------------------------------------------------
   Expected<std::shared_ptr<ModelImpl>> BuildLoaded(const LoadedGraph& lg) {
     m->graph_name = lg.name;
@@ -967,6 +1010,12 @@ struct Builder {
 };
 
 }  // namespace
+
+Expected<std::vector<ValueInfo>> InferGraphShapes(const Graph& g, const OpRegistry& reg, std::shared_ptr<const EngineEnv> env) {
+  Builder b{g, reg};
+  b.m->env = std::move(env);
+  return b.InferOnly();
+}
 
 Expected<std::shared_ptr<ModelImpl>> InstantiateLoaded(const LoadedGraph& lg, const OpRegistry& reg,
                                                        std::shared_ptr<const EngineEnv> env) {

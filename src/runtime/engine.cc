@@ -656,6 +656,24 @@ Status ModelImpl::Run(RunContext& ctx, const TensorRef* in, size_t num_in, const
   return Status::Ok();
 }
 
+Expected<std::vector<TensorRef>> ModelImpl::RunViews(RunContext& ctx, const TensorRef* in, size_t num_in) const {
+  auto* rc = dynamic_cast<RunContextImpl*>(&ctx);
+  if (!rc || rc->model != this) return InvalidArgument("Run: the RunContext belongs to a different model");
+  if (source_graph)
+    if (auto plan = Specialize(in, num_in)) {
+      auto& sub = rc->specialized[plan.get()];
+      if (!sub) sub = plan->CreateRunContext();
+      return plan->RunViews(*sub, in, num_in);
+    }
+  WEFT_RETURN_IF_ERROR(Execute(*rc, in, num_in, nullptr));
+  std::vector<TensorRef> out;
+  for (int id : output_ids) {
+    const Tensor& t = rc->tensors[id];
+    out.push_back({t.GetDataType(), t.GetShape(), t.data, t.GetByteCount()});
+  }
+  return out;
+}
+
 std::unique_ptr<RunContextImpl> ModelImpl::Acquire() const {
   {
     std::lock_guard<std::mutex> l(pool_mu_);

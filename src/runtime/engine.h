@@ -166,6 +166,7 @@ class ModelImpl : public CompiledModel {
   // Runs the steps over bound inputs; outputs stay in the context's tensors.
   Status Execute(RunContextImpl& rc, const TensorRef* inputs, size_t num_inputs, const TensorRef* outputs) const;
   Status Save(const std::string& path, const SaveOptions& options) const override;
+  Expected<std::vector<TensorRef>> RunViews(RunContext& ctx, const TensorRef* inputs, size_t num_inputs) const override;
   uint64_t args_updates() const override { return args_updates_.load(std::memory_order_relaxed); }
   size_t cached_plans() const override;
   // For input-dynamic models: the static plan for these input shapes (compiled on first use), or
@@ -201,6 +202,9 @@ class ModelImpl : public CompiledModel {
 };
 
 // The compile pipeline: verify, infer types and shapes, Compile callbacks, plan memory.
+// Types and shapes of the graph outputs by inference only (Session::InferShapes).
+Expected<std::vector<ValueInfo>> InferGraphShapes(const Graph& g, const OpRegistry& reg, std::shared_ptr<const EngineEnv> env);
+
 // `input_shapes`, when given, replaces the graph inputs' declared shapes (specialization).
 Expected<std::shared_ptr<CompiledModel>> CompileGraph(const Graph& g, const OpRegistry& reg,
                                                       std::shared_ptr<const EngineEnv> env,

@@ -1,0 +1,60 @@
+"""Weft: a graph engine in which every operator is a plugin.
+
+    import numpy as np, weft
+    s = weft.Session()                                   # built-ins + WEFT_CUSTOM_OPP_PATH
+    g = weft.Graph("demo")
+    g.add_input("x", "float32", [2, 3]).add_input("y", "float32", [2, 3])
+    g.add_node("Add", "add0", ["x", "y"], ["z"]).add_output("z")
+    m = s.compile(g)
+    z, = m.run([np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)])
+
+Arrays are passed to runs without copies; `weft.run(model, *tensors)` also takes torch tensors
+(CPU, contiguous) and returns the same kind. `import weft.torch` exposes every operator as
+`torch.ops.weft.<op>`.
+"""
+import numpy as _np
+
+from ._weft import Graph, Model, Session, kernel_cache_stats
+
+__all__ = ["Graph", "Model", "Session", "kernel_cache_stats", "import_onnx", "default_session", "run", "as_array"]
+__version__ = "0.1.0"
+
+_default = None
+
+
+def default_session():
+    """The process-wide session (built-ins plus the packages on WEFT_CUSTOM_OPP_PATH)."""
+    global _default
+    if _default is None:
+        _default = Session()
+    return _default
+
+
+def import_onnx(path, input_shapes=None):
+    """Reads an ONNX model into a Graph; `input_shapes` fixes dims ({"input": [1, 3, 224, 224]})."""
+    return Graph.from_onnx(path, dict(input_shapes or {}))
+
+
+def _is_torch(x):
+    mod = type(x).__module__
+    return mod.startswith("torch")
+
+
+def as_array(x):
+    """A NumPy view of `x` without copying when possible (torch CPU tensors, NumPy arrays)."""
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise ValueError(f"weft runs on CPU tensors here; got a tensor on {x.device}")
+        return x.detach().contiguous().numpy()
+    return _np.ascontiguousarray(x)
+
+
+def run(model, *inputs):
+    """Runs `model` on NumPy arrays or torch tensors; returns outputs of the inputs' kind."""
+    arrays = [as_array(x) for x in inputs]
+    outs = model.run(arrays)
+    if inputs and _is_torch(inputs[0]):
+        import torch
+
+        return [torch.from_numpy(o) for o in outs]
+    return outs

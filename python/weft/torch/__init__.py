@@ -1,0 +1,359 @@
+"""Every Weft operator as ``torch.ops.weft.<op>``.
+
+Importing this module registers, in ``torch.library`` namespace ``weft``, every operator the
+default session sees (built-ins and the packages on ``WEFT_CUSTOM_OPP_PATH``):
+
+- the schema comes from the operator's REG_OP prototype (required/optional/dynamic inputs,
+  typed keyword-only attributes with their defaults, one result per output);
+- CPU kernel: the operator's Execute, on the tensors' own memory (one compiled single-node
+  model per signature, cached);
+- Meta kernel: the operator's InferDataType/InferShape, so meta tensors and tracing work (an
+  Autograd kernel is registered too, which is what lets torch 1.13 reach Meta kernels);
+- Autograd: an operator ``<Op>`` whose package also has ``<Op>Grad`` (inputs: the op's inputs,
+  then one gradient per output; outputs: one gradient per input) is differentiable; calling any
+  other operator on a tensor that requires grad raises a clear error;
+- ONNX: a symbolic that exports ``weft::<Op>`` nodes, which Weft's ONNX importer maps back.
+
+``register(session)`` registers the ops of another session (e.g. one with extra packages);
+``compile(module, example_inputs)`` offloads whole FX graphs; ``check_op`` validates an op.
+"""
+import contextlib
+import threading
+
+import numpy as np
+import torch
+
+import weft as _weft
+
+from ._compile import compile  # noqa: F401  (re-exported)
+from ._check import check_op  # noqa: F401
+
+__all__ = ["register", "registered_ops", "schema_of", "compile", "check_op", "op_session"]
+
+_lib = None
+_registered = {}  # op type -> (session, schema dict, torch schema string)
+_lock = threading.Lock()
+
+_TORCH_DTYPES = {
+    "float32": torch.float32, "float16": torch.float16, "float64": torch.float64, "bfloat16": torch.bfloat16,
+    "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
+    "uint8": torch.uint8, "bool": torch.bool,
+}
+_WEFT_DTYPES = {v: k for k, v in _TORCH_DTYPES.items()}
+
+_ATTR_TYPES = {
+    "Int": "int", "Float": "float", "Bool": "bool", "String": "str", "ListInt": "int[]",
+    "ListFloat": "float[]", "ListBool": "bool[]", "ListString": "str[]", "Type": "int", "Tensor": "Tensor?",
+}
+
+
+def _literal(value, attr_type):
+    if attr_type == "Tensor":
+        return "None"
+    if attr_type == "Type":
+        return "0"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, float):
+        r = repr(value)
+        return {"inf": "inf", "-inf": "-inf", "nan": "nan"}.get(r, r)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_literal(v, attr_type[4:]) for v in value) + "]"
+    return str(value)
+
+
+def schema_of(proto):
+    """The torch schema string of a Weft prototype (the dict ``Session.schema`` returns)."""
+    args = []
+    for io in proto["inputs"]:
+        if io["kind"] == "required":
+            args.append(f"Tensor {io['name']}")
+        elif io["kind"] == "optional":
+            args.append(f"Tensor? {io['name']}=None")
+        else:
+            args.append(f"Tensor[] {io['name']}")
+    attrs = []
+    for a in proto["attrs"]:
+        t = _ATTR_TYPES[a["type"]]
+        if a["required"]:
+            attrs.append(f"{t} {a['name']}")
+        else:
+            attrs.append(f"{t} {a['name']}={_literal(a['default'], a['type'])}")
+    if attrs:
+        args.append("*")
+        args.extend(attrs)
+    outs = ["Tensor[]" if o["kind"] == "dynamic" else "Tensor" for o in proto["outputs"]]
+    ret = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
+    return f"{proto['op_type']}({', '.join(args)}) -> {ret}"
+
+
+def _bind(proto, args, kwargs):
+    """Splits a call into (tensor inputs per IR input, attrs dict) following the prototype."""
+    n_in = len(proto["inputs"])
+    ins = list(args[:n_in])
+    for io in proto["inputs"][len(ins):]:
+        ins.append(kwargs.get(io["name"]))
+    attrs = {}
+    extra = list(args[n_in:])
+    for a in proto["attrs"]:
+        if a["name"] in kwargs:
+            attrs[a["name"]] = kwargs[a["name"]]
+        elif extra:
+            attrs[a["name"]] = extra.pop(0)
+        elif not a["required"]:
+            attrs[a["name"]] = a["default"]
+    return ins, attrs
+
+
+def _attr_value(v, attr_type):
+    if attr_type == "Tensor":
+        return None if v is None else _weft.as_array(v)
+    if attr_type == "Float":
+        return float(v)
+    if attr_type == "ListFloat":
+        return [float(x) for x in v]
+    if attr_type in ("Int", "Type"):
+        return int(v)
+    if attr_type == "ListInt":
+        return [int(x) for x in v]
+    return v
+
+
+def _key_of(x):
+    if isinstance(x, (list, tuple)):
+        return tuple(_key_of(e) for e in x)
+    if isinstance(x, np.ndarray):
+        return ("array", x.dtype.str, x.shape, x.tobytes())
+    return x
+
+
+class _OpRunner:
+    """Runs one op eagerly: a single-node graph compiled per (shapes, dtypes, attrs)."""
+
+    def __init__(self, session, proto):
+        self.session = session
+        self.proto = proto
+        self.attr_types = {a["name"]: a["type"] for a in proto["attrs"]}
+        self.models = {}
+        self.infers = {}
+
+    def _graph(self, ins, attrs, metas):
+        g = _weft.Graph(self.proto["op_type"])
+        names, counts = [], []
+        k = 0
+        for io, value in zip(self.proto["inputs"], ins):
+            group = value if io["kind"] == "dynamic" else ([] if value is None else [value])
+            if io["kind"] == "optional" and value is None:
+                names.append("")
+                counts.append(1)
+                continue
+            counts.append(len(group))
+            for _ in group:
+                dtype, shape = metas[k]
+                name = f"in{k}"
+                g.add_input(name, dtype, list(shape))
+                names.append(name)
+                k += 1
+        outs = []
+        out_counts = []
+        for j, io in enumerate(self.proto["outputs"]):
+            if io["kind"] == "dynamic":
+                raise NotImplementedError(f"weft::{self.proto['op_type']}: dynamic outputs are not callable from torch")
+            outs.append(f"out{j}")
+            out_counts.append(1)
+        clean = {n: _attr_value(v, self.attr_types[n]) for n, v in attrs.items() if v is not None}
+        g.add_node(self.proto["op_type"], "op", names, outs, clean, counts, out_counts)
+        for o in outs:
+            g.add_output(o)
+        return g
+
+    @staticmethod
+    def _flat(ins):
+        flat = []
+        for v in ins:
+            if isinstance(v, (list, tuple)):
+                flat.extend(v)
+            elif v is not None:
+                flat.append(v)
+        return flat
+
+    def _key(self, flat, attrs, ins):
+        structure = tuple(len(v) if isinstance(v, (list, tuple)) else (v is not None) for v in ins)
+        metas = tuple((_WEFT_DTYPES[t.dtype], tuple(t.shape)) for t in flat)
+        return structure, metas, tuple(sorted((k, _key_of(_attr_value(v, self.attr_types[k])) if v is not None else None)
+                                              for k, v in attrs.items()))
+
+    def run(self, args, kwargs):
+        ins, attrs = _bind(self.proto, args, kwargs)
+        flat = self._flat(ins)
+        key = self._key(flat, attrs, ins)
+        model = self.models.get(key)
+        if model is None:
+            model = self.session.compile(self._graph(ins, attrs, key[1]))
+            self.models[key] = model
+        arrays = [t.detach().contiguous().numpy() for t in flat]
+        outs = model.run(arrays)
+        res = [torch.from_numpy(o) for o in outs]
+        return res[0] if len(res) == 1 else tuple(res)
+
+    def meta(self, args, kwargs):
+        ins, attrs = _bind(self.proto, args, kwargs)
+        flat = self._flat(ins)
+        key = self._key(flat, attrs, ins)
+        info = self.infers.get(key)
+        if info is None:
+            info = self.session.infer(self._graph(ins, attrs, key[1]))
+            self.infers[key] = info
+        res = []
+        for name, dtype, shape in info:
+            if any(d < 0 for d in shape):
+                raise RuntimeError(
+                    f"weft::{self.proto['op_type']}: output '{name}' has a data-dependent shape {shape}; "
+                    "it cannot be computed on meta tensors")
+            res.append(torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device="meta"))
+        return res[0] if len(res) == 1 else tuple(res)
+
+
+@contextlib.contextmanager
+def _below_autograd():
+    """Dispatch below the Autograd keys (torch 1.13's guard is an RAII object, not a context manager)."""
+    guard = torch._C._AutoDispatchBelowAutograd()
+    try:
+        yield
+    finally:
+        del guard
+
+
+def _requires_grad(args, kwargs):
+    for v in list(args) + list(kwargs.values()):
+        vs = v if isinstance(v, (list, tuple)) else [v]
+        for t in vs:
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                return True
+    return False
+
+
+def _make_autograd(op, proto, grad_op):
+    packet = getattr(torch.ops.weft, op)
+
+    class _Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, kwargs, *tensors):
+            with _below_autograd():
+                out = packet(*tensors, **kwargs)
+            ctx.save_for_backward(*tensors)
+            ctx.kwargs = kwargs
+            return out
+
+        @staticmethod
+        def backward(ctx, *grads):
+            grad_packet = getattr(torch.ops.weft, grad_op)
+            with _below_autograd():
+                gins = grad_packet(*ctx.saved_tensors, *[g.contiguous() for g in grads])
+            if isinstance(gins, torch.Tensor):
+                gins = (gins,)
+            return (None, *gins)
+
+    def autograd_kernel(*args, **kwargs):
+        if torch.is_grad_enabled() and _requires_grad(args, kwargs):
+            if grad_op is None:
+                raise RuntimeError(
+                    f"weft::{op} has no backward: it was called on a tensor that requires grad. Add an op "
+                    f"'{op}Grad' to its package (inputs: {op}'s inputs then one gradient per output; outputs: one "
+                    f"gradient per input), or call it under torch.no_grad() / on detached tensors")
+            if any(io["kind"] != "required" for io in proto["inputs"]):
+                raise RuntimeError(f"weft::{op}: autograd supports ops with required tensor inputs only")
+            return _Fn.apply(kwargs, *args)
+        with _below_autograd():
+            return packet(*args, **kwargs)
+
+    return autograd_kernel
+
+
+def _make_symbolic(op, proto):
+    from torch.onnx import symbolic_helper as sh
+
+    suffix = {"Int": "i", "Float": "f", "Bool": "i", "String": "s", "ListInt": "i", "ListFloat": "f", "ListBool": "i",
+              "ListString": "s", "Type": "i"}
+
+    def symbolic(g, *args):
+        n_in = len(proto["inputs"])
+        tensors = []
+        for io, v in zip(proto["inputs"], args[:n_in]):
+            if io["kind"] == "dynamic":
+                tensors.extend(sh._unpack_list(v))
+            elif io["kind"] == "optional" and sh._is_none(v):
+                continue
+            else:
+                tensors.append(v)
+        attrs = {}
+        for a, v in zip(proto["attrs"], args[n_in:]):
+            if a["type"] == "Tensor":
+                continue
+            value = sh._maybe_get_const(v, suffix[a["type"]] if not a["type"].startswith("List") else "is")
+            if isinstance(value, torch._C.Value):
+                raise RuntimeError(f"weft::{op}: attribute '{a['name']}' must be a constant to export to ONNX")
+            if a["type"] in ("Bool",):
+                value = int(bool(value))
+            if a["type"] == "ListBool":
+                value = [int(bool(x)) for x in value]
+            attrs[f"{a['name']}_{suffix[a['type']]}"] = value
+        n_out = len(proto["outputs"])
+        return g.op(f"weft::{op}", *tensors, outputs=n_out, **attrs)
+
+    return symbolic
+
+
+def register(session=None):
+    """Registers every op of `session` (default: weft.default_session()) as torch.ops.weft.<op>.
+    Ops already registered (by name) are skipped. Returns the names registered now."""
+    global _lib
+    session = session or _weft.default_session()
+    done = []
+    with _lock:
+        if _lib is None:
+            _lib = torch.library.Library("weft", "DEF")
+        names = session.ops()
+        for op in names:
+            if op in _registered or not op.isidentifier():
+                continue
+            proto = session.schema(op)
+            if "EagerExecute" not in proto["capabilities"]:
+                continue
+            try:
+                schema = schema_of(proto)
+                _lib.define(schema)
+            except RuntimeError as e:  # a prototype torch cannot express: leave the op out
+                _registered[op] = (session, proto, None, f"not registered: {e}".splitlines()[0])
+                continue
+            runner = _OpRunner(session, proto)
+            _lib.impl(op, lambda *a, _r=runner, **k: _r.run(a, k), "CPU")
+            _lib.impl(op, lambda *a, _r=runner, **k: _r.meta(a, k), "Meta")
+            _registered[op] = (session, proto, schema, runner)
+            done.append(op)
+        for op in done:
+            proto = _registered[op][1]
+            grad = op + "Grad" if (op + "Grad") in _registered and _registered[op + "Grad"][2] else None
+            _lib.impl(op, _make_autograd(op, proto, grad), "Autograd")
+            try:
+                torch.onnx.register_custom_op_symbolic(f"weft::{op}", _make_symbolic(op, proto), 9)
+            except Exception:  # noqa: BLE001 - an exporter without custom symbolics: eager use still works
+                pass
+    return done
+
+
+def registered_ops():
+    """{op type: torch schema} of everything registered so far."""
+    return {op: v[2] for op, v in _registered.items() if v[2]}
+
+
+def op_session(op):
+    """The Weft session and prototype behind torch.ops.weft.<op>."""
+    if op not in _registered:
+        raise KeyError(f"weft::{op} is not registered")
+    return _registered[op][0], _registered[op][1]
+
+
+register()

@@ -1,0 +1,128 @@
+"""check_op: an opcheck for torch 1.13 over torch.ops.weft.<op>."""
+import os
+import tempfile
+
+import torch
+
+
+def _tensors(x):
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for e in x for t in _tensors(e)]
+    return []
+
+
+def _map(x, fn):
+    if isinstance(x, torch.Tensor):
+        return fn(x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_map(e, fn) for e in x)
+    return x
+
+
+def check_op(op, args, kwargs=None, rtol=1e-5, atol=1e-6):
+    """Checks torch.ops.weft.<op> called on `args`/`kwargs` (CPU tensors and attributes):
+
+    1. schema: the torch schema matches the Weft prototype (inputs, attributes, outputs);
+    2. meta: Meta output shapes and dtypes equal those of the real run;
+    3. mutation: no input is modified;
+    4. autograd: the op has an Autograd kernel, and with an input that requires grad it either
+       differentiates (the op has <op>Grad) or raises the clear no-backward error;
+    5. model file: the op in a compiled, saved and reloaded model gives the eager result.
+
+    Returns a dict of the checks done; raises AssertionError naming the first that fails.
+    """
+    import weft
+    from . import op_session, registered_ops, schema_of
+
+    kwargs = dict(kwargs or {})
+    name = op if isinstance(op, str) else str(op).split(".")[-1]
+    if name not in registered_ops():
+        raise AssertionError(f"weft::{name} is not registered in torch.ops.weft")
+    session, proto = op_session(name)
+    packet = getattr(torch.ops.weft, name)
+    report = {}
+
+    # 1. Schema.
+    torch_schema = str(packet.default._schema)
+    expected = schema_of(proto)
+    if not torch_schema.endswith(expected) and expected.split("(", 1)[1] not in torch_schema:
+        raise AssertionError(f"schema mismatch for weft::{name}: torch has {torch_schema}, the prototype gives {expected}")
+    report["schema"] = torch_schema
+
+    # 3 (first, on the real run). Mutation.
+    before = [t.clone() for t in _tensors(args)]
+    with torch.no_grad():
+        real = packet(*args, **kwargs)
+    for i, (b, a) in enumerate(zip(before, _tensors(args))):
+        if not torch.equal(b, a):
+            raise AssertionError(f"weft::{name} modified its input tensor #{i}, which its schema does not declare")
+    report["mutation"] = "none"
+    real_list = list(real) if isinstance(real, (tuple, list)) else [real]
+
+    # 2. Meta.
+    meta = packet(*_map(args, lambda t: t.to("meta")), **_map(kwargs, lambda t: t.to("meta")))
+    meta_list = list(meta) if isinstance(meta, (tuple, list)) else [meta]
+    if len(meta_list) != len(real_list):
+        raise AssertionError(f"weft::{name}: Meta gives {len(meta_list)} outputs, the real run {len(real_list)}")
+    for i, (m, r) in enumerate(zip(meta_list, real_list)):
+        if m.device.type != "meta" or m.shape != r.shape or m.dtype != r.dtype:
+            raise AssertionError(f"weft::{name} output {i}: Meta gives {m.dtype}{list(m.shape)} on {m.device}, "
+                                 f"the real run {r.dtype}{list(r.shape)}")
+    report["meta"] = [(str(r.dtype), list(r.shape)) for r in real_list]
+
+    # 4. Autograd.
+    if not torch._C._dispatch_has_kernel_for_dispatch_key(f"weft::{name}", "Autograd"):
+        raise AssertionError(f"weft::{name} has no Autograd kernel")
+    float_inputs = [t for t in _tensors(args) if t.is_floating_point()]
+    if float_inputs:
+        grad_args = _map(args, lambda t: t.detach().clone().requires_grad_(t.is_floating_point()))
+        has_grad = (name + "Grad") in registered_ops()
+        try:
+            out = packet(*grad_args, **kwargs)
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+            if not has_grad:
+                raise AssertionError(f"weft::{name} ran on a tensor that requires grad without a backward")
+            sum(o.float().sum() for o in outs).backward()
+            report["autograd"] = "differentiable"
+        except RuntimeError as e:
+            if has_grad or "has no backward" not in str(e):
+                raise AssertionError(f"weft::{name}: unexpected autograd behaviour: {e}") from e
+            report["autograd"] = "raises a clear error (no backward)"
+    else:
+        report["autograd"] = "no floating-point inputs"
+
+    # 5. Model-file round trip of the op alone.
+    runner = _registered_runner(name)
+    ins, attrs = _bind_for(proto, args, kwargs)
+    flat = runner._flat(ins)
+    key = runner._key(flat, attrs, ins)
+    graph = runner._graph(ins, attrs, key[1])
+    model = session.compile(graph)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, f"{name}.weft")
+        try:
+            model.save(path)
+        except RuntimeError as e:
+            report["model_file"] = f"not saveable: {e}"
+        else:
+            loaded = session.load_model(path)
+            outs = loaded.run([t.detach().contiguous().numpy() for t in flat])
+            for i, (o, r) in enumerate(zip(outs, real_list)):
+                if not torch.allclose(torch.from_numpy(o).to(r.dtype), r, rtol=rtol, atol=atol, equal_nan=True):
+                    raise AssertionError(f"weft::{name} output {i} differs after a model-file round trip")
+            report["model_file"] = "round trip matches"
+    return report
+
+
+def _registered_runner(name):
+    from . import _registered
+
+    return _registered[name][3]
+
+
+def _bind_for(proto, args, kwargs):
+    from . import _bind
+
+    return _bind(proto, args, kwargs)

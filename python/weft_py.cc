@@ -1,0 +1,409 @@
+// The `weft._weft` extension: sessions, graphs, compiled models and model files for Python.
+// NumPy arrays (and anything with the buffer protocol) are passed to runs without copies;
+// outputs of static-shape models are written straight into fresh NumPy arrays.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <mutex>
+
+#include "weft/onnx.h"
+#include "weft/weft.h"
+
+namespace py = pybind11;
+using namespace weft;  // NOLINT
+
+namespace {
+
+[[noreturn]] void Raise(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kNotFound: throw py::key_error(s.message());
+    case Status::Code::kInvalidArgument: throw py::value_error(s.message());
+    default: throw std::runtime_error(s.message());
+  }
+}
+template <typename T>
+T Get(Expected<T> e) {
+  if (!e.ok()) Raise(e.status());
+  return std::move(e).value();
+}
+
+// NumPy dtype <-> Weft DataType.
+DataType FromNumpy(const py::dtype& d) {
+  char k = d.kind();
+  size_t n = d.itemsize();
+  if (k == 'f' && n == 4) return DT_FLOAT;
+  if (k == 'f' && n == 2) return DT_FLOAT16;
+  if (k == 'f' && n == 8) return DT_DOUBLE;
+  if (k == 'i' && n == 1) return DT_INT8;
+  if (k == 'i' && n == 2) return DT_INT16;
+  if (k == 'i' && n == 4) return DT_INT32;
+  if (k == 'i' && n == 8) return DT_INT64;
+  if (k == 'u' && n == 1) return DT_UINT8;
+  if (k == 'u' && n == 2) return DT_UINT16;
+  if (k == 'u' && n == 4) return DT_UINT32;
+  if (k == 'u' && n == 8) return DT_UINT64;
+  if (k == 'b') return DT_BOOL;
+  throw py::type_error("unsupported NumPy dtype " + py::str(py::handle(d)).cast<std::string>());
+}
+
+py::dtype ToNumpy(DataType dt) {
+  switch (dt) {
+    case DT_FLOAT: return py::dtype("float32");
+    case DT_FLOAT16: return py::dtype("float16");
+    case DT_DOUBLE: return py::dtype("float64");
+    case DT_INT8: return py::dtype("int8");
+    case DT_INT16: return py::dtype("int16");
+    case DT_INT32: return py::dtype("int32");
+    case DT_INT64: return py::dtype("int64");
+    case DT_UINT8: return py::dtype("uint8");
+    case DT_UINT16: return py::dtype("uint16");
+    case DT_BF16: return py::dtype("uint16");  // raw bits
+    case DT_UINT32: return py::dtype("uint32");
+    case DT_UINT64: return py::dtype("uint64");
+    case DT_BOOL: return py::dtype("bool");
+    default: throw py::type_error(std::string("no NumPy dtype for ") + DataTypeName(dt));
+  }
+}
+
+DataType ParseDtype(const py::object& o) {
+  if (py::isinstance<py::str>(o)) {
+    std::string s = o.cast<std::string>();
+    if (s == "bfloat16") return DT_BF16;
+    return FromNumpy(py::dtype(s));
+  }
+  if (py::isinstance<py::int_>(o)) return static_cast<DataType>(o.cast<int>());
+  return FromNumpy(py::dtype::from_args(o));
+}
+
+Shape ToShape(const std::vector<int64_t>& v) {
+  Shape s;
+  if (v.size() > WEFT_MAX_DIMS) throw py::value_error("at most 8 dims");
+  for (int64_t d : v) s.AppendDim(d);
+  return s;
+}
+std::vector<int64_t> FromShape(const Shape& s) { return std::vector<int64_t>(s.dims, s.dims + s.ndim); }
+
+py::tuple Info(const ValueInfo& v) {
+  return py::make_tuple(v.name, std::string(DataTypeName(v.dtype)), FromShape(v.shape));
+}
+
+// A C-contiguous array view of any buffer (NumPy array, memoryview, ...), without a copy.
+TensorRef RefOf(const py::array& a, const char* what) {
+  if (!(a.flags() & py::array::c_style)) throw py::value_error(std::string(what) + " must be C-contiguous");
+  TensorRef r;
+  r.dtype = FromNumpy(a.dtype());
+  std::vector<int64_t> dims(a.shape(), a.shape() + a.ndim());
+  r.shape = ToShape(dims);
+  r.data = const_cast<void*>(a.data());
+  r.bytes = static_cast<size_t>(a.nbytes());
+  return r;
+}
+
+AttrValue ToAttr(const py::handle& v, const std::string& name) {
+  if (py::isinstance<py::bool_>(v)) return AttrValue::Bool(v.cast<bool>());
+  if (py::isinstance<py::int_>(v)) return AttrValue::Int(v.cast<int64_t>());
+  if (py::isinstance<py::float_>(v)) return AttrValue::Float(v.cast<float>());
+  if (py::isinstance<py::str>(v)) return AttrValue::String(v.cast<std::string>());
+  if (py::isinstance<py::array>(v)) {
+    py::array a = py::array::ensure(v, py::array::c_style);
+    DataType dt = FromNumpy(a.dtype());
+    std::vector<int64_t> dims(a.shape(), a.shape() + a.ndim());
+    const auto* p = static_cast<const uint8_t*>(a.data());
+    return AttrValue::TensorValue(dt, ToShape(dims), std::vector<uint8_t>(p, p + a.nbytes()));
+  }
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+    bool all_int = true, all_num = true, all_str = true, all_bool = true;
+    for (auto e : seq) {
+      bool b = py::isinstance<py::bool_>(e);
+      all_bool &= b;
+      all_int &= py::isinstance<py::int_>(e) && !b;
+      all_num &= (py::isinstance<py::int_>(e) || py::isinstance<py::float_>(e)) && !b;
+      all_str &= py::isinstance<py::str>(e);
+    }
+    if (py::len(seq) == 0 || all_int) return AttrValue::ListInt(seq.cast<std::vector<int64_t>>());
+    if (all_bool) return AttrValue::ListBool(seq.cast<std::vector<bool>>());
+    if (all_num) return AttrValue::ListFloat(seq.cast<std::vector<float>>());
+    if (all_str) return AttrValue::ListString(seq.cast<std::vector<std::string>>());
+  }
+  throw py::type_error("attribute '" + name + "': unsupported value " + std::string(py::repr(v)));
+}
+
+py::object FromAttr(const AttrValue& a) {
+  switch (a.type()) {
+    case WEFT_ATTR_INT: return py::int_(a.i());
+    case WEFT_ATTR_FLOAT: return py::float_(a.f());
+    case WEFT_ATTR_BOOL: return py::bool_(a.i() != 0);
+    case WEFT_ATTR_STRING: return py::str(a.s());
+    case WEFT_ATTR_TYPE: return py::str(DataTypeName(static_cast<DataType>(a.i())));
+    case WEFT_ATTR_LIST_INT: return py::cast(a.ints());
+    case WEFT_ATTR_LIST_FLOAT: return py::cast(a.floats());
+    case WEFT_ATTR_LIST_STRING: return py::cast(a.strings());
+    case WEFT_ATTR_LIST_BOOL: {
+      py::list l;
+      for (auto b : a.bools()) l.append(py::bool_(b != 0));
+      return l;
+    }
+    default: return py::none();
+  }
+}
+
+// A compiled model with a run context for the calling thread (others get their own).
+class PyModel {
+ public:
+  explicit PyModel(std::shared_ptr<CompiledModel> m) : m_(std::move(m)), ctx_(m_->CreateRunContext()) {}
+
+  py::list Run(const std::vector<py::array>& inputs) {
+    std::vector<TensorRef> in;
+    for (size_t k = 0; k < inputs.size(); ++k) in.push_back(RefOf(inputs[k], "input"));
+    py::list result;
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    std::unique_ptr<RunContext> own;
+    RunContext* ctx = ctx_.get();
+    if (!lock.owns_lock()) ctx = (own = m_->CreateRunContext()).get();
+    if (!m_->has_dynamic_shapes()) {
+      std::vector<py::array> outs;
+      std::vector<TensorRef> refs;
+      for (auto& o : m_->outputs()) {
+        outs.emplace_back(ToNumpy(o.dtype), FromShape(o.shape));
+        refs.push_back(RefOf(outs.back(), "output"));
+      }
+      Status s;
+      {
+        py::gil_scoped_release nogil;
+        s = m_->Run(*ctx, in.data(), in.size(), refs.data(), refs.size());
+      }
+      if (!s.ok()) Raise(s);
+      for (auto& o : outs) result.append(o);
+      return result;
+    }
+    Expected<std::vector<TensorRef>> views = Status();
+    {
+      py::gil_scoped_release nogil;
+      views = m_->RunViews(*ctx, in.data(), in.size());
+    }
+    for (auto& v : Get(std::move(views))) {
+      py::array a(ToNumpy(v.dtype), FromShape(v.shape));
+      if (v.bytes) std::memcpy(a.mutable_data(), v.data, v.bytes);
+      result.append(a);
+    }
+    return result;
+  }
+
+  // Runs into caller-provided outputs (zero copy both ways).
+  void RunInto(const std::vector<py::array>& inputs, const std::vector<py::array>& outputs) {
+    std::vector<TensorRef> in, out;
+    for (auto& a : inputs) in.push_back(RefOf(a, "input"));
+    for (auto& a : outputs) {
+      if (!a.writeable()) throw py::value_error("output arrays must be writeable");
+      out.push_back(RefOf(a, "output"));
+    }
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    std::unique_ptr<RunContext> own;
+    RunContext* ctx = ctx_.get();
+    if (!lock.owns_lock()) ctx = (own = m_->CreateRunContext()).get();
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = m_->Run(*ctx, in.data(), in.size(), out.data(), out.size());
+    }
+    if (!s.ok()) Raise(s);
+  }
+
+  std::shared_ptr<CompiledModel> m_;
+
+ private:
+  std::unique_ptr<RunContext> ctx_;
+  std::mutex mu_;
+};
+
+py::dict SchemaDict(const OpSchema& s) {
+  auto io = [](const std::vector<OpSchema::Io>& v) {
+    py::list l;
+    static const char* kinds[] = {"required", "optional", "dynamic"};
+    for (auto& e : v) {
+      py::list dts;
+      for (auto d : e.dtypes) dts.append(DataTypeName(d));
+      py::dict d;
+      d["name"] = e.name;
+      d["kind"] = kinds[e.kind];
+      d["dtypes"] = dts;
+      d["same_as_input"] = e.same_as_input;
+      l.append(d);
+    }
+    return l;
+  };
+  py::list attrs;
+  for (auto& a : s.attrs) {
+    py::dict d;
+    d["name"] = a.name;
+    d["type"] = AttrTypeName(a.type);
+    d["required"] = a.required;
+    d["default"] = a.required ? py::none() : FromAttr(a.default_value);
+    attrs.append(d);
+  }
+  py::dict d;
+  d["op_type"] = s.op_type;
+  d["version"] = s.version;
+  d["inputs"] = io(s.inputs);
+  d["outputs"] = io(s.outputs);
+  d["attrs"] = attrs;
+  d["capabilities"] = CapabilityNames(s.capabilities);
+  d["origin"] = s.origin;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_weft, m) {
+  m.doc() = "Weft: a graph engine in which every operator is a plugin (native core).";
+
+  py::class_<Graph>(m, "Graph")
+      .def(py::init<std::string>(), py::arg("name") = "graph")
+      .def_property_readonly("name", &Graph::name)
+      .def("add_input", [](Graph& g, const std::string& name, const py::object& dtype, const std::vector<int64_t>& shape) -> Graph& {
+        return g.AddInput(name, ParseDtype(dtype), ToShape(shape));
+      }, py::arg("name"), py::arg("dtype"), py::arg("shape"), py::return_value_policy::reference_internal,
+         "Declares a graph input; -1 marks a dim known only at run time.")
+      .def("add_constant", [](Graph& g, const std::string& name, const py::array& value) -> Graph& {
+        py::array a = py::array::ensure(value, py::array::c_style);
+        TensorRef r = RefOf(a, "constant");
+        return g.AddConstant(name, Get(HostTensor::FromBytes(r.dtype, r.shape, r.data, r.bytes)));
+      }, py::arg("name"), py::arg("value"), py::return_value_policy::reference_internal, "Adds a constant (copied).")
+      .def("add_node", [](Graph& g, const std::string& op_type, const std::string& name, std::vector<std::string> inputs,
+                          std::vector<std::string> outputs, const py::dict& attrs, std::vector<uint32_t> input_counts,
+                          std::vector<uint32_t> output_counts, const std::string& domain) -> Graph& {
+        Node n;
+        n.op_type = op_type;
+        n.name = name;
+        n.inputs = std::move(inputs);
+        n.outputs = std::move(outputs);
+        for (auto [k, v] : attrs) {
+          std::string key = py::str(k);
+          n.attrs[key] = ToAttr(v, key);
+        }
+        n.input_counts = std::move(input_counts);
+        n.output_counts = std::move(output_counts);
+        n.domain = domain;
+        return g.AddNode(std::move(n));
+      }, py::arg("op_type"), py::arg("name"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs") = py::dict(),
+         py::arg("input_counts") = std::vector<uint32_t>{}, py::arg("output_counts") = std::vector<uint32_t>{},
+         py::arg("domain") = "", py::return_value_policy::reference_internal,
+         "Adds a node. An empty input name marks an absent optional input.")
+      .def("add_output", &Graph::AddOutput, py::return_value_policy::reference_internal)
+      .def_property_readonly("inputs", [](const Graph& g) {
+        py::list l;
+        for (auto& i : g.inputs()) l.append(Info(i));
+        return l;
+      })
+      .def_property_readonly("outputs", &Graph::outputs)
+      .def_property_readonly("num_nodes", [](const Graph& g) { return g.nodes().size(); })
+      .def_static("from_json", [](const std::string& path) { return Get(Graph::FromJsonFile(path)); })
+      .def_static("from_onnx", [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes) {
+        OnnxImportOptions o;
+        for (auto& [k, v] : shapes) o.input_shapes[k] = ToShape(v);
+        return Get(ImportOnnx(path, o));
+      }, py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{});
+
+  py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
+      .def("run", &PyModel::Run, py::arg("inputs"),
+           "Runs on arrays in input order (read in place); returns new NumPy arrays.")
+      .def("run_into", &PyModel::RunInto, py::arg("inputs"), py::arg("outputs"),
+           "Runs writing into the given C-contiguous output arrays (no copies).")
+      .def("save", [](PyModel& p, const std::string& path, bool embed) {
+        SaveOptions o;
+        o.embed_plugins = embed;
+        Status s = p.m_->Save(path, o);
+        if (!s.ok()) Raise(s);
+      }, py::arg("path"), py::arg("embed_plugins") = false)
+      .def_property_readonly("inputs", [](PyModel& p) {
+        py::list l;
+        for (auto& i : p.m_->inputs()) l.append(Info(i));
+        return l;
+      })
+      .def_property_readonly("outputs", [](PyModel& p) {
+        py::list l;
+        for (auto& i : p.m_->outputs()) l.append(Info(i));
+        return l;
+      })
+      .def_property_readonly("has_dynamic_shapes", [](PyModel& p) { return p.m_->has_dynamic_shapes(); })
+      .def_property_readonly("num_steps", [](PyModel& p) { return p.m_->num_steps(); })
+      .def_property_readonly("cached_plans", [](PyModel& p) { return p.m_->cached_plans(); })
+      .def_property_readonly("args_updates", [](PyModel& p) { return p.m_->args_updates(); })
+      .def("memory", [](PyModel& p) {
+        MemoryReport r = p.m_->memory();
+        py::dict d;
+        d["arena_bytes"] = r.arena_bytes;
+        d["lower_bound_bytes"] = r.lower_bound_bytes;
+        d["constant_bytes"] = r.constant_bytes;
+        return d;
+      });
+
+  py::class_<Session, std::shared_ptr<Session>>(m, "Session")
+      .def(py::init([](const std::vector<std::string>& packages, bool use_env_path, bool allow_override, int threads,
+                       bool load_builtins) {
+        SessionOptions o;
+        o.package_paths = packages;
+        o.use_env_path = use_env_path;
+        o.allow_override = allow_override;
+        o.intra_op_threads = threads;
+        o.load_builtins = load_builtins;
+        return std::shared_ptr<Session>(Get(Session::Create(o)));
+      }), py::arg("packages") = std::vector<std::string>{}, py::arg("use_env_path") = true,
+          py::arg("allow_override") = false, py::arg("threads") = 1, py::arg("load_builtins") = true)
+      .def("load_package", [](Session& s, const std::string& root) {
+        Status st = s.LoadPackage(root);
+        if (!st.ok()) Raise(st);
+      })
+      .def("load_library", [](Session& s, const std::string& path) {
+        Status st = s.LoadLibrary(path);
+        if (!st.ok()) Raise(st);
+      })
+      .def("ops", [](Session& s) {
+        py::list l;
+        for (auto& o : s.ListOps()) l.append(o.op_type);
+        return l;
+      }, "Names of every registered op type.")
+      .def("schema", [](Session& s, const std::string& op) { return SchemaDict(Get(s.GetOpSchema(op))); },
+           "The REG_OP prototype of an op as a dict.")
+      .def("compile", [](Session& s, const Graph& g) {
+        std::shared_ptr<CompiledModel> m;
+        {
+          py::gil_scoped_release nogil;
+          auto r = s.Compile(g);
+          if (r.ok()) m = r.value();
+          else {
+            py::gil_scoped_acquire gil;
+            Raise(r.status());
+          }
+        }
+        return std::make_shared<PyModel>(m);
+      })
+      .def("infer", [](Session& s, const Graph& g) {
+        py::list l;
+        for (auto& v : Get(s.InferShapes(g))) l.append(Info(v));
+        return l;
+      }, "Output (name, dtype, shape) by shape inference alone; -1 where values decide.")
+      .def("load_model", [](Session& s, const std::string& path, bool verify) {
+        LoadOptions o;
+        o.verify_checksum = verify;
+        return std::make_shared<PyModel>(Get(s.LoadModel(path, o)));
+      }, py::arg("path"), py::arg("verify_checksum") = true)
+      .def("load_model_bytes", [](Session& s, const py::bytes& b) {
+        std::string_view v = b;
+        return std::make_shared<PyModel>(Get(s.LoadModelFromMemory(v.data(), v.size())));
+      });
+
+  m.def("kernel_cache_stats", [] {
+    KernelCacheStats k = GetKernelCacheStats();
+    py::dict d;
+    d["compiles"] = k.compiles;
+    d["memory_hits"] = k.memory_hits;
+    d["disk_hits"] = k.disk_hits;
+    d["failures"] = k.failures;
+    d["directory"] = k.directory;
+    return d;
+  });
+  m.def("dtype_name", [](const py::object& o) { return std::string(DataTypeName(ParseDtype(o))); });
+}
