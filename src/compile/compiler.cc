@@ -34,8 +34,26 @@ bool Coerce(const AttrValue& v, WeftAttrType want, AttrValue* out) {
         return true;
       }
       return false;
+    case WEFT_ATTR_BOOL:  // frontends without booleans (ONNX) give 0/1
+      if (v.type() == WEFT_ATTR_INT && (v.i() == 0 || v.i() == 1)) {
+        *out = AttrValue::Bool(v.i() != 0);
+        return true;
+      }
+      return false;
+    case WEFT_ATTR_TYPE:  // a DataType code given as an integer (frontends without a type kind)
+      if (v.type() == WEFT_ATTR_INT && DataTypeSize(static_cast<DataType>(v.i())) > 0) {
+        *out = AttrValue::Type(static_cast<DataType>(v.i()));
+        return true;
+      }
+      return false;
     case WEFT_ATTR_LIST_STRING:
     case WEFT_ATTR_LIST_BOOL:
+      if (want == WEFT_ATTR_LIST_BOOL && v.type() == WEFT_ATTR_LIST_INT &&
+          std::all_of(v.ints().begin(), v.ints().end(), [](int64_t b) { return b == 0 || b == 1; })) {
+        std::vector<bool> b(v.ints().begin(), v.ints().end());
+        *out = AttrValue::ListBool(b);
+        return true;
+      }
       if (v.type() == WEFT_ATTR_LIST_INT && v.ints().empty()) {
         *out = want == WEFT_ATTR_LIST_STRING ? AttrValue::ListString({}) : AttrValue::ListBool({});
         return true;

@@ -170,3 +170,53 @@ class ParallelSquare : public EagerExecuteOp {
   }
 };
 REG_AUTO_MAPPING_OP(ParallelSquare);
+
+// z = x * y, and its backward as an op of its own: MulCustomGrad(x, y, dz) -> (dx, dy).
+REG_OP(MulCustom)
+    .INPUT(x, TensorType({DT_FLOAT}))
+    .INPUT(y, TensorType({DT_FLOAT}))
+    .OUTPUT(z, TensorType({DT_FLOAT})).SAME_AS_INPUT(x)
+    .OP_END_FACTORY_REG(MulCustom);
+
+class MulCustom : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* y = ctx->GetInputTensor(1);
+    if (x->GetShape() != y->GetShape()) {
+      ctx->SetError("x and y must have the same shape");
+      return GRAPH_FAILED;
+    }
+    Tensor* z = ctx->MallocOutputTensor(0, x->GetShape(), DT_FLOAT);
+    if (!z) return GRAPH_FAILED;
+    for (int64_t i = 0; i < x->GetShapeSize(); ++i) z->GetData<float>()[i] = x->GetData<float>()[i] * y->GetData<float>()[i];
+    return GRAPH_SUCCESS;
+  }
+};
+REG_AUTO_MAPPING_OP(MulCustom);
+
+REG_OP(MulCustomGrad)
+    .INPUT(x, TensorType({DT_FLOAT}))
+    .INPUT(y, TensorType({DT_FLOAT}))
+    .INPUT(dz, TensorType({DT_FLOAT}))
+    .OUTPUT(dx, TensorType({DT_FLOAT})).SAME_AS_INPUT(x)
+    .OUTPUT(dy, TensorType({DT_FLOAT})).SAME_AS_INPUT(y)
+    .OP_END_FACTORY_REG(MulCustomGrad);
+
+class MulCustomGrad : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* y = ctx->GetInputTensor(1);
+    const Tensor* dz = ctx->GetInputTensor(2);
+    Tensor* dx = ctx->MallocOutputTensor(0, x->GetShape(), DT_FLOAT);
+    Tensor* dy = ctx->MallocOutputTensor(1, y->GetShape(), DT_FLOAT);
+    if (!dx || !dy) return GRAPH_FAILED;
+    for (int64_t i = 0; i < x->GetShapeSize(); ++i) {
+      dx->GetData<float>()[i] = dz->GetData<float>()[i] * y->GetData<float>()[i];
+      dy->GetData<float>()[i] = dz->GetData<float>()[i] * x->GetData<float>()[i];
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+REG_AUTO_MAPPING_OP(MulCustomGrad);

@@ -47,6 +47,9 @@ _ATTR_TYPES = {
 }
 
 
+_DEFAULT_AS_NONE = ("ListString", "ListBool", "Type")
+
+
 def _literal(value, attr_type):
     if attr_type == "Tensor":
         return "None"
@@ -79,6 +82,9 @@ def schema_of(proto):
         t = _ATTR_TYPES[a["type"]]
         if a["required"]:
             attrs.append(f"{t} {a['name']}")
+        elif a["type"] in _DEFAULT_AS_NONE:
+            # torch schemas have no literal for these defaults: None stands for the op's default
+            attrs.append(f"{t}? {a['name']}=None")
         else:
             attrs.append(f"{t} {a['name']}={_literal(a['default'], a['type'])}")
     if attrs:
@@ -290,7 +296,7 @@ def _make_symbolic(op, proto):
                 tensors.append(v)
         attrs = {}
         for a, v in zip(proto["attrs"], args[n_in:]):
-            if a["type"] == "Tensor":
+            if a["type"] == "Tensor" or sh._is_none(v):
                 continue
             value = sh._maybe_get_const(v, suffix[a["type"]] if not a["type"].startswith("List") else "is")
             if isinstance(value, torch._C.Value):
@@ -301,7 +307,14 @@ def _make_symbolic(op, proto):
                 value = [int(bool(x)) for x in value]
             attrs[f"{a['name']}_{suffix[a['type']]}"] = value
         n_out = len(proto["outputs"])
-        return g.op(f"weft::{op}", *tensors, outputs=n_out, **attrs)
+        out = g.op(f"weft::{op}", *tensors, outputs=n_out, **attrs)
+        # Outputs that follow an input (SAME_AS_INPUT) get its type, for the exporter's inference.
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        for o, io in zip(outs, proto["outputs"]):
+            src = io["same_as_input"]
+            if 0 <= src < n_in and proto["inputs"][src]["kind"] == "required":
+                o.setType(args[src].type())
+        return out
 
     return symbolic
 
