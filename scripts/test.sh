@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: release build + CTest (unit, numerics, CLI, the examples built out of
-# tree, the ONNX node tests), a bounded libFuzzer pass over the model-file parser, then the
+# tree, the ONNX node tests, pytest), the wheel tested from a venv outside the tree, a bounded
+# libFuzzer pass over the model-file parser, then the
 # suite again under AddressSanitizer+UBSan, and the concurrency test under ThreadSanitizer.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,12 +17,15 @@ ctest --test-dir build -j "$JOBS" --output-on-failure
 echo "== ONNX backend node tests (the pass list is enforced by CTest above)"
 build/tests/weft_onnx_conformance --expected tests/onnx/expected_pass.txt | tail -n 3
 
+echo "== Python wheel, installed into a fresh venv and tested outside the source tree"
+scripts/test_wheel.sh
+
 echo "== model-file parser under libFuzzer (bounded pass)"
 scripts/fuzz_model_file.sh "${WEFT_FUZZ_SECONDS:-60}"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined \
-  -DWEFT_BUILD_BENCH=OFF > /dev/null
+  -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_PYTHON=OFF > /dev/null
 cmake --build build-asan -j "$JOBS" --target weft_tests weft_concurrency_test
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   build-asan/tests/weft_tests --gtest_brief=1
@@ -29,7 +33,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 build-asan/tests/weft_
 
 echo "== ThreadSanitizer: many threads on one compiled model"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=thread \
-  -DWEFT_BUILD_BENCH=OFF > /dev/null
+  -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_PYTHON=OFF > /dev/null
 cmake --build build-tsan -j "$JOBS" --target weft_concurrency_test
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/weft_concurrency_test --gtest_repeat=3 --gtest_brief=1
 

@@ -28,7 +28,7 @@ import weft as _weft
 from ._compile import compile  # noqa: F401  (re-exported)
 from ._check import check_op  # noqa: F401
 
-__all__ = ["register", "registered_ops", "schema_of", "compile", "check_op", "op_session"]
+__all__ = ["register", "registered_ops", "schema_of", "compile", "check_op", "op_session", "load_native", "is_native"]
 
 _lib = None
 _registered = {}  # op type -> (session, schema dict, torch schema string)
@@ -319,6 +319,38 @@ def _make_symbolic(op, proto):
     return symbolic
 
 
+_native_loaded = False
+
+
+def load_native():
+    """Loads libweft_torch.so (the C++ registrations: CPU, Meta and Autograd kernels with no Python
+    in the call path) when it ships with this package; returns whether it is loaded. Set
+    WEFT_TORCH_NATIVE=0 to keep everything in Python."""
+    global _native_loaded
+    import os
+
+    if _native_loaded:
+        return True
+    path = os.path.join(os.path.dirname(__file__), "libweft_torch.so")
+    if os.environ.get("WEFT_TORCH_NATIVE", "1") == "0" or not os.path.exists(path):
+        return False
+    torch.ops.load_library(path)
+    _native_loaded = True
+    return True
+
+
+def _defined_natively(op):
+    try:
+        return torch._C._dispatch_has_kernel_for_dispatch_key(f"weft::{op}", "CPU")
+    except RuntimeError:
+        return False
+
+
+def is_native(op):
+    """Whether torch.ops.weft.<op> runs through the C++ kernels of libweft_torch.so."""
+    return op in _registered and _registered[op][4]
+
+
 def register(session=None):
     """Registers every op of `session` (default: weft.default_session()) as torch.ops.weft.<op>.
     Ops already registered (by name) are skipped. Returns the names registered now."""
@@ -335,21 +367,24 @@ def register(session=None):
             proto = session.schema(op)
             if "EagerExecute" not in proto["capabilities"]:
                 continue
-            try:
-                schema = schema_of(proto)
-                _lib.define(schema)
-            except RuntimeError as e:  # a prototype torch cannot express: leave the op out
-                _registered[op] = (session, proto, None, f"not registered: {e}".splitlines()[0])
-                continue
+            schema = schema_of(proto)
             runner = _OpRunner(session, proto)
-            _lib.impl(op, lambda *a, _r=runner, **k: _r.run(a, k), "CPU")
-            _lib.impl(op, lambda *a, _r=runner, **k: _r.meta(a, k), "Meta")
-            _registered[op] = (session, proto, schema, runner)
+            native = _native_loaded and _defined_natively(op)
+            if not native:
+                try:
+                    _lib.define(schema)
+                except RuntimeError as e:  # a prototype torch cannot express: leave the op out
+                    _registered[op] = (session, proto, None, f"not registered: {e}".splitlines()[0], False)
+                    continue
+                _lib.impl(op, lambda *a, _r=runner, **k: _r.run(a, k), "CPU")
+                _lib.impl(op, lambda *a, _r=runner, **k: _r.meta(a, k), "Meta")
+            _registered[op] = (session, proto, schema, runner, native)
             done.append(op)
         for op in done:
-            proto = _registered[op][1]
+            proto, native = _registered[op][1], _registered[op][4]
             grad = op + "Grad" if (op + "Grad") in _registered and _registered[op + "Grad"][2] else None
-            _lib.impl(op, _make_autograd(op, proto, grad), "Autograd")
+            if not native or grad:  # the C++ Autograd kernel covers ops without a backward
+                _lib.impl(op, _make_autograd(op, proto, grad), "Autograd")
             try:
                 torch.onnx.register_custom_op_symbolic(f"weft::{op}", _make_symbolic(op, proto), 9)
             except Exception:  # noqa: BLE001 - an exporter without custom symbolics: eager use still works
@@ -369,4 +404,5 @@ def op_session(op):
     return _registered[op][0], _registered[op][1]
 
 
+load_native()
 register()

@@ -455,7 +455,7 @@ def compile(module, example_inputs, session=None):  # noqa: A001 - mirrors torch
     from . import register
 
     session = session or _weft.default_session()
-    register(session)
+    register(session)  # ops of this session's packages become callable as torch.ops.weft.*
     module = module.eval()
     try:
         gm = _trace(module)
