@@ -19,6 +19,8 @@ class SessionImpl : public Session {
     auto env = std::make_shared<internal::EngineEnv>();
     env->options = o.options;
     env->options["weft.intra_op_threads"] = std::to_string(std::max(1, o.intra_op_threads));
+    env->options["weft.target"] = internal::RtcTarget();  // what Compile builds for
+    env->options["weft.device"] = "cpu";
     if (o.intra_op_threads > 1) env->pool = std::make_unique<internal::ThreadPool>(o.intra_op_threads);
     env_ = env;
   }

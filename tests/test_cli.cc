@@ -221,5 +221,36 @@ TEST(Cli, CompilesToAModelFileThatRunsAndInspects) {
   EXPECT_EQ(Sh(kWeft + " compile --help").code, 0);
 }
 
+TEST(Cli, ConcurrentProcessesShareTheKernelCache) {
+  std::string d = Dir() + "/shared";
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  std::ofstream(d + "/g.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [7, 3]}],
+    "nodes": [{"op": "RtcScale", "inputs": ["x"], "outputs": ["y"], "attrs": {"factor": 1.25}}], "outputs": ["y"]})";
+  // Four processes compile the same kernel into one cache directory at once.
+  std::string cmd;
+  for (int k = 0; k < 4; ++k)
+    cmd += "(WEFT_CACHE_DIR=" + d + "/cache " + kWeft + " compile " + d + "/g.json -o " + d + "/m" + std::to_string(k) +
+           ".weft -p " + Pkg("rtc_ops") + " > " + d + "/log" + std::to_string(k) + " 2>&1; echo $? > " + d + "/rc" +
+           std::to_string(k) + ") & ";
+  Result r = Sh(cmd + "wait");
+  ASSERT_EQ(r.code, 0) << r.out;
+  int sos = 0, temps = 0;
+  for (auto& e : std::filesystem::directory_iterator(d + "/cache")) {
+    std::string name = e.path().filename().string();
+    sos += e.path().extension() == ".so" && name[0] != '.';
+    temps += name[0] == '.';
+  }
+  EXPECT_EQ(sos, 1);    // one kernel, whoever renamed it last
+  EXPECT_EQ(temps, 0);  // no half-written files left behind
+  for (int k = 0; k < 4; ++k) {
+    std::ifstream rc(d + "/rc" + std::to_string(k));
+    int code = -1;
+    rc >> code;
+    EXPECT_EQ(code, 0) << k;
+    EXPECT_EQ(Sh(kWeft + " inspect " + d + "/m" + std::to_string(k) + ".weft").code, 0);
+  }
+}
+
 }  // namespace
 }  // namespace weft

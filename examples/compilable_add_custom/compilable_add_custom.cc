@@ -70,6 +70,14 @@ class CompilableAddCustom : public ge::EagerExecuteOp, public ge::ShapeInferOp, 
   ge::graphStatus Compile(gert::OpCompileContext* ctx) override {
     const gert::Tensor* x = ctx->GetInputTensor(0);
     if (x->GetShape().IsUnknown()) return ge::GRAPH_SUCCESS;  // shapes known only at run time
+    // The platform the kernel is built for; this generator writes portable C for host CPUs.
+    const char* target_opt = ctx->GetOption("weft.target");
+    std::string target = target_opt ? target_opt : "";
+    bool host_cpu = target.rfind("x86_64", 0) == 0 || target.rfind("aarch64", 0) == 0;
+    if (!host_cpu) {
+      ctx->SetError("no kernel generator for target '" + target + "'");
+      return ge::GRAPH_FAILED;
+    }
     std::string key = ShapeKey(x);
     std::string src = GenerateSource(x->GetShapeSize(), x->GetDataType());
     auto k = ctx->CompileKernel(src, "weft_add_kernel", "c", "-O3", ("CompilableAddCustom" + key).c_str());

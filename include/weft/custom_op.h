@@ -155,7 +155,8 @@ class KernelContextBase {
   }
   // Records why the callback fails; return GRAPH_FAILED after calling it.
   void SetError(const std::string& message) const { c_->api->set_error(c_, message.c_str()); }
-  // A session/compile option, or nullptr. "weft.intra_op_threads" is always set.
+  // A session/compile option, or nullptr. Always set: "weft.intra_op_threads", "weft.target"
+  // (the platform Compile builds kernels for, e.g. "x86_64-linux") and "weft.device" ("cpu").
   const char* GetOption(const char* key) const { return c_->api->get_option(c_, key); }
   // Scratch memory, 64-byte aligned, valid until this callback returns; nullptr on failure.
   void* MallocWorkSpace(size_t bytes) const { return c_->api->malloc_workspace(c_, bytes); }
