@@ -271,7 +271,8 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
       const float* pb = bias ? bias->GetData<float>() : nullptr;
       float* py = y->GetData<float>();
       double eps = *ctx->GetAttrs()->GetFloat("epsilon");
-      for (int64_t g = 0; g < outer; ++g) {
+      ForRows(ctx, outer, inner, [&](int64_t lo, int64_t hi) {
+      for (int64_t g = lo; g < hi; ++g) {
         const float* row = px + g * inner;
         double sum = 0, sq = 0;
         for (int64_t i = 0; i < inner; ++i) sum += row[i];
@@ -284,6 +285,7 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
         mean[g] = mu;
         inv[g] = iv;
       }
+      });
     } else {
     DispatchFloat(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);

@@ -3,6 +3,7 @@
 #ifndef WEFT_OPS_OP_UTIL_H_
 #define WEFT_OPS_OP_UTIL_H_
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -95,6 +96,21 @@ inline const TensorType& IndexTypes() {
 }
 
 // Copies elements of `elem` bytes: out[i] = in[src(i)] for a generic strided gather.
+// Work below this many elements runs inline; above, kernels split it over ParallelFor.
+constexpr int64_t kRowParallelGrain = 1 << 14;
+
+// Runs rows(lo, hi) over [0, n) rows of `row_elems` elements each, split over the engine's
+// intra-op threads when the whole job is large enough.
+template <typename F>
+inline void ForRows(const KernelContextBase* ctx, int64_t n, int64_t row_elems, F&& rows) {
+  if (n <= 1 || n * row_elems < 2 * kRowParallelGrain) {
+    if (n > 0) rows(int64_t{0}, n);
+    return;
+  }
+  int64_t grain = std::max<int64_t>(1, kRowParallelGrain / std::max<int64_t>(1, row_elems));
+  ctx->ParallelFor(n, grain, rows);
+}
+
 inline void CopyElem(uint8_t* dst, const uint8_t* src, size_t elem) {
   switch (elem) {
     case 1: *dst = *src; break;

@@ -223,7 +223,8 @@ class SoftmaxOp : public EagerExecuteOp {
       using C = typename Compute<T>::type;
       const T* px = x->GetData<T>();
       T* py = y->GetData<T>();
-      for (int64_t o = 0; o < outer; ++o)
+      ForRows(ctx, outer, n * inner, [&](int64_t lo, int64_t hi) {
+      for (int64_t o = lo; o < hi; ++o)
         for (int64_t i = 0; i < inner; ++i) {
           auto at = [&](int64_t j) { return (o * n + j) * inner + i; };
           C mx = -std::numeric_limits<C>::infinity();
@@ -252,6 +253,7 @@ class SoftmaxOp : public EagerExecuteOp {
             py[at(j)] = Store<T>(S == Sm::kSoftmax ? C(std::exp(v) / sum) : C(v - std::log(sum)));
           }
         }
+      });
     });
     return GRAPH_SUCCESS;
   }

@@ -186,16 +186,40 @@ class Transpose : public EagerExecuteOp, public ShapeInferOp {
     size_t elem = DataTypeSize(x->GetDataType());
     const uint8_t* px = x->GetData<uint8_t>();
     uint8_t* py = y->GetData<uint8_t>();
-    int64_t idx[WEFT_MAX_DIMS] = {0}, off = 0, total = os.GetShapeSize();
-    for (int64_t i = 0; i < total; ++i) {
-      CopyElem(py + i * elem, px + off * elem, elem);
-      for (size_t k = r; k-- > 0;) {
-        off += src_st[k];
-        if (++idx[k] < os.GetDim(k)) break;
-        off -= src_st[k] * idx[k];
-        idx[k] = 0;
-      }
+    int64_t total = os.GetShapeSize();
+    if (total == 0) return GRAPH_SUCCESS;
+    if (r == 0) {
+      CopyElem(py, px, elem);
+      return GRAPH_SUCCESS;
     }
+    // Output rows (the last output dim) start at computed source offsets; a row whose source is
+    // contiguous (the last dim stays last) is one memcpy.
+    int64_t last = os.GetDim(r - 1), step = src_st[r - 1];
+    ForRows(ctx, total / last, last, [&](int64_t lo, int64_t hi) {
+      int64_t idx[WEFT_MAX_DIMS] = {0}, off = 0, rem = lo;
+      for (size_t k = r - 1; k-- > 0;) {
+        idx[k] = rem % os.GetDim(k);
+        rem /= os.GetDim(k);
+        off += idx[k] * src_st[k];
+      }
+      for (int64_t row = lo; row < hi; ++row) {
+        uint8_t* dst = py + row * last * static_cast<int64_t>(elem);
+        const uint8_t* src = px + off * static_cast<int64_t>(elem);
+        if (step == 1) {
+          std::memcpy(dst, src, static_cast<size_t>(last) * elem);
+        } else if (elem == 4) {
+          for (int64_t j = 0; j < last; ++j) std::memcpy(dst + 4 * j, src + 4 * j * step, 4);
+        } else {
+          for (int64_t j = 0; j < last; ++j) CopyElem(dst + j * static_cast<int64_t>(elem), src + j * step * static_cast<int64_t>(elem), elem);
+        }
+        for (size_t k = r - 1; k-- > 0;) {
+          off += src_st[k];
+          if (++idx[k] < os.GetDim(k)) break;
+          off -= src_st[k] * idx[k];
+          idx[k] = 0;
+        }
+      }
+    });
     return GRAPH_SUCCESS;
   }
 };
