@@ -441,6 +441,14 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       }
       const tag tags[] = {tag::ncw, tag::nchw, tag::ncdhw};
       dnnl::memory::desc src_md(src, dt::f32, tags[w.nd - 1]), dst_md(dst, dt::f32, tags[w.nd - 1]);
+      // Between channel-blocked Convs (the fusion pass decides) pooling reads and writes nChw16c.
+      bool blocked_in = *ctx->GetAttrs()->GetInt("blocked_input") != 0, blocked_out = *ctx->GetAttrs()->GetInt("blocked_output") != 0;
+      if ((blocked_in || blocked_out) && w.nd != 2) {
+        ctx->SetError("the blocked layout needs 2-D pooling");
+        return GRAPH_FAILED;
+      }
+      if (blocked_in) src_md = dnnl::memory::desc(src, dt::f32, tag::nChw16c);
+      if (blocked_out) dst_md = dnnl::memory::desc(dst, dt::f32, tag::nChw16c);
       bool include_pad = !kMax && *ctx->GetAttrs()->GetInt("count_include_pad") != 0;
       if (include_pad && *ctx->GetAttrs()->GetInt("ceil_mode")) return GRAPH_SUCCESS;  // padding rule differs: reference path
       auto alg = kMax ? dnnl::algorithm::pooling_max
@@ -449,11 +457,16 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       dnnl::pooling_v2_forward::primitive_desc pd(d, attr, CpuEngine());
+      if (blocked_out && ctx->SetOutputStorage(0, dst_md.get_size(), FORMAT_NC1HWC0) != GRAPH_SUCCESS) return GRAPH_FAILED;
       int xs_slot = runner_.AddBound(src_md), ys_slot = runner_.AddBound(dst_md);
       runner_.AddStep(dnnl::pooling_v2_forward(pd), {{DNNL_ARG_SRC, xs_slot}, {DNNL_ARG_DST, ys_slot}}, pd.scratchpad_desc());
       runner_.Finish(threads);
-    } catch (const dnnl::error&) {
-      // not ready: the reference loops run instead
+    } catch (const dnnl::error& e) {
+      // not ready: the reference loops run instead, unless the graph relies on the blocked layout
+      if (*ctx->GetAttrs()->GetInt("blocked_input") || *ctx->GetAttrs()->GetInt("blocked_output")) {
+        ctx->SetError(std::string("oneDNN cannot run this pooling in the blocked layout: ") + e.what());
+        return GRAPH_FAILED;
+      }
     }
     return GRAPH_SUCCESS;
   }
@@ -615,14 +628,15 @@ void WeftRegister_conv_pool(std::vector<OpEntry>& out) {
   {
     OpDefBuilder b("MaxPool");
     b.INPUT(X, TensorType({DT_FLOAT, DT_FLOAT16, DT_DOUBLE, DT_INT8, DT_UINT8})).OUTPUT(Y, TensorType({DT_FLOAT, DT_FLOAT16, DT_DOUBLE, DT_INT8, DT_UINT8}))
-        .DYNAMIC_OUTPUT(Indices, TensorType({DT_INT64})).REQUIRED_ATTR(kernel_shape, ListInt).ATTR(ceil_mode, Int, 0).ATTR(storage_order, Int, 0);
+        .DYNAMIC_OUTPUT(Indices, TensorType({DT_INT64})).REQUIRED_ATTR(kernel_shape, ListInt).ATTR(ceil_mode, Int, 0).ATTR(storage_order, Int, 0)
+        .ATTR(blocked_input, Int, 0).ATTR(blocked_output, Int, 0);  // set by Weft's layout pass
     WindowAttrs(b);
     out.push_back({b.Build(), MakeOpImpl<Pool<true>>("MaxPool")});
   }
   {
     OpDefBuilder b("AveragePool");
     b.INPUT(X, FloatTypes()).OUTPUT(Y, FloatTypes()).REQUIRED_ATTR(kernel_shape, ListInt).ATTR(ceil_mode, Int, 0)
-        .ATTR(count_include_pad, Int, 0);
+        .ATTR(count_include_pad, Int, 0).ATTR(blocked_input, Int, 0).ATTR(blocked_output, Int, 0);
     WindowAttrs(b);
     out.push_back({b.Build(), MakeOpImpl<Pool<false>>("AveragePool")});
   }

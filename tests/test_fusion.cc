@@ -136,6 +136,67 @@ TEST(Fusion, ConvChainsExchangeTheBlockedLayout) {
 namespace weft {
 namespace {
 
+// 3x3, stride 2, pad 1 max pooling, float64.
+std::vector<double> MaxPool3x3s2(const std::vector<double>& x, int64_t c, int64_t h, int64_t w, int64_t* oh, int64_t* ow) {
+  *oh = (h + 2 - 3) / 2 + 1;
+  *ow = (w + 2 - 3) / 2 + 1;
+  std::vector<double> y(static_cast<size_t>(c * *oh * *ow), -INFINITY);
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t i = 0; i < *oh; ++i)
+      for (int64_t j = 0; j < *ow; ++j)
+        for (int64_t ki = 0; ki < 3; ++ki)
+          for (int64_t kj = 0; kj < 3; ++kj) {
+            int64_t ii = i * 2 + ki - 1, jj = j * 2 + kj - 1;
+            if (ii < 0 || jj < 0 || ii >= h || jj >= w) continue;
+            double& o = y[static_cast<size_t>((ch * *oh + i) * *ow + j)];
+            o = std::max(o, x[static_cast<size_t>((ch * h + ii) * w + jj)]);
+          }
+  return y;
+}
+
+TEST(Fusion, PoolingBetweenConvsStaysBlocked) {
+  // Conv -> Relu -> MaxPool -> Conv (+ the pooled tensor as residual) -> Relu, and a MaxPool that
+  // reads a graph input (its input cannot be blocked, so neither is its output).
+  const int c = 24;
+  auto s = test::MakeSession();
+  auto wa = test::RandomFloat({c, c, 3, 3}, 21, -0.2f, 0.2f), wb = test::RandomFloat({c, c, 3, 3}, 22, -0.2f, 0.2f);
+  auto ba = test::RandomFloat({c}, 23), bb = test::RandomFloat({c}, 24);
+  std::map<std::string, AttrValue> pads{{"pads", AttrValue::ListInt({1, 1, 1, 1})}};
+  std::map<std::string, AttrValue> pool{{"kernel_shape", AttrValue::ListInt({3, 3})}, {"strides", AttrValue::ListInt({2, 2})},
+                                        {"pads", AttrValue::ListInt({1, 1, 1, 1})}};
+  for (bool from_input : {false, true}) {
+    Graph g;
+    g.AddInput("x", DT_FLOAT, {1, c, 10, 6}).AddConstant("wa", wa).AddConstant("wb", wb).AddConstant("ba", ba).AddConstant("bb", bb);
+    if (from_input) {
+      g.AddNode("MaxPool", "pool", {"x"}, {"p"}, pool);
+    } else {
+      g.AddNode("Conv", "a", {"x", "wa", "ba"}, {"a0"}, pads).AddNode("Relu", "ra", {"a0"}, {"a1"});
+      g.AddNode("MaxPool", "pool", {"a1"}, {"p"}, pool);
+    }
+    g.AddNode("Conv", "b", {"p", "wb", "bb"}, {"b0"}, pads).AddNode("Add", "res", {"b0", "p"}, {"b1"}).AddNode("Relu", "rb", {"b1"}, {"y"});
+    g.AddOutput("y");
+    auto m = s->Compile(g);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    auto x = test::RandomFloat({1, c, 10, 6}, 25);
+    auto out = m.value()->Run({x}).value();
+    std::vector<double> a1(x.data_as<float>(), x.data_as<float>() + x.numel());
+    if (!from_input) {
+      a1 = Conv3x3(x, wa, ba);
+      for (auto& e : a1) e = std::max(0.0, e);
+    }
+    int64_t oh = 0, ow = 0;
+    std::vector<double> p = MaxPool3x3s2(a1, c, 10, 6, &oh, &ow);
+    HostTensor pt(DT_FLOAT, {1, c, oh, ow});
+    for (size_t i = 0; i < p.size(); ++i) pt.data_as<float>()[i] = static_cast<float>(p[i]);
+    std::vector<double> y = Conv3x3(pt, wb, bb);
+    ASSERT_EQ(out[0].numel(), static_cast<int64_t>(y.size()));
+    for (size_t i = 0; i < y.size(); ++i) {
+      double v = std::max(0.0, y[i] + p[i]);
+      ASSERT_NEAR(out[0].data_as<float>()[i], v, 1e-3 * std::max(1.0, std::fabs(v))) << from_input << " at " << i;
+    }
+  }
+}
+
 TEST(Fusion, DecomposedLayerNormBecomesOneNode) {
   auto s = test::MakeSession();
   const int64_t rows = 6, c = 40;

@@ -557,8 +557,9 @@ struct Builder {
     return Status::Ok();
   }
 
-  // Built-in float32 2-D Convs whose output only feeds other such Convs (as X or as the residual
-  // Sum) exchange it in the channel-blocked layout, skipping two reorders per edge.
+  // Built-in float32 2-D Convs and poolings whose output only feeds other such nodes (as X, or as
+  // a Conv's residual Sum) exchange it in the channel-blocked layout, skipping two reorders per
+  // edge. A pooling takes part only when both its input and its output can stay blocked.
   void MarkBlockedLayouts() {
     std::vector<std::vector<std::pair<CompiledNode*, uint32_t>>> users(m->values.size());  // (consumer, IR input)
     for (auto& cn : m->nodes) {
@@ -566,21 +567,39 @@ struct Builder {
       for (uint32_t ir = 0; ir < cn->ir_in_start.size(); ++ir)
         for (uint32_t r = 0; r < cn->ir_in_count[ir]; ++r) users[cn->in_values[cn->ir_in_start[ir] + r]].push_back({cn.get(), ir});
     }
+    auto float4d = [&](const CompiledNode* n) {
+      return m->values[n->out_values[0]].dtype == DT_FLOAT && m->values[n->out_values[0]].shape.GetDimNum() == 4;
+    };
     auto conv2d = [&](const CompiledNode* n) {
-      return n && !n->folded && !n->op->library && n->op_type == "Conv" && HasAttr(*n, "blocked_output") &&
-             m->values[n->out_values[0]].dtype == DT_FLOAT && m->values[n->out_values[0]].shape.GetDimNum() == 4;
+      return n && !n->folded && !n->op->library && n->op_type == "Conv" && HasAttr(*n, "blocked_output") && float4d(n);
+    };
+    auto pool2d = [&](const CompiledNode* n) {
+      return n && !n->folded && !n->op->library && (n->op_type == "MaxPool" || n->op_type == "AveragePool") &&
+             HasAttr(*n, "blocked_output") && n->out_values.size() == 1 && float4d(n) &&
+             !(n->op_type == "AveragePool" && IntAttr(*n, "count_include_pad") && IntAttr(*n, "ceil_mode"));
     };
     std::set<std::string> outputs(g.outputs().begin(), g.outputs().end());
-    for (auto& up : m->nodes) {
-      CompiledNode& cn = *up;
-      if (!conv2d(&cn)) continue;
+    // ok[t]: value t may stay blocked. Decided from the last node back, so a pooling's output is
+    // settled before its input.
+    std::vector<char> ok(m->values.size(), 0);
+    for (size_t k = m->nodes.size(); k-- > 0;) {
+      CompiledNode& cn = *m->nodes[k];
+      if (!conv2d(&cn) && !pool2d(&cn)) continue;
       int t = cn.out_values[0];
       if (m->values[t].is_output || outputs.count(m->values[t].name) || users[t].empty()) continue;
-      bool ok = true;
-      for (auto& [u, ir] : users[t]) ok = ok && conv2d(u) && (ir == 0 || ir == 3);
-      if (!ok) continue;
+      bool all = true;
+      for (auto& [u, ir] : users[t])
+        all = all && ((conv2d(u) && (ir == 0 || ir == 3)) || (pool2d(u) && ir == 0 && ok[u->out_values[0]]));
+      ok[t] = all;
+    }
+    // A pooling's output stays blocked only if its input does too.
+    for (auto& up : m->nodes)
+      if (pool2d(up.get()) && !ok[up->in_values[0]]) ok[up->out_values[0]] = 0;
+    for (auto& up : m->nodes) {
+      CompiledNode& cn = *up;
+      if ((!conv2d(&cn) && !pool2d(&cn)) || !ok[cn.out_values[0]]) continue;
       SetAttr(cn, "blocked_output", AttrValue::Int(1));
-      for (auto& [u, ir] : users[t]) SetAttr(*u, ir == 0 ? "blocked_input" : "blocked_sum", AttrValue::Int(1));
+      for (auto& [u, ir] : users[cn.out_values[0]]) SetAttr(*u, ir == 3 ? "blocked_sum" : "blocked_input", AttrValue::Int(1));
     }
   }
 
