@@ -308,8 +308,6 @@ class _Converter:
             add(binary[fn], [a, b])
             return
         if fn in unary:
-            if fn is F.relu and node.kwargs.get("inplace"):
-                pass
             if fn is F.gelu and node.kwargs.get("approximate", "none") != "none":
                 raise _Unsupported("tanh-approximate GELU")
             add(unary[fn], [seg.value(node.args[0])])
@@ -474,10 +472,9 @@ def compile(module, example_inputs, session=None):  # noqa: A001 - mirrors torch
             continue
         if seg is None:
             seg = _Segment(len(steps), session)
-        trial_state = (len(seg.inputs), set(seg.defined), seg.consts)
         try:
-            # Try on a scratch copy of the segment's graph state: a failed conversion must leave
-            # the segment untouched, so convert into a fresh segment first when the node is new.
+            # Convert into a scratch segment first: a failed conversion must leave the real one
+            # untouched.
             probe = _Segment(-1, session)
             conv.emit(probe, node)
         except _Unsupported as e:
@@ -487,7 +484,6 @@ def compile(module, example_inputs, session=None):  # noqa: A001 - mirrors torch
             seg = None
             steps.append(("torch", node))
             continue
-        del trial_state
         conv.emit(seg, node)
         seg.nodes.append(node)
         seg.defined.add(node.name)
