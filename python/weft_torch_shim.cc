@@ -136,6 +136,20 @@ class OpKernels {
       : session_(std::move(session)), schema_(std::move(schema)) {}
 
   size_t num_args() const { return schema_.inputs.size() + schema_.attrs.size(); }
+  bool HasFixedOutput() const {
+    for (auto& o : schema_.outputs)
+      if (o.kind != WEFT_IO_DYNAMIC) return true;
+    return false;
+  }
+  // Pushes the model's results in schema order, an empty list for each dynamic output.
+  template <typename Results>
+  void PushResults(torch::jit::Stack* stack, Results&& results, size_t n) const {
+    size_t next = 0;
+    for (auto& o : schema_.outputs) {
+      if (o.kind == WEFT_IO_DYNAMIC) stack->emplace_back(c10::List<at::Tensor>());
+      else if (next < n) stack->emplace_back(std::move(results[next++]));
+    }
+  }
 
   // Appends the call's key to `key` and its tensors to `ins` (contiguous copies go to `keep`).
   void Key(const torch::jit::Stack& stack, std::string& key, std::vector<weft::TensorRef>& ins,
@@ -317,11 +331,13 @@ class OpKernels {
       }
       n.attrs[a.name] = std::move(av);
     }
+    // Dynamic outputs (extra results such as MaxPool's Indices) are returned as empty lists; an op
+    // whose every output is dynamic has no fixed arity and is not callable from torch.
+    TORCH_CHECK(HasFixedOutput(), "weft::", schema_.op_type, ": ops whose outputs are all dynamic are not callable from torch");
     for (size_t k = 0; k < schema_.outputs.size(); ++k) {
-      TORCH_CHECK(schema_.outputs[k].kind != WEFT_IO_DYNAMIC, "weft::", schema_.op_type,
-                  ": ops with dynamic outputs are not callable from torch");
-      n.outputs.push_back("out" + std::to_string(k));
-      n.output_counts.push_back(1);
+      bool dyn = schema_.outputs[k].kind == WEFT_IO_DYNAMIC;
+      if (!dyn) n.outputs.push_back("out" + std::to_string(k));
+      n.output_counts.push_back(dyn ? 0 : 1);
     }
     std::vector<std::string> outs = n.outputs;
     g.AddNode(std::move(n));
@@ -391,17 +407,19 @@ class OpKernels {
       weft::Status s = e.model->Run(*ctx, ins.data(), ins.size(), refs, n_out);
       TORCH_CHECK(s.ok(), s.message());
       torch::jit::drop(*stack, num_args());
-      for (size_t k = 0; k < n_out; ++k) stack->emplace_back(std::move(outs[k]));
+      PushResults(stack, outs, n_out);
       return;
     }
     auto views = e.model->RunViews(*ctx, ins.data(), ins.size());
     TORCH_CHECK(views.ok(), views.status().message());
     torch::jit::drop(*stack, num_args());
+    std::vector<at::Tensor> results;
     for (auto& v : views.value()) {
       at::Tensor t = at::empty(at::IntArrayRef(v.shape.dims, static_cast<size_t>(v.shape.ndim)), at::TensorOptions().dtype(ToTorch(v.dtype)));
       if (v.bytes) std::memcpy(t.data_ptr(), v.data, v.bytes);
-      stack->emplace_back(std::move(t));
+      results.push_back(std::move(t));
     }
+    PushResults(stack, results, results.size());
   }
 
   void Meta(torch::jit::Stack* stack) {
@@ -428,12 +446,14 @@ class OpKernels {
     auto info = session_->InferShapes(GraphOf(*stack, ins));
     TORCH_CHECK(info.ok(), info.status().message());
     torch::jit::drop(*stack, num_args());
+    std::vector<at::Tensor> results;
     for (auto& o : info.value()) {
       TORCH_CHECK(!o.shape.IsUnknown(), "weft::", schema_.op_type, ": output '", o.name, "' has a data-dependent shape ",
                   o.shape.ToString(), "; it cannot be computed on meta tensors");
-      stack->emplace_back(at::empty(at::IntArrayRef(o.shape.dims, static_cast<size_t>(o.shape.ndim)),
-                                    at::TensorOptions().dtype(ToTorch(o.dtype)).device(at::kMeta)));
+      results.push_back(at::empty(at::IntArrayRef(o.shape.dims, static_cast<size_t>(o.shape.ndim)),
+                                  at::TensorOptions().dtype(ToTorch(o.dtype)).device(at::kMeta)));
     }
+    PushResults(stack, results, results.size());
   }
 
  private:

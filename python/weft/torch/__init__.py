@@ -164,9 +164,13 @@ class _OpRunner:
                 k += 1
         outs = []
         out_counts = []
+        if all(io["kind"] == "dynamic" for io in self.proto["outputs"]):
+            raise NotImplementedError(f"weft::{self.proto['op_type']}: ops whose outputs are all dynamic are not callable "
+                                      "from torch")
         for j, io in enumerate(self.proto["outputs"]):
-            if io["kind"] == "dynamic":
-                raise NotImplementedError(f"weft::{self.proto['op_type']}: dynamic outputs are not callable from torch")
+            if io["kind"] == "dynamic":  # extra results (e.g. MaxPool's Indices): returned as []
+                out_counts.append(0)
+                continue
             outs.append(f"out{j}")
             out_counts.append(1)
         clean = {n: _attr_value(v, self.attr_types[n]) for n, v in attrs.items() if v is not None}
@@ -201,8 +205,12 @@ class _OpRunner:
             self.models[key] = model
         arrays = [t.detach().contiguous().numpy() for t in flat]
         outs = model.run(arrays)
-        res = [torch.from_numpy(o) for o in outs]
-        return res[0] if len(res) == 1 else tuple(res)
+        return self._results([torch.from_numpy(o) for o in outs])
+
+    def _results(self, res):
+        it = iter(res)
+        full = [[] if io["kind"] == "dynamic" else next(it) for io in self.proto["outputs"]]
+        return full[0] if len(full) == 1 else tuple(full)
 
     def meta(self, args, kwargs):
         ins, attrs = _bind(self.proto, args, kwargs)
@@ -219,7 +227,7 @@ class _OpRunner:
                     f"weft::{self.proto['op_type']}: output '{name}' has a data-dependent shape {shape}; "
                     "it cannot be computed on meta tensors")
             res.append(torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device="meta"))
-        return res[0] if len(res) == 1 else tuple(res)
+        return self._results(res)
 
 
 @contextlib.contextmanager

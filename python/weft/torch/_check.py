@@ -59,11 +59,11 @@ def check_op(op, args, kwargs=None, rtol=1e-5, atol=1e-6):
         if not torch.equal(b, a):
             raise AssertionError(f"weft::{name} modified its input tensor #{i}, which its schema does not declare")
     report["mutation"] = "none"
-    real_list = list(real) if isinstance(real, (tuple, list)) else [real]
+    real_list = _tensors(real)
 
     # 2. Meta.
     meta = packet(*_map(args, lambda t: t.to("meta")), **_map(kwargs, lambda t: t.to("meta")))
-    meta_list = list(meta) if isinstance(meta, (tuple, list)) else [meta]
+    meta_list = _tensors(meta)
     if len(meta_list) != len(real_list):
         raise AssertionError(f"weft::{name}: Meta gives {len(meta_list)} outputs, the real run {len(real_list)}")
     for i, (m, r) in enumerate(zip(meta_list, real_list)):
@@ -81,7 +81,7 @@ def check_op(op, args, kwargs=None, rtol=1e-5, atol=1e-6):
         has_grad = (name + "Grad") in registered_ops()
         try:
             out = packet(*grad_args, **kwargs)
-            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+            outs = _tensors(out)
             if not has_grad:
                 raise AssertionError(f"weft::{name} ran on a tensor that requires grad without a backward")
             sum(o.float().sum() for o in outs).backward()
