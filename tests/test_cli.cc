@@ -252,5 +252,20 @@ TEST(Cli, ConcurrentProcessesShareTheKernelCache) {
   }
 }
 
+TEST(Cli, ProfileShowsWhereTheTimeGoes) {
+  std::string d = Dir();
+  std::ofstream(d + "/p.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [64, 64]}],
+    "nodes": [{"name": "mm", "op": "MatMul", "inputs": ["x", "x"], "outputs": ["m"]},
+              {"name": "act", "op": "Tanh", "inputs": ["m"], "outputs": ["y"]}], "outputs": ["y"]})";
+  HostTensor x(DT_FLOAT, {64, 64});
+  ASSERT_TRUE(internal::WriteNpy(d + "/px.npy", x).ok());
+  Result r = Sh(kWeft + " run " + d + "/p.json -i x=" + d + "/px.npy -o " + d + "/pout --profile 3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "profile: 3 runs"));
+  EXPECT_TRUE(Contains(r.out, "MatMul"));
+  EXPECT_TRUE(Contains(r.out, "act"));
+  EXPECT_NE(Sh(kWeft + " run " + d + "/p.json -i x=" + d + "/px.npy --profile 0").code, 0);
+}
+
 }  // namespace
 }  // namespace weft

@@ -1,5 +1,6 @@
 // The weft command-line tool.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -68,6 +69,7 @@ struct RunArgs {
   std::vector<std::string> packages;
   bool allow_override = false;
   int threads = 1;
+  int profile = 0;
 };
 
 int Run(const RunArgs& a) {
@@ -102,6 +104,28 @@ int Run(const RunArgs& a) {
     if (!feeds.count(in.name))
       missing += (missing.empty() ? "" : ", ") + in.name + " (" + DataTypeName(in.dtype) + in.shape.ToString() + ")";
   if (!missing.empty()) return Fail("missing --input for: " + missing);
+  if (a.profile > 0) {
+    std::vector<TensorRef> refs;
+    for (auto& in : model.value()->inputs()) refs.push_back(TensorRef::Of(feeds.at(in.name)));
+    auto ctx = model.value()->CreateRunContext();
+    auto prof = model.value()->Profile(*ctx, refs.data(), refs.size(), a.profile);
+    if (!prof.ok()) return Fail(prof.status().message());
+    std::vector<StepProfile> steps = prof.value();
+    double total = 0;
+    for (auto& p : steps) total += p.mean_us;
+    std::map<std::string, double> by_op;
+    for (auto& p : steps) by_op[p.op_type] += p.mean_us;
+    std::stable_sort(steps.begin(), steps.end(), [](const StepProfile& x, const StepProfile& y) { return x.mean_us > y.mean_us; });
+    std::printf("profile: %d runs, %.1f us per run in %zu steps\n", a.profile, total, steps.size());
+    std::printf("  by op type:\n");
+    std::vector<std::pair<double, std::string>> ops;
+    for (auto& [op, us] : by_op) ops.push_back({us, op});
+    std::sort(ops.rbegin(), ops.rend());
+    for (auto& [us, op] : ops) std::printf("    %-28s %10.1f us %5.1f%%\n", op.c_str(), us, total > 0 ? 100 * us / total : 0.0);
+    std::printf("  slowest steps:\n");
+    for (size_t k = 0; k < steps.size() && k < 15; ++k)
+      std::printf("    %-40s %-20s %10.1f us\n", steps[k].node.c_str(), steps[k].op_type.c_str(), steps[k].mean_us);
+  }
   auto out = model.value()->RunNamed(feeds);
   if (!out.ok()) return Fail(out.status().message());
   std::error_code ec;
@@ -249,6 +273,8 @@ int main(int argc, char** argv) {
   run->add_option("-p,--package", ra.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)");
   run->add_flag("--allow-override", ra.allow_override, "Let a package replace an op type registered earlier (e.g. a built-in)");
   run->add_option("-t,--threads", ra.threads, "Intra-op threads")->check(CLI::Range(1, 256))->capture_default_str();
+  run->add_option("--profile", ra.profile, "Also time every step over N runs and print where the time goes")
+      ->check(CLI::Range(1, 100000));
 
   CompileArgs ca;
   auto* compile = app.add_subcommand("compile", "Compile a graph offline into a model file that loads without compiling");

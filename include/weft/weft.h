@@ -253,6 +253,13 @@ struct MemoryReport {
 
 class CompiledModel;
 
+// Time spent in one step of a compiled model (CompiledModel::Profile).
+struct StepProfile {
+  std::string node;
+  std::string op_type;
+  double mean_us = 0;  // per run
+};
+
 // Writing a compiled model to a file (`weft compile`).
 struct SaveOptions {
   // Also store each plugin library the model needs; loading then uses it from memory when the
@@ -322,6 +329,9 @@ class WEFT_API CompiledModel {
                      size_t num_outputs) const = 0;
   // Convenience: inputs in declaration order, fresh output tensors. Thread-safe.
   virtual Expected<std::vector<HostTensor>> Run(const std::vector<HostTensor>& inputs) const = 0;
+  // Runs `runs` times (after one warm-up run) timing every step; steps in execution order.
+  virtual Expected<std::vector<StepProfile>> Profile(RunContext& ctx, const TensorRef* inputs, size_t num_inputs,
+                                                     int runs) const = 0;
   // Runs and returns views of the outputs inside `ctx` (valid until its next run): for callers
   // that cannot size output buffers before a run (dynamic shapes).
   virtual Expected<std::vector<TensorRef>> RunViews(RunContext& ctx, const TensorRef* inputs, size_t num_inputs) const = 0;

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -588,7 +589,13 @@ Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in
     rc.scratch.Reset();
     if (dynamic) [[unlikely]] WEFT_RETURN_IF_ERROR(InferAndAllocate(s, rc));
     if (s.update_args) [[unlikely]] WEFT_RETURN_IF_ERROR(RefreshArgs(s, args_updates_));
-    if (s.exec(s.instance, &s.c) != WEFT_STATUS_OK) [[unlikely]] {
+    std::chrono::steady_clock::time_point t0;
+    if (rc.step_ns) [[unlikely]] t0 = std::chrono::steady_clock::now();
+    WeftStatus status = s.exec(s.instance, &s.c);
+    if (rc.step_ns) [[unlikely]]
+      (*rc.step_ns)[static_cast<size_t>(&s - rc.steps.data())] +=
+          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    if (status != WEFT_STATUS_OK) [[unlikely]] {
       std::string msg = NodeError(*s.st.node, "Execute", rc.error);
       rc.error.clear();
       return Internal(msg);
@@ -671,6 +678,28 @@ Expected<std::vector<TensorRef>> ModelImpl::RunViews(RunContext& ctx, const Tens
     const Tensor& t = rc->tensors[id];
     out.push_back({t.GetDataType(), t.GetShape(), t.data, t.GetByteCount()});
   }
+  return out;
+}
+
+Expected<std::vector<StepProfile>> ModelImpl::Profile(RunContext& ctx, const TensorRef* in, size_t num_in, int runs) const {
+  auto* rc = dynamic_cast<RunContextImpl*>(&ctx);
+  if (!rc || rc->model != this) return InvalidArgument("Profile: the RunContext belongs to a different model");
+  if (runs < 1) return InvalidArgument("Profile: runs must be at least 1");
+  if (source_graph)
+    if (auto plan = Specialize(in, num_in)) {
+      auto& sub = rc->specialized[plan.get()];
+      if (!sub) sub = plan->CreateRunContext();
+      return plan->Profile(*sub, in, num_in, runs);
+    }
+  WEFT_RETURN_IF_ERROR(Execute(*rc, in, num_in, nullptr));  // warm-up
+  std::vector<double> ns(rc->steps.size(), 0.0);
+  rc->step_ns = &ns;
+  Status st;
+  for (int r = 0; r < runs && st.ok(); ++r) st = Execute(*rc, in, num_in, nullptr);
+  rc->step_ns = nullptr;
+  if (!st.ok()) return st;
+  std::vector<StepProfile> out;
+  for (size_t k = 0; k < nodes.size(); ++k) out.push_back({nodes[k]->name, nodes[k]->op_type, ns[k] / runs / 1000.0});
   return out;
 }
 

@@ -148,6 +148,7 @@ class RunContextImpl : public RunContext {
   Scratch dynamic_arena;  // intermediates of dynamic-shape models, reset per run
   std::string error;
   std::map<const CompiledModel*, std::unique_ptr<RunContext>> specialized;  // run contexts of cached plans
+  std::vector<double>* step_ns = nullptr;  // set while profiling: time per step accumulates here
 };
 
 class ModelImpl : public CompiledModel {
@@ -167,6 +168,7 @@ class ModelImpl : public CompiledModel {
   Status Execute(RunContextImpl& rc, const TensorRef* inputs, size_t num_inputs, const TensorRef* outputs) const;
   Status Save(const std::string& path, const SaveOptions& options) const override;
   Expected<std::vector<TensorRef>> RunViews(RunContext& ctx, const TensorRef* inputs, size_t num_inputs) const override;
+  Expected<std::vector<StepProfile>> Profile(RunContext& ctx, const TensorRef* inputs, size_t num_inputs, int runs) const override;
   uint64_t args_updates() const override { return args_updates_.load(std::memory_order_relaxed); }
   size_t cached_plans() const override;
   // For input-dynamic models: the static plan for these input shapes (compiled on first use), or
