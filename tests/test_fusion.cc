@@ -197,6 +197,26 @@ TEST(Fusion, PoolingBetweenConvsStaysBlocked) {
   }
 }
 
+TEST(Fusion, WinogradAndDirectConvolutionsBothMatchTheReference) {
+  const int c = 32;
+  auto w = test::RandomFloat({c, c, 3, 3}, 31, -0.2f, 0.2f);
+  auto b = test::RandomFloat({c}, 32);
+  auto x = test::RandomFloat({1, c, 14, 14}, 33);
+  std::vector<double> ref = Conv3x3(x, w, b);
+  for (const char* algo : {"direct", "winograd"}) {
+    SessionOptions o;
+    o.use_env_path = false;
+    o.options["weft.conv_algorithm"] = algo;
+    auto s = Session::Create(o).value();
+    Graph g;
+    g.AddInput("x", DT_FLOAT, {1, c, 14, 14}).AddConstant("w", w).AddConstant("b", b);
+    g.AddNode("Conv", "conv", {"x", "w", "b"}, {"y"}, {{"pads", AttrValue::ListInt({1, 1, 1, 1})}}).AddOutput("y");
+    auto out = s->Compile(g).value()->Run({x}).value();
+    for (size_t i = 0; i < ref.size(); ++i)
+      ASSERT_NEAR(out[0].data_as<float>()[i], ref[i], 1e-4 * std::max(1.0, std::fabs(ref[i]))) << algo << " at " << i;
+  }
+}
+
 TEST(Fusion, DecomposedLayerNormBecomesOneNode) {
   auto s = test::MakeSession();
   const int64_t rows = 6, c = 40;
