@@ -90,6 +90,10 @@ class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, 
     }
     if (static_cast<double>(d.batch.GetShapeSize()) * d.m * d.n * d.k < 32768.0) return GRAPH_SUCCESS;  // tiny: loops win
     spec.b_const = b->GetAddr();
+    if (const Tensor* bias = ctx->GetOptionalInputTensor(2)) {  // set by the fusion pass: constant [.., N]
+      if (!bias->GetAddr() || bias->GetDataType() != DT_FLOAT || bias->GetShapeSize() != d.n) return GRAPH_SUCCESS;
+      spec.bias = bias->GetData<float>();
+    }
     spec.post_ops = FusedPostOps(ctx->GetAttrs(), false);
     int threads = ApplyIntraOpThreads(ctx);
     try {
@@ -157,6 +161,10 @@ class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, 
         }
         Gemm(pa + oa * d.m * d.k, pb + ob * d.k * d.n, pc + bi * d.m * d.n, d.m, d.k, d.n, row);
       }
+      if (const Tensor* bias = ctx->GetOptionalInputTensor(2)) {  // fused bias over the last dim
+        const T* pbias = bias->GetData<T>();
+        for (int64_t i = 0; i < c->GetShapeSize(); ++i) pc[i] = Store<T>(static_cast<C>(Load(pc[i])) + static_cast<C>(Load(pbias[i % d.n])));
+      }
       if (act.kind)
         for (int64_t i = 0; i < c->GetShapeSize(); ++i) pc[i] = Store<T>(act(static_cast<C>(Load(pc[i]))));
     });
@@ -175,6 +183,7 @@ void WeftRegister_matmul(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("MatMul")
                      .INPUT(A, "T")
                      .INPUT(B, "T")
+                     .OPTIONAL_INPUT(Bias, "T")  // set by Weft's fusion pass (MatMul + Add of a constant [.., N])
                      .OUTPUT(Y, "T")
                      .DATATYPE(T, TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT32, DT_INT64}))
                      .ATTR(fused_activation, String, "").ATTR(fused_alpha, Float, 0.0).ATTR(fused_beta, Float, 0.0)

@@ -217,6 +217,30 @@ TEST(Fusion, WinogradAndDirectConvolutionsBothMatchTheReference) {
   }
 }
 
+TEST(Fusion, MatMulBiasAndReluBecomeOneStep) {
+  // [2, 5, K] x [K, N] + bias[N] -> Relu, large enough for oneDNN and small enough for the loops.
+  for (int64_t k : {64, 3}) {
+    const int64_t n = 48;
+    auto s = test::MakeSession();
+    auto w = test::RandomFloat({k, n}, 41), bias = test::RandomFloat({n}, 42);
+    Graph g;
+    g.AddInput("x", DT_FLOAT, {2, 5, k}).AddConstant("w", w).AddConstant("b", bias);
+    g.AddNode("MatMul", "mm", {"x", "w"}, {"m"}).AddNode("Add", "add", {"m", "b"}, {"a"}).AddNode("Relu", "relu", {"a"}, {"y"});
+    g.AddOutput("y");
+    auto m = s->Compile(g);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ(m.value()->num_steps(), 1u);
+    auto x = test::RandomFloat({2, 5, k}, 43);
+    auto out = m.value()->Run({x}).value();
+    for (int64_t r = 0; r < 10; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        double acc = bias.data_as<float>()[c];
+        for (int64_t i = 0; i < k; ++i) acc += double(x.data_as<float>()[r * k + i]) * w.data_as<float>()[i * n + c];
+        ASSERT_NEAR(out[0].data_as<float>()[r * n + c], std::max(0.0, acc), 1e-4 * std::max(1.0, std::fabs(acc))) << k;
+      }
+  }
+}
+
 TEST(Fusion, DecomposedLayerNormBecomesOneNode) {
   auto s = test::MakeSession();
   const int64_t rows = 6, c = 40;

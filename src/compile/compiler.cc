@@ -419,6 +419,25 @@ struct Builder {
           next = sole_consumer(cn);  // the Add's output kept its uses and consumer
         }
       }
+      // Bias: MatMul -> Add(matmul, constant of N elements over the last dim).
+      if (builtin(&cn, "MatMul") && builtin(next, "Add") && next->in_values.size() == 2 && cn.ir_in_count.size() == 3 &&
+          cn.ir_in_count[2] == 0) {
+        int t = cn.out_values[0];
+        int other = next->in_values[0] == t ? next->in_values[1] : next->in_values[0];
+        const Value& ov = m->values[other];
+        const Shape& ts = m->values[t].shape;
+        int64_t n = ts.GetDimNum() ? ts.GetDim(ts.GetDimNum() - 1) : 0;
+        bool bias_like = other != t && ov.kind == ValueKind::kConstant && ov.dtype == DT_FLOAT && n > 0 &&
+                         ov.shape.GetShapeSize() == n && ov.shape.GetDimNum() >= 1 && ov.shape.GetDimNum() <= ts.GetDimNum() &&
+                         ov.shape.GetDim(ov.shape.GetDimNum() - 1) == n;
+        if (bias_like) {
+          cn.ir_in_start[2] = static_cast<uint32_t>(cn.in_values.size());
+          cn.ir_in_count[2] = 1;
+          cn.in_values.push_back(other);
+          redirect(cn, *next);
+          next = sole_consumer(cn);
+        }
+      }
       // Activation.
       if (!StrAttr(cn, "fused_activation").empty()) continue;
       if (builtin(next, "Relu")) {
