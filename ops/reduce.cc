@@ -220,8 +220,14 @@ static inline float VecExp(float x) {
 }
 
 // One contiguous float32 softmax row, compiled for AVX-512, AVX2 and the baseline and picked at
-// load time for the CPU it runs on.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void SoftmaxRow(const float* in, float* out, int64_t n) {
+// load time for the CPU it runs on (an ifunc). Sanitizer builds get the baseline only: the ifunc
+// resolver would run before ThreadSanitizer's runtime is up.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define WEFT_CPU_CLONES
+#else
+#define WEFT_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+WEFT_CPU_CLONES void SoftmaxRow(const float* in, float* out, int64_t n) {
   float m = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : m)
   for (int64_t j = 0; j < n; ++j) m = in[j] > m ? in[j] : m;
