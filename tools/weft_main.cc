@@ -62,6 +62,20 @@ bool ParseShapeSpec(const std::string& spec, std::string* name, Shape* shape) {
   return true;
 }
 
+// Every --shape NAME=D0,D1,... into `shapes`; false (after printing the error) on a bad one.
+bool ParseShapeSpecs(const std::vector<std::string>& specs, std::map<std::string, Shape>* shapes) {
+  for (auto& spec : specs) {
+    std::string name;
+    Shape s;
+    if (!ParseShapeSpec(spec, &name, &s)) {
+      Fail("--shape '" + spec + "' must be NAME=D0,D1,...");
+      return false;
+    }
+    (*shapes)[name] = s;
+  }
+  return true;
+}
+
 struct RunArgs {
   std::string graph;
   std::vector<std::string> inputs;
@@ -151,12 +165,7 @@ struct CompileArgs {
 // Offline compilation: graph → compiled model file.
 int CompileCmd(const CompileArgs& a) {
   std::map<std::string, Shape> shapes;
-  for (auto& spec : a.shapes) {
-    std::string name;
-    Shape s;
-    if (!ParseShapeSpec(spec, &name, &s)) return Fail("--shape '" + spec + "' must be NAME=D0,D1,...");
-    shapes[name] = s;
-  }
+  if (!ParseShapeSpecs(a.shapes, &shapes)) return 1;
   if (IsModelFile(a.graph)) return Fail("'" + a.graph + "' is already a compiled model file");
   auto graph = LoadGraph(a.graph, shapes);
   if (!graph.ok()) return Fail(graph.status().message());
@@ -208,12 +217,7 @@ struct InspectArgs {
 int Inspect(const InspectArgs& a) {
   if (IsModelFile(a.model)) return InspectModel(a.model);
   std::map<std::string, Shape> shapes;
-  for (auto& spec : a.shapes) {
-    std::string name;
-    Shape s;
-    if (!ParseShapeSpec(spec, &name, &s)) return Fail("--shape '" + spec + "' must be NAME=D0,D1,...");
-    shapes[name] = s;
-  }
+  if (!ParseShapeSpecs(a.shapes, &shapes)) return 1;
   auto graph = LoadGraph(a.model, shapes);
   if (!graph.ok()) return Fail(graph.status().message());
   const Graph& g = graph.value();

@@ -289,6 +289,40 @@ struct Builder {
     return static_cast<size_t>(index) < m->constants.size() ? m->constants[index].data() : m->const_data[index];
   }
 
+  // Makes the op object of `cn` (the CREATE stage).
+  Status CreateInstance(CompiledNode& cn, const char* what = "creating the op object") {
+    error.clear();
+    CallState st;
+    st.node = &cn;
+    st.error = &error;
+    st.env = m->env.get();
+    WeftKernelContext c;
+    BindContext(c, cn, WEFT_STAGE_CREATE, nullptr, nullptr, &st);
+    c.num_inputs = c.num_outputs = 0;
+    cn.instance = cn.op->impl->create(&c);
+    if (!cn.instance) return Internal(NodeError(cn, what, error));
+    return Status::Ok();
+  }
+
+  // Live ranges [producer step, last consumer step] of every value.
+  void Liveness() {
+    for (size_t s = 0; s < m->nodes.size(); ++s) {
+      for (int id : m->nodes[s]->in_values) m->values[id].last_use = static_cast<int>(s);
+      for (int id : m->nodes[s]->out_values) m->values[id].producer = static_cast<int>(s);
+    }
+  }
+
+  // The arena plan and the memory report (dynamic models size intermediates per run).
+  void PlanArena() {
+    if (m->dynamic)
+      for (auto& v : m->values)
+        if (v.kind == ValueKind::kIntermediate) v.bytes = 0;
+    MemoryPlan plan = PlanMemory(m->values, static_cast<int>(m->nodes.size()));
+    m->memory_.arena_bytes = plan.arena_bytes;
+    m->memory_.lower_bound_bytes = plan.lower_bound_bytes;
+    for (auto& v : m->values) m->memory_.num_planned_tensors += v.kind == ValueKind::kIntermediate;
+  }
+
   // Runs one callback of `cn` in a compile-time context over `meta`.
   WeftStatus Call(CompiledNode& cn, WeftStage stage, WeftOpFn fn, Scratch* scratch = nullptr,
                   std::vector<OutputBound>* bounds = nullptr) {
@@ -560,16 +594,7 @@ struct Builder {
           add2.attr_names.push_back(a.name.c_str());
         }
         for (auto& a : add2.attrs) add2.attr_ptrs.push_back(a.c());
-        std::string err;
-        CallState st;
-        st.node = &add2;
-        st.error = &err;
-        st.env = m->env.get();
-        WeftKernelContext cctx;
-        BindContext(cctx, add2, WEFT_STAGE_CREATE, nullptr, nullptr, &st);
-        cctx.num_inputs = cctx.num_outputs = 0;
-        add2.instance = ln->impl->create(&cctx);
-        if (!add2.instance) return Internal(NodeError(add2, "creating the fused LayerNormalization", err));
+        WEFT_RETURN_IF_ERROR(CreateInstance(add2, "creating the fused LayerNormalization"));
         break;
       }
     }
@@ -774,16 +799,7 @@ struct Builder {
       if (!(impl->capabilities & WEFT_CAP_EAGER_EXECUTE) || !impl->execute)
         return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] the op (from " + cn->op->origin +
                                   ") has no EagerExecuteOp, so it cannot run in this engine");
-      error.clear();
-      CallState st;
-      st.node = cn.get();
-      st.error = &error;
-      st.env = m->env.get();
-      WeftKernelContext c;
-      BindContext(c, *cn, WEFT_STAGE_CREATE, nullptr, nullptr, &st);
-      c.num_inputs = c.num_outputs = 0;
-      cn->instance = impl->create(&c);
-      if (!cn->instance) return Internal(NodeError(*cn, "creating the op object", error));
+      WEFT_RETURN_IF_ERROR(CreateInstance(*cn));
       WEFT_RETURN_IF_ERROR(InferNode(*cn));
       WEFT_RETURN_IF_ERROR(MaybeFold(*cn));
     }
@@ -809,11 +825,7 @@ struct Builder {
     }
     std::reverse(kept.begin(), kept.end());
     m->nodes = std::move(kept);
-    // Liveness.
-    for (size_t s = 0; s < m->nodes.size(); ++s) {
-      for (int id : m->nodes[s]->in_values) m->values[id].last_use = static_cast<int>(s);
-      for (int id : m->nodes[s]->out_values) m->values[id].producer = static_cast<int>(s);
-    }
+    Liveness();
     for (auto& name : g.outputs()) {
       auto it = ids.find(name);
       if (it == ids.end()) return InvalidArgument("graph output '" + name + "' is not produced by any node, input or constant");
@@ -836,19 +848,13 @@ struct Builder {
       if (Call(*cn, WEFT_STAGE_COMPILE, impl->compile, &compile_scratch) != WEFT_STATUS_OK)
         return Internal(NodeError(*cn, "Compile", error));
     }
-    if (m->dynamic)
-      for (auto& v : m->values)
-        if (v.kind == ValueKind::kIntermediate) v.bytes = 0;  // sized per run
-    MemoryPlan plan = PlanMemory(m->values, static_cast<int>(m->nodes.size()));
-    m->memory_.arena_bytes = plan.arena_bytes;
-    m->memory_.lower_bound_bytes = plan.lower_bound_bytes;
+    PlanArena();
     for (auto& c : m->constants) {
       m->memory_.constant_bytes += c.bytes();
       m->const_data.push_back(c.data());
       m->const_bytes.push_back(c.bytes());
     }
     m->graph_name = g.name();
-    for (auto& v : m->values) m->memory_.num_planned_tensors += v.kind == ValueKind::kIntermediate;
     return std::shared_ptr<CompiledModel>(m);
   }
 
@@ -868,23 +874,12 @@ struct Builder {
       m->nodes.push_back(std::move(cn));
     }
     if (meta.size() < m->values.size()) meta.resize(m->values.size());
-    bool saw_dynamic_input = m->dynamic;
     for (auto& cn : m->nodes) {
-      error.clear();
-      CallState st;
-      st.node = cn.get();
-      st.error = &error;
-      st.env = m->env.get();
-      WeftKernelContext c;
-      BindContext(c, *cn, WEFT_STAGE_CREATE, nullptr, nullptr, &st);
-      c.num_inputs = c.num_outputs = 0;
-      cn->instance = cn->op->impl->create(&c);
-      if (!cn->instance) return Internal(NodeError(*cn, "creating the op object", error));
+      WEFT_RETURN_IF_ERROR(CreateInstance(*cn));
       // Infer through unknown dims too: ops mark what they cannot know.
       m->dynamic = false;
       WEFT_RETURN_IF_ERROR(InferNode(*cn));
     }
-    (void)saw_dynamic_input;
     std::vector<ValueInfo> out;
     for (auto& name : g.outputs()) {
       auto it = ids.find(name);
@@ -974,16 +969,7 @@ struct Builder {
       const WeftOpImpl* impl = cn->op->impl;
       if (!(impl->capabilities & WEFT_CAP_EAGER_EXECUTE) || !impl->execute)
         return FailedPrecondition(tag + "the op (from " + cn->op->origin + ") has no EagerExecuteOp");
-      error.clear();
-      CallState st;
-      st.node = cn.get();
-      st.error = &error;
-      st.env = m->env.get();
-      WeftKernelContext c;
-      BindContext(c, *cn, WEFT_STAGE_CREATE, nullptr, nullptr, &st);
-      c.num_inputs = c.num_outputs = 0;
-      cn->instance = impl->create(&c);
-      if (!cn->instance) return Internal(NodeError(*cn, "creating the op object", error));
+      WEFT_RETURN_IF_ERROR(CreateInstance(*cn));
       // Types and shapes again (InferShape, not Compile), compared with what the file says.
       std::vector<Value> stored;
       for (int id : cn->out_values) stored.push_back(m->values[id]);
@@ -1043,24 +1029,14 @@ struct Builder {
       uint64_t n = it == blobs.end() ? 0 : it->second.second;
       if (impl->deserialize(cn.instance, &c, d, n) != WEFT_STATUS_OK) return InvalidArgument(NodeError(cn, "Deserialize", error));
     }
-    // Liveness, outputs, memory plan.
-    for (size_t s = 0; s < m->nodes.size(); ++s) {
-      for (int id : m->nodes[s]->in_values) m->values[id].last_use = static_cast<int>(s);
-      for (int id : m->nodes[s]->out_values) m->values[id].producer = static_cast<int>(s);
-    }
+    Liveness();
     for (int id : lg.output_ids) {
       Value& v = m->values[id];
       v.is_output = true;
       m->output_ids.push_back(id);
       m->outputs_.push_back({v.name, v.dtype, m->dynamic ? Shape() : v.shape});
     }
-    if (m->dynamic)
-      for (auto& v : m->values)
-        if (v.kind == ValueKind::kIntermediate) v.bytes = 0;
-    MemoryPlan plan = PlanMemory(m->values, static_cast<int>(m->nodes.size()));
-    m->memory_.arena_bytes = plan.arena_bytes;
-    m->memory_.lower_bound_bytes = plan.lower_bound_bytes;
-    for (auto& v : m->values) m->memory_.num_planned_tensors += v.kind == ValueKind::kIntermediate;
+    PlanArena();
     return m;
   }
 };

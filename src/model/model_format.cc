@@ -241,9 +241,7 @@ void Parse(const uint8_t* base, size_t size, bool verify, ParsedModel& out) {
       auto [p, n] = r.Range(e, w + " embedded data");
       l.data = p;
       l.size = n;
-      char hex[17];
-      std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(XXH3_64bits(p, n)));
-      if (l.hash != std::string("xxh3-64:") + hex) throw Corrupt(w + " ('" + l.name + "') does not match its recorded hash");
+      if (l.hash != HashText(XXH3_64bits(p, n))) throw Corrupt(w + " ('" + l.name + "') does not match its recorded hash");
     }
     out.libraries.push_back(l);
   }

@@ -150,10 +150,10 @@ Expected<std::string> HashFile(const std::string& path) {
   }
   uint64_t h = XXH3_64bits_digest(st);
   XXH3_freeState(st);
-  char hex[17];
-  snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return std::string("xxh3-64:") + hex;
+  return HashText(h);
 }
+
+std::string HashBytes(const void* data, size_t size) { return HashText(XXH3_64bits(data, size)); }
 
 Expected<std::vector<std::string>> PackageLibraries(const std::string& root) {
   std::error_code ec;
@@ -232,9 +232,7 @@ Status OpRegistry::LoadLibraryFromMemory(const std::string& name, const uint8_t*
   lib->path = name;
   lib->handle = h.value();
   lib->memfd = fd;
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(XXH3_64bits(data, size)));
-  lib->hash = std::string("xxh3-64:") + buf;
+  lib->hash = HashBytes(data, size);
   return RegisterLibrary(lib);
 }
 

@@ -2,6 +2,7 @@
 #ifndef WEFT_SRC_REGISTRY_REGISTRY_H_
 #define WEFT_SRC_REGISTRY_REGISTRY_H_
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -91,6 +92,13 @@ AttrValue AttrFromC(const WeftAttrValue* v);
 std::string PlatformLibDir();  // "op_graph/lib/linux/x86_64"
 Expected<std::vector<std::string>> PackageLibraries(const std::string& root);
 Expected<std::string> HashFile(const std::string& path);
+// "xxh3-64:<16 hex digits>", the form library hashes take everywhere.
+inline std::string HashText(uint64_t xxh3) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(xxh3));
+  return std::string("xxh3-64:") + hex;
+}
+std::string HashBytes(const void* data, size_t size);
 // Splits WEFT_CUSTOM_OPP_PATH-style text on ':' dropping empty entries.
 std::vector<std::string> SplitPathList(const std::string& s);
 

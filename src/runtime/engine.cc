@@ -612,22 +612,22 @@ size_t ModelImpl::cached_plans() const {
   return n;
 }
 
-std::shared_ptr<const CompiledModel> ModelImpl::Specialize(const TensorRef* in, size_t n) const {
+std::shared_ptr<const CompiledModel> ModelImpl::Specialize(const TensorRef* in, size_t n, std::string& sig) const {
   constexpr size_t kMaxPlans = 16;
   if (!source_graph || n != input_ids.size()) return nullptr;
-  std::string sig;
-  std::vector<Shape> shapes;
+  sig.clear();  // the caller's buffer: no allocation once it has grown
   for (size_t k = 0; k < n; ++k) {
     // Only shapes the declaration admits; anything else gets its error on the generic path.
     if (!CheckRef("input", inputs_[k], in[k]).ok()) return nullptr;
-    sig += in[k].shape.ToString();
-    shapes.push_back(in[k].shape);
+    sig.append(reinterpret_cast<const char*>(&in[k].shape.ndim), sizeof(int64_t) * (1 + in[k].shape.ndim));
   }
   {
     std::lock_guard<std::mutex> l(plans_mu_);
     if (auto it = plans_.find(sig); it != plans_.end()) return it->second;
     if (plans_.size() >= kMaxPlans) return nullptr;
   }
+  std::vector<Shape> shapes;
+  for (size_t k = 0; k < n; ++k) shapes.push_back(in[k].shape);
   auto r = CompileGraph(*source_graph, *registry_snapshot, env, &shapes);
   std::shared_ptr<const CompiledModel> plan;
   if (r.ok() && !r.value()->has_dynamic_shapes()) plan = r.value();
@@ -636,15 +636,21 @@ std::shared_ptr<const CompiledModel> ModelImpl::Specialize(const TensorRef* in, 
   return it->second;
 }
 
+std::shared_ptr<const CompiledModel> ModelImpl::SpecializedPlan(RunContextImpl& rc, const TensorRef* in, size_t num_in,
+                                                                RunContext** sub) const {
+  if (!source_graph) return nullptr;
+  auto plan = Specialize(in, num_in, rc.signature);
+  if (!plan) return nullptr;
+  auto& ctx = rc.specialized[plan.get()];
+  if (!ctx) ctx = plan->CreateRunContext();
+  *sub = ctx.get();
+  return plan;
+}
+
 Status ModelImpl::Run(RunContext& ctx, const TensorRef* in, size_t num_in, const TensorRef* out, size_t num_out) const {
   auto* rc = dynamic_cast<RunContextImpl*>(&ctx);
   if (!rc || rc->model != this) return InvalidArgument("Run: the RunContext belongs to a different model");
-  if (source_graph)
-    if (auto plan = Specialize(in, num_in)) {
-      auto& sub = rc->specialized[plan.get()];
-      if (!sub) sub = plan->CreateRunContext();
-      return plan->Run(*sub, in, num_in, out, num_out);
-    }
+  if (RunContext* sub = nullptr; auto plan = SpecializedPlan(*rc, in, num_in, &sub)) return plan->Run(*sub, in, num_in, out, num_out);
   if (num_in != input_ids.size() || num_out != output_ids.size())
     return InvalidArgument("Run: the model takes " + std::to_string(input_ids.size()) + " inputs and " +
                            std::to_string(output_ids.size()) + " outputs, got " + std::to_string(num_in) + " and " +
@@ -666,12 +672,7 @@ Status ModelImpl::Run(RunContext& ctx, const TensorRef* in, size_t num_in, const
 Expected<std::vector<TensorRef>> ModelImpl::RunViews(RunContext& ctx, const TensorRef* in, size_t num_in) const {
   auto* rc = dynamic_cast<RunContextImpl*>(&ctx);
   if (!rc || rc->model != this) return InvalidArgument("Run: the RunContext belongs to a different model");
-  if (source_graph)
-    if (auto plan = Specialize(in, num_in)) {
-      auto& sub = rc->specialized[plan.get()];
-      if (!sub) sub = plan->CreateRunContext();
-      return plan->RunViews(*sub, in, num_in);
-    }
+  if (RunContext* sub = nullptr; auto plan = SpecializedPlan(*rc, in, num_in, &sub)) return plan->RunViews(*sub, in, num_in);
   WEFT_RETURN_IF_ERROR(Execute(*rc, in, num_in, nullptr));
   std::vector<TensorRef> out;
   for (int id : output_ids) {
@@ -685,12 +686,7 @@ Expected<std::vector<StepProfile>> ModelImpl::Profile(RunContext& ctx, const Ten
   auto* rc = dynamic_cast<RunContextImpl*>(&ctx);
   if (!rc || rc->model != this) return InvalidArgument("Profile: the RunContext belongs to a different model");
   if (runs < 1) return InvalidArgument("Profile: runs must be at least 1");
-  if (source_graph)
-    if (auto plan = Specialize(in, num_in)) {
-      auto& sub = rc->specialized[plan.get()];
-      if (!sub) sub = plan->CreateRunContext();
-      return plan->Profile(*sub, in, num_in, runs);
-    }
+  if (RunContext* sub = nullptr; auto plan = SpecializedPlan(*rc, in, num_in, &sub)) return plan->Profile(*sub, in, num_in, runs);
   WEFT_RETURN_IF_ERROR(Execute(*rc, in, num_in, nullptr));  // warm-up
   std::vector<double> ns(rc->steps.size(), 0.0);
   rc->step_ns = &ns;
@@ -724,7 +720,7 @@ Expected<std::vector<HostTensor>> ModelImpl::Run(const std::vector<HostTensor>& 
   std::vector<TensorRef> in;
   for (auto& t : inputs) in.push_back(TensorRef::Of(t));
   if (source_graph)
-    if (auto plan = Specialize(in.data(), in.size())) return plan->Run(inputs);
+    if (std::string sig; auto plan = Specialize(in.data(), in.size(), sig)) return plan->Run(inputs);
   auto rc = Acquire();
   Status s = Execute(*rc, in.data(), in.size(), nullptr);
   std::vector<HostTensor> results;

@@ -149,6 +149,7 @@ class RunContextImpl : public RunContext {
   std::string error;
   std::map<const CompiledModel*, std::unique_ptr<RunContext>> specialized;  // run contexts of cached plans
   std::vector<double>* step_ns = nullptr;  // set while profiling: time per step accumulates here
+  std::string signature;                   // input-shape signature buffer (input-dynamic models)
 };
 
 class ModelImpl : public CompiledModel {
@@ -173,7 +174,10 @@ class ModelImpl : public CompiledModel {
   size_t cached_plans() const override;
   // For input-dynamic models: the static plan for these input shapes (compiled on first use), or
   // null when there is none (not input-dynamic, cache full, or still dynamic after specializing).
-  std::shared_ptr<const CompiledModel> Specialize(const TensorRef* in, size_t n) const;
+  // `sig` is a scratch buffer for the input-shape signature.
+  std::shared_ptr<const CompiledModel> Specialize(const TensorRef* in, size_t n, std::string& sig) const;
+  // Specialize, plus the plan's run context inside `rc` (created on first use) in *sub.
+  std::shared_ptr<const CompiledModel> SpecializedPlan(RunContextImpl& rc, const TensorRef* in, size_t n, RunContext** sub) const;
 
   std::shared_ptr<const EngineEnv> env;
   bool dynamic = false;
