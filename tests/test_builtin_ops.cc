@@ -218,3 +218,44 @@ TEST(BuiltinActivations, GeluAndMishMatchFloat64) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Softmax, LayerNormalization and Transpose split their rows over the intra-op threads once the
+// tensor is large: the threaded path against float64 re-computations.
+TEST(BuiltinThreaded, RowSplitKernelsMatchReferences) {
+  auto s = test::MakeSession({}, false, /*threads=*/2);
+  const int64_t rows = 96, n = 700;  // 67,200 elements: above the split threshold
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {rows, n}).AddConstant("g", test::RandomFloat({n}, 2)).AddConstant("b", test::RandomFloat({n}, 3));
+  g.AddNode("Softmax", "sm", {"x"}, {"sm"}, {{"axis", AttrValue::Int(-1)}});
+  g.AddNode("LayerNormalization", "ln", {"x", "g", "b"}, {"ln"}, {{"axis", AttrValue::Int(-1)}});
+  g.AddNode("Transpose", "tr", {"x"}, {"tr"}, {{"perm", AttrValue::ListInt({1, 0})}});
+  g.AddOutput("sm").AddOutput("ln").AddOutput("tr");
+  auto m = s->Compile(g);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto x = test::RandomFloat({rows, n}, 1, -8.f, 8.f);
+  auto out = m.value()->Run({x}).value();
+  const float* px = x.data_as<float>();
+  const float* gam = g.constants()[0].second.data_as<float>();
+  const float* bet = g.constants()[1].second.data_as<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = px + r * n;
+    double mx = *std::max_element(row, row + n), sum = 0, mean = 0, var = 0;
+    for (int64_t j = 0; j < n; ++j) sum += std::exp(double(row[j]) - mx), mean += row[j];
+    mean /= n;
+    for (int64_t j = 0; j < n; ++j) var += (row[j] - mean) * (row[j] - mean);
+    var /= n;
+    for (int64_t j = 0; j < n; ++j) {
+      double sm = std::exp(double(row[j]) - mx) / sum;
+      ASSERT_NEAR(out[0].data_as<float>()[r * n + j], sm, 1e-5 * std::max(1e-3, sm)) << r << "," << j;
+      double ln = (row[j] - mean) / std::sqrt(var + 1e-5) * gam[j] + bet[j];
+      ASSERT_NEAR(out[1].data_as<float>()[r * n + j], ln, 1e-4 * std::max(1.0, std::fabs(ln))) << r << "," << j;
+      ASSERT_EQ(out[2].data_as<float>()[j * rows + r], row[j]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft
