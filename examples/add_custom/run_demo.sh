@@ -10,7 +10,7 @@ trap 'rm -rf "$WORK"' EXIT
 export WEFT_CUSTOM_OPP_PATH="$PKG${WEFT_CUSTOM_OPP_PATH:+:$WEFT_CUSTOM_OPP_PATH}"
 "$WEFT" plugins
 for dt in f32 f16; do
-  /usr/bin/python3 - "$WORK" "$dt" <<'PY'
+  "${PYTHON:-python3}" - "$WORK" "$dt" <<'PY'
 import sys, numpy as np
 work, dt = sys.argv[1], sys.argv[2]
 rng = np.random.default_rng(7 if dt == "f32" else 11)
@@ -19,7 +19,7 @@ np.save(f"{work}/x_{dt}.npy", rng.standard_normal((4, 2048)).astype(t))
 np.save(f"{work}/y_{dt}.npy", rng.standard_normal((4, 2048)).astype(t))
 PY
   "$WEFT" run "$HERE/graph_$dt.json" --input x="$WORK/x_$dt.npy" --input y="$WORK/y_$dt.npy" --output-dir "$WORK/out_$dt"
-  /usr/bin/python3 - "$WORK" "$dt" <<'PY'
+  "${PYTHON:-python3}" - "$WORK" "$dt" <<'PY'
 import sys, numpy as np
 work, dt = sys.argv[1], sys.argv[2]
 x, y = np.load(f"{work}/x_{dt}.npy"), np.load(f"{work}/y_{dt}.npy")

@@ -10,7 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 export WEFT_CACHE_DIR="$WORK/cache"
-/usr/bin/python3 - "$WORK" <<'PY'
+"${PYTHON:-python3}" - "$WORK" <<'PY'
 import sys, numpy as np
 rng = np.random.default_rng(3)
 for n in "xy":
@@ -27,7 +27,7 @@ if env -u WEFT_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model.weft" -i x="$WORK/x.npy"
 fi
 grep -q "compilable_add_custom" "$WORK/err" && cat "$WORK/err"
 env -u WEFT_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model_embedded.weft" -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/out_embedded"
-/usr/bin/python3 - "$WORK" <<'PY'
+"${PYTHON:-python3}" - "$WORK" <<'PY'
 import sys, numpy as np
 w = sys.argv[1]
 x, y = np.load(f"{w}/x.npy"), np.load(f"{w}/y.npy")

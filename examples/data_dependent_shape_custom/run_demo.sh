@@ -12,7 +12,7 @@ trap 'rm -rf "$WORK"' EXIT
 export WEFT_CUSTOM_OPP_PATH="$PKG${WEFT_CUSTOM_OPP_PATH:+:$WEFT_CUSTOM_OPP_PATH}"
 "$WEFT" compile "$HERE/graph.json" -o "$WORK/where.weft"
 for density in 0.0 0.3 0.8 1.0; do
-  /usr/bin/python3 - "$WORK" "$density" <<'PY'
+  "${PYTHON:-python3}" - "$WORK" "$density" <<'PY'
 import sys, numpy as np
 rng = np.random.default_rng(int(float(sys.argv[2]) * 10))
 x = rng.standard_normal((6, 5)).astype(np.float32)
@@ -21,7 +21,7 @@ np.save(f"{sys.argv[1]}/x.npy", x)
 PY
   for model in "$HERE/graph.json" "$WORK/where.weft"; do
     "$WEFT" run "$model" -i x="$WORK/x.npy" -o "$WORK/out" > /dev/null
-    /usr/bin/python3 - "$WORK" "$density" <<'PY'
+    "${PYTHON:-python3}" - "$WORK" "$density" <<'PY'
 import sys, numpy as np
 w = sys.argv[1]
 x = np.load(f"{w}/x.npy")

@@ -64,7 +64,7 @@ def main():
         warnings.simplefilter("ignore")
         path = os.path.join(d, "add_custom.onnx")
         torch.onnx.export(net, (x, y), path, input_names=["x", "y"], output_names=["z"], opset_version=13,
-                          custom_opsets={"weft": 1})
+                          custom_opsets={"weft": 1}, dynamo=False)
         model = weft.default_session().compile(weft.import_onnx(path))
         (z,) = weft.run(model, x, y)
     with torch.no_grad():
