@@ -1,7 +1,7 @@
 // Median latency of one model in Weft:
 //   weft_bench_models MODEL.onnx INPUT.npy THREADS ITERATIONS [OUTPUT.npy]
-// Prints "median_ms=<x> arena_bytes=<a> lower_bound_bytes=<b>". bench/compare_ort.py drives it
-// next to ONNX Runtime.
+// Prints "median_ms=<x> arena_bytes=<a> lower_bound_bytes=<b>": Weft alone, without Python
+// (bench/compare_ort.py measures the same through the weft module, next to ONNX Runtime).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

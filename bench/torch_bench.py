@@ -1,31 +1,35 @@
-"""PyTorch integration benchmarks (run with /usr/bin/python3 from the repository root after a build):
+"""PyTorch integration benchmarks, run from the repository root after a build with tests and
+benchmarks (build/):
+
+    .venv/bin/python bench/torch_bench.py [--build build]     # or with `. .venv/bin/activate`
 
 1. per-call cost of torch.ops.weft.AddCustom on one-element tensors, next to a native
    TORCH_LIBRARY no-op (returns its input), a native no-op that allocates its result, and torch.add;
-2. weft.torch.compile vs eager PyTorch on resnet18 (batch 1, 224x224) and a TransformerEncoderLayer
-   (d_model 256, 4 heads, sequence 128, batch 1), at 1 and 2 threads.
+2. weft.torch.compile vs eager PyTorch on resnet18 (bench/models/make_models.py; batch 1, 224x224,
+   random weights) and a TransformerEncoderLayer (d_model 256, 4 heads, sequence 128, batch 1),
+   at 1 and 2 threads.
 
 Rounds are interleaved; the figures are medians over rounds, ratios are taken within one run.
+The build directory (--build, else $WEFT_BUILD_DIR, else build/) provides the weft module
+(DIR/python), the add_custom package and the native no-op operator.
 """
+import argparse
 import os
 import statistics
 import sys
 import timeit
 
+import torch
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.environ.get("WEFT_BUILD_DIR", os.path.join(ROOT, "build"))
-sys.path.insert(0, os.path.join(BUILD, "python"))
-os.environ.setdefault("WEFT_CUSTOM_OPP_PATH", os.path.join(BUILD, "tests", "packages", "add_custom"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "models"))
+from make_models import resnet18  # noqa: E402
 
-import torch  # noqa: E402
-import torchvision  # noqa: E402
-
-import weft  # noqa: E402
-import weft.torch as wt  # noqa: E402
+weft = wt = None  # imported in main(), once the build directory is known
 
 
-def per_call():
-    torch.ops.load_library(os.path.join(BUILD, "bench", "libweft_bench_torch_noop.so"))
+def per_call(build):
+    torch.ops.load_library(os.path.join(build, "bench", "libweft_bench_torch_noop.so"))
     torch.set_num_threads(1)
     x, y = torch.ones(1), torch.ones(1)
     cases = {
@@ -74,10 +78,19 @@ def offload(name, module, x, threads):
 
 
 def main():
-    per_call()
+    global weft, wt
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.environ.get("WEFT_BUILD_DIR", os.path.join(ROOT, "build")))
+    build = os.path.abspath(ap.parse_args().build)
+    sys.path.insert(0, os.path.join(build, "python"))
+    os.environ.setdefault("WEFT_CUSTOM_OPP_PATH", os.path.join(build, "tests", "packages", "add_custom"))
+    import weft
+    import weft.torch as wt
+
+    per_call(build)
     torch.manual_seed(0)
-    print("== weft.torch.compile vs eager PyTorch 1.13")
-    resnet = torchvision.models.resnet18().eval()
+    print(f"== weft.torch.compile vs eager PyTorch {torch.__version__}")
+    resnet = resnet18()
     layer = torch.nn.TransformerEncoderLayer(256, 4, batch_first=True).eval()
     for threads in (1, 2):
         offload("resnet18", resnet, torch.randn(1, 3, 224, 224), threads)

@@ -393,7 +393,18 @@ PYBIND11_MODULE(_weft, m) {
       .def("load_model_bytes", [](Session& s, const py::bytes& b) {
         std::string_view v = b;
         return std::make_shared<PyModel>(Get(s.LoadModelFromMemory(v.data(), v.size())));
+      })
+      .def("_capsule", [](std::shared_ptr<Session> s) {
+        // A std::shared_ptr<weft::Session>* for other bindings of the same libweft.so
+        // (libweft_torch.so's weft_torch_register); it keeps the session alive while it lives.
+        return py::capsule(new std::shared_ptr<Session>(std::move(s)), "weft.Session",
+                           [](PyObject* c) { delete static_cast<std::shared_ptr<Session>*>(PyCapsule_GetPointer(c, "weft.Session")); });
       });
+
+  m.def("default_session", [] { return Get(Session::Default()); },
+        "The process-wide session (built-ins + WEFT_CUSTOM_OPP_PATH unless set_default_session gave one).");
+  m.def("set_default_session", [](std::shared_ptr<Session> s) { Session::SetDefault(std::move(s)); }, py::arg("session"),
+        "Makes `session` the process-wide one (None: a fresh default session on next use).");
 
   m.def("kernel_cache_stats", [] {
     KernelCacheStats k = GetKernelCacheStats();

@@ -1,13 +1,16 @@
 // libweft_torch.so: every Weft operator as torch.ops.weft.<op> from C++, with no Python in the
 // call path. Load it with torch.ops.load_library(path) (`import weft.torch` does it for you).
 //
-// At load it opens a Weft session (built-ins + WEFT_CUSTOM_OPP_PATH) and, per op, defines the
-// schema generated from the REG_OP prototype and registers boxed kernels:
+// At load it registers the ops of the process-wide session (weft::Session::Default(): built-ins +
+// WEFT_CUSTOM_OPP_PATH), and weft_torch_register() adds those of any other session. Per op it
+// defines the schema generated from the REG_OP prototype and registers boxed kernels:
 //   CPU       the op's Execute on the tensors' memory, through a single-node model compiled once
 //             per input signature (shapes, dtypes, attributes) and cached;
 //   Meta      the op's InferDataType/InferShape;
 //   Autograd  a clear error when an input requires grad (ops with an `<Op>Grad` op get their
 //             autograd kernel from weft.torch), else a redispatch below autograd.
+// The library links libweft.so: it shares the engine (sessions, kernel cache, threads) with the
+// Python package and every other user in the process.
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -15,6 +18,7 @@
 #include <torch/library.h>
 
 #include <cctype>
+#include <cstdio>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -501,30 +505,72 @@ bool IsIdentifier(const std::string& s) {
   return true;
 }
 
-}  // namespace
-
-TORCH_LIBRARY_FRAGMENT(weft, m) {
-  auto created = weft::Session::Create();
-  TORCH_CHECK(created.ok(), "weft: ", created.status().message());
-  std::shared_ptr<weft::Session> session(std::move(created).value());
+// Registers every op of `session` that torch.ops.weft does not have yet; returns their names.
+// Each call keeps its torch::Library (and with it the registrations) for the life of the process.
+std::vector<std::string> RegisterSession(const std::shared_ptr<weft::Session>& session) {
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<torch::Library>> libraries;
+  std::lock_guard<std::mutex> lock(mu);
+  auto lib = std::make_unique<torch::Library>(torch::Library::FRAGMENT, "weft", std::nullopt, __FILE__, __LINE__);
   auto infos = session->ListOps();
   std::set<std::string> names;
   for (auto& i : infos) names.insert(i.op_type);
+  std::vector<std::string> done;
   for (auto& info : infos) {
     if (!IsIdentifier(info.op_type) || !(info.capabilities & WEFT_CAP_EAGER_EXECUTE)) continue;
+    if (c10::Dispatcher::singleton().findSchema({"weft::" + info.op_type, ""})) continue;  // registered before
     auto schema = session->GetOpSchema(info.op_type);
     if (!schema.ok()) continue;
     std::string text = SchemaOf(schema.value());
     try {
-      m.def(text.c_str());
+      lib->def(text.c_str());
     } catch (const c10::Error&) {
       continue;  // a prototype torch cannot express: leave the op out
     }
     auto k = std::make_shared<OpKernels>(session, schema.value());
-    m.impl(info.op_type.c_str(), torch::dispatch(c10::DispatchKey::CPU, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<CpuKernel>(k))));
-    m.impl(info.op_type.c_str(), torch::dispatch(c10::DispatchKey::Meta, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<MetaKernel>(k))));
+    const char* op = info.op_type.c_str();
+    lib->impl(op, torch::dispatch(c10::DispatchKey::CPU, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<CpuKernel>(k))));
+    lib->impl(op, torch::dispatch(c10::DispatchKey::Meta, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<MetaKernel>(k))));
+    // Ops without an <Op>Grad get a kernel that fails clearly on tensors that require grad (the
+    // alternative is a result that silently does not require grad); weft.torch adds the real
+    // backward of ops that have one.
     if (!names.count(info.op_type + "Grad"))
-      m.impl(info.op_type.c_str(), torch::dispatch(c10::DispatchKey::Autograd,
-                                                   torch::CppFunction::makeFromBoxedFunctor(std::make_unique<AutogradKernel>(info.op_type))));
+      lib->impl(op, torch::dispatch(c10::DispatchKey::Autograd,
+                                    torch::CppFunction::makeFromBoxedFunctor(std::make_unique<AutogradKernel>(info.op_type))));
+    done.push_back(info.op_type);
   }
+  libraries.push_back(std::move(lib));
+  return done;
+}
+
+// Loading the library registers the ops of the process-wide session (weft::Session::Default(),
+// the same one Python's weft.default_session() returns), so torch.ops.load_library(path) alone
+// is enough for callers that never import weft.
+const bool registered_at_load = [] {
+  auto session = weft::Session::Default();
+  if (!session.ok()) {
+    std::fprintf(stderr, "libweft_torch.so: no ops registered: %s\n", session.status().message().c_str());
+    return false;
+  }
+  RegisterSession(session.value());
+  return true;
+}();
+
+}  // namespace
+
+// For other bindings of the same engine (weft.torch.register(session)): registers the ops of the
+// session behind `session` (a std::shared_ptr<weft::Session>*, which the caller keeps owning).
+// Returns the names registered now, one per line, or "error: <message>"; the text stays valid
+// until the calling thread's next call.
+extern "C" __attribute__((visibility("default"))) const char* weft_torch_register(const void* session) {
+  thread_local std::string result;
+  try {
+    const auto* sp = static_cast<const std::shared_ptr<weft::Session>*>(session);
+    if (sp == nullptr || !*sp) return (result = "error: no session").c_str();
+    result.clear();
+    for (const std::string& op : RegisterSession(*sp)) result += op + "\n";
+  } catch (const std::exception& e) {
+    result = std::string("error: ") + e.what();
+  }
+  return result.c_str();
 }

@@ -1,33 +1,40 @@
 #!/usr/bin/env bash
-# Builds the `weft` wheel offline from the release build in build/, installs it into a fresh venv
-# made from /usr/bin/python3 with --system-site-packages, and runs the Python tests and the
-# PyTorch example from a directory outside the source tree against the installed package.
+# The Python package as a user installs it: a fresh venv holding only PyTorch 2.13, then
+# `pip install <checkout>` (pip builds the engine from source in an isolated build environment),
+# then the Python tests and the PyTorch example run from a directory outside the source tree
+# against the installed package; also checks that the installed libweft.so exports only the
+# public API. Needs the test packages of the release build in build/ (scripts/test.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
 BUILD="$ROOT/build"
-OUT="$BUILD/wheel"
-rm -rf "$OUT" "$BUILD/venv" python/build python/*.egg-info
-WEFT_CMAKE_BUILD_DIR="$BUILD" /usr/bin/python3 -m pip wheel --no-build-isolation --no-deps --no-index -q -w "$OUT" python/
-WHEEL=$(ls "$OUT"/weft-*.whl)
-echo "built $(basename "$WHEEL")"
-/usr/bin/python3 -m venv --system-site-packages "$BUILD/venv"
-"$BUILD/venv/bin/python" -m pip install -q --no-deps --no-index "$WHEEL"
-rm -rf python/build python/*.egg-info
+PKGS="$BUILD/tests/packages"
+[ -d "$PKGS" ] || { echo "no test packages in $PKGS: build with tests first (scripts/test.sh)" >&2; exit 1; }
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-cp -r python/tests "$WORK/tests"
-cp examples/torch_custom_op/torch_custom_op.py "$WORK/"
-cd "$WORK"
-PKGS="$BUILD/tests/packages"
+VENV="$WORK/venv"
+/usr/bin/python3 -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+"${PIP[@]}" install -c "$ROOT/requirements.txt" torch
+echo "fresh venv: $("$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -ci '^[a-z]') packages, torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
+echo "pip install $ROOT (builds the engine in a fresh build directory; a few minutes)"
+"${PIP[@]}" install "$ROOT"
+"${PIP[@]}" install -c "$ROOT/requirements.txt" pytest onnx
+
+mkdir -p "$WORK/run" && cd "$WORK/run"
+cp -r "$ROOT/python/tests" tests
+cp "$ROOT/examples/torch_custom_op/torch_custom_op.py" .
 export WEFT_TEST_PACKAGES="$PKGS" WEFT_CACHE_DIR="$WORK/cache"
 export WEFT_CUSTOM_OPP_PATH="$PKGS/test_ops:$PKGS/add_custom"
-"$BUILD/venv/bin/python" - "$ROOT" <<'PY'
-import sys, weft, weft.torch
-root = sys.argv[1]
-assert "/site-packages/weft/" in weft.__file__, f"weft is not the installed wheel: {weft.__file__}"
+"$VENV/bin/python" - <<'PY'
+import os, weft, weft.torch
+assert "/site-packages/weft/" in weft.__file__, f"weft is not the installed package: {weft.__file__}"
 print("using", weft.__file__, "native torch kernels:", weft.torch.is_native("Add"))
 PY
-"$BUILD/venv/bin/python" -m pytest -q -p no:cacheprovider tests
-WEFT_CUSTOM_OPP_PATH="$PKGS/add_custom" "$BUILD/venv/bin/python" torch_custom_op.py
-echo "wheel test passed outside the source tree"
+LIB=$("$VENV/bin/python" -c 'import os, weft; print(os.path.join(os.path.dirname(weft.__file__), "lib", "libweft.so"))')
+leaked=$(nm -D --defined-only "$LIB" | c++filt | grep -c 'weft::internal' || true)
+[ "$leaked" -eq 0 ] || { echo "$LIB exports $leaked weft::internal symbols" >&2; exit 1; }
+echo "$(basename "$LIB") exports $(nm -D --defined-only "$LIB" | wc -l) symbols, none of weft::internal"
+"$VENV/bin/weft" --help > /dev/null
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests
+WEFT_CUSTOM_OPP_PATH="$PKGS/add_custom" "$VENV/bin/python" torch_custom_op.py
+echo "the installed package passed its tests outside the source tree"

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
 
 #include "registry/registry.h"
 #include "runtime/engine.h"
@@ -87,6 +88,26 @@ Expected<std::unique_ptr<Session>> Session::Create(const SessionOptions& options
   auto s = std::make_unique<SessionImpl>(options);
   WEFT_RETURN_IF_ERROR(s->Init(options));
   return std::unique_ptr<Session>(std::move(s));
+}
+
+namespace {
+std::mutex g_default_mu;
+std::shared_ptr<Session> g_default;
+}  // namespace
+
+Expected<std::shared_ptr<Session>> Session::Default() {
+  std::lock_guard<std::mutex> lock(g_default_mu);
+  if (!g_default) {
+    auto created = Create();
+    if (!created.ok()) return created.status();
+    g_default = std::move(created).value();
+  }
+  return g_default;
+}
+
+void Session::SetDefault(std::shared_ptr<Session> session) {
+  std::lock_guard<std::mutex> lock(g_default_mu);
+  g_default = std::move(session);
 }
 
 }  // namespace weft

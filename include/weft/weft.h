@@ -354,6 +354,12 @@ class WEFT_API Session {
  public:
   virtual ~Session() = default;
   static Expected<std::unique_ptr<Session>> Create(const SessionOptions& options = {});
+  // The process-wide session every binding shares (Python's weft.default_session(), the ops
+  // libweft_torch.so registers when loaded): created on first use with default options
+  // (built-ins + WEFT_CUSTOM_OPP_PATH) unless SetDefault gave one before.
+  static Expected<std::shared_ptr<Session>> Default();
+  // Makes `session` the process-wide one (nullptr: the next Default() creates a fresh one).
+  static void SetDefault(std::shared_ptr<Session> session);
 
   // Loads an operator package root (op_graph/lib/<os>/<arch>/*.so).
   virtual Status LoadPackage(const std::string& root) = 0;

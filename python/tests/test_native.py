@@ -20,7 +20,7 @@ def run(code, **env):
     return r.stdout
 
 
-@pytest.mark.skipif(not os.path.exists(NATIVE), reason="built without libtorch-dev")
+@pytest.mark.skipif(not os.path.exists(NATIVE), reason="built without libtorch")
 def test_the_cpp_library_alone_registers_every_op():
     out = run(f"""
 import torch
@@ -58,3 +58,45 @@ def test_native_and_python_schemas_agree():
             continue
         torch_schema = str(getattr(torch.ops.weft, op).default._schema)
         assert torch_schema == str(torch._C.parse_schema("weft::" + wt.registered_ops()[op])), op
+
+
+@pytest.mark.skipif(not os.path.exists(NATIVE), reason="built without libtorch")
+def test_one_engine_per_process_a_sessions_package_reaches_torch_ops():
+    # The package is on no search path: torch.ops.weft can only know it through the session.
+    out = run("""
+import os, torch, weft, weft.torch as wt
+pkg = os.path.join(os.environ["WEFT_TEST_PACKAGES"], "compilable_add_custom")
+s = weft.Session(packages=[pkg], use_env_path=False)
+assert "CompilableAddCustom" not in weft.default_session().ops()
+assert not hasattr(torch.ops.weft, "CompilableAddCustom")
+hits = lambda: sum(weft.kernel_cache_stats()[k] for k in ("compiles", "memory_hits", "disk_hits"))
+before = hits()
+assert "CompilableAddCustom" in wt.register(s)
+assert wt.is_native("CompilableAddCustom") and wt.op_session("CompilableAddCustom")[0] is s
+x, y = torch.randn(4, 8), torch.randn(4, 8)
+torch.testing.assert_close(torch.ops.weft.CompilableAddCustom(x, y), x + y, rtol=0, atol=0)
+# The kernel the torch op's Compile built went through the Python module's kernel cache.
+assert hits() > before, (before, hits())
+maps = open("/proc/self/maps").read().split()
+engines = {p for p in maps if os.path.basename(p).startswith("libweft.so")}
+assert len(engines) == 1, engines
+print("ok")
+""")
+    assert out.strip() == "ok"
+
+
+@pytest.mark.skipif(not os.path.exists(NATIVE), reason="built without libtorch")
+def test_the_default_session_set_before_import_is_the_one_torch_sees():
+    out = run("""
+import os, torch, weft
+pkg = os.path.join(os.environ["WEFT_TEST_PACKAGES"], "compilable_add_custom")
+s = weft.Session(packages=[pkg], use_env_path=False)
+weft.set_default_session(s)
+assert weft.default_session() is s
+import weft.torch as wt
+assert wt.is_native("CompilableAddCustom") and wt.op_session("CompilableAddCustom")[0] is s
+x, y = torch.randn(3), torch.randn(3)
+torch.testing.assert_close(torch.ops.weft.CompilableAddCustom(x, y), x + y, rtol=0, atol=0)
+print("ok")
+""")
+    assert out.strip() == "ok"

@@ -11,24 +11,24 @@
 Arrays are passed to runs without copies; `weft.run(model, *tensors)` also takes torch tensors
 (CPU, contiguous) and returns the same kind. `import weft.torch` exposes every operator as
 `torch.ops.weft.<op>`.
+
+One engine serves the whole process: `weft.default_session()` is the session libweft_torch.so
+registers its ops from, and `weft.set_default_session(s)` (before `import weft.torch`) or
+`weft.torch.register(s)` makes the ops of a session you configured reach torch.ops.weft.
 """
+import os as _os
+
 import numpy as _np
 
-from ._weft import Graph, Model, Session, kernel_cache_stats
+from ._weft import Graph, Model, Session, default_session, kernel_cache_stats, set_default_session
 
-__all__ = ["Graph", "Model", "Session", "kernel_cache_stats", "import_onnx", "default_session", "run", "as_array"]
+__all__ = ["Graph", "Model", "Session", "kernel_cache_stats", "import_onnx", "default_session", "run", "as_array",
+           "cmake_prefix_path", "set_default_session"]
 __version__ = "0.1.0"
 
-_default = None
-
-
-def default_session():
-    """The process-wide session (built-ins plus the packages on WEFT_CUSTOM_OPP_PATH)."""
-    global _default
-    if _default is None:
-        _default = Session()
-    return _default
-
+# Where find_package(Weft) finds the C++ SDK shipped with this package (an installed wheel):
+#   cmake -DCMAKE_PREFIX_PATH="$(python -c 'import weft; print(weft.cmake_prefix_path)')" ...
+cmake_prefix_path = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "lib", "cmake")
 
 def import_onnx(path, input_shapes=None):
     """Reads an ONNX model into a Graph; `input_shapes` fixes dims ({"input": [1, 3, 224, 224]})."""

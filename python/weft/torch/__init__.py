@@ -7,14 +7,16 @@ default session sees (built-ins and the packages on ``WEFT_CUSTOM_OPP_PATH``):
   typed keyword-only attributes with their defaults, one result per output);
 - CPU kernel: the operator's Execute, on the tensors' own memory (one compiled single-node
   model per signature, cached);
-- Meta kernel: the operator's InferDataType/InferShape, so meta tensors and tracing work (an
-  Autograd kernel is registered too, which is what lets torch 1.13 reach Meta kernels);
+- Meta kernel: the operator's InferDataType/InferShape, so meta tensors and tracing work;
 - Autograd: an operator ``<Op>`` whose package also has ``<Op>Grad`` (inputs: the op's inputs,
   then one gradient per output; outputs: one gradient per input) is differentiable; calling any
   other operator on a tensor that requires grad raises a clear error;
 - ONNX: a symbolic that exports ``weft::<Op>`` nodes, which Weft's ONNX importer maps back.
 
-``register(session)`` registers the ops of another session (e.g. one with extra packages);
+The ops run in the process's one engine: the default session is ``weft.default_session()``
+(``weft.set_default_session(s)`` before this import picks yours), and ``register(session)``
+registers the ops of another session (e.g. one with extra packages), natively when
+libweft_torch.so is present;
 ``compile(module, example_inputs)`` offloads whole FX graphs; ``check_op`` validates an op.
 """
 import contextlib
@@ -232,7 +234,7 @@ class _OpRunner:
 
 @contextlib.contextmanager
 def _below_autograd():
-    """Dispatch below the Autograd keys (torch 1.13's guard is an RAII object, not a context manager)."""
+    """Dispatch below the Autograd keys (the guard is an RAII object, not a context manager)."""
     guard = torch._C._AutoDispatchBelowAutograd()
     try:
         yield
@@ -327,24 +329,42 @@ def _make_symbolic(op, proto):
     return symbolic
 
 
-_native_loaded = False
+_native = None  # ctypes handle of libweft_torch.so once loaded
 
 
 def load_native():
     """Loads libweft_torch.so (the C++ registrations: CPU, Meta and Autograd kernels with no Python
-    in the call path) when it ships with this package; returns whether it is loaded. Set
-    WEFT_TORCH_NATIVE=0 to keep everything in Python."""
-    global _native_loaded
+    in the call path) when it ships with this package; returns whether it is loaded. Loading it
+    registers the ops of weft.default_session(). Set WEFT_TORCH_NATIVE=0 to keep everything in
+    Python."""
+    global _native
+    import ctypes
     import os
 
-    if _native_loaded:
+    if _native is not None:
         return True
     path = os.path.join(os.path.dirname(__file__), "libweft_torch.so")
     if os.environ.get("WEFT_TORCH_NATIVE", "1") == "0" or not os.path.exists(path):
         return False
     torch.ops.load_library(path)
-    _native_loaded = True
+    lib = ctypes.CDLL(path)  # the same handle: the library is loaded once
+    lib.weft_torch_register.restype = ctypes.c_char_p
+    lib.weft_torch_register.argtypes = [ctypes.c_void_p]
+    _native = lib
     return True
+
+
+def _register_native(session):
+    """Registers `session`'s ops through libweft_torch.so (the same engine, the same session)."""
+    import ctypes
+
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    capsule = session._capsule()
+    text = _native.weft_torch_register(get(capsule, b"weft.Session")).decode()
+    if text.startswith("error: "):
+        raise RuntimeError(f"weft.torch: {text[7:]}")
+    return text.split()
 
 
 def _defined_natively(op):
@@ -366,8 +386,10 @@ def register(session=None):
     session = session or _weft.default_session()
     done = []
     with _lock:
+        if _native is not None:
+            _register_native(session)
         if _lib is None:
-            _lib = torch.library.Library("weft", "DEF")
+            _lib = torch.library.Library("weft", "FRAGMENT")
         names = session.ops()
         for op in names:
             if op in _registered or not op.isidentifier():
@@ -377,7 +399,7 @@ def register(session=None):
                 continue
             schema = schema_of(proto)
             runner = _OpRunner(session, proto)
-            native = _native_loaded and _defined_natively(op)
+            native = _native is not None and _defined_natively(op)
             if not native:
                 try:
                     _lib.define(schema)
