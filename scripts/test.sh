@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: release build + CTest (unit, numerics, CLI, the examples built out of
-# tree, the ONNX node tests, pytest), the wheel tested from a venv outside the tree, a bounded
-# libFuzzer pass over the model-file parser, then the
-# suite again under AddressSanitizer+UBSan, and the concurrency test under ThreadSanitizer.
+# The whole test suite: installs what is missing (scripts/install_deps.sh), then a release build
+# + CTest (unit, numerics, CLI, the examples built out of tree, the ONNX node tests, pytest in
+# .venv), `pip install` of the checkout into a fresh venv tested outside the tree, a bounded
+# libFuzzer pass over the model-file parser, then the suite again under AddressSanitizer+UBSan,
+# and the concurrency test under ThreadSanitizer.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -17,7 +18,7 @@ ctest --test-dir build -j "$JOBS" --output-on-failure
 echo "== ONNX backend node tests (the pass list is enforced by CTest above)"
 build/tests/weft_onnx_conformance --expected tests/onnx/expected_pass.txt | tail -n 3
 
-echo "== Python wheel, installed into a fresh venv and tested outside the source tree"
+echo "== pip install of the checkout into a fresh venv, tested outside the source tree"
 scripts/test_wheel.sh
 
 echo "== model-file parser under libFuzzer (bounded pass)"

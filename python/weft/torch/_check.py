@@ -1,4 +1,4 @@
-"""check_op: an opcheck for torch 1.13 over torch.ops.weft.<op>."""
+"""check_op: Weft's own check of torch.ops.weft.<op> (schema, Meta, mutation, autograd, model file)."""
 import os
 import tempfile
 
