@@ -30,6 +30,8 @@ std::string SafeFileName(std::string s) {
 bool IsOnnx(const std::string& path) { return fs::path(path).extension() == ".onnx"; }
 // A compiled model file, recognized by its magic bytes (any extension).
 bool IsModelFile(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;  // never open a FIFO or device just to peek
   std::ifstream f(path, std::ios::binary);
   char magic[8] = {0};
   f.read(magic, 8);

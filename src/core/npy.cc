@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/file_io.h"
+
 namespace weft::internal {
 
 namespace {
@@ -102,11 +104,9 @@ Expected<HostTensor> ParseNpy(const std::string& b, const std::string& what) {
 }
 
 Expected<HostTensor> ReadNpy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return IoError("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ParseNpy(ss.str(), path);
+  auto bytes = ReadRegularFile(path, ".npy file");
+  if (!bytes.ok()) return bytes.status();
+  return ParseNpy(bytes.value(), path);
 }
 
 Status WriteNpy(const std::string& path, const HostTensor& t) {

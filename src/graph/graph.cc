@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/file_io.h"
 #include "core/npy.h"
 #include "weft/weft.h"
 
@@ -64,9 +65,9 @@ Expected<HostTensor> TensorFromJson(const json& j, const std::string& what, cons
   if (!j.is_object()) return InvalidArgument(what + ": must be an object");
   if (j.contains("file")) {
     if (!j["file"].is_string()) return InvalidArgument(what + ": \"file\" must be a string");
-    std::string f = j["file"].get<std::string>();
-    if (!f.empty() && f[0] != '/') f = base_dir + "/" + f;
-    auto t = internal::ReadNpy(f);
+    auto f = internal::ConfinedPath(base_dir, j["file"].get<std::string>(), what + ": \"file\"");
+    if (!f.ok()) return f.status();
+    auto t = internal::ReadNpy(f.value());
     if (!t.ok()) return InvalidArgument(what + ": " + t.status().message());
     return t;
   }
@@ -236,12 +237,10 @@ Expected<Graph> Graph::FromJsonText(const std::string& text, const std::string& 
 }
 
 Expected<Graph> Graph::FromJsonFile(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return IoError("cannot open graph file '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  auto text = internal::ReadRegularFile(path, "graph file");
+  if (!text.ok()) return text.status();
   std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-  auto g = FromJsonText(ss.str(), dir);
+  auto g = FromJsonText(text.value(), dir);
   if (!g.ok()) return Status(g.status().code(), path + ": " + g.status().message());
   return g;
 }

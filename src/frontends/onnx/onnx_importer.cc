@@ -8,6 +8,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "core/file_io.h"
 #include "weft/onnx.h"
 
 namespace fs = std::filesystem;
@@ -58,19 +59,21 @@ Expected<HostTensor> TensorFromProto(const onnx::TensorProto& p, const std::stri
     std::string location;
     int64_t offset = 0, length = -1;
     for (auto& kv : p.external_data()) {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      if (kv.key() == "location") {
+        location = kv.value();
+      } else if (kv.key() == "offset" || kv.key() == "length") {
+        if (!internal::ParseNonNegativeInt64(kv.value(), kv.key() == "offset" ? &offset : &length))
+          return InvalidArgument(what + ": external data " + kv.key() + " '" + kv.value().substr(0, 40) +
+                                 "' is not a non-negative integer");
+      }
     }
     if (location.empty()) return InvalidArgument(what + ": external data without a location");
-    fs::path file = fs::path(base_dir) / location;
-    std::ifstream f(file, std::ios::binary);
-    if (!f) return IoError(what + ": cannot open external data file '" + file.string() + "'");
+    auto file = internal::ConfinedPath(base_dir, location, what + ": external data");
+    if (!file.ok()) return file.status();
     if (length >= 0 && static_cast<size_t>(length) != bytes)
       return InvalidArgument(what + ": external data length " + std::to_string(length) + " != " + std::to_string(bytes));
-    f.seekg(offset);
-    f.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(bytes));
-    if (static_cast<size_t>(f.gcount()) != bytes) return InvalidArgument(what + ": external data file '" + file.string() + "' is too short");
+    WEFT_RETURN_IF_ERROR(internal::ReadRegularFileRange(file.value(), what + " external data file",
+                                                        static_cast<uint64_t>(offset), t.data(), bytes));
     return t;
   }
   if (p.has_raw_data()) {
@@ -372,10 +375,10 @@ struct NodeImporter {
 }  // namespace
 
 Expected<HostTensor> ReadOnnxTensor(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return IoError("cannot open '" + path + "'");
+  auto bytes = internal::ReadRegularFile(path, "ONNX tensor file");
+  if (!bytes.ok()) return bytes.status();
   onnx::TensorProto p;
-  if (!p.ParseFromIstream(&f)) return InvalidArgument("'" + path + "' is not a serialized ONNX TensorProto");
+  if (!p.ParseFromString(bytes.value())) return InvalidArgument("'" + path + "' is not a serialized ONNX TensorProto");
   auto t = TensorFromProto(p, fs::path(path).parent_path().string());
   if (!t.ok()) return Status(t.status().code(), path + ": " + t.status().message());
   return t;
@@ -429,11 +432,9 @@ Expected<Graph> ImportOnnxBytes(const std::string& bytes, const std::string& bas
 }
 
 Expected<Graph> ImportOnnx(const std::string& path, const OnnxImportOptions& options) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return IoError("cannot open ONNX model '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto g = ImportOnnxBytes(ss.str(), fs::path(path).parent_path().string(), options);
+  auto bytes = internal::ReadRegularFile(path, "ONNX model", uint64_t(2) << 30);  // protobuf's limit
+  if (!bytes.ok()) return bytes.status();
+  auto g = ImportOnnxBytes(bytes.value(), fs::path(path).parent_path().string(), options);
   if (!g.ok()) return Status(g.status().code(), path + ": " + g.status().message());
   return g;
 }

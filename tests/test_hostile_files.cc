@@ -1,0 +1,175 @@
+// Files written by an attacker: paths inside a model never leave the model's directory, and
+// devices, FIFOs and directories are refused instead of read without end.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/file_io.h"
+#include "core/npy.h"
+#include "weft/onnx.h"
+#include "weft/weft.h"
+
+namespace weft {
+namespace {
+namespace fs = std::filesystem;
+
+class HostileFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("weft_hostile_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "model");
+    fs::create_directories(root_ / "outside");
+    // Six floats 1..6, the weights the model may read.
+    float w[6] = {1, 2, 3, 4, 5, 6};
+    Write(root_ / "model" / "w.bin", std::string(reinterpret_cast<char*>(w), sizeof(w)));
+    Write(root_ / "outside" / "secret.bin", std::string(reinterpret_cast<char*>(w), sizeof(w)));
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  static void Write(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
+
+  // y = x + w, with w [2, 3] float32 stored as external data at `location`.
+  std::string OnnxModel(const std::string& location, const std::string& offset = "0",
+                        const std::string& length = "24") {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    auto* g = m.mutable_graph();
+    g->set_name("ext");
+    auto* in = g->add_input();
+    in->set_name("x");
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    tt->mutable_shape()->add_dim()->set_dim_value(2);
+    tt->mutable_shape()->add_dim()->set_dim_value(3);
+    auto* w = g->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(2);
+    w->add_dims(3);
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto kv = [&](const std::string& k, const std::string& v) {
+      auto* e = w->add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    };
+    kv("location", location);
+    kv("offset", offset);
+    kv("length", length);
+    auto* n = g->add_node();
+    n->set_op_type("Add");
+    n->add_input("x");
+    n->add_input("w");
+    n->add_output("y");
+    g->add_output()->set_name("y");
+    fs::path p = root_ / "model" / "m.onnx";
+    Write(p, m.SerializeAsString());
+    return p.string();
+  }
+
+  fs::path root_;
+};
+
+TEST_F(HostileFiles, ExternalDataInsideTheModelDirectoryIsRead) {
+  auto g = ImportOnnx(OnnxModel("w.bin"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto s = Session::Create().value();
+  auto m = s->Compile(g.value());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  HostTensor x(DT_FLOAT, Shape({2, 3}));
+  for (int i = 0; i < 6; ++i) x.data_as<float>()[i] = 10.f * static_cast<float>(i);
+  auto y = m.value()->Run({x});
+  ASSERT_TRUE(y.ok()) << y.status().message();
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y.value()[0].data_as<float>()[i], 10.f * static_cast<float>(i) + static_cast<float>(i + 1));
+}
+
+TEST_F(HostileFiles, ExternalDataCannotLeaveTheModelDirectory) {
+  auto up = ImportOnnx(OnnxModel("../outside/secret.bin"));
+  ASSERT_FALSE(up.ok());
+  EXPECT_NE(up.status().message().find("leaves the model's directory"), std::string::npos) << up.status().message();
+  EXPECT_NE(up.status().message().find("tensor 'w'"), std::string::npos) << up.status().message();
+
+  auto abs = ImportOnnx(OnnxModel((root_ / "outside" / "secret.bin").string()));
+  ASSERT_FALSE(abs.ok());
+  EXPECT_NE(abs.status().message().find("is absolute"), std::string::npos) << abs.status().message();
+
+  auto passwd = ImportOnnx(OnnxModel("/etc/passwd"));
+  ASSERT_FALSE(passwd.ok());
+  EXPECT_NE(passwd.status().message().find("is absolute"), std::string::npos) << passwd.status().message();
+
+  fs::create_symlink(root_ / "outside", root_ / "model" / "link");
+  auto link = ImportOnnx(OnnxModel("link/secret.bin"));
+  ASSERT_FALSE(link.ok());
+  EXPECT_NE(link.status().message().find("outside the model's directory"), std::string::npos) << link.status().message();
+}
+
+TEST_F(HostileFiles, BadExternalDataOffsetsAndLengthsAreErrors) {
+  for (const char* bad : {"abc", "-1", "1e3", "99999999999999999999", " 1", ""}) {
+    auto g = ImportOnnx(OnnxModel("w.bin", bad));
+    ASSERT_FALSE(g.ok()) << bad;
+    EXPECT_NE(g.status().message().find("not a non-negative integer"), std::string::npos) << g.status().message();
+  }
+  auto past = ImportOnnx(OnnxModel("w.bin", "8"));  // 24 bytes at offset 8 of a 24-byte file
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.status().message().find("do not fit"), std::string::npos) << past.status().message();
+  auto huge = ImportOnnx(OnnxModel("w.bin", "9223372036854775807"));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("do not fit"), std::string::npos) << huge.status().message();
+}
+
+TEST_F(HostileFiles, DevicesFifosAndDirectoriesAreRefused) {
+  fs::path fifo = root_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Each would read forever (/dev/zero), block forever (a FIFO with no writer) or fail oddly.
+  for (const std::string path : {std::string("/dev/zero"), fifo.string(), root_.string()}) {
+    auto g = Graph::FromJsonFile(path);
+    ASSERT_FALSE(g.ok()) << path;
+    EXPECT_NE(g.status().message().find("only regular files are read"), std::string::npos) << g.status().message();
+    auto o = ImportOnnx(path);
+    ASSERT_FALSE(o.ok()) << path;
+    EXPECT_NE(o.status().message().find("only regular files are read"), std::string::npos) << o.status().message();
+    auto n = internal::ReadNpy(path);
+    ASSERT_FALSE(n.ok()) << path;
+    EXPECT_NE(n.status().message().find("only regular files are read"), std::string::npos) << n.status().message();
+  }
+  auto ext = ImportOnnx(OnnxModel("../fifo"));
+  ASSERT_FALSE(ext.ok());
+  ASSERT_EQ(::mkfifo((root_ / "model" / "wfifo").c_str(), 0600), 0);
+  auto ext_fifo = ImportOnnx(OnnxModel("wfifo"));
+  ASSERT_FALSE(ext_fifo.ok());
+  EXPECT_NE(ext_fifo.status().message().find("a FIFO"), std::string::npos) << ext_fifo.status().message();
+}
+
+TEST_F(HostileFiles, JsonGraphConstantFilesStayNextToTheGraph) {
+  HostTensor w(DT_FLOAT, Shape({3}));
+  ASSERT_TRUE(internal::WriteNpy((root_ / "outside" / "w.npy").string(), w).ok());
+  for (const std::string file : {std::string("../outside/w.npy"), (root_ / "outside" / "w.npy").string()}) {
+    std::string text = R"({"name": "g", "inputs": [{"name": "x", "dtype": "float32", "shape": [3]}],
+      "constants": [{"name": "w", "file": ")" + file + R"("}],
+      "nodes": [{"op": "Add", "name": "a", "inputs": ["x", "w"], "outputs": ["y"]}], "outputs": ["y"]})";
+    Write(root_ / "model" / "g.json", text);
+    auto g = Graph::FromJsonFile((root_ / "model" / "g.json").string());
+    ASSERT_FALSE(g.ok()) << file;
+    EXPECT_NE(g.status().message().find("constant"), std::string::npos) << g.status().message();
+  }
+}
+
+TEST(ParseNonNegativeInt64, AcceptsOnlyWholeDecimals) {
+  int64_t v = -1;
+  EXPECT_TRUE(internal::ParseNonNegativeInt64("0", &v));
+  EXPECT_EQ(v, 0);
+  EXPECT_TRUE(internal::ParseNonNegativeInt64("9223372036854775807", &v));
+  EXPECT_EQ(v, INT64_MAX);
+  for (const char* bad : {"", "-0", "+1", "9223372036854775808", "12a", "0x10", "1 "})
+    EXPECT_FALSE(internal::ParseNonNegativeInt64(bad, &v)) << bad;
+}
+
+}  // namespace
+}  // namespace weft
