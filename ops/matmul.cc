@@ -72,6 +72,7 @@ class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, 
     if (a->GetDataType() != DT_FLOAT || a->GetShape().GetDimNum() < 2 || b->GetShape().GetDimNum() < 2 ||
         !Plan(a->GetShape(), b->GetShape(), &d, &err))
       return GRAPH_SUCCESS;
+    if (d.k == 0 || d.out.GetShapeSize() == 0) return GRAPH_SUCCESS;  // empty: the loops write the (zero) result
     size_t rank = d.out.GetDimNum();
     auto padded = [&](const Shape& s) {
       std::vector<int64_t> v(rank - s.GetDimNum(), 1);

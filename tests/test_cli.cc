@@ -90,6 +90,28 @@ TEST(Cli, MissingInputsAreListed) {
   EXPECT_TRUE(Contains(r.out, "missing --input for: a (float32[2]), b (int64[1])"));
 }
 
+TEST(Cli, UnknownAndRepeatedInputsAreErrors) {
+  std::string d = Dir();
+  std::ofstream(d + "/u.json") << R"({"inputs": [{"name": "a", "dtype": "float32", "shape": [2]}],
+    "nodes": [{"op": "Relu", "inputs": ["a"], "outputs": ["y"]}], "outputs": ["y"]})";
+  ASSERT_TRUE(internal::WriteNpy(d + "/a.npy", HostTensor(DT_FLOAT, Shape({2}))).ok());
+  Result unknown = Sh(kWeft + " run " + d + "/u.json --input a=" + d + "/a.npy --input b=" + d + "/a.npy");
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_TRUE(Contains(unknown.out, "--input 'b': the model has no input of that name (its inputs: a)")) << unknown.out;
+  Result twice = Sh(kWeft + " run " + d + "/u.json --input a=" + d + "/a.npy --input a=" + d + "/a.npy");
+  EXPECT_EQ(twice.code, 1);
+  EXPECT_TRUE(Contains(twice.out, "--input 'a' is given twice")) << twice.out;
+}
+
+TEST(Cli, AJsonNumberOutOfRangeIsAnError) {
+  std::string d = Dir();
+  std::ofstream(d + "/big.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2]}],
+    "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["y"], "attrs": {"alpha": 1e400}}], "outputs": ["y"]})";
+  Result r = Sh(kWeft + " run " + d + "/big.json");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Contains(r.out, "number overflow")) << r.out;
+}
+
 TEST(Cli, PluginsReadsManifestsWithoutLoading) {
   Result r = Sh("WEFT_CUSTOM_OPP_PATH=" + Pkg("test_ops") + ":" + Pkg("ge_port") + " " + WEFT_CLI_PATH + " plugins");
   EXPECT_EQ(r.code, 0) << r.out;

@@ -161,6 +161,88 @@ TEST_F(HostileFiles, JsonGraphConstantFilesStayNextToTheGraph) {
   }
 }
 
+// ONNX graphs built in memory for the degenerate-node cases below.
+onnx::ValueInfoProto FloatInput(const std::string& name, std::vector<int64_t> dims) {
+  onnx::ValueInfoProto v;
+  v.set_name(name);
+  auto* tt = v.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  return v;
+}
+
+TEST(DegenerateNodes, IfWithoutAConditionIsAnError) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  *g->add_input() = FloatInput("x", {2});
+  auto* n = g->add_node();
+  n->set_op_type("If");
+  n->set_name("cond");
+  n->add_output("y");
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    auto* a = n->add_attribute();
+    a->set_name(branch);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    auto* b = a->mutable_g();
+    auto* id = b->add_node();
+    id->set_op_type("Identity");
+    id->add_input("x");
+    id->add_output(std::string(branch) + "_out");
+    b->add_output()->set_name(std::string(branch) + "_out");
+  }
+  g->add_output()->set_name("y");
+  auto r = ImportOnnxBytes(m.SerializeAsString(), ".");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'cond' (If): needs exactly one input"), std::string::npos) << r.status().message();
+}
+
+TEST(DegenerateNodes, MatMulWithAnEmptyInnerDimensionGivesZeros) {
+  // [3, 0] x [0, 4]: every output element is an empty sum.
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  *g->add_input() = FloatInput("a", {3, 0});
+  *g->add_input() = FloatInput("b", {0, 4});
+  auto* n = g->add_node();
+  n->set_op_type("MatMul");
+  n->add_input("a");
+  n->add_input("b");
+  n->add_output("y");
+  g->add_output()->set_name("y");
+  auto graph = ImportOnnxBytes(m.SerializeAsString(), ".");
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  auto model = Session::Create().value()->Compile(graph.value());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto y = model.value()->Run({HostTensor(DT_FLOAT, Shape({3, 0})), HostTensor(DT_FLOAT, Shape({0, 4}))});
+  ASSERT_TRUE(y.ok()) << y.status().message();
+  ASSERT_EQ(y.value()[0].shape().ToVector(), (std::vector<int64_t>{3, 4}));
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(y.value()[0].data_as<float>()[i], 0.f);
+}
+
+TEST(DegenerateNodes, AGivenShapeMayNotContradictTheModelsFixedDims) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  *g->add_input() = FloatInput("x", {3, 4});
+  auto* n = g->add_node();
+  n->set_op_type("Relu");
+  n->add_input("x");
+  n->add_output("y");
+  g->add_output()->set_name("y");
+  OnnxImportOptions bad;
+  bad.input_shapes["x"] = Shape({5, 4});
+  auto r = ImportOnnxBytes(m.SerializeAsString(), ".", bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("graph input 'x' is declared [3,4]"), std::string::npos) << r.status().message();
+  OnnxImportOptions same;
+  same.input_shapes["x"] = Shape({3, 4});
+  EXPECT_TRUE(ImportOnnxBytes(m.SerializeAsString(), ".", same).ok());
+}
+
 TEST(ParseNonNegativeInt64, AcceptsOnlyWholeDecimals) {
   int64_t v = -1;
   EXPECT_TRUE(internal::ParseNonNegativeInt64("0", &v));

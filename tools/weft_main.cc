@@ -95,6 +95,7 @@ int Run(const RunArgs& a) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0)
       return Fail("--input '" + spec + "' must be NAME=FILE.npy");
+    if (feeds.count(spec.substr(0, eq))) return Fail("--input '" + spec.substr(0, eq) + "' is given twice");
     auto t = internal::ReadNpy(spec.substr(eq + 1));
     if (!t.ok()) return Fail("input '" + spec.substr(0, eq) + "': " + t.status().message());
     shapes[spec.substr(0, eq)] = t.value().shape();
@@ -115,6 +116,13 @@ int Run(const RunArgs& a) {
     model = session.value()->Compile(graph.value());
   }
   if (!model.ok()) return Fail(model.status().message());
+  std::string names;
+  for (auto& in : model.value()->inputs()) names += (names.empty() ? "" : ", ") + in.name;
+  for (auto& [name, t] : feeds) {
+    bool known = false;
+    for (auto& in : model.value()->inputs()) known = known || in.name == name;
+    if (!known) return Fail("--input '" + name + "': the model has no input of that name (its inputs: " + names + ")");
+  }
   std::string missing;
   for (auto& in : model.value()->inputs())
     if (!feeds.count(in.name))
@@ -308,18 +316,26 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (*plugins) return Plugins(pa);
-  if (*run) return Run(ra);
-  if (*inspect) return Inspect(ia);
-  if (*compile) return CompileCmd(ca);
-  if (*manifest) {
-    if (mname.empty()) mname = fs::path(mroot).lexically_normal().filename().string();
-    weft::Status s = WriteManifest(mroot, mname);
-    if (!s.ok()) {
-      std::cerr << "weft: error: " << s.message() << "\n";
-      return 1;
+  // Nothing escapes as a crash: an exception from anywhere below (out of memory included)
+  // becomes an error message and exit status 1.
+  try {
+    if (*plugins) return Plugins(pa);
+    if (*run) return Run(ra);
+    if (*inspect) return Inspect(ia);
+    if (*compile) return CompileCmd(ca);
+    if (*manifest) {
+      if (mname.empty()) mname = fs::path(mroot).lexically_normal().filename().string();
+      weft::Status s = WriteManifest(mroot, mname);
+      if (!s.ok()) {
+        std::cerr << "weft: error: " << s.message() << "\n";
+        return 1;
+      }
+      return 0;
     }
-    return 0;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "weft: error: out of memory\n";
+  } catch (const std::exception& e) {
+    std::cerr << "weft: error: " << e.what() << "\n";
   }
   return 1;
 }

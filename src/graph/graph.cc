@@ -165,7 +165,7 @@ Expected<Graph> Graph::FromJsonText(const std::string& text, const std::string& 
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax errors, and numbers out of range such as 1e400
     return InvalidArgument(std::string("graph JSON does not parse: ") + e.what());
   }
   if (!j.is_object()) return InvalidArgument("graph JSON must be an object with \"inputs\", \"nodes\" and \"outputs\"");

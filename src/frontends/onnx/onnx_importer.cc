@@ -351,6 +351,11 @@ struct NodeImporter {
   // are side-effect free, so computing both is equivalent when their outputs have one shape.
   Status ImportIf(const Node& n, const onnx::GraphProto& then_g, const onnx::GraphProto& else_g,
                   std::map<std::string, std::string>& rename) {
+    if (n.inputs.size() != 1 || n.inputs[0].empty()) {
+      problems.push_back("'" + n.name + "' (If): needs exactly one input, the condition; it has " +
+                         std::to_string(n.inputs.size()));
+      return Status::Ok();
+    }
     if (then_g.output_size() != static_cast<int>(n.outputs.size()) || else_g.output_size() != static_cast<int>(n.outputs.size())) {
       problems.push_back("'" + n.name + "' (If): branches must produce the node's " + std::to_string(n.outputs.size()) + " outputs");
       return Status::Ok();
@@ -411,6 +416,21 @@ Expected<Graph> ImportOnnxBytes(const std::string& bytes, const std::string& bas
     Shape shape;
     if (auto it = options.input_shapes.find(in.name()); it != options.input_shapes.end()) {
       shape = it->second;
+      // The given shape fills the model's dynamic dims; it may not contradict the fixed ones.
+      if (tt.has_shape()) {
+        bool fits = tt.shape().dim_size() == static_cast<int>(shape.GetDimNum());
+        for (int k = 0; fits && k < tt.shape().dim_size(); ++k)
+          fits = !tt.shape().dim(k).has_dim_value() || tt.shape().dim(k).dim_value() <= 0 ||
+                 tt.shape().dim(k).dim_value() == shape.GetDim(static_cast<size_t>(k));
+        if (!fits) {
+          std::string declared = "[";
+          for (int k = 0; k < tt.shape().dim_size(); ++k)
+            declared += (k ? "," : "") + (tt.shape().dim(k).has_dim_value() ? std::to_string(tt.shape().dim(k).dim_value())
+                                                                              : std::string("?"));
+          return InvalidArgument("graph input '" + in.name() + "' is declared " + declared + "]; the shape given for it, " +
+                                 shape.ToString() + ", does not match");
+        }
+      }
     } else {
       if (!tt.has_shape()) return InvalidArgument("graph input '" + in.name() + "' has no shape; give it in OnnxImportOptions::input_shapes");
       if (tt.shape().dim_size() > WEFT_MAX_DIMS) return InvalidArgument("graph input '" + in.name() + "' has too many dims");
