@@ -1,5 +1,6 @@
 // Per-node dispatch cost: a chain of 1,000 nodes alternating Add (with a constant) and Relu on a
 // [1,16] float tensor, against the same arithmetic as a hand-written loop. Reported per node.
+// Also compile time against graph size (BM_CompileReluChain).
 //
 //   build/bench/weft_bench_dispatch            (see bench/README.md for the reference figures)
 #include <benchmark/benchmark.h>
@@ -83,5 +84,29 @@ void BM_HandWrittenLoop(benchmark::State& state) {
 BENCHMARK(BM_HandWrittenLoop)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
+
+// Compile time against graph size: a chain of N Relu nodes, compiled from scratch. Linear in N
+// is the goal (the memory planner and every pass); the time per node should stay flat.
+void BM_CompileReluChain(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  weft::SessionOptions o;
+  o.use_env_path = false;
+  auto s = weft::Session::Create(o).value();
+  weft::Graph g("relu_chain");
+  g.AddInput("x", weft::DT_FLOAT, {1, kWidth});
+  std::string prev = "x";
+  for (int k = 0; k < n; ++k) {
+    std::string out = "t" + std::to_string(k);
+    g.AddNode("Relu", "relu" + std::to_string(k), {prev}, {out});
+    prev = out;
+  }
+  g.AddOutput(prev);
+  for (auto _ : state) {
+    auto m = s->Compile(g);
+    if (!m.ok()) state.SkipWithError(m.status().message().c_str());
+    benchmark::DoNotOptimize(m);
+  }
+}
+BENCHMARK(BM_CompileReluChain)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 BENCHMARK_MAIN();
