@@ -156,6 +156,14 @@ TEST(MemoryPlan, RandomDagsNeverShareLiveMemory) {
     for (auto& v : values) sum += (v.bytes + 63) / 64 * 64;
     EXPECT_LE(plan.arena_bytes, sum);
     EXPECT_GE(plan.arena_bytes, plan.lower_bound_bytes);
+    size_t most_live = 0;  // the lower bound, recomputed step by step
+    for (int t = 0; t <= steps; ++t) {
+      size_t live = 0;
+      for (auto& v : values)
+        if (v.producer <= t && t <= v.last_use) live += v.bytes;
+      most_live = std::max(most_live, live);
+    }
+    EXPECT_EQ(plan.lower_bound_bytes, most_live) << "trial " << trial;
     for (size_t a = 0; a < values.size(); ++a) {
       EXPECT_EQ(values[a].offset % 64, 0u);
       EXPECT_LE(values[a].offset + values[a].bytes, plan.arena_bytes);
