@@ -18,6 +18,8 @@ echo "== Building and installing Weft into $VENV (pip install .; a few minutes o
   --config-settings=build-dir="$ROOT/build/wheel" "$ROOT" 2>&1 | grep -E '^\[[0-9]+/[0-9]+\]|Successfully|rror' || true
 "$PYTHON" -c 'import weft' 2>/dev/null || { echo "the Weft build failed; run: $PYTHON -m pip install -v ." >&2; exit 1; }
 WEFT="$VENV/bin/weft"
+"$WEFT" --help > /dev/null
+"$PYTHON" -c 'import weft, weft.torch; print("installed:", weft.__file__)'
 PREFIX=$("$PYTHON" -c 'import weft; print(weft.cmake_prefix_path)')
 
 echo "== An operator package built out of tree against the installed SDK"
