@@ -171,10 +171,15 @@ onnx::ValueInfoProto FloatInput(const std::string& name, std::vector<int64_t> di
   return v;
 }
 
-TEST(DegenerateNodes, IfWithoutAConditionIsAnError) {
+onnx::ModelProto NewModel() {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(17);
+  return m;
+}
+
+TEST(DegenerateNodes, IfWithoutAConditionIsAnError) {
+  onnx::ModelProto m = NewModel();
   auto* g = m.mutable_graph();
   *g->add_input() = FloatInput("x", {2});
   auto* n = g->add_node();
@@ -200,9 +205,7 @@ TEST(DegenerateNodes, IfWithoutAConditionIsAnError) {
 
 TEST(DegenerateNodes, MatMulWithAnEmptyInnerDimensionGivesZeros) {
   // [3, 0] x [0, 4]: every output element is an empty sum.
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
+  onnx::ModelProto m = NewModel();
   auto* g = m.mutable_graph();
   *g->add_input() = FloatInput("a", {3, 0});
   *g->add_input() = FloatInput("b", {0, 4});
@@ -223,9 +226,7 @@ TEST(DegenerateNodes, MatMulWithAnEmptyInnerDimensionGivesZeros) {
 }
 
 TEST(DegenerateNodes, AGivenShapeMayNotContradictTheModelsFixedDims) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
+  onnx::ModelProto m = NewModel();
   auto* g = m.mutable_graph();
   *g->add_input() = FloatInput("x", {3, 4});
   auto* n = g->add_node();
