@@ -342,16 +342,18 @@ PYBIND11_MODULE(_weft, m) {
 
   py::class_<Session, std::shared_ptr<Session>>(m, "Session")
       .def(py::init([](const std::vector<std::string>& packages, bool use_env_path, bool allow_override, int threads,
-                       bool load_builtins) {
+                       bool load_builtins, bool trust_embedded_code) {
         SessionOptions o;
         o.package_paths = packages;
         o.use_env_path = use_env_path;
         o.allow_override = allow_override;
         o.intra_op_threads = threads;
         o.load_builtins = load_builtins;
+        o.trust_embedded_code = trust_embedded_code;
         return std::shared_ptr<Session>(Get(Session::Create(o)));
       }), py::arg("packages") = std::vector<std::string>{}, py::arg("use_env_path") = true,
-          py::arg("allow_override") = false, py::arg("threads") = 1, py::arg("load_builtins") = true)
+          py::arg("allow_override") = false, py::arg("threads") = 1, py::arg("load_builtins") = true,
+          py::arg("trust_embedded_code") = false)
       .def("load_package", [](Session& s, const std::string& root) {
         Status st = s.LoadPackage(root);
         if (!st.ok()) Raise(st);
@@ -385,11 +387,13 @@ PYBIND11_MODULE(_weft, m) {
         for (auto& v : Get(s.InferShapes(g))) l.append(Info(v));
         return l;
       }, "Output (name, dtype, shape) by shape inference alone; -1 where values decide.")
-      .def("load_model", [](Session& s, const std::string& path, bool verify) {
+      .def("load_model", [](Session& s, const std::string& path, bool verify, bool trust) {
         LoadOptions o;
         o.verify_checksum = verify;
+        o.trust_embedded_code = trust;
         return std::make_shared<PyModel>(Get(s.LoadModel(path, o)));
-      }, py::arg("path"), py::arg("verify_checksum") = true)
+      }, py::arg("path"), py::arg("verify_checksum") = true, py::arg("trust_embedded_code") = false,
+         "Loads a model file; embedded plugin libraries (native code) run only with trust_embedded_code=True.")
       .def("load_model_bytes", [](Session& s, const py::bytes& b) {
         std::string_view v = b;
         return std::make_shared<PyModel>(Get(s.LoadModelFromMemory(v.data(), v.size())));

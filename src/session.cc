@@ -16,7 +16,8 @@ namespace {
 
 class SessionImpl : public Session {
  public:
-  explicit SessionImpl(const SessionOptions& o) : registry_(o.allow_override) {
+  explicit SessionImpl(const SessionOptions& o)
+      : registry_(o.allow_override), trust_embedded_code_(o.trust_embedded_code) {
     auto env = std::make_shared<internal::EngineEnv>();
     env->options = o.options;
     env->options["weft.intra_op_threads"] = std::to_string(std::max(1, o.intra_op_threads));
@@ -70,15 +71,21 @@ class SessionImpl : public Session {
     return r;
   }
   Expected<std::shared_ptr<CompiledModel>> LoadModel(const std::string& path, const LoadOptions& options) override {
-    return internal::LoadModelFile(path, options, registry_, env_);
+    return internal::LoadModelFile(path, WithSessionTrust(options), registry_, env_);
   }
   Expected<std::shared_ptr<CompiledModel>> LoadModelFromMemory(const void* data, size_t size,
                                                               const LoadOptions& options) override {
-    return internal::LoadModelMemory(data, size, options, registry_, env_);
+    return internal::LoadModelMemory(data, size, WithSessionTrust(options), registry_, env_);
   }
 
  private:
+  LoadOptions WithSessionTrust(LoadOptions o) const {
+    o.trust_embedded_code = o.trust_embedded_code || trust_embedded_code_;
+    return o;
+  }
+
   internal::OpRegistry registry_;
+  bool trust_embedded_code_ = false;
   std::shared_ptr<const internal::EngineEnv> env_;
 };
 

@@ -224,7 +224,13 @@ TEST(Cli, CompilesToAModelFileThatRunsAndInspects) {
   EXPECT_TRUE(Contains(i.out, "Mul v1  built-in"));
   auto x = HostTensor::FromVector<float>(DT_FLOAT, {2, 3}, {1, 2, 3, 4, 5, 6});
   ASSERT_TRUE(internal::WriteNpy(d + "/cx.npy", x).ok());
-  Result r = Sh(kWeft + " run " + d + "/c.weft -i x=" + d + "/cx.npy -o " + d + "/cout -p " + Pkg("rtc_ops"));
+  // The file's compiled kernel is native code: it runs only on an explicit trust decision.
+  Result untrusted = Sh(kWeft + " run " + d + "/c.weft -i x=" + d + "/cx.npy -o " + d + "/cout -p " + Pkg("rtc_ops"));
+  EXPECT_EQ(untrusted.code, 1);
+  EXPECT_TRUE(Contains(untrusted.out, "holds 1 runtime-compiled kernel(s)")) << untrusted.out;
+  EXPECT_TRUE(Contains(untrusted.out, "--trust-embedded-code")) << untrusted.out;
+  Result r = Sh(kWeft + " run " + d + "/c.weft --trust-embedded-code -i x=" + d + "/cx.npy -o " + d + "/cout -p " +
+                Pkg("rtc_ops"));
   ASSERT_EQ(r.code, 0) << r.out;
   auto y = internal::ReadNpy(d + "/cout/y.npy");
   ASSERT_TRUE(y.ok());

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "rtc/kernel_cache.h"
@@ -155,7 +156,13 @@ TEST(ModelFile, LoadingRestoresKernelsWithoutCallingCompile) {
   int deserializes = PluginCounter("weft_test_rtc_deserialize_calls");
   ASSERT_GE(compiles, 1);
   auto s = MakeSession({"rtc_ops"});
-  auto loaded = s->LoadModel(dir + "/scale.weft");
+  auto untrusted = s->LoadModel(dir + "/scale.weft");  // the kernel is native code from the file
+  ASSERT_FALSE(untrusted.ok());
+  EXPECT_TRUE(Contains(untrusted.status().message(), "runtime-compiled kernel(s) for node(s) 'sc' (RtcScale)"))
+      << untrusted.status().message();
+  LoadOptions trust;
+  trust.trust_embedded_code = true;
+  auto loaded = s->LoadModel(dir + "/scale.weft", trust);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   EXPECT_EQ(PluginCounter("weft_test_rtc_compile_calls"), compiles);  // never Compile
   EXPECT_EQ(PluginCounter("weft_test_rtc_deserialize_calls"), deserializes + 1);
@@ -258,7 +265,13 @@ TEST(ModelFile, EmbeddedPluginsLoadFromMemory) {
   EXPECT_TRUE(info.value().plugins[0].embedded);
   EXPECT_EQ(info.value().plugins[0].package, "compilable_add_custom");
   auto s = MakeSession();  // no package at all
-  auto loaded = s->LoadModel(dir + "/add.weft");
+  auto untrusted = s->LoadModel(dir + "/add.weft");  // native code from a file needs a trust decision
+  ASSERT_FALSE(untrusted.ok());
+  EXPECT_TRUE(Contains(untrusted.status().message(), "runs only when trusted")) << untrusted.status().message();
+  EXPECT_TRUE(Contains(untrusted.status().message(), "compilable_add_custom")) << untrusted.status().message();
+  LoadOptions trust;
+  trust.trust_embedded_code = true;
+  auto loaded = s->LoadModel(dir + "/add.weft", trust);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   auto x = RandomFloat({4, 16}, 21), y = RandomFloat({4, 16}, 22);
   auto out = loaded.value()->Run({x, y});
@@ -266,6 +279,35 @@ TEST(ModelFile, EmbeddedPluginsLoadFromMemory) {
   ExpectAddResult(x, y, out.value()[0]);
   EXPECT_TRUE(s->ListOps().size() > 0);
   for (auto& op : s->ListOps()) EXPECT_NE(op.op_type, "CompilableAddCustom");  // the session is untouched
+}
+
+TEST(ModelFile, ATamperedEmbeddedLibraryIsRefusedBeforeItIsLoaded) {
+  std::string dir = TempDir("tamper");
+  std::string lib_path;
+  {
+    auto s = MakeSession({"compilable_add_custom"});
+    auto m = s->Compile(AddGraph(4, 16));
+    ASSERT_TRUE(m.ok());
+    SaveOptions o;
+    o.embed_plugins = true;
+    ASSERT_TRUE(m.value()->Save(dir + "/add.weft", o).ok());
+  }
+  // Find the embedded library's bytes in the file (its ELF header) and change one byte past it,
+  // as an attacker swapping the code would; the file checksum is rewritten by skipping it.
+  std::ifstream in(dir + "/add.weft", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t elf = bytes.find("\x7f" "ELF");
+  ASSERT_NE(elf, std::string::npos);
+  bytes[elf + 200] = static_cast<char>(bytes[elf + 200] ^ 0x5a);
+  std::ofstream(dir + "/tampered.weft", std::ios::binary) << bytes;
+  LoadOptions o;
+  o.trust_embedded_code = true;
+  o.verify_checksum = false;  // an attacker rewrites the checksum too: the library's own hash still holds
+  auto s = MakeSession();
+  auto loaded = s->LoadModel(dir + "/tampered.weft", o);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_TRUE(Contains(loaded.status().message(), "('libcompilable_add_custom.so') does not match its recorded hash"))
+      << loaded.status().message();
 }
 
 TEST(ModelFile, CompilableOpsWithoutPortableCannotBeSaved) {

@@ -84,6 +84,7 @@ struct RunArgs {
   std::string output_dir = ".";
   std::vector<std::string> packages;
   bool allow_override = false;
+  bool trust_embedded_code = false;
   int threads = 1;
   int profile = 0;
 };
@@ -105,6 +106,7 @@ int Run(const RunArgs& a) {
   o.package_paths = a.packages;
   o.allow_override = a.allow_override;
   o.intra_op_threads = a.threads;
+  o.trust_embedded_code = a.trust_embedded_code;
   auto session = Session::Create(o);
   if (!session.ok()) return Fail(session.status().message());
   Expected<std::shared_ptr<CompiledModel>> model = Status(Status::Code::kInternal, "no model");
@@ -286,6 +288,8 @@ int main(int argc, char** argv) {
   run->add_option("-o,--output-dir", ra.output_dir, "Directory for <output>.npy files")->capture_default_str();
   run->add_option("-p,--package", ra.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)");
   run->add_flag("--allow-override", ra.allow_override, "Let a package replace an op type registered earlier (e.g. a built-in)");
+  run->add_flag("--trust-embedded-code", ra.trust_embedded_code,
+                "Run plugin libraries embedded in a .weft file (native code: only for files you trust)");
   run->add_option("-t,--threads", ra.threads, "Intra-op threads")->check(CLI::Range(1, 256))->capture_default_str();
   run->add_option("--profile", ra.profile, "Also time every step over N runs and print where the time goes")
       ->check(CLI::Range(1, 100000));

@@ -20,13 +20,21 @@ WEFT_CUSTOM_OPP_PATH="$PKG" "$WEFT" compile "$HERE/graph.json" -o "$WORK/model.w
 ls "$WEFT_CACHE_DIR"/*.so > /dev/null  # the compiled kernel is cached on disk
 WEFT_CUSTOM_OPP_PATH="$PKG" "$WEFT" compile "$HERE/graph.json" -o "$WORK/model_embedded.weft" --embed-plugins
 "$WEFT" inspect "$WORK/model_embedded.weft"
-WEFT_CUSTOM_OPP_PATH="$PKG" "$WEFT" run "$WORK/model.weft" -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/out"
-# Without the package the plain file names what to install; the embedded one just runs.
+# The file carries the kernel compiled for it: native code, so it runs on an explicit trust
+# decision (--trust-embedded-code; docs/security.md), here for a file this script just wrote.
+WEFT_CUSTOM_OPP_PATH="$PKG" "$WEFT" run "$WORK/model.weft" --trust-embedded-code -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/out"
+# Without the package the plain file names what to install; the embedded one runs its own copy
+# of the plugin, also native code from the file, so again only with --trust-embedded-code.
 if env -u WEFT_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model.weft" -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/none" 2> "$WORK/err"; then
   echo "expected a missing-package error" >&2; exit 1
 fi
 grep -q "compilable_add_custom" "$WORK/err" && cat "$WORK/err"
-env -u WEFT_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model_embedded.weft" -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/out_embedded"
+if env -u WEFT_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model_embedded.weft" -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/none" 2> "$WORK/err"; then
+  echo "expected embedded native code to need --trust-embedded-code" >&2; exit 1
+fi
+grep -q "trust-embedded-code" "$WORK/err" && cat "$WORK/err"
+env -u WEFT_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model_embedded.weft" --trust-embedded-code \
+  -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/out_embedded"
 "${PYTHON:-python3}" - "$WORK" <<'PY'
 import sys, numpy as np
 w = sys.argv[1]

@@ -242,6 +242,10 @@ struct SessionOptions {
   int intra_op_threads = 1;
   // Values operators read with GetOption(key).
   std::map<std::string, std::string> options;
+  // Let model files run the native code they carry — plugin libraries embedded with
+  // `--embed-plugins` and kernels compiled at graph-compile time (CompilableOp) — for every
+  // LoadModel of this session. Off by default; see docs/security.md.
+  bool trust_embedded_code = false;
 };
 
 struct MemoryReport {
@@ -272,6 +276,10 @@ struct LoadOptions {
   // Check the file's checksum (reads every byte once). Off only for trusted files or fuzzing;
   // the structure is validated either way.
   bool verify_checksum = true;
+  // Run the native code the file carries: embedded plugin libraries (used when the session lacks
+  // the ops) and runtime-compiled kernels. Only for files you trust (docs/security.md). Embedded
+  // libraries' bytes are always checked against the hash recorded for them before loading.
+  bool trust_embedded_code = false;
 };
 
 // What a model file holds, without loading it (`weft inspect model.weft`).

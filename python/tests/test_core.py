@@ -92,7 +92,9 @@ def test_model_file_round_trip(tmp_path, pkg):
     path = str(tmp_path / "add.weft")
     m.save(path, embed_plugins=True)
     x, y = rng(5).standard_normal((2, 3, 8)).astype(np.float32)
-    loaded = weft.Session(use_env_path=False).load_model(path)  # plugin comes from the file
+    with pytest.raises(RuntimeError, match="runs only when trusted"):
+        weft.Session(use_env_path=False).load_model(path)  # native code from a file needs trust
+    loaded = weft.Session(use_env_path=False).load_model(path, trust_embedded_code=True)  # plugin from the file
     (z,) = loaded.run([x, y])
     np.testing.assert_array_equal(z, x + y)
     data = open(path, "rb").read()

@@ -233,6 +233,10 @@ Expected<std::shared_ptr<const void>> MapFile(const std::string& path, size_t* s
 
 }  // namespace
 
+constexpr const char* kTrustHow =
+    "load it with --trust-embedded-code (weft run) or trust_embedded_code (LoadOptions or SessionOptions in C++, "
+    "Session(...) or load_model(...) in Python) if you trust the file's origin";
+
 Expected<std::shared_ptr<CompiledModel>> LoadModelBytes(std::shared_ptr<const void> mapping, size_t size,
                                                        const std::string& where, const LoadOptions& options,
                                                        const OpRegistry& session_reg, std::shared_ptr<const EngineEnv> env) {
@@ -252,6 +256,14 @@ Expected<std::shared_ptr<CompiledModel>> LoadModelBytes(std::shared_ptr<const vo
                  (lib ? have->library && have->library->hash == lib->hash : !have->library);
     if (match) continue;
     if (lib && lib->data && !loaded_embedded.count(o.library)) {
+      // Native code from the file: only on an explicit trust decision. (ParseModelFile already
+      // checked its bytes against the hash recorded for it, before anything is mapped.)
+      if (!options.trust_embedded_code)
+        return FailedPrecondition(
+            "model file '" + where + "' needs op '" + o.op_type + "' from its embedded plugin library '" + lib->name +
+            "' (" + lib->hash + "), and embedded libraries are native code that runs only when trusted: " + kTrustHow +
+            ", or install " + (lib->package.empty() ? lib->name : "package '" + lib->package + "'") +
+            " (WEFT_CUSTOM_OPP_PATH) so the file's copy is not needed");
       Status s = reg.LoadLibraryFromMemory("embedded:" + lib->name, lib->data, lib->size);
       if (!s.ok()) return Status(s.code(), "model file '" + where + "': embedded plugin '" + lib->name + "': " + s.message());
       loaded_embedded.insert(o.library);
@@ -272,6 +284,16 @@ Expected<std::shared_ptr<CompiledModel>> LoadModelBytes(std::shared_ptr<const vo
                                  " (WEFT_CUSTOM_OPP_PATH), or save the model with --embed-plugins"
                            : "; use the Weft build that wrote the model";
     return FailedPrecondition("model file '" + where + "' needs " + need + ", but " + found + hint);
+  }
+  // Runtime-compiled kernels are shared objects from the file: native code, like embedded plugins.
+  if (pm.num_kernels > 0 && !options.trust_embedded_code) {
+    std::string nodes;
+    int shown = 0;
+    for (const auto& n : pm.graph.nodes)
+      if (!n.kernels.empty() && shown++ < 3) nodes += (nodes.empty() ? "" : ", ") + ("'" + n.name + "' (" + n.op_type + ")");
+    return FailedPrecondition("model file '" + where + "' holds " + std::to_string(pm.num_kernels) +
+                              " runtime-compiled kernel(s) for node(s) " + nodes + (shown > 3 ? ", ..." : "") +
+                              "; they are native code and run only when trusted: " + kTrustHow);
   }
   auto m = InstantiateLoaded(pm.graph, reg, std::move(env));
   if (!m.ok()) return Status(m.status().code(), "model file '" + where + "': " + m.status().message());
