@@ -117,6 +117,16 @@ int64_t Prod(const int64_t* v, size_t n) {
   return p;
 }
 
+// The optional bias B (input 2) of Conv/ConvTranspose: one value per output channel.
+bool BiasFits(const InferShapeContext* ctx, int64_t out_channels, std::string* err) {
+  const Shape* b = ctx->GetOptionalInputShape(2);
+  if (b && (b->GetDimNum() != 1 || b->GetDim(0) != out_channels)) {
+    *err = "bias B " + b->ToString() + " must be 1-D with one value per output channel (" + std::to_string(out_channels) + ")";
+    return false;
+  }
+  return true;
+}
+
 class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
  public:
   // float32 fast path: a oneDNN convolution with weights prepacked once, bias, the fused residual
@@ -258,7 +268,9 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     Window w;
     std::string err;
     if (!Geometry(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), &w, &err)) return Fail(ctx, err);
-    Shape out({ctx->GetInputShape(0)->GetDim(0), ctx->GetInputShape(1)->GetDim(0)});
+    int64_t m = ctx->GetInputShape(1)->GetDim(0);
+    if (!BiasFits(ctx, m, &err)) return Fail(ctx, err);
+    Shape out({ctx->GetInputShape(0)->GetDim(0), m});
     for (size_t i = 0; i < w.nd; ++i) out.AppendDim(w.out[i]);
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
@@ -368,7 +380,9 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp {
     const Shape& x = *ctx->GetInputShape(0);
     const Shape& wt = *ctx->GetInputShape(1);
     if (!Geometry(ctx, x, wt, &w, &err)) return Fail(ctx, err);
-    Shape out({x.GetDim(0), wt.GetDim(1) * *ctx->GetAttrs()->GetInt("group")});
+    int64_t m = wt.GetDim(1) * *ctx->GetAttrs()->GetInt("group");
+    if (!BiasFits(ctx, m, &err)) return Fail(ctx, err);
+    Shape out({x.GetDim(0), m});
     for (size_t i = 0; i < w.nd; ++i) out.AppendDim(w.out[i]);
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;

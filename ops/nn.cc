@@ -225,6 +225,21 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
     int64_t axis = 0;
     if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(x.GetDimNum()), &axis))
       return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), x.GetDimNum()));
+    // Scale and B broadcast to the normalized trailing dims (each dim equal or 1), never wider.
+    Shape tail;
+    for (size_t k = static_cast<size_t>(axis); k < x.GetDimNum(); ++k) tail.AppendDim(x.GetDim(k));
+    for (size_t in = 1; in <= 2; ++in) {
+      const Shape* p = in == 1 ? ctx->GetInputShape(1) : ctx->GetOptionalInputShape(2);
+      if (!p) continue;
+      bool fits = p->GetDimNum() <= tail.GetDimNum();
+      for (size_t k = 0; fits && k < p->GetDimNum(); ++k) {
+        int64_t d = p->GetDim(k), want = tail.GetDim(tail.GetDimNum() - p->GetDimNum() + k);
+        fits = d == want || d == 1;
+      }
+      if (!fits)
+        return Fail(ctx, std::string(in == 1 ? "Scale " : "B ") + p->ToString() + " does not broadcast to the normalized dims " +
+                             tail.ToString());
+    }
     *ctx->GetOutputShape(0) = x;
     Shape stat;
     for (size_t k = 0; k < x.GetDimNum(); ++k) stat.AppendDim(static_cast<int64_t>(k) < axis ? x.GetDim(k) : 1);

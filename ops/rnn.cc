@@ -68,6 +68,25 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp {
              " and " + std::to_string(d->dirs) + " direction(s)";
       return false;
     }
+    // Every other parameter is read by index in Execute: its shape must be exactly the one
+    // the dims imply.
+    const int64_t G = kGates * d->hidden, H = d->hidden;
+    auto expect = [&](const Tensor* t, const char* name, const Shape& want) {
+      if (!t || t->GetShape() == want) return true;
+      *err = std::string(name) + " " + t->GetShape().ToString() + " must be " + want.ToString() + " (" +
+             std::to_string(d->dirs) + " direction(s), batch " + std::to_string(d->batch) + ", hidden_size " +
+             std::to_string(H) + (d->batch_first ? ", layout 1)" : ")");
+      return false;
+    };
+    Shape state = d->batch_first ? Shape({d->batch, d->dirs, H}) : Shape({d->dirs, d->batch, H});
+    if (!expect(ctx->GetInputTensor(2), "R", Shape({d->dirs, G, H})) ||
+        !expect(ctx->GetOptionalInputTensor(3), "B", Shape({d->dirs, 2 * G})) ||
+        !expect(ctx->GetOptionalInputTensor(4), "sequence_lens", Shape({d->batch})) ||
+        !expect(ctx->GetOptionalInputTensor(5), "initial_h", state))
+      return false;
+    if (K == Kind::kLstm &&
+        (!expect(ctx->GetOptionalInputTensor(6), "initial_c", state) || !expect(ctx->GetOptionalInputTensor(7), "P", Shape({d->dirs, 3 * H}))))
+      return false;
     return true;
   }
 
@@ -154,8 +173,8 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp {
         const Activation& hact = acts[static_cast<size_t>(dd * per_dir + (per_dir > 2 ? 2 : 0))];
         for (int64_t b = 0; b < d.batch; ++b)
           for (int64_t j = 0; j < H; ++j) {
-            h[b * H + j] = h0 ? at(h0, (dd * d.batch + b) * H + j) : 0.0;
-            c[b * H + j] = c0 ? at(c0, (dd * d.batch + b) * H + j) : 0.0;
+            h[b * H + j] = h0 ? at(h0, hi(dd, b, j)) : 0.0;  // initial states follow the layout too
+            c[b * H + j] = c0 ? at(c0, hi(dd, b, j)) : 0.0;
           }
         for (int64_t step = 0; step < d.seq; ++step) {
           for (int64_t b = 0; b < d.batch; ++b) {
