@@ -200,4 +200,28 @@ TEST(Registry, HashIsStableAndDistinguishesFiles) {
 }
 
 }  // namespace
+TEST(Registry, MalformedPluginTablesAreRefusedWithoutCrashing) {
+  auto sound = MakeSession({"bad_tables_0"});
+  ASSERT_TRUE(sound);
+  EXPECT_TRUE(sound->GetOpSchema("BadTable").ok());  // the same library with sound tables loads
+  const std::pair<int, const char*> cases[] = {
+      {1, "malformed input descriptor #0"},
+      {2, "'x' types: 3 entries but a null array"},
+      {3, "'x' has an unknown kind 7"},
+      {4, "default of attribute 'sizes': 1000000 entries but a null array"},
+      {5, "inputs: 2147483648 entries, more than 4096"},
+      {6, "attributes: 2 entries but a null array"},
+      {7, "prototypes: 3 entries but a null array"},
+  };
+  for (auto& [n, message] : cases) {
+    SessionOptions o;
+    o.use_env_path = false;
+    auto s = Session::Create(o).value();
+    Status st = s->LoadPackage(Pkg("bad_tables_" + std::to_string(n)));
+    ASSERT_FALSE(st.ok()) << n;
+    EXPECT_TRUE(Contains(st.message(), message)) << n << ": " << st.message();
+    EXPECT_TRUE(Contains(st.message(), "libbad_tables_" + std::to_string(n) + ".so")) << st.message();
+  }
+}
+
 }  // namespace weft

@@ -29,6 +29,54 @@ LoadedLibrary::~LoadedLibrary() {
 #define WEFT_HAS_FIELD(ptr, type, field) \
   ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)nullptr)->field))
 
+namespace {
+
+// Upper bounds on what a library's tables may declare: far above any real operator, low enough
+// that a corrupt count is an error instead of a huge loop or allocation.
+constexpr uint32_t kMaxOpsPerLibrary = 1u << 16;
+constexpr uint32_t kMaxIosOrAttrs = 1u << 12;
+constexpr uint32_t kMaxDtypes = 256;
+constexpr uint64_t kMaxDefaultElements = 1u << 20;
+
+// A table of `n` entries must be a real array when n > 0 and n must be plausible.
+template <typename T>
+Status CheckTable(const T* table, uint64_t n, uint64_t max, const std::string& what) {
+  if (n > max) return InvalidArgument(what + ": " + std::to_string(n) + " entries, more than " + std::to_string(max));
+  if (n > 0 && table == nullptr) return InvalidArgument(what + ": " + std::to_string(n) + " entries but a null array");
+  return Status::Ok();
+}
+
+// A default value as the plugin wrote it: every pointer AttrFromC follows is checked first.
+Status CheckAttrValue(const WeftAttrValue* v, const std::string& what) {
+  if (v->struct_size < sizeof(WeftAttrValue))
+    return InvalidArgument(what + ": struct_size " + std::to_string(v->struct_size) + " is smaller than the level-1 WeftAttrValue");
+  switch (v->type) {
+    case WEFT_ATTR_LIST_INT: return CheckTable(v->ints, v->count, kMaxDefaultElements, what);
+    case WEFT_ATTR_LIST_FLOAT: return CheckTable(v->floats, v->count, kMaxDefaultElements, what);
+    case WEFT_ATTR_LIST_BOOL: return CheckTable(v->bools, v->count, kMaxDefaultElements, what);
+    case WEFT_ATTR_LIST_STRING: return CheckTable(v->strings, v->count, kMaxDefaultElements, what);
+    case WEFT_ATTR_TENSOR: {
+      const WeftTensor* t = v->tensor;
+      if (!t) return Status::Ok();
+      if (t->struct_size < sizeof(WeftTensor) || t->shape.ndim < 0 || t->shape.ndim > WEFT_MAX_DIMS ||
+          DataTypeSize(static_cast<DataType>(t->dtype)) == 0)
+        return InvalidArgument(what + ": malformed tensor default");
+      uint64_t n = 1;
+      for (int64_t k = 0; k < t->shape.ndim; ++k) {
+        int64_t d = t->shape.dims[k];
+        if (d < 0 || (d > 0 && n > kMaxDefaultElements / static_cast<uint64_t>(d)))
+          return InvalidArgument(what + ": tensor default has a negative or oversized shape");
+        n *= static_cast<uint64_t>(d);
+      }
+      if (n > 0 && t->data == nullptr) return InvalidArgument(what + ": tensor default of " + std::to_string(n) + " elements has no data");
+      return Status::Ok();
+    }
+    default: return Status::Ok();
+  }
+}
+
+}  // namespace
+
 AttrValue AttrFromC(const WeftAttrValue* v) {
   switch (v->type) {
     case WEFT_ATTR_INT: return AttrValue::Int(v->i);
@@ -66,9 +114,17 @@ Expected<Prototype> ImportPrototype(const WeftOpPrototype* p, const std::string&
   out.op_type = p->op_type;
   out.version = p->version;
   std::string ctx = where + ": REG_OP(" + out.op_type + ")";
+  WEFT_RETURN_IF_ERROR(CheckTable(p->inputs, p->num_inputs, kMaxIosOrAttrs, ctx + " inputs"));
+  WEFT_RETURN_IF_ERROR(CheckTable(p->outputs, p->num_outputs, kMaxIosOrAttrs, ctx + " outputs"));
+  WEFT_RETURN_IF_ERROR(CheckTable(p->attrs, p->num_attrs, kMaxIosOrAttrs, ctx + " attributes"));
+  WEFT_RETURN_IF_ERROR(CheckTable(p->dtype_symbols, p->num_dtype_symbols, kMaxIosOrAttrs, ctx + " DATATYPE symbols"));
   std::map<std::string, std::vector<DataType>> symbols;
   for (uint32_t k = 0; k < p->num_dtype_symbols; ++k) {
     const WeftDtypeSymbol* s = p->dtype_symbols[k];
+    if (!s || s->struct_size < sizeof(WeftDtypeSymbol))
+      return InvalidArgument(ctx + ": DATATYPE symbol #" + std::to_string(k) + " is null or smaller than the level-1 WeftDtypeSymbol");
+    WEFT_RETURN_IF_ERROR(CheckTable(s->dtypes, s->num_dtypes, kMaxDtypes,
+                                    ctx + ": DATATYPE(" + std::string(s->name ? s->name : "") + ") types"));
     std::vector<DataType>& v = symbols[s->name ? s->name : ""];
     for (uint32_t j = 0; j < s->num_dtypes; ++j) v.push_back(static_cast<DataType>(s->dtypes[j]));
   }
@@ -76,9 +132,13 @@ Expected<Prototype> ImportPrototype(const WeftOpPrototype* p, const std::string&
     int dynamic = 0;
     for (uint32_t k = 0; k < n; ++k) {
       const WeftIoDesc* d = descs[k];
-      if (!d || !d->name) return InvalidArgument(ctx + ": malformed input/output descriptor");
+      if (!d || d->struct_size < sizeof(WeftIoDesc) || !d->name)
+        return InvalidArgument(ctx + ": malformed " + (is_input ? "input" : "output") + " descriptor #" + std::to_string(k) +
+                               " (null, unnamed, or smaller than the level-1 WeftIoDesc)");
       IoSpec io;
       io.name = d->name;
+      if (d->kind < WEFT_IO_REQUIRED || d->kind > WEFT_IO_DYNAMIC)
+        return InvalidArgument(ctx + ": '" + io.name + "' has an unknown kind " + std::to_string(d->kind));
       io.kind = static_cast<WeftIoKind>(d->kind);
       if (io.kind == WEFT_IO_DYNAMIC) ++dynamic;
       if (d->dtype_symbol) {
@@ -88,6 +148,7 @@ Expected<Prototype> ImportPrototype(const WeftOpPrototype* p, const std::string&
           return InvalidArgument(ctx + ": '" + io.name + "' uses type symbol '" + io.symbol + "' with no DATATYPE");
         io.dtypes = it->second;
       } else {
+        WEFT_RETURN_IF_ERROR(CheckTable(d->dtypes, d->num_dtypes, kMaxDtypes, ctx + ": '" + io.name + "' types"));
         for (uint32_t j = 0; j < d->num_dtypes; ++j) io.dtypes.push_back(static_cast<DataType>(d->dtypes[j]));
       }
       for (DataType dt : io.dtypes)
@@ -107,13 +168,18 @@ Expected<Prototype> ImportPrototype(const WeftOpPrototype* p, const std::string&
   if (out.outputs.empty()) return InvalidArgument(ctx + ": declares no OUTPUT");
   for (uint32_t k = 0; k < p->num_attrs; ++k) {
     const WeftAttrDesc* a = p->attrs[k];
-    if (!a || !a->name) return InvalidArgument(ctx + ": malformed attribute descriptor");
+    if (!a || a->struct_size < sizeof(WeftAttrDesc) || !a->name)
+      return InvalidArgument(ctx + ": malformed attribute descriptor #" + std::to_string(k) +
+                             " (null, unnamed, or smaller than the level-1 WeftAttrDesc)");
     AttrSpec s;
     s.name = a->name;
+    if (a->type < WEFT_ATTR_INT || a->type > WEFT_ATTR_TYPE)
+      return InvalidArgument(ctx + ": attribute '" + s.name + "' has an unknown type " + std::to_string(a->type));
     s.type = static_cast<WeftAttrType>(a->type);
     s.required = a->required != 0;
     if (!s.required) {
       if (!a->default_value) return InvalidArgument(ctx + ": optional attribute '" + s.name + "' has no default");
+      WEFT_RETURN_IF_ERROR(CheckAttrValue(a->default_value, ctx + ": default of attribute '" + s.name + "'"));
       s.default_value = AttrFromC(a->default_value);
       if (s.default_value.type() != s.type)
         return InvalidArgument(ctx + ": default of attribute '" + s.name + "' has the wrong type");
@@ -252,6 +318,9 @@ Status OpRegistry::RegisterLibrary(std::shared_ptr<LoadedLibrary> lib) {
   if (l->error) return InvalidArgument("operator library '" + lib->path + "': " + l->error);
   lib->lib = l;
 
+  WEFT_RETURN_IF_ERROR(CheckTable(l->prototypes, l->num_prototypes, kMaxOpsPerLibrary,
+                                  "operator library '" + lib->path + "' prototypes"));
+  WEFT_RETURN_IF_ERROR(CheckTable(l->impls, l->num_impls, kMaxOpsPerLibrary, "operator library '" + lib->path + "' implementations"));
   // Pair prototypes (REG_OP) with implementations (REG_AUTO_MAPPING_OP) by exact name.
   std::map<std::string, const WeftOpPrototype*> protos;
   std::map<std::string, const WeftOpImpl*> impls;
