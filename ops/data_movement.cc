@@ -330,7 +330,12 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
     if (!err.empty()) return Fail(ctx, err);
     Shape out;
     size_t r = in.GetDimNum();
+    bool reflect = std::string(ctx->GetAttrs()->GetStr("mode")) == "reflect";
     for (size_t k = 0; k < r; ++k) {
+      // Reflection mirrors the dim without repeating its edge: a pad must be shorter than the dim.
+      if (reflect && (pads[k] > 0 || pads[k + r] > 0) && (pads[k] >= in.GetDim(k) || pads[k + r] >= in.GetDim(k)))
+        return Fail(ctx, "reflect padding (" + std::to_string(pads[k]) + ", " + std::to_string(pads[k + r]) +
+                             ") of dim " + std::to_string(k) + " must be smaller than the dim (" + std::to_string(in.GetDim(k)) + ")");
       int64_t d = in.GetDim(k) + pads[k] + pads[k + r];
       if (d < 0) return Fail(ctx, "padding makes dim " + std::to_string(k) + " negative");
       out.AppendDim(d);

@@ -384,12 +384,19 @@ class Range : public EagerExecuteOp, public ShapeInferOp {
       limit = static_cast<double>(Load(l->GetData<T>()[0]));
       delta = static_cast<double>(Load(d->GetData<T>()[0]));
     });
-    if (delta == 0) {
-      *err = "delta is 0";
+    if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta)) {
+      *err = delta == 0 ? "delta is 0" : "start, limit and delta must be finite (got " + std::to_string(start) + ", " +
+                                             std::to_string(limit) + ", " + std::to_string(delta) + ")";
       *n = -2;
       return true;
     }
-    *n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+    double count = std::ceil((limit - start) / delta);
+    if (count > 4.0e18) {  // would not fit a dim (and casting it to int64 would be undefined)
+      *err = "the range has " + std::to_string(count) + " elements";
+      *n = -2;
+      return true;
+    }
+    *n = std::max<int64_t>(0, static_cast<int64_t>(count));
     return true;
   }
   graphStatus InferShape(InferShapeContext* ctx) override {
