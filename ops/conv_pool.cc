@@ -43,6 +43,13 @@ bool MakeWindow(const KernelContextBase* ctx, const Shape& x, const int64_t* ker
       *err = "kernel, strides and dilations must be positive";
       return false;
     }
+    // Every window parameter within 2^31 keeps the arithmetic below far from overflow.
+    constexpr int64_t kMaxWindow = int64_t(1) << 31;
+    if (w->k[i] > kMaxWindow || w->s[i] > kMaxWindow || w->d[i] > kMaxWindow || std::abs(w->pb[i]) > kMaxWindow ||
+        std::abs(w->pe[i]) > kMaxWindow || w->in[i] > (int64_t(1) << 40)) {
+      *err = "kernel, strides, dilations, pads or the input size of spatial dim " + std::to_string(i) + " are implausibly large";
+      return false;
+    }
     int64_t ext = (w->k[i] - 1) * w->d[i] + 1;
     if (transpose) continue;
     if (auto_pad == "VALID") {

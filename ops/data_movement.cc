@@ -336,7 +336,9 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
       if (reflect && (pads[k] > 0 || pads[k + r] > 0) && (pads[k] >= in.GetDim(k) || pads[k + r] >= in.GetDim(k)))
         return Fail(ctx, "reflect padding (" + std::to_string(pads[k]) + ", " + std::to_string(pads[k + r]) +
                              ") of dim " + std::to_string(k) + " must be smaller than the dim (" + std::to_string(in.GetDim(k)) + ")");
-      int64_t d = in.GetDim(k) + pads[k] + pads[k + r];
+      int64_t d = 0;
+      if (__builtin_add_overflow(in.GetDim(k), pads[k], &d) || __builtin_add_overflow(d, pads[k + r], &d))
+        return Fail(ctx, "padding overflows dim " + std::to_string(k));
       if (d < 0) return Fail(ctx, "padding makes dim " + std::to_string(k) + " negative");
       out.AppendDim(d);
     }
@@ -501,7 +503,11 @@ class DepthToSpace : public EagerExecuteOp, public ShapeInferOp {
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& s = *ctx->GetInputShape(0);
     int64_t b = *ctx->GetAttrs()->GetInt("blocksize");
-    if (s.GetDimNum() != 4 || b <= 0) return Fail(ctx, "needs a 4-D NCHW input and blocksize > 0");
+    if (s.GetDimNum() != 4 || b <= 0 || b > (1 << 16)) return Fail(ctx, "needs a 4-D NCHW input and 0 < blocksize <= 65536");
+    int64_t grown = 0;
+    if (__builtin_mul_overflow(std::max(s.GetDim(2), s.GetDim(3)), b, &grown) ||
+        __builtin_mul_overflow(s.GetDim(1), b * b, &grown))
+      return Fail(ctx, "blocksize " + std::to_string(b) + " makes a dim overflow");
     bool d2s = std::string(ctx->GetNodeType()) == "DepthToSpace";
     if (d2s) {
       if (s.GetDim(1) % (b * b)) return Fail(ctx, "channels not divisible by blocksize^2");

@@ -311,7 +311,10 @@ class Tile : public EagerExecuteOp, public ShapeInferOp {
     Shape out;
     for (size_t k = 0; k < rep.size(); ++k) {
       if (rep[k] < 0) return Fail(ctx, "negative repeat");
-      out.AppendDim(in.GetDim(k) * rep[k]);
+      int64_t d = 0;
+      if (__builtin_mul_overflow(in.GetDim(k), rep[k], &d))
+        return Fail(ctx, "dim " + std::to_string(k) + " repeated " + std::to_string(rep[k]) + " times overflows");
+      out.AppendDim(d);
     }
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;

@@ -342,7 +342,7 @@ PYBIND11_MODULE(_weft, m) {
 
   py::class_<Session, std::shared_ptr<Session>>(m, "Session")
       .def(py::init([](const std::vector<std::string>& packages, bool use_env_path, bool allow_override, int threads,
-                       bool load_builtins, bool trust_embedded_code) {
+                       bool load_builtins, bool trust_embedded_code, uint64_t memory_budget_bytes) {
         SessionOptions o;
         o.package_paths = packages;
         o.use_env_path = use_env_path;
@@ -350,10 +350,11 @@ PYBIND11_MODULE(_weft, m) {
         o.intra_op_threads = threads;
         o.load_builtins = load_builtins;
         o.trust_embedded_code = trust_embedded_code;
+        o.memory_budget_bytes = memory_budget_bytes;
         return std::shared_ptr<Session>(Get(Session::Create(o)));
       }), py::arg("packages") = std::vector<std::string>{}, py::arg("use_env_path") = true,
           py::arg("allow_override") = false, py::arg("threads") = 1, py::arg("load_builtins") = true,
-          py::arg("trust_embedded_code") = false)
+          py::arg("trust_embedded_code") = false, py::arg("memory_budget_bytes") = 0)
       .def("load_package", [](Session& s, const std::string& root) {
         Status st = s.LoadPackage(root);
         if (!st.ok()) Raise(st);

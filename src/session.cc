@@ -2,6 +2,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include <unistd.h>
+
 #include "registry/registry.h"
 #include "runtime/engine.h"
 #include "weft/weft.h"
@@ -14,6 +16,11 @@ Status RegisterBuiltinOps(OpRegistry& reg);
 
 namespace {
 
+uint64_t PhysicalMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : UINT64_MAX;
+}
+
 class SessionImpl : public Session {
  public:
   explicit SessionImpl(const SessionOptions& o)
@@ -24,6 +31,7 @@ class SessionImpl : public Session {
     env->options["weft.target"] = internal::RtcTarget();  // what Compile builds for
     env->options["weft.device"] = "cpu";
     if (o.intra_op_threads > 1) env->pool = std::make_unique<internal::ThreadPool>(o.intra_op_threads);
+    env->memory_budget = o.memory_budget_bytes ? o.memory_budget_bytes : PhysicalMemoryBytes();
     env_ = env;
   }
 

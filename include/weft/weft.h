@@ -246,6 +246,9 @@ struct SessionOptions {
   // `--embed-plugins` and kernels compiled at graph-compile time (CompilableOp) — for every
   // LoadModel of this session. Off by default; see docs/security.md.
   bool trust_embedded_code = false;
+  // The most bytes one compiled model's planned intermediates may take; a larger plan fails at
+  // compile or load time, naming the largest tensor. 0: this machine's physical memory.
+  uint64_t memory_budget_bytes = 0;
 };
 
 struct MemoryReport {

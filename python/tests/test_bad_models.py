@@ -56,3 +56,25 @@ def test_reflect_padding_wider_than_the_dim(tmp_path):
     x = np.array([[1, 2, 3]], np.float32)
     (y,) = weft.Session(use_env_path=False).compile(weft.import_onnx(ok)).run([x])
     np.testing.assert_array_equal(y, np.pad(x, ((0, 0), (2, 2)), mode="reflect"))
+
+
+def test_sizes_that_overflow_or_exceed_the_memory_budget(tmp_path):
+    i64 = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)
+    cos = save(tmp_path, [helper.make_node("ConstantOfShape", ["s"], ["y"])], [], [i64("s", [2**40, 2**40])])
+    assert "whose size does not fit in 64 bits" in error_of(cos)
+    tile = save(tmp_path, [helper.make_node("Tile", ["x", "r"], ["y"])], [("x", F, [2, 2])], [i64("r", [2**62, 2**62])])
+    assert "repeated 4611686018427387904 times overflows" in error_of(tile)
+    pad = save(tmp_path, [helper.make_node("Pad", ["x", "p"], ["y"])], [("x", F, [1, 3])],
+               [i64("p", [0, 2**62, 0, 2**62])])
+    assert "padding overflows dim 1" in error_of(pad)
+    expand = save(tmp_path, [helper.make_node("Expand", ["x", "s"], ["y"], name="grow")], [("x", F, [1])],
+                  [i64("s", [2**20, 2**20])])
+    msg = error_of(expand)  # 4 TiB: more than the physical memory of any machine this runs on
+    assert "more than the memory budget" in msg and "[Expand 'grow']" in msg, msg
+    # The budget is a session option: the same small model fits 1 MB and not 1 KB.
+    relu = save(tmp_path, [helper.make_node("Relu", ["x"], ["h"], name="r1"), helper.make_node("Relu", ["h"], ["y"])],
+                [("x", F, [1024])])
+    g = weft.import_onnx(relu)
+    weft.Session(use_env_path=False, memory_budget_bytes=1 << 20).compile(g)
+    with pytest.raises(ValueError, match=r"need \d+ bytes, more than the memory budget of 1000 bytes; the largest is 'h' \[1024\]"):
+        weft.Session(use_env_path=False, memory_budget_bytes=1000).compile(g)

@@ -313,7 +313,7 @@ struct Builder {
   }
 
   // The arena plan and the memory report (dynamic models size intermediates per run).
-  void PlanArena() {
+  Status PlanArena() {
     if (m->dynamic)
       for (auto& v : m->values)
         if (v.kind == ValueKind::kIntermediate) v.bytes = 0;
@@ -321,6 +321,22 @@ struct Builder {
     m->memory_.arena_bytes = plan.arena_bytes;
     m->memory_.lower_bound_bytes = plan.lower_bound_bytes;
     for (auto& v : m->values) m->memory_.num_planned_tensors += v.kind == ValueKind::kIntermediate;
+    uint64_t budget = m->env ? m->env->memory_budget : UINT64_MAX;
+    if (plan.arena_bytes > budget) {
+      const Value* big = nullptr;
+      for (auto& v : m->values)
+        if (v.kind == ValueKind::kIntermediate && (!big || v.bytes > big->bytes)) big = &v;
+      std::string from = big && big->producer >= 0 && static_cast<size_t>(big->producer) < m->nodes.size()
+                             ? ", produced by [" + m->nodes[big->producer]->op_type + " '" + m->nodes[big->producer]->name + "']"
+                             : "";
+      return InvalidArgument("the model's intermediates need " + std::to_string(plan.arena_bytes) +
+                             " bytes, more than the memory budget of " + std::to_string(budget) + " bytes" +
+                             (big ? "; the largest is '" + big->name + "' " + big->shape.ToString() + " (" +
+                                        std::to_string(big->bytes) + " bytes" + from + ")"
+                                  : std::string()) +
+                             " (SessionOptions::memory_budget_bytes; default: this machine's physical memory)");
+    }
+    return Status::Ok();
   }
 
   // Runs one callback of `cn` in a compile-time context over `meta`.
@@ -752,8 +768,15 @@ struct Builder {
       v.shape = meta[id].GetShape();
       if (v.shape.ndim < 0 || v.shape.ndim > WEFT_MAX_DIMS)
         return InvalidArgument(tag + "InferShape produced rank " + std::to_string(v.shape.ndim) + " for '" + v.name + "'");
-      if (v.shape.IsUnknown()) m->dynamic = true;
-      else v.bytes = static_cast<size_t>(v.shape.GetShapeSize()) * DataTypeSize(v.dtype);
+      if (v.shape.IsUnknown()) {
+        m->dynamic = true;
+        continue;
+      }
+      uint64_t bytes = 0;
+      if (!v.shape.GetCheckedBytes(DataTypeSize(v.dtype), &bytes))
+        return InvalidArgument(tag + "InferShape gave output '" + v.name + "' the shape " + v.shape.ToString() +
+                               ", whose size does not fit in 64 bits");
+      v.bytes = static_cast<size_t>(bytes);
     }
     return Status::Ok();
   }
@@ -848,7 +871,7 @@ struct Builder {
       if (Call(*cn, WEFT_STAGE_COMPILE, impl->compile, &compile_scratch) != WEFT_STATUS_OK)
         return Internal(NodeError(*cn, "Compile", error));
     }
-    PlanArena();
+    WEFT_RETURN_IF_ERROR(PlanArena());
     for (auto& c : m->constants) {
       m->memory_.constant_bytes += c.bytes();
       m->const_data.push_back(c.data());
@@ -1036,7 +1059,7 @@ struct Builder {
       m->output_ids.push_back(id);
       m->outputs_.push_back({v.name, v.dtype, m->dynamic ? Shape() : v.shape});
     }
-    PlanArena();
+    WEFT_RETURN_IF_ERROR(PlanArena());
     return m;
   }
 };

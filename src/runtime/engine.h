@@ -22,6 +22,7 @@ namespace weft::internal {
 // Session-wide settings operators can reach through the host API.
 struct EngineEnv {
   std::map<std::string, std::string> options;
+  uint64_t memory_budget = UINT64_MAX;  // bytes a model's arena may take (SessionOptions)
   std::unique_ptr<ThreadPool> pool;
 };
 
