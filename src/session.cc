@@ -21,6 +21,19 @@ uint64_t PhysicalMemoryBytes() {
   return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : UINT64_MAX;
 }
 
+// Runs one public entry point so that nothing escapes it as an exception: running out of memory
+// (or any exception from below) becomes an error naming what was being done.
+template <typename F>
+auto Guarded(const std::string& what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return IoError(what + ": out of memory");
+  } catch (const std::exception& e) {
+    return Internal(what + ": " + e.what());
+  }
+}
+
 class SessionImpl : public Session {
  public:
   explicit SessionImpl(const SessionOptions& o)
@@ -51,11 +64,15 @@ class SessionImpl : public Session {
     return Status::Ok();
   }
 
-  Status LoadPackage(const std::string& root) override { return registry_.LoadPackage(root); }
-  Status LoadLibrary(const std::string& path) override { return registry_.LoadLibrary(path); }
+  Status LoadPackage(const std::string& root) override {
+    return Guarded("loading package '" + root + "'", [&] { return registry_.LoadPackage(root); });
+  }
+  Status LoadLibrary(const std::string& path) override {
+    return Guarded("loading library '" + path + "'", [&] { return registry_.LoadLibrary(path); });
+  }
   std::vector<OpInfo> ListOps() const override { return registry_.List(); }
   Expected<std::shared_ptr<CompiledModel>> Compile(const Graph& graph) override {
-    auto r = internal::CompileGraph(graph, registry_, env_);
+    auto r = Guarded("compiling", [&] { return internal::CompileGraph(graph, registry_, env_); });
     if (!r.ok()) return Status(r.status().code(), "graph '" + graph.name() + "': " + r.status().message());
     return r;
   }
@@ -74,16 +91,18 @@ class SessionImpl : public Session {
     return s;
   }
   Expected<std::vector<ValueInfo>> InferShapes(const Graph& graph) override {
-    auto r = internal::InferGraphShapes(graph, registry_, env_);
+    auto r = Guarded("inferring shapes", [&] { return internal::InferGraphShapes(graph, registry_, env_); });
     if (!r.ok()) return Status(r.status().code(), "graph '" + graph.name() + "': " + r.status().message());
     return r;
   }
   Expected<std::shared_ptr<CompiledModel>> LoadModel(const std::string& path, const LoadOptions& options) override {
-    return internal::LoadModelFile(path, WithSessionTrust(options), registry_, env_);
+    return Guarded("loading model file '" + path + "'",
+                   [&] { return internal::LoadModelFile(path, WithSessionTrust(options), registry_, env_); });
   }
   Expected<std::shared_ptr<CompiledModel>> LoadModelFromMemory(const void* data, size_t size,
                                                               const LoadOptions& options) override {
-    return internal::LoadModelMemory(data, size, WithSessionTrust(options), registry_, env_);
+    return Guarded("loading a model from memory",
+                   [&] { return internal::LoadModelMemory(data, size, WithSessionTrust(options), registry_, env_); });
   }
 
  private:

@@ -103,6 +103,16 @@ TEST(Cli, UnknownAndRepeatedInputsAreErrors) {
   EXPECT_TRUE(Contains(twice.out, "--input 'a' is given twice")) << twice.out;
 }
 
+TEST(Cli, CompileKeepsOnlyFilesThatLoadBack) {
+  std::string d = Dir();
+  std::ofstream(d + "/neg.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [-5, 2]}],
+    "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["y"]}], "outputs": ["y"]})";
+  Result r = Sh(kWeft + " compile " + d + "/neg.json -o " + d + "/neg.weft");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Contains(r.out, "does not load back, so it was removed")) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(d + "/neg.weft"));
+}
+
 TEST(Cli, AJsonNumberOutOfRangeIsAnError) {
   std::string d = Dir();
   std::ofstream(d + "/big.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2]}],

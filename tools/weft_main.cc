@@ -192,6 +192,17 @@ int CompileCmd(const CompileArgs& a) {
   so.embed_plugins = a.embed_plugins;
   Status s = model.value()->Save(a.output, so);
   if (!s.ok()) return Fail(s.message());
+  // A file is only reported written once it loads: what this tool writes, its loader accepts
+  // (native code included: this process just compiled it).
+  LoadOptions check;
+  check.trust_embedded_code = true;
+  auto reloaded = session.value()->LoadModel(a.output, check);
+  if (!reloaded.ok()) {
+    std::error_code rm;
+    fs::remove(a.output, rm);
+    return Fail("the model file written to '" + a.output + "' does not load back, so it was removed: " +
+                reloaded.status().message());
+  }
   std::error_code ec;
   std::cout << "wrote " << a.output << " (" << fs::file_size(a.output, ec) << " bytes, " << model.value()->num_steps()
             << " steps" << (a.embed_plugins ? ", plugins embedded" : "") << ")\n";

@@ -779,15 +779,24 @@ Expected<std::vector<HostTensor>> ModelImpl::Run(const std::vector<HostTensor>& 
   for (auto& t : inputs) in.push_back(TensorRef::Of(t));
   if (source_graph)
     if (std::string sig; auto plan = Specialize(in.data(), in.size(), sig)) return plan->Run(inputs);
-  auto rc = Acquire();
+  std::unique_ptr<RunContextImpl> rc;
+  try {
+    rc = Acquire();
+  } catch (const std::bad_alloc&) {
+    return IoError("Run: not enough memory for the model's " + std::to_string(memory_.arena_bytes) + "-byte arena");
+  }
   Status s = Execute(*rc, in.data(), in.size(), nullptr);
   std::vector<HostTensor> results;
-  if (s.ok())
-    for (int id : output_ids) {
-      const Tensor& t = rc->tensors[id];
-      results.emplace_back(t.GetDataType(), t.GetShape());
-      if (t.GetByteCount()) std::memcpy(results.back().data(), t.data, t.GetByteCount());
-    }
+  try {
+    if (s.ok())
+      for (int id : output_ids) {
+        const Tensor& t = rc->tensors[id];
+        results.emplace_back(t.GetDataType(), t.GetShape());
+        if (t.GetByteCount()) std::memcpy(results.back().data(), t.data, t.GetByteCount());
+      }
+  } catch (const std::bad_alloc&) {
+    s = IoError("Run: not enough memory for the outputs");
+  }
   Release(std::move(rc));
   if (!s.ok()) return s;
   return results;
