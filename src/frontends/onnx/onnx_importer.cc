@@ -16,6 +16,9 @@ namespace fs = std::filesystem;
 namespace weft {
 namespace {
 
+// The newest default-domain opset whose operator forms the importer knows (ONNX 1.23 defines 28).
+constexpr int64_t kNewestOpset = 28;
+
 DataType FromOnnx(int32_t t) {
   switch (t) {
     case onnx::TensorProto::FLOAT: return DT_FLOAT;
@@ -394,8 +397,13 @@ Expected<Graph> ImportOnnxBytes(const std::string& bytes, const std::string& bas
   if (!model.ParseFromString(bytes)) return InvalidArgument("not a valid ONNX model (protobuf parse failed)");
   if (!model.has_graph()) return InvalidArgument("the ONNX model has no graph");
   std::map<std::string, int64_t> opsets;
+  if (model.ir_version() < 1)
+    return InvalidArgument("the model's ir_version is " + std::to_string(model.ir_version()) + "; ONNX models have 1 or more");
   for (auto& o : model.opset_import()) opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
   if (model.opset_import_size() == 0) opsets[""] = 1;
+  if (opsets.count("") && (opsets[""] < 1 || opsets[""] > kNewestOpset))
+    return InvalidArgument("the model imports ONNX opset " + std::to_string(opsets[""]) + "; this importer reads opsets 1 to " +
+                           std::to_string(kNewestOpset));
   const onnx::GraphProto& gp = model.graph();
   Graph g(gp.name().empty() ? "onnx_model" : gp.name());
   std::set<std::string> initializers;
