@@ -2,8 +2,8 @@
 # The whole test suite: installs what is missing (scripts/install_deps.sh), then a release build
 # + CTest (unit, numerics, CLI, the examples built out of tree, the ONNX node tests, pytest in
 # .venv), `pip install` of the checkout into a fresh venv tested outside the tree, a bounded
-# libFuzzer pass over the model-file parser, then the suite again under AddressSanitizer+UBSan,
-# and the concurrency test under ThreadSanitizer.
+# libFuzzer pass over every untrusted-input parser (.weft, ONNX, JSON graphs, .npy), then the
+# suite again under AddressSanitizer+UBSan, and the concurrency test under ThreadSanitizer.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -21,8 +21,8 @@ build/tests/weft_onnx_conformance --expected tests/onnx/expected_pass.txt | tail
 echo "== pip install of the checkout into a fresh venv, tested outside the source tree"
 scripts/test_wheel.sh
 
-echo "== model-file parser under libFuzzer (bounded pass)"
-scripts/fuzz_model_file.sh "${WEFT_FUZZ_SECONDS:-60}"
+echo "== the parsers of untrusted input under libFuzzer (bounded pass per target)"
+scripts/fuzz.sh "${WEFT_FUZZ_SECONDS:-30}"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined \

@@ -254,5 +254,234 @@ TEST(ParseNonNegativeInt64, AcceptsOnlyWholeDecimals) {
     EXPECT_FALSE(internal::ParseNonNegativeInt64(bad, &v)) << bad;
 }
 
+// Regression cases found by the libFuzzer targets in tests/fuzz/ (scripts/fuzz.sh).
+
+bool Has(const Status& s, const std::string& text) { return s.message().find(text) != std::string::npos; }
+
+std::string NpyBytes(const std::string& header, const std::string& data = "") {
+  return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header + data;
+}
+
+TEST(FuzzFindings, NpyShapeWhoseElementCountOverflowsIsAnError) {
+  // The element count overflowed int64 in Shape::GetShapeSize (undefined behaviour).
+  auto r = internal::ParseNpy(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }"), "o");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(r.status(), "more elements than fit in 64 bits")) << r.status().message();
+  auto zero = internal::ParseNpy(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 0), }"), "z");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_TRUE(Has(zero.status(), "more elements than fit in 64 bits")) << zero.status().message();
+}
+
+TEST(FuzzFindings, NpyHeaderFieldsAreValidated) {
+  const char* bad[] = {"{'descr': '<f4', 'fortran_order': False, 'shape': 5, }",
+                       "{'descr': '<f4', 'fortran_order': False, 'shape': (3abc,), }",
+                       "{'descr': '<f4', 'fortran_order': False, 'shape': (1,,2), }",
+                       "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }",
+                       "{'descr': '<f4', 'fortran_order': False, 'shape': (+1,), }",
+                       "{'descr': '<f4', 'shape': (1,), }"};
+  for (const char* h : bad) EXPECT_FALSE(internal::ParseNpy(NpyBytes(h, std::string(64, '\0')), "h").ok()) << h;
+  for (const char* h : {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }",
+                        "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+                        "{'descr': '<f4', 'fortran_order': False, 'shape': ( 2 , ), }",
+                        "{'descr': '<f4', 'fortran_order': False, 'shape': (), }"}) {
+    auto r = internal::ParseNpy(NpyBytes(h, std::string(8, '\0')), "h");
+    EXPECT_TRUE(r.ok()) << h << ": " << r.status().message();
+  }
+}
+
+TEST(FuzzFindings, HostTensorSizesThatOverflowAreRefused) {
+  Shape huge({int64_t(1) << 32, int64_t(1) << 32});
+  auto r = HostTensor::FromBytes(DT_FLOAT, huge, nullptr, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(r.status(), "more bytes than fit in 64 bits")) << r.status().message();
+  // 2^62 floats is 2^64 bytes: the byte count used to wrap to 0 and allocate 64 bytes.
+  EXPECT_THROW((void)HostTensor(DT_FLOAT, Shape({int64_t(1) << 62})), std::bad_alloc);
+  EXPECT_EQ(HostTensor(DT_FLOAT, Shape({-1, 3})).bytes(), 0u);  // unknown dims: an empty tensor, as before
+}
+
+TEST(FuzzFindings, JsonGraphNameMustBeAString) {
+  // j.value("name", ...) threw nlohmann::type_error out of FromJsonText.
+  auto r = Graph::FromJsonText(R"({"name": 0.5, "nodes": []})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(r.status(), "graph \"name\" must be a string")) << r.status().message();
+}
+
+TEST(FuzzFindings, JsonConstantValuesMustFitTheirDtype) {
+  // 1e10 as int8 was an undefined float-to-int conversion; true as float64 threw type_error.
+  auto r = Graph::FromJsonText(R"({"nodes": [], "constants": [{"name": "c", "dtype": "int8", "shape": [2], "data": [1, 1e10]}]})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(r.status(), "constant 'c': \"data\" value #1 (10000000000.0) does not fit int8")) << r.status().message();
+  for (const char* bad : {R"([{"name": "c", "dtype": "uint8", "shape": [1], "data": [-1]}])",
+                          R"([{"name": "c", "dtype": "int64", "shape": [1], "data": [18446744073709551615]}])",
+                          R"([{"name": "c", "dtype": "float32", "shape": [1], "data": [1e300]}])",
+                          R"([{"name": "c", "dtype": "float16", "shape": [1], "data": [-1e300]}])"}) {
+    auto b = Graph::FromJsonText(std::string(R"({"nodes": [], "constants": )") + bad + "}");
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_TRUE(Has(b.status(), "does not fit")) << b.status().message();
+  }
+  auto ok = Graph::FromJsonText(R"({"nodes": [], "constants": [
+    {"name": "d", "dtype": "float64", "shape": [3], "data": [true, 2, 1e300]},
+    {"name": "i", "dtype": "int32", "shape": [2], "data": [false, -2.7]},
+    {"name": "u", "dtype": "uint64", "shape": [1], "data": [18446744073709551615]}]})");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  const double* d = ok.value().constants()[0].second.data_as<double>();
+  EXPECT_EQ(d[0], 1.0);
+  EXPECT_EQ(d[2], 1e300);
+  EXPECT_EQ(ok.value().constants()[1].second.data_as<int32_t>()[1], -2);
+  EXPECT_EQ(ok.value().constants()[2].second.data_as<uint64_t>()[0], UINT64_MAX);
+}
+
+TEST(FuzzFindings, JsonConstantShapeWhoseElementCountOverflowsIsAnError) {
+  auto r = Graph::FromJsonText(
+      R"({"nodes": [], "constants": [{"name": "c", "dtype": "float32", "shape": [4294967296, 4294967296, 0], "data": []}]})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(r.status(), "constant 'c': shape [4294967296,4294967296,0] has more elements than fit in 64 bits"))
+      << r.status().message();
+}
+
+TEST(FuzzFindings, DeeplyNestedJsonIsRefusedBeforeParsing) {
+  // Copying or printing a json value recurses once per level: 200,000 levels overflowed the stack.
+  const size_t depth = 200000;
+  for (auto [prefix, suffix] : {std::pair{R"({"nodes": [{"op": "A", "attrs": {"a": {"x": )", "}}}]}"},
+                                std::pair{R"({"nodes": [], "constants": [{"name": "c", "dtype": "float32", "shape": [1], "data": )", "}]}"}}) {
+    std::string text = prefix + std::string(depth, '[') + std::string(depth, ']') + suffix;
+    auto r = Graph::FromJsonText(text);
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(Has(r.status(), "more than 64 levels deep")) << r.status().message();
+  }
+  // Brackets inside strings do not count.
+  auto s = Graph::FromJsonText(R"({"name": ")" + std::string(1000, '[') + R"(", "nodes": []})");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+}
+
+TEST(FuzzFindings, JsonAttributeNumbersAndCountsMustFitTheirTypes) {
+  for (const char* attrs : {R"({"a": 18446744073709551615})", R"({"a": 1e300})", R"({"a": [1, 18446744073709551615]})",
+                            R"({"a": [1, 1e300]})"}) {
+    auto r = Graph::FromJsonText(std::string(R"({"nodes": [{"op": "A", "name": "n", "attrs": )") + attrs + "}]}");
+    ASSERT_FALSE(r.ok()) << attrs;
+    EXPECT_TRUE(Has(r.status(), "node 'n' attribute 'a': value")) << r.status().message();
+    EXPECT_TRUE(Has(r.status(), "is out of range")) << r.status().message();
+  }
+  auto counts = Graph::FromJsonText(R"({"nodes": [{"op": "A", "name": "n", "input_counts": [4294967296]}]})");
+  ASSERT_FALSE(counts.ok());
+  EXPECT_TRUE(Has(counts.status(), "node 'n': \"input_counts\" must hold integers in [0, 2^32)")) << counts.status().message();
+  auto obj = Graph::FromJsonText(R"({"nodes": [{"op": "A", "name": "n", "attrs": {"a": {"b": 1}}}]})");
+  ASSERT_FALSE(obj.ok());
+  EXPECT_TRUE(Has(obj.status(), "unsupported attribute value (a JSON object")) << obj.status().message();
+}
+
+onnx::ModelProto ModelWithInitializer(std::vector<int64_t> dims) {
+  onnx::ModelProto m = NewModel();
+  auto* g = m.mutable_graph();
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) w->add_dims(d);
+  g->add_output()->set_name("w");
+  return m;
+}
+
+TEST(FuzzFindings, OnnxTensorWhoseElementCountOverflowsIsAnError) {
+  auto r = ImportOnnxBytes(ModelWithInitializer({98025113143737801, 104}).SerializeAsString(), ".");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(r.status(), "tensor 'w' has more elements than fit in 64 bits")) << r.status().message();
+}
+
+TEST(FuzzFindings, OnnxTensorDataIsCheckedBeforeTheTensorIsAllocated) {
+  // [2^28, 4] floats with no data: 4 GiB was allocated (and zeroed) before the count was checked.
+  auto none = ImportOnnxBytes(ModelWithInitializer({int64_t(1) << 28, 4}).SerializeAsString(), ".");
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(Has(none.status(), "tensor 'w': has 0 values, shape needs 1073741824")) << none.status().message();
+  onnx::ModelProto raw = ModelWithInitializer({int64_t(1) << 28, 4});
+  raw.mutable_graph()->mutable_initializer(0)->set_raw_data("abcd");
+  auto r = ImportOnnxBytes(raw.SerializeAsString(), ".");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(r.status(), "tensor 'w': raw_data has 4 bytes")) << r.status().message();
+  // External data: the file's size bounds the allocation; a missing file is reported as such.
+  fs::path dir = fs::temp_directory_path() / ("weft_fuzz_ext_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "small.bin", std::ios::binary) << std::string(16, '\0');
+  for (const char* location : {"small.bin", "missing.bin"}) {
+    onnx::ModelProto ext = ModelWithInitializer({int64_t(1) << 28, 4});
+    auto* w = ext.mutable_graph()->mutable_initializer(0);
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* kv = w->add_external_data();
+    kv->set_key("location");
+    kv->set_value(location);
+    auto e = ImportOnnxBytes(ext.SerializeAsString(), dir.string());
+    ASSERT_FALSE(e.ok()) << location;
+    EXPECT_TRUE(Has(e.status(), std::string(location) == "small.bin" ? "has 16 bytes; 4294967296 bytes at offset 0 do not fit"
+                                                                     : "No such file"))
+        << e.status().message();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(FuzzFindings, OnnxOldOpsetAttributesBecomeInputsOnlyWhenTheyHaveAListType) {
+  // Squeeze-11 with an empty axes list passed a null pointer to memcpy; a string axes became an
+  // untyped, empty constant.
+  for (bool as_string : {false, true}) {
+    onnx::ModelProto m = NewModel();
+    m.mutable_opset_import(0)->set_version(11);
+    auto* g = m.mutable_graph();
+    *g->add_input() = FloatInput("x", {1, 2});
+    auto* n = g->add_node();
+    n->set_op_type("Squeeze");
+    n->set_name("sq");
+    n->add_input("x");
+    n->add_output("y");
+    auto* a = n->add_attribute();
+    a->set_name("axes");
+    if (as_string) {
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s("0");
+    } else {
+      a->set_type(onnx::AttributeProto::INTS);
+    }
+    g->add_output()->set_name("y");
+    auto r = ImportOnnxBytes(m.SerializeAsString(), ".");
+    if (as_string) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_TRUE(Has(r.status(), "'sq' (Squeeze): attribute 'axes' must be a list of ints to become input 1"))
+          << r.status().message();
+    } else {
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      ASSERT_EQ(r.value().constants().size(), 1u);
+      EXPECT_EQ(r.value().constants()[0].second.shape(), Shape({0}));
+      EXPECT_EQ(r.value().constants()[0].second.dtype(), DT_INT64);
+    }
+  }
+}
+
+TEST(FuzzFindings, OnnxConstantValuesMustHaveTheTypeTheirNameSays) {
+  auto constant = [](const std::string& attr, onnx::AttributeProto::AttributeType type) {
+    onnx::ModelProto m = NewModel();
+    auto* g = m.mutable_graph();
+    auto* n = g->add_node();
+    n->set_op_type("Constant");
+    n->set_name("c");
+    n->add_output("y");
+    auto* a = n->add_attribute();
+    a->set_name(attr);
+    a->set_type(type);  // no values: an empty list, or a zero scalar
+    g->add_output()->set_name("y");
+    return ImportOnnxBytes(m.SerializeAsString(), ".");
+  };
+  // Empty lists passed a null pointer to memcpy.
+  for (auto [attr, type, dt] : {std::tuple{"value_floats", onnx::AttributeProto::FLOATS, DT_FLOAT},
+                                std::tuple{"value_ints", onnx::AttributeProto::INTS, DT_INT64}}) {
+    auto r = constant(attr, type);
+    ASSERT_TRUE(r.ok()) << attr << ": " << r.status().message();
+    EXPECT_EQ(r.value().constants()[0].second.shape(), Shape({0}));
+    EXPECT_EQ(r.value().constants()[0].second.dtype(), dt);
+  }
+  for (auto [attr, type] : {std::pair{"value", onnx::AttributeProto::INT}, std::pair{"value_ints", onnx::AttributeProto::FLOAT},
+                            std::pair{"value_float", onnx::AttributeProto::STRING}}) {
+    auto r = constant(attr, type);
+    ASSERT_FALSE(r.ok()) << attr;
+    EXPECT_TRUE(Has(r.status(), "'c' (Constant): attribute '" + std::string(attr) + "' has the wrong type")) << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace weft

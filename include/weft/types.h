@@ -112,23 +112,19 @@ class Shape : public WeftShape {
     return n;
   }
   // Bytes a tensor of this shape takes with `elem_size`-byte elements, computed without
-  // overflow: false when a dim is negative or the size exceeds kMaxTensorBytes. Use it (not
-  // GetShapeSize() * size) wherever a size comes from data you did not produce.
+  // overflow: false when a dim is negative or a running product (in GetShapeSize's order)
+  // exceeds kMaxTensorBytes, so GetShapeSize() cannot overflow on a shape that passes. Use it
+  // (not GetShapeSize() * size) wherever a size comes from data you did not produce.
   static constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 62;
   bool GetCheckedBytes(size_t elem_size, uint64_t* bytes) const {
-    uint64_t n = elem_size;
+    uint64_t n = elem_size == 0 ? 1 : elem_size;
     for (int64_t i = 0; i < ndim; ++i) {
       if (dims[i] < 0) return false;
       uint64_t d = static_cast<uint64_t>(dims[i]);
-      if (d != 0 && n > kMaxTensorBytes / d) {
-        // Still zero bytes if a later dim is 0.
-        for (int64_t j = i + 1; j < ndim; ++j)
-          if (dims[j] == 0) return *bytes = 0, true;
-        return false;
-      }
+      if (d != 0 && n > kMaxTensorBytes / d) return false;
       n *= d;
     }
-    *bytes = n;
+    *bytes = elem_size == 0 ? 0 : n;
     return true;
   }
   std::vector<int64_t> ToVector() const { return std::vector<int64_t>(dims, dims + ndim); }

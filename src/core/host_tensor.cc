@@ -1,4 +1,6 @@
+#include <cstdint>
 #include <cstdlib>
+#include <new>
 #include <stdexcept>
 
 #include "weft/weft.h"
@@ -9,9 +11,20 @@ void ThrowStatus(const Status& s) { throw std::runtime_error(s.message()); }
 
 void HostTensor::Free::operator()(uint8_t* p) const { std::free(p); }
 
+namespace {
+// Bytes of a dtype x shape tensor; false when a dim is unknown or the size overflows.
+bool CheckedBytes(DataType dtype, const Shape& shape, size_t* bytes) {
+  uint64_t b = 0;
+  if (!shape.GetCheckedBytes(DataTypeSize(dtype), &b)) return false;
+  *bytes = static_cast<size_t>(b);
+  return true;
+}
+}  // namespace
+
 HostTensor::HostTensor(DataType dtype, const Shape& shape) : dtype_(dtype), shape_(shape) {
-  int64_t n = shape.GetShapeSize();
-  bytes_ = n > 0 ? static_cast<size_t>(n) * DataTypeSize(dtype) : 0;
+  // Unknown dims make an empty tensor; a size past the address space can never be allocated.
+  bytes_ = 0;
+  if (!shape.IsUnknown() && !CheckedBytes(dtype, shape, &bytes_)) throw std::bad_alloc();
   size_t alloc = (bytes_ + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;
   data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, alloc)));
@@ -36,10 +49,13 @@ HostTensor& HostTensor::operator=(const HostTensor& o) {
 Expected<HostTensor> HostTensor::FromBytes(DataType dtype, const Shape& shape, const void* data, size_t bytes) {
   if (shape.IsUnknown()) return InvalidArgument("tensor shape " + shape.ToString() + " has unknown dims");
   if (DataTypeSize(dtype) == 0) return InvalidArgument("tensor has no valid data type");
-  HostTensor t(dtype, shape);
-  if (bytes != t.bytes())
+  size_t need = 0;
+  if (!CheckedBytes(dtype, shape, &need))
+    return InvalidArgument("tensor " + std::string(DataTypeName(dtype)) + shape.ToString() + " has more bytes than fit in 64 bits");
+  if (bytes != need)
     return InvalidArgument("tensor " + std::string(DataTypeName(dtype)) + shape.ToString() + " needs " +
-                           std::to_string(t.bytes()) + " bytes, got " + std::to_string(bytes));
+                           std::to_string(need) + " bytes, got " + std::to_string(bytes));
+  HostTensor t(dtype, shape);
   if (bytes) std::memcpy(t.data(), data, bytes);
   return t;
 }

@@ -78,28 +78,34 @@ Expected<HostTensor> ParseNpy(const std::string& b, const std::string& what) {
   std::string descr = field("descr"), fortran = field("fortran_order"), shape_s = field("shape");
   if (descr.empty() || shape_s.empty()) return bad("header lacks descr or shape");
   if (fortran.rfind("True", 0) == 0) return bad("Fortran-ordered arrays are not supported; save with np.ascontiguousarray");
+  if (fortran.rfind("False", 0) != 0) return bad("header field 'fortran_order' must be True or False");
   DataType dt = DT_UNDEFINED;
   for (auto& d : kDescrs)
     if (descr == d.descr || (descr[0] == '=' && descr.substr(1) == std::string(d.descr).substr(1))) dt = d.dt;
   if (dt == DT_UNDEFINED) return bad("unsupported dtype '" + descr + "' (big-endian or non-numeric)");
+  // The shape is a Python tuple of whole non-negative numbers: "()", "(3,)", "(2, 3)".
+  if (shape_s.size() < 2 || shape_s.front() != '(' || shape_s.back() != ')') return bad("shape " + shape_s + " is not a tuple");
   Shape shape;
   std::string inner = shape_s.substr(1, shape_s.size() - 2);
   std::stringstream ss(inner);
   std::string tok;
   while (std::getline(ss, tok, ',')) {
-    size_t s = tok.find_first_not_of(' ');
-    if (s == std::string::npos) continue;
-    char* end = nullptr;
-    long long v = std::strtoll(tok.c_str() + s, &end, 10);
-    if (end == tok.c_str() + s || v < 0) return bad("bad shape " + shape_s);
+    size_t s = tok.find_first_not_of(' '), e = tok.find_last_not_of(' ');
+    if (s == std::string::npos) {
+      if (ss.eof()) break;  // "( )", or the space after the trailing comma of "(3, )"
+      return bad("bad shape " + shape_s);
+    }
+    int64_t v = 0;
+    if (!ParseNonNegativeInt64(std::string_view(tok).substr(s, e - s + 1), &v)) return bad("bad shape " + shape_s);
     if (!shape.AppendDim(v)) return bad("more than " + std::to_string(WEFT_MAX_DIMS) + " dims");
   }
+  uint64_t need = 0;
+  if (!shape.GetCheckedBytes(DataTypeSize(dt), &need))
+    return bad("shape " + shape_s + " has more elements than fit in 64 bits");
   size_t data_off = offset + header_len;
-  int64_t n = shape.GetShapeSize();
-  unsigned __int128 need = static_cast<unsigned __int128>(n) * DataTypeSize(dt);
   if (need > b.size() - data_off)
-    return bad("data is truncated: shape " + shape.ToString() + " needs " + std::to_string(static_cast<uint64_t>(need)) +
-               " bytes, file has " + std::to_string(b.size() - data_off));
+    return bad("data is truncated: shape " + shape.ToString() + " needs " + std::to_string(need) + " bytes, file has " +
+               std::to_string(b.size() - data_off));
   return HostTensor::FromBytes(dt, shape, b.data() + data_off, static_cast<size_t>(need));
 }
 

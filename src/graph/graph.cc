@@ -1,5 +1,9 @@
+#include <cfloat>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -44,21 +48,97 @@ namespace {
 
 using nlohmann::json;
 
+// Graphs nest a few levels (graph, nodes, node, attrs, tensor, data); deeper text is refused
+// before parsing, since copying or printing a json value recurses once per level.
+constexpr int kMaxJsonDepth = 64;
+
+Status CheckJsonDepth(const std::string& text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        return InvalidArgument("graph JSON nests arrays and objects more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return Status::Ok();
+}
+
 Expected<Shape> ShapeFromJson(const json& j, const std::string& what) {
   if (!j.is_array()) return InvalidArgument(what + ": \"shape\" must be an array of integers");
   if (j.size() > WEFT_MAX_DIMS) return InvalidArgument(what + ": more than " + std::to_string(WEFT_MAX_DIMS) + " dims");
   Shape s;
   for (auto& d : j) {
     if (!d.is_number_integer()) return InvalidArgument(what + ": \"shape\" must be an array of integers");
+    if (d.is_number_unsigned() && d.get<uint64_t>() > uint64_t(INT64_MAX))
+      return InvalidArgument(what + ": shape dim " + d.dump() + " is out of range");
     s.AppendDim(d.get<int64_t>());
   }
   return s;
 }
 
+// Elements of a shape without unknown dims; false when the count overflows int64 (checked in
+// the order Shape::GetShapeSize multiplies).
+bool CheckedNumel(const Shape& s, int64_t* n) {
+  int64_t c = 1;
+  for (size_t k = 0; k < s.GetDimNum(); ++k)
+    if (__builtin_mul_overflow(c, s.GetDim(k), &c)) return false;
+  *n = c;
+  return true;
+}
+
+// A JSON number or boolean as T; false when the value does not fit T (converting an
+// out-of-range number would be undefined, and reading a boolean as a number throws).
 template <typename T>
-void PutAll(HostTensor& t, const json& data) {
+bool JsonToNumber(const json& v, T* out) {
+  if (v.is_boolean()) {
+    *out = T(static_cast<float>(v.get<bool>()));
+    return true;
+  }
+  if constexpr (std::is_same_v<T, double>) {
+    *out = v.get<double>();
+    return true;
+  } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+    double d = v.get<double>();
+    if (d > FLT_MAX || d < -FLT_MAX) return false;
+    *out = T(static_cast<float>(d));
+    return true;
+  } else {
+    if (v.is_number_unsigned()) {
+      uint64_t u = v.get<uint64_t>();
+      if (!std::in_range<T>(u)) return false;
+      *out = static_cast<T>(u);
+    } else if (v.is_number_integer()) {
+      int64_t i = v.get<int64_t>();
+      if (!std::in_range<T>(i)) return false;
+      *out = static_cast<T>(i);
+    } else {  // a decimal: truncated toward zero, as NumPy's astype does
+      double d = v.get<double>();
+      if (!(d > static_cast<double>(std::numeric_limits<T>::min()) - 1.0 &&
+            d < static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
+        return false;
+      *out = static_cast<T>(d);
+    }
+    return true;
+  }
+}
+
+template <typename T>
+Status PutAll(HostTensor& t, const json& data, const std::string& what) {
   T* p = t.data_as<T>();
-  for (size_t k = 0; k < data.size(); ++k) p[k] = data[k].get<T>();
+  for (size_t k = 0; k < data.size(); ++k)
+    if (!JsonToNumber(data[k], &p[k]))
+      return InvalidArgument(what + ": \"data\" value #" + std::to_string(k) + " (" + data[k].dump() + ") does not fit " +
+                             DataTypeName(t.dtype()));
+  return Status::Ok();
 }
 
 Expected<HostTensor> TensorFromJson(const json& j, const std::string& what, const std::string& base_dir) {
@@ -78,45 +158,59 @@ Expected<HostTensor> TensorFromJson(const json& j, const std::string& what, cons
   auto shape = ShapeFromJson(j["shape"], what);
   if (!shape.ok()) return shape.status();
   if (shape.value().IsUnknown()) return InvalidArgument(what + ": a constant needs a known shape");
-  const json& data = j.contains("data") ? j["data"] : json::array();
+  static const json kNoData = json::array();
+  const json& data = j.contains("data") ? j["data"] : kNoData;
   if (!data.is_array()) return InvalidArgument(what + ": \"data\" must be a flat array");
-  int64_t n = shape.value().GetShapeSize();
+  int64_t n = 0;
+  if (!CheckedNumel(shape.value(), &n))
+    return InvalidArgument(what + ": shape " + shape.value().ToString() + " has more elements than fit in 64 bits");
   if (static_cast<int64_t>(data.size()) != n)
     return InvalidArgument(what + ": shape " + shape.value().ToString() + " needs " + std::to_string(n) +
                            " values, \"data\" has " + std::to_string(data.size()));
   for (auto& v : data)
     if (!v.is_number() && !v.is_boolean()) return InvalidArgument(what + ": \"data\" must hold numbers");
   HostTensor t(dt, shape.value());
+  Status st;
   switch (dt) {
-    case DT_FLOAT: PutAll<float>(t, data); break;
-    case DT_DOUBLE: PutAll<double>(t, data); break;
-    case DT_INT8: PutAll<int8_t>(t, data); break;
-    case DT_UINT8: PutAll<uint8_t>(t, data); break;
-    case DT_INT16: PutAll<int16_t>(t, data); break;
-    case DT_UINT16: PutAll<uint16_t>(t, data); break;
-    case DT_INT32: PutAll<int32_t>(t, data); break;
-    case DT_UINT32: PutAll<uint32_t>(t, data); break;
-    case DT_INT64: PutAll<int64_t>(t, data); break;
-    case DT_UINT64: PutAll<uint64_t>(t, data); break;
+    case DT_FLOAT: st = PutAll<float>(t, data, what); break;
+    case DT_DOUBLE: st = PutAll<double>(t, data, what); break;
+    case DT_INT8: st = PutAll<int8_t>(t, data, what); break;
+    case DT_UINT8: st = PutAll<uint8_t>(t, data, what); break;
+    case DT_INT16: st = PutAll<int16_t>(t, data, what); break;
+    case DT_UINT16: st = PutAll<uint16_t>(t, data, what); break;
+    case DT_INT32: st = PutAll<int32_t>(t, data, what); break;
+    case DT_UINT32: st = PutAll<uint32_t>(t, data, what); break;
+    case DT_INT64: st = PutAll<int64_t>(t, data, what); break;
+    case DT_UINT64: st = PutAll<uint64_t>(t, data, what); break;
+    case DT_FLOAT16: st = PutAll<float16>(t, data, what); break;
+    case DT_BF16: st = PutAll<bfloat16>(t, data, what); break;
     case DT_BOOL:
       for (size_t k = 0; k < data.size(); ++k)
         t.data_as<uint8_t>()[k] = data[k].is_boolean() ? data[k].get<bool>() : data[k].get<double>() != 0;
       break;
-    case DT_FLOAT16:
-      for (size_t k = 0; k < data.size(); ++k) t.data_as<float16>()[k] = float16(data[k].get<float>());
-      break;
-    case DT_BF16:
-      for (size_t k = 0; k < data.size(); ++k) t.data_as<bfloat16>()[k] = bfloat16(data[k].get<float>());
-      break;
     default: return InvalidArgument(what + ": unsupported dtype");
   }
+  if (!st.ok()) return st;
   return t;
 }
 
 Expected<AttrValue> AttrFromJson(const json& v, const std::string& what, const std::string& base_dir) {
+  // Int attributes are int64 and Float ones float32: a number past their range is an error.
+  auto out_of_range = [&](const json& e) {
+    return InvalidArgument(what + ": value " + e.dump() + " is out of range for " +
+                           (e.is_number_float() ? "a float32" : "an int64") + " attribute");
+  };
+  int64_t i = 0;
+  float f = 0;
   if (v.is_boolean()) return AttrValue::Bool(v.get<bool>());
-  if (v.is_number_integer()) return AttrValue::Int(v.get<int64_t>());
-  if (v.is_number_float()) return AttrValue::Float(v.get<float>());
+  if (v.is_number_integer()) {
+    if (!JsonToNumber(v, &i)) return out_of_range(v);
+    return AttrValue::Int(i);
+  }
+  if (v.is_number_float()) {
+    if (!JsonToNumber(v, &f)) return out_of_range(v);
+    return AttrValue::Float(f);
+  }
   if (v.is_string()) return AttrValue::String(v.get<std::string>());
   if (v.is_array()) {
     bool all_int = true, all_num = true, all_str = true, all_bool = true;
@@ -126,8 +220,18 @@ Expected<AttrValue> AttrFromJson(const json& v, const std::string& what, const s
       all_str = all_str && e.is_string();
       all_bool = all_bool && e.is_boolean();
     }
-    if (v.empty() || all_int) return AttrValue::ListInt(v.get<std::vector<int64_t>>());
-    if (all_num) return AttrValue::ListFloat(v.get<std::vector<float>>());
+    if (v.empty() || all_int) {
+      std::vector<int64_t> ints(v.size());
+      for (size_t k = 0; k < v.size(); ++k)
+        if (!JsonToNumber(v[k], &ints[k])) return out_of_range(v[k]);
+      return AttrValue::ListInt(std::move(ints));
+    }
+    if (all_num) {
+      std::vector<float> floats(v.size());
+      for (size_t k = 0; k < v.size(); ++k)
+        if (!JsonToNumber(v[k], &floats[k])) return out_of_range(v[k]);
+      return AttrValue::ListFloat(std::move(floats));
+    }
     if (all_str) return AttrValue::ListString(v.get<std::vector<std::string>>());
     if (all_bool) return AttrValue::ListBool(v.get<std::vector<bool>>());
     return InvalidArgument(what + ": a list attribute must hold only integers, numbers, strings or booleans");
@@ -144,7 +248,8 @@ Expected<AttrValue> AttrFromJson(const json& v, const std::string& what, const s
     if (dt == DT_UNDEFINED) return InvalidArgument(what + ": unknown data type '" + v["type"].get<std::string>() + "'");
     return AttrValue::Type(dt);
   }
-  return InvalidArgument(what + ": unsupported attribute value " + v.dump());
+  return InvalidArgument(what + ": unsupported attribute value (a JSON " + std::string(v.type_name()) +
+                         "; objects must be {\"tensor\": ...} or {\"type\": ...})");
 }
 
 Expected<std::vector<std::string>> NameList(const json& j, const char* key, const std::string& what) {
@@ -162,6 +267,7 @@ Expected<std::vector<std::string>> NameList(const json& j, const char* key, cons
 }  // namespace
 
 Expected<Graph> Graph::FromJsonText(const std::string& text, const std::string& base_dir) {
+  WEFT_RETURN_IF_ERROR(CheckJsonDepth(text));
   json j;
   try {
     j = json::parse(text);
@@ -169,7 +275,8 @@ Expected<Graph> Graph::FromJsonText(const std::string& text, const std::string& 
     return InvalidArgument(std::string("graph JSON does not parse: ") + e.what());
   }
   if (!j.is_object()) return InvalidArgument("graph JSON must be an object with \"inputs\", \"nodes\" and \"outputs\"");
-  Graph g(j.value("name", std::string("graph")));
+  if (j.contains("name") && !j["name"].is_string()) return InvalidArgument("graph \"name\" must be a string");
+  Graph g(j.contains("name") ? j["name"].get<std::string>() : std::string("graph"));
   if (j.contains("inputs")) {
     if (!j["inputs"].is_array()) return InvalidArgument("graph \"inputs\" must be an array");
     for (size_t k = 0; k < j["inputs"].size(); ++k) {
@@ -180,7 +287,8 @@ Expected<Graph> Graph::FromJsonText(const std::string& text, const std::string& 
       what = "graph input '" + in["name"].get<std::string>() + "'";
       DataType dt = internal::DataTypeFromName(in["dtype"].get<std::string>());
       if (dt == DT_UNDEFINED) return InvalidArgument(what + ": unknown dtype '" + in["dtype"].get<std::string>() + "'");
-      auto shape = ShapeFromJson(in.value("shape", json::array()), what);
+      static const json kScalar = json::array();
+      auto shape = ShapeFromJson(in.contains("shape") ? in["shape"] : kScalar, what);
       if (!shape.ok()) return shape.status();
       g.AddInput(in["name"].get<std::string>(), dt, shape.value());
     }
@@ -224,7 +332,8 @@ Expected<Graph> Graph::FromJsonText(const std::string& text, const std::string& 
       if (!n[key].is_array()) return InvalidArgument(what + ": \"" + key + "\" must be an array of counts");
       auto& dst = std::string(key) == "input_counts" ? node.input_counts : node.output_counts;
       for (auto& c : n[key]) {
-        if (!c.is_number_unsigned()) return InvalidArgument(what + ": \"" + key + "\" must hold non-negative integers");
+        if (!c.is_number_unsigned() || c.get<uint64_t>() > UINT32_MAX)
+          return InvalidArgument(what + ": \"" + key + "\" must hold integers in [0, 2^32)");
         dst.push_back(c.get<uint32_t>());
       }
     }

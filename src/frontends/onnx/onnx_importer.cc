@@ -49,15 +49,17 @@ Expected<HostTensor> TensorFromProto(const onnx::TensorProto& p, const std::stri
   if (dt == DT_UNDEFINED) return InvalidArgument(what + " has unsupported element type " + OnnxTypeName(p.data_type()));
   if (p.dims_size() > WEFT_MAX_DIMS) return InvalidArgument(what + " has more than " + std::to_string(WEFT_MAX_DIMS) + " dims");
   Shape shape;
+  int64_t n = 1;  // checked in the order Shape::GetShapeSize multiplies
   for (int64_t d : p.dims()) {
     if (d < 0) return InvalidArgument(what + " has a negative dim");
+    if (__builtin_mul_overflow(n, d, &n)) return InvalidArgument(what + " has more elements than fit in 64 bits");
     shape.AppendDim(d);
   }
-  int64_t n = shape.GetShapeSize();
   size_t elem = DataTypeSize(dt);
-  if (n > 0 && static_cast<uint64_t>(n) > (uint64_t(1) << 40) / elem) return InvalidArgument(what + " is implausibly large");
-  HostTensor t(dt, shape);
-  size_t bytes = t.bytes();
+  if (static_cast<uint64_t>(n) > (uint64_t(1) << 40) / elem) return InvalidArgument(what + " is implausibly large");
+  size_t bytes = static_cast<size_t>(n) * elem;
+  // The data's size is checked against the shape before the tensor is allocated, so a small
+  // file cannot make the importer allocate what its dims claim.
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
@@ -75,6 +77,17 @@ Expected<HostTensor> TensorFromProto(const onnx::TensorProto& p, const std::stri
     if (!file.ok()) return file.status();
     if (length >= 0 && static_cast<size_t>(length) != bytes)
       return InvalidArgument(what + ": external data length " + std::to_string(length) + " != " + std::to_string(bytes));
+    // A read of no bytes checks that the file exists, is regular and holds the offset; its size
+    // then bounds the allocation (the read below checks everything again).
+    WEFT_RETURN_IF_ERROR(internal::ReadRegularFileRange(file.value(), what + " external data file",
+                                                        static_cast<uint64_t>(offset), nullptr, 0));
+    std::error_code ec;
+    uint64_t file_size = fs::file_size(file.value(), ec);
+    if (ec) return IoError(what + ": cannot stat external data file '" + file.value() + "': " + ec.message());
+    if (static_cast<uint64_t>(offset) > file_size || bytes > file_size - static_cast<uint64_t>(offset))
+      return InvalidArgument(what + " external data file '" + file.value() + "' has " + std::to_string(file_size) +
+                             " bytes; " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " do not fit");
+    HostTensor t(dt, shape);
     WEFT_RETURN_IF_ERROR(internal::ReadRegularFileRange(file.value(), what + " external data file",
                                                         static_cast<uint64_t>(offset), t.data(), bytes));
     return t;
@@ -83,36 +96,33 @@ Expected<HostTensor> TensorFromProto(const onnx::TensorProto& p, const std::stri
     if (p.raw_data().size() != bytes)
       return InvalidArgument(what + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, shape " +
                              shape.ToString() + " needs " + std::to_string(bytes));
+    HostTensor t(dt, shape);
     if (bytes) std::memcpy(t.data(), p.raw_data().data(), bytes);
     return t;
   }
-  auto check = [&](int count) -> Status {
-    if (count != n) return InvalidArgument(what + ": has " + std::to_string(count) + " values, shape needs " + std::to_string(n));
-    return Status::Ok();
-  };
+  int count = dt == DT_FLOAT ? p.float_data_size() : dt == DT_DOUBLE ? p.double_data_size()
+              : dt == DT_INT64 ? p.int64_data_size() : dt == DT_UINT32 || dt == DT_UINT64 ? p.uint64_data_size()
+              : p.int32_data_size();
+  if (count != n) return InvalidArgument(what + ": has " + std::to_string(count) + " values, shape needs " + std::to_string(n));
+  HostTensor t(dt, shape);
   switch (dt) {
     case DT_FLOAT:
-      WEFT_RETURN_IF_ERROR(check(p.float_data_size()));
       for (int64_t i = 0; i < n; ++i) t.data_as<float>()[i] = p.float_data(static_cast<int>(i));
       break;
     case DT_DOUBLE:
-      WEFT_RETURN_IF_ERROR(check(p.double_data_size()));
       for (int64_t i = 0; i < n; ++i) t.data_as<double>()[i] = p.double_data(static_cast<int>(i));
       break;
     case DT_INT64:
-      WEFT_RETURN_IF_ERROR(check(p.int64_data_size()));
       for (int64_t i = 0; i < n; ++i) t.data_as<int64_t>()[i] = p.int64_data(static_cast<int>(i));
       break;
     case DT_UINT32:
     case DT_UINT64:
-      WEFT_RETURN_IF_ERROR(check(p.uint64_data_size()));
       for (int64_t i = 0; i < n; ++i) {
         if (dt == DT_UINT32) t.data_as<uint32_t>()[i] = static_cast<uint32_t>(p.uint64_data(static_cast<int>(i)));
         else t.data_as<uint64_t>()[i] = p.uint64_data(static_cast<int>(i));
       }
       break;
     default:  // int32_data carries int32, int16, int8, uint16, uint8, bool, float16, bfloat16
-      WEFT_RETURN_IF_ERROR(check(p.int32_data_size()));
       for (int64_t i = 0; i < n; ++i) {
         int32_t v = p.int32_data(static_cast<int>(i));
         std::memcpy(static_cast<uint8_t*>(t.data()) + i * elem, &v, elem);  // little-endian low bytes
@@ -150,6 +160,7 @@ struct Lowering {
   Graph& g;
   Node& n;
   int64_t opset;
+  std::vector<std::string>& problems;  // unsupported forms, reported with the node's name
   // Moves attribute `attr` (if present) to input position `pos` as an int64 constant.
   // ONNX encodes element types as TensorProto codes in INT attributes; built-ins take Type.
   void IntToType(const std::string& attr) {
@@ -173,16 +184,20 @@ struct Lowering {
     HostTensor t;
     if (it->second.type() == WEFT_ATTR_LIST_INT) {
       t = HostTensor(DT_INT64, Shape({static_cast<int64_t>(it->second.ints().size())}));
-      std::memcpy(t.data(), it->second.ints().data(), t.bytes());
+      if (t.bytes()) std::memcpy(t.data(), it->second.ints().data(), t.bytes());
     } else if (it->second.type() == WEFT_ATTR_LIST_FLOAT) {
       t = HostTensor(DT_FLOAT, Shape({static_cast<int64_t>(it->second.floats().size())}));
-      std::memcpy(t.data(), it->second.floats().data(), t.bytes());
-    } else if (it->second.type() == WEFT_ATTR_FLOAT) {
+      if (t.bytes()) std::memcpy(t.data(), it->second.floats().data(), t.bytes());
+    } else if (it->second.type() == WEFT_ATTR_FLOAT && (dt == DT_FLOAT || dt == DT_DOUBLE || dt == DT_FLOAT16)) {
       t = HostTensor(dt, Shape());
       float v = it->second.f();
       if (dt == DT_FLOAT) *t.data_as<float>() = v;
       else if (dt == DT_DOUBLE) *t.data_as<double>() = v;
       else if (dt == DT_FLOAT16) *t.data_as<float16>() = float16(v);
+    } else {
+      problems.push_back("'" + n.name + "' (" + n.op_type + "): attribute '" + attr + "' must be a list of " +
+                         (dt == DT_INT64 ? "ints" : "numbers or a float") + " to become input " + std::to_string(pos));
+      return;
     }
     g.AddConstant(name, t);
     if (n.inputs.size() <= pos) n.inputs.resize(pos + 1);
@@ -319,31 +334,46 @@ struct NodeImporter {
     if (n.domain.empty() && n.op_type == "Constant" && n.outputs.size() == 1) {
       HostTensor t;
       auto& a = n.attrs;
-      if (a.count("value")) {
+      // The value attribute must have the type its name says (a mutated file may say otherwise).
+      auto typed = [&](const char* key, WeftAttrType type) {
+        auto it = a.find(key);
+        if (it == a.end()) return false;
+        if (it->second.type() != type)
+          problems.push_back("'" + n.name + "' (Constant): attribute '" + key + "' has the wrong type");
+        return true;
+      };
+      size_t known = problems.size();
+      if (typed("value", WEFT_ATTR_TENSOR)) {
+        if (problems.size() > known) return Status::Ok();
         const AttrValue& v = a["value"];
         auto h = HostTensor::FromBytes(v.tensor().GetDataType(), v.tensor().GetShape(), v.tensor_bytes().data(), v.tensor_bytes().size());
         if (!h.ok()) return h.status();
         t = std::move(h).value();
-      } else if (a.count("value_float")) {
+      } else if (typed("value_float", WEFT_ATTR_FLOAT)) {
         t = HostTensor(DT_FLOAT, Shape());
         *t.data_as<float>() = a["value_float"].f();
-      } else if (a.count("value_int")) {
+      } else if (typed("value_int", WEFT_ATTR_INT)) {
         t = HostTensor(DT_INT64, Shape());
         *t.data_as<int64_t>() = a["value_int"].i();
-      } else if (a.count("value_floats")) {
-        t = HostTensor::FromVector(DT_FLOAT, Shape({int64_t(a["value_floats"].floats().size())}), a["value_floats"].floats());
-      } else if (a.count("value_ints")) {
-        t = HostTensor::FromVector(DT_INT64, Shape({int64_t(a["value_ints"].ints().size())}), a["value_ints"].ints());
+      } else if (typed("value_floats", WEFT_ATTR_LIST_FLOAT)) {
+        const auto& v = a["value_floats"].floats();
+        t = HostTensor(DT_FLOAT, Shape({static_cast<int64_t>(v.size())}));
+        if (t.bytes()) std::memcpy(t.data(), v.data(), t.bytes());
+      } else if (typed("value_ints", WEFT_ATTR_LIST_INT)) {
+        const auto& v = a["value_ints"].ints();
+        t = HostTensor(DT_INT64, Shape({static_cast<int64_t>(v.size())}));
+        if (t.bytes()) std::memcpy(t.data(), v.data(), t.bytes());
       } else {
         problems.push_back("'" + n.name + "' (Constant): only tensor, float and int values are supported");
         return Status::Ok();
       }
+      if (problems.size() > known) return Status::Ok();
       g.AddConstant(n.outputs[0], std::move(t));
       return Status::Ok();
     }
     if (n.domain.empty())
       if (auto it = Lowerings().find(n.op_type); it != Lowerings().end()) {
-        Lowering l{g, n, n.opset};
+        Lowering l{g, n, n.opset, problems};
         it->second(l);
       }
     g.AddNode(std::move(n));

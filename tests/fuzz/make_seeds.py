@@ -1,0 +1,82 @@
+"""Writes fuzz seeds that are generated rather than checked in (scripts/fuzz.sh runs this).
+
+  python tests/fuzz/make_seeds.py npy DIR    # small .npy files: several dtypes, shapes, versions
+  python tests/fuzz/make_seeds.py json DIR   # the JSON graphs embedded in tests/*.cc as raw strings
+"""
+import json
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def npy_seeds(out):
+    import numpy as np
+    from numpy.lib import format as npformat
+
+    rng = np.random.default_rng(0)
+    arrays = {
+        "f4_2x3": rng.standard_normal((2, 3)).astype("<f4"),
+        "f2_4": rng.standard_normal(4).astype("<f2"),
+        "f8_scalar": np.array(3.5, dtype="<f8"),
+        "i1_5": rng.integers(-100, 100, 5).astype("i1"),
+        "u1_2x2x2": rng.integers(0, 255, (2, 2, 2)).astype("u1"),
+        "i2_3": rng.integers(-1000, 1000, 3).astype("<i2"),
+        "u2_3": rng.integers(0, 1000, 3).astype("<u2"),
+        "i4_1x4": rng.integers(-9, 9, (1, 4)).astype("<i4"),
+        "u4_2": rng.integers(0, 9, 2).astype("<u4"),
+        "i8_0": np.zeros((0,), dtype="<i8"),
+        "u8_3x0": np.zeros((3, 0), dtype="<u8"),
+        "b1_6": rng.integers(0, 2, 6).astype("?"),
+        "f4_8d": rng.standard_normal((1, 1, 2, 1, 1, 2, 1, 1)).astype("<f4"),
+        "f4_fortran": np.asfortranarray(rng.standard_normal((2, 3)).astype("<f4")),
+        "f4_bigendian": rng.standard_normal(3).astype(">f4"),
+    }
+    for name, a in arrays.items():
+        for version in ((1, 0), (2, 0), (3, 0)):
+            if version != (1, 0) and name not in ("f4_2x3", "b1_6", "f8_scalar"):
+                continue
+            with open(out / f"{name}_v{version[0]}.npy", "wb") as f:
+                npformat.write_array(f, a, version=version)
+
+
+def json_seeds(out):
+    raw = re.compile(r'R"(\w*)\((.*?)\)\1"', re.S)
+    n = 0
+    for src in sorted((ROOT / "tests").glob("*.cc")):
+        for m in raw.finditer(src.read_text()):
+            text = m.group(2)
+            if '"nodes"' not in text and '"inputs"' not in text:
+                continue
+            (out / f"{src.stem}_{n}.json").write_text(text)
+            n += 1
+    for p in [*sorted((ROOT / "examples").glob("*/*.json")), ROOT / "tests/fuzz/seed_cnn.json"]:
+        json.loads(p.read_text())  # the seeds are valid graphs
+        (out / f"{p.parent.name}_{p.name}").write_text(p.read_text())
+    # One graph with every kind of value the reader knows: a constant read from w.npy (the fuzz
+    # target's directory holds one), tensor and type attributes, lists, optional inputs, counts.
+    every_kind = {
+        "name": "every_kind",
+        "inputs": [{"name": "x", "dtype": "float16", "shape": [2, -1]}],
+        "constants": [
+            {"name": "w", "file": "w.npy"},
+            {"name": "b", "dtype": "bool", "shape": [3], "data": [True, 0, 1.5]},
+            {"name": "h", "dtype": "bfloat16", "shape": [], "data": [0.25]},
+            {"name": "u", "dtype": "uint64", "shape": [2, 1], "data": [0, 18446744073709551615]},
+        ],
+        "nodes": [{"op": "Custom", "name": "n", "inputs": ["x", None, "w"], "outputs": ["y", "z"],
+                   "attrs": {"i": -3, "f": 0.5, "s": "text", "b": False, "ints": [1, 2], "floats": [1, 2.5],
+                             "strs": ["a"], "bools": [True], "empty": [],
+                             "t": {"tensor": {"dtype": "int32", "shape": [2], "data": [7, 8]}},
+                             "tf": {"tensor": {"file": "w.npy"}}, "ty": {"type": "int8"}},
+                   "input_counts": [1, 2], "output_counts": [2]}],
+        "outputs": ["y", "z"],
+    }
+    (out / "every_kind.json").write_text(json.dumps(every_kind))
+
+
+if __name__ == "__main__":
+    kind, out = sys.argv[1], pathlib.Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    {"npy": npy_seeds, "json": json_seeds}[kind](out)
