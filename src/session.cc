@@ -45,6 +45,8 @@ class SessionImpl : public Session {
     env->options["weft.device"] = "cpu";
     if (o.intra_op_threads > 1) env->pool = std::make_unique<internal::ThreadPool>(o.intra_op_threads);
     env->memory_budget = o.memory_budget_bytes ? o.memory_budget_bytes : PhysicalMemoryBytes();
+    const char* check = std::getenv("WEFT_CHECK_PLUGINS");
+    env->check_plugins = o.check_plugins || (check && std::string(check) == "1");
     env_ = env;
   }
 

@@ -6,6 +6,7 @@ namespace {
 
 using test::Contains;
 using test::MakeSession;
+using test::Pkg;
 using test::RandomFloat;
 
 std::shared_ptr<CompiledModel> FaultyModel(Session& s, const std::string& where) {
@@ -171,4 +172,42 @@ TEST(DynamicShapes, InputsWithUnknownDimsAreInferredPerRun) {
 }
 
 }  // namespace
+// Plugin checking mode catches each misbehaviour, naming op, node and tensor; without it the
+// same runs "succeed".
+TEST(PluginChecking, CatchesOverrunsUnwrittenOutputsAndWrittenInputs) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"OverrunOutput", "[OverrunOutput 'n'] wrote past the end of output #0 ('h'): byte 0 after its 48 bytes"},
+      {"NeverWrites", "[NeverWrites 'n'] left elements of output #0 ('h') unwritten: 12 of 12, the first at flat index 0"},
+      {"HalfWrites", "[HalfWrites 'n'] left elements of output #0 ('h') unwritten: 6 of 12, the first at flat index 6"},
+      {"WritesInput", "[WritesInput 'n'] modified its input #0 ('a') (inputs are read-only)"},
+      {"OverrunWorkspace", "[OverrunWorkspace 'n'] wrote past the end of a MallocWorkSpace block (byte 0 after it)"},
+  };
+  for (bool check : {false, true}) {
+    SessionOptions o;
+    o.use_env_path = false;
+    o.package_paths = {Pkg("bad_ops")};
+    o.check_plugins = check;
+    auto s = Session::Create(o).value();
+    for (auto& [op, message] : cases) {
+      // x -> Relu -> a -> op -> h -> Relu -> y: the op's input and output both live in the arena.
+      Graph g("check");
+      g.AddInput("x", DT_FLOAT, {3, 4});
+      g.AddNode("Relu", "r0", {"x"}, {"a"}).AddNode(op, "n", {"a"}, {"h"}).AddNode("Relu", "r1", {"h"}, {"y"}).AddOutput("y");
+      auto m = s->Compile(g);
+      ASSERT_TRUE(m.ok()) << m.status().message();
+      auto out = m.value()->Run({RandomFloat({3, 4}, 5)});
+      if (!check) continue;  // unchecked, these run to the end (the overruns land in free arena slack)
+      ASSERT_FALSE(out.ok()) << op;
+      EXPECT_TRUE(Contains(out.status().message(), message)) << out.status().message();
+    }
+    Graph good("good");
+    good.AddInput("x", DT_FLOAT, {3, 4});
+    good.AddNode("Relu", "r0", {"x"}, {"a"}).AddNode("GoodCopy", "n", {"a"}, {"h"}).AddNode("Relu", "r1", {"h"}, {"y"}).AddOutput("y");
+    auto x = RandomFloat({3, 4}, 6);
+    auto y = s->Compile(good).value()->Run({x});
+    ASSERT_TRUE(y.ok()) << y.status().message();
+    for (int i = 0; i < 12; ++i) EXPECT_EQ(y.value()[0].data_as<float>()[i], std::max(0.f, x.data_as<float>()[i]));
+  }
+}
+
 }  // namespace weft

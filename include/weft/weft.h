@@ -249,6 +249,12 @@ struct SessionOptions {
   // The most bytes one compiled model's planned intermediates may take; a larger plan fails at
   // compile or load time, naming the largest tensor. 0: this machine's physical memory.
   uint64_t memory_budget_bytes = 0;
+  // Plugin checking mode, for operator authors and tests (also WEFT_CHECK_PLUGINS=1): every
+  // Execute runs with red zones after its outputs and workspace blocks, its outputs poisoned
+  // beforehand and checked fully written afterwards (a suspect step runs a second time with a
+  // different poison), and its inputs checked unmodified. A violation is an error naming the
+  // op, the node and the tensor. Slower; graph outputs written into caller buffers get no red zone.
+  bool check_plugins = false;
 };
 
 struct MemoryReport {

@@ -317,7 +317,8 @@ struct Builder {
     if (m->dynamic)
       for (auto& v : m->values)
         if (v.kind == ValueKind::kIntermediate) v.bytes = 0;
-    MemoryPlan plan = PlanMemory(m->values, static_cast<int>(m->nodes.size()));
+    MemoryPlan plan = PlanMemory(m->values, static_cast<int>(m->nodes.size()),
+                                 m->env && m->env->check_plugins ? kRedZoneBytes : 0);
     m->memory_.arena_bytes = plan.arena_bytes;
     m->memory_.lower_bound_bytes = plan.lower_bound_bytes;
     for (auto& v : m->values) m->memory_.num_planned_tensors += v.kind == ValueKind::kIntermediate;

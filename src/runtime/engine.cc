@@ -305,6 +305,15 @@ uint8_t* AlignedAlloc(size_t bytes) {
 const WeftHostApi* HostApi() { return &kHostApi; }
 
 void* Scratch::Alloc(size_t bytes) {
+  if (guarded) [[unlikely]] {
+    guarded = false;  // the block itself is a plain one
+    auto* block = static_cast<uint8_t*>(Alloc(bytes + kRedZoneBytes));
+    guarded = true;
+    if (!block) return nullptr;
+    std::memset(block + bytes, kGuardByte, kRedZoneBytes);
+    guards.push_back({block + bytes, kRedZoneBytes});
+    return block;
+  }
   bytes = (bytes + 63) / 64 * 64;
   while (chunk_ < chunks_.size()) {
     if (used_ + bytes <= chunks_[chunk_].size) {
@@ -409,7 +418,7 @@ class LifetimeIndex {
 
 }  // namespace
 
-MemoryPlan PlanMemory(std::vector<Value>& values, int num_steps) {
+MemoryPlan PlanMemory(std::vector<Value>& values, int num_steps, size_t red_zone) {
   MemoryPlan plan;
   std::vector<int> order;
   for (size_t k = 0; k < values.size(); ++k) {
@@ -418,7 +427,7 @@ MemoryPlan PlanMemory(std::vector<Value>& values, int num_steps) {
     if (v.is_output || v.last_use < v.producer) v.last_use = v.is_output ? num_steps : v.producer;
     order.push_back(static_cast<int>(k));
   }
-  auto padded = [](size_t b) { return (b + 63) / 64 * 64; };
+  auto padded = [red_zone](size_t b) { return (b + red_zone + 63) / 64 * 64; };
   // Lower bound: the most bytes live at any one step (a sweep over lifetime starts and ends).
   std::vector<int64_t> delta(static_cast<size_t>(num_steps) + 2, 0);
   for (int k : order) {
@@ -626,6 +635,98 @@ inline Status RefreshArgs(Step& s, std::atomic<uint64_t>& counter) {
 }
 }  // namespace
 
+// Plugin checking mode: one step under watch. Returns a violation (with the step's own status
+// in *status either way).
+Status ModelImpl::CheckedExecute(Step& s, RunContextImpl& rc, WeftStatus* status) const {
+  constexpr uint8_t kPoison[2] = {0xA5, 0x5A};
+  const CompiledNode& n = *s.st.node;
+  auto tag = [&](const char* what, size_t k, int id) {
+    return "[" + n.op_type + " '" + n.name + "'] " + what + " #" + std::to_string(k) + " ('" + values[id].name + "')";
+  };
+  const uint8_t* arena_lo = rc.arena.get();
+  const uint8_t* arena_hi = arena_lo + memory_.arena_bytes;
+  auto in_arena = [&](const void* p) { return p >= arena_lo && p < arena_hi; };
+  std::vector<uint64_t> in_hash(s.ins.size(), 0);
+  for (size_t k = 0; k < s.ins.size(); ++k) {
+    const Tensor* t = Tensor::View(s.ins[k]);
+    if (t && t->data) in_hash[k] = XXH3_64bits(t->data, t->GetByteCount());
+  }
+  // Outputs: poisoned, with a red zone after each one the arena holds.
+  auto arm = [&](uint8_t poison) {
+    for (auto* w : s.outs) {
+      Tensor* t = Tensor::View(w);
+      if (!t || !t->data) continue;
+      std::memset(t->data, poison, t->GetByteCount());
+      if (in_arena(t->data)) std::memset(static_cast<uint8_t*>(t->data) + t->GetByteCount(), kGuardByte, kRedZoneBytes);
+    }
+    rc.scratch.Reset();
+    rc.scratch.guarded = true;
+  };
+  auto check_guards = [&]() -> Status {
+    for (size_t k = 0; k < s.outs.size(); ++k) {
+      const Tensor* t = Tensor::View(s.outs[k]);
+      if (!t || !t->data || !in_arena(t->data)) continue;
+      const uint8_t* z = static_cast<const uint8_t*>(t->data) + t->GetByteCount();
+      for (size_t b = 0; b < kRedZoneBytes; ++b)
+        if (z[b] != kGuardByte)
+          return Internal(tag("wrote past the end of output", k, n.out_values[k]) + ": byte " + std::to_string(b) +
+                          " after its " + std::to_string(t->GetByteCount()) + " bytes");
+    }
+    for (auto& [z, len] : rc.scratch.guards)
+      for (size_t b = 0; b < len; ++b)
+        if (z[b] != kGuardByte)
+          return Internal("[" + n.op_type + " '" + n.name + "'] wrote past the end of a MallocWorkSpace block (byte " +
+                          std::to_string(b) + " after it)");
+    return Status::Ok();
+  };
+  arm(kPoison[0]);
+  *status = s.exec(s.instance, &s.c);
+  rc.scratch.guarded = false;
+  WEFT_RETURN_IF_ERROR(check_guards());
+  for (size_t k = 0; k < s.ins.size(); ++k) {
+    const Tensor* t = Tensor::View(s.ins[k]);
+    if (t && t->data && XXH3_64bits(t->data, t->GetByteCount()) != in_hash[k])
+      return Internal(tag("modified its input", k, n.in_values[k]) + " (inputs are read-only)");
+  }
+  if (*status != WEFT_STATUS_OK || s.has_bounds) return Status::Ok();
+  // Elements still holding the poison may be unwritten: run again with the other poison; an
+  // element that holds each poison after the run that wrote it was never written.
+  std::vector<std::vector<int64_t>> suspects(s.outs.size());
+  bool any = false;
+  for (size_t k = 0; k < s.outs.size(); ++k) {
+    const Tensor* t = Tensor::View(s.outs[k]);
+    if (!t || !t->data) continue;
+    size_t elem = DataTypeSize(t->GetDataType());
+    const uint8_t* p = static_cast<const uint8_t*>(t->data);
+    for (int64_t i = 0; elem && i < t->GetShapeSize(); ++i)
+      if (std::all_of(p + i * elem, p + (i + 1) * elem, [&](uint8_t b) { return b == kPoison[0]; })) {
+        suspects[k].push_back(i);
+        any = true;
+      }
+  }
+  if (!any) return Status::Ok();
+  arm(kPoison[1]);
+  *status = s.exec(s.instance, &s.c);
+  rc.scratch.guarded = false;
+  WEFT_RETURN_IF_ERROR(check_guards());
+  if (*status != WEFT_STATUS_OK) return Status::Ok();
+  for (size_t k = 0; k < s.outs.size(); ++k) {
+    const Tensor* t = Tensor::View(s.outs[k]);
+    size_t elem = DataTypeSize(t->GetDataType()), unwritten = 0;
+    int64_t first = -1;
+    const uint8_t* p = static_cast<const uint8_t*>(t->data);
+    for (int64_t i : suspects[k])
+      if (std::all_of(p + i * elem, p + (i + 1) * elem, [&](uint8_t b) { return b == kPoison[1]; })) {
+        if (first < 0) first = i;
+        ++unwritten;
+      }
+    if (unwritten)
+      return Internal(tag("left elements of output", k, n.out_values[k]) + " unwritten: " + std::to_string(unwritten) +
+                      " of " + std::to_string(t->GetShapeSize()) + ", the first at flat index " + std::to_string(first));
+  }
+  return Status::Ok();
+}
+
 Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in, const TensorRef* out) const {
   if (num_in != input_ids.size())
     return InvalidArgument("Run: the model takes " + std::to_string(input_ids.size()) + " inputs, got " + std::to_string(num_in));
@@ -649,7 +750,13 @@ Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in
     if (s.update_args) [[unlikely]] WEFT_RETURN_IF_ERROR(RefreshArgs(s, args_updates_));
     std::chrono::steady_clock::time_point t0;
     if (rc.step_ns) [[unlikely]] t0 = std::chrono::steady_clock::now();
-    WeftStatus status = s.exec(s.instance, &s.c);
+    WeftStatus status;
+    if (env && env->check_plugins) [[unlikely]] {
+      Status violation = CheckedExecute(s, rc, &status);
+      if (!violation.ok()) return violation;
+    } else {
+      status = s.exec(s.instance, &s.c);
+    }
     if (rc.step_ns) [[unlikely]]
       (*rc.step_ns)[static_cast<size_t>(&s - rc.steps.data())] +=
           std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();

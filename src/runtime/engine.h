@@ -23,6 +23,7 @@ namespace weft::internal {
 struct EngineEnv {
   std::map<std::string, std::string> options;
   uint64_t memory_budget = UINT64_MAX;  // bytes a model's arena may take (SessionOptions)
+  bool check_plugins = false;            // plugin checking mode (SessionOptions::check_plugins)
   std::unique_ptr<ThreadPool> pool;
 };
 
@@ -74,8 +75,16 @@ struct CompiledNode {
 // serves the same pattern of requests without allocating.
 class Scratch {
  public:
-  void Reset() { chunk_ = 0; used_ = 0; }
+  void Reset() {
+    chunk_ = 0;
+    used_ = 0;
+    guards.clear();
+  }
   void* Alloc(size_t bytes);
+  // Plugin checking mode: every block gets a red zone of kGuardByte, listed in `guards` (start,
+  // bytes) until Reset.
+  bool guarded = false;
+  std::vector<std::pair<uint8_t*, size_t>> guards;
 
  private:
   struct Chunk {
@@ -116,7 +125,11 @@ struct MemoryPlan {
   size_t lower_bound_bytes = 0;
 };
 // Assigns arena offsets to intermediates from their live ranges [producer, last_use].
-MemoryPlan PlanMemory(std::vector<Value>& values, int num_steps);
+// `red_zone` bytes stay free after every tensor (plugin checking mode).
+MemoryPlan PlanMemory(std::vector<Value>& values, int num_steps, size_t red_zone = 0);
+// Bytes of the guard after each planned tensor and workspace block in plugin checking mode.
+inline constexpr size_t kRedZoneBytes = 64;
+inline constexpr uint8_t kGuardByte = 0xCB;
 
 class ModelImpl;
 
@@ -168,6 +181,7 @@ class ModelImpl : public CompiledModel {
 
   // Runs the steps over bound inputs; outputs stay in the context's tensors.
   Status Execute(RunContextImpl& rc, const TensorRef* inputs, size_t num_inputs, const TensorRef* outputs) const;
+  Status CheckedExecute(Step& s, RunContextImpl& rc, WeftStatus* status) const;
   Status Save(const std::string& path, const SaveOptions& options) const override;
   Expected<std::vector<TensorRef>> RunViews(RunContext& ctx, const TensorRef* inputs, size_t num_inputs) const override;
   Expected<std::vector<StepProfile>> Profile(RunContext& ctx, const TensorRef* inputs, size_t num_inputs, int runs) const override;
