@@ -249,16 +249,19 @@ TEST(ModelFile, MismatchedPluginIsRejected) {
   EXPECT_TRUE(Contains(loaded.status().message(), "relu_override"));
 }
 
+// Compiles the compilable_add_custom graph and saves it with the plugin library embedded.
+void SaveEmbeddedAddModel(const std::string& path) {
+  auto s = MakeSession({"compilable_add_custom"});
+  auto m = s->Compile(AddGraph(4, 16));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  SaveOptions o;
+  o.embed_plugins = true;
+  ASSERT_TRUE(m.value()->Save(path, o).ok());
+}
+
 TEST(ModelFile, EmbeddedPluginsLoadFromMemory) {
   std::string dir = TempDir("embed");
-  {
-    auto s = MakeSession({"compilable_add_custom"});
-    auto m = s->Compile(AddGraph(4, 16));
-    ASSERT_TRUE(m.ok());
-    SaveOptions o;
-    o.embed_plugins = true;
-    ASSERT_TRUE(m.value()->Save(dir + "/add.weft", o).ok());
-  }
+  SaveEmbeddedAddModel(dir + "/add.weft");
   auto info = InspectModelFile(dir + "/add.weft");
   ASSERT_TRUE(info.ok());
   ASSERT_EQ(info.value().plugins.size(), 1u);
@@ -283,15 +286,7 @@ TEST(ModelFile, EmbeddedPluginsLoadFromMemory) {
 
 TEST(ModelFile, ATamperedEmbeddedLibraryIsRefusedBeforeItIsLoaded) {
   std::string dir = TempDir("tamper");
-  std::string lib_path;
-  {
-    auto s = MakeSession({"compilable_add_custom"});
-    auto m = s->Compile(AddGraph(4, 16));
-    ASSERT_TRUE(m.ok());
-    SaveOptions o;
-    o.embed_plugins = true;
-    ASSERT_TRUE(m.value()->Save(dir + "/add.weft", o).ok());
-  }
+  SaveEmbeddedAddModel(dir + "/add.weft");
   // Find the embedded library's bytes in the file (its ELF header) and change one byte past it,
   // as an attacker swapping the code would; the file checksum is rewritten by skipping it.
   std::ifstream in(dir + "/add.weft", std::ios::binary);
