@@ -139,12 +139,18 @@ class Slice : public EagerExecuteOp, public ShapeInferOp {
     }
     p->out = in;
     for (size_t k = 0; k < r; ++k) p->start[k] = 0, p->step[k] = 1;
+    bool seen[WEFT_MAX_DIMS] = {};
     for (size_t i = 0; i < starts.size(); ++i) {
       int64_t a;
       if (!NormalizeAxis(axes[i], static_cast<int64_t>(r), &a)) {
         *err = AxisError(axes[i], static_cast<int64_t>(r));
         return true;
       }
+      if (seen[a]) {
+        *err = "axis " + std::to_string(a) + " appears twice in axes";
+        return true;
+      }
+      seen[a] = true;
       int64_t dim = in.GetDim(static_cast<size_t>(a)), s = starts[i], e = ends[i], step = steps[i];
       if (step == 0) {
         *err = "step is 0";
@@ -152,15 +158,16 @@ class Slice : public EagerExecuteOp, public ShapeInferOp {
       }
       if (s < 0) s += dim;
       if (e < 0) e += dim;
-      int64_t n;
+      // Counted as 1 + (span - 1) / |step|: no intermediate exceeds the span, whatever the step.
+      int64_t n, mag = step == INT64_MIN ? INT64_MAX : std::abs(step);
       if (step > 0) {
         s = std::clamp<int64_t>(s, 0, dim);
         e = std::clamp<int64_t>(e, 0, dim);
-        n = e > s ? (e - s + step - 1) / step : 0;
+        n = e > s ? 1 + (e - s - 1) / mag : 0;
       } else {
         s = std::clamp<int64_t>(s, -1, dim - 1);
         e = std::clamp<int64_t>(e, -1, dim - 1);
-        n = s > e ? (s - e - step - 1) / -step : 0;
+        n = s > e ? 1 + (s - e - 1) / mag : 0;
       }
       p->start[a] = s;
       p->step[a] = step;

@@ -78,3 +78,19 @@ def test_sizes_that_overflow_or_exceed_the_memory_budget(tmp_path):
     weft.Session(use_env_path=False, memory_budget_bytes=1 << 20).compile(g)
     with pytest.raises(ValueError, match=r"need \d+ bytes, more than the memory budget of 1000 bytes; the largest is 'h' \[1024\]"):
         weft.Session(use_env_path=False, memory_budget_bytes=1000).compile(g)
+
+
+def test_slice_with_a_repeated_axis_or_extreme_steps(tmp_path):
+    i64 = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)
+    dup = save(tmp_path, [helper.make_node("Slice", ["x", "s", "e", "a"], ["y"])], [("x", F, [4, 5])],
+               [i64("s", [0, 1]), i64("e", [2, 3]), i64("a", [1, -1])])
+    assert "axis 1 appears twice in axes" in error_of(dup)
+    # Steps at the int64 limits take one element (ONNX Runtime gives the same), never overflow.
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    for step, start, end in ((2**63 - 1, 0, 5), (-(2**63), 4, -6)):
+        path = save(tmp_path, [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])], [("x", F, [4, 5])],
+                    [i64("s", [start]), i64("e", [end]), i64("a", [1]), i64("t", [step])])
+        (y,) = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+        ort = pytest.importorskip("onnxruntime")
+        (ref,) = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        np.testing.assert_array_equal(y, ref)
