@@ -483,5 +483,14 @@ TEST(FuzzFindings, OnnxConstantValuesMustHaveTheTypeTheirNameSays) {
   }
 }
 
+TEST(FuzzFindings, JsonConstantShapeCheckedLikeTheTensorItBecomes) {
+  // Elements fit in int64 (a dim of 0 makes the count 0) but the running byte count does not:
+  // rejected here, not by an exception where the tensor is allocated.
+  auto g = Graph::FromJsonText(R"({"nodes": [], "constants": [{"name": "c", "dtype": "float64",
+      "shape": [4294967296, 42949, 7296, 0], "data": []}]})");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("has more elements than fit in 64 bits"), std::string::npos) << g.status().message();
+}
+
 }  // namespace
 }  // namespace weft

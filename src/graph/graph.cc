@@ -85,16 +85,6 @@ Expected<Shape> ShapeFromJson(const json& j, const std::string& what) {
   return s;
 }
 
-// Elements of a shape without unknown dims; false when the count overflows int64 (checked in
-// the order Shape::GetShapeSize multiplies).
-bool CheckedNumel(const Shape& s, int64_t* n) {
-  int64_t c = 1;
-  for (size_t k = 0; k < s.GetDimNum(); ++k)
-    if (__builtin_mul_overflow(c, s.GetDim(k), &c)) return false;
-  *n = c;
-  return true;
-}
-
 // A JSON number or boolean as T; false when the value does not fit T (converting an
 // out-of-range number would be undefined, and reading a boolean as a number throws).
 template <typename T>
@@ -161,9 +151,10 @@ Expected<HostTensor> TensorFromJson(const json& j, const std::string& what, cons
   static const json kNoData = json::array();
   const json& data = j.contains("data") ? j["data"] : kNoData;
   if (!data.is_array()) return InvalidArgument(what + ": \"data\" must be a flat array");
-  int64_t n = 0;
-  if (!CheckedNumel(shape.value(), &n))
+  uint64_t bytes = 0;  // the same size check HostTensor makes, so a shape that passes here allocates
+  if (!shape.value().GetCheckedBytes(DataTypeSize(dt), &bytes))
     return InvalidArgument(what + ": shape " + shape.value().ToString() + " has more elements than fit in 64 bits");
+  int64_t n = shape.value().GetShapeSize();
   if (static_cast<int64_t>(data.size()) != n)
     return InvalidArgument(what + ": shape " + shape.value().ToString() + " needs " + std::to_string(n) +
                            " values, \"data\" has " + std::to_string(data.size()));
@@ -266,7 +257,23 @@ Expected<std::vector<std::string>> NameList(const json& j, const char* key, cons
 
 }  // namespace
 
+namespace {
+Expected<Graph> ParseJsonGraph(const std::string& text, const std::string& base_dir);
+}  // namespace
+
+// Nothing escapes as an exception, whatever the text (running out of memory included).
 Expected<Graph> Graph::FromJsonText(const std::string& text, const std::string& base_dir) {
+  try {
+    return ParseJsonGraph(text, base_dir);
+  } catch (const std::bad_alloc&) {
+    return IoError("graph JSON: out of memory");
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("graph JSON: ") + e.what());
+  }
+}
+
+namespace {
+Expected<Graph> ParseJsonGraph(const std::string& text, const std::string& base_dir) {
   WEFT_RETURN_IF_ERROR(CheckJsonDepth(text));
   json j;
   try {
@@ -344,6 +351,8 @@ Expected<Graph> Graph::FromJsonText(const std::string& text, const std::string& 
   for (auto& o : outs.value()) g.AddOutput(o);
   return g;
 }
+
+}  // namespace
 
 Expected<Graph> Graph::FromJsonFile(const std::string& path) {
   auto text = internal::ReadRegularFile(path, "graph file");

@@ -422,7 +422,23 @@ Expected<HostTensor> ReadOnnxTensor(const std::string& path) {
   return t;
 }
 
+namespace {
+Expected<Graph> ImportModelProto(const std::string& bytes, const std::string& base_dir, const OnnxImportOptions& options);
+}  // namespace
+
+// Nothing escapes as an exception, whatever the bytes (running out of memory included).
 Expected<Graph> ImportOnnxBytes(const std::string& bytes, const std::string& base_dir, const OnnxImportOptions& options) {
+  try {
+    return ImportModelProto(bytes, base_dir, options);
+  } catch (const std::bad_alloc&) {
+    return IoError("ONNX import: out of memory");
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("ONNX import: ") + e.what());
+  }
+}
+
+namespace {
+Expected<Graph> ImportModelProto(const std::string& bytes, const std::string& base_dir, const OnnxImportOptions& options) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) return InvalidArgument("not a valid ONNX model (protobuf parse failed)");
   if (!model.has_graph()) return InvalidArgument("the ONNX model has no graph");
@@ -488,6 +504,8 @@ Expected<Graph> ImportOnnxBytes(const std::string& bytes, const std::string& bas
   for (auto& o : gp.output()) g.AddOutput(o.name());
   return g;
 }
+
+}  // namespace
 
 Expected<Graph> ImportOnnx(const std::string& path, const OnnxImportOptions& options) {
   auto bytes = internal::ReadRegularFile(path, "ONNX model", uint64_t(2) << 30);  // protobuf's limit
