@@ -80,14 +80,14 @@ Expected<std::string> ReadRegularFile(const std::string& path, const std::string
   return out;
 }
 
-Status ReadRegularFileRange(const std::string& path, const std::string& what, uint64_t offset, void* dst,
-                            uint64_t bytes) {
+Status ReadRegularFileRange(const std::string& path, const std::string& what, uint64_t offset, uint64_t bytes,
+                            const std::function<void*()>& destination) {
   RegularFile f;
   WEFT_RETURN_IF_ERROR(f.Open(path, what));
   if (offset > f.size() || bytes > f.size() - offset)
     return InvalidArgument(what + " '" + path + "' has " + std::to_string(f.size()) + " bytes; " +
                            std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " do not fit");
-  return f.ReadAt(offset, static_cast<char*>(dst), bytes, what, path);
+  return f.ReadAt(offset, static_cast<char*>(destination()), bytes, what, path);
 }
 
 Expected<std::string> ConfinedPath(const std::string& base_dir, const std::string& location, const std::string& what) {

@@ -5,6 +5,7 @@
 #define WEFT_SRC_CORE_FILE_IO_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -20,9 +21,11 @@ inline constexpr uint64_t kMaxReadBytes = uint64_t(4) << 30;
 Expected<std::string> ReadRegularFile(const std::string& path, const std::string& what,
                                       uint64_t max_bytes = kMaxReadBytes);
 
-// Reads exactly `bytes` bytes at `offset` of the regular file `path` into `dst`.
-Status ReadRegularFileRange(const std::string& path, const std::string& what, uint64_t offset, void* dst,
-                            uint64_t bytes);
+// Reads exactly `bytes` bytes at `offset` of the regular file `path` into the buffer that
+// `destination()` returns; it is called only once the file is known to hold that range, so the
+// caller allocates nothing for a file that is too short.
+Status ReadRegularFileRange(const std::string& path, const std::string& what, uint64_t offset, uint64_t bytes,
+                            const std::function<void*()>& destination);
 
 // `location`, a path written inside a model file, resolved against `base_dir` and confined to it:
 // relative, without "..", and (symbolic links resolved) still inside `base_dir`.

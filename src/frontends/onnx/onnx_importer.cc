@@ -77,19 +77,13 @@ Expected<HostTensor> TensorFromProto(const onnx::TensorProto& p, const std::stri
     if (!file.ok()) return file.status();
     if (length >= 0 && static_cast<size_t>(length) != bytes)
       return InvalidArgument(what + ": external data length " + std::to_string(length) + " != " + std::to_string(bytes));
-    // A read of no bytes checks that the file exists, is regular and holds the offset; its size
-    // then bounds the allocation (the read below checks everything again).
+    // The tensor is allocated only once the file is known to hold its bytes.
+    HostTensor t;
     WEFT_RETURN_IF_ERROR(internal::ReadRegularFileRange(file.value(), what + " external data file",
-                                                        static_cast<uint64_t>(offset), nullptr, 0));
-    std::error_code ec;
-    uint64_t file_size = fs::file_size(file.value(), ec);
-    if (ec) return IoError(what + ": cannot stat external data file '" + file.value() + "': " + ec.message());
-    if (static_cast<uint64_t>(offset) > file_size || bytes > file_size - static_cast<uint64_t>(offset))
-      return InvalidArgument(what + " external data file '" + file.value() + "' has " + std::to_string(file_size) +
-                             " bytes; " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " do not fit");
-    HostTensor t(dt, shape);
-    WEFT_RETURN_IF_ERROR(internal::ReadRegularFileRange(file.value(), what + " external data file",
-                                                        static_cast<uint64_t>(offset), t.data(), bytes));
+                                                        static_cast<uint64_t>(offset), bytes, [&] {
+                                                          t = HostTensor(dt, shape);
+                                                          return t.data();
+                                                        }));
     return t;
   }
   if (p.has_raw_data()) {
