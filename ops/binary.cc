@@ -12,7 +12,14 @@ struct MulFn { static constexpr const char* kName = "Mul"; template <typename C>
 struct DivFn { static constexpr const char* kName = "Div"; template <typename C> static C Apply(C a, C b) { return a / b; } };
 
 template <typename Fn>
-class BinaryOp : public EagerExecuteOp, public ShapeInferOp {
+class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp {
+ public:
+  // Add declares itself so that epilogue fusion can fold it into its producer.
+  graphStatus QueryFusion(OpQueryContext*, FusionSupport& s) override {
+    if constexpr (std::is_same<Fn, AddFn>::value) s.IsAdd();
+    return GRAPH_SUCCESS;
+  }
+
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape* a = ctx->GetInputShape(0);

@@ -134,8 +134,25 @@ bool BiasFits(const InferShapeContext* ctx, int64_t out_channels, std::string* e
   return true;
 }
 
-class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
+class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad,
+             public FusibleOp, public LayoutAwareOp {
  public:
+  // Conv [+ Add] [+ activation]: input Sum takes the residual addend; any activation on float.
+  graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
+    s.SumInput(3);
+    if (IsFloating(ctx->GetInputDataType(0))) AbsorbAllActivations(s);
+    return GRAPH_SUCCESS;
+  }
+  // The oneDNN path of a float32 2-D convolution with constant weights reads X and Sum and
+  // writes Y in the channel-blocked layout as readily as the plain one.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetRequiredInputTensor(1);
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    if (x->GetDataType() == DT_FLOAT && x->GetShape().GetDimNum() == 4 && wt && wt->GetAddr() && (!b || b->GetAddr()))
+      s.Format(FORMAT_NC1HWC0).Input(0).Input(3).Output(0);
+    return GRAPH_SUCCESS;
+  }
   // float32 fast path: a oneDNN convolution with weights prepacked once, bias, the fused residual
   // sum and activation as post-ops. Anything else runs the reference loops below.
   graphStatus Compile(OpCompileContext* ctx) override {
@@ -173,9 +190,9 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       // Let oneDNN choose blocked layouts; plain NCHW is reordered in and out around the kernel,
       // except where the fusion pass found that neighbouring Convs can exchange the channel-
       // blocked layout (nChw16c) directly.
-      const RuntimeAttrs* at = ctx->GetAttrs();
-      bool blocked_in = *at->GetInt("blocked_input") != 0, blocked_out = *at->GetInt("blocked_output") != 0;
-      bool blocked_sum = *at->GetInt("blocked_sum") != 0;
+      const Tensor* sum_t = ctx->GetOptionalInputTensor(3);
+      bool blocked_in = x->GetFormat() == FORMAT_NC1HWC0, blocked_out = ctx->GetOutputTensor(0)->GetFormat() == FORMAT_NC1HWC0;
+      bool blocked_sum = sum_t && sum_t->GetFormat() == FORMAT_NC1HWC0;
       dnnl::memory::desc src_md(src, dt::f32, act_tags[w.nd - 1]), dst_md(dst, dt::f32, act_tags[w.nd - 1]);
       dnnl::memory::desc src_blk(src, dt::f32, tag::nChw16c), dst_blk(dst, dt::f32, tag::nChw16c);
       if (blocked_in) src_md = src_blk;
@@ -191,7 +208,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       };
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      attr.set_post_ops(FusedPostOps(at, sum));
+      attr.set_post_ops(FusedPostOps(ctx->GetEpilogue(), sum));
       dnnl::convolution_forward::primitive_desc pd;
       // 3x3, stride 1, undilated 2-D convolutions use oneDNN's Winograd kernels (about twice the
       // throughput of the direct ones at batch 1; the transform costs ~1e-6 relative accuracy)
@@ -241,8 +258,9 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     } catch (const dnnl::error& e) {
       // Unsupported configuration: the reference path runs instead, unless the graph relies on
       // this node exchanging the blocked layout.
-      const RuntimeAttrs* at = ctx->GetAttrs();
-      if (*at->GetInt("blocked_input") || *at->GetInt("blocked_output") || *at->GetInt("blocked_sum")) {
+      const Tensor* sum_t = ctx->GetOptionalInputTensor(3);
+      if (x->GetFormat() == FORMAT_NC1HWC0 || ctx->GetOutputTensor(0)->GetFormat() == FORMAT_NC1HWC0 ||
+          (sum_t && sum_t->GetFormat() == FORMAT_NC1HWC0)) {
         ctx->SetError(std::string("oneDNN cannot run this convolution in the blocked layout: ") + e.what());
         return GRAPH_FAILED;
       }
@@ -298,7 +316,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       void* ptrs[3] = {const_cast<void*>(x->GetAddr()), y->GetAddr(), sum ? const_cast<void*>(sum->GetAddr()) : nullptr};
       return runner_.Run(ctx, ptrs) ? GRAPH_SUCCESS : GRAPH_FAILED;
     }
-    FusedActivation act(ctx->GetAttrs());
+    FusedActivation act(ctx);
     int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), m = wt->GetShape().GetDim(0);
     int64_t group = *ctx->GetAttrs()->GetInt("group"), cg = c / group, mg = m / group;
     int64_t in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd), k_sp = Prod(w.k, w.nd);
@@ -452,8 +470,18 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp {
 };
 
 template <bool kMax>
-class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
+class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public LayoutAwareOp {
  public:
+  // Between channel-blocked Convs a float32 2-D pooling (oneDNN path) keeps the blocked layout:
+  // it reads and writes it, or neither.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    bool include_pad = !kMax && *ctx->GetAttrs()->GetInt("count_include_pad") != 0;
+    if (x->GetDataType() == DT_FLOAT && x->GetShape().GetDimNum() == 4 && ctx->GetComputeNodeOutputNum() == 1 &&
+        !(include_pad && *ctx->GetAttrs()->GetInt("ceil_mode")))
+      s.Format(FORMAT_NC1HWC0).Input(0).Output(0).Together();
+    return GRAPH_SUCCESS;
+  }
   // float32 fast path: oneDNN pooling (no Indices output).
   graphStatus Compile(OpCompileContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
@@ -479,8 +507,8 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       }
       const tag tags[] = {tag::ncw, tag::nchw, tag::ncdhw};
       dnnl::memory::desc src_md(src, dt::f32, tags[w.nd - 1]), dst_md(dst, dt::f32, tags[w.nd - 1]);
-      // Between channel-blocked Convs (the fusion pass decides) pooling reads and writes nChw16c.
-      bool blocked_in = *ctx->GetAttrs()->GetInt("blocked_input") != 0, blocked_out = *ctx->GetAttrs()->GetInt("blocked_output") != 0;
+      // Between channel-blocked Convs (the layout pass decides) pooling reads and writes nChw16c.
+      bool blocked_in = x->GetFormat() == FORMAT_NC1HWC0, blocked_out = ctx->GetOutputTensor(0)->GetFormat() == FORMAT_NC1HWC0;
       if ((blocked_in || blocked_out) && w.nd != 2) {
         ctx->SetError("the blocked layout needs 2-D pooling");
         return GRAPH_FAILED;
@@ -501,7 +529,7 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       runner_.Finish(threads);
     } catch (const dnnl::error& e) {
       // not ready: the reference loops run instead, unless the graph relies on the blocked layout
-      if (*ctx->GetAttrs()->GetInt("blocked_input") || *ctx->GetAttrs()->GetInt("blocked_output")) {
+      if (x->GetFormat() == FORMAT_NC1HWC0 || ctx->GetOutputTensor(0)->GetFormat() == FORMAT_NC1HWC0) {
         ctx->SetError(std::string("oneDNN cannot run this pooling in the blocked layout: ") + e.what());
         return GRAPH_FAILED;
       }
@@ -648,11 +676,9 @@ void WindowAttrs(OpDefBuilder& b) {
 void WeftRegister_conv_pool(std::vector<OpEntry>& out) {
   {
     OpDefBuilder b("Conv");
-    // Sum and fused_* are set by Weft's fusion pass (Conv + Add + Relu/Clip); ONNX graphs never set them.
+    // Sum: a residual addend, Y = conv(X, W) + B + Sum (what epilogue fusion connects).
     b.INPUT(X, "T").INPUT(W, "T").OPTIONAL_INPUT(B, "T").OPTIONAL_INPUT(Sum, "T").OUTPUT(Y, "T").DATATYPE(T, FloatTypes())
-        .ATTR(group, Int, 1).ATTR(kernel_shape, ListInt, {})
-        .ATTR(fused_activation, String, "").ATTR(fused_alpha, Float, 0.0).ATTR(fused_beta, Float, 0.0)
-        .ATTR(blocked_input, Int, 0).ATTR(blocked_output, Int, 0).ATTR(blocked_sum, Int, 0);
+        .ATTR(group, Int, 1).ATTR(kernel_shape, ListInt, {});
     WindowAttrs(b);
     out.push_back({b.Build(), MakeOpImpl<Conv>("Conv")});
   }
@@ -666,15 +692,14 @@ void WeftRegister_conv_pool(std::vector<OpEntry>& out) {
   {
     OpDefBuilder b("MaxPool");
     b.INPUT(X, TensorType({DT_FLOAT, DT_FLOAT16, DT_DOUBLE, DT_INT8, DT_UINT8})).OUTPUT(Y, TensorType({DT_FLOAT, DT_FLOAT16, DT_DOUBLE, DT_INT8, DT_UINT8}))
-        .DYNAMIC_OUTPUT(Indices, TensorType({DT_INT64})).REQUIRED_ATTR(kernel_shape, ListInt).ATTR(ceil_mode, Int, 0).ATTR(storage_order, Int, 0)
-        .ATTR(blocked_input, Int, 0).ATTR(blocked_output, Int, 0);  // set by Weft's layout pass
+        .DYNAMIC_OUTPUT(Indices, TensorType({DT_INT64})).REQUIRED_ATTR(kernel_shape, ListInt).ATTR(ceil_mode, Int, 0).ATTR(storage_order, Int, 0);
     WindowAttrs(b);
     out.push_back({b.Build(), MakeOpImpl<Pool<true>>("MaxPool")});
   }
   {
     OpDefBuilder b("AveragePool");
     b.INPUT(X, FloatTypes()).OUTPUT(Y, FloatTypes()).REQUIRED_ATTR(kernel_shape, ListInt).ATTR(ceil_mode, Int, 0)
-        .ATTR(count_include_pad, Int, 0).ATTR(blocked_input, Int, 0).ATTR(blocked_output, Int, 0);
+        .ATTR(count_include_pad, Int, 0);
     WindowAttrs(b);
     out.push_back({b.Build(), MakeOpImpl<Pool<false>>("AveragePool")});
   }

@@ -148,14 +148,25 @@ inline int Relayout(DnnlRunner& r, int from_slot, const dnnl::memory::desc& from
   return t;
 }
 
-// Post-ops from the fused-activation attributes the graph fusion pass sets.
-inline dnnl::post_ops FusedPostOps(const RuntimeAttrs* a, bool sum) {
+// Post-ops for what the engine fused into the node: the residual sum, then the activation.
+inline dnnl::post_ops FusedPostOps(const WeftEpilogue& e, bool sum) {
+  using alg = dnnl::algorithm;
   dnnl::post_ops po;
   if (sum) po.append_sum(1.0f);
-  const char* act = a->GetStr("fused_activation");
-  std::string name = act ? act : "";
-  if (name == "Relu") po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-  else if (name == "Clip") po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, *a->GetFloat("fused_alpha"), *a->GetFloat("fused_beta"));
+  switch (e.activation) {
+    case WEFT_ACT_RELU: po.append_eltwise(1.0f, alg::eltwise_relu, 0.f, 0.f); break;
+    case WEFT_ACT_CLIP: po.append_eltwise(1.0f, alg::eltwise_clip, e.alpha, e.beta); break;
+    case WEFT_ACT_LEAKY_RELU: po.append_eltwise(1.0f, alg::eltwise_relu, e.alpha, 0.f); break;
+    case WEFT_ACT_SIGMOID: po.append_eltwise(1.0f, alg::eltwise_logistic, 0.f, 0.f); break;
+    case WEFT_ACT_TANH: po.append_eltwise(1.0f, alg::eltwise_tanh, 0.f, 0.f); break;
+    case WEFT_ACT_HARD_SIGMOID:  // clip(alpha * x + beta, 0, 1)
+      po.append_eltwise(1.0f, alg::eltwise_linear, e.alpha, e.beta);
+      po.append_eltwise(1.0f, alg::eltwise_clip, 0.f, 1.f);
+      break;
+    case WEFT_ACT_ELU: po.append_eltwise(1.0f, alg::eltwise_elu, e.alpha, 0.f); break;
+    case WEFT_ACT_HARD_SWISH: po.append_eltwise(1.0f, alg::eltwise_hardswish, 0.f, 0.f); break;
+    default: break;
+  }
   return po;
 }
 

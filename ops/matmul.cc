@@ -61,8 +61,15 @@ void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n, C* row)
   }
 }
 
-class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
+class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public FusibleOp {
  public:
+  // MatMul [+ Add of a constant over the last dim] [+ activation on floats].
+  graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
+    s.BiasInput(2);
+    if (IsFloating(ctx->GetInputDataType(0))) AbsorbAllActivations(s);
+    return GRAPH_SUCCESS;
+  }
+
   // float32 fast path: oneDNN matmul (operands of rank >= 2; B prepacked when constant).
   graphStatus Compile(OpCompileContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
@@ -95,7 +102,7 @@ class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, 
       if (!bias->GetAddr() || bias->GetDataType() != DT_FLOAT || bias->GetShapeSize() != d.n) return GRAPH_SUCCESS;
       spec.bias = bias->GetData<float>();
     }
-    spec.post_ops = FusedPostOps(ctx->GetAttrs(), false);
+    spec.post_ops = FusedPostOps(ctx->GetEpilogue(), false);
     int threads = ApplyIntraOpThreads(ctx);
     try {
       BuildMatmul(runner_, spec, keep_, threads);
@@ -135,7 +142,7 @@ class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, 
       if (b_const_) ptrs[1] = c->GetAddr();  // bound slots are A, Y when B is prepacked
       return runner_.Run(ctx, ptrs) ? GRAPH_SUCCESS : GRAPH_FAILED;
     }
-    FusedActivation act(ctx->GetAttrs());
+    FusedActivation act(ctx);
     int64_t batches = d.batch.GetShapeSize();
     int64_t sa[WEFT_MAX_DIMS], sb[WEFT_MAX_DIMS];
     BroadcastStrides(d.a_batch, d.batch, sa);
@@ -166,7 +173,7 @@ class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, 
         const T* pbias = bias->GetData<T>();
         for (int64_t i = 0; i < c->GetShapeSize(); ++i) pc[i] = Store<T>(static_cast<C>(Load(pc[i])) + static_cast<C>(Load(pbias[i % d.n])));
       }
-      if (act.kind)
+      if (act.e.activation != WEFT_ACT_NONE)
         for (int64_t i = 0; i < c->GetShapeSize(); ++i) pc[i] = Store<T>(act(static_cast<C>(Load(pc[i]))));
     });
     return ok ? GRAPH_SUCCESS : GRAPH_FAILED;
@@ -184,10 +191,9 @@ void WeftRegister_matmul(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("MatMul")
                      .INPUT(A, "T")
                      .INPUT(B, "T")
-                     .OPTIONAL_INPUT(Bias, "T")  // set by Weft's fusion pass (MatMul + Add of a constant [.., N])
+                     .OPTIONAL_INPUT(Bias, "T")  // Y = A x B + Bias over the last dim (epilogue fusion connects it)
                      .OUTPUT(Y, "T")
                      .DATATYPE(T, TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT32, DT_INT64}))
-                     .ATTR(fused_activation, String, "").ATTR(fused_alpha, Float, 0.0).ATTR(fused_beta, Float, 0.0)
                      .Build(),
                  MakeOpImpl<MatMul>("MatMul")});
 }

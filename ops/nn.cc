@@ -8,8 +8,14 @@
 namespace weft::ops {
 namespace {
 
-class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
+class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public FusibleOp {
  public:
+  // Gemm [+ activation on floats].
+  graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
+    if (IsFloating(ctx->GetInputDataType(0))) AbsorbAllActivations(s);
+    return GRAPH_SUCCESS;
+  }
+
   // float32 fast path through oneDNN matmul when C is absent or a [N] / [1, N] bias with beta 1.
   graphStatus Compile(OpCompileContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
@@ -30,7 +36,7 @@ class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     spec.b_const = b->GetAddr();
     spec.bias = c ? c->GetData<float>() : nullptr;
     spec.alpha = *ctx->GetAttrs()->GetFloat("alpha");
-    spec.post_ops = FusedPostOps(ctx->GetAttrs(), false);
+    spec.post_ops = FusedPostOps(ctx->GetEpilogue(), false);
     int threads = ApplyIntraOpThreads(ctx);
     try {
       BuildMatmul(runner_, spec, keep_, threads);
@@ -82,7 +88,7 @@ class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       if (b_const_) ptrs[1] = y->GetAddr();  // bound slots are A, Y when B is prepacked
       return runner_.Run(ctx, ptrs) ? GRAPH_SUCCESS : GRAPH_FAILED;
     }
-    FusedActivation act(ctx->GetAttrs());
+    FusedActivation act(ctx);
     bool ta = *ctx->GetAttrs()->GetInt("transA") != 0, tb = *ctx->GetAttrs()->GetInt("transB") != 0;
     float alpha = *ctx->GetAttrs()->GetFloat("alpha"), beta = *ctx->GetAttrs()->GetFloat("beta");
     DispatchNumeric(a->GetDataType(), [&](auto tag) {
@@ -438,8 +444,7 @@ class PRelu : public EagerExecuteOp {
 void WeftRegister_nn(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("Gemm").INPUT(A, "T").INPUT(B, "T").OPTIONAL_INPUT(C, "T").OUTPUT(Y, "T")
                      .DATATYPE(T, TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT32, DT_INT64, DT_UINT32, DT_UINT64}))
-                     .ATTR(alpha, Float, 1.0).ATTR(beta, Float, 1.0).ATTR(transA, Int, 0).ATTR(transB, Int, 0)
-                     .ATTR(fused_activation, String, "").ATTR(fused_alpha, Float, 0.0).ATTR(fused_beta, Float, 0.0).Build(),
+                     .ATTR(alpha, Float, 1.0).ATTR(beta, Float, 1.0).ATTR(transA, Int, 0).ATTR(transB, Int, 0).Build(),
                  MakeOpImpl<Gemm>("Gemm")});
   out.push_back({OpDefBuilder("BatchNormalization").INPUT(X, FloatTypes()).INPUT(scale, FloatTypes()).INPUT(B, FloatTypes())
                      .INPUT(input_mean, FloatTypes()).INPUT(input_var, FloatTypes()).OUTPUT(Y, FloatTypes())

@@ -121,23 +121,35 @@ inline void CopyElem(uint8_t* dst, const uint8_t* src, size_t elem) {
   }
 }
 
-// The activation Weft's fusion pass folds into Conv/Gemm/MatMul (attributes fused_activation,
-// fused_alpha, fused_beta), for the reference loops.
+inline bool IsFloating(DataType dt) { return dt == DT_FLOAT || dt == DT_FLOAT16 || dt == DT_BF16 || dt == DT_DOUBLE; }
+
+// A producer that can apply every activation the engine fuses (its reference loops use
+// FusedActivation, its oneDNN path FusedPostOps).
+inline void AbsorbAllActivations(FusionSupport& s) {
+  for (int a = WEFT_ACT_RELU; a < WEFT_ACT_COUNT; ++a) s.Absorb(static_cast<WeftActivation>(a));
+}
+
+// The activation the engine fused into this node (GetEpilogue), for the reference loops.
 struct FusedActivation {
-  int kind = 0;  // 0 none, 1 Relu, 2 Clip
-  float alpha = 0, beta = 0;
-  explicit FusedActivation(const RuntimeAttrs* a) {
-    const char* n = a->GetStr("fused_activation");
-    std::string name = n ? n : "";
-    kind = name == "Relu" ? 1 : name == "Clip" ? 2 : 0;
-    alpha = *a->GetFloat("fused_alpha");
-    beta = *a->GetFloat("fused_beta");
-  }
+  WeftEpilogue e;
+  explicit FusedActivation(const KernelContextBase* ctx) : e(ctx->GetEpilogue()) {}
   template <typename C>
   C operator()(C v) const {
-    if (kind == 1) return v > C(0) ? v : C(0);
-    if (kind == 2) return v < C(alpha) ? C(alpha) : v > C(beta) ? C(beta) : v;
-    return v;
+    if constexpr (!std::is_floating_point<C>::value) {
+      return v;  // only floating producers absorb
+    } else {
+      switch (e.activation) {
+        case WEFT_ACT_RELU: return v > C(0) ? v : C(0);
+        case WEFT_ACT_CLIP: return std::min(std::max(v, C(e.alpha)), C(e.beta));
+        case WEFT_ACT_LEAKY_RELU: return v >= C(0) ? v : C(e.alpha) * v;
+        case WEFT_ACT_SIGMOID: return v >= C(0) ? C(1) / (C(1) + std::exp(-v)) : std::exp(v) / (C(1) + std::exp(v));
+        case WEFT_ACT_TANH: return std::tanh(v);
+        case WEFT_ACT_HARD_SIGMOID: return std::max(C(0), std::min(C(1), C(e.alpha) * v + C(e.beta)));
+        case WEFT_ACT_ELU: return v >= C(0) ? v : C(e.alpha) * (std::exp(v) - C(1));
+        case WEFT_ACT_HARD_SWISH: return v * std::max(C(0), std::min(C(1), v / C(6) + C(0.5)));
+        default: return v;
+      }
+    }
   }
 };
 

@@ -4,8 +4,12 @@
 namespace weft::ops {
 namespace {
 
-class Relu : public EagerExecuteOp {
+class Relu : public EagerExecuteOp, public FusibleOp {
  public:
+  graphStatus QueryFusion(OpQueryContext*, FusionSupport& s) override {
+    s.IsActivation(WEFT_ACT_RELU);
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());

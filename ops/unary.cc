@@ -86,9 +86,26 @@ struct GeluFn {
   }
 };
 
+// Activations epilogue fusion can fold into their producer (FusibleOp): what each unary op
+// declares itself as.
+template <typename Fn>
+void DeclareActivation(const Fn&, FusionSupport&) {}
+inline void DeclareActivation(const SigmoidFn&, FusionSupport& s) { s.IsActivation(WEFT_ACT_SIGMOID); }
+inline void DeclareActivation(const TanhFn&, FusionSupport& s) { s.IsActivation(WEFT_ACT_TANH); }
+inline void DeclareActivation(const HardSwishFn&, FusionSupport& s) { s.IsActivation(WEFT_ACT_HARD_SWISH); }
+inline void DeclareActivation(const LeakyReluFn& f, FusionSupport& s) { s.IsActivation(WEFT_ACT_LEAKY_RELU, f.alpha); }
+inline void DeclareActivation(const EluFn& f, FusionSupport& s) { s.IsActivation(WEFT_ACT_ELU, f.alpha); }
+inline void DeclareActivation(const HardSigmoidFn& f, FusionSupport& s) { s.IsActivation(WEFT_ACT_HARD_SIGMOID, f.alpha, f.beta); }
+
 template <typename Fn, bool kIntegers>
-class UnaryOp : public EagerExecuteOp {
+class UnaryOp : public EagerExecuteOp, public FusibleOp {
  public:
+  graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
+    Fn fn;
+    fn.Load(ctx->GetAttrs());
+    DeclareActivation(fn, s);
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
@@ -162,8 +179,22 @@ class Not : public EagerExecuteOp {
 
 // Clip(input, min?, max?): bounds from optional scalar inputs (the importer turns opset < 11
 // attributes into those inputs).
-class Clip : public EagerExecuteOp {
+class Clip : public EagerExecuteOp, public FusibleOp {
  public:
+  // An activation when its bounds are float constants (known at compile time) with min <= max.
+  graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
+    if (ctx->GetInputDataType(0) != DT_FLOAT) return GRAPH_SUCCESS;
+    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+    for (size_t ir = 1; ir < 3; ++ir) {
+      const Tensor* t = ctx->GetOptionalInputTensor(ir);
+      if (!t) continue;
+      if (!t->GetAddr() || t->GetShapeSize() != 1) return GRAPH_SUCCESS;  // not known now
+      (ir == 1 ? lo : hi) = t->GetData<float>()[0];
+    }
+    if (!(lo <= hi)) return GRAPH_SUCCESS;
+    s.IsActivation(WEFT_ACT_CLIP, lo, hi);
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* lo = ctx->GetOptionalInputTensor(1);

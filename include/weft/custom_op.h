@@ -170,6 +170,14 @@ class KernelContextBase {
     return c_->api->parallel_for(c_, n, grain, tramp, user) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
   }
   WeftKernelContext* raw() const { return c_; }
+  // The activation the engine fused into output 0 (FusibleOp), available from Compile on;
+  // `activation` is WEFT_ACT_NONE when nothing was fused.
+  WeftEpilogue GetEpilogue() const {
+    WeftEpilogue none{sizeof(WeftEpilogue), WEFT_ACT_NONE, 0.f, 0.f};
+    if (!WEFT_HOST_API_HAS(c_->api, get_epilogue)) return none;
+    const WeftEpilogue* e = c_->api->get_epilogue(c_);
+    return e ? *e : none;
+  }
   // The address of `symbol` in a runtime-compiled kernel of this node (see
   // OpCompileContext::CompileKernel), also after loading a model file; nullptr if unknown.
   void* GetKernel(const std::string& kernel_id, const char* symbol) const {
@@ -339,6 +347,54 @@ class UpdateArgsContext : public KernelContextBase {
   T* GetHostArgs() const { return static_cast<T*>(GetHostArgs(sizeof(T))); }
 };
 
+// Fusion and layout queries (stage WEFT_STAGE_QUERY): input/output types and shapes as inference
+// left them; constant inputs carry their data.
+class OpQueryContext : public KernelContextBase {
+ public:
+  using KernelContextBase::KernelContextBase;
+  const Tensor* GetOutputTensor(size_t i) const { return Output(i); }
+};
+
+// What a node can fuse; see WeftFusionSupport in weft/c/weft_plugin.h for the rules.
+class FusionSupport {
+ public:
+  explicit FusionSupport(WeftFusionSupport* s) : s_(s) {}
+  // As a producer: this node can apply activation `a` to its output 0 itself.
+  FusionSupport& Absorb(WeftActivation a) { s_->absorbs |= WEFT_ACT_BIT(a); return *this; }
+  // As a producer: optional IR input `ir` takes a residual addend (out = op(...) + addend).
+  FusionSupport& SumInput(int32_t ir) { s_->sum_input = ir; return *this; }
+  // As a producer: optional IR input `ir` takes a bias along the last dimension.
+  FusionSupport& BiasInput(int32_t ir) { s_->bias_input = ir; return *this; }
+  // As a consumer: this node computes activation `a` of its input 0 with these parameters.
+  FusionSupport& IsActivation(WeftActivation a, float alpha = 0.f, float beta = 0.f) {
+    s_->activation = a;
+    s_->alpha = alpha;
+    s_->beta = beta;
+    return *this;
+  }
+  // As a consumer: this node computes input 0 + input 1 (ONNX Add).
+  FusionSupport& IsAdd() { s_->is_add = 1; return *this; }
+  WeftFusionSupport* raw() const { return s_; }
+
+ private:
+  WeftFusionSupport* s_;
+};
+
+// Which tensors of a node may use a blocked layout; see WeftLayoutSupport.
+class LayoutSupport {
+ public:
+  explicit LayoutSupport(WeftLayoutSupport* s) : s_(s) {}
+  LayoutSupport& Format(::weft::Format f) { s_->format = f; return *this; }
+  LayoutSupport& Input(uint32_t ir) { s_->inputs |= 1ull << ir; return *this; }
+  LayoutSupport& Output(uint32_t ir) { s_->outputs |= 1ull << ir; return *this; }
+  // The listed inputs and outputs are all blocked or all plain.
+  LayoutSupport& Together() { s_->flags |= WEFT_LAYOUT_TOGETHER; return *this; }
+  WeftLayoutSupport* raw() const { return s_; }
+
+ private:
+  WeftLayoutSupport* s_;
+};
+
 // ---- capability interfaces (virtual inheritance, as in GE) ----------------------------------
 class BaseCustomOp {
  public:
@@ -381,6 +437,22 @@ class PortableOp : public virtual BaseCustomOp {
 class ArgsUpdater : public virtual BaseCustomOp {
  public:
   virtual graphStatus UpdateHostArgs(UpdateArgsContext* ctx) = 0;
+};
+
+// Declares what the node can fuse (called at graph compile time, after inference, on the node's
+// own object; answer from its attributes, types, shapes and constant inputs). The engine then
+// tells Compile, Deserialize and Execute what it fused through GetEpilogue() and the sum/bias
+// inputs it connected.
+class FusibleOp : public virtual BaseCustomOp {
+ public:
+  virtual graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& support) = 0;
+};
+// Declares which inputs and outputs of the node may be exchanged in a blocked layout. The
+// engine's choice arrives as the tensors' GetFormat(); an output chosen blocked gets its size
+// from OpCompileContext::SetOutputStorage.
+class LayoutAwareOp : public virtual BaseCustomOp {
+ public:
+  virtual graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& support) = 0;
 };
 
 // Hidden: each shared library keeps its own instantiations even when two libraries define
@@ -454,6 +526,21 @@ struct ImplAdapter {
     } else { return WEFT_STATUS_FAILED; }
   }
 
+  static WeftStatus QueryFusion(void* p, WeftKernelContext* c, WeftFusionSupport* out) {
+    if constexpr (std::is_base_of<FusibleOp, C>::value) {
+      OpQueryContext w(c);
+      FusionSupport s(out);
+      return Guard(c, "QueryFusion", [&] { return static_cast<C*>(p)->QueryFusion(&w, s); });
+    } else { return WEFT_STATUS_FAILED; }
+  }
+  static WeftStatus QueryLayout(void* p, WeftKernelContext* c, WeftLayoutSupport* out) {
+    if constexpr (std::is_base_of<LayoutAwareOp, C>::value) {
+      OpQueryContext w(c);
+      LayoutSupport s(out);
+      return Guard(c, "QueryLayout", [&] { return static_cast<C*>(p)->QueryLayout(&w, s); });
+    } else { return WEFT_STATUS_FAILED; }
+  }
+
   static const WeftOpImpl* Get(const char* class_name) {
     static const WeftOpImpl impl = [class_name] {
       WeftOpImpl t{};
@@ -474,6 +561,8 @@ struct ImplAdapter {
         t.deserialize = &Deserialize;
       }
       if (std::is_base_of<ArgsUpdater, C>::value) { t.capabilities |= WEFT_CAP_ARGS_UPDATER; t.update_host_args = &UpdateHostArgs; }
+      if (std::is_base_of<FusibleOp, C>::value) { t.capabilities |= WEFT_CAP_FUSIBLE; t.query_fusion = &QueryFusion; }
+      if (std::is_base_of<LayoutAwareOp, C>::value) { t.capabilities |= WEFT_CAP_LAYOUT; t.query_layout = &QueryLayout; }
       return t;
     }();
     return &impl;

@@ -6,6 +6,7 @@
 #include <queue>
 #include <set>
 
+#include "compile/passes/passes.h"
 #include "runtime/engine.h"
 
 namespace weft::internal {
@@ -341,7 +342,8 @@ struct Builder {
   }
 
   // Runs one callback of `cn` in a compile-time context over `meta`.
-  WeftStatus Call(CompiledNode& cn, WeftStage stage, WeftOpFn fn, Scratch* scratch = nullptr,
+  template <typename F>
+  WeftStatus Call(CompiledNode& cn, WeftStage stage, F fn, Scratch* scratch = nullptr,
                   std::vector<OutputBound>* bounds = nullptr) {
     std::vector<WeftTensor*> ins, outs;
     for (int id : cn.in_values) ins.push_back(&meta[id]);
@@ -397,271 +399,71 @@ struct Builder {
     return Status::Ok();
   }
 
-  // Sets attribute `name` of a node (it must be in the prototype).
-  static void SetAttr(CompiledNode& cn, const std::string& name, AttrValue v) {
-    const Prototype& p = cn.op->proto;
-    for (size_t k = 0; k < p.attrs.size(); ++k)
-      if (p.attrs[k].name == name) {
-        cn.attrs[k] = std::move(v);
-        cn.attr_ptrs[k] = cn.attrs[k].c();
-      }
-  }
-  static bool HasAttr(const CompiledNode& cn, const std::string& name) {
-    for (auto& a : cn.op->proto.attrs)
-      if (a.name == name) return true;
-    return false;
-  }
-  static std::string StrAttr(const CompiledNode& cn, const std::string& name) {
-    const Prototype& p = cn.op->proto;
-    for (size_t k = 0; k < p.attrs.size(); ++k)
-      if (p.attrs[k].name == name) return cn.attrs[k].s();
-    return "";
+  // Binds constant inputs' data into `meta` (queries and Compile see weights).
+  void BindConstants(const CompiledNode& cn) {
+    for (int id : cn.in_values) {
+      const Value& v = m->values[id];
+      meta[id].data = v.kind == ValueKind::kConstant ? const_cast<void*>(ConstData(v.index)) : nullptr;
+    }
   }
 
-  // The standard fusions for built-in float32 ops: Conv + Add (residual, as a sum input) and
-  // Conv/Gemm/MatMul + Relu/Clip (as a fused activation). The fused-away node disappears and the
-  // producer writes the consumer's output directly.
-  void Fuse() {
-    std::vector<int> uses(m->values.size(), 0);
-    std::vector<CompiledNode*> consumer(m->values.size(), nullptr);
-    for (auto& cn : m->nodes) {
-      if (cn->folded) continue;
-      for (int id : cn->in_values) {
-        ++uses[id];
-        consumer[id] = cn.get();
-      }
-    }
-    auto builtin = [](const CompiledNode* n, const char* type) { return n && !n->folded && !n->op->library && n->op_type == type; };
-    // The single consumer of `cn`'s only output, when that output is not a graph output.
-    auto sole_consumer = [&](const CompiledNode& cn) -> CompiledNode* {
-      if (cn.out_values.size() != 1) return nullptr;
-      int t = cn.out_values[0];
-      if (uses[t] != 1 || m->values[t].is_output || m->values[t].dtype != DT_FLOAT) return nullptr;
-      for (auto& name : g.outputs())
-        if (name == m->values[t].name) return nullptr;
-      return consumer[t];
-    };
-    // Position of each value's producer in execution order (-1: input or constant).
-    std::vector<int> made_at(m->values.size(), -1);
-    for (size_t k = 0; k < m->nodes.size(); ++k)
-      for (int id : m->nodes[k]->out_values) made_at[id] = static_cast<int>(k);
-    std::map<const CompiledNode*, int> position;
-    for (size_t k = 0; k < m->nodes.size(); ++k) position[m->nodes[k].get()] = static_cast<int>(k);
-    auto redirect = [&](CompiledNode& producer, CompiledNode& gone) {
-      producer.out_values[0] = gone.out_values[0];
-      gone.folded = true;
-    };
-    for (auto& up : m->nodes) {
-      CompiledNode& cn = *up;
-      if (cn.folded || cn.op->library || !HasAttr(cn, "fused_activation")) continue;
-      // Residual: Conv -> Add(conv, other) with other of the same shape.
-      CompiledNode* next = sole_consumer(cn);
-      if (builtin(&cn, "Conv") && builtin(next, "Add") && next->in_values.size() == 2 && cn.ir_in_count.size() == 4 &&
-          cn.ir_in_count[3] == 0) {
-        int t = cn.out_values[0];
-        int other = next->in_values[0] == t ? next->in_values[1] : next->in_values[0];
-        // The other operand must exist before the Conv runs.
-        if (other != t && made_at[other] < position[&cn] && m->values[other].shape == m->values[t].shape &&
-            m->values[other].dtype == DT_FLOAT) {
-          cn.ir_in_start[3] = static_cast<uint32_t>(cn.in_values.size());
-          cn.ir_in_count[3] = 1;
-          cn.in_values.push_back(other);
-          redirect(cn, *next);
-          next = sole_consumer(cn);  // the Add's output kept its uses and consumer
-        }
-      }
-      // Bias: MatMul -> Add(matmul, constant of N elements over the last dim).
-      if (builtin(&cn, "MatMul") && builtin(next, "Add") && next->in_values.size() == 2 && cn.ir_in_count.size() == 3 &&
-          cn.ir_in_count[2] == 0) {
-        int t = cn.out_values[0];
-        int other = next->in_values[0] == t ? next->in_values[1] : next->in_values[0];
-        const Value& ov = m->values[other];
-        const Shape& ts = m->values[t].shape;
-        int64_t n = ts.GetDimNum() ? ts.GetDim(ts.GetDimNum() - 1) : 0;
-        bool bias_like = other != t && ov.kind == ValueKind::kConstant && ov.dtype == DT_FLOAT && n > 0 &&
-                         ov.shape.GetShapeSize() == n && ov.shape.GetDimNum() >= 1 && ov.shape.GetDimNum() <= ts.GetDimNum() &&
-                         ov.shape.GetDim(ov.shape.GetDimNum() - 1) == n;
-        if (bias_like) {
-          cn.ir_in_start[2] = static_cast<uint32_t>(cn.in_values.size());
-          cn.ir_in_count[2] = 1;
-          cn.in_values.push_back(other);
-          redirect(cn, *next);
-          next = sole_consumer(cn);
-        }
-      }
-      // Activation.
-      if (!StrAttr(cn, "fused_activation").empty()) continue;
-      if (builtin(next, "Relu")) {
-        SetAttr(cn, "fused_activation", AttrValue::String("Relu"));
-        redirect(cn, *next);
-      } else if (builtin(next, "Clip")) {
-        float lo = -INFINITY, hi = INFINITY;
-        bool ok = true;
-        for (size_t ir = 1; ir < 3 && ok; ++ir) {
-          if (next->ir_in_count[ir] == 0) continue;
-          const Value& v = m->values[next->in_values[next->ir_in_start[ir]]];
-          ok = v.kind == ValueKind::kConstant && v.dtype == DT_FLOAT && v.shape.GetShapeSize() == 1;
-          if (ok) (ir == 1 ? lo : hi) = *m->constants[v.index].data_as<float>();
-        }
-        if (ok) {
-          SetAttr(cn, "fused_activation", AttrValue::String("Clip"));
-          SetAttr(cn, "fused_alpha", AttrValue::Float(lo));
-          SetAttr(cn, "fused_beta", AttrValue::Float(hi));
-          redirect(cn, *next);
-        }
-      }
-    }
-    MarkBlockedLayouts();
-  }
-
-  // A constant float value of `id` with exactly one element, or NaN.
-  float ScalarConst(int id) const {
-    const Value& v = m->values[id];
-    if (v.kind != ValueKind::kConstant || v.dtype != DT_FLOAT || v.shape.GetShapeSize() != 1) return NAN;
-    return *m->constants[v.index].data_as<float>();
-  }
-  static int64_t IntAttr(const CompiledNode& cn, const std::string& name) {
+  // The node's fusion declaration (FusibleOp), checked; the defaults when it declares none.
+  Status QueryFusion(CompiledNode& cn, WeftFusionSupport* out) {
+    *out = WeftFusionSupport{sizeof(WeftFusionSupport), 0, -1, -1, WEFT_ACT_NONE, 0.f, 0.f, 0};
+    const WeftOpImpl* impl = cn.op->impl;
+    if (!(impl->capabilities & WEFT_CAP_FUSIBLE) || !WEFT_HAS_FIELD(impl, WeftOpImpl, query_fusion) || !impl->query_fusion)
+      return Status::Ok();
+    BindConstants(cn);
+    if (Call(cn, WEFT_STAGE_QUERY, [&](void* inst, WeftKernelContext* c) { return impl->query_fusion(inst, c, out); }) != WEFT_STATUS_OK)
+      return Internal(NodeError(cn, "QueryFusion", error));
     const Prototype& p = cn.op->proto;
-    for (size_t k = 0; k < p.attrs.size(); ++k)
-      if (p.attrs[k].name == name) return cn.attrs[k].i();
-    return 0;
-  }
-
-  // LayerNorm as exporters decompose it (opset < 17):
-  //   mean = ReduceMean(x, [-1]); d = x - mean; var = ReduceMean(d^2, [-1]);
-  //   y = d / Sqrt(var + eps) * gamma + beta
-  // becomes one LayerNormalization(x, gamma, beta, axis=-1, epsilon=eps).
-  Status FuseLayerNorm() {
-    auto ln = reg.Find("LayerNormalization");
-    if (!ln || ln->library) return Status::Ok();
-    std::map<int, CompiledNode*> producer;
-    std::vector<int> uses(m->values.size(), 0);
-    for (auto& cn : m->nodes) {
-      if (cn->folded) continue;
-      for (int id : cn->out_values) producer[id] = cn.get();
-      for (int id : cn->in_values) ++uses[id];
-    }
-    std::set<std::string> outputs(g.outputs().begin(), g.outputs().end());
-    auto is = [&](int id, const char* type, int max_uses) -> CompiledNode* {
-      auto it = producer.find(id);
-      if (it == producer.end()) return nullptr;
-      CompiledNode* n = it->second;
-      if (n->folded || n->op->library || n->op_type != type || uses[id] > max_uses || outputs.count(m->values[id].name)) return nullptr;
-      if (m->values[id].dtype != DT_FLOAT) return nullptr;
-      return n;
+    auto optional_input = [&](int32_t ir) {
+      return ir == -1 || (ir >= 0 && static_cast<size_t>(ir) < p.inputs.size() && p.inputs[ir].kind == WEFT_IO_OPTIONAL);
     };
-    // The other input of a two-input node, given one of them.
-    auto other = [](const CompiledNode* n, int id) { return n->in_values[0] == id ? n->in_values[1] : n->in_values[0]; };
-    auto last_axis = [&](const CompiledNode* r, int64_t rank) {
-      if (r->in_values.size() != 2 || IntAttr(*r, "keepdims") != 1) return false;
-      const Value& a = m->values[r->in_values[1]];
-      if (a.kind != ValueKind::kConstant || a.shape.GetShapeSize() != 1 || a.dtype != DT_INT64) return false;
-      int64_t ax = *m->constants[a.index].data_as<int64_t>();
-      return ax == -1 || ax == rank - 1;
-    };
-    for (auto& up : m->nodes) {
-      CompiledNode& add2 = *up;
-      if (add2.folded || add2.op->library || add2.op_type != "Add" || add2.in_values.size() != 2) continue;
-      for (int side = 0; side < 2; ++side) {
-        int mv = add2.in_values[side], beta = add2.in_values[1 - side];
-        CompiledNode* mul = is(mv, "Mul", 1);
-        if (!mul || m->values[beta].kind != ValueKind::kConstant) continue;
-        int nv = m->values[mul->in_values[0]].kind == ValueKind::kConstant ? mul->in_values[1] : mul->in_values[0];
-        int gamma = other(mul, nv);
-        CompiledNode* div = is(nv, "Div", 1);
-        if (!div || m->values[gamma].kind != ValueKind::kConstant) continue;
-        int dv = div->in_values[0], sv = div->in_values[1];
-        CompiledNode* sq = is(sv, "Sqrt", 1);
-        CompiledNode* sub = is(dv, "Sub", 2);
-        if (!sq || !sub) continue;
-        CompiledNode* add_eps = is(sq->in_values[0], "Add", 1);
-        if (!add_eps) continue;
-        int varv = m->values[add_eps->in_values[0]].kind == ValueKind::kConstant ? add_eps->in_values[1] : add_eps->in_values[0];
-        float eps = ScalarConst(other(add_eps, varv));
-        CompiledNode* r2 = is(varv, "ReduceMean", 1);
-        if (std::isnan(eps) || !r2) continue;
-        CompiledNode* pw = is(r2->in_values[0], "Pow", 1);
-        if (!pw || pw->in_values[0] != dv || ScalarConst(pw->in_values[1]) != 2.0f) continue;
-        int xv = sub->in_values[0];
-        CompiledNode* r1 = is(sub->in_values[1], "ReduceMean", 1);
-        const Shape& xs = m->values[xv].shape;
-        int64_t rank = static_cast<int64_t>(xs.GetDimNum());
-        if (!r1 || r1->in_values[0] != xv || rank < 1 || !last_axis(r1, rank) || !last_axis(r2, rank)) continue;
-        int64_t c = xs.GetDim(static_cast<size_t>(rank - 1));
-        if (m->values[gamma].shape.GetShapeSize() != c || m->values[beta].shape.GetShapeSize() != c) continue;
-        for (CompiledNode* n : {r1, sub, pw, r2, add_eps, sq, div, mul}) n->folded = true;
-        // add2 becomes the LayerNormalization node, in place.
-        int y = add2.out_values[0];
-        add2.op->impl->destroy(add2.instance);
-        add2.instance = nullptr;
-        add2.op = ln;
-        add2.op_type = "LayerNormalization";
-        add2.in_values = {xv, gamma, beta};
-        add2.ir_in_start = {0, 1, 2};
-        add2.ir_in_count = {1, 1, 1};
-        add2.out_values = {y};
-        add2.ir_out_start = {0, 1};
-        add2.ir_out_count = {1, 0};
-        add2.attrs.clear();
-        add2.attr_ptrs.clear();
-        add2.attr_names.clear();
-        add2.attrs.reserve(ln->proto.attrs.size());
-        for (auto& a : ln->proto.attrs) {
-          add2.attrs.push_back(a.name == "epsilon" ? AttrValue::Float(eps) : a.name == "axis" ? AttrValue::Int(-1) : a.default_value);
-          add2.attr_names.push_back(a.name.c_str());
-        }
-        for (auto& a : add2.attrs) add2.attr_ptrs.push_back(a.c());
-        WEFT_RETURN_IF_ERROR(CreateInstance(add2, "creating the fused LayerNormalization"));
-        break;
-      }
-    }
+    std::string bad;
+    if (!optional_input(out->sum_input)) bad = "sum_input " + std::to_string(out->sum_input) + " is not an optional input of the op";
+    else if (!optional_input(out->bias_input)) bad = "bias_input " + std::to_string(out->bias_input) + " is not an optional input of the op";
+    else if (out->activation < 0 || out->activation >= WEFT_ACT_COUNT) bad = "activation " + std::to_string(out->activation) + " is unknown";
+    else if (out->absorbs >> WEFT_ACT_COUNT) bad = "absorbs names unknown activations";
+    if (!bad.empty()) return InvalidArgument(NodeError(cn, "QueryFusion", bad + " (from " + cn.op->origin + ")"));
     return Status::Ok();
   }
 
-  // Built-in float32 2-D Convs and poolings whose output only feeds other such nodes (as X, or as
-  // a Conv's residual Sum) exchange it in the channel-blocked layout, skipping two reorders per
-  // edge. A pooling takes part only when both its input and its output can stay blocked.
-  void MarkBlockedLayouts() {
-    std::vector<std::vector<std::pair<CompiledNode*, uint32_t>>> users(m->values.size());  // (consumer, IR input)
-    for (auto& cn : m->nodes) {
-      if (cn->folded) continue;
-      for (uint32_t ir = 0; ir < cn->ir_in_start.size(); ++ir)
-        for (uint32_t r = 0; r < cn->ir_in_count[ir]; ++r) users[cn->in_values[cn->ir_in_start[ir] + r]].push_back({cn.get(), ir});
-    }
-    auto float4d = [&](const CompiledNode* n) {
-      return m->values[n->out_values[0]].dtype == DT_FLOAT && m->values[n->out_values[0]].shape.GetDimNum() == 4;
-    };
-    auto conv2d = [&](const CompiledNode* n) {
-      return n && !n->folded && !n->op->library && n->op_type == "Conv" && HasAttr(*n, "blocked_output") && float4d(n);
-    };
-    auto pool2d = [&](const CompiledNode* n) {
-      return n && !n->folded && !n->op->library && (n->op_type == "MaxPool" || n->op_type == "AveragePool") &&
-             HasAttr(*n, "blocked_output") && n->out_values.size() == 1 && float4d(n) &&
-             !(n->op_type == "AveragePool" && IntAttr(*n, "count_include_pad") && IntAttr(*n, "ceil_mode"));
-    };
-    std::set<std::string> outputs(g.outputs().begin(), g.outputs().end());
-    // ok[t]: value t may stay blocked. Decided from the last node back, so a pooling's output is
-    // settled before its input.
-    std::vector<char> ok(m->values.size(), 0);
-    for (size_t k = m->nodes.size(); k-- > 0;) {
-      CompiledNode& cn = *m->nodes[k];
-      if (!conv2d(&cn) && !pool2d(&cn)) continue;
-      int t = cn.out_values[0];
-      if (m->values[t].is_output || outputs.count(m->values[t].name) || users[t].empty()) continue;
-      bool all = true;
-      for (auto& [u, ir] : users[t])
-        all = all && ((conv2d(u) && (ir == 0 || ir == 3)) || (pool2d(u) && ir == 0 && ok[u->out_values[0]]));
-      ok[t] = all;
-    }
-    // A pooling's output stays blocked only if its input does too.
-    for (auto& up : m->nodes)
-      if (pool2d(up.get()) && !ok[up->in_values[0]]) ok[up->out_values[0]] = 0;
-    for (auto& up : m->nodes) {
-      CompiledNode& cn = *up;
-      if ((!conv2d(&cn) && !pool2d(&cn)) || !ok[cn.out_values[0]]) continue;
-      SetAttr(cn, "blocked_output", AttrValue::Int(1));
-      for (auto& [u, ir] : users[cn.out_values[0]]) SetAttr(*u, ir == 3 ? "blocked_sum" : "blocked_input", AttrValue::Int(1));
-    }
+  // The node's layout declaration (LayoutAwareOp), checked; none when it declares none.
+  Status QueryLayout(CompiledNode& cn, WeftLayoutSupport* out) {
+    *out = WeftLayoutSupport{sizeof(WeftLayoutSupport), WEFT_FORMAT_ND, 0, 0, 0};
+    const WeftOpImpl* impl = cn.op->impl;
+    if (!(impl->capabilities & WEFT_CAP_LAYOUT) || !WEFT_HAS_FIELD(impl, WeftOpImpl, query_layout) || !impl->query_layout)
+      return Status::Ok();
+    BindConstants(cn);
+    if (Call(cn, WEFT_STAGE_QUERY, [&](void* inst, WeftKernelContext* c) { return impl->query_layout(inst, c, out); }) != WEFT_STATUS_OK)
+      return Internal(NodeError(cn, "QueryLayout", error));
+    const Prototype& p = cn.op->proto;
+    std::string bad;
+    if (out->format != WEFT_FORMAT_ND && out->format != WEFT_FORMAT_NC1HWC0)
+      bad = "format " + std::to_string(out->format) + " is not a blocked format this engine plans";
+    else if (p.inputs.size() < 64 && (out->inputs >> p.inputs.size()))
+      bad = "inputs names an input the op does not declare";
+    else if (p.outputs.size() < 64 && (out->outputs >> p.outputs.size()))
+      bad = "outputs names an output the op does not declare";
+    else if (out->flags & ~WEFT_LAYOUT_TOGETHER)
+      bad = "flags has unknown bits";
+    if (!bad.empty()) return InvalidArgument(NodeError(cn, "QueryLayout", bad + " (from " + cn.op->origin + ")"));
+    return Status::Ok();
+  }
+
+  PassContext Passes(const std::vector<int>* output_ids = nullptr) {
+    PassContext pc;
+    pc.model = m.get();
+    pc.graph_output.assign(m->values.size(), 0);
+    if (output_ids)
+      for (int id : *output_ids) pc.graph_output[id] = 1;
+    for (auto& name : g.outputs())
+      if (auto it = ids.find(name); it != ids.end()) pc.graph_output[it->second] = 1;
+    pc.query_fusion = [this](CompiledNode& cn, WeftFusionSupport* s) { return QueryFusion(cn, s); };
+    pc.query_layout = [this](CompiledNode& cn, WeftLayoutSupport* s) { return QueryLayout(cn, s); };
+    pc.create_instance = [this](CompiledNode& cn) { return CreateInstance(cn, "creating the rewritten node's op object"); };
+    return pc;
   }
 
   Status CheckInputTypes(CompiledNode& cn) {
@@ -828,8 +630,10 @@ struct Builder {
       WEFT_RETURN_IF_ERROR(MaybeFold(*cn));
     }
     if (!m->dynamic) {
-      Fuse();
-      WEFT_RETURN_IF_ERROR(FuseLayerNorm());
+      PassContext pc = Passes();
+      WEFT_RETURN_IF_ERROR(FuseEpilogues(pc));
+      WEFT_RETURN_IF_ERROR(FuseLayerNorm(pc, reg.Find("LayerNormalization")));
+      WEFT_RETURN_IF_ERROR(AssignBlockedLayouts(pc));
     }
     // Folded nodes are gone; so is every node nothing downstream needs (dead code).
     std::vector<bool> needed(m->values.size(), false);
@@ -864,13 +668,21 @@ struct Builder {
     for (size_t k = 0; k < meta.size(); ++k) {
       const Value& v = m->values[k];
       meta[k].data = v.kind == ValueKind::kConstant ? const_cast<void*>(m->constants[v.index].data()) : nullptr;
+      meta[k].format = v.format;
     }
     for (auto& cn : m->nodes) {
       const WeftOpImpl* impl = cn->op->impl;
-      if (!(impl->capabilities & WEFT_CAP_COMPILABLE) || !impl->compile) continue;
-      compile_scratch.Reset();
-      if (Call(*cn, WEFT_STAGE_COMPILE, impl->compile, &compile_scratch) != WEFT_STATUS_OK)
-        return Internal(NodeError(*cn, "Compile", error));
+      if ((impl->capabilities & WEFT_CAP_COMPILABLE) && impl->compile) {
+        compile_scratch.Reset();
+        if (Call(*cn, WEFT_STAGE_COMPILE, impl->compile, &compile_scratch) != WEFT_STATUS_OK)
+          return Internal(NodeError(*cn, "Compile", error));
+      }
+      for (int id : cn->out_values) {
+        const Value& v = m->values[id];
+        if (v.format != WEFT_FORMAT_ND && !v.storage_given)
+          return Internal(NodeError(*cn, "Compile", "output '" + v.name + "' was planned in blocked format " + std::to_string(v.format) +
+                                                        " (the op's QueryLayout offered it) but Compile did not give its size with SetOutputStorage"));
+      }
     }
     WEFT_RETURN_IF_ERROR(PlanArena());
     for (auto& c : m->constants) {
@@ -966,6 +778,13 @@ struct Builder {
       cn->ir_in_count = ln.ir_in_count;
       cn->ir_out_start = ln.ir_out_start;
       cn->ir_out_count = ln.ir_out_count;
+      for (auto& [name, v] : ln.attrs) {
+        bool declared = false;
+        for (auto& a : p.attrs) declared = declared || a.name == name;
+        if (!declared)
+          return InvalidArgument(tag + "the model file sets attribute '" + name + "', which the op (from " + cn->op->origin +
+                                 ") does not declare: the file was written for a different build of the op; recompile the model");
+      }
       cn->attrs.reserve(p.attrs.size());
       for (auto& a : p.attrs) {
         const AttrValue* given = nullptr;
@@ -1006,6 +825,8 @@ struct Builder {
           return InvalidArgument(tag + "output '" + v.name + "' is " + DataTypeName(v.dtype) + v.shape.ToString() +
                                  " by this op's inference, but " + DataTypeName(s.dtype) + s.shape.ToString() +
                                  " in the model file (a different op build, or a corrupt file)");
+        if (m->dynamic && s.format != WEFT_FORMAT_ND)
+          return InvalidArgument(tag + "output '" + v.name + "' has a blocked layout in a model with dynamic shapes");
         if (!m->dynamic && s.format != WEFT_FORMAT_ND) {
           if (s.bytes < v.bytes || s.bytes > v.bytes * 16 + 4096)
             return InvalidArgument(tag + "output '" + v.name + "' has an implausible storage size in the model file");
@@ -1013,7 +834,20 @@ struct Builder {
           v.bytes = s.bytes;
         }
       }
+      // A fused activation must be one the op declares it can apply.
+      cn->epilogue = ln.epilogue;
+      if (cn->epilogue.activation != WEFT_ACT_NONE) {
+        WeftFusionSupport fs{};
+        WEFT_RETURN_IF_ERROR(QueryFusion(*cn, &fs));
+        if (!(fs.absorbs & WEFT_ACT_BIT(cn->epilogue.activation)))
+          return InvalidArgument(tag + "the model file fuses activation " + ActivationName(cn->epilogue.activation) +
+                                 " into this node, which the op (from " + cn->op->origin + ") does not declare it can apply");
+      }
       m->nodes.push_back(std::move(cn));
+    }
+    {
+      PassContext pc = Passes(&lg.output_ids);
+      WEFT_RETURN_IF_ERROR(CheckBlockedLayouts(pc));
     }
     if (m->dynamic != lg.dynamic)
       return InvalidArgument(std::string("the model file says the model has ") + (lg.dynamic ? "dynamic" : "static") +

@@ -174,6 +174,8 @@ Status ModelImpl::Save(const std::string& path, const SaveOptions& options) cons
     json attrs = json::array();
     for (size_t a = 0; a < n.attrs.size(); ++a) attrs.push_back(AttrJson(n.attr_names[a], n.attrs[a], data));
     jn["attrs"] = attrs;
+    if (n.epilogue.activation != WEFT_ACT_NONE)
+      jn["epilogue"] = json::array({ActivationName(n.epilogue.activation), Bits(n.epilogue.alpha), Bits(n.epilogue.beta)});
     json blobs = json::object();
     if (portable) {
       std::map<std::string, std::vector<uint8_t>> out;

@@ -303,6 +303,15 @@ void Parse(const uint8_t* base, size_t size, bool verify, ParsedModel& out) {
       std::string an = Str(Arr(ja, w + " attribute").size() ? ja[0] : json(), w + " attribute name");
       n.attrs.emplace_back(an, r.Attr(ja, w + " attribute '" + an + "'"));
     }
+    if (jn.contains("epilogue")) {
+      const json& je = Arr(jn["epilogue"], w + " epilogue");
+      if (je.size() != 3) throw Corrupt(w + " epilogue is not [activation, alpha, beta]");
+      std::string act = Str(je[0], w + " epilogue activation");
+      n.epilogue.activation = ActivationFromName(act);
+      if (n.epilogue.activation <= WEFT_ACT_NONE) throw Corrupt(w + " epilogue names an unknown activation '" + act + "'");
+      n.epilogue.alpha = Reader::Bits(je[1], w + " epilogue alpha");
+      n.epilogue.beta = Reader::Bits(je[2], w + " epilogue beta");
+    }
     const json& jb = Field(jn, "blobs", w);
     if (!jb.is_object()) throw Corrupt(w + " blobs is not an object");
     for (auto& [key, val] : jb.items()) {

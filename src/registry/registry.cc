@@ -25,10 +25,6 @@ LoadedLibrary::~LoadedLibrary() {
   if (memfd >= 0) close(memfd);
 }
 
-// True when a struct written by the other side is large enough to contain `field`.
-#define WEFT_HAS_FIELD(ptr, type, field) \
-  ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)nullptr)->field))
-
 namespace {
 
 // Upper bounds on what a library's tables may declare: far above any real operator, low enough
@@ -334,6 +330,10 @@ Status OpRegistry::RegisterLibrary(std::shared_ptr<LoadedLibrary> lib) {
     const WeftOpImpl* i = l->impls[k];
     if (!i || !i->class_name || !WEFT_HAS_FIELD(i, WeftOpImpl, deserialize) || !i->create || !i->destroy)
       return InvalidArgument("operator library '" + lib->path + "' has a malformed implementation table");
+    if (((i->capabilities & WEFT_CAP_FUSIBLE) && (!WEFT_HAS_FIELD(i, WeftOpImpl, query_fusion) || !i->query_fusion)) ||
+        ((i->capabilities & WEFT_CAP_LAYOUT) && (!WEFT_HAS_FIELD(i, WeftOpImpl, query_layout) || !i->query_layout)))
+      return InvalidArgument("operator library '" + lib->path + "': REG_AUTO_MAPPING_OP(" + i->class_name +
+                             ") claims FusibleOp or LayoutAwareOp but its table has no query function for it");
     if (!impls.emplace(i->class_name, i).second)
       return InvalidArgument("operator library '" + lib->path + "' has REG_AUTO_MAPPING_OP(" + i->class_name + ") twice");
   }

@@ -2,6 +2,7 @@
 #ifndef WEFT_SRC_REGISTRY_REGISTRY_H_
 #define WEFT_SRC_REGISTRY_REGISTRY_H_
 
+#include <cstddef>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -11,6 +12,10 @@
 #include "weft/c/weft_plugin.h"
 #include "weft/op_def.h"
 #include "weft/weft.h"
+
+// True when a struct written by the other side is large enough to contain `field`.
+#define WEFT_HAS_FIELD(ptr, type, field) \
+  ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)nullptr)->field))
 
 namespace weft::internal {
 

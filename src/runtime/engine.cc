@@ -29,6 +29,7 @@ const char* StageName(int32_t stage) {
     case WEFT_STAGE_UPDATE_ARGS: return "UpdateHostArgs";
     case WEFT_STAGE_SERIALIZE: return "Serialize";
     case WEFT_STAGE_DESERIALIZE: return "Deserialize";
+    case WEFT_STAGE_QUERY: return "Query";
     default: return "?";
   }
 }
@@ -283,15 +284,30 @@ WeftStatus SetOutputStorage(WeftKernelContext* c, uint32_t index, uint64_t bytes
     SetError(c, ("SetOutputStorage: output '" + v.name + "' is a graph output and must stay in the plain layout").c_str());
     return WEFT_STATUS_FAILED;
   }
+  // The layout pass chose the format from what the producer and every consumer declared
+  // (LayoutAwareOp); Compile only gives the size.
+  if (format != v.format) {
+    SetError(c, ("SetOutputStorage: output '" + v.name + "' was planned in format " + std::to_string(v.format) +
+                 ", not " + std::to_string(format) + " (a blocked layout is chosen by the engine from QueryLayout; "
+                 "read the planned one with GetOutputTensor(i)->GetFormat())").c_str());
+    return WEFT_STATUS_FAILED;
+  }
   v.bytes = std::max<size_t>(v.bytes, static_cast<size_t>(bytes));
-  v.format = format;
+  v.storage_given = true;
   return WEFT_STATUS_OK;
+}
+
+const WeftEpilogue* GetEpilogue(WeftKernelContext* c) {
+  static const WeftEpilogue kNone{sizeof(WeftEpilogue), WEFT_ACT_NONE, 0.f, 0.f};
+  CallState* st = State(c);
+  return st && st->node ? &st->node->epilogue : &kNone;
 }
 
 const WeftHostApi kHostApi = {sizeof(WeftHostApi), WEFT_ABI_VERSION, &SetError,        &MallocOutput,
                               &MallocWorkspace,    &WriteBlob,       &GetOption,       &ParallelFor,
                               &SetOutputStorage,   &ReadBlob,        &SetOutputBound,  &SetOutputShape,
-                              &SetOutputShapeBuffer, &RtcCompileApi, &RtcLookup,       &HostArgs};
+                              &SetOutputShapeBuffer, &RtcCompileApi, &RtcLookup,       &HostArgs,
+                              &GetEpilogue};
 
 void AlignedFree(void* p) { std::free(p); }
 
@@ -358,6 +374,19 @@ void BindContext(WeftKernelContext& c, const CompiledNode& n, WeftStage stage, W
   c.attrs = n.attr_ptrs.data();
   c.attr_names = n.attr_names.data();
   c.stream = nullptr;
+}
+
+namespace {
+constexpr const char* kActivationNames[WEFT_ACT_COUNT] = {"None", "Relu", "Clip", "LeakyRelu", "Sigmoid",
+                                                           "Tanh", "HardSigmoid", "Elu", "HardSwish"};
+}  // namespace
+
+const char* ActivationName(int32_t a) { return a >= 0 && a < WEFT_ACT_COUNT ? kActivationNames[a] : ""; }
+
+int32_t ActivationFromName(const std::string& name) {
+  for (int32_t a = 0; a < WEFT_ACT_COUNT; ++a)
+    if (name == kActivationNames[a]) return a;
+  return -1;
 }
 
 std::string NodeError(const CompiledNode& n, const std::string& what, const std::string& message) {

@@ -39,7 +39,8 @@ struct Value {
   int last_use = -1;   // step index of the last consumer
   bool is_output = false;
   size_t offset = 0;   // arena offset (intermediates)
-  int32_t format = WEFT_FORMAT_ND;  // storage layout chosen by the producer's Compile
+  int32_t format = WEFT_FORMAT_ND;  // storage layout: the layout pass's choice (WeftLayoutSupport)
+  bool storage_given = false;       // the producer's Compile called set_output_storage
   int index = -1;      // input index or constant index
   bool bounded = false;  // data-dependent: shape has -1 dims, `bound` is the largest it can be
   Shape bound;
@@ -63,6 +64,7 @@ struct CompiledNode {
   std::vector<const WeftAttrValue*> attr_ptrs;
   std::vector<const char*> attr_names;
   bool folded = false;  // computed at compile time; its outputs are constants
+  WeftEpilogue epilogue{sizeof(WeftEpilogue), WEFT_ACT_NONE, 0.f, 0.f};  // fused activation
   std::map<std::string, std::shared_ptr<RtcKernel>> kernels;  // runtime-compiled, by id
   CompiledNode() = default;
   CompiledNode(const CompiledNode&) = delete;
@@ -116,6 +118,11 @@ const WeftHostApi* HostApi();
 // Fills `c` for `node` over the given tensor pointer arrays.
 void BindContext(WeftKernelContext& c, const CompiledNode& node, WeftStage stage, WeftTensor* const* ins,
                  WeftTensor* const* outs, CallState* st);
+
+// "Relu", "Clip", ... for a WeftActivation (model files and messages); "" for an unknown one.
+const char* ActivationName(int32_t activation);
+// The WeftActivation called `name`, or -1.
+int32_t ActivationFromName(const std::string& name);
 
 // "[Op 'node'] <what> failed: <message>"
 std::string NodeError(const CompiledNode& n, const std::string& what, const std::string& message);
@@ -239,6 +246,7 @@ struct LoadedNode {
   std::vector<int> in_values, out_values;
   std::vector<uint32_t> ir_in_start, ir_in_count, ir_out_start, ir_out_count;
   std::vector<std::pair<std::string, AttrValue>> attrs;
+  WeftEpilogue epilogue{sizeof(WeftEpilogue), WEFT_ACT_NONE, 0.f, 0.f};
   std::map<std::string, std::pair<const uint8_t*, uint64_t>> blobs;
   std::vector<std::pair<std::string, std::pair<const uint8_t*, uint64_t>>> kernels;  // id → shared object
 };

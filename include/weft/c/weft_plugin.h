@@ -166,7 +166,8 @@ typedef enum WeftStage {
   WEFT_STAGE_EXECUTE = 4,
   WEFT_STAGE_UPDATE_ARGS = 5,
   WEFT_STAGE_SERIALIZE = 6,
-  WEFT_STAGE_DESERIALIZE = 7
+  WEFT_STAGE_DESERIALIZE = 7,
+  WEFT_STAGE_QUERY = 8 /* query_fusion / query_layout: metadata as inference left it */
 } WeftStage;
 
 typedef struct WeftKernelContext WeftKernelContext;
@@ -228,6 +229,10 @@ typedef struct WeftHostApi {
   /* UpdateHostArgs/Execute: `bytes` of memory owned by this node in this run context, kept
    * between runs and zeroed when first handed out. NULL if `bytes` changes between calls. */
   void* (*host_args)(WeftKernelContext* ctx, uint64_t bytes);
+  /* Any stage after fusion (Compile, Deserialize, Serialize, UpdateHostArgs, Execute): the
+   * activation the engine fused into this node's output 0 (see WeftFusionSupport); never NULL,
+   * `activation` is WEFT_ACT_NONE when nothing was fused. */
+  const struct WeftEpilogue* (*get_epilogue)(WeftKernelContext* ctx);
 } WeftHostApi;
 
 
@@ -269,6 +274,71 @@ typedef WeftStatus (*WeftOpFn)(void* instance, WeftKernelContext* ctx);
 #define WEFT_CAP_PORTABLE (1ull << 3)
 #define WEFT_CAP_ARGS_UPDATER (1ull << 4)
 #define WEFT_CAP_EMITTABLE (1ull << 5) /* reserved for the AOT C emitter */
+#define WEFT_CAP_FUSIBLE (1ull << 6)   /* query_fusion is set */
+#define WEFT_CAP_LAYOUT (1ull << 7)    /* query_layout is set */
+
+/* Activations the engine can fuse into a producer's output. Semantics are ONNX's:
+ * RELU max(x,0); CLIP min(max(x,alpha),beta); LEAKY_RELU x<0 ? alpha*x : x; SIGMOID; TANH;
+ * HARD_SIGMOID max(0,min(1,alpha*x+beta)); ELU x<0 ? alpha*(exp(x)-1) : x;
+ * HARD_SWISH x*max(0,min(1,x/6+1/2)). */
+typedef enum WeftActivation {
+  WEFT_ACT_NONE = 0,
+  WEFT_ACT_RELU = 1,
+  WEFT_ACT_CLIP = 2,
+  WEFT_ACT_LEAKY_RELU = 3,
+  WEFT_ACT_SIGMOID = 4,
+  WEFT_ACT_TANH = 5,
+  WEFT_ACT_HARD_SIGMOID = 6,
+  WEFT_ACT_ELU = 7,
+  WEFT_ACT_HARD_SWISH = 8
+} WeftActivation;
+#define WEFT_ACT_COUNT 9
+#define WEFT_ACT_BIT(a) (1ull << (a))
+
+/* The activation fused into a node (WeftHostApi::get_epilogue). */
+typedef struct WeftEpilogue {
+  uint32_t struct_size;
+  int32_t activation; /* WeftActivation */
+  float alpha, beta;  /* its parameters, as in the comment on WeftActivation */
+} WeftEpilogue;
+
+/* What one node can take part in, filled by query_fusion (the engine sets the defaults first:
+ * nothing absorbed, no sum or bias input, not an activation). The engine fuses only from what
+ * these say, for built-in and plugin ops alike:
+ *  - a producer P whose output 0 has one consumer A that reports itself as an activation, and
+ *    whose `absorbs` has A's bit, computes A itself; A disappears;
+ *  - a producer P with `sum_input` s (an optional IR input it declares, absent on this node)
+ *    followed by Add(P's output, T) where T has the output's shape and exists before P runs:
+ *    T becomes P's input s and P must compute  out = P(...) + T  before its activation;
+ *  - `bias_input` b likewise for Add(P's output, C) with C a constant of N elements along the
+ *    last dimension: out[..., n] = P(...)[..., n] + C[n], before the activation.
+ * The Add and the activation are recognised by what they declare (`is_add`, `activation`), not
+ * by their op type. */
+typedef struct WeftFusionSupport {
+  uint32_t struct_size;
+  uint64_t absorbs;   /* WEFT_ACT_BIT(...) of the activations this node can apply to output 0 */
+  int32_t sum_input;  /* IR input receiving a residual addend, or -1 */
+  int32_t bias_input; /* IR input receiving a bias addend, or -1 */
+  int32_t activation; /* WeftActivation this node computes on its input 0, or WEFT_ACT_NONE */
+  float alpha, beta;  /* its parameters (values known at compile time) */
+  int32_t is_add;     /* non-zero: this node computes input 0 + input 1, broadcasting as ONNX Add */
+} WeftFusionSupport;
+
+/* Which tensors of one node may be exchanged in a blocked layout, filled by query_layout (the
+ * engine sets `format` to WEFT_FORMAT_ND first: none). The engine stores a value in `format`
+ * only when its producer lists the output and every consumer lists the input it is read as; the
+ * decision reaches the op as the tensors' `format` at Compile, Deserialize and Execute, and the
+ * producer's Compile gives the storage size with set_output_storage. */
+typedef struct WeftLayoutSupport {
+  uint32_t struct_size;
+  int32_t format;   /* the blocked WeftFormat, e.g. WEFT_FORMAT_NC1HWC0 */
+  uint64_t inputs;  /* bit k: IR input k can be read in `format` */
+  uint64_t outputs; /* bit k: IR output k can be written in `format` */
+  uint32_t flags;   /* WEFT_LAYOUT_* */
+} WeftLayoutSupport;
+/* The listed inputs and outputs are all in `format` or all plain (e.g. a pooling that keeps the
+ * layout it reads). */
+#define WEFT_LAYOUT_TOGETHER 1u
 
 /* The REG_AUTO_MAPPING_OP side: how to make and drive one implementation class. Function
  * pointers for capabilities the class lacks are NULL. */
@@ -287,6 +357,12 @@ typedef struct WeftOpImpl {
   WeftStatus (*deserialize)(void* instance, WeftKernelContext* ctx, const uint8_t* data,
                             uint64_t size);
   WeftOpFn emit; /* reserved: NULL at ABI level 1 */
+
+  /* ---- appended after the first level-1 release; the engine checks struct_size ---- */
+  /* WEFT_CAP_FUSIBLE: what this node can fuse (stage WEFT_STAGE_QUERY). */
+  WeftStatus (*query_fusion)(void* instance, WeftKernelContext* ctx, WeftFusionSupport* out);
+  /* WEFT_CAP_LAYOUT: which of its tensors may be blocked (stage WEFT_STAGE_QUERY). */
+  WeftStatus (*query_layout)(void* instance, WeftKernelContext* ctx, WeftLayoutSupport* out);
 } WeftOpImpl;
 
 typedef struct WeftOpLibrary {

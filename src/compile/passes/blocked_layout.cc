@@ -1,0 +1,141 @@
+// Blocked layouts: a value whose producer can write a blocked format and whose every consumer can
+// read it (LayoutAwareOp) is stored in that format, skipping a reorder on each side of the edge.
+#include <map>
+
+#include "compile/passes/passes.h"
+
+namespace weft::internal {
+namespace {
+
+// Every live node's declaration and every value's producer and readers.
+struct LayoutGraph {
+  std::map<const CompiledNode*, WeftLayoutSupport> declared;
+  std::vector<std::vector<std::pair<const CompiledNode*, uint32_t>>> users;  // (node, IR input)
+  std::vector<std::pair<const CompiledNode*, uint32_t>> producer;            // (node, IR output)
+
+  Status Build(PassContext& pc) {
+    ModelImpl& m = *pc.model;
+    users.assign(m.values.size(), {});
+    producer.assign(m.values.size(), {nullptr, 0});
+    for (auto& up : m.nodes) {
+      CompiledNode& cn = *up;
+      if (cn.folded) continue;
+      WeftLayoutSupport s{};
+      WEFT_RETURN_IF_ERROR(pc.query_layout(cn, &s));
+      if (s.format != WEFT_FORMAT_ND && (s.inputs || s.outputs)) declared.emplace(&cn, s);
+      for (uint32_t ir = 0; ir < cn.ir_in_start.size(); ++ir)
+        for (uint32_t r = 0; r < cn.ir_in_count[ir]; ++r) users[cn.in_values[cn.ir_in_start[ir] + r]].push_back({&cn, ir});
+      for (uint32_t o = 0; o < cn.ir_out_start.size(); ++o)
+        for (uint32_t r = 0; r < cn.ir_out_count[o]; ++r) producer[cn.out_values[cn.ir_out_start[o] + r]] = {&cn, o};
+    }
+    return Status::Ok();
+  }
+  const WeftLayoutSupport* Support(const CompiledNode* n) const {
+    auto it = declared.find(n);
+    return it == declared.end() ? nullptr : &it->second;
+  }
+  static bool Bit(uint64_t mask, uint32_t k) { return k < 64 && (mask >> k & 1); }
+  // Whether value t may be stored in `format`: producer and every reader declare it.
+  bool Allowed(const PassContext& pc, int t, int32_t format, std::string* why) const {
+    const Value& v = pc.model->values[t];
+    if (v.kind != ValueKind::kIntermediate || v.is_output || pc.graph_output[t]) {
+      *why = "it is a graph input, output or constant";
+      return false;
+    }
+    auto [p, o] = producer[t];
+    const WeftLayoutSupport* ps = Support(p);
+    if (!p || !ps || ps->format != format || !Bit(ps->outputs, o)) {
+      *why = p ? "its producer [" + p->op_type + " '" + p->name + "'] does not declare writing it in that format"
+               : "nothing produces it";
+      return false;
+    }
+    if (users[t].empty()) {
+      *why = "nothing reads it";
+      return false;
+    }
+    for (auto& [u, ir] : users[t]) {
+      const WeftLayoutSupport* us = Support(u);
+      if (!us || us->format != format || !Bit(us->inputs, ir)) {
+        *why = "its reader [" + u->op_type + " '" + u->name + "'] does not declare reading it in that format";
+        return false;
+      }
+    }
+    return true;
+  }
+  // The values a TOGETHER node ties: its listed inputs and outputs.
+  std::vector<int> Group(const CompiledNode* n, const WeftLayoutSupport& s) const {
+    std::vector<int> group;
+    for (uint32_t ir = 0; ir < n->ir_in_start.size(); ++ir)
+      if (Bit(s.inputs, ir))
+        for (uint32_t r = 0; r < n->ir_in_count[ir]; ++r) group.push_back(n->in_values[n->ir_in_start[ir] + r]);
+    for (uint32_t o = 0; o < n->ir_out_start.size(); ++o)
+      if (Bit(s.outputs, o))
+        for (uint32_t r = 0; r < n->ir_out_count[o]; ++r) group.push_back(n->out_values[n->ir_out_start[o] + r]);
+    return group;
+  }
+};
+
+}  // namespace
+
+Status AssignBlockedLayouts(PassContext& pc) {
+  ModelImpl& m = *pc.model;
+  LayoutGraph lg;
+  WEFT_RETURN_IF_ERROR(lg.Build(pc));
+  if (lg.declared.empty()) return Status::Ok();
+  // fmt[t]: the blocked format value t may take, or ND.
+  std::vector<int32_t> fmt(m.values.size(), WEFT_FORMAT_ND);
+  std::string why;
+  for (auto& [n, s] : lg.declared)
+    for (uint32_t o = 0; o < n->ir_out_start.size(); ++o)
+      if (LayoutGraph::Bit(s.outputs, o))
+        for (uint32_t r = 0; r < n->ir_out_count[o]; ++r) {
+          int t = n->out_values[n->ir_out_start[o] + r];
+          if (lg.Allowed(pc, t, s.format, &why)) fmt[t] = s.format;
+        }
+  // Nodes whose blocked tensors go together: any plain one makes all of them plain.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& [n, s] : lg.declared) {
+      if (!(s.flags & WEFT_LAYOUT_TOGETHER)) continue;
+      std::vector<int> group = lg.Group(n, s);
+      bool any_plain = false;
+      for (int t : group) any_plain = any_plain || fmt[t] != s.format;
+      if (!any_plain) continue;
+      for (int t : group)
+        if (fmt[t] != WEFT_FORMAT_ND) {
+          fmt[t] = WEFT_FORMAT_ND;
+          changed = true;
+        }
+    }
+  }
+  for (size_t t = 0; t < m.values.size(); ++t)
+    if (fmt[t] != WEFT_FORMAT_ND) m.values[t].format = fmt[t];
+  return Status::Ok();
+}
+
+Status CheckBlockedLayouts(PassContext& pc) {
+  ModelImpl& m = *pc.model;
+  bool any = false;
+  for (auto& v : m.values) any = any || v.format != WEFT_FORMAT_ND;
+  if (!any) return Status::Ok();
+  LayoutGraph lg;
+  WEFT_RETURN_IF_ERROR(lg.Build(pc));
+  std::string why;
+  for (size_t t = 0; t < m.values.size(); ++t) {
+    const Value& v = m.values[t];
+    if (v.format != WEFT_FORMAT_ND && !lg.Allowed(pc, static_cast<int>(t), v.format, &why))
+      return InvalidArgument("the model file stores '" + v.name + "' in blocked format " + std::to_string(v.format) + ", but " + why +
+                             " (a different build of an op, or a corrupt file; recompile the model)");
+  }
+  for (auto& [n, s] : lg.declared) {
+    if (!(s.flags & WEFT_LAYOUT_TOGETHER)) continue;
+    std::vector<int> group = lg.Group(n, s);
+    for (int t : group)
+      if (m.values[t].format != m.values[group[0]].format)
+        return InvalidArgument("[" + n->op_type + " '" + n->name + "'] the model file stores some of its tensors blocked and others "
+                               "plain; the op reads and writes the blocked layout together or not at all");
+  }
+  return Status::Ok();
+}
+
+}  // namespace weft::internal

@@ -1,0 +1,37 @@
+// Graph passes of the compile pipeline, one per file. They run on a compiled model's nodes after
+// inference and constant folding, and decide only from what each op declares through the SDK
+// (FusibleOp, LayoutAwareOp): built-in and plugin ops are treated alike.
+#ifndef WEFT_SRC_COMPILE_PASSES_PASSES_H_
+#define WEFT_SRC_COMPILE_PASSES_PASSES_H_
+
+#include <functional>
+#include <vector>
+
+#include "runtime/engine.h"
+
+namespace weft::internal {
+
+// What a pass may ask of the pipeline.
+struct PassContext {
+  ModelImpl* model = nullptr;
+  std::vector<char> graph_output;  // by value id: a graph output (never fused away or blocked)
+  // The node's declarations; defaults when it declares nothing. Errors name the node.
+  std::function<Status(CompiledNode&, WeftFusionSupport*)> query_fusion;
+  std::function<Status(CompiledNode&, WeftLayoutSupport*)> query_layout;
+  // Replaces a node's op in place (a rewrite to another registered op type).
+  std::function<Status(CompiledNode&)> create_instance;
+};
+
+// Producer + Add (residual or bias) + activation become one node (passes/fuse_epilogues.cc).
+Status FuseEpilogues(PassContext& pc);
+// The decomposed LayerNorm exporters emit becomes LayerNormalization (passes/fuse_layer_norm.cc).
+Status FuseLayerNorm(PassContext& pc, std::shared_ptr<const RegisteredOp> layer_norm);
+// Values whose producer and consumers all accept a blocked layout are stored in it
+// (passes/blocked_layout.cc).
+Status AssignBlockedLayouts(PassContext& pc);
+// A loaded model's layouts: every blocked value is one its producer and consumers declare.
+Status CheckBlockedLayouts(PassContext& pc);
+
+}  // namespace weft::internal
+
+#endif  // WEFT_SRC_COMPILE_PASSES_PASSES_H_
