@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/npy.h"
 #include "test_util.h"
 
@@ -101,6 +103,130 @@ TEST(Cli, UnknownAndRepeatedInputsAreErrors) {
   Result twice = Sh(kWeft + " run " + d + "/u.json --input a=" + d + "/a.npy --input a=" + d + "/a.npy");
   EXPECT_EQ(twice.code, 1);
   EXPECT_TRUE(Contains(twice.out, "--input 'a' is given twice")) << twice.out;
+}
+
+TEST(Cli, UnknownInputSuggestsTheNearestName) {
+  std::string d = Dir();
+  std::ofstream(d + "/s.json") << R"({"inputs": [{"name": "input", "dtype": "float32", "shape": [2]},
+                                              {"name": "mask", "dtype": "float32", "shape": [2]}],
+    "nodes": [{"op": "Mul", "inputs": ["input", "mask"], "outputs": ["y"]}], "outputs": ["y"]})";
+  ASSERT_TRUE(internal::WriteNpy(d + "/a.npy", HostTensor(DT_FLOAT, Shape({2}))).ok());
+  Result r = Sh(kWeft + " run " + d + "/s.json -i imput=" + d + "/a.npy -i mask=" + d + "/a.npy");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Contains(r.out, "--input 'imput': the model has no input of that name; did you mean 'input'? "
+                              "(its inputs: input, mask)")) << r.out;
+}
+
+// Each -p/-i/-s takes one value, so positionals may follow them; repeating them still adds up.
+TEST(Cli, RepeatableOptionsTakeOneValueEach) {
+  std::string d = Dir();
+  std::ofstream(d + "/r.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [3]}],
+    "nodes": [{"op": "ScaleAttrs", "inputs": ["x"], "outputs": ["y"], "attrs": {"scale": 2}}], "outputs": ["y"]})";
+  ASSERT_TRUE(internal::WriteNpy(d + "/rx.npy", HostTensor::FromVector<float>(DT_FLOAT, {3}, {1, 2, 3})).ok());
+  const std::string g = d + "/r.json", x = " -i x=" + d + "/rx.npy", out = " -o " + d + "/rout";
+  for (const std::string& args : {" run -p " + Pkg("test_ops") + " " + g + x + out,
+                                  " run -p " + Pkg("ge_port") + " -p " + Pkg("test_ops") + " " + g + x + out,
+                                  " run" + x + " " + g + " --package " + Pkg("test_ops") + out,
+                                  " compile -p " + Pkg("test_ops") + " -s x=3 " + g + " -o " + d + "/r.weft",
+                                  " inspect -p " + Pkg("test_ops") + " -s x=3 " + g + " --memory"}) {
+    Result r = Sh(kWeft + args);
+    EXPECT_EQ(r.code, 0) << args << "\n" << r.out;
+  }
+  auto y = internal::ReadNpy(d + "/rout/y.npy");
+  ASSERT_TRUE(y.ok());
+  EXPECT_EQ(y.value().data_as<float>()[2], 6.f);
+  // Two values after one -p: the second is the graph, the real graph an extra argument.
+  Result two = Sh(kWeft + " run -p " + Pkg("test_ops") + " " + Pkg("ge_port") + " " + g + x);
+  EXPECT_NE(two.code, 0);
+  EXPECT_TRUE(Contains(two.out, "not expected")) << two.out;
+}
+
+TEST(Cli, DuplicateOpTypesSayWhatOverrideDoes) {
+  std::string d = Dir();
+  std::ofstream(d + "/relu.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2]}],
+    "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["y"]}], "outputs": ["y"]})";
+  ASSERT_TRUE(internal::WriteNpy(d + "/rx.npy", HostTensor::FromVector<float>(DT_FLOAT, {2}, {-1, 2})).ok());
+  const std::string run = kWeft + " run " + d + "/relu.json -i x=" + d + "/rx.npy -o " + d + "/relu_out";
+  const std::string rule = ": with override allowed, a package replaces a built-in; among package path entries "
+                           "(--package in order, then WEFT_CUSTOM_OPP_PATH) the earlier entry wins";
+  Result strict = Sh(run + " -p " + Pkg("relu_override"));
+  EXPECT_EQ(strict.code, 1);
+  EXPECT_TRUE(
+      Contains(strict.out, "op type 'Relu' is registered twice: by built-in and by " + test::PkgLib("relu_override")));
+  EXPECT_TRUE(Contains(strict.out, "to use the one from " + test::PkgLib("relu_override") + rule)) << strict.out;
+  Result replaced = Sh(run + " -p " + Pkg("relu_override") + " --allow-override");
+  ASSERT_EQ(replaced.code, 0) << replaced.out;
+  auto y = internal::ReadNpy(d + "/relu_out/y.npy");
+  ASSERT_TRUE(y.ok());
+  EXPECT_EQ(y.value().data_as<float>()[0], 1000.f);  // the package's Relu, not the built-in
+  // Between two entries the message names the earlier one, whichever order they come in.
+  for (auto [first, second] : {std::pair<std::string, std::string>{"dup_ops", "test_ops"}, {"test_ops", "dup_ops"}}) {
+    Result r = Sh(run + " -p " + Pkg(first) + " -p " + Pkg(second));
+    EXPECT_EQ(r.code, 1);
+    EXPECT_TRUE(Contains(r.out, "op type 'SumN' is registered twice")) << r.out;
+    EXPECT_TRUE(Contains(r.out, "to use the one from " + test::PkgLib(first) + rule)) << r.out;
+  }
+  for (const char* sub : {" run", " compile"}) {
+    Result help = Sh(kWeft + sub + " --help");
+    EXPECT_TRUE(Contains(help.out, "a package replaces a built-in, and among package path entries")) << sub;
+    EXPECT_TRUE(Contains(help.out, "the earlier entry wins")) << sub;
+  }
+}
+
+TEST(Cli, PackagePathThatIsALibraryPointsAtThePackage) {
+  std::string d = Dir();
+  std::ofstream(d + "/l.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2]}],
+    "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["y"]}], "outputs": ["y"]})";
+  Result r = Sh(kWeft + " run " + d + "/l.json -p " + test::PkgLib("test_ops"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Contains(r.out, "'" + test::PkgLib("test_ops") + "' is a library, not an operator package root"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "It lies inside the package '" + Pkg("test_ops") + "': use that directory instead"));
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+TEST(Cli, TraceWritesOneSlicePerStep) {
+  std::string d = Dir();
+  const std::string graph = R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2, 3]}],
+    "constants": [{"name": "k", "dtype": "float32", "shape": [3], "data": [1, -2, 3]}],
+    "nodes": [{"name": "mul", "op": "Mul", "inputs": ["x", "k"], "outputs": ["m"]},
+              {"name": "scale", "op": "ScaleAttrs", "inputs": ["m"], "outputs": ["s"], "attrs": {"scale": 2}},
+              {"name": "act", "op": "Tanh", "inputs": ["s"], "outputs": ["y"]}],
+    "outputs": ["y"]})";
+  std::ofstream(d + "/t.json") << graph;
+  ASSERT_TRUE(internal::WriteNpy(d + "/tx.npy", test::RandomFloat({2, 3}, 7)).ok());
+  std::filesystem::remove(d + "/trace.json");
+  Result r = Sh(kWeft + " run " + d + "/t.json -i x=" + d + "/tx.npy -o " + d + "/tout -p " + Pkg("test_ops") +
+                " --trace " + d + "/trace.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "trace: 3 steps -> " + d + "/trace.json")) << r.out;
+  std::ifstream f(d + "/trace.json");
+  nlohmann::json trace = nlohmann::json::parse(f);
+  const nlohmann::json& events = trace.at("traceEvents");
+  const nlohmann::json nodes = nlohmann::json::parse(graph).at("nodes");
+  ASSERT_EQ(events.size(), nodes.size()) << trace.dump(1);
+  double last_ts = -1;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const nlohmann::json& e = events[k];
+    EXPECT_EQ(e.at("ph"), "X");
+    EXPECT_EQ(e.at("name"), nodes[k].at("op"));
+    EXPECT_EQ(e.at("args").at("op_type"), nodes[k].at("op"));
+    EXPECT_EQ(e.at("args").at("node"), nodes[k].at("name"));
+    EXPECT_EQ(e.at("args").at("step"), k);
+    for (const char* field : {"ts", "dur", "pid", "tid"}) EXPECT_TRUE(e.at(field).is_number()) << field;
+    EXPECT_GE(e.at("dur").get<double>(), 0);
+    EXPECT_GE(e.at("ts").get<double>(), last_ts);  // in execution order
+    last_ts = e.at("ts").get<double>();
+    EXPECT_EQ(e.at("args").at("outputs"), nlohmann::json::array({"float32[2,3]"}));
+  }
+  EXPECT_EQ(events[0].at("args").at("inputs"), nlohmann::json::array({"float32[2,3]", "float32[3]"}));
+  EXPECT_EQ(events[1].at("args").at("inputs"), nlohmann::json::array({"float32[2,3]"}));
+  EXPECT_TRUE(Contains(Sh(kWeft + " run --help").out, "--trace"));
+  // An unwritable trace file fails before the run.
+  Result bad = Sh(kWeft + " run " + d + "/t.json -i x=" + d + "/tx.npy -o " + d + "/tout -p " + Pkg("test_ops") +
+                  " --trace /nonexistent/dir/trace.json");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_TRUE(Contains(bad.out, "--trace: cannot write '/nonexistent/dir/trace.json'")) << bad.out;
 }
 
 TEST(Cli, CompileKeepsOnlyFilesThatLoadBack) {

@@ -1,7 +1,11 @@
 // Plugin discovery and loading: packages, environment path, manifests, every load error.
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 
+#include <unistd.h>
+
+#include "core/suggest.h"
 #include "registry/registry.h"
 #include "test_util.h"
 
@@ -71,6 +75,47 @@ TEST(Registry, PathInsideAPackageIsNotARoot) {
   EXPECT_TRUE(Contains(st.message(), Pkg("test_ops") + "'"));
 }
 
+TEST(Registry, LibraryGivenAsAPackagePointsAtItsPackage) {
+  auto s = MakeSession();
+  Status st = s->LoadPackage(PkgLib("test_ops"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(Contains(st.message(), "'" + PkgLib("test_ops") + "' is a library, not an operator package root"));
+  EXPECT_TRUE(Contains(st.message(), "give the directory that contains op_graph/"));
+  EXPECT_TRUE(
+      Contains(st.message(), "It lies inside the package '" + Pkg("test_ops") + "': use that directory instead"));
+  // A library outside any package.
+  auto dir = std::filesystem::temp_directory_path() / ("weft_lone_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(PkgLib("test_ops"), dir / "libtest_ops.so",
+                             std::filesystem::copy_options::overwrite_existing);
+  st = s->LoadPackage((dir / "libtest_ops.so").string());
+  EXPECT_TRUE(Contains(st.message(), "is a library, not an operator package root"));
+  EXPECT_TRUE(Contains(st.message(), "A lone library belongs in a package's op_graph/lib/linux/"));
+  EXPECT_TRUE(Contains(st.message(), "Session::LoadLibrary loads one by itself")) << st.message();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Registry, DirectoryAbovePackagesNamesThem) {
+  auto dir = std::filesystem::temp_directory_path() / ("weft_above_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "empty");
+  std::filesystem::copy(Pkg("test_ops"), dir / "test_ops", std::filesystem::copy_options::recursive);
+  auto s = MakeSession();
+  Status st = s->LoadPackage(dir.string());
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(Contains(st.message(), "is not an operator package root: it has no op_graph/ directory"));
+  EXPECT_TRUE(Contains(st.message(), "It holds the package root(s) '" + (dir / "test_ops").string() +
+                                         "': give those instead (one --package each, or colon-separated in "
+                                         "WEFT_CUSTOM_OPP_PATH)"))
+      << st.message();
+  // Many packages below: the first three by name, and the count.
+  Status many = s->LoadPackage(WEFT_TEST_PKG_DIR);
+  EXPECT_TRUE(Contains(many.message(), "It holds the package root(s) '" + Pkg("abi_future") + "', '" + Pkg("abi_v1") +
+                                           "', '" + Pkg("add_custom") + "', ... ("))
+      << many.message();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Registry, MissingPathIsNamed) {
   auto s = MakeSession();
   Status st = s->LoadPackage("/nonexistent/weft/pkg");
@@ -117,7 +162,51 @@ TEST(Registry, GraphOpTypeMismatchPointsAtTheRegisteredName) {
   auto m = s->Compile(g);
   ASSERT_FALSE(m.ok());
   EXPECT_TRUE(Contains(m.status().message(), "[sumn 'n0'] op type 'sumn' is not registered"));
-  EXPECT_TRUE(Contains(m.status().message(), "'SumN' (REG_OP and REG_AUTO_MAPPING_OP in"));
+  EXPECT_TRUE(Contains(m.status().message(), "did you mean 'SumN' (REG_OP and REG_AUTO_MAPPING_OP in"));
+  EXPECT_TRUE(Contains(m.status().message(), "must be identical"));
+}
+
+TEST(Registry, UnknownOpTypeSuggestsTheNearestRegisteredOnes) {
+  auto s = MakeSession({"test_ops"});
+  auto compile = [&](const std::string& op) {
+    Graph g;
+    g.AddInput("x", DT_FLOAT, {2}).AddNode(op, "n0", {"x"}, {"y"}).AddOutput("y");
+    return s->Compile(g).status().message();
+  };
+  // A typo of a built-in: suggested as a built-in, without the plugin naming advice.
+  std::string relu = compile("Rleu");
+  EXPECT_TRUE(Contains(relu, "[Rleu 'n0'] op type 'Rleu' is not registered in this session; "
+                             "did you mean 'Relu' (built-in)"))
+      << relu;
+  EXPECT_FALSE(Contains(relu, "REG_OP"));
+  // A typo of a plugin op: where it comes from, and the naming rule.
+  std::string sum = compile("SunN");
+  EXPECT_TRUE(Contains(sum, "did you mean 'SumN' (REG_OP and REG_AUTO_MAPPING_OP in " + PkgLib("test_ops") + ")"))
+      << sum;
+  EXPECT_TRUE(Contains(sum, "must be identical"));
+  // Nothing near: where to look instead.
+  std::string none = compile("Frobnicate");
+  EXPECT_TRUE(Contains(none, "not registered in this session; load the package that provides it")) << none;
+  EXPECT_FALSE(Contains(none, "did you mean"));
+}
+
+TEST(Suggest, NearestNamesWithinAThirdOfTheLength) {
+  using internal::EditDistance;
+  using internal::NearestNames;
+  EXPECT_EQ(EditDistance("input", "input"), 0u);
+  EXPECT_EQ(EditDistance("Input", "iNPUT"), 0u);
+  EXPECT_EQ(EditDistance("imput", "input"), 1u);
+  EXPECT_EQ(EditDistance("inptu", "input"), 1u);  // a swap is one edit
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(NearestNames("imput", {"mask", "input", "inputs"}), (std::vector<std::string>{"input", "inputs"}));
+  EXPECT_EQ(NearestNames("RELU", {"Relu", "Elu", "Selu"}), (std::vector<std::string>{"Relu", "Elu", "Selu"}));
+  EXPECT_EQ(NearestNames("RELU", {"Relu", "Elu", "Selu"}, 1), (std::vector<std::string>{"Relu"}));
+  EXPECT_TRUE(NearestNames("b", {"a", "c"}).empty());  // one letter off a one-letter name is no hint
+  EXPECT_TRUE(NearestNames("x", {"x"}).empty());
+  EXPECT_EQ(internal::DidYouMean({"a"}), "did you mean 'a'?");
+  EXPECT_EQ(internal::DidYouMean({"a", "b", "c"}), "did you mean 'a', 'b' or 'c'?");
+  EXPECT_EQ(internal::DidYouMean({}), "");
 }
 
 TEST(Registry, DuplicateAcrossLibrariesNamesBoth) {
@@ -127,7 +216,14 @@ TEST(Registry, DuplicateAcrossLibrariesNamesBoth) {
   EXPECT_TRUE(Contains(st.message(), "op type 'SumN' is registered twice"));
   EXPECT_TRUE(Contains(st.message(), "libtest_ops.so"));
   EXPECT_TRUE(Contains(st.message(), "libdup_ops.so"));
-  EXPECT_TRUE(Contains(st.message(), "allow override"));
+  // What override would do, stated as the loader does it.
+  EXPECT_TRUE(Contains(st.message(), "or allow override (SessionOptions::allow_override, --allow-override) to use the "
+                                     "one from " + PkgLib("dup_ops") + ": with override allowed, a package replaces a "
+                                     "built-in; among package path entries (--package in order, then "
+                                     "WEFT_CUSTOM_OPP_PATH) the earlier entry wins; and Session::LoadPackage/"
+                                     "LoadLibrary on a created session replaces what is registered."))
+      << st.message();
+  EXPECT_FALSE(Contains(st.message(), "later one replace the earlier"));
 }
 
 TEST(Registry, ReplacingABuiltinNeedsOverride) {
@@ -161,10 +257,12 @@ TEST(Registry, EnvironmentPathEarlierEntryWins) {
   auto s = Session::Create(o);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_TRUE(Contains(FindOp(s.value()->ListOps(), "SumN")->origin, "libdup_ops.so"));
-  // Without override the same path is a duplicate error.
+  // Without override the same path is a duplicate error, and it names the entry that would win.
   auto strict = Session::Create();
   ASSERT_FALSE(strict.ok());
   EXPECT_TRUE(Contains(strict.status().message(), "registered twice"));
+  EXPECT_TRUE(Contains(strict.status().message(), "to use the one from " + PkgLib("dup_ops") + ":"))
+      << strict.status().message();
 }
 
 TEST(Registry, BadEnvironmentEntryIsNamed) {

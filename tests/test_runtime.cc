@@ -171,6 +171,60 @@ TEST(DynamicShapes, InputsWithUnknownDimsAreInferredPerRun) {
   EXPECT_TRUE(test::Contains(m->Run({bad, b}).status().message(), "input 'x' must be float32[-1,4], got float32[3,5]"));
 }
 
+// Writes down what a StepObserver is told, one line per step.
+class StepLog : public StepObserver {
+ public:
+  void OnStep(const StepEvent& e) override {
+    std::string line = std::to_string(e.index) + " " + std::string(e.op_type) + " '" + std::string(e.node) + "'";
+    for (size_t k = 0; k < e.num_inputs; ++k) line += " " + e.input(k).GetShape().ToString();
+    line += " ->";
+    for (size_t k = 0; k < e.num_outputs; ++k) line += " " + e.output(k).GetShape().ToString();
+    EXPECT_GE(e.duration.count(), 0);
+    EXPECT_GE(e.start, last_start_);
+    last_start_ = e.start;
+    lines.push_back(line);
+  }
+  std::vector<std::string> lines;
+
+ private:
+  std::chrono::steady_clock::time_point last_start_;
+};
+
+TEST(StepObserver, SeesEveryStepOfARunThroughItsContext) {
+  auto s = MakeSession({"test_ops"});
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {2, 3});
+  g.AddNode("Tanh", "t", {"x"}, {"h"}).AddNode("ScaleAttrs", "scale", {"h"}, {"y"}, {{"scale", AttrValue::Float(2)}});
+  g.AddOutput("y");
+  auto m = s->Compile(g).value();
+  auto x = RandomFloat({2, 3}, 1);
+  HostTensor y(DT_FLOAT, {2, 3});
+  TensorRef in = TensorRef::Of(x), out = TensorRef::Of(y);
+  auto ctx = m->CreateRunContext();
+  StepLog log;
+  ctx->SetStepObserver(&log);
+  ASSERT_TRUE(m->Run(*ctx, &in, 1, &out, 1).ok());
+  EXPECT_EQ(log.lines, (std::vector<std::string>{"0 Tanh 't' [2,3] -> [2,3]", "1 ScaleAttrs 'scale' [2,3] -> [2,3]"}));
+  ctx->SetStepObserver(nullptr);
+  ASSERT_TRUE(m->Run(*ctx, &in, 1, &out, 1).ok());
+  EXPECT_EQ(log.lines.size(), 2u);
+}
+
+TEST(StepObserver, FollowsTheSpecializedPlanOfAnInputDynamicModel) {
+  auto s = MakeSession();
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {-1, 4}).AddInput("b", DT_FLOAT, {4});
+  g.AddNode("Add", "add", {"x", "b"}, {"h"}).AddNode("Relu", "relu", {"h"}, {"y"}).AddOutput("y");
+  auto m = s->Compile(g).value();
+  auto x = RandomFloat({3, 4}, 1), b = RandomFloat({4}, 2);
+  std::vector<TensorRef> in = {TensorRef::Of(x), TensorRef::Of(b)};
+  auto ctx = m->CreateRunContext();
+  StepLog log;
+  ctx->SetStepObserver(&log);
+  ASSERT_TRUE(m->RunViews(*ctx, in.data(), in.size()).ok());
+  EXPECT_EQ(log.lines, (std::vector<std::string>{"0 Add 'add' [3,4] [4] -> [3,4]", "1 Relu 'relu' [3,4] -> [3,4]"}));
+}
+
 }  // namespace
 // Plugin checking mode catches each misbehaviour, naming op, node and tensor; without it the
 // same runs "succeed".

@@ -1,5 +1,7 @@
 // The weft command-line tool.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -7,8 +9,13 @@
 #include <iostream>
 #include <sstream>
 
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
 #include "commands.h"
 #include "core/npy.h"
+#include "core/suggest.h"
 #include "weft/onnx.h"
 
 namespace fs = std::filesystem;
@@ -87,6 +94,50 @@ struct RunArgs {
   bool trust_embedded_code = false;
   int threads = 1;
   int profile = 0;
+  std::string trace;
+};
+
+// Records each step of a run as a Chrome trace "complete" event (ph "X", microseconds), for
+// chrome://tracing and ui.perfetto.dev.
+class TraceRecorder : public StepObserver {
+ public:
+  void OnStep(const StepEvent& e) override {
+    auto us = [](auto d) { return std::chrono::duration<double, std::micro>(d).count(); };
+    auto shapes = [](const WeftTensor* const* ts, size_t n) {
+      nlohmann::json a = nlohmann::json::array();
+      for (size_t k = 0; k < n; ++k) {
+        const Tensor& t = *Tensor::View(ts[k]);
+        a.push_back(std::string(DataTypeName(t.GetDataType())) + t.GetShape().ToString());
+      }
+      return a;
+    };
+    const std::string op_type(e.op_type);
+    events_.push_back({{"name", op_type},
+                       {"cat", "step"},
+                       {"ph", "X"},
+                       {"ts", us(e.start - origin_)},
+                       {"dur", us(e.duration)},
+                       {"pid", pid_},
+                       {"tid", 1},
+                       {"args",
+                        {{"step", e.index},
+                         {"node", std::string(e.node)},
+                         {"op_type", op_type},
+                         {"inputs", shapes(e.inputs, e.num_inputs)},
+                         {"outputs", shapes(e.outputs, e.num_outputs)}}}});
+  }
+  // Timestamps count from now.
+  void Start() { origin_ = std::chrono::steady_clock::now(); }
+  size_t size() const { return events_.size(); }
+  bool Write(std::ostream& f) const {
+    f << nlohmann::json{{"traceEvents", events_}, {"displayTimeUnit", "ns"}}.dump(1) << "\n";
+    return f.flush().good();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();
+  int pid_ = static_cast<int>(::getpid());
+  nlohmann::json events_ = nlohmann::json::array();
 };
 
 int Run(const RunArgs& a) {
@@ -118,22 +169,25 @@ int Run(const RunArgs& a) {
     model = session.value()->Compile(graph.value());
   }
   if (!model.ok()) return Fail(model.status().message());
-  std::string names;
-  for (auto& in : model.value()->inputs()) names += (names.empty() ? "" : ", ") + in.name;
+  std::vector<std::string> names;
+  for (auto& in : model.value()->inputs()) names.push_back(in.name);
   for (auto& [name, t] : feeds) {
-    bool known = false;
-    for (auto& in : model.value()->inputs()) known = known || in.name == name;
-    if (!known) return Fail("--input '" + name + "': the model has no input of that name (its inputs: " + names + ")");
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    std::string list;
+    for (auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    std::vector<std::string> near = internal::NearestNames(name, names);
+    return Fail("--input '" + name + "': the model has no input of that name" +
+                (near.empty() ? "" : "; " + internal::DidYouMean(near)) + " (its inputs: " + list + ")");
   }
   std::string missing;
   for (auto& in : model.value()->inputs())
     if (!feeds.count(in.name))
       missing += (missing.empty() ? "" : ", ") + in.name + " (" + DataTypeName(in.dtype) + in.shape.ToString() + ")";
   if (!missing.empty()) return Fail("missing --input for: " + missing);
+  std::vector<TensorRef> refs;
+  for (auto& in : model.value()->inputs()) refs.push_back(TensorRef::Of(feeds.at(in.name)));
+  auto ctx = model.value()->CreateRunContext();
   if (a.profile > 0) {
-    std::vector<TensorRef> refs;
-    for (auto& in : model.value()->inputs()) refs.push_back(TensorRef::Of(feeds.at(in.name)));
-    auto ctx = model.value()->CreateRunContext();
     auto prof = model.value()->Profile(*ctx, refs.data(), refs.size(), a.profile);
     if (!prof.ok()) return Fail(prof.status().message());
     std::vector<StepProfile> steps = prof.value();
@@ -152,17 +206,34 @@ int Run(const RunArgs& a) {
     for (size_t k = 0; k < steps.size() && k < 15; ++k)
       std::printf("    %-40s %-20s %10.1f us\n", steps[k].node.c_str(), steps[k].op_type.c_str(), steps[k].mean_us);
   }
-  auto out = model.value()->RunNamed(feeds);
+  // The traced run is the one whose outputs are written; the file is opened first so that a bad
+  // path fails before the run, and written even when the run fails (up to the failing step).
+  TraceRecorder trace;
+  std::ofstream trace_file;
+  if (!a.trace.empty()) {
+    trace_file.open(a.trace);
+    if (!trace_file) return Fail("--trace: cannot write '" + a.trace + "'");
+    ctx->SetStepObserver(&trace);
+    trace.Start();
+  }
+  auto out = model.value()->RunViews(*ctx, refs.data(), refs.size());
+  const bool traced = a.trace.empty() || trace.Write(trace_file);
   if (!out.ok()) return Fail(out.status().message());
+  if (!traced) return Fail("--trace: cannot write '" + a.trace + "'");
   std::error_code ec;
   fs::create_directories(a.output_dir, ec);
   if (ec) return Fail("cannot create output directory '" + a.output_dir + "': " + ec.message());
-  for (auto& [name, t] : out.value()) {
-    std::string path = (fs::path(a.output_dir) / (SafeFileName(name) + ".npy")).string();
-    Status s = internal::WriteNpy(path, t);
+  const std::vector<ValueInfo>& outputs = model.value()->outputs();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const TensorRef& v = out.value()[k];
+    auto t = HostTensor::FromBytes(v.dtype, v.shape, v.data, v.bytes);
+    if (!t.ok()) return Fail("output '" + outputs[k].name + "': " + t.status().message());
+    std::string path = (fs::path(a.output_dir) / (SafeFileName(outputs[k].name) + ".npy")).string();
+    Status s = internal::WriteNpy(path, t.value());
     if (!s.ok()) return Fail(s.message());
-    std::cout << name << ": " << DataTypeName(t.dtype()) << t.shape().ToString() << " -> " << path << "\n";
+    std::cout << outputs[k].name << ": " << DataTypeName(v.dtype) << v.shape.ToString() << " -> " << path << "\n";
   }
+  if (!a.trace.empty()) std::cout << "trace: " << trace.size() << " steps -> " << a.trace << "\n";
   return 0;
 }
 
@@ -279,6 +350,16 @@ int Inspect(const InspectArgs& a) {
 }  // namespace
 }  // namespace weft::cli
 
+namespace {
+// One value per occurrence (`-p A -p B`). CLI11's default for a vector option also takes the
+// words after it, so `-p PKG graph.json` would swallow the graph.
+CLI::Option* Repeatable(CLI::Option* o) { return o->allow_extra_args(false); }
+
+constexpr const char* kAllowOverrideHelp =
+    "Accept an op type registered twice: a package replaces a built-in, and among package path entries "
+    "(-p in order, then WEFT_CUSTOM_OPP_PATH) the earlier entry wins. Without it that is an error";
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace weft::cli;
   CLI::App app{"weft: run graphs whose every operator is a plugin.\n"
@@ -287,7 +368,8 @@ int main(int argc, char** argv) {
 
   PluginsArgs pa;
   auto* plugins = app.add_subcommand("plugins", "List operator packages from their manifests, without loading them");
-  plugins->add_option("--path", pa.paths, "Extra package root, searched before WEFT_CUSTOM_OPP_PATH (repeatable)");
+  Repeatable(plugins->add_option("--path", pa.paths,
+                                 "Extra package root, searched before WEFT_CUSTOM_OPP_PATH (repeatable)"));
   plugins->add_flag("--builtins", pa.builtins, "Also list the built-in operators");
   plugins->add_flag("--load", pa.load, "Also load each package to verify it (dlopen)");
   plugins->add_flag("--json", pa.json, "Print JSON");
@@ -295,31 +377,37 @@ int main(int argc, char** argv) {
   RunArgs ra;
   auto* run = app.add_subcommand("run", "Run a graph file (compiled first) or a compiled model file on .npy inputs");
   run->add_option("graph", ra.graph, "Graph file (JSON, see docs/graph_format.md), ONNX model (.onnx) or model file (.weft)")->required();
-  run->add_option("-i,--input", ra.inputs, "NAME=FILE.npy for each graph input (repeatable)");
+  Repeatable(run->add_option("-i,--input", ra.inputs, "NAME=FILE.npy for each graph input (repeatable)"));
   run->add_option("-o,--output-dir", ra.output_dir, "Directory for <output>.npy files")->capture_default_str();
-  run->add_option("-p,--package", ra.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)");
-  run->add_flag("--allow-override", ra.allow_override, "Let a package replace an op type registered earlier (e.g. a built-in)");
+  Repeatable(run->add_option("-p,--package", ra.packages,
+                             "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)"));
+  run->add_flag("--allow-override", ra.allow_override, kAllowOverrideHelp);
   run->add_flag("--trust-embedded-code", ra.trust_embedded_code,
                 "Run plugin libraries embedded in a .weft file (native code: only for files you trust)");
   run->add_option("-t,--threads", ra.threads, "Intra-op threads")->check(CLI::Range(1, 256))->capture_default_str();
   run->add_option("--profile", ra.profile, "Also time every step over N runs and print where the time goes")
       ->check(CLI::Range(1, 100000));
+  run->add_option("--trace", ra.trace,
+                  "Write a Chrome/Perfetto trace of the run to FILE (JSON, one slice per step with its op type, "
+                  "node and tensor shapes; open in ui.perfetto.dev)")
+      ->type_name("FILE");
 
   CompileArgs ca;
   auto* compile = app.add_subcommand("compile", "Compile a graph offline into a model file that loads without compiling");
   compile->add_option("graph", ca.graph, "Graph file (JSON) or ONNX model (.onnx)")->required();
   compile->add_option("-o,--output", ca.output, "Model file to write (e.g. model.weft)")->required();
-  compile->add_option("-s,--shape", ca.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)");
-  compile->add_option("-p,--package", ca.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)");
-  compile->add_flag("--allow-override", ca.allow_override, "Let a package replace an op type registered earlier");
+  Repeatable(compile->add_option("-s,--shape", ca.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)"));
+  Repeatable(compile->add_option("-p,--package", ca.packages,
+                                 "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)"));
+  compile->add_flag("--allow-override", ca.allow_override, kAllowOverrideHelp);
   compile->add_flag("--embed-plugins", ca.embed_plugins, "Store the plugin libraries in the file (loaded from memory)");
 
   InspectArgs ia;
   auto* inspect = app.add_subcommand("inspect", "Show a model's inputs, outputs and op histogram (JSON graph, .onnx or .weft)");
   inspect->add_option("model", ia.model, "Graph file, ONNX model or compiled model file")->required();
   inspect->add_flag("--memory", ia.memory, "Compile and report the planned arena next to its lower bound");
-  inspect->add_option("-s,--shape", ia.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)");
-  inspect->add_option("-p,--package", ia.packages, "Operator package root to load (repeatable)");
+  Repeatable(inspect->add_option("-s,--shape", ia.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)"));
+  Repeatable(inspect->add_option("-p,--package", ia.packages, "Operator package root to load (repeatable)"));
 
   std::string mroot, mname;
   auto* manifest = app.add_subcommand("manifest", "Write <package>/weft_manifest.json (run by weft_add_op_package)");

@@ -12,12 +12,14 @@
 #define WEFT_WEFT_H_
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -231,12 +233,14 @@ WEFT_API std::vector<std::string> CapabilityNames(uint64_t caps);
 
 struct SessionOptions {
   bool load_builtins = true;
-  // Read WEFT_CUSTOM_OPP_PATH (colon-separated package roots, earlier wins).
+  // Read WEFT_CUSTOM_OPP_PATH (colon-separated package roots, after package_paths).
   bool use_env_path = true;
-  // Package roots loaded before the environment's, in order.
+  // Package roots, ahead of the environment's: the package path is these in order, then
+  // WEFT_CUSTOM_OPP_PATH's entries in order.
   std::vector<std::string> package_paths;
-  // Let a later registration of an existing op type replace it (a package replacing a built-in,
-  // or an earlier path entry over a later one). Without it a duplicate is an error.
+  // Without it an op type registered twice is an error naming both origins. With it a package
+  // replaces a built-in; among package path entries the earlier entry wins; and LoadPackage /
+  // LoadLibrary on a created session replace what is registered.
   bool allow_override = false;
   // Intra-op threads offered to operators through ParallelFor (1 = run inline).
   int intra_op_threads = 1;
@@ -320,10 +324,47 @@ struct KernelCacheStats {
 };
 WEFT_API KernelCacheStats GetKernelCacheStats();
 
+// One step of a run, as a StepObserver sees it. Everything it points to is valid only during
+// OnStep.
+struct StepEvent {
+  size_t index = 0;  // position in execution order, below CompiledModel::num_steps()
+  std::string_view node;
+  std::string_view op_type;
+  std::chrono::steady_clock::time_point start;  // when the op's Execute was called
+  std::chrono::nanoseconds duration{0};          // how long it took
+  // The step's tensors after it ran, shapes as produced (absent optional inputs left out).
+  const WeftTensor* const* inputs = nullptr;
+  size_t num_inputs = 0;
+  const WeftTensor* const* outputs = nullptr;
+  size_t num_outputs = 0;
+  const Tensor& input(size_t k) const { return *Tensor::View(inputs[k]); }
+  const Tensor& output(size_t k) const { return *Tensor::View(outputs[k]); }
+};
+
+// Told of every step a RunContext runs (RunContext::SetStepObserver): tracing, profiling.
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  // Called on the running thread right after each step that succeeded, in execution order. It
+  // must not throw; the run waits for it, so it should be quick.
+  virtual void OnStep(const StepEvent& step) = 0;
+};
+
 // Per-thread run state (arena, scratch, bound contexts). Reusing one makes runs allocation-free.
 class WEFT_API RunContext {
  public:
   virtual ~RunContext() = default;
+  // Reports every step that Run, RunViews or Profile runs with this context to `observer`,
+  // which the caller owns and keeps alive while set. nullptr (the default) turns it off, and
+  // then nothing is timed. The convenience runs (Run on HostTensors, RunNamed) report nothing.
+  //   auto ctx = model->CreateRunContext();
+  //   ctx->SetStepObserver(&my_tracer);
+  //   model->RunViews(*ctx, inputs.data(), inputs.size());
+  void SetStepObserver(StepObserver* observer) { step_observer_ = observer; }
+  StepObserver* step_observer() const { return step_observer_; }
+
+ private:
+  StepObserver* step_observer_ = nullptr;
 };
 
 class WEFT_API CompiledModel {

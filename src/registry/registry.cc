@@ -1,4 +1,5 @@
 #include "registry/registry.h"
+#include "core/suggest.h"
 #include "rtc/kernel_cache.h"
 
 #include <dlfcn.h>
@@ -217,20 +218,59 @@ Expected<std::string> HashFile(const std::string& path) {
 
 std::string HashBytes(const void* data, size_t size) { return HashText(XXH3_64bits(data, size)); }
 
+namespace {
+// What allow_override does. Path entries load last to first (src/session.cc), so the op being
+// registered when a duplicate is found is always the one that wins.
+constexpr const char* kOverrideRule =
+    ": with override allowed, a package replaces a built-in; among package path entries (--package in order, "
+    "then WEFT_CUSTOM_OPP_PATH) the earlier entry wins; and Session::LoadPackage/LoadLibrary on a created "
+    "session replaces what is registered.";
+
+// The package root `path` lies inside (itself excluded), or "".
+std::string EnclosingPackage(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // a trailing '/'
+  for (p = p.parent_path(); p.has_parent_path() && p != p.parent_path(); p = p.parent_path())
+    if (fs::is_directory(p / "op_graph", ec)) return p.string();
+  return "";
+}
+}  // namespace
+
 Expected<std::vector<std::string>> PackageLibraries(const std::string& root) {
   std::error_code ec;
+  const std::string layout = "(expected <root>/" + PlatformLibDir() + "/*.so)";
+  if (fs::is_regular_file(root, ec)) {
+    bool library = fs::path(root).extension() == ".so" || root.find(".so.") != std::string::npos;
+    std::string package = EnclosingPackage(root);
+    return InvalidArgument(
+        "'" + root + "' is " + (library ? "a library" : "a file") + ", not an operator package root: give the " +
+        "directory that contains op_graph/ " + layout + "." +
+        (!package.empty() ? " It lies inside the package '" + package + "': use that directory instead."
+                          : " A lone library belongs in a package's " + PlatformLibDir() +
+                                "/ (weft_add_op_package builds packages); Session::LoadLibrary loads one by itself."));
+  }
   if (!fs::is_directory(root, ec))
     return NotFound("operator package root '" + root + "' does not exist or is not a directory");
   if (!fs::is_directory(fs::path(root) / "op_graph", ec)) {
-    // Point at the package root if the entry is somewhere inside one.
+    // Point at the package root if the entry is inside one, or at the packages right below it.
     std::string hint;
-    for (fs::path p = fs::absolute(root, ec); p.has_parent_path() && p != p.parent_path(); p = p.parent_path())
-      if (fs::is_directory(p / "op_graph", ec)) {
-        hint = " It lies inside the package '" + p.string() + "': use that directory instead.";
-        break;
-      }
-    return InvalidArgument("'" + root + "' is not an operator package root: it has no op_graph/ directory "
-                           "(expected <root>/" + PlatformLibDir() + "/*.so)." + hint);
+    if (std::string package = EnclosingPackage(root); !package.empty()) {
+      hint = " It lies inside the package '" + package + "': use that directory instead.";
+    } else {
+      std::vector<std::string> children;
+      for (auto& e : fs::directory_iterator(root, ec))
+        if (fs::is_directory(e.path() / "op_graph", ec)) children.push_back(e.path().string());
+      std::sort(children.begin(), children.end());
+      for (size_t k = 0; k < children.size() && k < 3; ++k)
+        hint += (k ? "', '" : " It holds the package root(s) '") + children[k];
+      if (children.size() > 3) hint += "', ... (" + std::to_string(children.size()) + " in all)";
+      else if (!children.empty()) hint += "'";
+      if (!children.empty())
+        hint += ": give those instead (one --package each, or colon-separated in WEFT_CUSTOM_OPP_PATH).";
+    }
+    return InvalidArgument("'" + root + "' is not an operator package root: it has no op_graph/ directory " + layout +
+                           "." + hint);
   }
   fs::path libdir = fs::path(root) / PlatformLibDir();
   std::vector<std::string> libs;
@@ -249,8 +289,9 @@ Status OpRegistry::Register(std::shared_ptr<RegisteredOp> op) {
     const RegisteredOp& old = *it->second;
     if (!allow_override_)
       return AlreadyExists("op type '" + op->op_type + "' is registered twice: by " + old.origin + " and by " +
-                           op->origin + ". Remove one of them (check WEFT_CUSTOM_OPP_PATH), or allow override "
-                           "(SessionOptions::allow_override, --allow-override) to let the later one replace the earlier.");
+                           op->origin + ". Remove one of them (check --package and WEFT_CUSTOM_OPP_PATH), or allow "
+                           "override (SessionOptions::allow_override, --allow-override) to use the one from " +
+                           op->origin + kOverrideRule);
     op->replaced_builtin = old.library == nullptr || old.replaced_builtin;
   }
   ops_[op->op_type] = std::move(op);
@@ -411,18 +452,30 @@ std::string OpRegistry::DescribeMissing(const std::string& op_type) const {
       if (std::isalnum(static_cast<unsigned char>(c))) o += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return o;
   };
+  // Near: a few edits away (NearestNames), or equal / containing one another once case and
+  // punctuation are dropped ("add_custom" for "AddCustom", "AddCustomV2" for "AddCustom").
+  std::vector<std::string> names;
+  for (auto& [name, op] : ops_) names.push_back(name);
+  std::vector<std::string> near = NearestNames(op_type, names, 5);
   std::string want = lower(op_type);
-  std::string near;
   for (auto& [name, op] : ops_) {
     std::string have = lower(name);
     if (have == want || (want.size() > 3 && (have.find(want) != std::string::npos || want.find(have) != std::string::npos)))
-      near += (near.empty() ? "" : ", ") + ("'" + name + "' (REG_OP and REG_AUTO_MAPPING_OP in " + op->origin + ")");
+      if (near.size() < 5 && std::find(near.begin(), near.end(), name) == near.end()) near.push_back(name);
   }
   std::string msg = "op type '" + op_type + "' is not registered in this session";
-  if (!near.empty())
-    msg += "; similar: " + near + ". The graph's op type, the REG_OP type and the REG_AUTO_MAPPING_OP class name must be identical";
-  else
-    msg += "; load the package that provides it (WEFT_CUSTOM_OPP_PATH=<package root>, or --package)";
+  if (near.empty())
+    return msg + "; load the package that provides it (WEFT_CUSTOM_OPP_PATH=<package root>, or --package)";
+  bool plugin = false;
+  msg += "; did you mean ";
+  for (size_t k = 0; k < near.size(); ++k) {
+    const RegisteredOp& op = *ops_.at(near[k]);
+    plugin = plugin || op.library;
+    msg += (k == 0 ? "'" : k + 1 == near.size() ? " or '" : ", '") + near[k] +
+           (op.library ? "' (REG_OP and REG_AUTO_MAPPING_OP in " + op.origin + ")" : "' (built-in)");
+  }
+  msg += "?";
+  if (plugin) msg += " The graph's op type, the REG_OP type and the REG_AUTO_MAPPING_OP class name must be identical";
   return msg;
 }
 

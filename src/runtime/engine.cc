@@ -773,12 +773,14 @@ Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in
         rc.tensors[output_ids[k]].data = out ? out[k].data : rc.arena.get() + v.offset;
     }
   rc.dynamic_arena.Reset();
+  StepObserver* observer = rc.step_observer();
+  const bool timed = rc.step_ns || observer;
   for (Step& s : rc.steps) {
     rc.scratch.Reset();
     if (dynamic) [[unlikely]] WEFT_RETURN_IF_ERROR(InferAndAllocate(s, rc));
     if (s.update_args) [[unlikely]] WEFT_RETURN_IF_ERROR(RefreshArgs(s, args_updates_));
-    std::chrono::steady_clock::time_point t0;
-    if (rc.step_ns) [[unlikely]] t0 = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point t0, t1;
+    if (timed) [[unlikely]] t0 = std::chrono::steady_clock::now();
     WeftStatus status;
     if (env && env->check_plugins) [[unlikely]] {
       Status violation = CheckedExecute(s, rc, &status);
@@ -786,15 +788,30 @@ Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in
     } else {
       status = s.exec(s.instance, &s.c);
     }
-    if (rc.step_ns) [[unlikely]]
-      (*rc.step_ns)[static_cast<size_t>(&s - rc.steps.data())] +=
-          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    const size_t index = static_cast<size_t>(&s - rc.steps.data());
+    if (timed) [[unlikely]] {
+      t1 = std::chrono::steady_clock::now();
+      if (rc.step_ns) (*rc.step_ns)[index] += std::chrono::duration<double, std::nano>(t1 - t0).count();
+    }
     if (status != WEFT_STATUS_OK) [[unlikely]] {
       std::string msg = NodeError(*s.st.node, "Execute", rc.error);
       rc.error.clear();
       return Internal(msg);
     }
     if (s.has_bounds) [[unlikely]] WEFT_RETURN_IF_ERROR(FinishBoundedOutputs(s, rc.error));
+    if (observer) [[unlikely]] {
+      StepEvent e;
+      e.index = index;
+      e.node = s.st.node->name;
+      e.op_type = s.st.node->op_type;
+      e.start = t0;
+      e.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0);
+      e.inputs = s.ins.data();
+      e.num_inputs = s.ins.size();
+      e.outputs = s.outs.data();
+      e.num_outputs = s.outs.size();
+      observer->OnStep(e);
+    }
   }
   return Status::Ok();
 }
@@ -837,6 +854,7 @@ std::shared_ptr<const CompiledModel> ModelImpl::SpecializedPlan(RunContextImpl& 
   if (!plan) return nullptr;
   auto& ctx = rc.specialized[plan.get()];
   if (!ctx) ctx = plan->CreateRunContext();
+  ctx->SetStepObserver(rc.step_observer());
   *sub = ctx.get();
   return plan;
 }
