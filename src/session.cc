@@ -9,11 +9,6 @@
 #include "weft/weft.h"
 
 namespace weft {
-namespace internal {
-// Defined in the generated built-in list (ops/).
-Status RegisterBuiltinOps(OpRegistry& reg);
-}  // namespace internal
-
 namespace {
 
 uint64_t PhysicalMemoryBytes() {
@@ -51,7 +46,7 @@ class SessionImpl : public Session {
   }
 
   Status Init(const SessionOptions& o) {
-    if (o.load_builtins) WEFT_RETURN_IF_ERROR(internal::RegisterBuiltinOps(registry_));
+    if (o.load_builtins) WEFT_RETURN_IF_ERROR(registry_.AddBuiltinLibrary(WeftBuiltinOpLibrary(WEFT_ABI_VERSION)));
     // Earlier entries win: load from the last entry to the first so earlier ones override
     // (when override is allowed; otherwise any duplicate is an error either way).
     std::vector<std::string> roots;

@@ -280,3 +280,146 @@ TEST(Fusion, DecomposedLayerNormBecomesOneNode) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Conv -> Relu -> MaxPool -> Conv + residual -> Sigmoid -> Conv: fusion and blocked layouts
+// throughout, with only the last output plain.
+Graph ConvPoolChain(const std::vector<HostTensor>& w) {
+  std::map<std::string, AttrValue> pads{{"pads", AttrValue::ListInt({1, 1, 1, 1})}};
+  std::map<std::string, AttrValue> pool{{"kernel_shape", AttrValue::ListInt({3, 3})}, {"strides", AttrValue::ListInt({2, 2})},
+                                        {"pads", AttrValue::ListInt({1, 1, 1, 1})}};
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {1, 24, 10, 6});
+  for (size_t k = 0; k < w.size(); ++k) g.AddConstant("w" + std::to_string(k), w[k]);
+  g.AddNode("Conv", "a", {"x", "w0", "w1"}, {"a0"}, pads).AddNode("Relu", "ra", {"a0"}, {"a1"});
+  g.AddNode("MaxPool", "pool", {"a1"}, {"p"}, pool);
+  g.AddNode("Conv", "b", {"p", "w2", "w3"}, {"b0"}, pads).AddNode("Add", "res", {"b0", "p"}, {"b1"});
+  g.AddNode("Sigmoid", "sb", {"b1"}, {"b2"});
+  g.AddNode("Conv", "c", {"b2", "w4", "w5"}, {"y"}, pads).AddOutput("y");
+  return g;
+}
+
+TEST(Fusion, APackageOverridingConvIsFusedAndLaidOutLikeTheBuiltIn) {
+  const int c = 24;
+  std::vector<HostTensor> w;
+  for (int k = 0; k < 3; ++k) {
+    w.push_back(test::RandomFloat({c, c, 3, 3}, 40 + k, -0.2f, 0.2f));
+    w.push_back(test::RandomFloat({c}, 50 + k));
+  }
+  Graph g = ConvPoolChain(w);
+  auto builtin = test::MakeSession();
+  auto package = test::MakeSession({"conv_override"}, /*allow_override=*/true);
+  auto mb = builtin->Compile(g);
+  auto mp = package->Compile(g);
+  ASSERT_TRUE(mb.ok()) << mb.status().message();
+  ASSERT_TRUE(mp.ok()) << mp.status().message();
+  std::vector<StepInfo> sb = mb.value()->DescribeSteps(), sp = mp.value()->DescribeSteps();
+  ASSERT_EQ(sb.size(), 4u);  // a (+Relu), pool, b (+Add +Sigmoid), c
+  ASSERT_EQ(sp.size(), sb.size());
+  EXPECT_EQ(sb[0].fused_activation, "Relu");
+  EXPECT_EQ(sb[2].fused_activation, "Sigmoid");
+  EXPECT_EQ(sb[2].inputs.size(), 4u) << "the residual operand is connected as Conv's Sum input";
+  for (int k : {0, 1, 2}) EXPECT_EQ(sb[k].outputs[0].format, FORMAT_NC1HWC0) << sb[k].node;
+  EXPECT_EQ(sb[3].outputs[0].format, FORMAT_ND);
+  for (size_t k = 0; k < sb.size(); ++k) {
+    EXPECT_EQ(sb[k].origin, "built-in");
+    EXPECT_EQ(sp[k].origin, test::PkgLib("conv_override")) << sp[k].node;
+    EXPECT_EQ(sp[k].op_type, sb[k].op_type);
+    EXPECT_EQ(sp[k].fused_activation, sb[k].fused_activation) << sb[k].node;
+    ASSERT_EQ(sp[k].inputs.size(), sb[k].inputs.size()) << sb[k].node;
+    for (size_t i = 0; i < sb[k].inputs.size(); ++i) EXPECT_EQ(sp[k].inputs[i].format, sb[k].inputs[i].format) << sb[k].node;
+    for (size_t i = 0; i < sb[k].outputs.size(); ++i) EXPECT_EQ(sp[k].outputs[i].format, sb[k].outputs[i].format) << sb[k].node;
+  }
+  // Same code, same plan: the same bits; and both right (float64 reference).
+  auto x = test::RandomFloat({1, c, 10, 6}, 60);
+  auto yb = mb.value()->Run({x}).value();
+  auto yp = mp.value()->Run({x}).value();
+  ASSERT_EQ(yb[0].bytes(), yp[0].bytes());
+  EXPECT_EQ(std::memcmp(yb[0].data(), yp[0].data(), yb[0].bytes()), 0);
+  auto to_tensor = [&](const std::vector<double>& v, int64_t h, int64_t wd) {
+    HostTensor t(DT_FLOAT, {1, c, h, wd});
+    for (size_t i = 0; i < v.size(); ++i) t.data_as<float>()[i] = static_cast<float>(v[i]);
+    return t;
+  };
+  std::vector<double> a1 = Conv3x3(x, w[0], w[1]);
+  for (auto& e : a1) e = std::max(0.0, e);
+  int64_t oh = 0, ow = 0;
+  std::vector<double> p = MaxPool3x3s2(a1, c, 10, 6, &oh, &ow);
+  std::vector<double> b = Conv3x3(to_tensor(p, oh, ow), w[2], w[3]);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 1.0 / (1.0 + std::exp(-(b[i] + p[i])));
+  std::vector<double> y = Conv3x3(to_tensor(b, oh, ow), w[4], w[5]);
+  ASSERT_EQ(yb[0].numel(), static_cast<int64_t>(y.size()));
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(yb[0].data_as<float>()[i], y[i], 1e-3 * std::max(1.0, std::fabs(y[i]))) << i;
+}
+
+// Every activation an op can declare itself as, fused into Conv (reference loops at 4 channels,
+// oneDNN at 32), Gemm and MatMul, against the same graph with the activation kept separate (its
+// input is also a graph output, so nothing fuses and the activation's own kernel runs).
+TEST(Fusion, EveryDeclaredActivationFusesAndMatchesTheUnfusedGraph) {
+  struct Act {
+    const char* op;
+    std::map<std::string, AttrValue> attrs;
+    const char* name;
+  };
+  std::vector<Act> acts = {
+      {"Relu", {}, "Relu"},
+      {"LeakyRelu", {{"alpha", AttrValue::Float(0.2f)}}, "LeakyRelu"},
+      {"Sigmoid", {}, "Sigmoid"},
+      {"Tanh", {}, "Tanh"},
+      {"HardSigmoid", {{"alpha", AttrValue::Float(0.3f)}, {"beta", AttrValue::Float(0.4f)}}, "HardSigmoid"},
+      {"Elu", {{"alpha", AttrValue::Float(0.7f)}}, "Elu"},
+      {"HardSwish", {}, "HardSwish"},
+      {"Clip", {}, "Clip"},
+  };
+  auto s = test::MakeSession();
+  for (const char* producer : {"Conv4", "Conv32", "Gemm", "MatMul"}) {
+    for (const Act& a : acts) {
+      std::string p = producer;
+      auto build = [&](bool keep_separate) {
+        Graph g;
+        std::vector<std::string> ins;
+        if (p.rfind("Conv", 0) == 0) {
+          int ch = p == "Conv4" ? 4 : 32;
+          g.AddInput("x", DT_FLOAT, {1, ch, 7, 5}).AddConstant("w", test::RandomFloat({ch, ch, 3, 3}, 70, -0.3f, 0.3f));
+          g.AddConstant("b", test::RandomFloat({ch}, 71));
+          g.AddNode("Conv", "prod", {"x", "w", "b"}, {"h"}, {{"pads", AttrValue::ListInt({1, 1, 1, 1})}});
+        } else if (p == "Gemm") {
+          g.AddInput("x", DT_FLOAT, {8, 64}).AddConstant("w", test::RandomFloat({64, 48}, 72, -0.3f, 0.3f));
+          g.AddNode("Gemm", "prod", {"x", "w"}, {"h"});
+        } else {
+          g.AddInput("x", DT_FLOAT, {2, 8, 64}).AddConstant("w", test::RandomFloat({64, 48}, 73, -0.3f, 0.3f));
+          g.AddNode("MatMul", "prod", {"x", "w"}, {"h"});
+        }
+        std::vector<std::string> act_in{"h"};
+        if (std::string(a.op) == "Clip") {
+          g.AddConstant("lo", HostTensor::FromVector<float>(DT_FLOAT, {}, {-0.25f}));
+          g.AddConstant("hi", HostTensor::FromVector<float>(DT_FLOAT, {}, {0.5f}));
+          act_in = {"h", "lo", "hi"};
+        }
+        g.AddNode(a.op, "act", act_in, {"y"}, a.attrs).AddOutput("y");
+        if (keep_separate) g.AddOutput("h");
+        return g;
+      };
+      auto fused = s->Compile(build(false));
+      auto plain = s->Compile(build(true));
+      ASSERT_TRUE(fused.ok() && plain.ok()) << producer << "+" << a.op << ": " << fused.status().message() << plain.status().message();
+      auto steps = fused.value()->DescribeSteps();
+      ASSERT_EQ(steps.size(), 1u) << producer << "+" << a.op << " should be one step";
+      EXPECT_EQ(steps[0].fused_activation, a.name);
+      EXPECT_EQ(plain.value()->num_steps(), 2u);
+      HostTensor x = test::RandomFloat(fused.value()->inputs()[0].shape, 74, -2.f, 2.f);
+      auto yf = fused.value()->Run({x}).value();
+      auto yp = plain.value()->Run({x}).value();
+      ASSERT_EQ(yf[0].numel(), yp[0].numel());
+      for (int64_t i = 0; i < yf[0].numel(); ++i) {
+        float r = yp[0].data_as<float>()[i];
+        ASSERT_NEAR(yf[0].data_as<float>()[i], r, 2e-5 * std::max(1.f, std::fabs(r))) << producer << "+" << a.op << " at " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft

@@ -579,3 +579,99 @@ TEST(DynamicInputs, PlansAreCachedPerInputShapeSignature) {
 
 }  // namespace
 }  // namespace weft
+
+#include <nlohmann/json.hpp>
+#include "model/model_format.h"
+
+namespace weft {
+namespace {
+
+// Rewrites a model file's metadata with `edit`, keeping its data section byte for byte (what an
+// attacker or a stale writer could produce; the checksum is recomputed, so only the loader's own
+// checks stand in the way).
+void RewriteMetadata(const std::string& in, const std::string& out, const std::function<void(nlohmann::json&)>& edit) {
+  std::ifstream f(in, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  internal::ModelHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  auto meta = nlohmann::json::parse(bytes.substr(h.meta_offset, h.meta_bytes));
+  edit(meta);
+  internal::DataSection data;
+  data.Add(bytes.data() + h.data_offset, h.data_bytes);
+  auto file = internal::AssembleModelFile(meta.dump(), data);
+  std::ofstream(out, std::ios::binary).write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
+}
+
+nlohmann::json& NodeNamed(nlohmann::json& meta, const std::string& name) {
+  for (auto& n : meta["nodes"])
+    if (n["name"] == name) return n;
+  throw std::runtime_error("no node " + name);
+}
+
+// Conv -> Relu -> MaxPool -> Conv -> Exp: a fused activation and two blocked values.
+Graph FusedCnn() {
+  std::map<std::string, AttrValue> pads{{"pads", AttrValue::ListInt({1, 1, 1, 1})}};
+  Graph g("fused");
+  g.AddInput("x", DT_FLOAT, {1, 16, 8, 8});
+  g.AddConstant("wa", RandomFloat({16, 16, 3, 3}, 80, -0.2f, 0.2f)).AddConstant("wb", RandomFloat({16, 16, 3, 3}, 81, -0.2f, 0.2f));
+  g.AddNode("Conv", "a", {"x", "wa"}, {"a0"}, pads).AddNode("Relu", "ra", {"a0"}, {"a1"});
+  g.AddNode("MaxPool", "pool", {"a1"}, {"p"}, {{"kernel_shape", AttrValue::ListInt({2, 2})}, {"strides", AttrValue::ListInt({2, 2})}});
+  g.AddNode("Conv", "b", {"p", "wb"}, {"b0"}, pads).AddNode("Exp", "e", {"b0"}, {"y"}).AddOutput("y");
+  return g;
+}
+
+TEST(ModelFile, FusionAndLayoutsRoundTripAndAreCheckedAgainstTheOps) {
+  std::string dir = TempDir("fused");
+  auto s = MakeSession();
+  auto m = s->Compile(FusedCnn());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(m.value()->Save(dir + "/f.weft").ok());
+  auto loaded = s->LoadModel(dir + "/f.weft");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  auto a = m.value()->DescribeSteps(), b = loaded.value()->DescribeSteps();
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), a.size());
+  EXPECT_EQ(b[0].fused_activation, "Relu");
+  EXPECT_EQ(b[0].outputs[0].format, FORMAT_NC1HWC0);
+  EXPECT_EQ(b[1].outputs[0].format, FORMAT_NC1HWC0);
+  EXPECT_EQ(b[2].outputs[0].format, FORMAT_ND);  // read by Exp, which declares no blocked layout
+  auto x = RandomFloat({1, 16, 8, 8}, 82);
+  auto ya = m.value()->Run({x}), yb = loaded.value()->Run({x});
+  ASSERT_TRUE(ya.ok() && yb.ok());
+  EXPECT_EQ(std::memcmp(ya.value()[0].data(), yb.value()[0].data(), ya.value()[0].bytes()), 0);
+
+  auto expect_refused = [&](const std::string& tag, const std::function<void(nlohmann::json&)>& edit, const std::string& message) {
+    std::string path = dir + "/" + tag + ".weft";
+    RewriteMetadata(dir + "/f.weft", path, edit);
+    auto r = s->LoadModel(path);
+    ASSERT_FALSE(r.ok()) << tag;
+    EXPECT_TRUE(Contains(r.status().message(), message)) << tag << ": " << r.status().message();
+  };
+  // An activation fused into an op that does not declare it can apply one (MaxPool).
+  expect_refused("act_on_pool", [](nlohmann::json& j) { NodeNamed(j, "pool")["epilogue"] = {"Relu", 0, 0}; },
+                 "[MaxPool 'pool'] the model file fuses activation Relu into this node, which the op (from built-in) does not declare");
+  expect_refused("unknown_act", [](nlohmann::json& j) { NodeNamed(j, "a")["epilogue"] = {"Swish", 0, 0}; },
+                 "epilogue names an unknown activation 'Swish'");
+  // An attribute the op does not declare (what a file from another build of the op carries).
+  expect_refused("stale_attr", [](nlohmann::json& j) {
+    auto& attrs = NodeNamed(j, "a")["attrs"];
+    auto extra = attrs[0];
+    extra[0] = "fused_activation";
+    attrs.push_back(extra);
+  }, "[Conv 'a'] the model file sets attribute 'fused_activation', which the op (from built-in) does not declare");
+  // A blocked value read by an op that cannot read it (Exp), and a graph output made blocked.
+  auto set_format = [](const std::string& value, int format) {
+    return [value, format](nlohmann::json& j) {
+      for (auto& v : j["values"])
+        if (v["name"] == value) {
+          v["format"] = format;
+          v["bytes"] = v["bytes"].get<int64_t>() * 2;
+        }
+    };
+  };
+  expect_refused("blocked_into_exp", set_format("b0", 3), "its reader [Exp 'e'] does not declare reading it in that format");
+  expect_refused("blocked_output", set_format("y", 3), "'y' in blocked format 3, but it is a graph input, output or constant");
+}
+
+}  // namespace
+}  // namespace weft

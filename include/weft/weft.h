@@ -270,6 +270,21 @@ struct MemoryReport {
 
 class CompiledModel;
 
+// One step of a compiled model as the compiler left it (CompiledModel::DescribeSteps).
+struct StepInfo {
+  std::string node;
+  std::string op_type;
+  std::string origin;            // "built-in" or the operator library's path
+  std::string fused_activation;  // "" or the activation fused into it ("Relu", "Clip", ...)
+  struct Io {
+    std::string name;
+    DataType dtype = DT_UNDEFINED;
+    Shape shape;
+    Format format = FORMAT_ND;  // FORMAT_NC1HWC0 where the layout pass chose the blocked layout
+  };
+  std::vector<Io> inputs, outputs;  // present tensors, in IR order
+};
+
 // Time spent in one step of a compiled model (CompiledModel::Profile).
 struct StepProfile {
   std::string node;
@@ -374,6 +389,9 @@ class WEFT_API CompiledModel {
   virtual const std::vector<ValueInfo>& outputs() const = 0;
   virtual MemoryReport memory() const = 0;
   virtual size_t num_steps() const = 0;
+  // Every step in execution order: which op runs it, what was fused into it, the layout of each
+  // tensor (`weft inspect --steps`).
+  virtual std::vector<StepInfo> DescribeSteps() const = 0;
   // True when some shape is only known at run time (inputs with -1 dims, or shapes that depend
   // on input values). Such models infer shapes and size buffers on every run; output shapes in
   // outputs() are then empty.

@@ -298,17 +298,8 @@ Status OpRegistry::Register(std::shared_ptr<RegisteredOp> op) {
   return Status::Ok();
 }
 
-Status OpRegistry::AddBuiltin(std::unique_ptr<OpDef> def, const WeftOpImpl* impl) {
-  if (!def->error().empty()) return Internal("built-in " + def->error());
-  auto proto = ImportPrototype(def->c(), "built-in");
-  if (!proto.ok()) return proto.status();
-  auto op = std::make_shared<RegisteredOp>();
-  op->op_type = def->op_type();
-  op->proto = std::move(proto).value();
-  op->impl = impl;
-  op->origin = "built-in";
-  builtin_defs_.push_back(std::move(def));
-  return Register(std::move(op));
+Status OpRegistry::AddBuiltinLibrary(const WeftOpLibrary* table) {
+  return RegisterTable(table, nullptr, "the built-in operator library", "built-in");
 }
 
 Status OpRegistry::LoadLibrary(const std::string& path) {
@@ -345,38 +336,46 @@ Status OpRegistry::RegisterLibrary(std::shared_ptr<LoadedLibrary> lib) {
     return InvalidArgument("'" + lib->path + "' is not a Weft operator library: it exports no " WEFT_OP_LIBRARY_SYMBOL
                            " (include weft/custom_op.h in it, or build it with weft_add_op_package)");
   const WeftOpLibrary* l = get(WEFT_ABI_VERSION);
+  std::string where = "operator library '" + lib->path + "'";
+  std::string origin = lib->path;
+  return RegisterTable(l, std::move(lib), where, origin);
+}
+
+// Every check a library's tables go through, for plugins and the built-in library alike.
+Status OpRegistry::RegisterTable(const WeftOpLibrary* l, std::shared_ptr<LoadedLibrary> lib, const std::string& where,
+                                 const std::string& origin) {
   if (!l || l->struct_size < offsetof(WeftOpLibrary, error) + sizeof(void*))
-    return InvalidArgument("operator library '" + lib->path + "' returned a malformed library table");
+    return InvalidArgument(where + " returned a malformed library table");
   if (l->abi_version > WEFT_ABI_VERSION)
-    return FailedPrecondition("operator library '" + lib->path + "' was built for Weft plugin ABI " +
+    return FailedPrecondition(where + " was built for Weft plugin ABI " +
                               std::to_string(l->abi_version) + ", newer than this engine's ABI " +
                               std::to_string(WEFT_ABI_VERSION) + ": upgrade Weft, or rebuild the library against this SDK");
-  if (l->abi_version == 0) return InvalidArgument("operator library '" + lib->path + "' reports ABI level 0");
-  if (l->error) return InvalidArgument("operator library '" + lib->path + "': " + l->error);
-  lib->lib = l;
+  if (l->abi_version == 0) return InvalidArgument(where + " reports ABI level 0");
+  if (l->error) return InvalidArgument(where + ": " + l->error);
+  if (lib) lib->lib = l;
 
   WEFT_RETURN_IF_ERROR(CheckTable(l->prototypes, l->num_prototypes, kMaxOpsPerLibrary,
-                                  "operator library '" + lib->path + "' prototypes"));
-  WEFT_RETURN_IF_ERROR(CheckTable(l->impls, l->num_impls, kMaxOpsPerLibrary, "operator library '" + lib->path + "' implementations"));
+                                  where + " prototypes"));
+  WEFT_RETURN_IF_ERROR(CheckTable(l->impls, l->num_impls, kMaxOpsPerLibrary, where + " implementations"));
   // Pair prototypes (REG_OP) with implementations (REG_AUTO_MAPPING_OP) by exact name.
   std::map<std::string, const WeftOpPrototype*> protos;
   std::map<std::string, const WeftOpImpl*> impls;
   for (uint32_t k = 0; k < l->num_prototypes; ++k) {
     const WeftOpPrototype* p = l->prototypes[k];
-    if (!p || !p->op_type) return InvalidArgument("operator library '" + lib->path + "' has a null prototype");
+    if (!p || !p->op_type) return InvalidArgument(where + " has a null prototype");
     if (!protos.emplace(p->op_type, p).second)
-      return InvalidArgument("operator library '" + lib->path + "' declares REG_OP(" + p->op_type + ") twice");
+      return InvalidArgument(where + " declares REG_OP(" + p->op_type + ") twice");
   }
   for (uint32_t k = 0; k < l->num_impls; ++k) {
     const WeftOpImpl* i = l->impls[k];
     if (!i || !i->class_name || !WEFT_HAS_FIELD(i, WeftOpImpl, deserialize) || !i->create || !i->destroy)
-      return InvalidArgument("operator library '" + lib->path + "' has a malformed implementation table");
+      return InvalidArgument(where + " has a malformed implementation table");
     if (((i->capabilities & WEFT_CAP_FUSIBLE) && (!WEFT_HAS_FIELD(i, WeftOpImpl, query_fusion) || !i->query_fusion)) ||
         ((i->capabilities & WEFT_CAP_LAYOUT) && (!WEFT_HAS_FIELD(i, WeftOpImpl, query_layout) || !i->query_layout)))
-      return InvalidArgument("operator library '" + lib->path + "': REG_AUTO_MAPPING_OP(" + i->class_name +
+      return InvalidArgument(where + ": REG_AUTO_MAPPING_OP(" + i->class_name +
                              ") claims FusibleOp or LayoutAwareOp but its table has no query function for it");
     if (!impls.emplace(i->class_name, i).second)
-      return InvalidArgument("operator library '" + lib->path + "' has REG_AUTO_MAPPING_OP(" + i->class_name + ") twice");
+      return InvalidArgument(where + " has REG_AUTO_MAPPING_OP(" + i->class_name + ") twice");
   }
   std::string mismatch;
   for (auto& [name, p] : protos)
@@ -391,19 +390,19 @@ Status OpRegistry::RegisterLibrary(std::shared_ptr<LoadedLibrary> lib) {
                     name.substr(name.rfind("::") + 2) + ") inside its namespace)";
     }
   if (!mismatch.empty())
-    return InvalidArgument("operator library '" + lib->path + "': the REG_OP type, the REG_AUTO_MAPPING_OP class name and "
+    return InvalidArgument(where + ": the REG_OP type, the REG_AUTO_MAPPING_OP class name and "
                            "the op type used in graphs must be identical:" + mismatch);
 
   std::vector<std::shared_ptr<RegisteredOp>> ops;
   for (auto& [name, p] : protos) {
-    auto proto = ImportPrototype(p, "operator library '" + lib->path + "'");
+    auto proto = ImportPrototype(p, where + "");
     if (!proto.ok()) return proto.status();
     auto op = std::make_shared<RegisteredOp>();
     op->op_type = name;
     op->proto = std::move(proto).value();
     op->impl = impls[name];
     op->library = lib;
-    op->origin = lib->path;
+    op->origin = origin;
     ops.push_back(std::move(op));
   }
   // All or nothing: check every op before registering any.

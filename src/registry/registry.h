@@ -17,6 +17,9 @@
 #define WEFT_HAS_FIELD(ptr, type, field) \
   ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)nullptr)->field))
 
+// The built-in operator library's table (ops/builtin_ops.cc.in).
+extern "C" const WeftOpLibrary* WeftBuiltinOpLibrary(uint32_t engine_abi_version);
+
 namespace weft::internal {
 
 // A dlopen'ed operator library; closed when the last op or model using it goes away.
@@ -65,7 +68,8 @@ class OpRegistry {
  public:
   explicit OpRegistry(bool allow_override) : allow_override_(allow_override) {}
 
-  Status AddBuiltin(std::unique_ptr<OpDef> def, const WeftOpImpl* impl);
+  // The built-in operator library (ops/), checked like any plugin's tables.
+  Status AddBuiltinLibrary(const WeftOpLibrary* table);
   Status LoadLibrary(const std::string& path);
   Status LoadPackage(const std::string& root);
   // Loads a library held in memory (an embedded plugin); `name` is used in messages.
@@ -83,9 +87,10 @@ class OpRegistry {
  private:
   Status Register(std::shared_ptr<RegisteredOp> op);
   Status RegisterLibrary(std::shared_ptr<LoadedLibrary> lib);
+  Status RegisterTable(const WeftOpLibrary* table, std::shared_ptr<LoadedLibrary> lib, const std::string& where,
+                       const std::string& origin);
   std::map<std::string, std::shared_ptr<const RegisteredOp>> ops_;
   std::map<std::string, std::string> op_map_;  // "domain:OpType" -> op type
-  std::vector<std::shared_ptr<const OpDef>> builtin_defs_;
   bool allow_override_;
 };
 

@@ -389,6 +389,24 @@ int32_t ActivationFromName(const std::string& name) {
   return -1;
 }
 
+std::vector<StepInfo> ModelImpl::DescribeSteps() const {
+  std::vector<StepInfo> out;
+  for (auto& n : nodes) {
+    StepInfo si;
+    si.node = n->name;
+    si.op_type = n->op_type;
+    si.origin = n->op->origin;
+    if (n->epilogue.activation != WEFT_ACT_NONE) si.fused_activation = ActivationName(n->epilogue.activation);
+    for (int io = 0; io < 2; ++io)
+      for (int id : io ? n->out_values : n->in_values) {
+        const Value& v = values[id];
+        (io ? si.outputs : si.inputs).push_back({v.name, v.dtype, v.shape, static_cast<Format>(v.format)});
+      }
+    out.push_back(std::move(si));
+  }
+  return out;
+}
+
 std::string NodeError(const CompiledNode& n, const std::string& what, const std::string& message) {
   return "[" + n.op_type + " '" + n.name + "'] " + what + " failed: " +
          (message.empty() ? "returned failure without a message" : message);

@@ -179,6 +179,7 @@ class ModelImpl : public CompiledModel {
   const std::vector<ValueInfo>& outputs() const override { return outputs_; }
   MemoryReport memory() const override { return memory_; }
   size_t num_steps() const override { return nodes.size(); }
+  std::vector<StepInfo> DescribeSteps() const override;
   bool has_dynamic_shapes() const override { return dynamic; }
   std::unique_ptr<RunContext> CreateRunContext() const override;
   Status Run(RunContext& ctx, const TensorRef* inputs, size_t num_inputs, const TensorRef* outputs,
