@@ -311,12 +311,15 @@ PYBIND11_MODULE(_weft, m) {
            "Runs on arrays in input order (read in place); returns new NumPy arrays.")
       .def("run_into", &PyModel::RunInto, py::arg("inputs"), py::arg("outputs"),
            "Runs writing into the given C-contiguous output arrays (no copies).")
-      .def("save", [](PyModel& p, const std::string& path, bool embed) {
+      .def("save", [](PyModel& p, const std::string& path, bool embed, bool pin) {
         SaveOptions o;
         o.embed_plugins = embed;
+        o.pin_plugin_hashes = pin;
         Status s = p.m_->Save(path, o);
         if (!s.ok()) Raise(s);
-      }, py::arg("path"), py::arg("embed_plugins") = false)
+      }, py::arg("path"), py::arg("embed_plugins") = false, py::arg("pin_plugin_hashes") = false,
+      "Writes a .weft file. embed_plugins stores the plugin libraries in it; pin_plugin_hashes makes\n"
+      "loading require those exact library builds (by default, the same op types and versions).")
       .def_property_readonly("inputs", [](PyModel& p) {
         py::list l;
         for (auto& i : p.m_->inputs()) l.append(Info(i));

@@ -675,3 +675,52 @@ TEST(ModelFile, FusionAndLayoutsRoundTripAndAreCheckedAgainstTheOps) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// A rebuilt package: the same ops and versions in a library whose bytes (hash) differ.
+std::string RebuiltPackage(const std::string& name, const std::string& dir) {
+  std::string root = dir + "/" + name;
+  std::filesystem::remove_all(root);
+  std::filesystem::copy(test::Pkg(name), root, std::filesystem::copy_options::recursive);
+  std::string lib = root + "/" WEFT_TEST_LIBSUB "/lib" + name + ".so";
+  std::ofstream(lib, std::ios::binary | std::ios::app) << "rebuilt";  // trailing bytes: same code, new hash
+  return root;
+}
+
+TEST(ModelFile, ARebuiltPluginLoadsUnlessTheFilePinsTheBuild) {
+  std::string dir = TempDir("rebuilt");
+  auto s = MakeSession({"compilable_add_custom"});
+  auto m = s->Compile(AddGraph(4, 16));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(m.value()->Save(dir + "/loose.weft").ok());
+  SaveOptions pin;
+  pin.pin_plugin_hashes = true;
+  ASSERT_TRUE(m.value()->Save(dir + "/pinned.weft", pin).ok());
+
+  SessionOptions o;
+  o.use_env_path = false;
+  o.package_paths = {RebuiltPackage("compilable_add_custom", dir)};
+  auto rebuilt = Session::Create(o).value();
+  auto x = RandomFloat({4, 16}, 90), y = RandomFloat({4, 16}, 91);
+  LoadOptions trusted;  // the op compiles kernels at graph compile time; the files carry them
+  trusted.trust_embedded_code = true;
+  auto loose = rebuilt->LoadModel(dir + "/loose.weft", trusted);
+  ASSERT_TRUE(loose.ok()) << loose.status().message();
+  auto z = loose.value()->Run({x, y});
+  ASSERT_TRUE(z.ok()) << z.status().message();
+  ExpectAddResult(x, y, z.value()[0]);
+  auto pinned = rebuilt->LoadModel(dir + "/pinned.weft", trusted);
+  ASSERT_FALSE(pinned.ok());
+  EXPECT_TRUE(Contains(pinned.status().message(), "needs the pinned build of op 'CompilableAddCustom' version 1"))
+      << pinned.status().message();
+  EXPECT_TRUE(Contains(pinned.status().message(), "the file was saved with --pin-plugins and the library was rebuilt since: "
+                                                  "recompile the model with this build (weft compile)"))
+      << pinned.status().message();
+  // The session that wrote it still loads the pinned file.
+  EXPECT_TRUE(s->LoadModel(dir + "/pinned.weft", trusted).ok());
+}
+
+}  // namespace
+}  // namespace weft

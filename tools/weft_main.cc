@@ -243,6 +243,7 @@ struct CompileArgs {
   std::vector<std::string> packages;
   bool allow_override = false;
   bool embed_plugins = false;
+  bool pin_plugins = false;
 };
 
 // Offline compilation: graph → compiled model file.
@@ -261,6 +262,7 @@ int CompileCmd(const CompileArgs& a) {
   if (!model.ok()) return Fail(model.status().message());
   SaveOptions so;
   so.embed_plugins = a.embed_plugins;
+  so.pin_plugin_hashes = a.pin_plugins;
   Status s = model.value()->Save(a.output, so);
   if (!s.ok()) return Fail(s.message());
   // A file is only reported written once it loads: what this tool writes, its loader accepts
@@ -401,6 +403,8 @@ int main(int argc, char** argv) {
                                  "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)"));
   compile->add_flag("--allow-override", ca.allow_override, kAllowOverrideHelp);
   compile->add_flag("--embed-plugins", ca.embed_plugins, "Store the plugin libraries in the file (loaded from memory)");
+  compile->add_flag("--pin-plugins", ca.pin_plugins,
+                    "Require the exact plugin library builds when loading (default: same op types, versions and ABI level)");
 
   InspectArgs ia;
   auto* inspect = app.add_subcommand("inspect", "Show a model's inputs, outputs and op histogram (JSON graph, .onnx or .weft)");

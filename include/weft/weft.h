@@ -297,6 +297,10 @@ struct SaveOptions {
   // Also store each plugin library the model needs; loading then uses it from memory when the
   // loading session lacks the package.
   bool embed_plugins = false;
+  // Record each plugin library's exact build (XXH3-64 of its file) as a requirement. By default a
+  // loading session only needs the same op types and versions from a plugin of at least the same
+  // ABI level, so rebuilding a package keeps its model files loadable.
+  bool pin_plugin_hashes = false;
 };
 
 // Reading a model file.

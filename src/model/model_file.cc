@@ -150,7 +150,8 @@ Status ModelImpl::Save(const std::string& path, const SaveOptions& options) cons
         if (it == lib_index.end()) {
           const LoadedLibrary& L = *n.op->library;
           json jl = {{"name", std::filesystem::path(L.path).filename().string()}, {"package", PackageOf(L.path)},
-                     {"hash", L.hash}, {"embedded", nullptr}};
+                     {"hash", L.hash}, {"pinned", options.pin_plugin_hashes},
+                     {"abi", L.lib ? L.lib->abi_version : WEFT_ABI_VERSION}, {"embedded", nullptr}};
           if (options.embed_plugins) {
             std::ifstream f(L.path, std::ios::binary);
             std::vector<uint8_t> b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -246,16 +247,22 @@ Expected<std::shared_ptr<CompiledModel>> LoadModelBytes(std::shared_ptr<const vo
   auto parsed = ParseModelFile(base, size, options.verify_checksum);
   if (!parsed.ok()) return Status(parsed.status().code(), "model file '" + where + "': " + parsed.status().message());
   ParsedModel& pm = parsed.value();
-  // Each op the file needs must be present with the same version and library; an embedded
-  // library fills in for a missing or different one (in a registry private to this model).
+  // Each op the file needs must be present with the same version, from a plugin library of at
+  // least the recorded ABI level (or built in, as recorded), and from the very same library build
+  // when the file pins it. An embedded library fills in for a missing or different one (in a
+  // registry private to this model).
   OpRegistry reg = session_reg;
   reg.set_allow_override(true);
   std::set<int> loaded_embedded;
   for (const ModelOpRef& o : pm.ops) {
     auto have = reg.Find(o.op_type);
     const ModelLibraryRef* lib = o.library >= 0 ? &pm.libraries[o.library] : nullptr;
-    bool match = have && have->proto.version == o.version &&
-                 (lib ? have->library && have->library->hash == lib->hash : !have->library);
+    auto same_library = [&](const RegisteredOp& op) {
+      if (!lib) return op.library == nullptr;
+      if (!op.library || !op.library->lib || op.library->lib->abi_version < lib->abi) return false;
+      return !lib->pinned || op.library->hash == lib->hash;
+    };
+    bool match = have && have->proto.version == o.version && same_library(*have);
     if (match) continue;
     if (lib && lib->data && !loaded_embedded.count(o.library)) {
       // Native code from the file: only on an explicit trust decision. (ParseModelFile already
@@ -272,7 +279,8 @@ Expected<std::shared_ptr<CompiledModel>> LoadModelBytes(std::shared_ptr<const vo
       have = reg.Find(o.op_type);
       if (have && have->proto.version == o.version) continue;
     }
-    std::string need = "op '" + o.op_type + "' version " + std::to_string(o.version);
+    std::string need = std::string(lib && lib->pinned ? "the pinned build of " : "") + "op '" + o.op_type + "' version " +
+                       std::to_string(o.version);
     if (lib)
       need += " from " + (lib->package.empty() ? std::string("the operator library") : "operator package '" + lib->package + "'") +
               " (library " + lib->name + ", " + lib->hash + ")";
@@ -282,9 +290,15 @@ Expected<std::shared_ptr<CompiledModel>> LoadModelBytes(std::shared_ptr<const vo
     if (!have) found = "this session has no such op";
     else if (have->proto.version != o.version) found = "this session has version " + std::to_string(have->proto.version) + " from " + have->origin;
     else found = "this session's copy comes from " + have->origin + (have->library ? " (" + have->library->hash + ")" : std::string());
-    std::string hint = lib ? "; install " + (lib->package.empty() ? lib->name : "package '" + lib->package + "'") +
-                                 " (WEFT_CUSTOM_OPP_PATH), or save the model with --embed-plugins"
-                           : "; use the Weft build that wrote the model";
+    std::string hint;
+    if (!lib)
+      hint = "; use the Weft build that wrote the model, or recompile the model with this session's ops (weft compile)";
+    else if (have && have->library && have->proto.version == o.version && lib->pinned && have->library->hash != lib->hash)
+      hint = "; the file was saved with --pin-plugins and the library was rebuilt since: recompile the model with this build "
+             "(weft compile), install the build it was saved with, or save it without pinning";
+    else
+      hint = "; install " + (lib->package.empty() ? lib->name : "package '" + lib->package + "'") +
+             " (WEFT_CUSTOM_OPP_PATH), recompile the model with this session's ops (weft compile), or save it with --embed-plugins";
     return FailedPrecondition("model file '" + where + "' needs " + need + ", but " + found + hint);
   }
   // Runtime-compiled kernels are shared objects from the file: native code, like embedded plugins.

@@ -236,6 +236,11 @@ void Parse(const uint8_t* base, size_t size, bool verify, ParsedModel& out) {
     l.name = Str(Field(jl, "name", w), w + " name");
     l.package = Str(Field(jl, "package", w), w + " package");
     l.hash = Str(Field(jl, "hash", w), w + " hash");
+    if (jl.contains("pinned")) {
+      if (!jl["pinned"].is_boolean()) throw Corrupt(w + " pinned is not a boolean");
+      l.pinned = jl["pinned"].get<bool>();
+    }
+    if (jl.contains("abi")) l.abi = static_cast<uint32_t>(Int(jl["abi"], w + " abi", 1, UINT32_MAX));
     const json& e = Field(jl, "embedded", w);
     if (!e.is_null()) {
       auto [p, n] = r.Range(e, w + " embedded data");

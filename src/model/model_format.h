@@ -38,6 +38,8 @@ static_assert(sizeof(ModelHeader) == kModelHeaderBytes, "header is 64 bytes");
 
 struct ModelLibraryRef {
   std::string name, package, hash;
+  bool pinned = false;  // loading needs exactly this build (hash), not only op type and version
+  uint32_t abi = 1;     // the plugin ABI level the library was built against
   const uint8_t* data = nullptr;  // embedded .so, or null
   uint64_t size = 0;
 };
