@@ -61,7 +61,6 @@ OpEntry CompareEntry(const TensorType& t) {
 class Pow : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, "Pow"); }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(1);
@@ -97,7 +96,6 @@ class Pow : public EagerExecuteOp, public ShapeInferOp {
 class Mod : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, "Mod"); }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(1);
@@ -139,7 +137,6 @@ class Mod : public EagerExecuteOp, public ShapeInferOp {
 class BitShift : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, "BitShift"); }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(1);
@@ -209,7 +206,6 @@ template <typename Fn>
 class VariadicOp : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, Fn::kName); }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     Tensor* out = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetInputDataType(0));
     if (!out) return GRAPH_FAILED;

@@ -300,7 +300,6 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* wt = ctx->GetInputTensor(1);
@@ -412,7 +411,6 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* wt = ctx->GetInputTensor(1);
@@ -646,7 +644,6 @@ class GlobalPool : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());

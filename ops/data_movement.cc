@@ -36,7 +36,6 @@ class Concat : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetInputDataType(0));
     if (!y) return GRAPH_FAILED;
@@ -186,7 +185,6 @@ class Slice : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = p.out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Plan p;
@@ -232,7 +230,6 @@ class Gather : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* d = ctx->GetInputTensor(0);
     const Tensor* ix = ctx->GetInputTensor(1);
@@ -269,7 +266,6 @@ class GatherElements : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = ix;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* d = ctx->GetInputTensor(0);
     const Tensor* ix = ctx->GetInputTensor(1);
@@ -352,7 +348,6 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
@@ -525,7 +520,6 @@ class DepthToSpace : public EagerExecuteOp, public ShapeInferOp {
     }
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());

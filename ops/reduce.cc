@@ -59,7 +59,6 @@ class Reduce : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = ReducedShape(in, mask, keep);
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Shape& in = x->GetShape();

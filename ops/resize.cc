@@ -106,7 +106,6 @@ class Resize : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = p.out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
 
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);

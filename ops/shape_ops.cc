@@ -60,7 +60,6 @@ class Reshape : public CopyExecute, public ShapeInferOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
 };
 
 class Flatten : public CopyExecute, public ShapeInferOp {
@@ -75,7 +74,6 @@ class Flatten : public CopyExecute, public ShapeInferOp {
     *ctx->GetOutputShape(0) = Shape({a, b});
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
 };
 
 class Squeeze : public CopyExecute, public ShapeInferOp {
@@ -106,7 +104,6 @@ class Squeeze : public CopyExecute, public ShapeInferOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
 };
 
 class Unsqueeze : public CopyExecute, public ShapeInferOp {
@@ -133,7 +130,6 @@ class Unsqueeze : public CopyExecute, public ShapeInferOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
 };
 
 class Transpose : public EagerExecuteOp, public ShapeInferOp {
@@ -170,7 +166,6 @@ class Transpose : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
@@ -288,7 +283,6 @@ class Expand : public EagerExecuteOp, public ShapeInferOp {
       return Fail(ctx, "cannot expand " + ctx->GetInputShape(0)->ToString() + " to " + Shape(want).ToString());
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
@@ -319,7 +313,6 @@ class Tile : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
@@ -413,7 +406,6 @@ class Range : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = Shape({n});
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* s = ctx->GetInputTensor(0);
     const Tensor* d = ctx->GetInputTensor(2);

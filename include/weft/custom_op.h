@@ -409,7 +409,14 @@ class EagerExecuteOp : public virtual BaseCustomOp {
 class ShapeInferOp : public virtual BaseCustomOp {
  public:
   virtual graphStatus InferShape(InferShapeContext* ctx) = 0;
-  virtual graphStatus InferDataType(InferDataTypeContext* ctx) = 0;
+  // Default: every output takes input 0's type (the common case for elementwise, layout and
+  // normalisation ops). Override when an output's type differs.
+  virtual graphStatus InferDataType(InferDataTypeContext* ctx) {
+    DataType t = ctx->GetInputDataType(0);
+    for (size_t i = 0; i < ctx->GetComputeNodeOutputNum(); ++i)
+      if (ctx->SetOutputDataType(i, t) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    return GRAPH_SUCCESS;
+  }
 };
 class CompilableOp : public virtual BaseCustomOp {
  public:
