@@ -1,6 +1,8 @@
 // Convolution and pooling (N-d spatial): Conv, ConvTranspose, MaxPool, AveragePool,
-// GlobalAveragePool, GlobalMaxPool, LpNormalization-free. Attributes follow ONNX, including
-// auto_pad, dilations, groups and ceil_mode.
+// GlobalAveragePool, GlobalMaxPool. Attributes follow ONNX, including auto_pad, dilations,
+// groups and ceil_mode.
+// Over 600 lines because the ops share one window geometry (MakeWindow, taps) and each has a
+// oneDNN path beside its reference loops; tests/plugins/conv_override.cc builds this file alone.
 #include <algorithm>
 #include <limits>
 

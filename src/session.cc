@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "registry/registry.h"
+#include "compile/compiler.h"
 #include "runtime/engine.h"
 #include "weft/weft.h"
 

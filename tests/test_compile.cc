@@ -1,6 +1,7 @@
 // The compile pipeline: verification against prototypes, inference, Compile callbacks, memory plan.
 #include <set>
 
+#include "compile/compiler.h"
 #include "runtime/engine.h"
 #include "test_util.h"
 

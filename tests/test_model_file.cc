@@ -1,5 +1,6 @@
 // Compile once, ship, run: runtime compilation and the kernel cache, model files (save, load,
 // plugin identity, embedded plugins, corruption), ArgsUpdater rebinding, data-dependent shapes.
+// Long because these tests share the private kernel-cache environment set up below.
 #include <dlfcn.h>
 #include <unistd.h>
 

@@ -1,4 +1,5 @@
 // The Weft operator SDK: capability interfaces, callback contexts and REG_AUTO_MAPPING_OP.
+// (One header on purpose: a plugin includes it alone; splitting it would only move the length.)
 //
 // An operator is a class deriving from one or more capability interfaces:
 //

@@ -1,11 +1,16 @@
 // The compile pipeline: resolve ops → map IO and attributes onto prototypes → topological order
-// → per node: check input types, InferDataType, InferShape → Compile callbacks → memory plan.
+// → per node: check input types, InferDataType, InferShape → graph passes (passes/) → Compile
+// callbacks → memory plan (memory_plan.cc).
+// Over 600 lines because one Builder drives both a graph's compilation and a model file's
+// instantiation: they share the per-node steps (instances, inference, queries, arena) that must
+// check a loaded file exactly as they check a fresh graph.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <queue>
 #include <set>
 
+#include "compile/compiler.h"
 #include "compile/passes/passes.h"
 #include "runtime/engine.h"
 
@@ -926,8 +931,12 @@ Expected<std::shared_ptr<CompiledModel>> CompileGraph(const Graph& g, const OpRe
   bool input_dynamic = false;
   for (auto& in : b.m->inputs_) input_dynamic = input_dynamic || in.shape.IsUnknown();
   if (input_dynamic && !input_shapes) {
-    b.m->source_graph = std::make_shared<Graph>(g);
-    b.m->registry_snapshot = std::make_shared<OpRegistry>(reg);
+    auto source = std::make_shared<Graph>(g);
+    auto snapshot = std::make_shared<OpRegistry>(reg);
+    std::shared_ptr<const EngineEnv> session_env = b.m->env;
+    b.m->specialize = [source, snapshot, session_env](const std::vector<Shape>& shapes) {
+      return CompileGraph(*source, *snapshot, session_env, &shapes);
+    };
   }
   return r;
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "compile/compiler.h"
 #include "model/model_format.h"
 
 namespace weft::internal {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <atomic>
+#include <functional>
 
 #include "registry/registry.h"
 #include "rtc/kernel_cache.h"
@@ -127,13 +128,6 @@ int32_t ActivationFromName(const std::string& name);
 // "[Op 'node'] <what> failed: <message>"
 std::string NodeError(const CompiledNode& n, const std::string& what, const std::string& message);
 
-struct MemoryPlan {
-  size_t arena_bytes = 0;
-  size_t lower_bound_bytes = 0;
-};
-// Assigns arena offsets to intermediates from their live ranges [producer, last_use].
-// `red_zone` bytes stay free after every tensor (plugin checking mode).
-MemoryPlan PlanMemory(std::vector<Value>& values, int num_steps, size_t red_zone = 0);
 // Bytes of the guard after each planned tensor and workspace block in plugin checking mode.
 inline constexpr size_t kRedZoneBytes = 64;
 inline constexpr uint8_t kGuardByte = 0xCB;
@@ -217,9 +211,9 @@ class ModelImpl : public CompiledModel {
   std::shared_ptr<const void> file_mapping;  // keeps a loaded model file mapped
   std::vector<std::shared_ptr<LoadedLibrary>> embedded_libraries;
   mutable std::atomic<uint64_t> args_updates_{0};
-  // Input-dynamic models keep their source graph and a registry snapshot to specialize.
-  std::shared_ptr<const Graph> source_graph;
-  std::shared_ptr<const OpRegistry> registry_snapshot;
+  // Input-dynamic models: compiles the static plan for concrete input shapes (set by the
+  // compiler, which keeps the source graph and a registry snapshot in it).
+  std::function<Expected<std::shared_ptr<CompiledModel>>(const std::vector<Shape>&)> specialize;
   mutable std::mutex plans_mu_;
   mutable std::map<std::string, std::shared_ptr<const CompiledModel>> plans_;
 
@@ -229,15 +223,6 @@ class ModelImpl : public CompiledModel {
   mutable std::mutex pool_mu_;
   mutable std::vector<std::unique_ptr<RunContextImpl>> pool_;
 };
-
-// The compile pipeline: verify, infer types and shapes, Compile callbacks, plan memory.
-// Types and shapes of the graph outputs by inference only (Session::InferShapes).
-Expected<std::vector<ValueInfo>> InferGraphShapes(const Graph& g, const OpRegistry& reg, std::shared_ptr<const EngineEnv> env);
-
-// `input_shapes`, when given, replaces the graph inputs' declared shapes (specialization).
-Expected<std::shared_ptr<CompiledModel>> CompileGraph(const Graph& g, const OpRegistry& reg,
-                                                      std::shared_ptr<const EngineEnv> env,
-                                                      const std::vector<Shape>* input_shapes = nullptr);
 
 // What a model file yields before ops are bound (src/model/model_file.cc fills it).
 struct LoadedNode {
@@ -259,11 +244,6 @@ struct LoadedGraph {
   std::vector<std::pair<const void*, size_t>> constants;  // in place
   std::vector<int> input_ids, output_ids;
 };
-// Binds a loaded graph to the registry's ops: creates instances, re-checks types and shapes
-// (InferShape, never Compile), calls Deserialize, plans memory.
-Expected<std::shared_ptr<ModelImpl>> InstantiateLoaded(const LoadedGraph& lg, const OpRegistry& reg,
-                                                       std::shared_ptr<const EngineEnv> env);
-
 // Session::LoadModel / LoadModelFromMemory (src/model/model_file.cc).
 Expected<std::shared_ptr<CompiledModel>> LoadModelFile(const std::string& path, const LoadOptions& options,
                                                       const OpRegistry& reg, std::shared_ptr<const EngineEnv> env);
