@@ -4,6 +4,9 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -40,7 +43,7 @@ std::string Dir() {
 }
 
 TEST(Cli, HelpOnEveryCommand) {
-  for (const char* sub : {"", " run", " plugins", " manifest"}) {
+  for (const char* sub : {"", " run", " plugins", " manifest", " check-op"}) {
     Result r = Sh(kWeft + sub + " --help");
     EXPECT_EQ(r.code, 0) << sub;
     EXPECT_TRUE(Contains(r.out, "Usage")) << sub;
@@ -429,6 +432,133 @@ TEST(Cli, ProfileShowsWhereTheTimeGoes) {
   EXPECT_TRUE(Contains(r.out, "MatMul"));
   EXPECT_TRUE(Contains(r.out, "act"));
   EXPECT_NE(Sh(kWeft + " run " + d + "/p.json -i x=" + d + "/px.npy --profile 0").code, 0);
+}
+
+// `weft check-op` output: op type -> check -> its line ("PASS  name: ..."), plus the exit code.
+struct CheckReport {
+  int code = -1;
+  std::string out;
+  std::map<std::string, std::map<std::string, std::string>> lines;
+  std::set<std::string> Verdicts(const std::string& op, const std::string& verdict) const {
+    std::set<std::string> checks;
+    if (auto it = lines.find(op); it != lines.end())
+      for (auto& [check, line] : it->second)
+        if (line.rfind(verdict + "  ", 0) == 0) checks.insert(check);
+    return checks;
+  }
+};
+
+CheckReport CheckOp(const std::string& args) {
+  CheckReport rep;
+  Result r = Sh(kWeft + " check-op " + args);
+  rep.code = r.code;
+  rep.out = r.out;
+  std::istringstream in(r.out);
+  std::string op;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("  ", 0) != 0) {  // "Op (v1, caps...)" opens an op's block
+      size_t v = line.find(" (v");
+      op = v == std::string::npos ? "" : line.substr(0, v);
+      continue;
+    }
+    if (op.empty() || line.size() < 8) continue;
+    std::string body = line.substr(2);            // "PASS  name: detail"
+    std::string rest = body.substr(6);            // "name: detail"
+    rep.lines[op][rest.substr(0, rest.find(": "))] = body;
+  }
+  return rep;
+}
+
+const std::vector<std::string> kAllChecks = {
+    "prototype", "dtype sweep", "InferShape vs Execute", "red zones", "outputs fully written", "inputs unmodified",
+    "determinism", "concurrent Execute", "Serialize/Deserialize round trip", "ArgsUpdater rebinding",
+    "data-dependent bounds"};
+
+// Each op of tests/plugins/defects_ops.cc seeds one defect; it must fail that check and no other.
+TEST(CheckOp, EachSeededDefectFailsExactlyItsCheck) {
+  CheckReport r = CheckOp(Pkg("defects_ops"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  const std::map<std::string, std::pair<std::string, std::string>> seeded = {
+      {"WrongInferShape",
+       {"InferShape vs Execute", "MallocOutputTensor(0, [2,3], float32) differs from the inferred [3,3]"}},
+      {"WritesPastOutput", {"red zones", "[WritesPastOutput 'probe'] wrote past the end of output #0 ('y')"}},
+      {"LeavesOutputUnwritten", {"outputs fully written", "left elements of output #0 ('y') unwritten: 1 of 6"}},
+      {"MutatesInput", {"inputs unmodified", "[MutatesInput 'probe'] modified its input #0 ('x')"}},
+      {"NonDeterministic", {"determinism", "two runs on the same inputs: output #0 ('y') differs"}},
+      {"DeserializeRestoresWrongState",
+       {"Serialize/Deserialize round trip", "the loaded model's output #0 ('y') differs"}},
+      {"DeserializeFails", {"Serialize/Deserialize round trip", "Deserialize failed: blob format 2 is not supported"}},
+  };
+  for (auto& [op, check] : seeded) {
+    EXPECT_EQ(r.Verdicts(op, "FAIL"), std::set<std::string>{check.first}) << op << "\n" << r.out;
+    EXPECT_TRUE(Contains(r.lines[op][check.first], check.second)) << op;
+    EXPECT_EQ(r.Verdicts(op, "PASS").count("prototype"), 1u) << op;
+  }
+  // The sound op passes everything that applies to it, over both its types.
+  std::set<std::string> passed = r.Verdicts("SoundScale", "PASS");
+  for (auto& check : kAllChecks)
+    if (check != "data-dependent bounds") EXPECT_EQ(passed.count(check), 1u) << check << "\n" << r.out;
+  EXPECT_EQ(r.Verdicts("SoundScale", "FAIL").size(), 0u);
+  EXPECT_TRUE(Contains(r.lines["SoundScale"]["dtype sweep"], "float32, float64 on [2,3]"));
+  EXPECT_TRUE(Contains(r.lines["SoundScale"]["ArgsUpdater rebinding"], "args_updates() grew"));
+  EXPECT_TRUE(Contains(r.lines["SoundScale"]["data-dependent bounds"], "SKIP  data-dependent bounds: no output"));
+  // What cannot run is skipped with the reason, never failed.
+  for (const char* op : {"NeedsAttr", "OnlyRank7", "OnlyRank4", "CompiledNotPortable"})
+    EXPECT_EQ(r.Verdicts(op, "FAIL").size(), 0u) << op << "\n" << r.out;
+  const std::string rest = "dtype sweep and the checks that run the op";
+  EXPECT_TRUE(Contains(r.lines["NeedsAttr"][rest], "SKIP  " + rest + ": needs attribute 'offset' (Float)"));
+  EXPECT_TRUE(Contains(r.lines["OnlyRank7"][rest], "SKIP  " + rest + ": InferShape rejects the probe shapes"));
+  EXPECT_TRUE(Contains(r.lines["OnlyRank4"]["dtype sweep"], "PASS  dtype sweep: float32 on [1,2,4,4]"));
+  EXPECT_TRUE(Contains(r.lines["CompiledNotPortable"]["Serialize/Deserialize round trip"],
+                       "SKIP  Serialize/Deserialize round trip: Save refuses the model: [CompiledNotPortable 'probe'] "
+                       "cannot be saved"));
+  EXPECT_TRUE(Contains(r.out, "12 op types checked: 5 passed, 7 failed (7 failed checks)"));
+}
+
+TEST(CheckOp, OneOpAttributesAndErrors) {
+  CheckReport needs = CheckOp(Pkg("defects_ops") + " --op NeedsAttr --attr offset=0.5");
+  EXPECT_EQ(needs.code, 0) << needs.out;
+  EXPECT_EQ(needs.lines.size(), 1u);
+  EXPECT_EQ(needs.Verdicts("NeedsAttr", "PASS").count("Serialize/Deserialize round trip"), 1u) << needs.out;
+  CheckReport sound = CheckOp(Pkg("defects_ops") + " --op SoundScale --attr scale=3");
+  EXPECT_EQ(sound.code, 0) << sound.out;
+  Result typo = Sh(kWeft + " check-op " + Pkg("defects_ops") + " --op SoundScal");
+  EXPECT_EQ(typo.code, 1);
+  EXPECT_TRUE(Contains(typo.out, "--op 'SoundScal': '" + Pkg("defects_ops") +
+                                     "' registers no op type of that name; did you mean 'SoundScale'?"));
+  Result no_attr = Sh(kWeft + " check-op " + Pkg("defects_ops") + " --op SoundScale --attr offset=1");
+  EXPECT_EQ(no_attr.code, 1);
+  EXPECT_TRUE(Contains(no_attr.out, "--attr 'offset': no op being checked has an attribute of that name"));
+  Result bad_value = Sh(kWeft + " check-op " + Pkg("defects_ops") + " --op NeedsAttr --attr offset=1.5x");
+  EXPECT_EQ(bad_value.code, 1);
+  EXPECT_TRUE(Contains(bad_value.out, "'1.5x' is not a valid Float"));
+  EXPECT_EQ(Sh(kWeft + " check-op /nonexistent").code, 1);
+}
+
+// The examples are what op authors copy: they pass every check that applies to them.
+TEST(CheckOp, ExamplePackagesPass) {
+  for (const char* pkg :
+       {"add_custom", "compilable_add_custom", "data_dependent_shape_custom", "args_refresh_add_custom"}) {
+    CheckReport r = CheckOp(Pkg(pkg));
+    EXPECT_EQ(r.code, 0) << pkg << "\n" << r.out;
+    ASSERT_EQ(r.lines.size(), 1u) << r.out;
+    const std::string& op = r.lines.begin()->first;
+    EXPECT_EQ(r.Verdicts(op, "FAIL").size(), 0u) << r.out;
+    EXPECT_EQ(r.lines[op].size(), kAllChecks.size()) << r.out;
+    for (const char* check : {"dtype sweep", "InferShape vs Execute", "determinism", "concurrent Execute"})
+      EXPECT_EQ(r.Verdicts(op, "PASS").count(check), 1u) << pkg << ": " << check << "\n" << r.out;
+  }
+  CheckReport compilable = CheckOp(Pkg("compilable_add_custom"));
+  EXPECT_EQ(compilable.Verdicts("CompilableAddCustom", "PASS").count("Serialize/Deserialize round trip"), 1u);
+  CheckReport bounded = CheckOp(Pkg("data_dependent_shape_custom"));
+  EXPECT_TRUE(Contains(bounded.out, "PASS  data-dependent bounds"));
+}
+
+// One operator library works as well as a package root.
+TEST(CheckOp, TakesALibraryPath) {
+  CheckReport r = CheckOp(test::PkgLib("add_custom") + " --op AddCustom");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.Verdicts("AddCustom", "PASS").count("dtype sweep"), 1u) << r.out;
 }
 
 }  // namespace

@@ -18,6 +18,17 @@ struct PluginsArgs {
 // Lists packages from their manifests (no dlopen unless `load`). Returns the exit code.
 int Plugins(const PluginsArgs& a);
 
+struct CheckOpArgs {
+  std::string package;             // package root, or one operator library (.so)
+  std::string op;                  // only this op type ("" = every op the package registers)
+  std::vector<std::string> attrs;  // NAME=VALUE, for attributes the checker cannot invent
+  bool allow_override = false;
+};
+// Runs every op type of the package through the op author's checks (one-node graphs per input
+// type, plugin checking mode) and prints one PASS/FAIL/SKIP line per check. Returns the exit
+// code: 1 when a check failed or the package does not load.
+int CheckOp(const CheckOpArgs& a);
+
 // Loads every library of the package at `root` and writes <root>/weft_manifest.json.
 Status WriteManifest(const std::string& root, const std::string& name);
 

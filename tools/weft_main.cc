@@ -413,6 +413,18 @@ int main(int argc, char** argv) {
   Repeatable(inspect->add_option("-s,--shape", ia.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)"));
   Repeatable(inspect->add_option("-p,--package", ia.packages, "Operator package root to load (repeatable)"));
 
+  CheckOpArgs cka;
+  auto* check_op = app.add_subcommand(
+      "check-op", "Check the ops of an operator package: each runs as a one-node graph per declared input type, in "
+                  "plugin checking mode, with one PASS/FAIL/SKIP line per check; exit status 1 when a check fails");
+  check_op->add_option("package", cka.package, "Operator package root (or one operator library, .so)")->required();
+  check_op->add_option("--op", cka.op, "Check only this op type");
+  Repeatable(check_op->add_option("--attr", cka.attrs,
+                                  "NAME=VALUE for an attribute the checker cannot invent (lists: 1,2,3; types: float32) "
+                                  "(repeatable)"));
+  check_op->add_flag("--allow-override", cka.allow_override,
+                     "Let the package replace built-in ops of the same type (without it that is an error)");
+
   std::string mroot, mname;
   auto* manifest = app.add_subcommand("manifest", "Write <package>/weft_manifest.json (run by weft_add_op_package)");
   manifest->add_option("package", mroot, "Operator package root")->required();
@@ -430,6 +442,7 @@ int main(int argc, char** argv) {
     if (*run) return Run(ra);
     if (*inspect) return Inspect(ia);
     if (*compile) return CompileCmd(ca);
+    if (*check_op) return CheckOp(cka);
     if (*manifest) {
       if (mname.empty()) mname = fs::path(mroot).lexically_normal().filename().string();
       weft::Status s = WriteManifest(mroot, mname);
