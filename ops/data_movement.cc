@@ -525,7 +525,7 @@ class DepthToSpace : public EagerExecuteOp, public ShapeInferOp {
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
     bool d2s = std::string(ctx->GetNodeType()) == "DepthToSpace";
-    const char* mode = ctx->GetAttrs()->GetStr("mode");
+    const char* mode = d2s ? ctx->GetAttrs()->GetStr("mode") : nullptr;  // SpaceToDepth has none
     bool crd = mode && std::string(mode) == "CRD";
     int64_t b = *ctx->GetAttrs()->GetInt("blocksize");
     size_t elem = DataTypeSize(x->GetDataType());

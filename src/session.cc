@@ -53,8 +53,7 @@ class SessionImpl : public Session {
     std::vector<std::string> roots;
     for (auto& p : o.package_paths) roots.push_back(p);
     if (o.use_env_path)
-      if (const char* env = std::getenv("WEFT_CUSTOM_OPP_PATH"))
-        for (auto& p : internal::SplitPathList(env)) roots.push_back(p);
+      for (auto& p : internal::EnvPackagePath()) roots.push_back(p);
     for (auto it = roots.rbegin(); it != roots.rend(); ++it) {
       Status s = registry_.LoadPackage(*it);
       if (!s.ok()) return Status(s.code(), "operator package path entry '" + *it + "': " + s.message());

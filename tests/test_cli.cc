@@ -34,7 +34,7 @@ Result Sh(const std::string& cmd) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
-const std::string kWeft = std::string("env -u WEFT_CUSTOM_OPP_PATH ") + WEFT_CLI_PATH;
+const std::string kWeft = std::string("env -u WEFT_CUSTOM_OPP_PATH -u ASCEND_CUSTOM_OPP_PATH ") + WEFT_CLI_PATH;
 
 std::string Dir() {
   auto d = std::filesystem::temp_directory_path() / ("weft_cli_" + std::to_string(::getpid()));
@@ -263,6 +263,11 @@ TEST(Cli, PluginsReadsManifestsWithoutLoading) {
   EXPECT_EQ(j.code, 0) << j.out;
   EXPECT_TRUE(Contains(j.out, "\"type\": \"MatMul\""));
   EXPECT_TRUE(Contains(j.out, "\"type\": \"ScaleAttrs\""));
+  // GE's variable is an alias, read after WEFT_CUSTOM_OPP_PATH.
+  Result a =
+      Sh("env -u WEFT_CUSTOM_OPP_PATH ASCEND_CUSTOM_OPP_PATH=" + Pkg("ge_port") + " " + WEFT_CLI_PATH + " plugins");
+  EXPECT_EQ(a.code, 0) << a.out;
+  EXPECT_TRUE(Contains(a.out, "GeStyleMul  v1"));
 }
 
 TEST(Cli, PluginsFlagsBadEntriesAndStaleManifests) {

@@ -265,6 +265,26 @@ TEST(Registry, EnvironmentPathEarlierEntryWins) {
       << strict.status().message();
 }
 
+TEST(Registry, AscendCustomOppPathLoadsPackages) {
+  ScopedEnv weft("WEFT_CUSTOM_OPP_PATH", "");
+  ScopedEnv ascend("ASCEND_CUSTOM_OPP_PATH", Pkg("ge_port"));
+  auto s = Session::Create();
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(FindOp(s.value()->ListOps(), "GeStyleMul"));
+}
+
+TEST(Registry, WeftPathComesBeforeTheAscendAlias) {
+  ScopedEnv weft("WEFT_CUSTOM_OPP_PATH", Pkg("dup_ops"));
+  ScopedEnv ascend("ASCEND_CUSTOM_OPP_PATH", Pkg("test_ops") + ":" + Pkg("dup_ops"));
+  EXPECT_EQ(internal::EnvPackagePath(), (std::vector<std::string>{Pkg("dup_ops"), Pkg("test_ops")}));
+  SessionOptions o;
+  o.allow_override = true;
+  auto s = Session::Create(o);  // dup_ops once (both name it), then test_ops: the earlier wins
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(Contains(FindOp(s.value()->ListOps(), "SumN")->origin, "libdup_ops.so"));
+  EXPECT_TRUE(FindOp(s.value()->ListOps(), "ScaleAttrs"));
+}
+
 TEST(Registry, BadEnvironmentEntryIsNamed) {
   ScopedEnv env("WEFT_CUSTOM_OPP_PATH", Pkg("test_ops") + "/op_graph");
   auto s = Session::Create();

@@ -1,5 +1,7 @@
 // The header-only SDK: 16-bit floats, prototypes, attributes, capability detection, contexts.
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "test_util.h"
 #include "weft/custom_op.h"
@@ -163,10 +165,164 @@ TEST(Contexts, MapIrIndicesAndAttributes) {
   EXPECT_EQ(ctx.GetInputTensor(7), nullptr);
   EXPECT_FLOAT_EQ(*ctx.GetAttrs()->GetFloat(0), 1.5f);
   EXPECT_EQ(ctx.GetAttrs()->GetFloat("alpha"), ctx.GetAttrs()->GetFloat(0));
-  EXPECT_EQ(ctx.GetAttrs()->GetListInt("axes")[1], 5);
+  EXPECT_EQ((*ctx.GetAttrs()->GetListInt("axes"))[1], 5);
   EXPECT_EQ(ctx.GetAttrs()->GetInt("alpha"), nullptr);
   EXPECT_EQ(ctx.GetAttrs()->GetFloat("nope"), nullptr);
   EXPECT_EQ(ctx.GetAttrs()->GetFloat(9), nullptr);
+}
+
+// A context over three attributes whose host API only records errors.
+struct AttrContext {
+  AttrValue epsilon = AttrValue::Float(0.5f), axes = AttrValue::ListInt({4, 5}), mode = AttrValue::String("fast");
+  const WeftAttrValue* attrs[3] = {epsilon.c(), axes.c(), mode.c()};
+  const char* names[3] = {"epsilon", "axes", "mode"};
+  std::string error;
+  WeftHostApi api{};
+  WeftKernelContext c{};
+  AttrContext() {
+    api.struct_size = sizeof api;
+    api.set_error = [](WeftKernelContext* k, const char* m) { static_cast<AttrContext*>(k->engine)->error = m; };
+    c.struct_size = sizeof c;
+    c.api = &api;
+    c.engine = this;
+    c.num_attrs = 3;
+    c.attrs = attrs;
+    c.attr_names = names;
+  }
+};
+
+TEST(Attributes, NameGetterRecordsWhyItGaveNullptr) {
+  AttrContext t;
+  RuntimeAttrs a(&t.c);
+  EXPECT_EQ(a.GetFloat("epsilom"), nullptr);
+  EXPECT_EQ(t.error,
+            "the op has no attribute 'epsilom' (read as Float); did you mean 'epsilon'? "
+            "Its attributes: epsilon (Float), axes (ListInt), mode (String)");
+  EXPECT_EQ(a.GetInt("epsilon"), nullptr);
+  EXPECT_EQ(t.error,
+            "attribute 'epsilon' is Float, read as Int. Its attributes: epsilon (Float), axes (ListInt), mode (String)");
+  EXPECT_EQ(a.GetAttrPointer<TypedContinuousVector<float>>("Axes"), nullptr);  // the case-only slip
+  EXPECT_TRUE(test::Contains(t.error, "no attribute 'Axes' (read as ListFloat); did you mean 'axes'?"));
+  EXPECT_EQ(a.GetStr("temperature"), nullptr);  // nothing near: no suggestion
+  EXPECT_EQ(t.error.find("did you mean"), std::string::npos) << t.error;
+  EXPECT_TRUE(test::Contains(t.error, "no attribute 'temperature' (read as String). Its attributes: "));
+
+  // Index getters (GE) and IndexOf stay silent; a good name records nothing.
+  t.error.clear();
+  EXPECT_EQ(a.GetInt(0), nullptr);
+  EXPECT_EQ(a.GetFloat(7), nullptr);
+  EXPECT_EQ(a.IndexOf("momentum"), 3u);
+  ASSERT_NE(a.GetFloat("epsilon"), nullptr);
+  EXPECT_EQ(t.error, "");
+
+  WeftKernelContext none{};  // an op without attributes
+  none.api = &t.api;
+  none.engine = &t;
+  EXPECT_EQ(RuntimeAttrs(&none).GetBool("enabled"), nullptr);
+  EXPECT_EQ(t.error, "the op has no attribute 'enabled' (read as Bool); it takes no attributes");
+}
+
+TEST(Attributes, TypedAccessAsGeSpellsIt) {
+  AttrContext t;
+  RuntimeAttrs a(&t.c);
+  EXPECT_EQ(*a.GetAttrPointer<float>(0), 0.5f);
+  EXPECT_EQ(a.GetAttrPointer<float>("epsilon"), a.GetFloat(0));
+  EXPECT_STREQ(a.GetAttrPointer<char>(2), "fast");
+  EXPECT_EQ(a.GetAttrPointer<int64_t>(0), nullptr);
+  const TypedContinuousVector<int64_t>* axes = a.GetListInt(1);
+  ASSERT_NE(axes, nullptr);
+  EXPECT_EQ(axes->GetSize(), 2u);
+  EXPECT_EQ(axes->GetData()[1], 5);
+  EXPECT_EQ(a.GetAttrPointer<TypedContinuousVector<int64_t>>("axes"), axes);
+  EXPECT_EQ(axes->ToVector(), (std::vector<int64_t>{4, 5}));
+  int64_t sum = 0;
+  for (int64_t v : *axes) sum += v;
+  EXPECT_EQ(sum, 9);
+  // A ListView takes what the getters return; a missing list is an empty view.
+  ListView<int64_t> view = a.GetListInt("axes");
+  EXPECT_EQ(view.size(), 2u);
+  ListView<float> missing = a.GetListFloat(1);
+  EXPECT_EQ(missing.size(), 0u);
+  EXPECT_EQ(t.error, "");
+}
+
+TEST(Contexts, ComputeNodeInfoDescribesTheNode) {
+  Tensor x, w, y;
+  x.dtype = DT_FLOAT, x.format = FORMAT_NC1HWC0;
+  w.dtype = DT_FLOAT16;
+  y.dtype = DT_FLOAT;
+  WeftTensor* ins[] = {&x, &w};
+  WeftTensor* outs[] = {&y};
+  uint32_t start[] = {0, 1, 2}, count[] = {1, 1, 0};
+  AttrContext t;
+  t.c.op_type = "Conv";
+  t.c.node_name = "stem/conv1";
+  t.c.num_inputs = 2;
+  t.c.inputs = ins;
+  t.c.num_outputs = 1;
+  t.c.outputs = outs;
+  t.c.num_ir_inputs = 3;
+  t.c.ir_input_start = start;
+  t.c.ir_input_count = count;
+  t.c.num_ir_outputs = 1;
+  EagerOpExecutionContext ctx(&t.c);
+  const ComputeNodeInfo* node = ctx.GetComputeNodeInfo();
+  EXPECT_STREQ(node->GetNodeType(), "Conv");
+  EXPECT_STREQ(node->GetNodeName(), "stem/conv1");
+  EXPECT_EQ(node->GetIrInputsNum(), 3u);
+  EXPECT_EQ(node->GetInputsNum(), 2u);
+  EXPECT_EQ(node->GetOutputsNum(), 1u);
+  EXPECT_EQ(node->GetAttrs(), ctx.GetAttrs());
+  EXPECT_EQ(node->GetInputTdInfo(1)->GetDataType(), DT_FLOAT16);
+  EXPECT_EQ(node->GetInputTdInfo(2), nullptr);
+  EXPECT_EQ(node->GetOutputTdInfo(0)->GetStorageFormat(), FORMAT_ND);
+  // A blocked tensor: stored NC1HWC0, standing for NCHW.
+  EXPECT_EQ(node->GetInputTdInfo(0)->GetFormat(), StorageFormat(FORMAT_NCHW, FORMAT_NC1HWC0));
+  EXPECT_EQ(x.GetStorageFormat(), FORMAT_NC1HWC0);
+  EXPECT_EQ(x.GetOriginFormat(), FORMAT_NCHW);
+  EXPECT_EQ(y.GetOriginFormat(), FORMAT_ND);
+  // A copy of a context describes the same node.
+  EagerOpExecutionContext copy = ctx;
+  EXPECT_EQ(copy.GetComputeNodeInfo()->GetAttrs(), copy.GetAttrs());
+  EXPECT_STREQ(copy.GetComputeNodeInfo()->GetNodeName(), "stem/conv1");
+}
+
+// One AttrMistake node (tests/plugins/test_ops.cc) making `mistake` in its Execute.
+std::string AttrMistakeError(const std::string& mistake) {
+  auto s = test::MakeSession({"test_ops"});
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {4})
+      .AddNode("AttrMistake", "norm1", {"x"}, {"y"}, {{"mistake", AttrValue::String(mistake)}})
+      .AddOutput("y");
+  auto r = s->Compile(g).value()->Run({test::RandomFloat({4}, 1)});
+  return r.ok() ? "(ran)" : r.status().message();
+}
+
+TEST(Attributes, TypoInExecuteNamesTheAttributeAndSuggests) {
+  EXPECT_EQ(AttrMistakeError("typo"),
+            "[AttrMistake 'norm1'] Execute failed: the op has no attribute 'epsilom' (read as Float); did you mean "
+            "'epsilon'? Its attributes: epsilon (Float), axes (ListInt), mistake (String)");
+}
+
+TEST(Attributes, WrongTypeInExecuteSaysBothTypes) {
+  EXPECT_EQ(AttrMistakeError("type"),
+            "[AttrMistake 'norm1'] Execute failed: attribute 'epsilon' is Float, read as Int. Its attributes: "
+            "epsilon (Float), axes (ListInt), mistake (String)");
+}
+
+TEST(Attributes, ARecoveredProbeLeavesNoErrorBehind) {
+  EXPECT_EQ(AttrMistakeError("probe"), "(ran)");
+  // The next node fails without a message: the probe's message must not be blamed on it.
+  auto s = test::MakeSession({"test_ops"});
+  Graph g;
+  g.AddInput("x", DT_FLOAT, {4})
+      .AddNode("AttrMistake", "p", {"x"}, {"t"}, {{"mistake", AttrValue::String("probe")}})
+      .AddNode("Faulty", "f", {"t"}, {"y"}, {{"where", AttrValue::String("silent")}})
+      .AddOutput("y");
+  auto model = s->Compile(g).value();
+  for (int run = 0; run < 2; ++run)
+    EXPECT_EQ(model->Run({test::RandomFloat({4}, 2)}).status().message(),
+              "[Faulty 'f'] Execute failed: returned failure without a message");
 }
 
 }  // namespace

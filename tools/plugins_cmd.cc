@@ -72,12 +72,12 @@ Status WriteManifest(const std::string& root, const std::string& name) {
 
 int Plugins(const PluginsArgs& a) {
   std::vector<std::string> roots = a.paths;
-  if (const char* env = std::getenv("WEFT_CUSTOM_OPP_PATH"))
-    for (auto& p : internal::SplitPathList(env)) roots.push_back(p);
+  for (auto& p : internal::EnvPackagePath()) roots.push_back(p);
   int rc = 0;
   json all = json::array();
   if (roots.empty() && !a.json)
-    std::cout << "No operator packages: WEFT_CUSTOM_OPP_PATH is empty (set it to package roots, colon-separated).\n";
+    std::cout << "No operator packages: WEFT_CUSTOM_OPP_PATH is empty (set it to package roots, colon-separated; "
+                 "GE's ASCEND_CUSTOM_OPP_PATH is read too).\n";
   for (size_t k = 0; k < roots.size(); ++k) {
     const std::string& root = roots[k];
     json entry = {{"root", root}, {"precedence", k}};

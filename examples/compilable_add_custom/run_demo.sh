@@ -25,15 +25,15 @@ WEFT_CUSTOM_OPP_PATH="$PKG" "$WEFT" compile "$HERE/graph.json" -o "$WORK/model_e
 WEFT_CUSTOM_OPP_PATH="$PKG" "$WEFT" run "$WORK/model.weft" --trust-embedded-code -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/out"
 # Without the package the plain file names what to install; the embedded one runs its own copy
 # of the plugin, also native code from the file, so again only with --trust-embedded-code.
-if env -u WEFT_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model.weft" -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/none" 2> "$WORK/err"; then
+if env -u WEFT_CUSTOM_OPP_PATH -u ASCEND_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model.weft" -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/none" 2> "$WORK/err"; then
   echo "expected a missing-package error" >&2; exit 1
 fi
 grep -q "compilable_add_custom" "$WORK/err" && cat "$WORK/err"
-if env -u WEFT_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model_embedded.weft" -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/none" 2> "$WORK/err"; then
+if env -u WEFT_CUSTOM_OPP_PATH -u ASCEND_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model_embedded.weft" -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/none" 2> "$WORK/err"; then
   echo "expected embedded native code to need --trust-embedded-code" >&2; exit 1
 fi
 grep -q "trust-embedded-code" "$WORK/err" && cat "$WORK/err"
-env -u WEFT_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model_embedded.weft" --trust-embedded-code \
+env -u WEFT_CUSTOM_OPP_PATH -u ASCEND_CUSTOM_OPP_PATH "$WEFT" run "$WORK/model_embedded.weft" --trust-embedded-code \
   -i x="$WORK/x.npy" -i y="$WORK/y.npy" -o "$WORK/out_embedded"
 "${PYTHON:-python3}" - "$WORK" <<'PY'
 import sys, numpy as np

@@ -27,105 +27,64 @@
 
 #include "weft/c/weft_plugin.h"
 #include "weft/op_def.h"
+#include "weft/runtime_attrs.h"
 #include "weft/types.h"
 
 namespace weft {
 
-// A read-only view of a list attribute (GE's ContinuousVector).
-template <typename T>
-class ListView {
+// A tensor's data type and layouts (GE's gert::CompileTimeTensorDesc), over an input or output
+// of the node; valid while the callback runs.
+class CompileTimeTensorDesc : private WeftTensor {
  public:
-  ListView() = default;
-  ListView(const T* d, size_t n) : data_(d), size_(n) {}
-  size_t GetSize() const { return size_; }
-  const T* GetData() const { return data_; }
-  size_t size() const { return size_; }
-  const T* data() const { return data_; }
-  const T* begin() const { return data_; }
-  const T* end() const { return data_ + size_; }
-  const T& operator[](size_t i) const { return data_[i]; }
-  std::vector<T> ToVector() const { return std::vector<T>(begin(), end()); }
+  DataType GetDataType() const { return Tensor::View(this)->GetDataType(); }
+  Format GetStorageFormat() const { return Tensor::View(this)->GetStorageFormat(); }
+  Format GetOriginFormat() const { return Tensor::View(this)->GetOriginFormat(); }
+  StorageFormat GetFormat() const { return StorageFormat(GetOriginFormat(), GetStorageFormat()); }
 
- private:
-  const T* data_ = nullptr;
-  size_t size_ = 0;
+  static const CompileTimeTensorDesc* View(const WeftTensor* t) { return static_cast<const CompileTimeTensorDesc*>(t); }
 };
 
-// Attributes of the node, in REG_OP order with defaults filled in. Index getters follow GE and
-// return nullptr when the index is out of range or the type differs; name getters do the same.
-class RuntimeAttrs {
+// The node a callback runs for (GE's gert::ComputeNodeInfo): type, name, input/output counts,
+// tensor descriptions and attributes. From KernelContextBase::GetComputeNodeInfo(); valid while
+// the callback runs.
+//   const ComputeNodeInfo* node = ctx->GetComputeNodeInfo();
+//   Format f = node->GetInputTdInfo(0)->GetStorageFormat();
+class ComputeNodeInfo {
  public:
-  explicit RuntimeAttrs(const WeftKernelContext* c) : c_(c) {}
-  size_t GetAttrNum() const { return c_->num_attrs; }
-  const char* GetAttrName(size_t i) const { return i < c_->num_attrs ? c_->attr_names[i] : nullptr; }
-
-  const int64_t* GetInt(size_t i) const { auto a = At(i, WEFT_ATTR_INT); return a ? &a->i : nullptr; }
-  const float* GetFloat(size_t i) const { auto a = At(i, WEFT_ATTR_FLOAT); return a ? &a->f : nullptr; }
-  const bool* GetBool(size_t i) const {
-    auto a = At(i, WEFT_ATTR_BOOL);
-    return a ? reinterpret_cast<const bool*>(&a->b) : nullptr;
+  explicit ComputeNodeInfo(const WeftKernelContext* c) : c_(c), attrs_(c) {}
+  const char* GetNodeType() const { return c_->op_type; }
+  const char* GetNodeName() const { return c_->node_name; }
+  // Inputs/outputs declared in REG_OP.
+  size_t GetIrInputsNum() const { return c_->num_ir_inputs; }
+  size_t GetIrOutputsNum() const { return c_->num_ir_outputs; }
+  // Tensors the node has: absent optional inputs not counted, dynamic ones once per instance.
+  size_t GetInputsNum() const { return c_->num_inputs; }
+  size_t GetOutputsNum() const { return c_->num_outputs; }
+  // Input/output instance `i` (as GetInputTensor counts them), or nullptr out of range.
+  const CompileTimeTensorDesc* GetInputTdInfo(size_t i) const {
+    return i < c_->num_inputs ? CompileTimeTensorDesc::View(c_->inputs[i]) : nullptr;
   }
-  const char* GetStr(size_t i) const { auto a = At(i, WEFT_ATTR_STRING); return a ? a->s : nullptr; }
-  const DataType* GetDataType(size_t i) const {
-    auto a = At(i, WEFT_ATTR_TYPE);
-    return a ? reinterpret_cast<const DataType*>(&a->i) : nullptr;
+  const CompileTimeTensorDesc* GetOutputTdInfo(size_t i) const {
+    return i < c_->num_outputs ? CompileTimeTensorDesc::View(c_->outputs[i]) : nullptr;
   }
-  const Tensor* GetTensor(size_t i) const {
-    auto a = At(i, WEFT_ATTR_TENSOR);
-    return a ? Tensor::View(a->tensor) : nullptr;
-  }
-  ListView<int64_t> GetListInt(size_t i) const {
-    auto a = At(i, WEFT_ATTR_LIST_INT);
-    return a ? ListView<int64_t>(a->ints, a->count) : ListView<int64_t>();
-  }
-  ListView<float> GetListFloat(size_t i) const {
-    auto a = At(i, WEFT_ATTR_LIST_FLOAT);
-    return a ? ListView<float>(a->floats, a->count) : ListView<float>();
-  }
-  ListView<const char*> GetListString(size_t i) const {
-    auto a = At(i, WEFT_ATTR_LIST_STRING);
-    return a ? ListView<const char*>(a->strings, a->count) : ListView<const char*>();
-  }
-  ListView<uint8_t> GetListBool(size_t i) const {
-    auto a = At(i, WEFT_ATTR_LIST_BOOL);
-    return a ? ListView<uint8_t>(a->bools, a->count) : ListView<uint8_t>();
-  }
-
-  const int64_t* GetInt(std::string_view n) const { return GetInt(IndexOf(n)); }
-  const float* GetFloat(std::string_view n) const { return GetFloat(IndexOf(n)); }
-  const bool* GetBool(std::string_view n) const { return GetBool(IndexOf(n)); }
-  const char* GetStr(std::string_view n) const { return GetStr(IndexOf(n)); }
-  const DataType* GetDataType(std::string_view n) const { return GetDataType(IndexOf(n)); }
-  const Tensor* GetTensor(std::string_view n) const { return GetTensor(IndexOf(n)); }
-  ListView<int64_t> GetListInt(std::string_view n) const { return GetListInt(IndexOf(n)); }
-  ListView<float> GetListFloat(std::string_view n) const { return GetListFloat(IndexOf(n)); }
-  ListView<const char*> GetListString(std::string_view n) const { return GetListString(IndexOf(n)); }
-  ListView<uint8_t> GetListBool(std::string_view n) const { return GetListBool(IndexOf(n)); }
-
-  // Index of the attribute called `n`, or GetAttrNum() when there is none.
-  size_t IndexOf(std::string_view n) const {
-    for (uint32_t i = 0; i < c_->num_attrs; ++i)
-      if (n == c_->attr_names[i]) return i;
-    return c_->num_attrs;
-  }
+  const RuntimeAttrs* GetAttrs() const { return &attrs_; }
 
  private:
-  const WeftAttrValue* At(size_t i, WeftAttrType t) const {
-    if (i >= c_->num_attrs || c_->attrs[i] == nullptr || c_->attrs[i]->type != t) return nullptr;
-    return c_->attrs[i];
-  }
   const WeftKernelContext* c_;
+  RuntimeAttrs attrs_;
 };
 
 // What every callback context offers: node identity, inputs and outputs by instance index or
 // by IR index (REG_OP order), attributes, and error reporting.
 class KernelContextBase {
  public:
-  explicit KernelContextBase(WeftKernelContext* c) : c_(c), attrs_(c) {}
+  explicit KernelContextBase(WeftKernelContext* c) : c_(c), node_(c) {}
 
   const char* GetNodeName() const { return c_->node_name; }
   const char* GetNodeType() const { return c_->op_type; }
-  const RuntimeAttrs* GetAttrs() const { return &attrs_; }
+  const RuntimeAttrs* GetAttrs() const { return node_.GetAttrs(); }
+  // The node as GE describes it (type, name, counts, tensor descriptions, attributes).
+  const ComputeNodeInfo* GetComputeNodeInfo() const { return &node_; }
 
   size_t GetComputeNodeInputNum() const { return c_->num_inputs; }
   size_t GetComputeNodeOutputNum() const { return c_->num_outputs; }
@@ -193,7 +152,7 @@ class KernelContextBase {
     return Tensor::View(c_->inputs[c_->ir_input_start[ir] + rel]);
   }
   WeftKernelContext* c_;
-  RuntimeAttrs attrs_;
+  ComputeNodeInfo node_;
 };
 
 // Execute: real data. Outputs are obtained with MallocOutputTensor.
@@ -467,11 +426,24 @@ class LayoutAwareOp : public virtual BaseCustomOp {
 // classes with the same name.
 namespace detail __attribute__((visibility("hidden"))) {
 
+struct AttrErrors {
+  // A callback that succeeded withdraws the error a name getter recorded on the way (a probe it
+  // recovered from), so the message cannot surface in a later, unrelated failure.
+  static void Withdraw(WeftKernelContext* ctx, const KernelContextBase* w) {
+    if (w && w->GetAttrs()->reported_) ctx->api->set_error(ctx, "");
+  }
+};
+
+// Runs a callback: exceptions become errors; `w` is the context the callback was given.
 template <typename F>
-inline WeftStatus Guard(WeftKernelContext* ctx, const char* what, F&& f) noexcept {
+inline WeftStatus Guard(WeftKernelContext* ctx, const char* what, F&& f,
+                        const KernelContextBase* w = nullptr) noexcept {
   try {
     graphStatus s = f();
-    if (s == GRAPH_SUCCESS) return WEFT_STATUS_OK;
+    if (s == GRAPH_SUCCESS) {
+      AttrErrors::Withdraw(ctx, w);
+      return WEFT_STATUS_OK;
+    }
     return WEFT_STATUS_FAILED;
   } catch (const std::exception& e) {
     ctx->api->set_error(ctx, (std::string(what) + " threw: " + e.what()).c_str());
@@ -494,43 +466,43 @@ struct ImplAdapter {
   static WeftStatus Execute(void* p, WeftKernelContext* c) {
     if constexpr (std::is_base_of<EagerExecuteOp, C>::value) {
       EagerOpExecutionContext w(c);
-      return Guard(c, "Execute", [&] { return static_cast<C*>(p)->Execute(&w); });
+      return Guard(c, "Execute", [&] { return static_cast<C*>(p)->Execute(&w); }, &w);
     } else { return WEFT_STATUS_FAILED; }
   }
   static WeftStatus InferShape(void* p, WeftKernelContext* c) {
     if constexpr (std::is_base_of<ShapeInferOp, C>::value) {
       InferShapeContext w(c);
-      return Guard(c, "InferShape", [&] { return static_cast<C*>(p)->InferShape(&w); });
+      return Guard(c, "InferShape", [&] { return static_cast<C*>(p)->InferShape(&w); }, &w);
     } else { return WEFT_STATUS_FAILED; }
   }
   static WeftStatus InferDataType(void* p, WeftKernelContext* c) {
     if constexpr (std::is_base_of<ShapeInferOp, C>::value) {
       InferDataTypeContext w(c);
-      return Guard(c, "InferDataType", [&] { return static_cast<C*>(p)->InferDataType(&w); });
+      return Guard(c, "InferDataType", [&] { return static_cast<C*>(p)->InferDataType(&w); }, &w);
     } else { return WEFT_STATUS_FAILED; }
   }
   static WeftStatus Compile(void* p, WeftKernelContext* c) {
     if constexpr (std::is_base_of<CompilableOp, C>::value) {
       OpCompileContext w(c);
-      return Guard(c, "Compile", [&] { return static_cast<C*>(p)->Compile(&w); });
+      return Guard(c, "Compile", [&] { return static_cast<C*>(p)->Compile(&w); }, &w);
     } else { return WEFT_STATUS_FAILED; }
   }
   static WeftStatus UpdateHostArgs(void* p, WeftKernelContext* c) {
     if constexpr (std::is_base_of<ArgsUpdater, C>::value) {
       UpdateArgsContext w(c);
-      return Guard(c, "UpdateHostArgs", [&] { return static_cast<C*>(p)->UpdateHostArgs(&w); });
+      return Guard(c, "UpdateHostArgs", [&] { return static_cast<C*>(p)->UpdateHostArgs(&w); }, &w);
     } else { return WEFT_STATUS_FAILED; }
   }
   static WeftStatus Serialize(void* p, WeftKernelContext* c) {
     if constexpr (std::is_base_of<PortableOp, C>::value) {
       OpSerializeContext w(c);
-      return Guard(c, "Serialize", [&] { return static_cast<PortableOp*>(static_cast<C*>(p))->SerializeKeyed(&w); });
+      return Guard(c, "Serialize", [&] { return static_cast<PortableOp*>(static_cast<C*>(p))->SerializeKeyed(&w); }, &w);
     } else { return WEFT_STATUS_FAILED; }
   }
   static WeftStatus Deserialize(void* p, WeftKernelContext* c, const uint8_t* d, uint64_t n) {
     if constexpr (std::is_base_of<PortableOp, C>::value) {
       OpDeserializeContext w(c, d, n);
-      return Guard(c, "Deserialize", [&] { return static_cast<PortableOp*>(static_cast<C*>(p))->DeserializeKeyed(&w); });
+      return Guard(c, "Deserialize", [&] { return static_cast<PortableOp*>(static_cast<C*>(p))->DeserializeKeyed(&w); }, &w);
     } else { return WEFT_STATUS_FAILED; }
   }
 
@@ -538,14 +510,14 @@ struct ImplAdapter {
     if constexpr (std::is_base_of<FusibleOp, C>::value) {
       OpQueryContext w(c);
       FusionSupport s(out);
-      return Guard(c, "QueryFusion", [&] { return static_cast<C*>(p)->QueryFusion(&w, s); });
+      return Guard(c, "QueryFusion", [&] { return static_cast<C*>(p)->QueryFusion(&w, s); }, &w);
     } else { return WEFT_STATUS_FAILED; }
   }
   static WeftStatus QueryLayout(void* p, WeftKernelContext* c, WeftLayoutSupport* out) {
     if constexpr (std::is_base_of<LayoutAwareOp, C>::value) {
       OpQueryContext w(c);
       LayoutSupport s(out);
-      return Guard(c, "QueryLayout", [&] { return static_cast<C*>(p)->QueryLayout(&w, s); });
+      return Guard(c, "QueryLayout", [&] { return static_cast<C*>(p)->QueryLayout(&w, s); }, &w);
     } else { return WEFT_STATUS_FAILED; }
   }
 

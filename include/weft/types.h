@@ -165,6 +165,28 @@ class StorageShape {
   Shape s_;
 };
 
+// The plain layout a storage format stands for: FORMAT_NCHW for the channel-blocked
+// FORMAT_NC1HWC0 (whose shape stays the logical [N, C, H, W]), otherwise the format itself.
+inline Format OriginFormatOf(Format storage) { return storage == FORMAT_NC1HWC0 ? FORMAT_NCHW : storage; }
+
+// A tensor's two layouts (GE's gert::StorageFormat): the origin format the graph sees and the
+// storage format of its buffer. They differ only for a blocked layout (see OriginFormatOf).
+class StorageFormat {
+ public:
+  StorageFormat() = default;
+  StorageFormat(Format origin, Format storage) : origin_(origin), storage_(storage) {}
+  Format GetOriginFormat() const { return origin_; }
+  Format GetStorageFormat() const { return storage_; }
+  void SetOriginFormat(Format f) { origin_ = f; }
+  void SetStorageFormat(Format f) { storage_ = f; }
+  bool operator==(const StorageFormat& o) const { return origin_ == o.origin_ && storage_ == o.storage_; }
+  bool operator!=(const StorageFormat& o) const { return !(*this == o); }
+
+ private:
+  Format origin_ = FORMAT_ND;
+  Format storage_ = FORMAT_ND;
+};
+
 // A tensor handed to an operator (GE's gert::Tensor). Owned by the engine; operators get
 // pointers to it and never copy it.
 class Tensor : public WeftTensor {
@@ -183,6 +205,9 @@ class Tensor : public WeftTensor {
   DataType GetDataType() const { return static_cast<DataType>(dtype); }
   void SetDataType(DataType dt) { dtype = dt; }
   Format GetFormat() const { return static_cast<Format>(format); }
+  // GE's pair: the storage format is GetFormat(); the origin format is its plain layout.
+  Format GetStorageFormat() const { return GetFormat(); }
+  Format GetOriginFormat() const { return OriginFormatOf(GetFormat()); }
   TensorPlacement GetPlacement() const { return static_cast<TensorPlacement>(placement); }
   void* GetAddr() { return data; }
   const void* GetAddr() const { return data; }

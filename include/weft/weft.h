@@ -233,10 +233,11 @@ WEFT_API std::vector<std::string> CapabilityNames(uint64_t caps);
 
 struct SessionOptions {
   bool load_builtins = true;
-  // Read WEFT_CUSTOM_OPP_PATH (colon-separated package roots, after package_paths).
+  // Read WEFT_CUSTOM_OPP_PATH (colon-separated package roots, after package_paths), then GE's
+  // ASCEND_CUSTOM_OPP_PATH (its entries not already on WEFT_CUSTOM_OPP_PATH).
   bool use_env_path = true;
   // Package roots, ahead of the environment's: the package path is these in order, then
-  // WEFT_CUSTOM_OPP_PATH's entries in order.
+  // WEFT_CUSTOM_OPP_PATH's entries in order, then ASCEND_CUSTOM_OPP_PATH's.
   std::vector<std::string> package_paths;
   // Without it an op type registered twice is an error naming both origins. With it a package
   // replaces a built-in; among package path entries the earlier entry wins; and LoadPackage /

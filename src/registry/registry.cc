@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -198,6 +199,18 @@ std::vector<std::string> SplitPathList(const std::string& s) {
   std::string item;
   while (std::getline(ss, item, ':'))
     if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<std::string> EnvPackagePath() {
+  const char* weft = std::getenv("WEFT_CUSTOM_OPP_PATH");
+  const char* ascend = std::getenv("ASCEND_CUSTOM_OPP_PATH");
+  std::vector<std::string> out = weft ? SplitPathList(weft) : std::vector<std::string>();
+  const std::set<std::string> own(out.begin(), out.end());
+  // A root on both is loaded once: a second load would register its ops twice.
+  if (ascend)
+    for (auto& p : SplitPathList(ascend))
+      if (!own.count(p)) out.push_back(p);
   return out;
 }
 

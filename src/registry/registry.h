@@ -111,6 +111,9 @@ inline std::string HashText(uint64_t xxh3) {
 std::string HashBytes(const void* data, size_t size);
 // Splits WEFT_CUSTOM_OPP_PATH-style text on ':' dropping empty entries.
 std::vector<std::string> SplitPathList(const std::string& s);
+// The package roots the environment names: WEFT_CUSTOM_OPP_PATH's entries, then those of GE's
+// ASCEND_CUSTOM_OPP_PATH (an alias) that WEFT_CUSTOM_OPP_PATH does not already list.
+std::vector<std::string> EnvPackagePath();
 
 }  // namespace weft::internal
 

@@ -2,6 +2,7 @@
 // inputs, workspace, failures and exceptions.
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "weft/custom_op.h"
 
@@ -29,8 +30,9 @@ class ScaleAttrs : public EagerExecuteOp {
     // Index access (GE order) and name access must agree.
     if (a->GetFloat(0) == nullptr || a->GetFloat("scale") != a->GetFloat(0)) return Fail(ctx, "scale by index/name");
     if (a->GetInt(2) == nullptr || *a->GetInt(2) != *a->GetInt("repeat")) return Fail(ctx, "repeat");
-    if (a->GetInt("scale") != nullptr) return Fail(ctx, "wrong-type access must give nullptr");
-    if (a->GetListInt("ints").size() != 3 || a->GetListString("names").size() != 2) return Fail(ctx, "lists");
+    // Wrong-type access gives nullptr (by index silently: this op runs in the zero-allocation test).
+    if (a->GetInt(0) != nullptr) return Fail(ctx, "wrong-type access must give nullptr");
+    if (a->GetListInt("ints")->size() != 3 || a->GetListString("names")->size() != 2) return Fail(ctx, "lists");
     if (std::strcmp(a->GetStr("mode"), "plain") != 0 && std::strcmp(a->GetStr("mode"), "double") != 0)
       return Fail(ctx, std::string("bad mode ") + a->GetStr("mode"));
     float scale = *a->GetFloat("scale") * (std::strcmp(a->GetStr("mode"), "double") == 0 ? 2.f : 1.f);
@@ -139,6 +141,33 @@ class Faulty : public EagerExecuteOp, public ShapeInferOp, public CompilableOp {
   static bool Is(const KernelContextBase* ctx, const char* w) { return std::strcmp(ctx->GetAttrs()->GetStr("where"), w) == 0; }
 };
 REG_AUTO_MAPPING_OP(Faulty);
+
+// Reads an attribute wrongly on purpose, as `mistake` says: "typo" (a misspelt name), "type" (the
+// wrong type) or "probe" (a missing name it recovers from); otherwise y = x.
+REG_OP(AttrMistake)
+    .INPUT(x, TensorType({DT_FLOAT}))
+    .OUTPUT(y, TensorType({DT_FLOAT})).SAME_AS_INPUT(x)
+    .ATTR(epsilon, Float, 1e-5)
+    .ATTR(axes, ListInt, {0})
+    .ATTR(mistake, String, "none")
+    .OP_END_FACTORY_REG(AttrMistake);
+
+class AttrMistake : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const RuntimeAttrs* a = ctx->GetAttrs();
+    std::string mistake = a->GetStr("mistake");
+    if (mistake == "typo" && a->GetFloat("epsilom") == nullptr) return GRAPH_FAILED;
+    if (mistake == "type" && a->GetInt("epsilon") == nullptr) return GRAPH_FAILED;
+    if (mistake == "probe" && a->GetFloat("momentum") != nullptr) return GRAPH_FAILED;
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), DT_FLOAT);
+    if (!y) return GRAPH_FAILED;
+    std::memcpy(y->GetAddr(), x->GetAddr(), x->GetByteCount());
+    return GRAPH_SUCCESS;
+  }
+};
+REG_AUTO_MAPPING_OP(AttrMistake);
 
 // No ShapeInferOp and no SAME_AS_INPUT: compiling a graph with it must fail clearly.
 REG_OP(NoShape)

@@ -187,7 +187,8 @@ typedef struct WeftRtcSource {
 typedef struct WeftHostApi {
   uint32_t struct_size;
   uint32_t abi_version;
-  /* Records a failure message for the current callback; the engine adds op type and node. */
+  /* Records a failure message for the current callback; the engine adds op type and node. A
+   * later call replaces it; an empty message withdraws it. */
   void (*set_error)(WeftKernelContext* ctx, const char* message);
   /* Execute only: gives output `index` the shape and type and returns it with `data` set, or NULL
    * (after recording an error) when it does not fit what compilation planned. */
