@@ -568,3 +568,26 @@ TEST(CheckOp, TakesALibraryPath) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(Cli, InspectStepsShowsFusionAndLayouts) {
+  std::string d = Dir();
+  ASSERT_TRUE(internal::WriteNpy(d + "/sw.npy", test::RandomFloat({16, 16, 3, 3}, 1)).ok());
+  ASSERT_TRUE(internal::WriteNpy(d + "/sv.npy", test::RandomFloat({16, 16, 3, 3}, 2)).ok());
+  std::ofstream(d + "/steps.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [1, 16, 8, 8]}],
+    "constants": [{"name": "w", "file": "sw.npy"}, {"name": "v", "file": "sv.npy"}],
+    "nodes": [{"name": "c1", "op": "Conv", "inputs": ["x", "w"], "outputs": ["a"], "attrs": {"pads": [1, 1, 1, 1]}},
+              {"name": "r1", "op": "Relu", "inputs": ["a"], "outputs": ["b"]},
+              {"name": "c2", "op": "Conv", "inputs": ["b", "v"], "outputs": ["y"], "attrs": {"pads": [1, 1, 1, 1]}}],
+    "outputs": ["y"]})";
+  Result r = Sh(kWeft + " inspect " + d + "/steps.json --steps");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "steps: 2")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "0 Conv 'c1' +Relu (x:float32[1,16,8,8], w:float32[16,16,3,3]) -> (b:float32[1,16,8,8]@NC1HWC0)")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "1 Conv 'c2' (b:float32[1,16,8,8]@NC1HWC0, v:float32[16,16,3,3]) -> (y:float32[1,16,8,8])")) << r.out;
+}
+
+}  // namespace
+}  // namespace weft

@@ -303,9 +303,32 @@ int InspectModel(const std::string& path) {
   return 0;
 }
 
+// One line per compiled step: op, node, where the op comes from, what was fused into it, and each
+// tensor with its layout where it is not plain.
+void PrintSteps(const CompiledModel& m) {
+  auto io = [](const std::vector<StepInfo::Io>& v) {
+    std::string out;
+    for (auto& t : v) {
+      out += (out.empty() ? "" : ", ") + t.name + ":" + DataTypeName(t.dtype) + t.shape.ToString();
+      if (t.format == FORMAT_NC1HWC0) out += "@NC1HWC0";
+    }
+    return out;
+  };
+  std::vector<StepInfo> steps = m.DescribeSteps();
+  std::cout << "steps: " << steps.size() << "\n";
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const StepInfo& s = steps[k];
+    std::cout << "  " << k << " " << s.op_type << " '" << s.node << "'";
+    if (!s.fused_activation.empty()) std::cout << " +" << s.fused_activation;
+    if (s.origin != "built-in") std::cout << " [" << s.origin << "]";
+    std::cout << " (" << io(s.inputs) << ") -> (" << io(s.outputs) << ")\n";
+  }
+}
+
 struct InspectArgs {
   std::string model;
   bool memory = false;
+  bool steps = false;
   std::vector<std::string> shapes;
   std::vector<std::string> packages;
 };
@@ -330,13 +353,15 @@ int Inspect(const InspectArgs& a) {
   std::sort(sorted.begin(), sorted.end());
   std::cout << "nodes: " << g.nodes().size() << "\n";
   for (auto& [neg, op] : sorted) std::cout << "  " << op << " x" << -neg << "\n";
-  if (a.memory) {
+  if (a.memory || a.steps) {
     SessionOptions o;
     o.package_paths = a.packages;
     auto session = Session::Create(o);
     if (!session.ok()) return Fail(session.status().message());
     auto model = session.value()->Compile(g);
     if (!model.ok()) return Fail(model.status().message());
+    if (a.steps) PrintSteps(*model.value());
+    if (!a.memory) return 0;
     MemoryReport r = model.value()->memory();
     if (model.value()->has_dynamic_shapes()) {
       std::cout << "memory: shapes are only known at run time (give --shape NAME=DIMS for every input)\n";
@@ -410,6 +435,8 @@ int main(int argc, char** argv) {
   auto* inspect = app.add_subcommand("inspect", "Show a model's inputs, outputs and op histogram (JSON graph, .onnx or .weft)");
   inspect->add_option("model", ia.model, "Graph file, ONNX model or compiled model file")->required();
   inspect->add_flag("--memory", ia.memory, "Compile and report the planned arena next to its lower bound");
+  inspect->add_flag("--steps", ia.steps,
+                    "Compile and list the steps: op, node, fused activation, plugin origin, tensors (@NC1HWC0: blocked layout)");
   Repeatable(inspect->add_option("-s,--shape", ia.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)"));
   Repeatable(inspect->add_option("-p,--package", ia.packages, "Operator package root to load (repeatable)"));
 
