@@ -68,6 +68,7 @@ def test_check_op():
     assert report["meta"] == [("torch.float32", [4, 8])]
     assert report["model_file"] == "round trip matches"
     assert "no backward" in report["autograd"]
+    assert report["native"] == "weft check-op passed"
     assert wt.check_op("MulCustom", (torch.randn(3), torch.randn(3)))["autograd"] == "differentiable"
     wt.check_op("Conv", (torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)), {"pads": [1, 1, 1, 1]})
 

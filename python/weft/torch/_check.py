@@ -1,5 +1,7 @@
 """check_op: Weft's own check of torch.ops.weft.<op> (schema, Meta, mutation, autograd, model file)."""
 import os
+import shutil
+import subprocess
 import tempfile
 
 import torch
@@ -29,7 +31,10 @@ def check_op(op, args, kwargs=None, rtol=1e-5, atol=1e-6):
     3. mutation: no input is modified;
     4. autograd: the op has an Autograd kernel, and with an input that requires grad it either
        differentiates (the op has <op>Grad) or raises the clear no-backward error;
-    5. model file: the op in a compiled, saved and reloaded model gives the eager result.
+    5. model file: the op in a compiled, saved and reloaded model gives the eager result;
+    6. native: for an op from a plugin library, `weft check-op` on that library (dtype sweep,
+       InferShape vs Execute, red zones, unwritten outputs, mutated inputs, determinism,
+       concurrent Execute, Serialize round trip, ArgsUpdater rebinding) must pass.
 
     Returns a dict of the checks done; raises AssertionError naming the first that fails.
     """
@@ -113,7 +118,34 @@ def check_op(op, args, kwargs=None, rtol=1e-5, atol=1e-6):
                 if not torch.allclose(torch.from_numpy(o).to(r.dtype), r, rtol=rtol, atol=atol, equal_nan=True):
                     raise AssertionError(f"weft::{name} output {i} differs after a model-file round trip")
             report["model_file"] = "round trip matches"
+
+    # 6. The engine-side checks of `weft check-op`, in plugin checking mode.
+    origin = proto.get("origin", "built-in")
+    if origin == "built-in" or not os.path.isfile(origin):
+        report["native"] = "built-in op: checked by the engine's own tests"
+    else:
+        exe = _weft_cli()
+        if exe is None:
+            report["native"] = "skipped: no weft command-line tool found (install the package, or set WEFT_CLI)"
+        else:
+            r = subprocess.run([exe, "check-op", origin, "--op", name, "--allow-override"],
+                               capture_output=True, text=True, check=False)
+            if r.returncode != 0:
+                fails = [line.strip() for line in r.stdout.splitlines() if line.strip().startswith("FAIL")]
+                detail = "; ".join(fails) if fails else (r.stderr or r.stdout).strip()[-800:]
+                raise AssertionError(f"weft check-op {origin} --op {name} failed: {detail}")
+            report["native"] = "weft check-op passed"
     return report
+
+
+def _weft_cli():
+    """The weft tool: beside this package (a wheel), $WEFT_CLI, or `weft` on PATH."""
+    import weft
+    bundled = os.path.join(os.path.dirname(os.path.abspath(weft.__file__)), "bin", "weft")
+    for exe in (bundled, os.environ.get("WEFT_CLI"), shutil.which("weft")):
+        if exe and os.access(exe, os.X_OK):
+            return exe
+    return None
 
 
 def _registered_runner(name):
