@@ -380,19 +380,6 @@ void BindContext(WeftKernelContext& c, const CompiledNode& n, WeftStage stage, W
   c.stream = nullptr;
 }
 
-namespace {
-constexpr const char* kActivationNames[WEFT_ACT_COUNT] = {"None", "Relu", "Clip", "LeakyRelu", "Sigmoid",
-                                                           "Tanh", "HardSigmoid", "Elu", "HardSwish"};
-}  // namespace
-
-const char* ActivationName(int32_t a) { return a >= 0 && a < WEFT_ACT_COUNT ? kActivationNames[a] : ""; }
-
-int32_t ActivationFromName(const std::string& name) {
-  for (int32_t a = 0; a < WEFT_ACT_COUNT; ++a)
-    if (name == kActivationNames[a]) return a;
-  return -1;
-}
-
 std::vector<StepInfo> ModelImpl::DescribeSteps() const {
   std::vector<StepInfo> out;
   for (auto& n : nodes) {

@@ -120,10 +120,18 @@ const WeftHostApi* HostApi();
 void BindContext(WeftKernelContext& c, const CompiledNode& node, WeftStage stage, WeftTensor* const* ins,
                  WeftTensor* const* outs, CallState* st);
 
-// "Relu", "Clip", ... for a WeftActivation (model files and messages); "" for an unknown one.
-const char* ActivationName(int32_t activation);
+// Names of the WeftActivation values, as model files and messages spell them. Inline: the model
+// file parser uses them and is built alone for fuzzing.
+inline constexpr const char* kActivationNames[WEFT_ACT_COUNT] = {"None", "Relu", "Clip", "LeakyRelu", "Sigmoid",
+                                                                  "Tanh", "HardSigmoid", "Elu", "HardSwish"};
+// "Relu", "Clip", ... for a WeftActivation; "" for an unknown one.
+inline const char* ActivationName(int32_t a) { return a >= 0 && a < WEFT_ACT_COUNT ? kActivationNames[a] : ""; }
 // The WeftActivation called `name`, or -1.
-int32_t ActivationFromName(const std::string& name);
+inline int32_t ActivationFromName(const std::string& name) {
+  for (int32_t a = 0; a < WEFT_ACT_COUNT; ++a)
+    if (name == kActivationNames[a]) return a;
+  return -1;
+}
 
 // "[Op 'node'] <what> failed: <message>"
 std::string NodeError(const CompiledNode& n, const std::string& what, const std::string& message);
