@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "core/npy.h"
 #include "weft/onnx.h"
 #include "weft/weft.h"
 
@@ -17,7 +16,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s MODEL.onnx INPUT.npy THREADS ITERATIONS [OUTPUT.npy]\n", argv[0]);
     return 2;
   }
-  auto x = weft::internal::ReadNpy(argv[2]);
+  auto x = weft::ReadNpy(argv[2]);
   if (!x.ok()) return std::fprintf(stderr, "%s\n", x.status().message().c_str()), 1;
   weft::OnnxImportOptions io;
   auto probe = weft::ImportOnnx(argv[1]);
@@ -50,7 +49,7 @@ int main(int argc, char** argv) {
   }
   std::sort(times.begin(), times.end());
   if (argc > 5) {
-    weft::Status st = weft::internal::WriteNpy(argv[5], outs[0]);
+    weft::Status st = weft::WriteNpy(argv[5], outs[0]);
     if (!st.ok()) return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
   }
   weft::MemoryReport r = model->memory();

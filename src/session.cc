@@ -83,7 +83,7 @@ class SessionImpl : public Session {
     s.origin = op->origin;
     for (int io = 0; io < 2; ++io)
       for (auto& spec : io ? op->proto.outputs : op->proto.inputs)
-        (io ? s.outputs : s.inputs).push_back({spec.name, spec.kind, spec.dtypes, spec.same_as_input});
+        (io ? s.outputs : s.inputs).push_back({spec.name, spec.kind, spec.dtypes, spec.same_as_input, spec.symbol});
     for (auto& a : op->proto.attrs) s.attrs.push_back({a.name, a.type, a.required, a.default_value});
     return s;
   }

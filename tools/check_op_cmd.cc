@@ -17,7 +17,6 @@
 #include <thread>
 
 #include "commands.h"
-#include "core/suggest.h"
 
 namespace fs = std::filesystem;
 
@@ -717,9 +716,9 @@ int CheckOp(const CheckOpArgs& a) {
     if (std::find(ops.begin(), ops.end(), a.op) == ops.end()) {
       std::string list;
       for (auto& n : ops) list += (list.empty() ? "" : ", ") + n;
-      auto near = internal::NearestNames(a.op, ops);
+      auto near = NearestNames(a.op, ops);
       return Fail("--op '" + a.op + "': '" + a.package + "' registers no op type of that name" +
-                  (near.empty() ? "" : "; " + internal::DidYouMean(near)) + " (it registers: " + list + ")");
+                  (near.empty() ? "" : "; " + DidYouMean(near)) + " (it registers: " + list + ")");
     }
     ops = {a.op};
   }

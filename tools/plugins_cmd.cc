@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "registry/registry.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -19,13 +18,21 @@ namespace {
 
 constexpr const char* kManifestName = "weft_manifest.json";
 
-json IoJson(const internal::IoSpec& io) {
+json IoJson(const OpSchema::Io& io) {
   static const char* kKinds[] = {"required", "optional", "dynamic"};
   json dt = json::array();
   for (DataType d : io.dtypes) dt.push_back(DataTypeName(d));
   json j = {{"name", io.name}, {"kind", kKinds[io.kind]}, {"dtypes", dt}};
-  if (!io.symbol.empty()) j["symbol"] = io.symbol;
+  if (!io.dtype_symbol.empty()) j["symbol"] = io.dtype_symbol;
   return j;
+}
+
+// A session holding nothing but what `load` puts in it.
+Expected<std::unique_ptr<Session>> BareSession() {
+  SessionOptions o;
+  o.load_builtins = false;
+  o.use_env_path = false;
+  return Session::Create(o);
 }
 
 std::string Join(const std::vector<std::string>& v, const char* sep) {
@@ -37,23 +44,26 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 }  // namespace
 
 Status WriteManifest(const std::string& root, const std::string& name) {
-  auto libs = internal::PackageLibraries(root);
+  auto libs = PackageLibraries(root);
   if (!libs.ok()) return libs.status();
   json j = {{"weft_manifest", 1}, {"package", name}, {"libraries", json::array()}};
   for (const auto& path : libs.value()) {
-    internal::OpRegistry reg(false);
-    WEFT_RETURN_IF_ERROR(reg.LoadLibrary(path));
-    auto hash = internal::HashFile(path);
+    auto session = BareSession();
+    if (!session.ok()) return session.status();
+    WEFT_RETURN_IF_ERROR(session.value()->LoadLibrary(path));
+    auto hash = LibraryHash(path);
     if (!hash.ok()) return hash.status();
     json lib = {{"file", fs::relative(path, root).string()}, {"hash", hash.value()}, {"abi_version", WEFT_ABI_VERSION},
                 {"ops", json::array()}};
-    for (const OpInfo& info : reg.List()) {
-      auto op = reg.Find(info.op_type);
-      lib["abi_version"] = op->library->lib->abi_version;
+    for (const OpInfo& info : session.value()->ListOps()) {
+      auto schema = session.value()->GetOpSchema(info.op_type);
+      if (!schema.ok()) return schema.status();
+      const OpSchema& op = schema.value();
+      lib["abi_version"] = info.abi_version;
       json ins = json::array(), outs = json::array(), attrs = json::array();
-      for (auto& io : op->proto.inputs) ins.push_back(IoJson(io));
-      for (auto& io : op->proto.outputs) outs.push_back(IoJson(io));
-      for (auto& a : op->proto.attrs) {
+      for (auto& io : op.inputs) ins.push_back(IoJson(io));
+      for (auto& io : op.outputs) outs.push_back(IoJson(io));
+      for (auto& a : op.attrs) {
         json aj = {{"name", a.name}, {"type", AttrTypeName(a.type)}, {"required", a.required}};
         if (!a.required) aj["default"] = a.default_value.ToString();
         attrs.push_back(aj);
@@ -72,7 +82,7 @@ Status WriteManifest(const std::string& root, const std::string& name) {
 
 int Plugins(const PluginsArgs& a) {
   std::vector<std::string> roots = a.paths;
-  for (auto& p : internal::EnvPackagePath()) roots.push_back(p);
+  for (auto& p : PackagePathFromEnvironment()) roots.push_back(p);
   int rc = 0;
   json all = json::array();
   if (roots.empty() && !a.json)
@@ -81,7 +91,7 @@ int Plugins(const PluginsArgs& a) {
   for (size_t k = 0; k < roots.size(); ++k) {
     const std::string& root = roots[k];
     json entry = {{"root", root}, {"precedence", k}};
-    auto libs = internal::PackageLibraries(root);
+    auto libs = PackageLibraries(root);
     if (!libs.ok()) {
       entry["error"] = libs.status().message();
       all.push_back(entry);
@@ -109,7 +119,7 @@ int Plugins(const PluginsArgs& a) {
       for (auto& lib : m["libraries"]) {
         std::string file = lib.value("file", "");
         fs::path lp = fs::path(root) / file;
-        auto hash = internal::HashFile(lp.string());
+        auto hash = LibraryHash(lp.string());
         std::string state = !hash.ok() ? "missing" : hash.value() == lib.value("hash", "") ? "ok" : "stale manifest (library changed)";
         if (state != "ok") rc = 1;
         lib["state"] = state;
@@ -124,8 +134,8 @@ int Plugins(const PluginsArgs& a) {
       entry["manifest"] = m;
     }
     if (a.load) {
-      internal::OpRegistry reg(false);
-      Status s = reg.LoadPackage(root);
+      auto session = BareSession();
+      Status s = session.ok() ? session.value()->LoadPackage(root) : session.status();
       entry["load"] = s.ok() ? "ok" : s.message();
       if (!a.json) std::cout << "  load: " << (s.ok() ? "ok" : s.message()) << "\n";
       if (!s.ok()) rc = 1;

@@ -14,8 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "core/npy.h"
-#include "core/suggest.h"
 #include "weft/onnx.h"
 
 namespace fs = std::filesystem;
@@ -148,7 +146,7 @@ int Run(const RunArgs& a) {
     if (eq == std::string::npos || eq == 0)
       return Fail("--input '" + spec + "' must be NAME=FILE.npy");
     if (feeds.count(spec.substr(0, eq))) return Fail("--input '" + spec.substr(0, eq) + "' is given twice");
-    auto t = internal::ReadNpy(spec.substr(eq + 1));
+    auto t = ReadNpy(spec.substr(eq + 1));
     if (!t.ok()) return Fail("input '" + spec.substr(0, eq) + "': " + t.status().message());
     shapes[spec.substr(0, eq)] = t.value().shape();
     feeds[spec.substr(0, eq)] = std::move(t).value();
@@ -175,9 +173,9 @@ int Run(const RunArgs& a) {
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
     std::string list;
     for (auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    std::vector<std::string> near = internal::NearestNames(name, names);
+    std::vector<std::string> near = NearestNames(name, names);
     return Fail("--input '" + name + "': the model has no input of that name" +
-                (near.empty() ? "" : "; " + internal::DidYouMean(near)) + " (its inputs: " + list + ")");
+                (near.empty() ? "" : "; " + DidYouMean(near)) + " (its inputs: " + list + ")");
   }
   std::string missing;
   for (auto& in : model.value()->inputs())
@@ -229,7 +227,7 @@ int Run(const RunArgs& a) {
     auto t = HostTensor::FromBytes(v.dtype, v.shape, v.data, v.bytes);
     if (!t.ok()) return Fail("output '" + outputs[k].name + "': " + t.status().message());
     std::string path = (fs::path(a.output_dir) / (SafeFileName(outputs[k].name) + ".npy")).string();
-    Status s = internal::WriteNpy(path, t.value());
+    Status s = WriteNpy(path, t.value());
     if (!s.ok()) return Fail(s.message());
     std::cout << outputs[k].name << ": " << DataTypeName(v.dtype) << v.shape.ToString() << " -> " << path << "\n";
   }

@@ -204,6 +204,7 @@ struct OpInfo {
   std::string origin;  // "built-in" or the library path
   uint64_t capabilities = 0;
   bool overridden_builtin = false;
+  uint32_t abi_version = WEFT_ABI_VERSION;  // the plugin ABI level its library was built against
 };
 
 // An op's REG_OP prototype, for frontends that generate bindings (schemas, signatures).
@@ -213,6 +214,7 @@ struct OpSchema {
     WeftIoKind kind = WEFT_IO_REQUIRED;
     std::vector<DataType> dtypes;
     int same_as_input = -1;
+    std::string dtype_symbol;  // the DATATYPE symbol it shares, or ""
   };
   struct Attr {
     std::string name;
@@ -230,6 +232,24 @@ struct OpSchema {
 
 // Capability names ("EagerExecute", "ShapeInfer", ...) of a WEFT_CAP_* mask.
 WEFT_API std::vector<std::string> CapabilityNames(uint64_t caps);
+
+// ---- tool support: what the `weft` command and the benchmarks are built on ------------------
+// The plugin libraries of an operator package root (<root>/op_graph/lib/linux/<arch>/*.so),
+// sorted; errors say what to give instead (a library file, a directory above packages, ...).
+WEFT_API Expected<std::vector<std::string>> PackageLibraries(const std::string& root);
+// Package roots from the environment: WEFT_CUSTOM_OPP_PATH, then GE's ASCEND_CUSTOM_OPP_PATH
+// (colon-separated; a root on both once).
+WEFT_API std::vector<std::string> PackagePathFromEnvironment();
+// "xxh3-64:<16 hex digits>" of a file: the identity model files record for plugin libraries.
+WEFT_API Expected<std::string> LibraryHash(const std::string& path);
+// NumPy .npy files (C order; the dtypes HostTensor holds).
+WEFT_API Expected<HostTensor> ReadNpy(const std::string& path);
+WEFT_API Status WriteNpy(const std::string& path, const HostTensor& tensor);
+// Up to `limit` of `candidates` near a misspelt `word` (edit distance, ignoring case), nearest
+// first, and the message for them ("did you mean 'a' or 'b'?"; empty when there are none).
+WEFT_API std::vector<std::string> NearestNames(const std::string& word, const std::vector<std::string>& candidates,
+                                               size_t limit = 3);
+WEFT_API std::string DidYouMean(const std::vector<std::string>& names);
 
 struct SessionOptions {
   bool load_builtins = true;
@@ -343,6 +363,8 @@ struct KernelCacheStats {
   std::string directory;
 };
 WEFT_API KernelCacheStats GetKernelCacheStats();
+// Forgets the kernels loaded in this process (the disk cache stays): what a new process sees.
+WEFT_API void ClearKernelMemoryCache();
 
 // One step of a run, as a StepObserver sees it. Everything it points to is valid only during
 // OnStep.

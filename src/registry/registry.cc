@@ -500,6 +500,7 @@ std::vector<OpInfo> OpRegistry::List() const {
     i.origin = op->origin;
     i.capabilities = op->impl->capabilities;
     i.overridden_builtin = op->replaced_builtin;
+    if (op->library && op->library->lib) i.abi_version = op->library->lib->abi_version;
     out.push_back(i);
   }
   return out;
