@@ -1,17 +1,14 @@
 // The compile pipeline: resolve ops → map IO and attributes onto prototypes → topological order
 // → per node: check input types, InferDataType, InferShape → graph passes (passes/) → Compile
-// callbacks → memory plan (memory_plan.cc).
-// Over 600 lines because one Builder drives both a graph's compilation and a model file's
-// instantiation: they share the per-node steps (instances, inference, queries, arena) that must
-// check a loaded file exactly as they check a fresh graph.
+// callbacks → memory plan (memory_plan.cc). The per-node steps it shares with model-file
+// instantiation (src/model/instantiate.cc) are in node_steps.h.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <queue>
 #include <set>
 
-#include "compile/compiler.h"
-#include "compile/passes/passes.h"
+#include "compile/node_steps.h"
 #include "runtime/engine.h"
 
 namespace weft::internal {
@@ -20,11 +17,6 @@ namespace {
 
 std::string Tag(const Node& n) { return "[" + n.op_type + " '" + n.name + "'] "; }
 
-std::string DtypeList(const std::vector<DataType>& v) {
-  std::string s;
-  for (DataType d : v) s += (s.empty() ? "" : ", ") + std::string(DataTypeName(d));
-  return s;
-}
 
 // Converts an attribute given in the graph to the prototype's type where that is lossless.
 bool Coerce(const AttrValue& v, WeftAttrType want, AttrValue* out) {
@@ -118,13 +110,10 @@ Status MapIo(const Node& n, const std::vector<IoSpec>& specs, const std::vector<
   return Status::Ok();
 }
 
-struct Builder {
+struct Builder : NodeSteps {
+  Builder(const Graph& graph, const OpRegistry& r) : NodeSteps(r), g(graph) {}
   const Graph& g;
-  const OpRegistry& reg;
-  std::shared_ptr<ModelImpl> m = std::make_shared<ModelImpl>();
   std::map<std::string, int> ids;
-  std::vector<Tensor> meta;  // compile-time view of each value
-  std::string error;
 
   Status AddValue(const std::string& name, ValueKind kind, const std::string& who) {
     if (name.empty()) return InvalidArgument(who + ": empty tensor name");
@@ -290,83 +279,6 @@ struct Builder {
     return Status::Ok();
   }
 
-  // Constant data by constant index: compiled graphs own it, loaded ones map it.
-  const void* ConstData(int index) const {
-    return static_cast<size_t>(index) < m->constants.size() ? m->constants[index].data() : m->const_data[index];
-  }
-
-  // Makes the op object of `cn` (the CREATE stage).
-  Status CreateInstance(CompiledNode& cn, const char* what = "creating the op object") {
-    error.clear();
-    CallState st;
-    st.node = &cn;
-    st.error = &error;
-    st.env = m->env.get();
-    WeftKernelContext c;
-    BindContext(c, cn, WEFT_STAGE_CREATE, nullptr, nullptr, &st);
-    c.num_inputs = c.num_outputs = 0;
-    cn.instance = cn.op->impl->create(&c);
-    if (!cn.instance) return Internal(NodeError(cn, what, error));
-    return Status::Ok();
-  }
-
-  // Live ranges [producer step, last consumer step] of every value.
-  void Liveness() {
-    for (size_t s = 0; s < m->nodes.size(); ++s) {
-      for (int id : m->nodes[s]->in_values) m->values[id].last_use = static_cast<int>(s);
-      for (int id : m->nodes[s]->out_values) m->values[id].producer = static_cast<int>(s);
-    }
-  }
-
-  // The arena plan and the memory report (dynamic models size intermediates per run).
-  Status PlanArena() {
-    if (m->dynamic)
-      for (auto& v : m->values)
-        if (v.kind == ValueKind::kIntermediate) v.bytes = 0;
-    MemoryPlan plan = PlanMemory(m->values, static_cast<int>(m->nodes.size()),
-                                 m->env && m->env->check_plugins ? kRedZoneBytes : 0);
-    m->memory_.arena_bytes = plan.arena_bytes;
-    m->memory_.lower_bound_bytes = plan.lower_bound_bytes;
-    for (auto& v : m->values) m->memory_.num_planned_tensors += v.kind == ValueKind::kIntermediate;
-    uint64_t budget = m->env ? m->env->memory_budget : UINT64_MAX;
-    if (plan.arena_bytes > budget) {
-      const Value* big = nullptr;
-      for (auto& v : m->values)
-        if (v.kind == ValueKind::kIntermediate && (!big || v.bytes > big->bytes)) big = &v;
-      std::string from = big && big->producer >= 0 && static_cast<size_t>(big->producer) < m->nodes.size()
-                             ? ", produced by [" + m->nodes[big->producer]->op_type + " '" + m->nodes[big->producer]->name + "']"
-                             : "";
-      return InvalidArgument("the model's intermediates need " + std::to_string(plan.arena_bytes) +
-                             " bytes, more than the memory budget of " + std::to_string(budget) + " bytes" +
-                             (big ? "; the largest is '" + big->name + "' " + big->shape.ToString() + " (" +
-                                        std::to_string(big->bytes) + " bytes" + from + ")"
-                                  : std::string()) +
-                             " (SessionOptions::memory_budget_bytes; default: this machine's physical memory)");
-    }
-    return Status::Ok();
-  }
-
-  // Runs one callback of `cn` in a compile-time context over `meta`.
-  template <typename F>
-  WeftStatus Call(CompiledNode& cn, WeftStage stage, F fn, Scratch* scratch = nullptr,
-                  std::vector<OutputBound>* bounds = nullptr) {
-    std::vector<WeftTensor*> ins, outs;
-    for (int id : cn.in_values) ins.push_back(&meta[id]);
-    for (int id : cn.out_values) outs.push_back(&meta[id]);
-    CallState st;
-    st.values = &m->values;
-    st.node = &cn;
-    st.error = &error;
-    st.scratch = scratch;
-    st.env = m->env.get();
-    st.kernels = &cn.kernels;
-    st.bounds = bounds;
-    WeftKernelContext c;
-    BindContext(c, cn, stage, ins.data(), outs.data(), &st);
-    error.clear();
-    return fn(cn.instance, &c);
-  }
-
   // Constant folding through the op's own Execute: a node whose inputs are all constants (or,
   // for the built-in Shape/Size, whose input shape is static) runs now and its outputs become
   // constants, so downstream shapes become static too.
@@ -404,189 +316,12 @@ struct Builder {
     return Status::Ok();
   }
 
-  // Binds constant inputs' data into `meta` (queries and Compile see weights).
-  void BindConstants(const CompiledNode& cn) {
-    for (int id : cn.in_values) {
-      const Value& v = m->values[id];
-      meta[id].data = v.kind == ValueKind::kConstant ? const_cast<void*>(ConstData(v.index)) : nullptr;
-    }
-  }
-
-  // The node's fusion declaration (FusibleOp), checked; the defaults when it declares none.
-  Status QueryFusion(CompiledNode& cn, WeftFusionSupport* out) {
-    *out = WeftFusionSupport{sizeof(WeftFusionSupport), 0, -1, -1, WEFT_ACT_NONE, 0.f, 0.f, 0};
-    const WeftOpImpl* impl = cn.op->impl;
-    if (!(impl->capabilities & WEFT_CAP_FUSIBLE) || !WEFT_HAS_FIELD(impl, WeftOpImpl, query_fusion) || !impl->query_fusion)
-      return Status::Ok();
-    BindConstants(cn);
-    if (Call(cn, WEFT_STAGE_QUERY, [&](void* inst, WeftKernelContext* c) { return impl->query_fusion(inst, c, out); }) != WEFT_STATUS_OK)
-      return Internal(NodeError(cn, "QueryFusion", error));
-    const Prototype& p = cn.op->proto;
-    auto optional_input = [&](int32_t ir) {
-      return ir == -1 || (ir >= 0 && static_cast<size_t>(ir) < p.inputs.size() && p.inputs[ir].kind == WEFT_IO_OPTIONAL);
-    };
-    std::string bad;
-    if (!optional_input(out->sum_input)) bad = "sum_input " + std::to_string(out->sum_input) + " is not an optional input of the op";
-    else if (!optional_input(out->bias_input)) bad = "bias_input " + std::to_string(out->bias_input) + " is not an optional input of the op";
-    else if (out->activation < 0 || out->activation >= WEFT_ACT_COUNT) bad = "activation " + std::to_string(out->activation) + " is unknown";
-    else if (out->absorbs >> WEFT_ACT_COUNT) bad = "absorbs names unknown activations";
-    if (!bad.empty()) return InvalidArgument(NodeError(cn, "QueryFusion", bad + " (from " + cn.op->origin + ")"));
-    return Status::Ok();
-  }
-
-  // The node's layout declaration (LayoutAwareOp), checked; none when it declares none.
-  Status QueryLayout(CompiledNode& cn, WeftLayoutSupport* out) {
-    *out = WeftLayoutSupport{sizeof(WeftLayoutSupport), WEFT_FORMAT_ND, 0, 0, 0};
-    const WeftOpImpl* impl = cn.op->impl;
-    if (!(impl->capabilities & WEFT_CAP_LAYOUT) || !WEFT_HAS_FIELD(impl, WeftOpImpl, query_layout) || !impl->query_layout)
-      return Status::Ok();
-    BindConstants(cn);
-    if (Call(cn, WEFT_STAGE_QUERY, [&](void* inst, WeftKernelContext* c) { return impl->query_layout(inst, c, out); }) != WEFT_STATUS_OK)
-      return Internal(NodeError(cn, "QueryLayout", error));
-    const Prototype& p = cn.op->proto;
-    std::string bad;
-    if (out->format != WEFT_FORMAT_ND && out->format != WEFT_FORMAT_NC1HWC0)
-      bad = "format " + std::to_string(out->format) + " is not a blocked format this engine plans";
-    else if (p.inputs.size() < 64 && (out->inputs >> p.inputs.size()))
-      bad = "inputs names an input the op does not declare";
-    else if (p.outputs.size() < 64 && (out->outputs >> p.outputs.size()))
-      bad = "outputs names an output the op does not declare";
-    else if (out->flags & ~WEFT_LAYOUT_TOGETHER)
-      bad = "flags has unknown bits";
-    if (!bad.empty()) return InvalidArgument(NodeError(cn, "QueryLayout", bad + " (from " + cn.op->origin + ")"));
-    return Status::Ok();
-  }
-
-  PassContext Passes(const std::vector<int>* output_ids = nullptr) {
-    PassContext pc;
-    pc.model = m.get();
-    pc.graph_output.assign(m->values.size(), 0);
-    if (output_ids)
-      for (int id : *output_ids) pc.graph_output[id] = 1;
+  // Value ids of the graph's outputs.
+  std::vector<int> GraphOutputIds() const {
+    std::vector<int> out;
     for (auto& name : g.outputs())
-      if (auto it = ids.find(name); it != ids.end()) pc.graph_output[it->second] = 1;
-    pc.query_fusion = [this](CompiledNode& cn, WeftFusionSupport* s) { return QueryFusion(cn, s); };
-    pc.query_layout = [this](CompiledNode& cn, WeftLayoutSupport* s) { return QueryLayout(cn, s); };
-    pc.create_instance = [this](CompiledNode& cn) { return CreateInstance(cn, "creating the rewritten node's op object"); };
-    return pc;
-  }
-
-  Status CheckInputTypes(CompiledNode& cn) {
-    const Prototype& p = cn.op->proto;
-    std::map<std::string, std::pair<DataType, std::string>> bound;  // symbol -> (type, io name)
-    std::string tag = "[" + cn.op_type + " '" + cn.name + "'] ";
-    for (size_t ir = 0; ir < p.inputs.size(); ++ir) {
-      const IoSpec& s = p.inputs[ir];
-      for (uint32_t r = 0; r < cn.ir_in_count[ir]; ++r) {
-        const Value& v = m->values[cn.in_values[cn.ir_in_start[ir] + r]];
-        if (std::find(s.dtypes.begin(), s.dtypes.end(), v.dtype) == s.dtypes.end())
-          return InvalidArgument(tag + "input " + std::to_string(ir) + " (" + s.name + ") '" + v.name + "' has dtype " +
-                                 DataTypeName(v.dtype) + "; allowed: " + DtypeList(s.dtypes));
-        if (!s.symbol.empty()) {
-          auto [it, fresh] = bound.emplace(s.symbol, std::make_pair(v.dtype, s.name));
-          if (!fresh && it->second.first != v.dtype)
-            return InvalidArgument(tag + "inputs '" + it->second.second + "' (" + DataTypeName(it->second.first) + ") and '" +
-                                   s.name + "' (" + DataTypeName(v.dtype) + ") share type " + s.symbol + " and must match");
-        }
-      }
-    }
-    return Status::Ok();
-  }
-
-  Status InferNode(CompiledNode& cn) {
-    std::vector<OutputBound> bounds;
-    const Prototype& p = cn.op->proto;
-    const WeftOpImpl* impl = cn.op->impl;
-    std::string tag = "[" + cn.op_type + " '" + cn.name + "'] ";
-    WEFT_RETURN_IF_ERROR(CheckInputTypes(cn));
-    for (int id : cn.out_values) {
-      meta[id] = Tensor();
-      meta[id].placement = WEFT_PLACEMENT_HOST;
-    }
-    auto first_input = [&](int ir) -> const Value* {
-      if (ir < 0 || cn.ir_in_count[ir] == 0) return nullptr;
-      return &m->values[cn.in_values[cn.ir_in_start[ir]]];
-    };
-    bool can_infer = (impl->capabilities & WEFT_CAP_SHAPE_INFER) && impl->infer_shape && impl->infer_dtype;
-    // Data types.
-    if (can_infer) {
-      if (Call(cn, WEFT_STAGE_INFER_DTYPE, impl->infer_dtype) != WEFT_STATUS_OK)
-        return InvalidArgument(NodeError(cn, "InferDataType", error));
-    } else {
-      for (size_t ir = 0; ir < p.outputs.size(); ++ir) {
-        const IoSpec& s = p.outputs[ir];
-        DataType dt = DT_UNDEFINED;
-        if (const Value* src = first_input(s.same_as_input)) dt = src->dtype;
-        if (dt == DT_UNDEFINED && !s.symbol.empty())
-          for (size_t i = 0; i < p.inputs.size() && dt == DT_UNDEFINED; ++i)
-            if (p.inputs[i].symbol == s.symbol)
-              if (const Value* src = first_input(static_cast<int>(i))) dt = src->dtype;
-        if (dt == DT_UNDEFINED && s.dtypes.size() == 1) dt = s.dtypes[0];
-        for (uint32_t r = 0; r < cn.ir_out_count[ir]; ++r) meta[cn.out_values[cn.ir_out_start[ir] + r]].dtype = dt;
-      }
-    }
-    for (size_t ir = 0; ir < p.outputs.size(); ++ir) {
-      const IoSpec& s = p.outputs[ir];
-      for (uint32_t r = 0; r < cn.ir_out_count[ir]; ++r) {
-        DataType dt = meta[cn.out_values[cn.ir_out_start[ir] + r]].GetDataType();
-        if (dt == DT_UNDEFINED && can_infer)
-          return InvalidArgument(tag + "InferDataType did not set the type of output '" + s.name + "'");
-        if (dt == DT_UNDEFINED)
-          return InvalidArgument(tag + "the type of output '" + s.name + "' is unknown: the op has no ShapeInferOp, and its REG_OP "
-                                 "neither declares SAME_AS_INPUT for it nor gives it a single type or a type symbol shared with an input");
-        if (std::find(s.dtypes.begin(), s.dtypes.end(), dt) == s.dtypes.end())
-          return InvalidArgument(tag + "output '" + s.name + "' was inferred as " + DataTypeName(dt) + "; its REG_OP allows: " + DtypeList(s.dtypes));
-      }
-    }
-    // Shapes: inferred here while every shape is known; once one is not (a graph input with
-    // unknown dims, or an op whose output shape depends on a value only known at run time), the
-    // rest is inferred at run time.
-    if (!can_infer)
-      for (const IoSpec& s : p.outputs)
-        if (s.same_as_input < 0)
-          return InvalidArgument(tag + "cannot infer the shape of output '" + s.name + "': the op has no ShapeInferOp and its REG_OP "
-                                 "does not declare the output SAME_AS_INPUT(<input>). Implement ShapeInferOp, or add "
-                                 ".SAME_AS_INPUT(x) after .OUTPUT(" + s.name + ", ...)");
-    if (!m->dynamic) {
-      if (can_infer) {
-        for (size_t k = 0; k < cn.in_values.size(); ++k) {
-          const Value& v = m->values[cn.in_values[k]];
-          meta[cn.in_values[k]].data = v.kind == ValueKind::kConstant ? const_cast<void*>(ConstData(v.index)) : nullptr;
-        }
-        bounds.assign(cn.out_values.size(), OutputBound{});
-        if (Call(cn, WEFT_STAGE_INFER_SHAPE, impl->infer_shape, nullptr, &bounds) != WEFT_STATUS_OK)
-          return InvalidArgument(NodeError(cn, "InferShape", error));
-      } else {
-        for (size_t ir = 0; ir < p.outputs.size(); ++ir) {
-          const Value* src = first_input(p.outputs[ir].same_as_input);
-          for (uint32_t r = 0; r < cn.ir_out_count[ir]; ++r)
-            *Shape::View(&meta[cn.out_values[cn.ir_out_start[ir] + r]].shape) = src ? src->shape : Shape();
-        }
-      }
-    }
-    for (size_t k = 0; k < cn.out_values.size(); ++k) {
-      int id = cn.out_values[k];
-      Value& v = m->values[id];
-      v.dtype = meta[id].GetDataType();
-      if (m->dynamic) continue;
-      if (k < bounds.size() && bounds[k].set) {
-        v.bounded = true;
-        v.bound = bounds[k].shape;
-      }
-      v.shape = meta[id].GetShape();
-      if (v.shape.ndim < 0 || v.shape.ndim > WEFT_MAX_DIMS)
-        return InvalidArgument(tag + "InferShape produced rank " + std::to_string(v.shape.ndim) + " for '" + v.name + "'");
-      if (v.shape.IsUnknown()) {
-        m->dynamic = true;
-        continue;
-      }
-      uint64_t bytes = 0;
-      if (!v.shape.GetCheckedBytes(DataTypeSize(v.dtype), &bytes))
-        return InvalidArgument(tag + "InferShape gave output '" + v.name + "' the shape " + v.shape.ToString() +
-                               ", whose size does not fit in 64 bits");
-      v.bytes = static_cast<size_t>(bytes);
-    }
-    return Status::Ok();
+      if (auto it = ids.find(name); it != ids.end()) out.push_back(it->second);
+    return out;
   }
 
   Expected<std::shared_ptr<CompiledModel>> Build() {
@@ -635,7 +370,7 @@ struct Builder {
       WEFT_RETURN_IF_ERROR(MaybeFold(*cn));
     }
     if (!m->dynamic) {
-      PassContext pc = Passes();
+      PassContext pc = Passes(GraphOutputIds());
       WEFT_RETURN_IF_ERROR(FuseEpilogues(pc));
       WEFT_RETURN_IF_ERROR(FuseLayerNorm(pc, reg.Find("LayerNormalization")));
       WEFT_RETURN_IF_ERROR(AssignBlockedLayouts(pc));
@@ -731,199 +466,20 @@ struct Builder {
     return out;
   }
 
-  // ---- loading a model file --------------------------------------------------------------------
-  Expected<std::shared_ptr<ModelImpl>> BuildLoaded(const LoadedGraph& lg) {
-    m->graph_name = lg.name;
-    m->values = lg.values;
-    for (auto& [p, n] : lg.constants) {
-      m->const_data.push_back(p);
-      m->const_bytes.push_back(n);
-      m->memory_.constant_bytes += n;
-    }
-    m->input_ids = lg.input_ids;
-    for (int id : lg.input_ids) {
-      const Value& v = m->values[id];
-      m->inputs_.push_back({v.name, v.dtype, v.shape});
-      if (v.shape.IsUnknown()) m->dynamic = true;
-    }
-    meta.resize(m->values.size());
-    for (size_t k = 0; k < m->values.size(); ++k) {
-      Value& v = m->values[k];
-      meta[k].dtype = v.dtype;
-      *Shape::View(&meta[k].shape) = v.shape;
-      if (v.kind == ValueKind::kConstant) meta[k].data = const_cast<void*>(m->const_data[v.index]);
-      if (v.kind != ValueKind::kIntermediate && !v.shape.IsUnknown())
-        v.bytes = static_cast<size_t>(v.shape.GetShapeSize()) * DataTypeSize(v.dtype);
-    }
-    std::vector<std::vector<std::pair<std::string, std::shared_ptr<RtcKernel>>>> loaded_kernels;
-    for (const LoadedNode& ln : lg.nodes) {
-      auto cn = std::make_unique<CompiledNode>();
-      cn->name = ln.name;
-      cn->op_type = ln.op_type;
-      cn->op = reg.Find(ln.op_type);
-      std::string tag = "[" + ln.op_type + " '" + ln.name + "'] ";
-      if (!cn->op) return NotFound(tag + "op type is not registered in this session");
-      const Prototype& p = cn->op->proto;
-      // Structure against the prototype: a corrupt file must not reach an op with IO it does not expect.
-      if (ln.ir_in_count.size() != p.inputs.size() || ln.ir_out_count.size() != p.outputs.size())
-        return InvalidArgument(tag + "the model file gives " + std::to_string(ln.ir_in_count.size()) + " inputs and " +
-                               std::to_string(ln.ir_out_count.size()) + " outputs; the op declares " +
-                               std::to_string(p.inputs.size()) + " and " + std::to_string(p.outputs.size()));
-      for (int io = 0; io < 2; ++io) {
-        auto& specs = io ? p.outputs : p.inputs;
-        auto& counts = io ? ln.ir_out_count : ln.ir_in_count;
-        for (size_t k = 0; k < specs.size(); ++k)
-          if ((specs[k].kind == WEFT_IO_REQUIRED && counts[k] != 1) || (specs[k].kind == WEFT_IO_OPTIONAL && counts[k] > 1))
-            return InvalidArgument(tag + "the model file gives " + (io ? "output '" : "input '") + specs[k].name + "' " +
-                                   std::to_string(counts[k]) + " tensors");
-      }
-      cn->in_values = ln.in_values;
-      cn->out_values = ln.out_values;
-      cn->ir_in_start = ln.ir_in_start;
-      cn->ir_in_count = ln.ir_in_count;
-      cn->ir_out_start = ln.ir_out_start;
-      cn->ir_out_count = ln.ir_out_count;
-      for (auto& [name, v] : ln.attrs) {
-        bool declared = false;
-        for (auto& a : p.attrs) declared = declared || a.name == name;
-        if (!declared)
-          return InvalidArgument(tag + "the model file sets attribute '" + name + "', which the op (from " + cn->op->origin +
-                                 ") does not declare: the file was written for a different build of the op; recompile the model");
-      }
-      cn->attrs.reserve(p.attrs.size());
-      for (auto& a : p.attrs) {
-        const AttrValue* given = nullptr;
-        for (auto& [name, v] : ln.attrs)
-          if (name == a.name) given = &v;
-        if (!given) {
-          if (a.required) return InvalidArgument(tag + "the model file lacks required attribute '" + a.name + "'");
-          cn->attrs.push_back(a.default_value);
-        } else if (given->type() != a.type) {
-          return InvalidArgument(tag + "attribute '" + a.name + "' is " + AttrTypeName(given->type()) + " in the model file; the op wants " +
-                                 AttrTypeName(a.type));
-        } else {
-          cn->attrs.push_back(*given);
-        }
-      }
-      for (size_t a = 0; a < cn->attrs.size(); ++a) {
-        cn->attr_ptrs.push_back(cn->attrs[a].c());
-        cn->attr_names.push_back(p.attrs[a].name.c_str());
-      }
-      for (auto& [id, range] : ln.kernels) {
-        auto k = RtcLoadFromMemory(id, ln.op_type + "/" + ln.name, range.first, range.second);
-        if (!k.ok()) return Status(k.status().code(), tag + k.status().message());
-        cn->kernels[id] = k.value();
-      }
-      const WeftOpImpl* impl = cn->op->impl;
-      if (!(impl->capabilities & WEFT_CAP_EAGER_EXECUTE) || !impl->execute)
-        return FailedPrecondition(tag + "the op (from " + cn->op->origin + ") has no EagerExecuteOp");
-      WEFT_RETURN_IF_ERROR(CreateInstance(*cn));
-      // Types and shapes again (InferShape, not Compile), compared with what the file says.
-      std::vector<Value> stored;
-      for (int id : cn->out_values) stored.push_back(m->values[id]);
-      WEFT_RETURN_IF_ERROR(InferNode(*cn));
-      for (size_t k = 0; k < cn->out_values.size(); ++k) {
-        Value& v = m->values[cn->out_values[k]];
-        const Value& s = stored[k];
-        bool same = v.dtype == s.dtype && (m->dynamic ? true : v.shape == s.shape);
-        if (!same)
-          return InvalidArgument(tag + "output '" + v.name + "' is " + DataTypeName(v.dtype) + v.shape.ToString() +
-                                 " by this op's inference, but " + DataTypeName(s.dtype) + s.shape.ToString() +
-                                 " in the model file (a different op build, or a corrupt file)");
-        if (m->dynamic && s.format != WEFT_FORMAT_ND)
-          return InvalidArgument(tag + "output '" + v.name + "' has a blocked layout in a model with dynamic shapes");
-        if (!m->dynamic && s.format != WEFT_FORMAT_ND) {
-          if (s.bytes < v.bytes || s.bytes > v.bytes * 16 + 4096)
-            return InvalidArgument(tag + "output '" + v.name + "' has an implausible storage size in the model file");
-          v.format = s.format;
-          v.bytes = s.bytes;
-        }
-      }
-      // A fused activation must be one the op declares it can apply.
-      cn->epilogue = ln.epilogue;
-      if (cn->epilogue.activation != WEFT_ACT_NONE) {
-        WeftFusionSupport fs{};
-        WEFT_RETURN_IF_ERROR(QueryFusion(*cn, &fs));
-        if (!(fs.absorbs & WEFT_ACT_BIT(cn->epilogue.activation)))
-          return InvalidArgument(tag + "the model file fuses activation " + ActivationName(cn->epilogue.activation) +
-                                 " into this node, which the op (from " + cn->op->origin + ") does not declare it can apply");
-      }
-      m->nodes.push_back(std::move(cn));
-    }
-    {
-      PassContext pc = Passes(&lg.output_ids);
-      WEFT_RETURN_IF_ERROR(CheckBlockedLayouts(pc));
-    }
-    if (m->dynamic != lg.dynamic)
-      return InvalidArgument(std::string("the model file says the model has ") + (lg.dynamic ? "dynamic" : "static") +
-                             " shapes, but inference finds otherwise");
-    // Deserialize restores what Compile prepared; Compile itself is never called.
-    for (size_t k = 0; k < meta.size(); ++k) {
-      meta[k].format = m->values[k].format;
-      meta[k].size_bytes = m->values[k].bytes;
-    }
-    Scratch scratch;
-    for (size_t i = 0; i < m->nodes.size(); ++i) {
-      CompiledNode& cn = *m->nodes[i];
-      const WeftOpImpl* impl = cn.op->impl;
-      bool portable = (impl->capabilities & WEFT_CAP_PORTABLE) && impl->deserialize;
-      if (!portable) {
-        if (impl->capabilities & WEFT_CAP_COMPILABLE)
-          return FailedPrecondition(NodeError(cn, "Loading", "the op has a Compile callback but no PortableOp, so it cannot be restored without compiling"));
-        continue;
-      }
-      const auto& blobs = lg.nodes[i].blobs;
-      std::vector<WeftTensor*> ins, outs;
-      for (int id : cn.in_values) ins.push_back(&meta[id]);
-      for (int id : cn.out_values) outs.push_back(&meta[id]);
-      CallState st;
-      st.values = &m->values;
-      st.node = &cn;
-      st.error = &error;
-      st.scratch = &scratch;
-      st.env = m->env.get();
-      st.in_blobs = &blobs;
-      WeftKernelContext c;
-      BindContext(c, cn, WEFT_STAGE_DESERIALIZE, ins.data(), outs.data(), &st);
-      error.clear();
-      scratch.Reset();
-      auto it = blobs.find("");
-      const uint8_t* d = it == blobs.end() ? nullptr : it->second.first;
-      uint64_t n = it == blobs.end() ? 0 : it->second.second;
-      if (impl->deserialize(cn.instance, &c, d, n) != WEFT_STATUS_OK) return InvalidArgument(NodeError(cn, "Deserialize", error));
-    }
-    Liveness();
-    for (int id : lg.output_ids) {
-      Value& v = m->values[id];
-      v.is_output = true;
-      m->output_ids.push_back(id);
-      m->outputs_.push_back({v.name, v.dtype, m->dynamic ? Shape() : v.shape});
-    }
-    WEFT_RETURN_IF_ERROR(PlanArena());
-    return m;
-  }
 };
 
 }  // namespace
 
 Expected<std::vector<ValueInfo>> InferGraphShapes(const Graph& g, const OpRegistry& reg, std::shared_ptr<const EngineEnv> env) {
-  Builder b{g, reg};
+  Builder b(g, reg);
   b.m->env = std::move(env);
   return b.InferOnly();
-}
-
-Expected<std::shared_ptr<ModelImpl>> InstantiateLoaded(const LoadedGraph& lg, const OpRegistry& reg,
-                                                       std::shared_ptr<const EngineEnv> env) {
-  static const Graph kEmpty("loaded");
-  Builder b{kEmpty, reg};
-  b.m->env = std::move(env);
-  return b.BuildLoaded(lg);
 }
 
 Expected<std::shared_ptr<CompiledModel>> CompileGraph(const Graph& g, const OpRegistry& reg,
                                                       std::shared_ptr<const EngineEnv> env,
                                                       const std::vector<Shape>* input_shapes) {
-  Builder b{g, reg};
+  Builder b(g, reg);
   b.m->env = std::move(env);
   b.input_shapes = input_shapes;
   auto r = b.Build();
