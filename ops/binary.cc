@@ -30,9 +30,6 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp {
     }
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    return ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
-  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(1);

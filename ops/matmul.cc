@@ -123,9 +123,6 @@ class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, 
     *ctx->GetOutputShape(0) = d.out;
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    return ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
-  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(1);
