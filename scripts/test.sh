@@ -27,9 +27,12 @@ scripts/fuzz.sh "${WEFT_FUZZ_SECONDS:-30}"
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined \
   -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_PYTHON=OFF > /dev/null
-cmake --build build-asan -j "$JOBS" --target weft_tests weft_concurrency_test
+cmake --build build-asan -j "$JOBS" --target weft_tests weft_concurrency_test weft_onnx_conformance
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   build-asan/tests/weft_tests --gtest_brief=1
+echo "-- the ONNX backend node suite under the sanitizers (every op's tests, each shape and attribute they use)"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  build-asan/tests/weft_onnx_conformance --expected tests/onnx/expected_pass.txt | tail -n 1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 build-asan/tests/weft_concurrency_test --gtest_brief=1
 
 echo "== ThreadSanitizer: many threads on one compiled model"
