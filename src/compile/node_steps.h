@@ -90,7 +90,8 @@ struct NodeSteps {
   // Runs one callback of `cn` in a compile-time context over `meta`.
   template <typename F>
   WeftStatus Call(CompiledNode& cn, WeftStage stage, F fn, Scratch* scratch = nullptr,
-                  std::vector<OutputBound>* bounds = nullptr) {
+                  std::vector<OutputBound>* bounds = nullptr,
+                  const std::map<std::string, std::pair<const uint8_t*, uint64_t>>* in_blobs = nullptr) {
     std::vector<WeftTensor*> ins, outs;
     for (int id : cn.in_values) ins.push_back(&meta[id]);
     for (int id : cn.out_values) outs.push_back(&meta[id]);
@@ -102,6 +103,7 @@ struct NodeSteps {
     st.env = m->env.get();
     st.kernels = &cn.kernels;
     st.bounds = bounds;
+    st.in_blobs = in_blobs;
     WeftKernelContext c;
     BindContext(c, cn, stage, ins.data(), outs.data(), &st);
     error.clear();

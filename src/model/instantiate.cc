@@ -150,24 +150,13 @@ struct Instantiator : NodeSteps {
         continue;
       }
       const auto& blobs = lg.nodes[i].blobs;
-      std::vector<WeftTensor*> ins, outs;
-      for (int id : cn.in_values) ins.push_back(&meta[id]);
-      for (int id : cn.out_values) outs.push_back(&meta[id]);
-      CallState st;
-      st.values = &m->values;
-      st.node = &cn;
-      st.error = &error;
-      st.scratch = &scratch;
-      st.env = m->env.get();
-      st.in_blobs = &blobs;
-      WeftKernelContext c;
-      BindContext(c, cn, WEFT_STAGE_DESERIALIZE, ins.data(), outs.data(), &st);
-      error.clear();
       scratch.Reset();
       auto it = blobs.find("");
       const uint8_t* d = it == blobs.end() ? nullptr : it->second.first;
       uint64_t n = it == blobs.end() ? 0 : it->second.second;
-      if (impl->deserialize(cn.instance, &c, d, n) != WEFT_STATUS_OK) return InvalidArgument(NodeError(cn, "Deserialize", error));
+      auto deserialize = [&](void* instance, WeftKernelContext* c) { return impl->deserialize(instance, c, d, n); };
+      if (Call(cn, WEFT_STAGE_DESERIALIZE, deserialize, &scratch, nullptr, &blobs) != WEFT_STATUS_OK)
+        return InvalidArgument(NodeError(cn, "Deserialize", error));
     }
     Liveness();
     for (int id : lg.output_ids) {
