@@ -136,7 +136,10 @@ class Mod : public EagerExecuteOp, public ShapeInferOp {
 
 class BitShift : public EagerExecuteOp, public ShapeInferOp {
  public:
-  graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, "BitShift"); }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    if (CheckOneOf(ctx, "direction", {"LEFT", "RIGHT"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    return BroadcastInfer(ctx, "BitShift");
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(1);

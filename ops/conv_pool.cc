@@ -30,6 +30,14 @@ bool MakeWindow(const KernelContextBase* ctx, const Shape& x, const int64_t* ker
   w->nd = x.GetDimNum() - 2;
   ListView<int64_t> strides = a->GetListInt("strides"), dil = a->GetListInt("dilations"), pads = a->GetListInt("pads");
   std::string auto_pad = a->GetStr("auto_pad") ? a->GetStr("auto_pad") : "NOTSET";
+  if (auto_pad.empty()) auto_pad = "NOTSET";
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
+    *err = "attribute 'auto_pad' is '" + auto_pad + "'; it must be one of 'NOTSET', 'VALID', 'SAME_UPPER', 'SAME_LOWER'";
+    return false;
+  }
+  // Pooling follows ONNX's output-size formula down to an empty output; ORT and ONNX refuse
+  // pads as large as the kernel there.
+  const bool pool = std::string(ctx->GetNodeType()).find("Pool") != std::string::npos;
   if ((strides.size() && strides.size() != w->nd) || (dil.size() && dil.size() != w->nd) || (pads.size() && pads.size() != 2 * w->nd)) {
     *err = "strides/dilations/pads do not match " + std::to_string(w->nd) + " spatial dims";
     return false;
@@ -42,7 +50,18 @@ bool MakeWindow(const KernelContextBase* ctx, const Shape& x, const int64_t* ker
     w->pb[i] = pads.size() ? pads[i] : 0;
     w->pe[i] = pads.size() ? pads[i + w->nd] : 0;
     if (w->k[i] <= 0 || w->s[i] <= 0 || w->d[i] <= 0) {
-      *err = "kernel, strides and dilations must be positive";
+      *err = std::string(w->k[i] <= 0 ? "kernel_shape (or W's spatial dims)" : w->s[i] <= 0 ? "strides" : "dilations") +
+             " must be positive, got " + std::to_string(w->k[i] <= 0 ? w->k[i] : w->s[i] <= 0 ? w->s[i] : w->d[i]) +
+             " for spatial dim " + std::to_string(i);
+      return false;
+    }
+    if (w->pb[i] < 0 || w->pe[i] < 0) {
+      *err = "pads must not be negative, got " + std::to_string(std::min(w->pb[i], w->pe[i])) + " for spatial dim " + std::to_string(i);
+      return false;
+    }
+    if (pool && auto_pad == "NOTSET" && (w->pb[i] >= w->k[i] || w->pe[i] >= w->k[i])) {
+      *err = "pads (" + std::to_string(w->pb[i]) + ", " + std::to_string(w->pe[i]) + ") must be smaller than kernel_shape (" +
+             std::to_string(w->k[i]) + ") in spatial dim " + std::to_string(i);
       return false;
     }
     // Every window parameter within 2^31 keeps the arithmetic below far from overflow.
@@ -70,9 +89,10 @@ bool MakeWindow(const KernelContextBase* ctx, const Shape& x, const int64_t* ker
       } else {
         w->out[i] = span / w->s[i] + 1;
       }
-    } else {
-      *err = "unknown auto_pad '" + auto_pad + "'";
-      return false;
+    }
+    if (pool && w->in[i] + w->pb[i] + w->pe[i] < ext) {
+      w->out[i] = 0;  // the window never fits: an empty output, as ONNX's formula gives
+      continue;
     }
     if (w->out[i] <= 0 || w->in[i] + w->pb[i] + w->pe[i] < ext) {
       *err = "kernel larger than the padded input";
@@ -364,18 +384,43 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp {
   // Output spatial dims and begin pads per ONNX ConvTranspose.
   static bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& wt, Window* w, std::string* err) {
     int64_t group = *ctx->GetAttrs()->GetInt("group");
-    if (wt.GetDimNum() != x.GetDimNum() || group <= 0 || x.GetDim(1) != wt.GetDim(0)) {
-      *err = "channels do not match: X " + x.ToString() + ", W " + wt.ToString();
+    if (wt.GetDimNum() != x.GetDimNum() || group <= 0 || x.GetDim(1) != wt.GetDim(0) || x.GetDim(1) % group) {
+      *err = "channels do not match: X " + x.ToString() + ", W " + wt.ToString() + ", group " + std::to_string(group) +
+             " (W is [C, M/group, k...] and C must divide by group)";
       return false;
     }
     int64_t kernel[WEFT_MAX_DIMS];
-    for (size_t i = 2; i < wt.GetDimNum(); ++i) kernel[i - 2] = wt.GetDim(i);
+    ListView<int64_t> ks = ctx->GetAttrs()->GetListInt("kernel_shape");
+    if (ks.size() && ks.size() + 2 != wt.GetDimNum()) {
+      *err = "kernel_shape has " + std::to_string(ks.size()) + " entries for W " + wt.ToString();
+      return false;
+    }
+    for (size_t i = 2; i < wt.GetDimNum(); ++i) {
+      kernel[i - 2] = wt.GetDim(i);
+      if (ks.size() && ks[i - 2] != wt.GetDim(i)) {
+        *err = "kernel_shape disagrees with W " + wt.ToString();
+        return false;
+      }
+    }
     if (!MakeWindow(ctx, x, kernel, false, true, w, err)) return false;
     const RuntimeAttrs* a = ctx->GetAttrs();
     ListView<int64_t> out_pad = a->GetListInt("output_padding"), out_shape = a->GetListInt("output_shape");
     std::string auto_pad = a->GetStr("auto_pad");
+    if (out_pad.size() && out_pad.size() != w->nd) {
+      *err = "output_padding has " + std::to_string(out_pad.size()) + " entries for " + std::to_string(w->nd) + " spatial dims";
+      return false;
+    }
+    if (out_shape.size() && out_shape.size() != w->nd && out_shape.size() != w->nd + 2) {
+      *err = "output_shape has " + std::to_string(out_shape.size()) + " entries for " + std::to_string(w->nd) + " spatial dims";
+      return false;
+    }
     for (size_t i = 0; i < w->nd; ++i) {
       int64_t op = out_pad.size() > i ? out_pad[i] : 0;
+      if (op < 0 || (op >= w->s[i] && op >= w->d[i])) {
+        *err = "output_padding " + std::to_string(op) + " of spatial dim " + std::to_string(i) +
+               " must be non-negative and smaller than the stride or the dilation";
+        return false;
+      }
       int64_t ext = (w->k[i] - 1) * w->d[i] + 1;
       if (out_shape.size()) {
         int64_t want = out_shape[out_shape.size() - w->nd + i];
@@ -541,6 +586,10 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     ListView<int64_t> ks = ctx->GetAttrs()->GetListInt("kernel_shape");
     if (x.GetDimNum() < 3 || ks.size() != x.GetDimNum() - 2) {
       *err = "kernel_shape must have one entry per spatial dim of " + x.ToString();
+      return false;
+    }
+    if (const int64_t* so = ctx->GetAttrs()->GetInt("storage_order"); so && *so != 0 && *so != 1) {
+      *err = "storage_order must be 0 (row major) or 1 (column major), got " + std::to_string(*so);
       return false;
     }
     return MakeWindow(ctx, x, ks.data(), *ctx->GetAttrs()->GetInt("ceil_mode") != 0, false, w, err);

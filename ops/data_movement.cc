@@ -62,6 +62,17 @@ class Split : public EagerExecuteOp, public ShapeInferOp {
     size_t n = ctx->GetComputeNodeOutputNum();
     int64_t dim = in.GetDim(static_cast<size_t>(axis));
     const Tensor* st = ctx->GetOptionalInputTensor(1);
+    int64_t num_outputs = *ctx->GetAttrs()->GetInt("num_outputs");
+    if (num_outputs != 0) {
+      if (st) {
+        *err = "give either the split input or the num_outputs attribute, not both";
+        return true;
+      }
+      if (num_outputs != static_cast<int64_t>(n)) {
+        *err = "num_outputs is " + std::to_string(num_outputs) + " but the node has " + std::to_string(n) + " outputs";
+        return true;
+      }
+    }
     if (st && st->GetShapeSize() > 0) {
       if (!ReadInts(st, sizes)) return false;
       int64_t sum = 0;
@@ -164,7 +175,8 @@ class Slice : public EagerExecuteOp, public ShapeInferOp {
         e = std::clamp<int64_t>(e, 0, dim);
         n = e > s ? 1 + (e - s - 1) / mag : 0;
       } else {
-        s = std::clamp<int64_t>(s, -1, dim - 1);
+        // ONNX: start within [0, dim-1], end within [-1, dim-1] (-1: up to and including element 0).
+        s = dim == 0 ? 0 : std::clamp<int64_t>(s, 0, dim - 1);
         e = std::clamp<int64_t>(e, -1, dim - 1);
         n = s > e ? 1 + (s - e - 1) / mag : 0;
       }
@@ -263,6 +275,10 @@ class GatherElements : public EagerExecuteOp, public ShapeInferOp {
     if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(d.GetDimNum()), &axis))
       return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), d.GetDimNum()));
     if (d.GetDimNum() != ix.GetDimNum()) return Fail(ctx, "data and indices ranks differ");
+    for (size_t k = 0; k < d.GetDimNum(); ++k)
+      if (static_cast<int64_t>(k) != axis && ix.GetDim(k) > d.GetDim(k))
+        return Fail(ctx, "indices " + ix.ToString() + " are larger than data " + d.ToString() + " in dim " + std::to_string(k) +
+                             ", which is not the gather axis");
     *ctx->GetOutputShape(0) = ix;
     return GRAPH_SUCCESS;
   }
@@ -331,18 +347,24 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
       return GRAPH_SUCCESS;
     }
     if (!err.empty()) return Fail(ctx, err);
+    if (CheckOneOf(ctx, "mode", {"constant", "reflect", "edge", "wrap"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
     Shape out;
     size_t r = in.GetDimNum();
-    bool reflect = std::string(ctx->GetAttrs()->GetStr("mode")) == "reflect";
+    std::string mode = ctx->GetAttrs()->GetStr("mode");
     for (size_t k = 0; k < r; ++k) {
-      // Reflection mirrors the dim without repeating its edge: a pad must be shorter than the dim.
-      if (reflect && (pads[k] > 0 || pads[k + r] > 0) && (pads[k] >= in.GetDim(k) || pads[k + r] >= in.GetDim(k)))
-        return Fail(ctx, "reflect padding (" + std::to_string(pads[k]) + ", " + std::to_string(pads[k + r]) +
-                             ") of dim " + std::to_string(k) + " must be smaller than the dim (" + std::to_string(in.GetDim(k)) + ")");
       int64_t d = 0;
       if (__builtin_add_overflow(in.GetDim(k), pads[k], &d) || __builtin_add_overflow(d, pads[k + r], &d))
         return Fail(ctx, "padding overflows dim " + std::to_string(k));
       if (d < 0) return Fail(ctx, "padding makes dim " + std::to_string(k) + " negative");
+      // Negative pads crop first; the other modes then pad from what is left of the dim.
+      int64_t kept = in.GetDim(k) + std::min<int64_t>(pads[k], 0) + std::min<int64_t>(pads[k + r], 0);
+      bool grows = pads[k] > 0 || pads[k + r] > 0;
+      if (mode != "constant" && grows && kept <= 0)
+        return Fail(ctx, "'" + mode + "' padding of dim " + std::to_string(k) + " needs at least one element to copy, and the dim has none");
+      // Reflection mirrors the dim without repeating its edge: a pad must be shorter than the dim.
+      if (mode == "reflect" && grows && (pads[k] >= kept || pads[k + r] >= kept))
+        return Fail(ctx, "reflect padding (" + std::to_string(pads[k]) + ", " + std::to_string(pads[k + r]) +
+                             ") of dim " + std::to_string(k) + " must be smaller than the dim (" + std::to_string(kept) + ")");
       out.AppendDim(d);
     }
     *ctx->GetOutputShape(0) = out;
@@ -356,7 +378,6 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
     std::string err;
     Pads(ctx, x->GetShape(), &pads, &err);
     std::string mode = ctx->GetAttrs()->GetStr("mode");
-    if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") return Fail(ctx, "unknown mode '" + mode + "'");
     const Tensor* cv = ctx->GetOptionalInputTensor(2);
     const Shape& in = x->GetShape();
     const Shape& os = y->GetShape();
@@ -369,9 +390,11 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
       int64_t rem = i, src = 0;
       bool outside = false;
       for (size_t k = r; k-- > 0;) {
-        int64_t c = rem % os.GetDim(k) - pads[k];
+        // Over the cropped extent [lo, lo + d) of the input dim (negative pads crop).
+        int64_t lo = std::max<int64_t>(-pads[k], 0);
+        int64_t d = in.GetDim(k) - lo - std::max<int64_t>(-pads[k + r], 0);
+        int64_t c = rem % os.GetDim(k) - std::max<int64_t>(pads[k], 0);
         rem /= os.GetDim(k);
-        int64_t d = in.GetDim(k);
         if (c < 0 || c >= d) {
           if (mode == "constant" || d == 0) { outside = true; continue; }
           if (mode == "edge") c = c < 0 ? 0 : d - 1;
@@ -385,7 +408,7 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
             }
           }
         }
-        src += c * st[k];
+        src += (lo + c) * st[k];
       }
       CopyElem(y->GetData<uint8_t>() + i * elem, outside ? fill : x->GetData<uint8_t>() + src * elem, elem);
     }
@@ -434,7 +457,9 @@ class Cast : public EagerExecuteOp, public ShapeInferOp {
   graphStatus InferShape(InferShapeContext* ctx) override { *ctx->GetOutputShape(0) = *ctx->GetInputShape(0); return GRAPH_SUCCESS; }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
     if (ctx->GetComputeNodeInputNum() > 1) return ctx->SetOutputDataType(0, ctx->GetInputDataType(1));  // CastLike
-    return ctx->SetOutputDataType(0, *ctx->GetAttrs()->GetDataType("to"));
+    const DataType* to = ctx->GetAttrs()->GetDataType("to");
+    if (!to || DataTypeSize(*to) == 0) return Fail(ctx, "attribute 'to' names no data type Weft supports");
+    return ctx->SetOutputDataType(0, *to);
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
@@ -511,6 +536,7 @@ class DepthToSpace : public EagerExecuteOp, public ShapeInferOp {
         __builtin_mul_overflow(s.GetDim(1), b * b, &grown))
       return Fail(ctx, "blocksize " + std::to_string(b) + " makes a dim overflow");
     bool d2s = std::string(ctx->GetNodeType()) == "DepthToSpace";
+    if (d2s && CheckOneOf(ctx, "mode", {"DCR", "CRD"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
     if (d2s) {
       if (s.GetDim(1) % (b * b)) return Fail(ctx, "channels not divisible by blocksize^2");
       *ctx->GetOutputShape(0) = Shape({s.GetDim(0), s.GetDim(1) / (b * b), s.GetDim(2) * b, s.GetDim(3) * b});

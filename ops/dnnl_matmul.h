@@ -51,6 +51,8 @@ inline void BuildMatmul(DnnlRunner& r, const MatmulSpec& s, std::vector<dnnl::me
   dnnl::matmul::desc d = s.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, y_md) : dnnl::matmul::desc(a_md, b_md, y_md);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  // The output scale would apply to the bias too, which is not what a caller with alpha means.
+  if (s.bias && s.alpha != 1.0f) throw dnnl::error(dnnl_unimplemented, "a bias with alpha != 1");
   if (s.alpha != 1.0f) attr.set_output_scales(0, {s.alpha});
   attr.set_post_ops(s.post_ops);
   dnnl::matmul::primitive_desc pd(d, attr, CpuEngine());

@@ -24,8 +24,10 @@ class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     int64_t m, k, n;
     std::string err;
     if (a->GetDataType() != DT_FLOAT || !Dims(ctx, a->GetShape(), b->GetShape(), &m, &k, &n, &err)) return GRAPH_SUCCESS;
+    if (m == 0 || k == 0 || n == 0) return GRAPH_SUCCESS;  // nothing for oneDNN to do: the loops handle it
     float beta = *ctx->GetAttrs()->GetFloat("beta");
-    bool bias_ok = !c || (beta == 1.0f && c->GetAddr() && c->GetShapeSize() == n && (c->GetShape().GetDimNum() == 1 || c->GetShape().GetDim(0) == 1));
+    // oneDNN scales the bias with alpha; ONNX adds beta * C after alpha * A * B.
+    bool bias_ok = !c || (beta == 1.0f && *ctx->GetAttrs()->GetFloat("alpha") == 1.0f && c->GetAddr() && c->GetShapeSize() == n && (c->GetShape().GetDimNum() == 1 || c->GetShape().GetDim(0) == 1));
     if (!bias_ok) return GRAPH_SUCCESS;
     MatmulSpec spec;
     spec.a_dims = {m, k};
@@ -129,7 +131,11 @@ class BatchNormalization : public EagerExecuteOp, public ShapeInferOp {
     const Shape& x = *ctx->GetInputShape(0);
     if (x.GetDimNum() < 2) return Fail(ctx, "X must be [N, C, ...]");
     for (size_t i = 1; i < 5; ++i)
-      if (ctx->GetInputShape(i)->GetShapeSize() != x.GetDim(1)) return Fail(ctx, "input " + std::to_string(i) + " must have C=" + std::to_string(x.GetDim(1)) + " elements");
+      if (ctx->GetInputShape(i)->GetShapeSize() != x.GetDim(1)) {
+        static const char* const kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
+        return Fail(ctx, std::string(kNames[i]) + " " + ctx->GetInputShape(i)->ToString() + " must have C=" + std::to_string(x.GetDim(1)) +
+                             " elements");
+      }
     if (*ctx->GetAttrs()->GetInt("training_mode")) return Fail(ctx, "training_mode=1 is not supported (Weft runs inference)");
     if (ctx->GetComputeNodeOutputNum() > 1) return Fail(ctx, "running mean/var outputs exist only in training mode");
     *ctx->GetOutputShape(0) = x;
@@ -230,20 +236,16 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
     int64_t axis = 0;
     if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(x.GetDimNum()), &axis))
       return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), x.GetDimNum()));
-    // Scale and B broadcast to the normalized trailing dims (each dim equal or 1), never wider.
-    Shape tail;
-    for (size_t k = static_cast<size_t>(axis); k < x.GetDimNum(); ++k) tail.AppendDim(x.GetDim(k));
+    // Scale and B broadcast to X (unidirectionally: each dim equal or 1), never wider.
     for (size_t in = 1; in <= 2; ++in) {
       const Shape* p = in == 1 ? ctx->GetInputShape(1) : ctx->GetOptionalInputShape(2);
       if (!p) continue;
-      bool fits = p->GetDimNum() <= tail.GetDimNum();
+      bool fits = p->GetDimNum() <= x.GetDimNum();
       for (size_t k = 0; fits && k < p->GetDimNum(); ++k) {
-        int64_t d = p->GetDim(k), want = tail.GetDim(tail.GetDimNum() - p->GetDimNum() + k);
+        int64_t d = p->GetDim(k), want = x.GetDim(x.GetDimNum() - p->GetDimNum() + k);
         fits = d == want || d == 1;
       }
-      if (!fits)
-        return Fail(ctx, std::string(in == 1 ? "Scale " : "B ") + p->ToString() + " does not broadcast to the normalized dims " +
-                             tail.ToString());
+      if (!fits) return Fail(ctx, std::string(in == 1 ? "Scale " : "B ") + p->ToString() + " does not broadcast to X " + x.ToString());
     }
     *ctx->GetOutputShape(0) = x;
     Shape stat;
@@ -274,18 +276,22 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
       if (!t) return GRAPH_FAILED;
       (k == 1 ? mean_t : inv_t) = t;
     }
-    // Scale/B broadcast against the normalized trailing dims.
+    // Scale/B broadcast against X.
     int64_t ss[WEFT_MAX_DIMS], sb[WEFT_MAX_DIMS];
-    Shape tail;
-    for (size_t k = static_cast<size_t>(axis); k < s.GetDimNum(); ++k) tail.AppendDim(s.GetDim(k));
-    BroadcastStrides(scale->GetShape(), tail, ss);
-    if (bias) BroadcastStrides(bias->GetShape(), tail, sb);
+    BroadcastStrides(scale->GetShape(), s, ss);
+    if (bias) BroadcastStrides(bias->GetShape(), s, sb);
     auto* mean = static_cast<double*>(ctx->MallocWorkSpace(static_cast<size_t>(outer) * sizeof(double)));
     auto* inv = static_cast<double*>(ctx->MallocWorkSpace(static_cast<size_t>(outer) * sizeof(double)));
     if (!mean || !inv) return GRAPH_FAILED;
-    // Common case: float32 with per-channel Scale/B over a contiguous row.
-    if (x->GetDataType() == DT_FLOAT && scale->GetDataType() == DT_FLOAT && scale->GetShapeSize() == inner &&
-        (!bias || (bias->GetDataType() == DT_FLOAT && bias->GetShapeSize() == inner))) {
+    // Common case: float32 with per-channel Scale/B over a contiguous row (the same for every row).
+    auto per_row = [&](const Tensor* p) {
+      if (p->GetShapeSize() != inner) return false;
+      for (size_t k = 0; k < p->GetShape().GetDimNum(); ++k)
+        if (p->GetShape().GetDim(k) != 1 && p->GetShape().GetDimNum() - k > s.GetDimNum() - static_cast<size_t>(axis)) return false;
+      return true;
+    };
+    if (x->GetDataType() == DT_FLOAT && scale->GetDataType() == DT_FLOAT && per_row(scale) &&
+        (!bias || (bias->GetDataType() == DT_FLOAT && per_row(bias)))) {
       const float* px = x->GetData<float>();
       const float* ps = scale->GetData<float>();
       const float* pb = bias ? bias->GetData<float>() : nullptr;
@@ -310,11 +316,11 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
     DispatchFloat(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       NormalizeGroups(x->GetData<T>(), y->GetData<T>(), outer, inner, *ctx->GetAttrs()->GetFloat("epsilon"),
-                      [&](int64_t, int64_t i, double* sv, double* bv) {
-                        int64_t rem = i, is = 0, ib = 0;
-                        for (size_t k = tail.GetDimNum(); k-- > 0;) {
-                          int64_t c = rem % tail.GetDim(k);
-                          rem /= tail.GetDim(k);
+                      [&](int64_t g, int64_t i, double* sv, double* bv) {
+                        int64_t rem = g * inner + i, is = 0, ib = 0;
+                        for (size_t k = s.GetDimNum(); k-- > 0;) {
+                          int64_t c = rem % s.GetDim(k);
+                          rem /= s.GetDim(k);
                           is += c * ss[k];
                           ib += c * sb[k];
                         }
@@ -332,8 +338,18 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
-class MeanVarianceNormalization : public EagerExecuteOp {
+class MeanVarianceNormalization : public EagerExecuteOp, public ShapeInferOp {
  public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& s = *ctx->GetInputShape(0);
+    ListView<int64_t> axes = ctx->GetAttrs()->GetListInt("axes");
+    for (size_t k = 0; k < axes.size(); ++k) {
+      int64_t n, a = axes[k];
+      if (!NormalizeAxis(a, static_cast<int64_t>(s.GetDimNum()), &n)) return Fail(ctx, AxesError("axes", a, s.GetDimNum()));
+    }
+    *ctx->GetOutputShape(0) = s;
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Shape& s = x->GetShape();
@@ -341,7 +357,7 @@ class MeanVarianceNormalization : public EagerExecuteOp {
     std::vector<bool> red(s.GetDimNum(), false);
     for (int64_t a : axes) {
       int64_t n;
-      if (!NormalizeAxis(a, static_cast<int64_t>(s.GetDimNum()), &n)) return Fail(ctx, AxisError(a, s.GetDimNum()));
+      if (!NormalizeAxis(a, static_cast<int64_t>(s.GetDimNum()), &n)) return Fail(ctx, AxesError("axes", a, s.GetDimNum()));
       red[n] = true;
     }
     Tensor* y = ctx->MallocOutputTensor(0, s, x->GetDataType());
@@ -382,8 +398,16 @@ class MeanVarianceNormalization : public EagerExecuteOp {
   }
 };
 
-class LRN : public EagerExecuteOp {
+class LRN : public EagerExecuteOp, public ShapeInferOp {
  public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& s = *ctx->GetInputShape(0);
+    if (s.GetDimNum() < 3) return Fail(ctx, "input must be [N, C, spatial...], got " + s.ToString());
+    int64_t size = *ctx->GetAttrs()->GetInt("size");
+    if (size <= 0) return Fail(ctx, "size must be positive, got " + std::to_string(size));
+    *ctx->GetOutputShape(0) = s;
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Shape& s = x->GetShape();

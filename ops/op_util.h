@@ -18,6 +18,19 @@ inline graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
   return GRAPH_FAILED;
 }
 
+// A string attribute that takes one of a fixed set of values; fails naming the attribute, the
+// value and the choices otherwise.
+inline graphStatus CheckOneOf(const KernelContextBase* ctx, const char* attr, std::initializer_list<const char*> choices) {
+  const char* v = ctx->GetAttrs()->GetStr(attr);
+  std::string value = v ? v : "";
+  std::string list;
+  for (const char* c : choices) {
+    if (value == c) return GRAPH_SUCCESS;
+    list += std::string(list.empty() ? "" : ", ") + "'" + c + "'";
+  }
+  return Fail(ctx, "attribute '" + std::string(attr) + "' is '" + value + "'; it must be one of " + list);
+}
+
 // Normalizes a possibly negative axis into [0, rank); false when out of range.
 inline bool NormalizeAxis(int64_t axis, int64_t rank, int64_t* out) {
   if (axis < -rank || axis >= rank) return false;
@@ -27,6 +40,10 @@ inline bool NormalizeAxis(int64_t axis, int64_t rank, int64_t* out) {
 
 inline std::string AxisError(int64_t axis, int64_t rank) {
   return "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank);
+}
+// The same for an entry of a list of axes (an attribute or input named `what`).
+inline std::string AxesError(const char* what, int64_t axis, int64_t rank) {
+  return std::string(what) + " entry " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank);
 }
 
 // Values of an int32/int64 tensor; false when the tensor holds no data (value unknown at compile

@@ -14,6 +14,10 @@ namespace {
 bool ReduceAxes(const KernelContextBase* ctx, size_t rank, std::vector<bool>* mask, std::string* err) {
   std::vector<int64_t> axes;
   const Tensor* at = ctx->GetOptionalInputTensor(1);
+  if (at && at->GetShape().GetDimNum() != 1) {
+    *err = "axes must be a 1-D tensor, got shape " + at->GetShape().ToString();
+    return true;
+  }
   if (at && !ReadInts(at, &axes)) return false;
   mask->assign(rank, false);
   if (axes.empty()) {
@@ -24,7 +28,7 @@ bool ReduceAxes(const KernelContextBase* ctx, size_t rank, std::vector<bool>* ma
   for (int64_t a : axes) {
     int64_t n;
     if (!NormalizeAxis(a, static_cast<int64_t>(rank), &n)) {
-      *err = AxisError(a, static_cast<int64_t>(rank));
+      *err = AxesError("axes", a, static_cast<int64_t>(rank));
       return true;
     }
     (*mask)[n] = true;
@@ -154,6 +158,8 @@ class ArgReduce : public EagerExecuteOp, public ShapeInferOp {
     int64_t axis = 0;
     if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis))
       return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), in.GetDimNum()));
+    if (in.GetDim(static_cast<size_t>(axis)) == 0)
+      return Fail(ctx, "axis " + std::to_string(axis) + " has size 0: there is no element to take the index of");
     std::vector<bool> mask(in.GetDimNum(), false);
     mask[axis] = true;
     *ctx->GetOutputShape(0) = ReducedShape(in, mask, *ctx->GetAttrs()->GetInt("keepdims") != 0);

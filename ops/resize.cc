@@ -40,7 +40,11 @@ bool MakePlan(const KernelContextBase* ctx, const Shape& in, Plan* p, std::strin
   for (int64_t a : ax) {
     int64_t n;
     if (!NormalizeAxis(a, static_cast<int64_t>(r), &n)) {
-      *err = AxisError(a, static_cast<int64_t>(r));
+      *err = AxesError("axes", a, static_cast<int64_t>(r));
+      return true;
+    }
+    if (std::find(axes.begin(), axes.end(), n) != axes.end()) {
+      *err = "axes names dim " + std::to_string(n) + " twice";
       return true;
     }
     axes.push_back(n);
@@ -72,6 +76,11 @@ bool MakePlan(const KernelContextBase* ctx, const Shape& in, Plan* p, std::strin
       p->out.SetDim(static_cast<size_t>(axes[i]), static_cast<int64_t>(std::floor(static_cast<double>(in.GetDim(axes[i])) * scales[i])));
     }
   } else {
+    for (size_t i = 0; i < na; ++i)
+      if (sizes[i] < 0) {
+        *err = "sizes must not be negative, got " + std::to_string(sizes[i]);
+        return true;
+      }
     std::string policy = ctx->GetAttrs()->GetStr("keep_aspect_ratio_policy");
     double common = policy == "not_larger" ? 1e300 : 0;
     for (size_t i = 0; i < na; ++i) {
@@ -96,6 +105,12 @@ struct Tap {
 class Resize : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
+    if (CheckOneOf(ctx, "mode", {"nearest", "linear", "cubic"}) != GRAPH_SUCCESS ||
+        CheckOneOf(ctx, "coordinate_transformation_mode", {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                                           "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"}) != GRAPH_SUCCESS ||
+        CheckOneOf(ctx, "nearest_mode", {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) != GRAPH_SUCCESS ||
+        CheckOneOf(ctx, "keep_aspect_ratio_policy", {"stretch", "not_larger", "not_smaller"}) != GRAPH_SUCCESS)
+      return GRAPH_FAILED;
     Plan p;
     std::string err;
     if (!MakePlan(ctx, *ctx->GetInputShape(0), &p, &err)) {
@@ -131,7 +146,9 @@ class Resize : public EagerExecuteOp, public ShapeInferOp {
       taps[d].resize(static_cast<size_t>(n_out));
       for (int64_t o = 0; o < n_out; ++o) {
         double xo = static_cast<double>(o), xi;
-        double len = static_cast<double>(n_in) * s;  // ONNX: the unrounded resized length
+        // The unrounded resized length, as ONNX's reference implementation and node tests have it
+        // (ONNX Runtime takes the output length; the two differ only when scale * n_in is fractional).
+        double len = static_cast<double>(n_in) * s;
         if (ctm == "half_pixel") xi = (xo + 0.5) / s - 0.5;
         else if (ctm == "pytorch_half_pixel") xi = len > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
         else if (ctm == "align_corners") xi = len == 1 ? 0.0 : xo * static_cast<double>(n_in - 1) / (len - 1);

@@ -146,7 +146,7 @@ class Transpose : public EagerExecuteOp, public ShapeInferOp {
     }
     bool seen[WEFT_MAX_DIMS] = {false};
     for (size_t k = 0; k < r; ++k) {
-      int64_t v = p[k] < 0 ? p[k] + static_cast<int64_t>(r) : p[k];
+      int64_t v = p[k];  // ONNX's perm has no negative entries
       if (v < 0 || v >= static_cast<int64_t>(r) || seen[v]) {
         *err = "perm is not a permutation of 0.." + std::to_string(r - 1);
         return false;
@@ -280,7 +280,8 @@ class Expand : public EagerExecuteOp, public ShapeInferOp {
     }
     if (want.size() > WEFT_MAX_DIMS) return Fail(ctx, "target rank exceeds " + std::to_string(WEFT_MAX_DIMS));
     if (!BroadcastShape(*ctx->GetInputShape(0), Shape(want), ctx->GetOutputShape(0)))
-      return Fail(ctx, "cannot expand " + ctx->GetInputShape(0)->ToString() + " to " + Shape(want).ToString());
+      return Fail(ctx, "cannot expand " + ctx->GetInputShape(0)->ToString() + " to " + Shape(want).ToString() +
+                           ": the shapes do not broadcast");
     return GRAPH_SUCCESS;
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {

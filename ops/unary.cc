@@ -79,6 +79,7 @@ struct GeluFn {
   static constexpr const char* kName = "Gelu";
   bool tanh_approx = false;
   static void Def(OpDefBuilder& b) { b.AttrString("approximate", "none"); }
+  static graphStatus Check(const KernelContextBase* ctx) { return CheckOneOf(ctx, "approximate", {"none", "tanh"}); }
   void Load(const RuntimeAttrs* a) { tanh_approx = std::string(a->GetStr("approximate")) == "tanh"; }
   template <typename C> C operator()(C x) const {
     if (tanh_approx) return C(0.5) * x * (C(1) + std::tanh(C(0.7978845608028654) * (x + C(0.044715) * x * x * x)));
@@ -98,8 +99,15 @@ inline void DeclareActivation(const EluFn& f, FusionSupport& s) { s.IsActivation
 inline void DeclareActivation(const HardSigmoidFn& f, FusionSupport& s) { s.IsActivation(WEFT_ACT_HARD_SIGMOID, f.alpha, f.beta); }
 
 template <typename Fn, bool kIntegers>
-class UnaryOp : public EagerExecuteOp, public FusibleOp {
+class UnaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp {
  public:
+  // The shape is the input's; what this checks is the attributes (Fn::Check, where there is one).
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    if constexpr (requires { Fn::Check(ctx); })
+      if (Fn::Check(ctx) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
   graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
     Fn fn;
     fn.Load(ctx->GetAttrs());
@@ -179,8 +187,17 @@ class Not : public EagerExecuteOp {
 
 // Clip(input, min?, max?): bounds from optional scalar inputs (the importer turns opset < 11
 // attributes into those inputs).
-class Clip : public EagerExecuteOp, public FusibleOp {
+class Clip : public EagerExecuteOp, public ShapeInferOp, public FusibleOp {
  public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    for (size_t ir = 1; ir < 3; ++ir) {
+      const Shape* s = ctx->GetOptionalInputShape(ir);
+      if (s && !s->IsUnknown() && (s->GetDimNum() > 1 || s->GetShapeSize() != 1))
+        return Fail(ctx, std::string(ir == 1 ? "min" : "max") + " must be a scalar, got shape " + s->ToString());
+    }
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
   // An activation when its bounds are float constants (known at compile time) with min <= max.
   graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
     if (ctx->GetInputDataType(0) != DT_FLOAT) return GRAPH_SUCCESS;

@@ -33,6 +33,9 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 echo "-- the ONNX backend node suite under the sanitizers (every op's tests, each shape and attribute they use)"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   build-asan/tests/weft_onnx_conformance --expected tests/onnx/expected_pass.txt | tail -n 1
+echo "-- the op conformance harness under the sanitizers (random shapes, size-0 dims, bad attributes)"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  tests/ops/run_conformance.sh build-asan/tests/weft_onnx_conformance .venv/bin/python build-asan/op-cases | tail -n 1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 build-asan/tests/weft_concurrency_test --gtest_brief=1
 
 echo "== ThreadSanitizer: many threads on one compiled model"

@@ -75,4 +75,4 @@ def test_short_parameters_are_errors_not_reads_past_the_end(tmp_path):
     assert "initial_h [1,1,3] must be [1,2,3]" in compile_error(tmp_path, gru)
     ln = model([helper.make_node("LayerNormalization", ["x", "s"], ["y"], axis=-1)], [("x", [2, 8])], ["y"],
                [("s", np.ones(5, f))])
-    assert "Scale [5] does not broadcast to the normalized dims [8]" in compile_error(tmp_path, ln)
+    assert "Scale [5] does not broadcast to X [2,8]" in compile_error(tmp_path, ln)

@@ -1,7 +1,11 @@
 // Runs the ONNX backend node tests (model.onnx + test_data_set_*/{input,output}_*.pb) through
-// Weft and compares with the expected outputs (rtol 1e-3, atol 1e-7, as upstream).
+// Weft and compares with the expected outputs (rtol 1e-3, atol 1e-7, as upstream). The op
+// conformance cases (tests/ops/conformance_cases.py) use the same layout, plus must-fail cases.
 //
-//   weft_onnx_conformance [--data DIR] [--expected FILE] [--write-expected FILE] [--filter SUBSTR] [-v]
+//   weft_onnx_conformance [--data DIR] [--expected FILE] [--write-expected FILE] [--filter SUBSTR]
+//                         [--strict] [-v]
+//
+// --strict: every test must pass; an unsupported op or type is a failure, not a skip.
 //
 // Each test runs in a forked child with a time limit, so a crash or hang is a failure of that
 // test, not of the run. A test is "skipped" when the model uses an op or type Weft does not
@@ -67,8 +71,42 @@ std::string Compare(const HostTensor& got, const HostTensor& want, const std::st
   return "";
 }
 
+// A must-fail case (tests/ops/conformance_cases.py writes expected_error.txt): every step may
+// refuse it, but one must, with a message containing the expected text.
+std::string RunMustFail(const fs::path& dir, const std::string& want) {
+  auto check = [&](const Status& s) {
+    return s.message().find(want) != std::string::npos ? std::string("pass")
+                                                       : "fail: the error does not mention \"" + want + "\": " + s.message();
+  };
+  std::vector<HostTensor> inputs;
+  for (int k = 0;; ++k) {
+    fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb");
+    if (!fs::exists(p)) break;
+    auto t = ReadOnnxTensor(p.string());
+    if (!t.ok()) return "fail: " + t.status().message();
+    inputs.push_back(std::move(t).value());
+  }
+  SessionOptions so;
+  so.use_env_path = false;
+  auto session = Session::Create(so);
+  if (!session.ok()) return "fail: " + session.status().message();
+  auto graph = ImportOnnx((dir / "model.onnx").string());
+  if (!graph.ok()) return check(graph.status());
+  auto model = session.value()->Compile(graph.value());
+  if (!model.ok()) return check(model.status());
+  auto out = model.value()->Run(inputs);
+  if (!out.ok()) return check(out.status());
+  return "fail: accepted (expected an error mentioning \"" + want + "\")";
+}
+
 // "pass", "skip: why" or "fail: why".
 std::string RunTest(const fs::path& dir) {
+  if (fs::exists(dir / "expected_error.txt")) {
+    std::ifstream f(dir / "expected_error.txt");
+    std::string want;
+    std::getline(f, want);
+    return RunMustFail(dir, want);
+  }
   std::vector<fs::path> sets;
   for (auto& e : fs::directory_iterator(dir))
     if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
@@ -150,7 +188,7 @@ std::string RunIsolated(const fs::path& dir, int seconds) {
 
 int main(int argc, char** argv) {
   std::string data = "/usr/share/libonnx-testdata/data/node", expected_file, write_file, filter;
-  bool verbose = false;
+  bool verbose = false, strict = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -165,8 +203,9 @@ int main(int argc, char** argv) {
     else if (a == "--write-expected") write_file = next();
     else if (a == "--filter") filter = next();
     else if (a == "-v") verbose = true;
+    else if (a == "--strict") strict = true;
     else {
-      std::cerr << "usage: weft_onnx_conformance [--data DIR] [--expected FILE] [--write-expected FILE] [--filter SUBSTR] [-v]\n";
+      std::cerr << "usage: weft_onnx_conformance [--data DIR] [--expected FILE] [--write-expected FILE] [--filter SUBSTR] [--strict] [-v]\n";
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -199,13 +238,14 @@ int main(int argc, char** argv) {
       ++passed;
       pass_names.push_back(name);
       if (!want.empty() && !want.count(name)) fresh.push_back(name);
-    } else if (r.rfind("skip", 0) == 0) {
+    } else if (r.rfind("skip", 0) == 0 && !strict) {
       ++skipped;
     } else {
       ++failed;
     }
     if (r != "pass" && want.count(name)) regressions.push_back(name + ": " + r);
-    if (verbose || (r != "pass" && r.rfind("skip", 0) != 0)) std::cout << name << ": " << r << "\n";
+    if (r != "pass" && strict) regressions.push_back(name + ": " + r);
+    if (verbose || (r != "pass" && (strict || r.rfind("skip", 0) != 0))) std::cout << name << ": " << r << "\n";
   }
   std::cout << "ONNX node tests: " << passed << " passed, " << failed << " failed, " << skipped << " skipped (of "
             << tests.size() << ")\n";
@@ -216,7 +256,7 @@ int main(int argc, char** argv) {
   }
   if (!fresh.empty()) std::cout << fresh.size() << " test(s) pass that the expected list does not name yet\n";
   if (!regressions.empty()) {
-    std::cout << regressions.size() << " regression(s) against " << expected_file << ":\n";
+    std::cout << regressions.size() << (strict ? " failure(s):\n" : " regression(s) against " + expected_file + ":\n");
     for (auto& r : regressions) std::cout << "  " << r << "\n";
     return 1;
   }

@@ -172,6 +172,12 @@ struct Lowering {
   }
   void AttrToInput(const std::string& attr, size_t pos, DataType dt = DT_INT64) {
     auto it = n.attrs.find(attr);
+    if (n.inputs.size() > pos && !n.inputs[pos].empty()) {
+      problems.push_back("'" + n.name + "' (" + n.op_type + "): at opset " + std::to_string(opset) + " '" + attr +
+                         "' is an attribute, but the node has an input #" + std::to_string(pos) + " ('" + n.inputs[pos] +
+                         "') that this opset does not define");
+      return;
+    }
     if (n.inputs.size() < pos) n.inputs.resize(pos);
     if (it == n.attrs.end()) return;
     std::string name = n.name + "/" + attr;

@@ -1,0 +1,1 @@
+"""Per-op case generators for tests/ops/conformance_cases.py."""
