@@ -7,7 +7,7 @@
 #   FUZZ_ARGS="-runs=1000000" scripts/fuzz.sh 0 npy       # extra libFuzzer flags
 #
 # Targets: model_file (the .weft loader; its seeds need a release build in build/), onnx_import,
-# graph_json, npy. Prints each target's executions; exits 1 if any target found a crash, leak,
+# graph_json, npy, plugin_table (plugin registration: an operator library's C tables). Prints each target's executions; exits 1 if any target found a crash, leak,
 # timeout or sanitizer report, with the failing input saved as build-fuzz/<target>-crash-*
 # (replay: build-fuzz/<target>_fuzz FILE). Corpora grow in build-fuzz/corpus-<target>/.
 set -euo pipefail
@@ -16,7 +16,7 @@ cd "$ROOT"
 SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(model_file onnx_import graph_json npy)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(model_file onnx_import graph_json npy plugin_table)
 OUT=build-fuzz
 mkdir -p "$OUT"
 # The targets make their scratch directories under $TMPDIR; a crashed run cannot remove its own.
@@ -69,6 +69,7 @@ seed_onnx_import() {
 
 seed_graph_json() { "$PY" tests/fuzz/make_seeds.py json "$1"; }
 seed_npy() { "$PY" tests/fuzz/make_seeds.py npy "$1"; }
+seed_plugin_table() { "$PY" tests/fuzz/make_seeds.py plugin_table "$1"; }
 
 build_target() {
   case $1 in
@@ -80,7 +81,10 @@ build_target() {
       build graph_json src/graph/graph.cc src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc \
         tests/fuzz/graph_json_fuzz.cc ;;
     npy) build npy src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc tests/fuzz/npy_fuzz.cc ;;
-    *) echo "unknown fuzz target '$1' (model_file, onnx_import, graph_json, npy)" >&2; return 1 ;;
+    plugin_table)
+      build plugin_table src/registry/registry.cc src/core/suggest.cc src/core/host_tensor.cc \
+        src/core/file_io.cc src/core/npy.cc tests/fuzz/plugin_table_fuzz.cc -lxxhash ;;
+    *) echo "unknown fuzz target '$1' (model_file, onnx_import, graph_json, npy, plugin_table)" >&2; return 1 ;;
   esac
 }
 

@@ -2,6 +2,7 @@
 
   python tests/fuzz/make_seeds.py npy DIR    # small .npy files: several dtypes, shapes, versions
   python tests/fuzz/make_seeds.py json DIR   # the JSON graphs embedded in tests/*.cc as raw strings
+  python tests/fuzz/make_seeds.py plugin_table DIR   # byte strings for the table decoder
 """
 import json
 import pathlib
@@ -76,7 +77,21 @@ def json_seeds(out):
     (out / "every_kind.json").write_text(json.dumps(every_kind))
 
 
+def plugin_table_seeds(out):
+    # The decoder reads a byte per choice; mostly-small bytes make plausible tables (exact struct
+    # sizes, few entries, known names), random ones the rest.
+    import random
+    rng = random.Random(7)
+    for k in range(24):
+        n = rng.choice([64, 256, 1024, 4096])
+        if k % 2:
+            body = bytes(rng.choice([3, 4, 5, 1, 2, 16, 17, 20, 40, 100, 200]) for _ in range(n))
+        else:
+            body = bytes(rng.randrange(256) for _ in range(n))
+        (out / f"table_{k:02d}.bin").write_bytes(body)
+
+
 if __name__ == "__main__":
     kind, out = sys.argv[1], pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    {"npy": npy_seeds, "json": json_seeds}[kind](out)
+    {"npy": npy_seeds, "json": json_seeds, "plugin_table": plugin_table_seeds}[kind](out)
