@@ -264,4 +264,31 @@ TEST(PluginChecking, CatchesOverrunsUnwrittenOutputsAndWrittenInputs) {
   }
 }
 
+// An exception thrown inside a ParallelFor body, on the caller's thread or a pool thread, fails
+// the run with the exception's text; the process and the session go on.
+TEST(PluginChecking, AnExceptionInAParallelForBodyFailsTheRun) {
+  SessionOptions o;
+  o.use_env_path = false;
+  o.package_paths = {Pkg("bad_ops")};
+  o.intra_op_threads = 2;
+  auto s = Session::Create(o).value();
+  const std::pair<const char*, const char*> cases[] = {
+      {"ThrowsInParallelFor", "a ParallelFor body threw: chunk failed on purpose"},
+      {"ThrowsThroughRawParallelFor", "a ParallelFor body threw: raw chunk failed on purpose"},
+  };
+  for (auto& [op, message] : cases) {
+    Graph g("throws");
+    g.AddInput("x", DT_FLOAT, {64, 64});
+    g.AddNode(op, "n", {"x"}, {"y"}).AddOutput("y");
+    auto m = s->Compile(g);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    for (int round = 0; round < 3; ++round) {  // the pool is still usable after each failure
+      auto out = m.value()->Run({RandomFloat({64, 64}, 7)});
+      ASSERT_FALSE(out.ok()) << op;
+      EXPECT_TRUE(Contains(out.status().message(), message)) << out.status().message();
+      EXPECT_TRUE(Contains(out.status().message(), std::string("[") + op + " 'n']")) << out.status().message();
+    }
+  }
+}
+
 }  // namespace weft

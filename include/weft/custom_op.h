@@ -122,12 +122,35 @@ class KernelContextBase {
   void* MallocWorkSpace(size_t bytes) const { return c_->api->malloc_workspace(c_, bytes); }
   void* GetStream() const { return c_->stream; }
   // Runs fn(begin, end) over [0, n) on the engine's intra-op threads; plugins never spawn threads.
+  // An exception thrown by fn fails the call (GRAPH_FAILED, with its message as the error)
+  // instead of unwinding through the engine.
   template <typename F>
   graphStatus ParallelFor(int64_t n, int64_t grain, F&& fn) const {
     using Fn = std::remove_reference_t<F>;
-    auto tramp = [](void* user, int64_t b, int64_t e) { (*static_cast<Fn*>(user))(b, e); };
-    void* user = const_cast<void*>(static_cast<const void*>(std::addressof(fn)));
-    return c_->api->parallel_for(c_, n, grain, tramp, user) == WEFT_STATUS_OK ? GRAPH_SUCCESS : GRAPH_FAILED;
+    struct Call {
+      Fn* fn;
+      std::mutex mu;
+      bool threw = false;
+      std::string what;
+    } call{std::addressof(fn), {}, false, {}};
+    auto tramp = [](void* user, int64_t b, int64_t e) {
+      auto* c = static_cast<Call*>(user);
+      try {
+        (*c->fn)(b, e);
+      } catch (const std::exception& ex) {
+        std::lock_guard<std::mutex> l(c->mu);
+        if (!c->threw) c->threw = true, c->what = ex.what();
+      } catch (...) {
+        std::lock_guard<std::mutex> l(c->mu);
+        if (!c->threw) c->threw = true, c->what = "an exception that is not a std::exception";
+      }
+    };
+    bool ok = c_->api->parallel_for(c_, n, grain, tramp, &call) == WEFT_STATUS_OK;
+    if (call.threw) {
+      SetError("a ParallelFor body threw: " + call.what);
+      return GRAPH_FAILED;
+    }
+    return ok ? GRAPH_SUCCESS : GRAPH_FAILED;
   }
   WeftKernelContext* raw() const { return c_; }
   // The activation the engine fused into output 0 (FusibleOp), available from Compile on;

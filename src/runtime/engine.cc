@@ -265,8 +265,18 @@ const char* GetOption(WeftKernelContext* c, const char* key) {
 WeftStatus ParallelFor(WeftKernelContext* c, int64_t n, int64_t grain, WeftParallelFn fn, void* user) {
   CallState* st = State(c);
   if (!fn) return WEFT_STATUS_FAILED;
-  if (st && st->env && st->env->pool) st->env->pool->ParallelFor(n, grain, fn, user);
-  else if (n > 0) fn(user, 0, n);
+  // A C++ body that throws (a plugin built without the SDK's own guard) fails the call instead
+  // of unwinding through the C ABI or ending a pool thread.
+  try {
+    if (st && st->env && st->env->pool) st->env->pool->ParallelFor(n, grain, fn, user);
+    else if (n > 0) fn(user, 0, n);
+  } catch (const std::exception& e) {
+    SetError(c, (std::string("a ParallelFor body threw: ") + e.what()).c_str());
+    return WEFT_STATUS_FAILED;
+  } catch (...) {
+    SetError(c, "a ParallelFor body threw an exception that is not a std::exception");
+    return WEFT_STATUS_FAILED;
+  }
   return WEFT_STATUS_OK;
 }
 

@@ -21,7 +21,13 @@ void ThreadPool::Work(Job* job) {
   for (;;) {
     int64_t b = job->next.fetch_add(job->chunk);
     if (b >= job->n) break;
-    job->fn(job->user, b, std::min(job->n, b + job->chunk));
+    try {
+      job->fn(job->user, b, std::min(job->n, b + job->chunk));
+    } catch (...) {  // an exception must not leave a pool thread (that would end the process)
+      std::lock_guard<std::mutex> l(job->error_mu);
+      if (!job->error) job->error = std::current_exception();
+      job->next.store(job->n);
+    }
   }
 }
 
@@ -70,6 +76,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, WeftParallelFn fn, void* 
   std::unique_lock<std::mutex> l(mu_);
   job_ = nullptr;  // late workers no longer pick it up
   done_cv_.wait(l, [&] { return job.active.load() == 0; });
+  if (job.error) std::rethrow_exception(job.error);  // on the caller's thread, where it can be reported
 }
 
 }  // namespace weft::internal

@@ -4,6 +4,7 @@
 #define WEFT_SRC_RUNTIME_THREAD_POOL_H_
 
 #include <atomic>
+#include <exception>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -29,6 +30,8 @@ class ThreadPool {
     int64_t n, chunk;
     std::atomic<int64_t> next{0};
     std::atomic<int> active{0};
+    std::mutex error_mu;
+    std::exception_ptr error;  // the first exception a chunk threw; the rest of the job is skipped
   };
   void Work(Job* job);
   void Loop();

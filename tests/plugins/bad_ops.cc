@@ -1,6 +1,7 @@
-// Operators that misbehave the ways plugin checking mode must catch, plus one that behaves.
-// Each takes x (float) and writes y with x's shape.
+// Operators that misbehave the ways plugin checking mode must catch, ops that throw from their
+// intra-op threads, plus one that behaves. Each takes x (float) and writes y with x's shape.
 #include <cstring>
+#include <stdexcept>
 
 #include "weft/compat/ge.h"
 
@@ -13,6 +14,8 @@ WEFT_TEST_UNARY(NeverWrites);
 WEFT_TEST_UNARY(HalfWrites);
 WEFT_TEST_UNARY(WritesInput);
 WEFT_TEST_UNARY(OverrunWorkspace);
+WEFT_TEST_UNARY(ThrowsInParallelFor);
+WEFT_TEST_UNARY(ThrowsThroughRawParallelFor);
 }  // namespace ge
 
 namespace {
@@ -69,9 +72,30 @@ class OverrunWorkspace : public Base<OverrunWorkspace> {
     return ge::GRAPH_SUCCESS;
   }
 };
+// Throws from a ParallelFor body (on the pool's threads too) through the SDK's wrapper.
+class ThrowsInParallelFor : public Base<ThrowsInParallelFor> {
+ public:
+  ge::graphStatus Extra(gert::EagerOpExecutionContext* ctx, float*, float*, int64_t n) {
+    return ctx->ParallelFor(n, 1, [](int64_t b, int64_t) {
+      if (b >= 0) throw std::runtime_error("chunk failed on purpose");
+    });
+  }
+};
+// The same through the C host API directly, as a plugin built without the SDK's guard does:
+// the exception reaches the engine's ParallelFor.
+class ThrowsThroughRawParallelFor : public Base<ThrowsThroughRawParallelFor> {
+ public:
+  ge::graphStatus Extra(gert::EagerOpExecutionContext* ctx, float*, float*, int64_t n) {
+    WeftKernelContext* c = ctx->raw();
+    auto body = [](void*, int64_t, int64_t) { throw std::runtime_error("raw chunk failed on purpose"); };
+    return c->api->parallel_for(c, n, 1, body, nullptr) == WEFT_STATUS_OK ? ge::GRAPH_SUCCESS : ge::GRAPH_FAILED;
+  }
+};
 REG_AUTO_MAPPING_OP(GoodCopy);
 REG_AUTO_MAPPING_OP(OverrunOutput);
 REG_AUTO_MAPPING_OP(NeverWrites);
 REG_AUTO_MAPPING_OP(HalfWrites);
 REG_AUTO_MAPPING_OP(WritesInput);
 REG_AUTO_MAPPING_OP(OverrunWorkspace);
+REG_AUTO_MAPPING_OP(ThrowsInParallelFor);
+REG_AUTO_MAPPING_OP(ThrowsThroughRawParallelFor);
