@@ -164,6 +164,11 @@ struct Node {
   // Where the node came from, for messages and op mapping: e.g. ONNX domain and opset.
   std::string domain;
   int64_t opset = 0;
+  // Conditional execution (the branches of an ONNX If): the node runs only when each named
+  // boolean scalar holds the paired value; otherwise it is skipped and its outputs stay unset,
+  // so only the op "If" may read them. A condition known at compile time drops the branch
+  // not taken before its shapes are inferred.
+  std::vector<std::pair<std::string, bool>> when;
 };
 
 // A dataflow graph. Nodes may be added in any order; Compile sorts them.

@@ -174,7 +174,9 @@ struct Builder : NodeSteps {
     std::vector<int> indeg(count, 0);
     for (size_t k = 0; k < count; ++k) {
       const Node& n = g.nodes()[k];
-      for (auto& in : n.inputs) {
+      std::vector<std::string> reads = n.inputs;
+      for (auto& [cond, want] : n.when) reads.push_back(cond);  // a condition is read before the node runs
+      for (auto& in : reads) {
         if (in.empty()) continue;
         if (!ids.count(in))
           return InvalidArgument("[" + n.op_type + " '" + NodeName(k) + "'] input '" + in +
@@ -247,6 +249,7 @@ struct Builder : NodeSteps {
       for (uint32_t r = 0; r < out_counts[ir]; ++r, ++pos) cn.out_values.push_back(ids.at(outs[pos]));
       cn.ir_out_count.push_back(out_counts[ir]);
     }
+    for (auto& [cond, want] : n.when) cn.guards.emplace_back(ids.at(cond), want);
     // Attributes in prototype order, defaults filled in.
     for (auto& [name, v] : n.attrs) {
       bool known = false;
@@ -316,6 +319,52 @@ struct Builder : NodeSteps {
     return Status::Ok();
   }
 
+  // Drops the guards a constant condition satisfies; false when one fails (a branch not taken).
+  bool ResolveGuards(CompiledNode& cn) {
+    std::vector<std::pair<int, bool>> left;
+    for (auto& [id, want] : cn.guards) {
+      const Value& v = m->values[id];
+      if (v.kind != ValueKind::kConstant) {
+        left.emplace_back(id, want);
+        continue;
+      }
+      const HostTensor& t = m->constants[v.index];
+      bool value = t.bytes() > 0 && static_cast<const uint8_t*>(t.data())[0] != 0;
+      if (value != want) return false;
+    }
+    cn.guards = std::move(left);
+    return true;
+  }
+  bool IsBuiltinIf(const CompiledNode& cn) const { return cn.op_type == "If" && cn.op->library == nullptr; }
+  // An If whose condition is a constant reads the taken branch on both sides, so the values of
+  // the dropped branch (never produced) are not read at all.
+  void PickConstantBranch(CompiledNode& cn) {
+    if (cn.in_values.empty()) return;
+    const Value& c = m->values[cn.in_values[0]];
+    if (c.kind != ValueKind::kConstant || c.dtype != DT_BOOL) return;
+    const HostTensor& t = m->constants[c.index];
+    if (t.bytes() == 0) return;
+    bool taken = static_cast<const uint8_t*>(t.data())[0] != 0;
+    size_t k = (cn.in_values.size() - 1) / 2;
+    if (cn.in_values.size() != 2 * k + 1) return;  // the op's own check reports it
+    for (size_t i = 0; i < k; ++i) {
+      int chosen = cn.in_values[1 + (taken ? 0 : k) + i];
+      cn.in_values[1 + i] = chosen;
+      cn.in_values[1 + k + i] = chosen;
+    }
+  }
+  bool OutputTypesKnown(const CompiledNode& cn) const {
+    for (int id : cn.out_values)
+      if (meta[id].GetDataType() == DT_UNDEFINED) return false;
+    return true;
+  }
+  void MarkValueUnknown(int id) {
+    Value& v = m->values[id];
+    v.dtype = meta[id].GetDataType();
+    v.shape = Shape({-1});
+    *Shape::View(&meta[id].shape) = v.shape;
+  }
+
   // Value ids of the graph's outputs.
   std::vector<int> GraphOutputIds() const {
     std::vector<int> out;
@@ -365,8 +414,25 @@ struct Builder : NodeSteps {
       if (!(impl->capabilities & WEFT_CAP_EAGER_EXECUTE) || !impl->execute)
         return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] the op (from " + cn->op->origin +
                                   ") has no EagerExecuteOp, so it cannot run in this engine");
+      if (!ResolveGuards(*cn)) {
+        cn->pruned = true;  // a branch not taken: never instantiated, inferred or run
+        continue;
+      }
+      for (auto& [id, want] : cn->guards)
+        if (meta[id].GetDataType() != DT_BOOL)
+          return InvalidArgument("[" + cn->op_type + " '" + cn->name + "'] runs when '" + m->values[id].name +
+                                 "' holds, which must be a bool, not " + DataTypeName(meta[id].GetDataType()));
       WEFT_RETURN_IF_ERROR(CreateInstance(*cn));
-      WEFT_RETURN_IF_ERROR(InferNode(*cn));
+      if (IsBuiltinIf(*cn)) PickConstantBranch(*cn);
+      Status inferred = InferNode(*cn);
+      if (!inferred.ok() && !cn->guards.empty() && !m->dynamic && OutputTypesKnown(*cn)) {
+        // A branch that may not be taken cannot be held to shapes it would never see: its shapes
+        // (and everything downstream) are inferred when it runs.
+        m->dynamic = true;
+        for (int id : cn->out_values) MarkValueUnknown(id);
+        inferred = Status::Ok();
+      }
+      WEFT_RETURN_IF_ERROR(inferred);
       WEFT_RETURN_IF_ERROR(MaybeFold(*cn));
     }
     if (!m->dynamic) {
@@ -375,20 +441,21 @@ struct Builder : NodeSteps {
       WEFT_RETURN_IF_ERROR(FuseLayerNorm(pc, reg.Find("LayerNormalization")));
       WEFT_RETURN_IF_ERROR(AssignBlockedLayouts(pc));
     }
-    // Folded nodes are gone; so is every node nothing downstream needs (dead code).
+    // Folded and pruned nodes are gone; so is every node nothing downstream needs (dead code).
     std::vector<bool> needed(m->values.size(), false);
     for (auto& name : g.outputs())
       if (auto it = ids.find(name); it != ids.end()) needed[it->second] = true;
     std::vector<std::unique_ptr<CompiledNode>> kept;
     for (size_t k = m->nodes.size(); k-- > 0;) {
       auto& cn = m->nodes[k];
-      bool live = !cn->folded;
+      bool live = !cn->folded && !cn->pruned;
       if (live) {
         live = false;
         for (int id : cn->out_values) live = live || needed[id];
       }
       if (!live) continue;
       for (int id : cn->in_values) needed[id] = true;
+      for (auto& [id, want] : cn->guards) needed[id] = true;
       kept.push_back(std::move(cn));
     }
     std::reverse(kept.begin(), kept.end());

@@ -55,6 +55,7 @@ struct NodeSteps {
   void Liveness() {
     for (size_t s = 0; s < m->nodes.size(); ++s) {
       for (int id : m->nodes[s]->in_values) m->values[id].last_use = static_cast<int>(s);
+      for (auto& [id, want] : m->nodes[s]->guards) m->values[id].last_use = std::max(m->values[id].last_use, static_cast<int>(s));
       for (int id : m->nodes[s]->out_values) m->values[id].producer = static_cast<int>(s);
     }
   }

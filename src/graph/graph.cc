@@ -344,6 +344,14 @@ Expected<Graph> ParseJsonGraph(const std::string& text, const std::string& base_
         dst.push_back(c.get<uint32_t>());
       }
     }
+    if (n.contains("when")) {  // [["cond", true], ...]
+      if (!n["when"].is_array()) return InvalidArgument(what + ": \"when\" must be an array of [tensor, true|false] pairs");
+      for (auto& c : n["when"]) {
+        if (!c.is_array() || c.size() != 2 || !c[0].is_string() || !c[1].is_boolean())
+          return InvalidArgument(what + ": each \"when\" entry must be [tensor name, true|false]");
+        node.when.emplace_back(c[0].get<std::string>(), c[1].get<bool>());
+      }
+    }
     g.AddNode(std::move(node));
   }
   auto outs = NameList(j, "outputs", "graph");

@@ -56,6 +56,7 @@ struct Instantiator : NodeSteps {
       }
       cn->in_values = ln.in_values;
       cn->out_values = ln.out_values;
+      cn->guards = ln.guards;
       cn->ir_in_start = ln.ir_in_start;
       cn->ir_in_count = ln.ir_in_count;
       cn->ir_out_start = ln.ir_out_start;

@@ -178,6 +178,11 @@ Status ModelImpl::Save(const std::string& path, const SaveOptions& options) cons
     jn["attrs"] = attrs;
     if (n.epilogue.activation != WEFT_ACT_NONE)
       jn["epilogue"] = json::array({ActivationName(n.epilogue.activation), Bits(n.epilogue.alpha), Bits(n.epilogue.beta)});
+    if (!n.guards.empty()) {
+      json when = json::array();
+      for (auto& [id, want] : n.guards) when.push_back(json::array({id, want}));
+      jn["when"] = when;
+    }
     json blobs = json::object();
     if (portable) {
       std::map<std::string, std::vector<uint8_t>> out;

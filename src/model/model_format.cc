@@ -317,6 +317,16 @@ void Parse(const uint8_t* base, size_t size, bool verify, ParsedModel& out) {
       n.epilogue.alpha = Reader::Bits(je[1], w + " epilogue alpha");
       n.epilogue.beta = Reader::Bits(je[2], w + " epilogue beta");
     }
+    if (jn.contains("when")) {  // [[value, true|false], ...]: a guarded branch node
+      for (auto& jg : Arr(jn["when"], w + " when", 64)) {
+        Arr(jg, w + " when entry");
+        if (jg.size() != 2 || !jg[1].is_boolean()) throw Corrupt(w + " when entry is not [value, true|false]");
+        int id = value_id(jg[0], w + " condition");
+        if (!ready[id]) throw Corrupt(w + " is guarded by '" + g.values[id].name + "' before any node produces it");
+        if (g.values[id].dtype != DT_BOOL) throw Corrupt(w + " is guarded by '" + g.values[id].name + "', which is not a bool");
+        n.guards.emplace_back(id, jg[1].get<bool>());
+      }
+    }
     const json& jb = Field(jn, "blobs", w);
     if (!jb.is_object()) throw Corrupt(w + " blobs is not an object");
     for (auto& [key, val] : jb.items()) {

@@ -693,6 +693,14 @@ Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in
   StepObserver* observer = rc.step_observer();
   const bool timed = rc.step_ns || observer;
   for (Step& s : rc.steps) {
+    if (!s.st.node->guards.empty()) [[unlikely]] {
+      bool taken = true;
+      for (auto& [id, want] : s.st.node->guards) {
+        const Tensor& c = rc.tensors[id];
+        taken = taken && c.data && c.size_bytes > 0 && (*static_cast<const uint8_t*>(c.data) != 0) == want;
+      }
+      if (!taken) continue;  // a branch the condition does not take
+    }
     rc.scratch.Reset();
     if (dynamic) [[unlikely]] WEFT_RETURN_IF_ERROR(InferAndAllocate(s, rc));
     if (s.update_args) [[unlikely]] WEFT_RETURN_IF_ERROR(RefreshArgs(s, args_updates_));

@@ -65,6 +65,9 @@ struct CompiledNode {
   std::vector<const WeftAttrValue*> attr_ptrs;
   std::vector<const char*> attr_names;
   bool folded = false;  // computed at compile time; its outputs are constants
+  bool pruned = false;  // in a branch its condition, known at compile time, does not take
+  // Runs only when each value (a bool scalar) holds the paired value (Node::when).
+  std::vector<std::pair<int, bool>> guards;
   WeftEpilogue epilogue{sizeof(WeftEpilogue), WEFT_ACT_NONE, 0.f, 0.f};  // fused activation
   std::map<std::string, std::shared_ptr<RtcKernel>> kernels;  // runtime-compiled, by id
   CompiledNode() = default;
@@ -241,6 +244,7 @@ struct LoadedNode {
   std::vector<uint32_t> ir_in_start, ir_in_count, ir_out_start, ir_out_count;
   std::vector<std::pair<std::string, AttrValue>> attrs;
   WeftEpilogue epilogue{sizeof(WeftEpilogue), WEFT_ACT_NONE, 0.f, 0.f};
+  std::vector<std::pair<int, bool>> guards;  // CompiledNode::guards
   std::map<std::string, std::pair<const uint8_t*, uint64_t>> blobs;
   std::vector<std::pair<std::string, std::pair<const uint8_t*, uint64_t>>> kernels;  // id → shared object
 };

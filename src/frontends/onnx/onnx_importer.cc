@@ -376,12 +376,17 @@ struct NodeImporter {
         Lowering l{g, n, n.opset, problems};
         it->second(l);
       }
+    n.when = when;
     g.AddNode(std::move(n));
     return Status::Ok();
   }
 
-  // If: both branches are imported inline and each output is Where(cond, then, else). Branches
-  // are side-effect free, so computing both is equivalent when their outputs have one shape.
+  // The conditions of the If branches being imported (outermost first).
+  std::vector<std::pair<std::string, bool>> when;
+
+  // If: the nodes of each branch are imported inline, each guarded by the condition (Node::when),
+  // and Weft's op "If" picks every output from the branch taken: If(cond, then..., else...).
+  // Only the taken branch runs; a condition known at compile time drops the other branch.
   Status ImportIf(const Node& n, const onnx::GraphProto& then_g, const onnx::GraphProto& else_g,
                   std::map<std::string, std::string>& rename) {
     if (n.inputs.size() != 1 || n.inputs[0].empty()) {
@@ -393,19 +398,28 @@ struct NodeImporter {
       problems.push_back("'" + n.name + "' (If): branches must produce the node's " + std::to_string(n.outputs.size()) + " outputs");
       return Status::Ok();
     }
-    std::map<std::string, std::string> then_names = rename, else_names = rename;
-    WEFT_RETURN_IF_ERROR(Import(then_g, n.name + "/then/", then_names));
-    WEFT_RETURN_IF_ERROR(Import(else_g, n.name + "/else/", else_names));
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      Node w;
-      w.op_type = "Where";
-      w.name = n.name + "/select" + std::to_string(k);
-      w.opset = n.opset;
-      w.inputs = {n.inputs[0], Map(then_names, then_g.output(static_cast<int>(k)).name()),
-                  Map(else_names, else_g.output(static_cast<int>(k)).name())};
-      w.outputs = {n.outputs[k]};
-      g.AddNode(std::move(w));
+    if (when.size() >= 64) {
+      problems.push_back("'" + n.name + "' (If): nested more than 64 deep");
+      return Status::Ok();
     }
+    std::map<std::string, std::string> then_names = rename, else_names = rename;
+    when.emplace_back(n.inputs[0], true);
+    Status st = Import(then_g, n.name + "/then/", then_names);
+    when.back().second = false;
+    if (st.ok()) st = Import(else_g, n.name + "/else/", else_names);
+    when.pop_back();
+    WEFT_RETURN_IF_ERROR(st);
+    Node pick;
+    pick.op_type = "If";
+    pick.name = n.name;
+    pick.opset = n.opset;
+    pick.inputs = {n.inputs[0]};
+    for (int k = 0; k < then_g.output_size(); ++k) pick.inputs.push_back(Map(then_names, then_g.output(k).name()));
+    for (int k = 0; k < else_g.output_size(); ++k) pick.inputs.push_back(Map(else_names, else_g.output(k).name()));
+    pick.input_counts = {1, static_cast<uint32_t>(2 * n.outputs.size())};
+    pick.outputs = n.outputs;
+    pick.when = when;
+    g.AddNode(std::move(pick));
     return Status::Ok();
   }
 };
