@@ -330,6 +330,7 @@ TEST(Registry, MalformedPluginTablesAreRefusedWithoutCrashing) {
       {5, "inputs: 2147483648 entries, more than 4096"},
       {6, "attributes: 2 entries but a null array"},
       {7, "prototypes: 3 entries but a null array"},
+      {8, "default of attribute 'table': tensor default [2,3] needs 24 bytes; its data holds 8"},
   };
   for (auto& [n, message] : cases) {
     SessionOptions o;

@@ -67,6 +67,10 @@ Status CheckAttrValue(const WeftAttrValue* v, const std::string& what) {
         n *= static_cast<uint64_t>(d);
       }
       if (n > 0 && t->data == nullptr) return InvalidArgument(what + ": tensor default of " + std::to_string(n) + " elements has no data");
+      uint64_t need = n * DataTypeSize(static_cast<DataType>(t->dtype));
+      if (need > t->size_bytes)
+        return InvalidArgument(what + ": tensor default " + Shape::View(&t->shape)->ToString() + " needs " + std::to_string(need) +
+                               " bytes; its data holds " + std::to_string(t->size_bytes));
       return Status::Ok();
     }
     default: return Status::Ok();

@@ -20,6 +20,11 @@ static const WeftIoDesc* const kOutputs[] = {&kY};
 #if WEFT_BAD_TABLE == 4 /* a list default with elements and no array */
 static const WeftAttrValue kDefault = {sizeof(WeftAttrValue), WEFT_ATTR_LIST_INT, 0, 0.0f, 0, NULL, 1000000, NULL};
 static const WeftAttrDesc kAttr = {sizeof(WeftAttrDesc), "sizes", WEFT_ATTR_LIST_INT, 0, &kDefault};
+#elif WEFT_BAD_TABLE == 8 /* a tensor default whose data is shorter than its shape */
+static const float kTwo[] = {1.0f, 2.0f};
+static const WeftTensor kTensor = {sizeof(WeftTensor), WEFT_DT_FLOAT, 0, 0, {2, {2, 3}}, (void*)kTwo, sizeof kTwo};
+static const WeftAttrValue kDefault = {sizeof(WeftAttrValue), WEFT_ATTR_TENSOR, 0, 0.0f, 0, NULL, 0, NULL, NULL, NULL, NULL, &kTensor};
+static const WeftAttrDesc kAttr = {sizeof(WeftAttrDesc), "table", WEFT_ATTR_TENSOR, 0, &kDefault};
 #else
 static const WeftAttrValue kDefault = {sizeof(WeftAttrValue), WEFT_ATTR_FLOAT, 0, 2.0f};
 static const WeftAttrDesc kAttr = {sizeof(WeftAttrDesc), "factor", WEFT_ATTR_FLOAT, 0, &kDefault};
