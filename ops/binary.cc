@@ -6,10 +6,10 @@ namespace {
 
 constexpr int64_t kParallelGrain = 1 << 15;  // elements per intra-op task
 
-struct AddFn { static constexpr const char* kName = "Add"; template <typename C> static C Apply(C a, C b) { return a + b; } };
-struct SubFn { static constexpr const char* kName = "Sub"; template <typename C> static C Apply(C a, C b) { return a - b; } };
-struct MulFn { static constexpr const char* kName = "Mul"; template <typename C> static C Apply(C a, C b) { return a * b; } };
-struct DivFn { static constexpr const char* kName = "Div"; template <typename C> static C Apply(C a, C b) { return a / b; } };
+struct AddFn { static constexpr const char* kName = "Add"; template <typename C> static C Apply(C a, C b) { return WrapAdd(a, b); } };
+struct SubFn { static constexpr const char* kName = "Sub"; template <typename C> static C Apply(C a, C b) { return WrapSub(a, b); } };
+struct MulFn { static constexpr const char* kName = "Mul"; template <typename C> static C Apply(C a, C b) { return WrapMul(a, b); } };
+struct DivFn { static constexpr const char* kName = "Div"; template <typename C> static C Apply(C a, C b) { return WrapDiv(a, b); } };
 
 template <typename Fn>
 class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp {

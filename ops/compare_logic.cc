@@ -118,7 +118,7 @@ class Mod : public EagerExecuteOp, public ShapeInferOp {
         auto y = Load(pb[ib]);
         if constexpr (std::is_integral<decltype(x)>::value) {
           if (y == 0) { zero = true; pc[i] = 0; return; }
-          auto r = static_cast<decltype(x)>(x % y);
+          auto r = y == decltype(y)(-1) ? decltype(x)(0) : static_cast<decltype(x)>(x % y);  // INT_MIN % -1 overflows
           if (!fmod && r != 0 && ((r < 0) != (y < 0))) r = static_cast<decltype(x)>(r + y);
           pc[i] = static_cast<T>(r);
         } else {

@@ -295,8 +295,8 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       *err = "W " + wt.ToString() + " and X " + x.ToString() + " differ in rank";
       return false;
     }
-    int64_t group = *ctx->GetAttrs()->GetInt("group");
-    if (group <= 0 || x.GetDim(1) != wt.GetDim(1) * group || wt.GetDim(0) % group) {
+    int64_t group = *ctx->GetAttrs()->GetInt("group"), channels = 0;
+    if (group <= 0 || __builtin_mul_overflow(wt.GetDim(1), group, &channels) || x.GetDim(1) != channels || wt.GetDim(0) % group) {
       *err = "channels do not match: X " + x.ToString() + ", W " + wt.ToString() + ", group " + std::to_string(group);
       return false;
     }

@@ -62,6 +62,10 @@ class Split : public EagerExecuteOp, public ShapeInferOp {
     size_t n = ctx->GetComputeNodeOutputNum();
     int64_t dim = in.GetDim(static_cast<size_t>(axis));
     const Tensor* st = ctx->GetOptionalInputTensor(1);
+    if (n == 0) {
+      *err = "the node has no outputs";
+      return true;
+    }
     int64_t num_outputs = *ctx->GetAttrs()->GetInt("num_outputs");
     if (num_outputs != 0) {
       if (st) {
@@ -76,7 +80,11 @@ class Split : public EagerExecuteOp, public ShapeInferOp {
     if (st && st->GetShapeSize() > 0) {
       if (!ReadInts(st, sizes)) return false;
       int64_t sum = 0;
-      for (int64_t s : *sizes) sum += s;
+      for (int64_t s : *sizes)
+        if (s < 0 || __builtin_add_overflow(sum, s, &sum)) {
+          *err = "split sizes must be non-negative and sum to " + std::to_string(dim);
+          return true;
+        }
       if (sizes->size() != n || sum != dim) *err = "split sizes do not match " + std::to_string(n) + " outputs summing to " + std::to_string(dim);
       return true;
     }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "weft/custom_op.h"
 
@@ -96,6 +97,32 @@ inline bool DispatchNumeric(DataType dt, F&& f) {
 template <typename T> struct Compute { using type = T; };
 template <> struct Compute<float16> { using type = float; };
 template <> struct Compute<bfloat16> { using type = float; };
+
+// Integer arithmetic that wraps around (two's complement), as NumPy and ONNX Runtime give it,
+// instead of signed overflow, which is undefined behaviour. Floats are left alone.
+template <typename C>
+using WrapUnsigned = std::make_unsigned_t<std::common_type_t<C, int>>;  // no promotion back to int
+template <typename C> inline C WrapAdd(C a, C b) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return static_cast<C>(WrapUnsigned<C>(a) + WrapUnsigned<C>(b));
+  else return a + b;
+}
+template <typename C> inline C WrapSub(C a, C b) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return static_cast<C>(WrapUnsigned<C>(a) - WrapUnsigned<C>(b));
+  else return a - b;
+}
+template <typename C> inline C WrapMul(C a, C b) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return static_cast<C>(WrapUnsigned<C>(a) * WrapUnsigned<C>(b));
+  else return a * b;
+}
+template <typename C> inline C WrapNeg(C a) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return static_cast<C>(WrapUnsigned<C>(0) - WrapUnsigned<C>(a));
+  else return -a;
+}
+// a / b for b != 0; the one overflowing quotient (INT_MIN / -1) wraps to INT_MIN.
+template <typename C> inline C WrapDiv(C a, C b) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return b == C(-1) ? WrapNeg(a) : static_cast<C>(a / b);
+  else return a / b;
+}
 
 template <typename T> inline typename Compute<T>::type Load(T v) { return v; }
 inline float Load(float16 v) { return static_cast<float>(v); }

@@ -118,13 +118,13 @@ class Reduce : public EagerExecuteOp, public ShapeInferOp {
       if constexpr (R == Red::kLogSumExp) walk([&](int64_t j, C v) { mx[j] = std::max(mx[j], v); });
       walk([&](int64_t j, C v) {
         switch (R) {
-          case Red::kSum: case Red::kMean: a[j] += v; break;
+          case Red::kSum: case Red::kMean: a[j] = WrapAdd(a[j], v); break;
           case Red::kMax: a[j] = (v > a[j] || v != v) ? v : a[j]; break;
           case Red::kMin: a[j] = (v < a[j] || v != v) ? v : a[j]; break;
-          case Red::kProd: a[j] *= v; break;
-          case Red::kL1: a[j] += v < C(0) ? C(-v) : v; break;
-          case Red::kL2: case Red::kSumSquare: a[j] += v * v; break;
-          case Red::kLogSum: a[j] += v; break;
+          case Red::kProd: a[j] = WrapMul(a[j], v); break;
+          case Red::kL1: a[j] = WrapAdd(a[j], v < C(0) ? WrapNeg(v) : v); break;
+          case Red::kL2: case Red::kSumSquare: a[j] = WrapAdd(a[j], WrapMul(v, v)); break;
+          case Red::kLogSum: a[j] = WrapAdd(a[j], v); break;
           case Red::kLogSumExp: a[j] += static_cast<C>(std::exp(static_cast<double>(v - mx[j]))); break;
         }
       });
@@ -340,9 +340,9 @@ class CumSum : public EagerExecuteOp {
             C v = Load(x->GetData<T>()[at]);
             if (excl) {
               y->GetData<T>()[at] = Store<T>(acc);
-              acc = static_cast<C>(acc + v);
+              acc = WrapAdd(acc, v);
             } else {
-              acc = static_cast<C>(acc + v);
+              acc = WrapAdd(acc, v);
               y->GetData<T>()[at] = Store<T>(acc);
             }
           }

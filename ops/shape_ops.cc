@@ -48,7 +48,7 @@ class Reshape : public CopyExecute, public ShapeInferOp {
         return Fail(ctx, "invalid target dim " + std::to_string(d));
       }
       out.AppendDim(d);
-      known *= d;
+      if (__builtin_mul_overflow(known, d, &known)) return Fail(ctx, "the target shape " + Shape(want).ToString() + " overflows");
     }
     int64_t total = in.GetShapeSize();
     if (infer >= 0) {

@@ -38,8 +38,8 @@ WEFT_UNARY(Sigmoid, x >= C(0) ? C(1) / (C(1) + std::exp(-x)) : std::exp(x) / (C(
 WEFT_UNARY(HardSwish, x * std::max(C(0), std::min(C(1), x / C(6) + C(0.5))))
 WEFT_UNARY(Mish, x * std::tanh(x > C(20) ? x : std::log1p(std::exp(x))))
 // Sign-preserving ops that also take integers.
-WEFT_UNARY(Neg, C(-x))
-WEFT_UNARY(Abs, x < C(0) ? C(-x) : x)
+WEFT_UNARY(Neg, WrapNeg(x))
+WEFT_UNARY(Abs, x < C(0) ? WrapNeg(x) : x)  // Abs(INT_MIN) wraps to INT_MIN, as in NumPy
 WEFT_UNARY(Sign, C(x > C(0) ? 1 : x < C(0) ? -1 : 0))
 #undef WEFT_UNARY
 

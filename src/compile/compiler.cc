@@ -135,6 +135,9 @@ struct Builder : NodeSteps {
       WEFT_RETURN_IF_ERROR(AddValue(in.name, ValueKind::kInput, "graph input"));
       if (DataTypeSize(in.dtype) == 0) return InvalidArgument("graph input '" + in.name + "' has no valid data type");
       if (in.shape.IsUnknown()) m->dynamic = true;
+      uint64_t in_bytes = 0;
+      if (!in.shape.IsUnknown() && !in.shape.GetCheckedBytes(DataTypeSize(in.dtype), &in_bytes))
+        return InvalidArgument("graph input '" + in.name + "' has the shape " + in.shape.ToString() + ", whose size does not fit in 64 bits");
       Value& v = m->values.back();
       v.dtype = in.dtype;
       v.shape = in.shape;

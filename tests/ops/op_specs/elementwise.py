@@ -188,3 +188,24 @@ def cast(rng, op):
 def castlike(rng, op):
     for src, dst in ((np.float32, np.int64), (np.int64, np.float32), (np.float32, np.float64)):
         yield Case([data(rng, shape(rng, 2), src, -50, 50), data(rng, (1,), dst)])
+
+
+def _extremes(dtype, shape):
+    info = np.iinfo(dtype)
+    vals = np.array([info.min, info.max, info.min + 1, info.max - 1, -1, 0, 1, 2], dtype=dtype)
+    return np.resize(vals, shape).astype(dtype)
+
+
+@spec("IntegerWrap")
+def integer_wrap(rng, op):
+    """Signed integer overflow wraps around (two's complement), as NumPy and ONNX Runtime give it;
+    in C++ it is undefined behaviour, which the sanitizer run of this harness would report."""
+    for dt in (np.int32, np.int64):
+        a, b = _extremes(dt, (4, 8)), np.flip(_extremes(dt, (4, 8)))
+        for o in ("Add", "Sub", "Mul"):
+            yield Case([a, b], op=o)
+        for o in ("Neg", "Abs"):
+            yield Case([a], op=o)
+        # ONNX Runtime's integer reductions do not wrap consistently; the onnx reference (NumPy) does.
+        yield Case([a, np.array([0], np.int64)], op="ReduceSum", const={1}, attrs={"keepdims": 0}, reference="onnx")
+        yield Case([a, np.array(1, np.int64)], op="CumSum", const={1}, reference="onnx")
