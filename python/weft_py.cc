@@ -30,6 +30,9 @@ T Get(Expected<T> e) {
 
 // NumPy dtype <-> Weft DataType.
 DataType FromNumpy(const py::dtype& d) {
+  if (!d.attr("isnative").cast<bool>())
+    throw py::value_error("arrays must be in the machine's byte order, got dtype " + py::str(d).cast<std::string>() +
+                          " (convert with a.astype(a.dtype.newbyteorder('=')))");
   char k = d.kind();
   size_t n = d.itemsize();
   if (k == 'f' && n == 4) return DT_FLOAT;
@@ -107,6 +110,7 @@ AttrValue ToAttr(const py::handle& v, const std::string& name) {
   if (py::isinstance<py::str>(v)) return AttrValue::String(v.cast<std::string>());
   if (py::isinstance<py::array>(v)) {
     py::array a = py::array::ensure(v, py::array::c_style);
+    if (!a) throw py::value_error("attribute '" + name + "': cannot make a C-contiguous copy of the array (out of memory?)");
     DataType dt = FromNumpy(a.dtype());
     std::vector<int64_t> dims(a.shape(), a.shape() + a.ndim());
     const auto* p = static_cast<const uint8_t*>(a.data());
@@ -268,6 +272,7 @@ PYBIND11_MODULE(_weft, m) {
          "Declares a graph input; -1 marks a dim known only at run time.")
       .def("add_constant", [](Graph& g, const std::string& name, const py::array& value) -> Graph& {
         py::array a = py::array::ensure(value, py::array::c_style);
+        if (!a) throw py::value_error("constant '" + name + "': cannot make a C-contiguous copy of the array (out of memory?)");
         TensorRef r = RefOf(a, "constant");
         return g.AddConstant(name, Get(HostTensor::FromBytes(r.dtype, r.shape, r.data, r.bytes)));
       }, py::arg("name"), py::arg("value"), py::return_value_policy::reference_internal, "Adds a constant (copied).")

@@ -116,6 +116,9 @@ class SessionImpl : public Session {
 }  // namespace
 
 Expected<std::unique_ptr<Session>> Session::Create(const SessionOptions& options) {
+  if (options.intra_op_threads < 1 || options.intra_op_threads > kMaxIntraOpThreads)
+    return InvalidArgument("SessionOptions::intra_op_threads is " + std::to_string(options.intra_op_threads) + "; it must be 1 to " +
+                           std::to_string(kMaxIntraOpThreads));
   auto s = std::make_unique<SessionImpl>(options);
   WEFT_RETURN_IF_ERROR(s->Init(options));
   return std::unique_ptr<Session>(std::move(s));

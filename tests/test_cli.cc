@@ -86,6 +86,16 @@ TEST(Cli, ErrorsAreOneLineWithNonZeroExit) {
   EXPECT_NE(bad.code, 0);
 }
 
+TEST(Cli, ShapeSpecsTakeWholeNonNegativeDimsOnly) {
+  std::string d = Dir();
+  std::ofstream(d + "/s.onnx.json") << "";
+  for (const char* spec : {"x=2e3,3.9", "x=2,3,", "x=-1,3", "x=2,,3", "x=0x10", "=2"}) {
+    Result r = Sh(kWeft + " inspect --shape " + std::string(spec) + " " + d + "/s.onnx.json");
+    EXPECT_EQ(r.code, 1) << spec << ": " << r.out;
+    EXPECT_TRUE(Contains(r.out, "must be NAME=D0,D1,...")) << spec << ": " << r.out;
+  }
+}
+
 TEST(Cli, MissingInputsAreListed) {
   std::string d = Dir();
   std::ofstream(d + "/m.json") << R"({"inputs": [{"name": "a", "dtype": "float32", "shape": [2]}, {"name": "b", "dtype": "int64", "shape": [1]}],

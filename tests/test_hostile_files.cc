@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "test_util.h"
 #include "core/file_io.h"
 #include "core/npy.h"
 #include "weft/onnx.h"
@@ -17,6 +18,7 @@
 namespace weft {
 namespace {
 namespace fs = std::filesystem;
+using test::Contains;
 
 class HostileFiles : public ::testing::Test {
  protected:
@@ -490,6 +492,49 @@ TEST(FuzzFindings, JsonConstantShapeCheckedLikeTheTensorItBecomes) {
       "shape": [4294967296, 42949, 7296, 0], "data": []}]})");
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("has more elements than fit in 64 bits"), std::string::npos) << g.status().message();
+}
+
+// A JSON constant read from a file may state its dtype and shape; the file must agree.
+TEST(ProbeFindings, JsonConstantFileMustMatchAStatedDtypeAndShape) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "weft_probe_constfile";
+  fs::create_directories(dir);
+  HostTensor t(DT_FLOAT, Shape({2, 3}));
+  ASSERT_TRUE(WriteNpy((dir / "c.npy").string(), t).ok());
+  auto load = [&](const std::string& extra) {
+    std::ofstream((dir / "g.json").string())
+        << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2, 3]}],
+               "constants": [{"name": "c", "file": "c.npy")" << extra << R"(}],
+               "nodes": [{"op": "Add", "inputs": ["x", "c"], "outputs": ["y"]}], "outputs": ["y"]})";
+    return Graph::FromJsonFile((dir / "g.json").string());
+  };
+  EXPECT_TRUE(load("").ok());
+  EXPECT_TRUE(load(R"(, "dtype": "float32", "shape": [2, 3])").ok());
+  auto dtype = load(R"(, "dtype": "int64")");
+  ASSERT_FALSE(dtype.ok());
+  EXPECT_TRUE(Contains(dtype.status().message(), "\"dtype\" is 'int64' but the file holds float32")) << dtype.status().message();
+  auto shape = load(R"(, "shape": [3, 2])");
+  ASSERT_FALSE(shape.ok());
+  EXPECT_TRUE(Contains(shape.status().message(), "\"shape\" is [3,2] but the file holds [2,3]")) << shape.status().message();
+  auto both = load(R"(, "data": [1, 2, 3, 4, 5, 6])");
+  ASSERT_FALSE(both.ok());
+  fs::remove_all(dir);
+}
+
+// Graph inputs whose size overflows and sessions asking for absurd thread counts are refused.
+TEST(ProbeFindings, OversizedInputsAndThreadCountsAreErrors) {
+  SessionOptions o;
+  o.use_env_path = false;
+  Graph g("big");
+  g.AddInput("x", DT_FLOAT, {int64_t(1) << 32, int64_t(1) << 32});
+  g.AddNode("Relu", "r", {"x"}, {"y"}).AddOutput("y");
+  auto m = Session::Create(o).value()->Compile(g);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(Contains(m.status().message(), "graph input 'x' has the shape [4294967296,4294967296]")) << m.status().message();
+  o.intra_op_threads = 1 << 30;
+  auto s = Session::Create(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Contains(s.status().message(), "intra_op_threads")) << s.status().message();
 }
 
 }  // namespace

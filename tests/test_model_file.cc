@@ -723,5 +723,56 @@ TEST(ModelFile, ARebuiltPluginLoadsUnlessTheFilePinsTheBuild) {
   EXPECT_TRUE(s->LoadModel(dir + "/pinned.weft", trusted).ok());
 }
 
+// A constant whose shape's size wraps around 64 bits (to the size of its stored data, 0) is a
+// corrupt file, not a tensor that later reads gigabytes past the mapping.
+TEST(ModelFile, ShapesWhoseSizeWrapsAreCorrupt) {
+  std::string dir = TempDir("wrap");
+  auto s = MakeSession();
+  Graph g("wrap");
+  g.AddInput("x", DT_FLOAT, {2});
+  g.AddConstant("c", HostTensor(DT_FLOAT, Shape({0})));
+  g.AddNode("Concat", "cat", {"x", "c"}, {"y"}, {{"axis", AttrValue::Int(0)}}).AddOutput("y");
+  auto m = s->Compile(g);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(m.value()->Save(dir + "/ok.weft").ok());
+  RewriteMetadata(dir + "/ok.weft", dir + "/wrap.weft", [](nlohmann::json& meta) {
+    for (auto& v : meta["values"])
+      if (v["name"] == "c") v["shape"] = nlohmann::json::array({int64_t(1) << 33, int64_t(1) << 31});  // 2^66 bytes
+  });
+  auto bad = s->LoadModel(dir + "/wrap.weft");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(Contains(bad.status().message(), "whose size does not fit in 64 bits")) << bad.status().message();
+}
+
+// Saving never replaces something that is not a regular file (the save renames a new file over
+// the path), and a path with a NUL byte is not silently cut short.
+TEST(ModelFile, SavingRefusesSpecialFilesAndNulBytes) {
+  std::string dir = TempDir("special");
+  auto s = MakeSession();
+  Graph g("g");
+  g.AddInput("x", DT_FLOAT, {2});
+  g.AddNode("Relu", "r", {"x"}, {"y"}).AddOutput("y");
+  auto m = s->Compile(g).value();
+  std::string fifo = dir + "/pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Status st = m->Save(fifo);
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(Contains(st.message(), "is not a regular file")) << st.message();
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  Status dir_st = m->Save(dir);
+  EXPECT_FALSE(dir_st.ok());
+  std::string cut = dir + "/cut";
+  cut.push_back('\0');
+  cut += ".weft";
+  Status nul = m->Save(cut);
+  ASSERT_FALSE(nul.ok());
+  EXPECT_TRUE(Contains(nul.message(), "NUL")) << nul.message();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/cut"));
+  // Loading a FIFO fails at once instead of waiting for a writer.
+  auto loaded = s->LoadModel(fifo);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_TRUE(Contains(loaded.status().message(), "not a regular file")) << loaded.status().message();
+}
+
 }  // namespace
 }  // namespace weft

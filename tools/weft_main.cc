@@ -1,4 +1,6 @@
 // The weft command-line tool.
+#include <fcntl.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -37,10 +39,13 @@ bool IsOnnx(const std::string& path) { return fs::path(path).extension() == ".on
 bool IsModelFile(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return false;  // never open a FIFO or device just to peek
-  std::ifstream f(path, std::ios::binary);
+  // Non-blocking: some "regular" files (in /proc) block on read.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return false;
   char magic[8] = {0};
-  f.read(magic, 8);
-  return f.gcount() == 8 && std::memcmp(magic, "WEFTMDL", 8) == 0;
+  ssize_t n = read(fd, magic, 8);
+  close(fd);
+  return n == 8 && std::memcmp(magic, "WEFTMDL", 8) == 0;
 }
 
 // A JSON graph or an ONNX model; ONNX inputs take the given concrete shapes.
@@ -56,17 +61,19 @@ bool ParseShapeSpec(const std::string& spec, std::string* name, Shape* shape) {
   size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0) return false;
   *name = spec.substr(0, eq);
-  std::stringstream ss(spec.substr(eq + 1));
-  std::string tok;
+  std::string dims = spec.substr(eq + 1);
   *shape = Shape();
-  while (std::getline(ss, tok, ',')) {
-    try {
-      if (!shape->AppendDim(std::stoll(tok))) return false;
-    } catch (const std::exception&) {
-      return false;
-    }
+  if (dims.empty()) return true;  // a scalar
+  // Every entry is a whole non-negative decimal integer: no "2e3", "3.9", "-1" or empty entry.
+  size_t pos = 0;
+  for (;;) {
+    size_t end = dims.find(',', pos);
+    std::string tok = dims.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (tok.empty() || tok.size() > 18 || tok.find_first_not_of("0123456789") != std::string::npos) return false;
+    if (!shape->AppendDim(std::stoll(tok))) return false;
+    if (end == std::string::npos) return true;
+    pos = end + 1;
   }
-  return true;
 }
 
 // Every --shape NAME=D0,D1,... into `shapes`; false (after printing the error) on a bad one.
@@ -75,7 +82,7 @@ bool ParseShapeSpecs(const std::vector<std::string>& specs, std::map<std::string
     std::string name;
     Shape s;
     if (!ParseShapeSpec(spec, &name, &s)) {
-      Fail("--shape '" + spec + "' must be NAME=D0,D1,...");
+      Fail("--shape '" + spec + "' must be NAME=D0,D1,... with whole non-negative dims (NAME= for a scalar), at most 8");
       return false;
     }
     (*shapes)[name] = s;

@@ -256,6 +256,9 @@ WEFT_API std::vector<std::string> NearestNames(const std::string& word, const st
                                                size_t limit = 3);
 WEFT_API std::string DidYouMean(const std::vector<std::string>& names);
 
+// The most intra-op threads a session may ask for.
+constexpr int kMaxIntraOpThreads = 1024;
+
 struct SessionOptions {
   bool load_builtins = true;
   // Read WEFT_CUSTOM_OPP_PATH (colon-separated package roots, after package_paths), then GE's
@@ -268,7 +271,8 @@ struct SessionOptions {
   // replaces a built-in; among package path entries the earlier entry wins; and LoadPackage /
   // LoadLibrary on a created session replace what is registered.
   bool allow_override = false;
-  // Intra-op threads offered to operators through ParallelFor (1 = run inline).
+  // Intra-op threads offered to operators through ParallelFor (1 = run inline), 1 to
+  // kMaxIntraOpThreads.
   int intra_op_threads = 1;
   // Values operators read with GetOption(key).
   std::map<std::string, std::string> options;

@@ -1,5 +1,7 @@
 """Models that are wrong in one way each: the import or compile fails with a message that names
 the problem, never a crash or a silently accepted model."""
+import os
+
 import numpy as np
 import pytest
 
@@ -94,3 +96,29 @@ def test_slice_with_a_repeated_axis_or_extreme_steps(tmp_path):
         ort = pytest.importorskip("onnxruntime")
         (ref,) = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
         np.testing.assert_array_equal(y, ref)
+
+
+def test_arrays_in_the_other_byte_order_are_refused_not_misread(tmp_path):
+    g = weft.Graph("g")
+    g.add_input("x", np.float32, [3])
+    g.add_node("Relu", "r", ["x"], ["y"], {})
+    g.add_output("y")
+    m = weft.Session(use_env_path=False).compile(g)
+    big = np.array([1, 2, 3], dtype=">f4")
+    with pytest.raises(ValueError, match="byte order"):
+        m.run([big])
+    assert np.array_equal(m.run([big.astype("=f4")])[0], [1, 2, 3])
+    with pytest.raises(ValueError, match="byte order"):
+        weft.Graph("c").add_constant("c", big)
+
+
+def test_a_fifo_is_not_a_model_file_and_loading_it_does_not_wait(tmp_path):
+    fifo = tmp_path / "pipe.weft"
+    os.mkfifo(fifo)
+    with pytest.raises(Exception, match="not a regular file"):
+        weft.Session(use_env_path=False).load_model(str(fifo))
+
+
+def test_absurd_thread_counts_are_refused():
+    with pytest.raises(Exception, match="intra_op_threads"):
+        weft.Session(use_env_path=False, threads=2**31 - 1)

@@ -137,8 +137,23 @@ Expected<HostTensor> TensorFromJson(const json& j, const std::string& what, cons
     if (!j["file"].is_string()) return InvalidArgument(what + ": \"file\" must be a string");
     auto f = internal::ConfinedPath(base_dir, j["file"].get<std::string>(), what + ": \"file\"");
     if (!f.ok()) return f.status();
+    if (j.contains("data")) return InvalidArgument(what + ": give \"file\" or \"data\", not both");
     auto t = internal::ReadNpy(f.value());
     if (!t.ok()) return InvalidArgument(what + ": " + t.status().message());
+    // A dtype or shape given beside the file states what the file must hold.
+    if (j.contains("dtype")) {
+      if (!j["dtype"].is_string()) return InvalidArgument(what + ": \"dtype\" must be a string");
+      DataType want = internal::DataTypeFromName(j["dtype"].get<std::string>());
+      if (want != t.value().dtype())
+        return InvalidArgument(what + ": \"dtype\" is '" + j["dtype"].get<std::string>() + "' but the file holds " +
+                               DataTypeName(t.value().dtype()));
+    }
+    if (j.contains("shape")) {
+      auto shape = ShapeFromJson(j["shape"], what);
+      if (!shape.ok()) return shape.status();
+      if (shape.value() != t.value().shape())
+        return InvalidArgument(what + ": \"shape\" is " + shape.value().ToString() + " but the file holds " + t.value().shape().ToString());
+    }
     return t;
   }
   if (!j.contains("dtype") || !j["dtype"].is_string()) return InvalidArgument(what + ": needs \"dtype\" (or \"file\")");

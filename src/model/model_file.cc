@@ -82,6 +82,11 @@ std::string PackageOf(const std::string& lib_path) {
 }
 
 Status WriteFileAtomically(const std::string& path, const std::vector<uint8_t>& bytes) {
+  if (path.empty() || path.find('\0') != std::string::npos) return InvalidArgument("model file path is empty or holds a NUL byte");
+  // The new file replaces the old by rename: never a device, FIFO, socket or directory.
+  struct stat sb {};
+  if (stat(path.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode))
+    return InvalidArgument("cannot write model file '" + path + "': it exists and is not a regular file");
   std::string tmp = path + ".tmp" + std::to_string(getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
@@ -221,7 +226,9 @@ namespace {
 
 // A read-only mapping of the whole file, or an aligned copy of a buffer.
 Expected<std::shared_ptr<const void>> MapFile(const std::string& path, size_t* size) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (path.find('\0') != std::string::npos) return InvalidArgument("model file path holds a NUL byte");
+  // Non-blocking, so that opening a FIFO does not wait for a writer (fstat then refuses it).
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return NotFound("cannot open model file '" + path + "': " + std::strerror(errno));
   struct stat sb {};
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

@@ -206,10 +206,16 @@ void Parse(const uint8_t* base, size_t size, bool verify, ParsedModel& out) {
       v.bound = r.ReadShape(jv["bound"], w + " bound");
       if (v.bound.IsUnknown() || v.bound.ndim != v.shape.ndim) throw Corrupt(w + " bound is malformed");
     }
+    // Every static shape's size is checked once, here, so no later product of its dims can wrap.
+    uint64_t shape_bytes = 0;
+    if (!v.shape.IsUnknown() && !v.shape.GetCheckedBytes(DataTypeSize(v.dtype), &shape_bytes))
+      throw Corrupt(w + " ('" + v.name + "') has the shape " + v.shape.ToString() + ", whose size does not fit in 64 bits");
+    if (v.bounded && !v.bound.GetCheckedBytes(DataTypeSize(v.dtype), &shape_bytes))
+      throw Corrupt(w + " ('" + v.name + "') has a bound whose size does not fit in 64 bits");
     if (v.kind == ValueKind::kConstant) {
       if (v.index < 0 || static_cast<size_t>(v.index) >= g.constants.size()) throw Corrupt(w + " names a missing constant");
-      if (v.shape.IsUnknown() ||
-          g.constants[v.index].second != static_cast<uint64_t>(v.shape.GetShapeSize()) * DataTypeSize(v.dtype))
+      uint64_t bytes = 0;
+      if (v.shape.IsUnknown() || !v.shape.GetCheckedBytes(DataTypeSize(v.dtype), &bytes) || g.constants[v.index].second != bytes)
         throw Corrupt(w + " ('" + v.name + "') size does not match its shape");
     } else if (v.kind == ValueKind::kInput) {
       if (v.index != static_cast<int>(num_inputs++)) throw Corrupt(w + " input index is out of order");
