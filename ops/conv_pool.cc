@@ -167,14 +167,106 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
   }
   // The oneDNN path of a float32 2-D convolution with constant weights reads X and Sum and
   // writes Y in the channel-blocked layout as readily as the plain one.
+  // The channel-blocked layout (nChw16c) is chosen only where oneDNN has a fast kernel for this
+  // convolution with it: where only its reference kernel takes the layout (grouped and
+  // depthwise convolutions on some CPUs) it is declared slow, and keeping the tensors plain lets
+  // oneDNN pick the layout of its own fast kernel.
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* wt = ctx->GetRequiredInputTensor(1);
     const Tensor* b = ctx->GetOptionalInputTensor(2);
-    if (x->GetDataType() == DT_FLOAT && x->GetShape().GetDimNum() == 4 && wt && wt->GetAddr() && (!b || b->GetAddr()))
-      s.Format(FORMAT_NC1HWC0).Input(0).Input(3).Output(0);
+    if (x->GetDataType() != DT_FLOAT || x->GetShape().GetDimNum() != 4 || !wt || !wt->GetAddr() || (b && b->GetAddr() == nullptr))
+      return GRAPH_SUCCESS;
+    auto fast = [&](bool in, bool out) {
+      try {
+        Plan p;
+        return MakePlan(ctx, in, out, &p) && std::string(p.pd.impl_info_str()).rfind("ref", 0) != 0;
+      } catch (const dnnl::error&) {
+        return false;
+      }
+    };
+    s.Format(FORMAT_NC1HWC0).Input(0).Input(3).Output(0);
+    if (!fast(true, true)) s.Together().Slow();  // runs, through oneDNN's reference kernel
+    else if (!fast(true, false) || !fast(false, true)) s.Together();  // fast only with both sides blocked
     return GRAPH_SUCCESS;
   }
+
+  // The oneDNN convolution for this node, with src/dst in the blocked layout or as oneDNN likes.
+  struct Plan {
+    size_t nd = 0;
+    int64_t m = 0, group = 1;
+    dnnl::memory::dims src, dst, wd;
+    dnnl::memory::desc src_md, dst_md, bias_md;
+    dnnl::convolution_forward::primitive_desc pd;
+  };
+  static bool MakePlan(const KernelContextBase* ctx, bool blocked_in, bool blocked_out, Plan* p) {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetRequiredInputTensor(1);
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    bool sum = ctx->GetOptionalInputTensor(3) != nullptr;
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err) || w.nd < 1 || w.nd > 3) return false;
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    p->nd = w.nd;
+    p->group = *ctx->GetAttrs()->GetInt("group");
+    const Shape& xs = x->GetShape();
+    const Shape& ws = wt->GetShape();
+    p->m = ws.GetDim(0);
+    dnnl::memory::dims strides, dil, pl, pr;
+    p->src = {xs.GetDim(0), xs.GetDim(1)};
+    p->dst = {xs.GetDim(0), p->m};
+    if (p->group > 1) p->wd = {p->group, p->m / p->group, ws.GetDim(1)};
+    else p->wd = {p->m, ws.GetDim(1)};
+    for (size_t i = 0; i < w.nd; ++i) {
+      p->src.push_back(w.in[i]);
+      p->dst.push_back(w.out[i]);
+      p->wd.push_back(w.k[i]);
+      strides.push_back(w.s[i]);
+      dil.push_back(w.d[i] - 1);
+      pl.push_back(w.pb[i]);
+      pr.push_back(w.pe[i]);
+    }
+    const tag act_tags[] = {tag::ncw, tag::nchw, tag::ncdhw};
+    // Let oneDNN choose blocked layouts; plain NCHW is reordered in and out around the kernel,
+    // except where the layout pass found that neighbours can exchange the channel-blocked
+    // layout (nChw16c) directly.
+    dnnl::memory::desc src_blk(p->src, dt::f32, tag::nChw16c), dst_blk(p->dst, dt::f32, tag::nChw16c);
+    p->src_md = blocked_in ? src_blk : dnnl::memory::desc(p->src, dt::f32, act_tags[w.nd - 1]);
+    p->dst_md = blocked_out ? dst_blk : dnnl::memory::desc(p->dst, dt::f32, act_tags[w.nd - 1]);
+    dnnl::memory::desc src_k = blocked_in ? src_blk : dnnl::memory::desc(p->src, dt::f32, tag::any);
+    dnnl::memory::desc dst_k = blocked_out ? dst_blk : dnnl::memory::desc(p->dst, dt::f32, tag::any);
+    dnnl::memory::desc w_any(p->wd, dt::f32, tag::any);
+    p->bias_md = dnnl::memory::desc({p->m}, dt::f32, tag::x);
+    auto make_desc = [&](dnnl::algorithm algo) {
+      return b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, algo, src_k, w_any, p->bias_md, dst_k,
+                                                 strides, dil, pl, pr)
+               : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, algo, src_k, w_any, dst_k, strides,
+                                                 dil, pl, pr);
+    };
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_post_ops(FusedPostOps(ctx->GetEpilogue(), sum));
+    // 3x3, stride 1, undilated 2-D convolutions use oneDNN's Winograd kernels (about twice the
+    // throughput of the direct ones at batch 1; the transform costs ~1e-6 relative accuracy)
+    // unless the session option weft.conv_algorithm is "direct". Others, and configurations
+    // Winograd cannot run, use the direct kernels.
+    const char* algo_opt = ctx->GetOption("weft.conv_algorithm");
+    bool three = w.nd == 2 && ws.GetDim(2) == 3 && ws.GetDim(3) == 3;
+    for (size_t i = 0; i < w.nd; ++i) three = three && w.s[i] == 1 && w.d[i] == 1;
+    bool wino = three && p->group == 1 && !(algo_opt && std::string(algo_opt) == "direct");
+    if (wino) {
+      try {
+        p->pd = dnnl::convolution_forward::primitive_desc(make_desc(dnnl::algorithm::convolution_winograd), attr, CpuEngine());
+      } catch (const dnnl::error&) {
+        wino = false;
+      }
+    }
+    if (!wino) p->pd = dnnl::convolution_forward::primitive_desc(make_desc(dnnl::algorithm::convolution_direct), attr, CpuEngine());
+    return true;
+  }
+
   // float32 fast path: a oneDNN convolution with weights prepacked once, bias, the fused residual
   // sum and activation as post-ops. Anything else runs the reference loops below.
   graphStatus Compile(OpCompileContext* ctx) override {
@@ -183,72 +275,28 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     const Tensor* b = ctx->GetOptionalInputTensor(2);
     bool sum = ctx->GetOptionalInputTensor(3) != nullptr;
     if (x->GetDataType() != DT_FLOAT || !wt->GetAddr() || (b && !b->GetAddr())) return GRAPH_SUCCESS;
-    Window w;
-    std::string err;
-    if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err) || w.nd < 1 || w.nd > 3) return GRAPH_SUCCESS;
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
     int threads = ApplyIntraOpThreads(ctx);
     try {
-      int64_t group = *ctx->GetAttrs()->GetInt("group");
-      const Shape& xs = x->GetShape();
-      const Shape& ws = wt->GetShape();
-      int64_t m = ws.GetDim(0);
-      dnnl::memory::dims src{xs.GetDim(0), xs.GetDim(1)}, dst{xs.GetDim(0), m}, wd, strides, dil, pl, pr;
-      if (group > 1) wd = {group, m / group, ws.GetDim(1)};
-      else wd = {m, ws.GetDim(1)};
-      for (size_t i = 0; i < w.nd; ++i) {
-        src.push_back(w.in[i]);
-        dst.push_back(w.out[i]);
-        wd.push_back(w.k[i]);
-        strides.push_back(w.s[i]);
-        dil.push_back(w.d[i] - 1);
-        pl.push_back(w.pb[i]);
-        pr.push_back(w.pe[i]);
-      }
-      const tag act_tags[] = {tag::ncw, tag::nchw, tag::ncdhw};
-      const tag w_tags[] = {tag::oiw, tag::oihw, tag::oidhw};
-      const tag gw_tags[] = {tag::goiw, tag::goihw, tag::goidhw};
-      // Let oneDNN choose blocked layouts; plain NCHW is reordered in and out around the kernel,
-      // except where the fusion pass found that neighbouring Convs can exchange the channel-
-      // blocked layout (nChw16c) directly.
       const Tensor* sum_t = ctx->GetOptionalInputTensor(3);
       bool blocked_in = x->GetFormat() == FORMAT_NC1HWC0, blocked_out = ctx->GetOutputTensor(0)->GetFormat() == FORMAT_NC1HWC0;
       bool blocked_sum = sum_t && sum_t->GetFormat() == FORMAT_NC1HWC0;
-      dnnl::memory::desc src_md(src, dt::f32, act_tags[w.nd - 1]), dst_md(dst, dt::f32, act_tags[w.nd - 1]);
-      dnnl::memory::desc src_blk(src, dt::f32, tag::nChw16c), dst_blk(dst, dt::f32, tag::nChw16c);
-      if (blocked_in) src_md = src_blk;
-      if (blocked_out) dst_md = dst_blk;
-      dnnl::memory::desc src_k = blocked_in ? src_blk : dnnl::memory::desc(src, dt::f32, tag::any);
-      dnnl::memory::desc dst_k = blocked_out ? dst_blk : dnnl::memory::desc(dst, dt::f32, tag::any);
-      dnnl::memory::desc w_any(wd, dt::f32, tag::any), bias_md({m}, dt::f32, tag::x);
-      auto make_desc = [&](dnnl::algorithm algo) {
-        return b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, algo, src_k, w_any, bias_md, dst_k,
-                                                   strides, dil, pl, pr)
-                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, algo, src_k, w_any, dst_k, strides,
-                                                   dil, pl, pr);
-      };
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      attr.set_post_ops(FusedPostOps(ctx->GetEpilogue(), sum));
-      dnnl::convolution_forward::primitive_desc pd;
-      // 3x3, stride 1, undilated 2-D convolutions use oneDNN's Winograd kernels (about twice the
-      // throughput of the direct ones at batch 1; the transform costs ~1e-6 relative accuracy)
-      // unless the session option weft.conv_algorithm is "direct". Others, and configurations
-      // Winograd cannot run, use the direct kernels.
-      const char* algo_opt = ctx->GetOption("weft.conv_algorithm");
-      bool three = w.nd == 2 && wt->GetShape().GetDim(2) == 3 && wt->GetShape().GetDim(3) == 3;
-      for (size_t i = 0; i < w.nd; ++i) three = three && w.s[i] == 1 && w.d[i] == 1;
-      bool wino = three && group == 1 && !(algo_opt && std::string(algo_opt) == "direct");
-      if (wino) {
-        try {
-          pd = dnnl::convolution_forward::primitive_desc(make_desc(dnnl::algorithm::convolution_winograd), attr, CpuEngine());
-        } catch (const dnnl::error&) {
-          wino = false;
-        }
-      }
-      if (!wino) pd = dnnl::convolution_forward::primitive_desc(make_desc(dnnl::algorithm::convolution_direct), attr, CpuEngine());
-      dnnl::memory w_plain({wd, dt::f32, group > 1 ? gw_tags[w.nd - 1] : w_tags[w.nd - 1]}, CpuEngine(), const_cast<void*>(wt->GetAddr()));
+      Plan plan;
+      if (!MakePlan(ctx, blocked_in, blocked_out, &plan)) return GRAPH_SUCCESS;
+      const size_t nd = plan.nd;
+      const int64_t group = plan.group, m = plan.m;
+      const dnnl::memory::dims& wd = plan.wd;
+      const dnnl::memory::dims& dst = plan.dst;
+      const dnnl::memory::desc& src_md = plan.src_md;
+      const dnnl::memory::desc& dst_md = plan.dst_md;
+      const dnnl::memory::desc& bias_md = plan.bias_md;
+      const dnnl::memory::desc dst_blk(dst, dt::f32, tag::nChw16c);
+      const dnnl::convolution_forward::primitive_desc& pd = plan.pd;
+      const tag act_tags[] = {tag::ncw, tag::nchw, tag::ncdhw};
+      const tag w_tags[] = {tag::oiw, tag::oihw, tag::oidhw};
+      const tag gw_tags[] = {tag::goiw, tag::goihw, tag::goidhw};
+      dnnl::memory w_plain({wd, dt::f32, group > 1 ? gw_tags[nd - 1] : w_tags[nd - 1]}, CpuEngine(), const_cast<void*>(wt->GetAddr()));
       weights_ = dnnl::memory(pd.weights_desc(), CpuEngine());
       dnnl::stream st(CpuEngine());
       dnnl::reorder(w_plain, weights_).execute(st, w_plain, weights_);
@@ -260,7 +308,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       int dst_slot = pd.dst_desc() == dst_md ? y_slot : runner_.AddTemp(pd.dst_desc());
       if (sum) {  // the sum post-op accumulates into dst: copy the residual operand there first
         dnnl::memory::desc sum_md = blocked_sum ? dnnl::memory::desc(dst, dt::f32, tag::nChw16c)
-                                                : dnnl::memory::desc(dst, dt::f32, act_tags[w.nd - 1]);
+                                                : dnnl::memory::desc(dst, dt::f32, act_tags[nd - 1]);
         int sum_slot = runner_.AddBound(sum_md);
         dnnl::reorder::primitive_desc rp(CpuEngine(), sum_md, CpuEngine(), pd.dst_desc());
         runner_.AddStep(dnnl::reorder(rp), {{DNNL_ARG_FROM, sum_slot}, {DNNL_ARG_TO, dst_slot}});

@@ -372,6 +372,8 @@ class LayoutSupport {
   LayoutSupport& Output(uint32_t ir) { s_->outputs |= 1ull << ir; return *this; }
   // The listed inputs and outputs are all blocked or all plain.
   LayoutSupport& Together() { s_->flags |= WEFT_LAYOUT_TOGETHER; return *this; }
+  // Valid but slower than plain here: never chosen, still accepted from a model file.
+  LayoutSupport& Slow() { s_->flags |= WEFT_LAYOUT_SLOW; return *this; }
   WeftLayoutSupport* raw() const { return s_; }
 
  private:

@@ -158,7 +158,7 @@ struct NodeSteps {
       bad = "inputs names an input the op does not declare";
     else if (p.outputs.size() < 64 && (out->outputs >> p.outputs.size()))
       bad = "outputs names an output the op does not declare";
-    else if (out->flags & ~WEFT_LAYOUT_TOGETHER)
+    else if (out->flags & ~(WEFT_LAYOUT_TOGETHER | WEFT_LAYOUT_SLOW))
       bad = "flags has unknown bits";
     if (!bad.empty()) return InvalidArgument(NodeError(cn, "QueryLayout", bad + " (from " + cn.op->origin + ")"));
     return Status::Ok();

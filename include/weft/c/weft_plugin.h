@@ -340,6 +340,10 @@ typedef struct WeftLayoutSupport {
 /* The listed inputs and outputs are all in `format` or all plain (e.g. a pooling that keeps the
  * layout it reads). */
 #define WEFT_LAYOUT_TOGETHER 1u
+/* The op runs the listed tensors in `format` correctly but slower than plain (e.g. its fast kernel
+ * for this node's configuration, on this CPU, takes another layout): the layout pass does not
+ * choose it, while a model file that stores them so (compiled where it was fast) still loads. */
+#define WEFT_LAYOUT_SLOW 2u
 
 /* The REG_AUTO_MAPPING_OP side: how to make and drive one implementation class. Function
  * pointers for capabilities the class lacks are NULL. */

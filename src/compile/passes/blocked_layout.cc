@@ -13,7 +13,9 @@ struct LayoutGraph {
   std::vector<std::vector<std::pair<const CompiledNode*, uint32_t>>> users;  // (node, IR input)
   std::vector<std::pair<const CompiledNode*, uint32_t>> producer;            // (node, IR output)
 
-  Status Build(PassContext& pc) {
+  // For choosing layouts, declarations marked slow count as absent; for checking a loaded model
+  // file, they count.
+  Status Build(PassContext& pc, bool include_slow) {
     ModelImpl& m = *pc.model;
     users.assign(m.values.size(), {});
     producer.assign(m.values.size(), {nullptr, 0});
@@ -22,7 +24,8 @@ struct LayoutGraph {
       if (cn.folded) continue;
       WeftLayoutSupport s{};
       WEFT_RETURN_IF_ERROR(pc.query_layout(cn, &s));
-      if (s.format != WEFT_FORMAT_ND && (s.inputs || s.outputs)) declared.emplace(&cn, s);
+      if (s.format != WEFT_FORMAT_ND && (s.inputs || s.outputs) && (include_slow || !(s.flags & WEFT_LAYOUT_SLOW)))
+        declared.emplace(&cn, s);
       for (uint32_t ir = 0; ir < cn.ir_in_start.size(); ++ir)
         for (uint32_t r = 0; r < cn.ir_in_count[ir]; ++r) users[cn.in_values[cn.ir_in_start[ir] + r]].push_back({&cn, ir});
       for (uint32_t o = 0; o < cn.ir_out_start.size(); ++o)
@@ -80,7 +83,7 @@ struct LayoutGraph {
 Status AssignBlockedLayouts(PassContext& pc) {
   ModelImpl& m = *pc.model;
   LayoutGraph lg;
-  WEFT_RETURN_IF_ERROR(lg.Build(pc));
+  WEFT_RETURN_IF_ERROR(lg.Build(pc, false));
   if (lg.declared.empty()) return Status::Ok();
   // fmt[t]: the blocked format value t may take, or ND.
   std::vector<int32_t> fmt(m.values.size(), WEFT_FORMAT_ND);
@@ -119,7 +122,7 @@ Status CheckBlockedLayouts(PassContext& pc) {
   for (auto& v : m.values) any = any || v.format != WEFT_FORMAT_ND;
   if (!any) return Status::Ok();
   LayoutGraph lg;
-  WEFT_RETURN_IF_ERROR(lg.Build(pc));
+  WEFT_RETURN_IF_ERROR(lg.Build(pc, true));
   std::string why;
   for (size_t t = 0; t < m.values.size(); ++t) {
     const Value& v = m.values[t];
