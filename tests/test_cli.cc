@@ -96,6 +96,20 @@ TEST(Cli, ShapeSpecsTakeWholeNonNegativeDimsOnly) {
   }
 }
 
+TEST(Cli, RepeatReportsLatencyAndProfileReportsMedians) {
+  std::string d = Dir();
+  std::ofstream(d + "/r.json") << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [4]}],
+    "nodes": [{"name": "relu", "op": "Relu", "inputs": ["x"], "outputs": ["y"]}], "outputs": ["y"]})";
+  ASSERT_TRUE(WriteNpy(d + "/x.npy", HostTensor(DT_FLOAT, Shape({4}))).ok());
+  Result r = Sh(kWeft + " run " + d + "/r.json -i x=" + d + "/x.npy -o " + d + "/out --repeat 5 --profile 3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "repeat: 5 runs after a warm-up: median ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, " p90 ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "mean and median per run")) << r.out;
+  Result bad = Sh(kWeft + " run " + d + "/r.json -i x=" + d + "/x.npy -o " + d + "/out --repeat 0");
+  EXPECT_NE(bad.code, 0) << bad.out;
+}
+
 TEST(Cli, MissingInputsAreListed) {
   std::string d = Dir();
   std::ofstream(d + "/m.json") << R"({"inputs": [{"name": "a", "dtype": "float32", "shape": [2]}, {"name": "b", "dtype": "int64", "shape": [1]}],

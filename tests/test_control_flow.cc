@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "test_util.h"
@@ -81,6 +82,25 @@ TEST(ControlFlow, OnlyTheTakenBranchRuns) {
                                    : std::set<std::string>{"else_neg", "pick"};
     EXPECT_EQ(ran.nodes, want);
   }
+}
+
+// Profiles count the runs that executed each step: the branch not taken shows none.
+TEST(ControlFlow, TheProfileShowsOnlyTheTakenBranch) {
+  auto model = NewSession()->Compile(RuntimeBranches());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto ctx = model.value()->CreateRunContext();
+  HostTensor cond = Bool(true), x = RandomFloat({2, 3}, 15);
+  TensorRef in[2] = {TensorRef::Of(cond), TensorRef::Of(x)};
+  auto prof = model.value()->Profile(*ctx, in, 2, 7);
+  ASSERT_TRUE(prof.ok()) << prof.status().message();
+  std::map<std::string, StepProfile> by_node;
+  for (auto& p : prof.value()) by_node[p.node] = p;
+  EXPECT_EQ(by_node.at("then_relu").runs, 7);
+  EXPECT_EQ(by_node.at("then_sigmoid").runs, 7);
+  EXPECT_EQ(by_node.at("pick").runs, 7);
+  EXPECT_EQ(by_node.at("else_neg").runs, 0);
+  EXPECT_EQ(by_node.at("else_neg").mean_us, 0.0);
+  EXPECT_GE(by_node.at("then_relu").median_us, 0.0);
 }
 
 // The guards survive a model file: the loaded model skips the same steps.

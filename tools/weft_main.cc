@@ -99,6 +99,7 @@ struct RunArgs {
   bool trust_embedded_code = false;
   int threads = 1;
   int profile = 0;
+  int repeat = 0;
   std::string trace;
 };
 
@@ -207,9 +208,32 @@ int Run(const RunArgs& a) {
     for (auto& [op, us] : by_op) ops.push_back({us, op});
     std::sort(ops.rbegin(), ops.rend());
     for (auto& [us, op] : ops) std::printf("    %-28s %10.1f us %5.1f%%\n", op.c_str(), us, total > 0 ? 100 * us / total : 0.0);
-    std::printf("  slowest steps:\n");
+    std::printf("  slowest steps (mean and median per run; runs: how many of the %d executed the step):\n", a.profile);
     for (size_t k = 0; k < steps.size() && k < 15; ++k)
-      std::printf("    %-40s %-20s %10.1f us\n", steps[k].node.c_str(), steps[k].op_type.c_str(), steps[k].mean_us);
+      std::printf("    %-40s %-20s %10.1f us %10.1f us %6d\n", steps[k].node.c_str(), steps[k].op_type.c_str(), steps[k].mean_us,
+                  steps[k].median_us, steps[k].runs);
+    int skipped = 0;
+    for (auto& p : steps) skipped += p.runs == 0;
+    if (skipped) std::printf("  %d step(s) never ran (branches not taken)\n", skipped);
+  }
+  if (a.repeat > 0) {
+    // Whole runs after one untimed warm-up: the latency a caller sees.
+    auto warm = model.value()->RunViews(*ctx, refs.data(), refs.size());
+    if (!warm.ok()) return Fail(warm.status().message());
+    std::vector<double> ms;
+    for (int r = 0; r < a.repeat; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto o = model.value()->RunViews(*ctx, refs.data(), refs.size());
+      auto t1 = std::chrono::steady_clock::now();
+      if (!o.ok()) return Fail(o.status().message());
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * static_cast<double>(ms.size())))]; };
+    double sum = 0;
+    for (double x : ms) sum += x;
+    std::printf("repeat: %d runs after a warm-up: median %.3f ms, p90 %.3f ms, min %.3f ms, mean %.3f ms\n", a.repeat, at(0.5), at(0.9),
+                ms.front(), sum / static_cast<double>(ms.size()));
   }
   // The traced run is the one whose outputs are written; the file is opened first so that a bad
   // path fails before the run, and written even when the run fails (up to the failing step).
@@ -417,6 +441,8 @@ int main(int argc, char** argv) {
   run->add_flag("--trust-embedded-code", ra.trust_embedded_code,
                 "Run plugin libraries embedded in a .weft file (native code: only for files you trust)");
   run->add_option("-t,--threads", ra.threads, "Intra-op threads")->check(CLI::Range(1, 256))->capture_default_str();
+  run->add_option("--repeat", ra.repeat, "Also time N whole runs after a warm-up and print the median and p90 latency")
+      ->check(CLI::Range(1, 1000000));
   run->add_option("--profile", ra.profile, "Also time every step over N runs and print where the time goes")
       ->check(CLI::Range(1, 100000));
   run->add_option("--trace", ra.trace,

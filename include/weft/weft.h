@@ -319,7 +319,9 @@ struct StepInfo {
 struct StepProfile {
   std::string node;
   std::string op_type;
-  double mean_us = 0;  // per run
+  double mean_us = 0;    // per run
+  double median_us = 0;  // over the runs in which the step executed
+  int runs = 0;          // how many runs executed it (fewer for a branch of an If not always taken)
 };
 
 // Writing a compiled model to a file (`weft compile`).

@@ -716,7 +716,7 @@ Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in
     const size_t index = static_cast<size_t>(&s - rc.steps.data());
     if (timed) [[unlikely]] {
       t1 = std::chrono::steady_clock::now();
-      if (rc.step_ns) (*rc.step_ns)[index] += std::chrono::duration<double, std::nano>(t1 - t0).count();
+      if (rc.step_ns) (*rc.step_ns)[index] = std::max(0.0, (*rc.step_ns)[index]) + std::chrono::duration<double, std::nano>(t1 - t0).count();
     }
     if (status != WEFT_STATUS_OK) [[unlikely]] {
       std::string msg = NodeError(*s.st.node, "Execute", rc.error);
@@ -825,14 +825,33 @@ Expected<std::vector<StepProfile>> ModelImpl::Profile(RunContext& ctx, const Ten
   if (runs < 1) return InvalidArgument("Profile: runs must be at least 1");
   if (RunContext* sub = nullptr; auto plan = SpecializedPlan(*rc, in, num_in, &sub)) return plan->Profile(*sub, in, num_in, runs);
   WEFT_RETURN_IF_ERROR(Execute(*rc, in, num_in, nullptr));  // warm-up
-  std::vector<double> ns(rc->steps.size(), 0.0);
+  // Per run, each step's time (negative: the step did not run, a branch not taken).
+  std::vector<std::vector<double>> samples(rc->steps.size());
+  std::vector<double> ns(rc->steps.size());
   rc->step_ns = &ns;
   Status st;
-  for (int r = 0; r < runs && st.ok(); ++r) st = Execute(*rc, in, num_in, nullptr);
+  for (int r = 0; r < runs && st.ok(); ++r) {
+    std::fill(ns.begin(), ns.end(), -1.0);
+    st = Execute(*rc, in, num_in, nullptr);
+    for (size_t k = 0; k < ns.size(); ++k)
+      if (ns[k] >= 0) samples[k].push_back(ns[k]);
+  }
   rc->step_ns = nullptr;
   if (!st.ok()) return st;
   std::vector<StepProfile> out;
-  for (size_t k = 0; k < nodes.size(); ++k) out.push_back({nodes[k]->name, nodes[k]->op_type, ns[k] / runs / 1000.0});
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    StepProfile p{nodes[k]->name, nodes[k]->op_type};
+    std::vector<double>& v = samples[k];
+    p.runs = static_cast<int>(v.size());
+    double sum = 0;
+    for (double x : v) sum += x;
+    p.mean_us = sum / runs / 1000.0;
+    if (!v.empty()) {
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      p.median_us = v[v.size() / 2] / 1000.0;
+    }
+    out.push_back(p);
+  }
   return out;
 }
 
