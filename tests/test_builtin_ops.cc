@@ -121,6 +121,61 @@ TEST(BuiltinBinary, IntegerDivisionByZeroIsAnError) {
   EXPECT_TRUE(Contains(r.status().message(), "[Div 'd'] Execute failed: Div: integer division by zero (input B, element 1)"));
 }
 
+// The vectorized float32 Exp, Sigmoid and Tanh against float64 over the whole float range: a
+// dense sweep of [-100, 100], powers of two from the smallest denormal up, the points where
+// the kernels switch method, and inf, -inf, NaN and -0.
+TEST(BuiltinUnary, VectorizedExpSigmoidTanhAreWithinAFewUlp) {
+  std::vector<float> xs;
+  for (int i = 0; i <= 400000; ++i) xs.push_back(-100.0f + 200.0f * static_cast<float>(i) / 400000.0f);
+  for (float p = std::numeric_limits<float>::denorm_min(); std::isfinite(p); p *= 2) {
+    xs.push_back(p);
+    xs.push_back(-p);
+  }
+  for (float c : {0.4f, 88.7228394f, 88.75f, -87.5f, -87.3365f, -103.9f, 44.36f, 12582912.0f, 1e-30f})
+    for (float d : {std::nextafter(c, -1e30f), c, std::nextafter(c, 1e30f)}) {
+      xs.push_back(d);
+      xs.push_back(-d);
+    }
+  for (float v : {0.0f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN()})
+    xs.push_back(v);
+  HostTensor x(DT_FLOAT, Shape({static_cast<int64_t>(xs.size())}));
+  std::copy(xs.begin(), xs.end(), x.data_as<float>());
+  const std::pair<const char*, double (*)(double)> ops[] = {
+      {"Exp", [](double v) { return std::exp(v); }},
+      {"Sigmoid", [](double v) { return 1.0 / (1.0 + std::exp(-v)); }},
+      {"Tanh", [](double v) { return std::tanh(v); }},
+  };
+  for (auto& [op, ref] : ops) {
+    auto out = RunOne(op, {x});
+    const float* y = out[0].data_as<float>();
+    double worst = 0;
+    size_t worst_at = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      double want = ref(static_cast<double>(xs[i]));
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(y[i])) << op << "(" << xs[i] << ")";
+        continue;
+      }
+      if (std::fabs(want) > std::numeric_limits<float>::max()) {  // beyond float: inf (or the largest float)
+        EXPECT_TRUE(std::isinf(y[i]) || std::fabs(y[i]) == std::numeric_limits<float>::max()) << op << "(" << xs[i] << ") = " << y[i];
+        EXPECT_EQ(std::signbit(y[i]), std::signbit(want)) << op << "(" << xs[i] << ")";
+        continue;
+      }
+      // Relative error, in float32 ulps of the true value; results below FLT_MIN are held to
+      // an absolute error of FLT_MIN.
+      double err = std::fabs(static_cast<double>(y[i]) - want);
+      if (std::fabs(want) < std::numeric_limits<float>::min()) {
+        EXPECT_LE(err, std::numeric_limits<float>::min()) << op << "(" << xs[i] << ")";
+        continue;
+      }
+      double ulps = err / (std::fabs(want) * std::numeric_limits<float>::epsilon());
+      if (ulps > worst) worst = ulps, worst_at = i;
+    }
+    EXPECT_LE(worst, 4.0) << op << ": " << worst << " ulp at x = " << xs[worst_at];
+  }
+}
+
 TEST(BuiltinRelu, MatchesReference) {
   for (DataType dt : {DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_INT32, DT_INT64, DT_INT8}) {
     auto x = Random(dt, {3, 7}, 77);
