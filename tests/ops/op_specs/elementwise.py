@@ -80,6 +80,10 @@ def binary(rng, op):
                 a = data(rng, sa, dt, -2, 2)
             attrs = {"fmod": 1} if op == "Mod" and dt == np.float32 else {}
             yield Case([a, b], attrs=attrs)
+    if op == "Pow":  # one exponent that is a small whole number or 1/2 takes its own path
+        for e in (0.5, 1.0, 2.0, 3.0, 4.0, -1.0, -2.0):
+            yield Case([data(rng, shape(rng, 3), np.float32, -4, 4), np.array(e, np.float32)], const={1})
+        yield Case([data(rng, (2, 5), np.float32, -4, 4), np.array(3, np.int64)])
     yield BadCase([data(rng, (2, 3)), data(rng, (4, 3))], error="broadcast")
     if op != "Pow":  # Pow takes an exponent of another type
         yield BadCase([data(rng, (2, 3)), data(rng, (2, 3), np.int64, -3, 3)], error="type")
