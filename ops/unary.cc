@@ -112,7 +112,12 @@ WEFT_VMATH_CLONES void TanhSpan(const float* x, float* y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] = vmath::Tanh(x[i]);
 }
+WEFT_VMATH_CLONES void ErfSpan(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = vmath::Erf(x[i]);
+}
 template <typename Fn> constexpr void (*kFloatSpan)(const float*, float*, int64_t) = nullptr;
+template <> constexpr void (*kFloatSpan<ErfFn>)(const float*, float*, int64_t) = ErfSpan;
 template <> constexpr void (*kFloatSpan<ExpFn>)(const float*, float*, int64_t) = ExpSpan;
 template <> constexpr void (*kFloatSpan<SigmoidFn>)(const float*, float*, int64_t) = SigmoidSpan;
 template <> constexpr void (*kFloatSpan<TanhFn>)(const float*, float*, int64_t) = TanhSpan;

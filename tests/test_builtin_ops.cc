@@ -121,17 +121,17 @@ TEST(BuiltinBinary, IntegerDivisionByZeroIsAnError) {
   EXPECT_TRUE(Contains(r.status().message(), "[Div 'd'] Execute failed: Div: integer division by zero (input B, element 1)"));
 }
 
-// The vectorized float32 Exp, Sigmoid and Tanh against float64 over the whole float range: a
+// The vectorized float32 Exp, Sigmoid, Tanh and Erf against float64 over the whole float range: a
 // dense sweep of [-100, 100], powers of two from the smallest denormal up, the points where
 // the kernels switch method, and inf, -inf, NaN and -0.
-TEST(BuiltinUnary, VectorizedExpSigmoidTanhAreWithinAFewUlp) {
+TEST(BuiltinUnary, VectorizedExpSigmoidTanhErfAreWithinAFewUlp) {
   std::vector<float> xs;
   for (int i = 0; i <= 400000; ++i) xs.push_back(-100.0f + 200.0f * static_cast<float>(i) / 400000.0f);
   for (float p = std::numeric_limits<float>::denorm_min(); std::isfinite(p); p *= 2) {
     xs.push_back(p);
     xs.push_back(-p);
   }
-  for (float c : {0.4f, 88.7228394f, 88.75f, -87.5f, -87.3365f, -103.9f, 44.36f, 12582912.0f, 1e-30f})
+  for (float c : {0.4f, 0.9f, 88.7228394f, 88.75f, -87.5f, -87.3365f, -103.9f, 44.36f, 12582912.0f, 1e-30f})
     for (float d : {std::nextafter(c, -1e30f), c, std::nextafter(c, 1e30f)}) {
       xs.push_back(d);
       xs.push_back(-d);
@@ -145,6 +145,7 @@ TEST(BuiltinUnary, VectorizedExpSigmoidTanhAreWithinAFewUlp) {
       {"Exp", [](double v) { return std::exp(v); }},
       {"Sigmoid", [](double v) { return 1.0 / (1.0 + std::exp(-v)); }},
       {"Tanh", [](double v) { return std::tanh(v); }},
+      {"Erf", [](double v) { return std::erf(v); }},
   };
   for (auto& [op, ref] : ops) {
     auto out = RunOne(op, {x});
