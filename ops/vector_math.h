@@ -13,7 +13,9 @@
 namespace weft::ops::vmath {
 
 // On a loop over them: one copy per instruction set, picked when the library loads.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+// Not under the sanitizers: an ifunc resolver runs before their runtimes are set up.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(WEFT_SANITIZED) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define WEFT_VMATH_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math")))
 #else
 #define WEFT_VMATH_CLONES
