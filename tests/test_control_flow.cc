@@ -197,5 +197,64 @@ TEST(ControlFlow, AConditionMustBeABool) {
   EXPECT_TRUE(Contains(m2.status().message(), "'nowhere'")) << m2.status().message();
 }
 
+
+// A Loop built by hand through the graph API: the body is a Graph, carried as JSON text.
+Graph CountingLoop(const Graph& body, int64_t trips) {
+  Graph g("loop");
+  g.AddInput("x", DT_FLOAT, Shape({3}));
+  HostTensor m(DT_INT64, Shape());
+  *m.data_as<int64_t>() = trips;
+  g.AddConstant("M", m);
+  Node n;
+  n.op_type = "Loop";
+  n.name = "loop";
+  n.inputs = {"M", "", "x"};
+  n.input_counts = {1, 1, 1, 0};
+  n.outputs = {"y", "ys"};
+  n.output_counts = {1, 1};
+  n.attrs["body"] = AttrValue::String(body.ToJsonText().value());
+  g.AddNode(n);
+  g.AddOutput("y").AddOutput("ys");
+  return g;
+}
+
+TEST(ControlFlow, ALoopBodyBuiltThroughTheGraphApiRunsEachIteration) {
+  Graph body("double");
+  body.AddInput("i", DT_INT64, Shape()).AddInput("c", DT_BOOL, Shape()).AddInput("v", DT_FLOAT, Shape({3}));
+  body.AddNode("Add", "twice", {"v", "v"}, {"v2"});
+  body.AddNode("Identity", "keep", {"c"}, {"c2"});
+  body.AddOutput("c2").AddOutput("v2").AddOutput("v2");
+  auto model = NewSession()->Compile(CountingLoop(body, 4));
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_FALSE(model.value()->has_dynamic_shapes());
+  HostTensor x(DT_FLOAT, Shape({3}));
+  for (int k = 0; k < 3; ++k) x.data_as<float>()[k] = float(k) - 1.5f;
+  auto out = model.value()->Run({x});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(out.value()[1].shape(), Shape({4, 3}));
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(out.value()[0].data_as<float>()[k], x.data_as<float>()[k] * 16);
+    for (int it = 0; it < 4; ++it) EXPECT_EQ(out.value()[1].data_as<float>()[it * 3 + k], x.data_as<float>()[k] * float(2 << it));
+  }
+}
+
+TEST(ControlFlow, ALoopBodyMayNotReadFiles) {
+  // A body with a "file" constant: a model file could otherwise make the loader read any path.
+  std::string body = R"({"inputs": [{"name": "i", "dtype": "int64", "shape": []}, {"name": "c", "dtype": "bool", "shape": []},
+      {"name": "v", "dtype": "float32", "shape": [3]}],
+    "constants": [{"name": "w", "file": "w.npy"}],
+    "nodes": [{"op": "Add", "inputs": ["v", "w"], "outputs": ["v2"]}], "outputs": ["c", "v2", "v2"]})";
+  Graph g = CountingLoop(Graph(), 2);
+  Graph h("loop");
+  for (auto& in : g.inputs()) h.AddInput(in.name, in.dtype, in.shape);
+  for (auto& [name, t] : g.constants()) h.AddConstant(name, t);
+  Node n = g.nodes()[0];
+  n.attrs["body"] = AttrValue::String(body);
+  h.AddNode(n).AddOutput("y").AddOutput("ys");
+  auto model = NewSession()->Compile(h);
+  ASSERT_FALSE(model.ok());
+  EXPECT_TRUE(Contains(model.status().message(), "'loop'")) << model.status().message();
+  EXPECT_TRUE(Contains(model.status().message(), "must be inline")) << model.status().message();
+}
 }  // namespace
 }  // namespace weft

@@ -1,4 +1,6 @@
 // The JSON graph format and .npy files.
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -42,6 +44,78 @@ TEST(GraphJson, ParsesInputsConstantsNodesAndTypedAttributes) {
   EXPECT_EQ(n.attrs.at("t").tensor().GetDataType(), DT_INT64);
   EXPECT_EQ(n.attrs.at("ty").i(), DT_FLOAT16);
   EXPECT_EQ(n.input_counts, (std::vector<uint32_t>{1, 1, 1}));
+}
+
+TEST(GraphJson, ToJsonTextRoundTripsEveryAttributeTypeAndConstantBytes) {
+  Graph g("round trip");
+  g.AddInput("x", DT_FLOAT16, Shape({2, -1}));
+  HostTensor c(DT_FLOAT, Shape({5}));
+  const float vals[5] = {0.1f, -1e-30f, 3.0f, 1e30f, -0.0f};  // not exact in short decimals
+  std::memcpy(c.data(), vals, sizeof(vals));
+  g.AddConstant("c", c);
+  g.AddConstant("empty", HostTensor(DT_INT8, Shape({0, 3})));
+  Node n;
+  n.name = "n\"quoted\"";
+  n.op_type = "Op";
+  n.domain = "com.example";
+  n.inputs = {"x", "", "c"};
+  n.outputs = {"y", ""};
+  n.input_counts = {1, 1, 1};
+  n.when = {{"cond", false}};
+  n.attrs["i"] = AttrValue::Int(INT64_MIN);
+  n.attrs["f"] = AttrValue::Float(1.0f);
+  n.attrs["f2"] = AttrValue::Float(0.1f);
+  n.attrs["b"] = AttrValue::Bool(true);
+  n.attrs["s"] = AttrValue::String("line\nbreak");
+  n.attrs["ty"] = AttrValue::Type(DT_BF16);
+  n.attrs["li"] = AttrValue::ListInt({1, -2});
+  n.attrs["lf"] = AttrValue::ListFloat({1.0f, 2.0f, 0.3f});
+  n.attrs["ls"] = AttrValue::ListString({"a", ""});
+  n.attrs["lb"] = AttrValue::ListBool({true, false});
+  n.attrs["t"] = AttrValue::TensorValue(DT_UINT8, Shape({3}), {0, 255, 7});
+  g.AddNode(n);
+  g.AddOutput("y");
+  auto text = g.ToJsonText();
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  auto back = Graph::FromJsonText(text.value());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  const Graph& r = back.value();
+  EXPECT_EQ(r.name(), "round trip");
+  ASSERT_EQ(r.inputs().size(), 1u);
+  EXPECT_EQ(r.inputs()[0].dtype, DT_FLOAT16);
+  EXPECT_EQ(r.inputs()[0].shape, Shape({2, -1}));
+  ASSERT_EQ(r.constants().size(), 2u);
+  EXPECT_EQ(std::memcmp(r.constants()[0].second.data(), vals, sizeof(vals)), 0);
+  EXPECT_EQ(r.constants()[1].second.shape(), Shape({0, 3}));
+  const Node& m = r.nodes().at(0);
+  EXPECT_EQ(m.name, n.name);
+  EXPECT_EQ(m.domain, "com.example");
+  EXPECT_EQ(m.inputs, n.inputs);
+  EXPECT_EQ(m.outputs, n.outputs);
+  EXPECT_EQ(m.input_counts, n.input_counts);
+  EXPECT_EQ(m.when, n.when);
+  ASSERT_EQ(m.attrs.size(), n.attrs.size());
+  for (auto& [key, v] : n.attrs) {
+    const AttrValue& w = m.attrs.at(key);
+    EXPECT_EQ(w.type(), v.type()) << key;
+    EXPECT_EQ(w.i(), v.i()) << key;
+    EXPECT_EQ(w.f(), v.f()) << key;
+    EXPECT_EQ(w.s(), v.s()) << key;
+    EXPECT_EQ(w.ints(), v.ints()) << key;
+    EXPECT_EQ(w.floats(), v.floats()) << key;
+    EXPECT_EQ(w.strings(), v.strings()) << key;
+    EXPECT_EQ(w.bools(), v.bools()) << key;
+    EXPECT_EQ(w.tensor_bytes(), v.tensor_bytes()) << key;
+  }
+  // Bad base64 and a byte count that does not match the shape are errors.
+  EXPECT_TRUE(Contains(Graph::FromJsonText(R"({"constants": [{"name": "c", "dtype": "float32", "shape": [1], "base64": "AAA*"}], "nodes": []})")
+                           .status().message(), "not valid base64"));
+  EXPECT_TRUE(Contains(Graph::FromJsonText(R"({"constants": [{"name": "c", "dtype": "float32", "shape": [2], "base64": "AAAAAA=="}], "nodes": []})")
+                           .status().message(), "needs 8 bytes, \"base64\" holds 4"));
+  // Non-finite float attributes have no JSON form.
+  Graph bad;
+  bad.AddNode("Op", "nan", {}, {"y"}, {{"f", AttrValue::Float(NAN)}});
+  EXPECT_TRUE(Contains(bad.ToJsonText().status().message(), "node 'nan' attribute 'f'"));
 }
 
 TEST(GraphJson, ErrorsNameTheProblem) {

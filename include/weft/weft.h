@@ -193,6 +193,10 @@ class WEFT_API Graph {
   // resolved against the file's directory.
   static Expected<Graph> FromJsonFile(const std::string& path);
   static Expected<Graph> FromJsonText(const std::string& text, const std::string& base_dir = ".");
+  // The graph in the same format, constants inline ("base64": their raw bytes), so that
+  // FromJsonText gives back an equal graph. Fails on a name or string that is not UTF-8, or a
+  // non-finite float attribute.
+  Expected<std::string> ToJsonText() const;
 
  private:
   std::string name_;

@@ -43,6 +43,7 @@ struct NodeSteps {
     st.node = &cn;
     st.error = &error;
     st.env = m->env.get();
+    st.registry = &reg;
     WeftKernelContext c;
     BindContext(c, cn, WEFT_STAGE_CREATE, nullptr, nullptr, &st);
     c.num_inputs = c.num_outputs = 0;
@@ -102,6 +103,7 @@ struct NodeSteps {
     st.error = &error;
     st.scratch = scratch;
     st.env = m->env.get();
+    st.registry = &reg;
     st.kernels = &cn.kernels;
     st.bounds = bounds;
     st.in_blobs = in_blobs;

@@ -1,4 +1,6 @@
 #include <cfloat>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -131,8 +133,54 @@ Status PutAll(HostTensor& t, const json& data, const std::string& what) {
   return Status::Ok();
 }
 
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string EncodeBase64(const uint8_t* p, size_t n) {
+  std::string out;
+  out.reserve((n + 2) / 3 * 4);
+  for (size_t k = 0; k < n; k += 3) {
+    uint32_t v = uint32_t(p[k]) << 16 | (k + 1 < n ? uint32_t(p[k + 1]) << 8 : 0) | (k + 2 < n ? p[k + 2] : 0);
+    out += kBase64[v >> 18 & 63];
+    out += kBase64[v >> 12 & 63];
+    out += k + 1 < n ? kBase64[v >> 6 & 63] : '=';
+    out += k + 2 < n ? kBase64[v & 63] : '=';
+  }
+  return out;
+}
+
+// Standard base64 with padding; false on any other character or a bad length.
+bool DecodeBase64(const std::string& s, std::vector<uint8_t>* out) {
+  if (s.size() % 4) return false;
+  out->clear();
+  out->reserve(s.size() / 4 * 3);
+  for (size_t k = 0; k < s.size(); k += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t i = 0; i < 4; ++i) {
+      char c = s[k + i];
+      const char* at = c ? std::strchr(kBase64, c) : nullptr;
+      if (c == '=' && k + 4 == s.size() && i >= 2) {
+        ++pad;
+        v <<= 6;
+        continue;
+      }
+      if (!at || pad) return false;
+      v = v << 6 | uint32_t(at - kBase64);
+    }
+    out->push_back(uint8_t(v >> 16));
+    if (pad < 2) out->push_back(uint8_t(v >> 8));
+    if (pad < 1) out->push_back(uint8_t(v));
+  }
+  return true;
+}
+
+// The base directory that admits no "file" constants: subgraphs carried inside a model.
+const std::string kInlineOnly("\0inline", 7);
+
 Expected<HostTensor> TensorFromJson(const json& j, const std::string& what, const std::string& base_dir) {
   if (!j.is_object()) return InvalidArgument(what + ": must be an object");
+  if (j.contains("file") && base_dir == kInlineOnly)
+    return InvalidArgument(what + ": a subgraph's constants must be inline (\"data\" or \"base64\"), not \"file\"");
   if (j.contains("file")) {
     if (!j["file"].is_string()) return InvalidArgument(what + ": \"file\" must be a string");
     auto f = internal::ConfinedPath(base_dir, j["file"].get<std::string>(), what + ": \"file\"");
@@ -163,6 +211,22 @@ Expected<HostTensor> TensorFromJson(const json& j, const std::string& what, cons
   auto shape = ShapeFromJson(j["shape"], what);
   if (!shape.ok()) return shape.status();
   if (shape.value().IsUnknown()) return InvalidArgument(what + ": a constant needs a known shape");
+  if (j.contains("base64")) {  // the raw little-endian bytes, as Graph::ToJsonText writes them
+    if (j.contains("data")) return InvalidArgument(what + ": give \"data\" or \"base64\", not both");
+    if (!j["base64"].is_string()) return InvalidArgument(what + ": \"base64\" must be a string");
+    uint64_t want = 0;
+    if (!shape.value().GetCheckedBytes(DataTypeSize(dt), &want))
+      return InvalidArgument(what + ": shape " + shape.value().ToString() + " has more elements than fit in 64 bits");
+    std::vector<uint8_t> raw;
+    if (!DecodeBase64(j["base64"].get_ref<const std::string&>(), &raw))
+      return InvalidArgument(what + ": \"base64\" is not valid base64");
+    if (raw.size() != want)
+      return InvalidArgument(what + ": shape " + shape.value().ToString() + " needs " + std::to_string(want) + " bytes, \"base64\" holds " +
+                             std::to_string(raw.size()));
+    auto t = HostTensor::FromBytes(dt, shape.value(), raw.data(), raw.size());
+    if (!t.ok()) return Status(t.status().code(), what + ": " + t.status().message());
+    return t;
+  }
   static const json kNoData = json::array();
   const json& data = j.contains("data") ? j["data"] : kNoData;
   if (!data.is_array()) return InvalidArgument(what + ": \"data\" must be a flat array");
@@ -359,6 +423,10 @@ Expected<Graph> ParseJsonGraph(const std::string& text, const std::string& base_
         dst.push_back(c.get<uint32_t>());
       }
     }
+    if (n.contains("domain")) {
+      if (!n["domain"].is_string()) return InvalidArgument(what + ": \"domain\" must be a string");
+      node.domain = n["domain"].get<std::string>();
+    }
     if (n.contains("when")) {  // [["cond", true], ...]
       if (!n["when"].is_array()) return InvalidArgument(what + ": \"when\" must be an array of [tensor, true|false] pairs");
       for (auto& c : n["when"]) {
@@ -376,6 +444,118 @@ Expected<Graph> ParseJsonGraph(const std::string& text, const std::string& base_
 }
 
 }  // namespace
+
+namespace {
+
+json TensorToJson(DataType dt, const Shape& shape, const void* data, size_t bytes) {
+  json j = json::object();
+  j["dtype"] = DataTypeName(dt);
+  json dims = json::array();
+  for (size_t k = 0; k < shape.GetDimNum(); ++k) dims.push_back(shape.GetDim(k));
+  j["shape"] = std::move(dims);
+  j["base64"] = EncodeBase64(static_cast<const uint8_t*>(data), bytes);
+  return j;
+}
+
+Expected<json> AttrToJson(const AttrValue& a, const std::string& what) {
+  auto finite = [&](float f) -> Status {
+    if (std::isfinite(f)) return Status::Ok();
+    return InvalidArgument(what + ": the value " + std::to_string(f) + " has no JSON form");
+  };
+  switch (a.type()) {
+    case WEFT_ATTR_INT: return json(a.i());
+    case WEFT_ATTR_FLOAT: {
+      WEFT_RETURN_IF_ERROR(finite(a.f()));
+      double d = a.f();
+      // A whole number would read back as an Int; 1.0 stays a float in nlohmann's output.
+      return json(d);
+    }
+    case WEFT_ATTR_BOOL: return json(a.b());
+    case WEFT_ATTR_STRING: return json(a.s());
+    case WEFT_ATTR_TYPE: return json{{"type", DataTypeName(static_cast<DataType>(a.i()))}};
+    case WEFT_ATTR_LIST_INT: return json(a.ints());
+    case WEFT_ATTR_LIST_FLOAT: {
+      json l = json::array();
+      for (float f : a.floats()) {
+        WEFT_RETURN_IF_ERROR(finite(f));
+        l.push_back(static_cast<double>(f));
+      }
+      return l;
+    }
+    case WEFT_ATTR_LIST_STRING: return json(a.strings());
+    case WEFT_ATTR_LIST_BOOL: {
+      json l = json::array();
+      for (uint8_t b : a.bools()) l.push_back(b != 0);
+      return l;
+    }
+    case WEFT_ATTR_TENSOR:
+      return json{{"tensor", TensorToJson(a.tensor().GetDataType(), a.tensor().GetShape(), a.tensor_bytes().data(),
+                                          a.tensor_bytes().size())}};
+    default: return InvalidArgument(what + ": unsupported attribute type");
+  }
+}
+
+}  // namespace
+
+Expected<std::string> Graph::ToJsonText() const {
+  try {
+    json j = json::object();
+    j["name"] = name_;
+    json ins = json::array();
+    for (auto& in : inputs_) {
+      json dims = json::array();
+      for (size_t k = 0; k < in.shape.GetDimNum(); ++k) dims.push_back(in.shape.GetDim(k));
+      ins.push_back({{"name", in.name}, {"dtype", DataTypeName(in.dtype)}, {"shape", std::move(dims)}});
+    }
+    j["inputs"] = std::move(ins);
+    json consts = json::array();
+    for (auto& [name, t] : constants_) {
+      json c = TensorToJson(t.dtype(), t.shape(), t.data(), t.bytes());
+      c["name"] = name;
+      consts.push_back(std::move(c));
+    }
+    j["constants"] = std::move(consts);
+    json nodes = json::array();
+    for (auto& n : nodes_) {
+      json jn = json::object();
+      jn["name"] = n.name;
+      jn["op"] = n.op_type;
+      if (!n.domain.empty()) jn["domain"] = n.domain;
+      json names = json::array();
+      for (auto& i : n.inputs) names.push_back(i);
+      jn["inputs"] = std::move(names);
+      names = json::array();
+      for (auto& o : n.outputs) names.push_back(o);
+      jn["outputs"] = std::move(names);
+      if (!n.attrs.empty()) {
+        json attrs = json::object();
+        for (auto& [key, v] : n.attrs) {
+          auto a = AttrToJson(v, "node '" + n.name + "' attribute '" + key + "'");
+          if (!a.ok()) return a.status();
+          attrs[key] = std::move(a).value();
+        }
+        jn["attrs"] = std::move(attrs);
+      }
+      if (!n.input_counts.empty()) jn["input_counts"] = n.input_counts;
+      if (!n.output_counts.empty()) jn["output_counts"] = n.output_counts;
+      if (!n.when.empty()) {
+        json w = json::array();
+        for (auto& [c, v] : n.when) w.push_back(json::array({c, v}));
+        jn["when"] = std::move(w);
+      }
+      nodes.push_back(std::move(jn));
+    }
+    j["nodes"] = std::move(nodes);
+    j["outputs"] = outputs_;
+    return j.dump();
+  } catch (const json::exception& e) {  // a name or string attribute that is not UTF-8
+    return InvalidArgument("graph '" + name_ + "' has no JSON form: " + e.what());
+  }
+}
+
+namespace internal {
+Expected<Graph> GraphFromInlineJson(const std::string& text) { return Graph::FromJsonText(text, kInlineOnly); }
+}  // namespace internal
 
 Expected<Graph> Graph::FromJsonFile(const std::string& path) {
   auto text = internal::ReadRegularFile(path, "graph file");

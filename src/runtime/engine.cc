@@ -50,6 +50,24 @@ WeftTensor* MallocOutput(WeftKernelContext* c, uint32_t index, const WeftShape* 
   }
   WeftTensor* t = c->outputs[index];
   CallState* st = State(c);
+  if (st && st->dynamic_arena && !t->data && Shape(t->shape).IsUnknown()) {
+    // An output only this run sizes (SizesOutputsInExecute): placed now, at its real shape.
+    Shape s = shape ? Shape(*shape) : Shape();
+    uint64_t bytes = 0;
+    if (!shape || dtype != t->dtype || s.IsUnknown() || !s.GetCheckedBytes(DataTypeSize(static_cast<DataType>(dtype)), &bytes)) {
+      SetError(c, ("MallocOutputTensor(" + std::to_string(index) + "): needs a known shape of the inferred type " +
+                   DataTypeName(static_cast<DataType>(t->dtype))).c_str());
+      return nullptr;
+    }
+    t->data = st->dynamic_arena->Alloc(bytes ? static_cast<size_t>(bytes) : 1);
+    if (!t->data) {
+      SetError(c, ("out of memory for output " + std::to_string(index) + " (" + std::to_string(bytes) + " bytes)").c_str());
+      return nullptr;
+    }
+    t->shape = *shape;
+    t->size_bytes = bytes;
+    return t;
+  }
   if (st && st->bounds && index < st->bounds->size() && (*st->bounds)[index].set) {
     if (!shape || dtype != t->dtype) {
       SetError(c, ("MallocOutputTensor(" + std::to_string(index) + "): the data type must be the inferred " +
@@ -437,6 +455,7 @@ RunContextImpl::RunContextImpl(const ModelImpl& m) : model(&m) {
     s.st.error = &error;
     s.st.scratch = &scratch;
     s.st.env = m.env.get();
+    if (m.dynamic) s.st.dynamic_arena = &dynamic_arena;
     s.bounds.resize(n.out_values.size());
     s.shape_buffers.resize(n.out_values.size(), nullptr);
     s.st.bounds = &s.bounds;
@@ -495,12 +514,19 @@ Status InferAndAllocate(Step& s, RunContextImpl& rc) {
     }
   }
   s.has_bounds = false;
+  s.deferred = false;
   for (size_t k = 0; k < s.outs.size(); ++k) {
     WeftTensor* t = s.outs[k];
     const Tensor* v = Tensor::View(t);
     if (t->shape.ndim < 0 || t->shape.ndim > WEFT_MAX_DIMS)
       return InvalidArgument("[" + n.op_type + " '" + n.name + "'] InferShape produced rank " + std::to_string(t->shape.ndim));
     size_t bytes = 0;
+    if (v->GetShape().IsUnknown() && !s.bounds[k].set && SizesOutputsInExecute(n)) {
+      s.deferred = true;  // Execute places it (MallocOutput with st.dynamic_arena)
+      t->data = nullptr;
+      t->size_bytes = 0;
+      continue;
+    }
     if (v->GetShape().IsUnknown()) {
       if (!s.bounds[k].set)
         return InvalidArgument("[" + n.op_type + " '" + n.name + "'] InferShape left the output shape unknown (" +
@@ -724,6 +750,10 @@ Status ModelImpl::Execute(RunContextImpl& rc, const TensorRef* in, size_t num_in
       return Internal(msg);
     }
     if (s.has_bounds) [[unlikely]] WEFT_RETURN_IF_ERROR(FinishBoundedOutputs(s, rc.error));
+    if (s.deferred) [[unlikely]]
+      for (size_t k = 0; k < s.outs.size(); ++k)
+        if (!s.outs[k]->data)
+          return Internal(NodeError(*s.st.node, "Execute", "output " + std::to_string(k) + " was never allocated (MallocOutputTensor)"));
     if (observer) [[unlikely]] {
       StepEvent e;
       e.index = index;

@@ -115,7 +115,15 @@ struct CallState {
   std::vector<OutputBound>* bounds = nullptr;          // InferShape: set_output_bound; Execute: checks
   std::vector<const uint64_t*>* shape_buffers = nullptr;  // Execute: set_output_shape_buffer
   std::vector<uint8_t>* host_args = nullptr;              // UpdateHostArgs/Execute
+  const OpRegistry* registry = nullptr;  // compile and load stages: the ops a subgraph may use
+  // Execute in a dynamic-shape model: where outputs whose size only the run decides are placed
+  // (MallocOutputTensor with their real shape; ops that size outputs in Execute, Loop and Scan).
+  Scratch* dynamic_arena = nullptr;
 };
+
+// Loop and Scan (src/runtime/subgraph_ops.cc): ops of the engine that run a subgraph and may
+// learn an output's shape only by running it.
+bool SizesOutputsInExecute(const CompiledNode& node);
 
 const WeftHostApi* HostApi();
 
@@ -157,6 +165,7 @@ struct Step {
   std::vector<const uint64_t*> shape_buffers;
   std::vector<uint8_t> host_args;
   std::vector<void*> bound_ptrs;  // addresses UpdateHostArgs last saw
+  bool deferred = false;  // some output is placed by Execute itself (SizesOutputsInExecute)
 };
 
 // After Execute: takes the real shapes of data-dependent outputs (shape buffers) and checks them

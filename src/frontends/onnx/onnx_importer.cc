@@ -312,12 +312,13 @@ struct NodeImporter {
     bool bad = false;
     const onnx::GraphProto* then_g = nullptr;
     const onnx::GraphProto* else_g = nullptr;
+    const onnx::GraphProto* body_g = nullptr;
     for (auto& a : np.attribute()) {
       if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) {
-        // If branches are imported below; other subgraph ops (Loop, Scan) stay unsupported and
-        // are reported when the graph is compiled.
+        // If branches are imported inline below; Loop and Scan bodies become graphs of their own.
         if (a.name() == "then_branch") then_g = &a.g();
         if (a.name() == "else_branch") else_g = &a.g();
+        if (a.name() == "body") body_g = &a.g();
         continue;
       }
       auto v = AttrFromProto(a, base_dir);
@@ -330,6 +331,13 @@ struct NodeImporter {
     }
     if (bad) return Status::Ok();
     if (n.domain.empty() && n.op_type == "If" && then_g && else_g) return ImportIf(n, *then_g, *else_g, rename);
+    if (n.domain.empty() && (n.op_type == "Loop" || n.op_type == "Scan")) {
+      if (!body_g) {
+        problems.push_back("'" + n.name + "' (" + n.op_type + "): needs the graph attribute 'body'");
+        return Status::Ok();
+      }
+      return ImportLoopOrScan(std::move(n), *body_g, rename);
+    }
     // Constant nodes become graph constants.
     if (n.domain.empty() && n.op_type == "Constant" && n.outputs.size() == 1) {
       HostTensor t;
@@ -380,6 +388,108 @@ struct NodeImporter {
     g.AddNode(std::move(n));
     return Status::Ok();
   }
+
+  // Loop and Scan: the body becomes a graph of its own, carried as JSON text in the node's
+  // "body" attribute (src/runtime/subgraph_ops.cc runs it). Values of enclosing graphs that the
+  // body reads become extra inputs of both the node and the body ("captures").
+  Status ImportLoopOrScan(Node n, const onnx::GraphProto& bp, std::map<std::string, std::string>& rename) {
+    if (depth >= 16) {
+      problems.push_back("'" + n.name + "' (" + n.op_type + "): subgraphs nested more than 16 deep");
+      return Status::Ok();
+    }
+    auto fail = [&](const std::string& why) {
+      problems.push_back("'" + n.name + "' (" + n.op_type + "): " + why);
+      return Status::Ok();
+    };
+    Graph body(n.name + "/body");
+    std::set<std::string> defined;
+    for (auto& in : bp.input()) {
+      if (!in.type().has_tensor_type())
+        return fail("body input '" + in.name() + "' is not a tensor (sequences and optionals are not supported)");
+      DataType dt = FromOnnx(in.type().tensor_type().elem_type());
+      // The type and shape used are those of the value bound at run time; the declared ones
+      // only fill the graph format's fields.
+      body.AddInput(in.name(), dt == DT_UNDEFINED ? DT_FLOAT : dt, Shape());
+      defined.insert(in.name());
+    }
+    for (auto& init : bp.initializer()) {
+      auto t = TensorFromProto(init, base_dir);
+      if (!t.ok()) return fail("body initializer '" + init.name() + "': " + t.status().message());
+      body.AddConstant(init.name(), std::move(t).value());
+      defined.insert(init.name());
+    }
+    NodeImporter sub{body, opsets, base_dir};
+    sub.depth = depth + 1;
+    std::map<std::string, std::string> inner;
+    WEFT_RETURN_IF_ERROR(sub.Import(bp, "", inner));
+    for (auto& p : sub.problems) problems.push_back("in the body of '" + n.name + "': " + p);
+    if (!sub.problems.empty()) return Status::Ok();
+    for (auto& c : body.constants()) defined.insert(c.first);
+    for (auto& node : body.nodes())
+      for (auto& o : node.outputs) defined.insert(o);
+    std::vector<std::string> captures;
+    std::set<std::string> seen;
+    auto need = [&](const std::string& name) {
+      if (!name.empty() && !defined.count(name) && seen.insert(name).second) captures.push_back(name);
+    };
+    for (auto& node : body.nodes()) {
+      for (auto& i : node.inputs) need(i);
+      for (auto& w : node.when) need(w.first);
+    }
+    for (auto& o : bp.output()) need(o.name());
+    for (auto& c : captures) body.AddInput(c, DT_FLOAT, Shape());  // typed by the bound value
+    for (auto& o : bp.output()) body.AddOutput(o.name());
+    auto text = body.ToJsonText();
+    if (!text.ok()) return fail(text.status().message());
+
+    Node out;
+    out.op_type = n.op_type;
+    out.name = n.name;
+    out.opset = n.opset;
+    out.outputs = n.outputs;
+    out.when = when;
+    out.attrs["body"] = AttrValue::String(std::move(text).value());
+    uint32_t ncap = static_cast<uint32_t>(captures.size());
+    if (n.op_type == "Loop") {
+      if (n.inputs.size() < 2) return fail("needs the inputs M and cond (either may be empty)");
+      size_t carried = n.inputs.size() - 2;
+      if (static_cast<size_t>(bp.input_size()) != 2 + carried)
+        return fail("the body takes " + std::to_string(bp.input_size()) + " inputs; with " + std::to_string(carried) +
+                    " loop-carried values it needs " + std::to_string(2 + carried));
+      if (n.outputs.size() < carried || static_cast<size_t>(bp.output_size()) != 1 + n.outputs.size())
+        return fail("the body gives " + std::to_string(bp.output_size()) + " outputs; the node has " + std::to_string(n.outputs.size()) +
+                    " and the body needs one more, the condition");
+      out.inputs = n.inputs;
+      out.input_counts = {1, 1, static_cast<uint32_t>(carried), ncap};
+      out.output_counts = {static_cast<uint32_t>(carried), static_cast<uint32_t>(n.outputs.size() - carried)};
+    } else {
+      auto it = n.attrs.find("num_scan_inputs");
+      if (it == n.attrs.end() || it->second.type() != WEFT_ATTR_INT) return fail("needs the int attribute 'num_scan_inputs'");
+      int64_t scans = it->second.i();
+      std::vector<std::string> ins = n.inputs;
+      bool scan8 = n.opset < 9;
+      if (scan8) {  // Scan 8: (sequence_lens?, states..., scans...) with a leading batch axis
+        if (ins.empty()) return fail("needs its inputs");
+        if (!ins[0].empty()) return fail("sequence_lens is not supported; every sequence must have the full length");
+        ins.erase(ins.begin());
+        out.attrs["batch_major"] = AttrValue::Bool(true);
+        if (auto d = n.attrs.find("directions"); d != n.attrs.end()) out.attrs["scan_input_directions"] = d->second;
+      }
+      if (scans < 1 || static_cast<size_t>(scans) > ins.size())
+        return fail("num_scan_inputs is " + std::to_string(scans) + " with " + std::to_string(ins.size()) + " state and scan inputs");
+      size_t states = ins.size() - static_cast<size_t>(scans);
+      if (n.outputs.size() < states) return fail("has fewer outputs than states");
+      for (const char* key : {"scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"})
+        if (auto a = n.attrs.find(key); a != n.attrs.end()) out.attrs[key] = a->second;
+      out.inputs = ins;
+      out.input_counts = {static_cast<uint32_t>(states), static_cast<uint32_t>(scans), ncap};
+      out.output_counts = {static_cast<uint32_t>(states), static_cast<uint32_t>(n.outputs.size() - states)};
+    }
+    for (auto& c : captures) out.inputs.push_back(Map(rename, c));
+    g.AddNode(std::move(out));
+    return Status::Ok();
+  }
+  int depth = 0;
 
   // The conditions of the If branches being imported (outermost first).
   std::vector<std::pair<std::string, bool>> when;
