@@ -1,0 +1,45 @@
+"""ConvTranspose with constant weights (the oneDNN deconvolution path) against ONNX Runtime, over
+the configurations exported models use: 1-3 spatial dims, groups (depthwise included), strides,
+dilations, pads, output_padding, output_shape, auto_pad, with and without bias."""
+import numpy as np
+import pytest
+
+import weft
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+CASES = [
+    # (x shape, out channels per group, group, kernel, attrs, bias)
+    ((1, 24, 16, 16), 24, 1, (2, 2), dict(strides=[2, 2]), True),
+    ((2, 8, 7, 9), 4, 2, (3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]), True),
+    ((1, 16, 10, 10), 1, 16, (4, 4), dict(strides=[2, 2], pads=[1, 1, 1, 1]), False),
+    ((1, 6, 5, 5), 3, 1, (3, 3), dict(dilations=[2, 2], pads=[0, 1, 2, 0]), True),
+    ((1, 4, 6, 6), 5, 1, (3, 3), dict(strides=[3, 2], output_shape=[18, 12]), False),
+    ((1, 4, 6, 6), 5, 1, (3, 3), dict(strides=[2, 2], auto_pad="SAME_UPPER"), True),
+    ((3, 8, 20), 16, 1, (5,), dict(strides=[2], pads=[2, 2], output_padding=[1]), True),
+    ((1, 4, 4, 5, 6), 2, 2, (2, 3, 3), dict(strides=[2, 1, 2], pads=[0, 1, 1, 0, 1, 1]), True),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_conv_transpose_matches_onnx_runtime(tmp_path, case):
+    xs, mg, group, k, attrs, bias = CASES[case]
+    rng = np.random.default_rng(case)
+    c = xs[1]
+    w = rng.standard_normal((c, mg) + k).astype(np.float32)
+    b = rng.standard_normal(mg * group).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w")] + ([numpy_helper.from_array(b, "b")] if bias else [])
+    node = helper.make_node("ConvTranspose", ["x", "w"] + (["b"] if bias else []), ["y"], group=group, kernel_shape=list(k), **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xs))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = str(tmp_path / "ct.onnx")
+    onnx.save(m, path)
+    x = rng.standard_normal(xs).astype(np.float32)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        got = weft.Session(threads=threads, use_env_path=False).compile(weft.import_onnx(path)).run([x])[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
