@@ -1,8 +1,10 @@
-// Data movement: Concat, Split, Slice, Gather, GatherElements, Pad, Cast, CastLike, Dropout,
-// Trilu, DepthToSpace, SpaceToDepth.
+// Data movement: Concat, Split, Slice, Gather, GatherElements, GatherND, ScatterND,
+// ScatterElements (and Scatter, its opset 9-10 name), Pad, Cast, CastLike, Dropout, Trilu,
+// DepthToSpace, SpaceToDepth.
 #include <algorithm>
 #include <limits>
 
+#include "elementwise.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -318,6 +320,212 @@ class GatherElements : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+int64_t IndexAt(const Tensor* ix, int64_t i) {
+  return ix->GetDataType() == DT_INT64 ? ix->GetData<int64_t>()[i] : ix->GetData<int32_t>()[i];
+}
+
+// GatherND(data, indices[..., k], batch_dims): slices of data at the index tuples in the last
+// axis of indices; the first batch_dims axes of both are matched pairwise.
+class GatherND : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static graphStatus Geometry(const KernelContextBase* ctx, const Shape& d, const Shape& ix, int64_t* b, int64_t* k) {
+    *b = *ctx->GetAttrs()->GetInt("batch_dims");
+    int64_t r = static_cast<int64_t>(d.GetDimNum()), q = static_cast<int64_t>(ix.GetDimNum());
+    if (q < 1) return Fail(ctx, "indices must have rank >= 1");
+    *k = ix.GetDim(static_cast<size_t>(q - 1));
+    if (*b < 0 || *b >= q || *b >= r) return Fail(ctx, "batch_dims " + std::to_string(*b) + " must be below the ranks of data and indices");
+    if (*k < 1 || *k > r - *b)
+      return Fail(ctx, "the last axis of indices " + ix.ToString() + " must be between 1 and rank(data) - batch_dims = " + std::to_string(r - *b));
+    for (int64_t a = 0; a < *b; ++a)
+      if (d.GetDim(static_cast<size_t>(a)) != ix.GetDim(static_cast<size_t>(a)))
+        return Fail(ctx, "data " + d.ToString() + " and indices " + ix.ToString() + " differ in batch axis " + std::to_string(a));
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& d = *ctx->GetInputShape(0);
+    const Shape& ix = *ctx->GetInputShape(1);
+    int64_t b = 0, k = 0;
+    if (Geometry(ctx, d, ix, &b, &k) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    Shape out;
+    for (size_t a = 0; a + 1 < ix.GetDimNum(); ++a) out.AppendDim(ix.GetDim(a));
+    for (size_t a = static_cast<size_t>(b + k); a < d.GetDimNum(); ++a) out.AppendDim(d.GetDim(a));
+    if (out.GetDimNum() > WEFT_MAX_DIMS) return Fail(ctx, "result rank exceeds " + std::to_string(WEFT_MAX_DIMS));
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* d = ctx->GetInputTensor(0);
+    const Tensor* ix = ctx->GetInputTensor(1);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), d->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t b = 0, k = 0;
+    const Shape& ds = d->GetShape();
+    if (Geometry(ctx, ds, ix->GetShape(), &b, &k) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    int64_t batch = 1, slice = 1;
+    for (int64_t a = 0; a < b; ++a) batch *= ds.GetDim(static_cast<size_t>(a));
+    for (size_t a = static_cast<size_t>(b + k); a < ds.GetDimNum(); ++a) slice *= ds.GetDim(a);
+    int64_t per_batch_data = slice;
+    for (int64_t a = b; a < b + k; ++a) per_batch_data *= ds.GetDim(static_cast<size_t>(a));
+    int64_t tuples = batch ? ix->GetShapeSize() / k / batch : 0;
+    size_t elem = DataTypeSize(d->GetDataType()), row = static_cast<size_t>(slice) * elem;
+    for (int64_t bb = 0; bb < batch; ++bb)
+      for (int64_t t = 0; t < tuples; ++t) {
+        int64_t off = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          int64_t dim = ds.GetDim(static_cast<size_t>(b + j));
+          int64_t v = IndexAt(ix, (bb * tuples + t) * k + j);
+          if (v < -dim || v >= dim)
+            return Fail(ctx, "index " + std::to_string(v) + " is out of range for data axis " + std::to_string(b + j) + " of size " + std::to_string(dim));
+          off = off * dim + (v < 0 ? v + dim : v);
+        }
+        std::memcpy(y->GetData<uint8_t>() + static_cast<size_t>(bb * tuples + t) * row,
+                    d->GetData<uint8_t>() + static_cast<size_t>(bb * per_batch_data + off * slice) * elem, row);
+      }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// The reduction attribute of ScatterND and ScatterElements.
+enum class Reduce { kNone, kAdd, kMul, kMax, kMin };
+graphStatus GetReduction(const KernelContextBase* ctx, Reduce* r) {
+  if (CheckOneOf(ctx, "reduction", {"none", "add", "mul", "max", "min"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
+  std::string v = ctx->GetAttrs()->GetStr("reduction");
+  *r = v == "add" ? Reduce::kAdd : v == "mul" ? Reduce::kMul : v == "max" ? Reduce::kMax : v == "min" ? Reduce::kMin : Reduce::kNone;
+  if (*r != Reduce::kNone && ctx->GetInputDataType(0) == DT_BOOL) return Fail(ctx, "reduction '" + v + "' does not apply to bool data");
+  return GRAPH_SUCCESS;
+}
+template <typename T>
+inline void Combine(T* dst, T v, Reduce r) {
+  using C = typename Compute<T>::type;
+  switch (r) {
+    case Reduce::kNone: *dst = v; break;
+    case Reduce::kAdd: *dst = Store<T>(WrapAdd<C>(Load(*dst), Load(v))); break;
+    case Reduce::kMul: *dst = Store<T>(WrapMul<C>(Load(*dst), Load(v))); break;
+    case Reduce::kMax: *dst = Store<T>(std::max<C>(Load(*dst), Load(v))); break;
+    case Reduce::kMin: *dst = Store<T>(std::min<C>(Load(*dst), Load(v))); break;
+  }
+}
+
+// ScatterND(data, indices[..., k], updates): a copy of data where the slices at the index
+// tuples receive updates (replaced, or combined by `reduction`), in index order.
+class ScatterND : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& d = *ctx->GetInputShape(0);
+    const Shape& ix = *ctx->GetInputShape(1);
+    const Shape& u = *ctx->GetInputShape(2);
+    Reduce r;
+    if (GetReduction(ctx, &r) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    if (ix.GetDimNum() < 1) return Fail(ctx, "indices must have rank >= 1");
+    int64_t k = ix.GetDim(ix.GetDimNum() - 1);
+    if (k < 1 || k > static_cast<int64_t>(d.GetDimNum()))
+      return Fail(ctx, "the last axis of indices " + ix.ToString() + " must be between 1 and the rank of data " + d.ToString());
+    Shape want;
+    for (size_t a = 0; a + 1 < ix.GetDimNum(); ++a) want.AppendDim(ix.GetDim(a));
+    for (size_t a = static_cast<size_t>(k); a < d.GetDimNum(); ++a) want.AppendDim(d.GetDim(a));
+    if (u != want) return Fail(ctx, "updates " + u.ToString() + " must have shape " + want.ToString() + " (indices.shape[:-1] + data.shape[k:])");
+    *ctx->GetOutputShape(0) = d;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* d = ctx->GetInputTensor(0);
+    const Tensor* ix = ctx->GetInputTensor(1);
+    const Tensor* u = ctx->GetInputTensor(2);
+    Reduce r;
+    if (GetReduction(ctx, &r) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, d->GetShape(), d->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    if (d->GetByteCount()) std::memcpy(y->GetAddr(), d->GetAddr(), d->GetByteCount());
+    const Shape& ds = d->GetShape();
+    int64_t k = ix->GetShape().GetDim(ix->GetShape().GetDimNum() - 1);
+    int64_t slice = 1;
+    for (size_t a = static_cast<size_t>(k); a < ds.GetDimNum(); ++a) slice *= ds.GetDim(a);
+    int64_t tuples = ix->GetShapeSize() / k;
+    std::vector<int64_t> offsets(static_cast<size_t>(tuples));
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t off = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t dim = ds.GetDim(static_cast<size_t>(j));
+        int64_t v = IndexAt(ix, t * k + j);
+        if (v < -dim || v >= dim)
+          return Fail(ctx, "index " + std::to_string(v) + " is out of range for data axis " + std::to_string(j) + " of size " + std::to_string(dim));
+        off = off * dim + (v < 0 ? v + dim : v);
+      }
+      offsets[static_cast<size_t>(t)] = off * slice;
+    }
+    DispatchAll(d->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      T* py = y->GetData<T>();
+      const T* pu = u->GetData<T>();
+      for (int64_t t = 0; t < tuples; ++t)
+        for (int64_t e = 0; e < slice; ++e) Combine(py + offsets[static_cast<size_t>(t)] + e, pu[t * slice + e], r);
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+// ScatterElements(data, indices, updates, axis): like GatherElements in reverse; indices and
+// updates share a shape no larger than data's.
+class ScatterElements : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& d = *ctx->GetInputShape(0);
+    const Shape& ix = *ctx->GetInputShape(1);
+    const Shape& u = *ctx->GetInputShape(2);
+    Reduce r;
+    if (GetReduction(ctx, &r) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    int64_t axis = 0;
+    if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(d.GetDimNum()), &axis))
+      return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), d.GetDimNum()));
+    if (ix != u) return Fail(ctx, "indices " + ix.ToString() + " and updates " + u.ToString() + " must have the same shape");
+    if (ix.GetDimNum() != d.GetDimNum()) return Fail(ctx, "indices " + ix.ToString() + " and data " + d.ToString() + " differ in rank");
+    for (size_t a = 0; a < d.GetDimNum(); ++a)
+      if (static_cast<int64_t>(a) != axis && ix.GetDim(a) > d.GetDim(a))
+        return Fail(ctx, "indices " + ix.ToString() + " are larger than data " + d.ToString() + " in dim " + std::to_string(a) + ", which is not the axis");
+    *ctx->GetOutputShape(0) = d;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* d = ctx->GetInputTensor(0);
+    const Tensor* ix = ctx->GetInputTensor(1);
+    const Tensor* u = ctx->GetInputTensor(2);
+    Reduce r;
+    if (GetReduction(ctx, &r) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, d->GetShape(), d->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    if (d->GetByteCount()) std::memcpy(y->GetAddr(), d->GetAddr(), d->GetByteCount());
+    int64_t axis = 0;
+    size_t rank = d->GetShape().GetDimNum();
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(rank), &axis);
+    int64_t st[WEFT_MAX_DIMS];
+    Strides(d->GetShape(), st);
+    const Shape& is = ix->GetShape();
+    int64_t dim = d->GetShape().GetDim(static_cast<size_t>(axis));
+    std::vector<int64_t> dst(static_cast<size_t>(is.GetShapeSize()));
+    for (int64_t i = 0; i < is.GetShapeSize(); ++i) {
+      int64_t v = IndexAt(ix, i);
+      if (v < -dim || v >= dim) return Fail(ctx, "index " + std::to_string(v) + " is out of range for axis of size " + std::to_string(dim));
+      if (v < 0) v += dim;
+      int64_t rem = i, off = 0;
+      for (size_t a = rank; a-- > 0;) {
+        int64_t c = rem % is.GetDim(a);
+        rem /= is.GetDim(a);
+        off += (static_cast<int64_t>(a) == axis ? v : c) * st[a];
+      }
+      dst[static_cast<size_t>(i)] = off;
+    }
+    DispatchAll(d->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      T* py = y->GetData<T>();
+      const T* pu = u->GetData<T>();
+      for (size_t i = 0; i < dst.size(); ++i) Combine(py + dst[i], pu[i], r);
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+class Scatter : public ScatterElements {};  // the opset 9-10 name
+
 class Pad : public EagerExecuteOp, public ShapeInferOp {
  public:
   static bool Pads(const KernelContextBase* ctx, const Shape& in, std::vector<int64_t>* pads, std::string* err) {
@@ -597,6 +805,18 @@ void WeftRegister_data_movement(std::vector<OpEntry>& out) {
                  MakeOpImpl<Gather>("Gather")});
   out.push_back({OpDefBuilder("GatherElements").INPUT(data, all).INPUT(indices, IndexTypes()).OUTPUT(output, all)
                      .ATTR(axis, Int, 0).Build(), MakeOpImpl<GatherElements>("GatherElements")});
+  out.push_back({OpDefBuilder("GatherND").INPUT(data, all).INPUT(indices, TensorType({DT_INT64})).OUTPUT(output, all)
+                     .ATTR(batch_dims, Int, 0).Build(),
+                 MakeOpImpl<GatherND>("GatherND")});
+  out.push_back({OpDefBuilder("ScatterND").INPUT(data, "T").INPUT(indices, TensorType({DT_INT64})).INPUT(updates, "T")
+                     .OUTPUT(output, "T").DATATYPE(T, all).ATTR(reduction, String, "none").Build(),
+                 MakeOpImpl<ScatterND>("ScatterND")});
+  out.push_back({OpDefBuilder("ScatterElements").INPUT(data, "T").INPUT(indices, IndexTypes()).INPUT(updates, "T")
+                     .OUTPUT(output, "T").DATATYPE(T, all).ATTR(axis, Int, 0).ATTR(reduction, String, "none").Build(),
+                 MakeOpImpl<ScatterElements>("ScatterElements")});
+  out.push_back({OpDefBuilder("Scatter").INPUT(data, "T").INPUT(indices, IndexTypes()).INPUT(updates, "T")
+                     .OUTPUT(output, "T").DATATYPE(T, all).ATTR(axis, Int, 0).ATTR(reduction, String, "none").Build(),
+                 MakeOpImpl<Scatter>("Scatter")});
   out.push_back({OpDefBuilder("Pad").INPUT(data, "T").INPUT(pads, TensorType({DT_INT64})).OPTIONAL_INPUT(constant_value, "T")
                      .OPTIONAL_INPUT(axes, IndexTypes()).OUTPUT(output, "T").DATATYPE(T, all).ATTR(mode, String, "constant").Build(),
                  MakeOpImpl<Pad>("Pad")});

@@ -300,6 +300,84 @@ def gather_elements(rng, op):
     yield BadCase([data(rng, (2, 3)), i64([[0], [1], [2]])], attrs={"axis": 1}, error="indices")
 
 
+def nd_indices(rng, dims, lead, distinct=False):
+    """Index tuples [lead..., len(dims)] into `dims`, negative ones included; with `distinct`, no
+    tuple repeats (so a replacing scatter does not depend on the order of duplicates)."""
+    n = int(np.prod(lead, dtype=np.int64)) if lead else 1
+    space = int(np.prod(dims, dtype=np.int64))
+    flat = rng.permutation(space)[:n] if distinct else rng.integers(0, max(space, 1), size=n)
+    tup = np.stack(np.unravel_index(flat, dims), axis=-1) if dims else np.zeros((n, 0), np.int64)
+    neg = rng.random(tup.shape) < 0.3
+    tup = np.where(neg, tup - np.asarray(dims, np.int64), tup)
+    return tup.astype(np.int64).reshape(tuple(lead) + (len(dims),))
+
+
+@spec("GatherND")
+def gather_nd(rng, op):
+    for rank in (1, 2, 3, 4):
+        for b in range(0, min(rank, 2)):
+            s = nonzero_shape(rng, rank, 1, 4)
+            k = int(rng.integers(1, rank - b + 1))
+            lead = list(s[:b]) + list(nonzero_shape(rng, int(rng.integers(0, 3)), 1, 3))
+            dt = pick_dtype(rng)
+            if b == 0:
+                ix = nd_indices(rng, s[:k], lead)
+            else:  # one index array per batch element
+                ix = np.stack([nd_indices(rng, s[b:b + k], lead[b:]) for _ in range(int(np.prod(s[:b])))]).reshape(
+                    tuple(lead) + (k,))
+            yield Case([any_data(rng, s, dt), ix], attrs={"batch_dims": b}, const={1} if rng.random() < 0.5 else set())
+    yield Case([data(rng, (2, 3)), np.zeros((0, 2), np.int64)])
+    yield BadCase([data(rng, (2, 3)), i64([[0, 3]])], error="index")
+    yield BadCase([data(rng, (2, 3)), i64([[-3, 0]])], error="index")
+    yield BadCase([data(rng, (2, 3)), i64([[0, 0, 0]])], error="indices")  # k > rank
+    yield BadCase([data(rng, (2, 3)), i64([[0], [1]])], attrs={"batch_dims": 2}, error="batch_dims")
+    yield BadCase([data(rng, (2, 3)), i64([[0], [1], [0]])], attrs={"batch_dims": 1}, error="batch axis")
+
+
+@spec("ScatterND")
+def scatter_nd(rng, op):
+    for rank in (1, 2, 3, 4):
+        for reduction in ("none", "add", "mul", "max", "min"):
+            s = nonzero_shape(rng, rank, 1, 4)
+            k = int(rng.integers(1, rank + 1))
+            space = int(np.prod(s[:k]))
+            lead = [int(rng.integers(1, space + 1))] if rng.random() < 0.7 else []
+            dt = np.float32 if reduction == "mul" else pick_dtype(rng, (np.float32, np.int64, np.int32))
+            # Replacing needs distinct tuples (ONNX leaves the order of duplicates open); the
+            # reductions may repeat them.
+            ix = nd_indices(rng, s[:k], lead, distinct=reduction == "none")
+            upd = any_data(rng, tuple(lead) + tuple(s[k:]), dt)
+            yield Case([any_data(rng, s, dt), ix, upd], attrs={} if reduction == "none" else {"reduction": reduction},
+                       opset=18, const={1} if rng.random() < 0.5 else set())
+    yield Case([any_data(rng, (4,), np.bool_), i64([[1], [-1]]), any_data(rng, (2,), np.bool_)])
+    yield BadCase([data(rng, (2, 3)), i64([[0, 3]]), data(rng, (1,))], error="index")
+    yield BadCase([data(rng, (2, 3)), i64([[0]]), data(rng, (1, 2))], error="updates")
+    yield BadCase([data(rng, (2, 3)), i64([[0]]), data(rng, (1, 3))], attrs={"reduction": "sum"}, opset=18, error="reduction")
+
+
+@spec("ScatterElements")
+def scatter_elements(rng, op):
+    for rank in (1, 2, 3):
+        for reduction in ("none", "add", "mul", "max", "min"):
+            s = list(nonzero_shape(rng, rank, 2, 4))
+            a = axis_of(rng, rank)
+            ishape = [int(rng.integers(1, d + 1)) for d in s]
+            dt = np.float32 if reduction == "mul" else pick_dtype(rng, (np.float32, np.int64, np.int32))
+            if reduction == "none":  # distinct targets along the axis within each line
+                n = a % rank
+                ishape[n] = int(rng.integers(1, s[n] + 1))
+                perm = np.argsort(rng.random(tuple(ishape[:n]) + (s[n],) + tuple(ishape[n + 1:])), axis=n)
+                ix = np.take(perm, np.arange(ishape[n]), axis=n).astype(np.int64) - (rng.random(tuple(ishape)) < 0.3) * s[n]
+            else:
+                ix = boundary_indices(rng, s[a], tuple(ishape))
+            upd = any_data(rng, tuple(ishape), dt)
+            yield Case([any_data(rng, tuple(s), dt), ix, upd], attrs=dict({"axis": a}, **({} if reduction == "none" else {"reduction": reduction})),
+                       opset=18, const={1} if rng.random() < 0.5 else set())
+    yield BadCase([data(rng, (2, 3)), i64([[0, 3]]), data(rng, (1, 2))], attrs={"axis": 1}, error="index")
+    yield BadCase([data(rng, (2, 3)), i64([[0, 1]]), data(rng, (1, 3))], attrs={"axis": 1}, error="updates")
+    yield BadCase([data(rng, (2, 3)), i64([[0, 1]]), data(rng, (1, 2))], attrs={"axis": 2}, error="axis")
+
+
 # ---------------------------------------------------------------------------------------------
 # Expand / Tile / Pad
 
