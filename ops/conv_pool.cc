@@ -209,7 +209,10 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err) || w.nd < 1 || w.nd > 3) return false;
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
-    p->nd = w.nd;
+    // A 1-D convolution runs as 2-D with a height of 1 (the same memory): oneDNN's fast kernels
+    // for 1-D shapes are few, and its 2-D ones cover every stride, dilation and group.
+    const bool lift = w.nd == 1;
+    p->nd = lift ? 2 : w.nd;
     p->group = *ctx->GetAttrs()->GetInt("group");
     const Shape& xs = x->GetShape();
     const Shape& ws = wt->GetShape();
@@ -219,6 +222,15 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     p->dst = {xs.GetDim(0), p->m};
     if (p->group > 1) p->wd = {p->group, p->m / p->group, ws.GetDim(1)};
     else p->wd = {p->m, ws.GetDim(1)};
+    if (lift) {
+      p->src.push_back(1);
+      p->dst.push_back(1);
+      p->wd.push_back(1);
+      strides.push_back(1);
+      dil.push_back(0);
+      pl.push_back(0);
+      pr.push_back(0);
+    }
     for (size_t i = 0; i < w.nd; ++i) {
       p->src.push_back(w.in[i]);
       p->dst.push_back(w.out[i]);
@@ -233,8 +245,8 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     // except where the layout pass found that neighbours can exchange the channel-blocked
     // layout (nChw16c) directly.
     dnnl::memory::desc src_blk(p->src, dt::f32, tag::nChw16c), dst_blk(p->dst, dt::f32, tag::nChw16c);
-    p->src_md = blocked_in ? src_blk : dnnl::memory::desc(p->src, dt::f32, act_tags[w.nd - 1]);
-    p->dst_md = blocked_out ? dst_blk : dnnl::memory::desc(p->dst, dt::f32, act_tags[w.nd - 1]);
+    p->src_md = blocked_in ? src_blk : dnnl::memory::desc(p->src, dt::f32, act_tags[p->nd - 1]);
+    p->dst_md = blocked_out ? dst_blk : dnnl::memory::desc(p->dst, dt::f32, act_tags[p->nd - 1]);
     dnnl::memory::desc src_k = blocked_in ? src_blk : dnnl::memory::desc(p->src, dt::f32, tag::any);
     dnnl::memory::desc dst_k = blocked_out ? dst_blk : dnnl::memory::desc(p->dst, dt::f32, tag::any);
     dnnl::memory::desc w_any(p->wd, dt::f32, tag::any);
@@ -679,6 +691,17 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     try {
       const Shape& xs = x->GetShape();
       dnnl::memory::dims src{xs.GetDim(0), xs.GetDim(1)}, dst{xs.GetDim(0), xs.GetDim(1)}, k, st, dil, pl, pr;
+      // 1-D pooling runs as 2-D with a height of 1 (the same memory; oneDNN's 1-D kernels are slow).
+      const size_t nd = w.nd == 1 ? 2 : w.nd;
+      if (w.nd == 1) {
+        src.push_back(1);
+        dst.push_back(1);
+        k.push_back(1);
+        st.push_back(1);
+        dil.push_back(0);
+        pl.push_back(0);
+        pr.push_back(0);
+      }
       for (size_t i = 0; i < w.nd; ++i) {
         src.push_back(w.in[i]);
         dst.push_back(w.out[i]);
@@ -690,7 +713,7 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
         pr.push_back((w.out[i] - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - w.in[i] - w.pb[i]);
       }
       const tag tags[] = {tag::ncw, tag::nchw, tag::ncdhw};
-      dnnl::memory::desc src_md(src, dt::f32, tags[w.nd - 1]), dst_md(dst, dt::f32, tags[w.nd - 1]);
+      dnnl::memory::desc src_md(src, dt::f32, tags[nd - 1]), dst_md(dst, dt::f32, tags[nd - 1]);
       // Between channel-blocked Convs (the layout pass decides) pooling reads and writes nChw16c.
       bool blocked_in = x->GetFormat() == FORMAT_NC1HWC0, blocked_out = ctx->GetOutputTensor(0)->GetFormat() == FORMAT_NC1HWC0;
       if ((blocked_in || blocked_out) && w.nd != 2) {
@@ -703,13 +726,30 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       if (include_pad && *ctx->GetAttrs()->GetInt("ceil_mode")) return GRAPH_SUCCESS;  // padding rule differs: reference path
       auto alg = kMax ? dnnl::algorithm::pooling_max
                       : include_pad ? dnnl::algorithm::pooling_avg_include_padding : dnnl::algorithm::pooling_avg_exclude_padding;
-      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src_md, dst_md, st, k, dil, pl, pr);
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      dnnl::pooling_v2_forward::primitive_desc pd(d, attr, CpuEngine());
+      auto make_pd = [&](const dnnl::memory::desc& s_md, const dnnl::memory::desc& d_md) {
+        dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, s_md, d_md, st, k, dil, pl, pr);
+        return dnnl::pooling_v2_forward::primitive_desc(d, attr, CpuEngine());
+      };
+      dnnl::pooling_v2_forward::primitive_desc pd = make_pd(src_md, dst_md);
+      // Where oneDNN has only a simple loop for the plain layout (e.g. a height of 1), the
+      // channel-blocked layout with reorders around it is faster.
+      bool relayout = false;
+      if (!blocked_in && !blocked_out && nd == 2 && std::string(pd.impl_info_str()).rfind("jit", 0) != 0) {
+        dnnl::memory::desc s_blk(src, dt::f32, tag::nChw16c), d_blk(dst, dt::f32, tag::nChw16c);
+        auto alt = make_pd(s_blk, d_blk);
+        if (std::string(alt.impl_info_str()).rfind("jit", 0) == 0) pd = alt, relayout = true;
+      }
       if (blocked_out && ctx->SetOutputStorage(0, dst_md.get_size(), FORMAT_NC1HWC0) != GRAPH_SUCCESS) return GRAPH_FAILED;
       int xs_slot = runner_.AddBound(src_md), ys_slot = runner_.AddBound(dst_md);
-      runner_.AddStep(dnnl::pooling_v2_forward(pd), {{DNNL_ARG_SRC, xs_slot}, {DNNL_ARG_DST, ys_slot}}, pd.scratchpad_desc());
+      int in_slot = relayout ? Relayout(runner_, xs_slot, src_md, pd.src_desc()) : xs_slot;
+      int out_slot = relayout ? runner_.AddTemp(pd.dst_desc()) : ys_slot;
+      runner_.AddStep(dnnl::pooling_v2_forward(pd), {{DNNL_ARG_SRC, in_slot}, {DNNL_ARG_DST, out_slot}}, pd.scratchpad_desc());
+      if (relayout) {
+        dnnl::reorder::primitive_desc rp(CpuEngine(), pd.dst_desc(), CpuEngine(), dst_md);
+        runner_.AddStep(dnnl::reorder(rp), {{DNNL_ARG_FROM, out_slot}, {DNNL_ARG_TO, ys_slot}});
+      }
       runner_.Finish(threads);
     } catch (const dnnl::error& e) {
       // not ready: the reference loops run instead, unless the graph relies on the blocked layout
