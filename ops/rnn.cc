@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include <oneapi/dnnl/dnnl.h>
+
+#include "dnnl_runner.h"
 #include "op_util.h"
+#include "vector_math.h"
 
 namespace weft::ops {
 namespace {
@@ -28,6 +32,36 @@ struct Activation {
     return NAN;
   }
 };
+
+WEFT_VMATH_CLONES void SigmoidInPlace(float* v, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) v[i] = vmath::Sigmoid(v[i]);
+}
+WEFT_VMATH_CLONES void TanhInPlace(float* v, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) v[i] = vmath::Tanh(v[i]);
+}
+
+// Clips (when clip > 0) and applies `a` to n floats in place: vectorized for the activations
+// the gates use by default, through the float64 formula for the others.
+void ApplyActivation(const Activation& a, float clip, float* v, int64_t n) {
+  if (clip > 0)
+    for (int64_t i = 0; i < n; ++i) v[i] = std::clamp(v[i], -clip, clip);
+  if (a.name == "Sigmoid") return SigmoidInPlace(v, n);
+  if (a.name == "Tanh") return TanhInPlace(v, n);
+  if (a.name == "Relu") {
+    for (int64_t i = 0; i < n; ++i) v[i] = std::max(v[i], 0.f);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(a(v[i]));
+}
+
+// C[M, N] = A[M, K] * B[N, K]^T (+ C when accumulate), row-major, on the session's threads.
+bool GemmNT(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+            bool accumulate = false) {
+  if (m == 0 || n == 0) return true;
+  return dnnl_sgemm('N', 'T', m, n, k, 1.f, a, lda, b, ldb, accumulate ? 1.f : 0.f, c, ldc) == dnnl_success;
+}
 
 bool KnownActivation(const std::string& n) {
   for (const char* k : {"Sigmoid", "Tanh", "Relu", "HardSigmoid", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "Affine", "Elu",
@@ -148,6 +182,10 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp {
       outs[k] = ctx->MallocOutputTensor(k, ctx->GetOutputTensor(k)->GetShape(), X->GetDataType());
       if (!outs[k]) return GRAPH_FAILED;
     }
+    if (X->GetDataType() == DT_FLOAT) {
+      ApplyIntraOpThreads(ctx);
+      return FastFloat(ctx, d, acts, clip, input_forget, linear_before_reset, dir, X, W, R, B, lens, h0, c0, P, outs);
+    }
     int64_t H = d.hidden, G = kGates * H;
     auto* state = static_cast<double*>(ctx->MallocWorkSpace(static_cast<size_t>(d.batch * (2 * H + 2 * G)) * sizeof(double)));
     if (!state) return GRAPH_FAILED;
@@ -243,6 +281,143 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp {
   }
 
  private:
+  // float32: the input projections of every step in one GEMM per direction, the recurrent ones
+  // in one GEMM per step over the whole batch, the gates in vectorized loops.
+  static graphStatus FastFloat(EagerOpExecutionContext* ctx, const Dims& d, const std::vector<Activation>& acts, float clip,
+                               bool input_forget, bool linear_before_reset, const std::string& dir, const Tensor* X,
+                               const Tensor* W, const Tensor* R, const Tensor* B, const Tensor* lens, const Tensor* h0,
+                               const Tensor* c0, const Tensor* P, Tensor* const* outs) {
+    const int per_dir = K == Kind::kLstm ? 3 : K == Kind::kGru ? 2 : 1;
+    const int64_t H = d.hidden, G = kGates * H, rows = d.seq * d.batch, nb = d.batch;
+    // GRU without linear_before_reset multiplies r (.) h by R's candidate rows after r is known.
+    const bool split_candidate = K == Kind::kGru && !linear_before_reset;
+    const int64_t gh_cols = split_candidate ? 2 * H : G;
+    size_t floats = static_cast<size_t>(rows * G + nb * (4 * H + G + H) + G);
+    auto* ws = static_cast<float*>(ctx->MallocWorkSpace(floats * sizeof(float)));
+    if (!ws) return GRAPH_FAILED;
+    float* gx = ws;                    // [rows, G]: X W^T + biases folded in
+    float* h = gx + rows * G;          // [batch, H]
+    float* c = h + nb * H;             // [batch, H]
+    float* hn = c + nb * H;            // [batch, H] next h
+    float* rh = hn + nb * H;           // [batch, H] r (.) h (GRU)
+    float* gh = rh + nb * H;           // [batch, G] h R^T
+    float* ghh = gh + nb * G;          // [batch, H] (r (.) h) R_h^T (GRU)
+    float* rb_h = ghh + nb * H;        // [G] recurrent bias kept apart (GRU linear_before_reset)
+    std::vector<int64_t> len(static_cast<size_t>(nb), d.seq);
+    for (int64_t b = 0; b < nb && lens; ++b) {
+      len[b] = lens->GetDataType() == DT_INT64 ? lens->GetData<int64_t>()[b] : lens->GetData<int32_t>()[b];
+      if (len[b] < 0 || len[b] > d.seq) return Fail(ctx, "sequence_lens values must lie in [0, " + std::to_string(d.seq) + "]");
+    }
+    auto row = [&](int64_t t, int64_t b) { return d.batch_first ? b * d.seq + t : t * nb + b; };
+    auto yi = [&](int64_t t, int64_t dd, int64_t b) {
+      return d.batch_first ? ((b * d.seq + t) * d.dirs + dd) * H : ((t * d.dirs + dd) * nb + b) * H;
+    };
+    auto hi = [&](int64_t dd, int64_t b) { return d.batch_first ? (b * d.dirs + dd) * H : (dd * nb + b) * H; };
+    float* y = outs[0] ? outs[0]->GetData<float>() : nullptr;
+    if (y) std::fill(y, y + outs[0]->GetShapeSize(), 0.f);
+    for (int64_t dd = 0; dd < d.dirs; ++dd) {
+      bool reverse = dir == "reverse" || (dir == "bidirectional" && dd == 1);
+      const Activation& f = acts[static_cast<size_t>(dd * per_dir)];
+      const Activation& g = acts[static_cast<size_t>(dd * per_dir + (per_dir > 1 ? 1 : 0))];
+      const Activation& hact = acts[static_cast<size_t>(dd * per_dir + (per_dir > 2 ? 2 : 0))];
+      const float* wd = W->GetData<float>() + dd * G * d.input;
+      const float* rd = R->GetData<float>() + dd * G * H;
+      const float* bd = B ? B->GetData<float>() + dd * 2 * G : nullptr;
+      if (!GemmNT(rows, G, d.input, X->GetData<float>(), d.input, wd, d.input, gx, G)) return Fail(ctx, "oneDNN sgemm failed");
+      std::fill(rb_h, rb_h + G, 0.f);
+      if (bd)
+        for (int64_t r = 0; r < rows; ++r) {
+          float* gr = gx + r * G;
+          for (int64_t j = 0; j < G; ++j) {
+            bool apart = K == Kind::kGru && linear_before_reset && j >= 2 * H;  // inside r (.) (...)
+            gr[j] += bd[j] + (apart ? 0.f : bd[G + j]);
+          }
+        }
+      if (bd && K == Kind::kGru && linear_before_reset)
+        for (int64_t j = 2 * H; j < G; ++j) rb_h[j] = bd[G + j];
+      for (int64_t b = 0; b < nb; ++b)
+        for (int64_t j = 0; j < H; ++j) {
+          h[b * H + j] = h0 ? h0->GetData<float>()[hi(dd, b) + j] : 0.f;
+          c[b * H + j] = c0 ? c0->GetData<float>()[hi(dd, b) + j] : 0.f;
+        }
+      const float* pd = P ? P->GetData<float>() + dd * 3 * H : nullptr;
+      for (int64_t step = 0; step < d.seq; ++step) {
+        if (!GemmNT(nb, gh_cols, H, h, H, rd, H, gh, G)) return Fail(ctx, "oneDNN sgemm failed");
+        for (int64_t b = 0; b < nb; ++b) {
+          if (step >= len[b]) continue;
+          int64_t t = reverse ? len[b] - 1 - step : step;
+          float* z = gh + b * G;  // pre-activations in place: gx + gh
+          const float* x = gx + row(t, b) * G;
+          const int64_t summed = K == Kind::kGru ? 2 * H : G;  // a GRU's candidate row is added below
+          for (int64_t j = 0; j < summed; ++j) z[j] += x[j];
+          const float* hb = h + b * H;
+          float* cb = c + b * H;
+          float* out = hn + b * H;
+          if constexpr (K == Kind::kRnn) {
+            ApplyActivation(f, clip, z, H);
+            std::copy(z, z + H, out);
+          } else if constexpr (K == Kind::kGru) {
+            ApplyActivation(f, clip, z, 2 * H);  // z, r
+            if (linear_before_reset) {
+              for (int64_t j = 0; j < H; ++j) z[2 * H + j] = x[2 * H + j] + z[H + j] * (z[2 * H + j] + rb_h[2 * H + j]);
+            } else {
+              for (int64_t j = 0; j < H; ++j) rh[b * H + j] = z[H + j] * hb[j];
+            }
+          } else {
+            if (pd)
+              for (int64_t j = 0; j < H; ++j) z[j] += pd[j] * cb[j], z[2 * H + j] += pd[2 * H + j] * cb[j];
+            ApplyActivation(f, clip, z, H);  // i
+            if (input_forget) {
+              for (int64_t j = 0; j < H; ++j) z[2 * H + j] = 1.f - z[j];
+            } else {
+              ApplyActivation(f, clip, z + 2 * H, H);  // f
+            }
+            ApplyActivation(g, clip, z + 3 * H, H);  // c~
+            for (int64_t j = 0; j < H; ++j) cb[j] = z[2 * H + j] * cb[j] + z[j] * z[3 * H + j];
+            if (pd)
+              for (int64_t j = 0; j < H; ++j) z[H + j] += pd[H + j] * cb[j];
+            ApplyActivation(f, clip, z + H, H);  // o
+            std::copy(cb, cb + H, out);
+            ApplyActivation(hact, 0.f, out, H);
+            for (int64_t j = 0; j < H; ++j) out[j] *= z[H + j];
+          }
+        }
+        if constexpr (K == Kind::kGru) {
+          if (!linear_before_reset) {
+            for (int64_t b = 0; b < nb; ++b)
+              if (step >= len[b]) std::fill(rh + b * H, rh + (b + 1) * H, 0.f);
+            if (!GemmNT(nb, H, H, rh, H, rd + 2 * H * H, H, ghh, H)) return Fail(ctx, "oneDNN sgemm failed");
+          }
+          for (int64_t b = 0; b < nb; ++b) {
+            if (step >= len[b]) continue;
+            int64_t t = reverse ? len[b] - 1 - step : step;
+            float* z = gh + b * G;
+            float* cand = z + 2 * H;
+            if (!linear_before_reset) {
+              const float* x = gx + row(t, b) * G;
+              for (int64_t j = 0; j < H; ++j) cand[j] = x[2 * H + j] + ghh[b * H + j];
+            }
+            ApplyActivation(g, clip, cand, H);
+            const float* hb = h + b * H;
+            float* out = hn + b * H;
+            for (int64_t j = 0; j < H; ++j) out[j] = (1.f - z[j]) * cand[j] + z[j] * hb[j];
+          }
+        }
+        for (int64_t b = 0; b < nb; ++b) {
+          if (step >= len[b]) continue;
+          int64_t t = reverse ? len[b] - 1 - step : step;
+          std::copy(hn + b * H, hn + (b + 1) * H, h + b * H);
+          if (y) std::copy(h + b * H, h + (b + 1) * H, y + yi(t, dd, b));
+        }
+      }
+      for (int64_t b = 0; b < nb; ++b) {
+        if (outs[1]) std::copy(h + b * H, h + (b + 1) * H, outs[1]->GetData<float>() + hi(dd, b));
+        if (outs[2]) std::copy(c + b * H, c + (b + 1) * H, outs[2]->GetData<float>() + hi(dd, b));
+      }
+    }
+    return GRAPH_SUCCESS;
+  }
+
   // GRU (linear_before_reset = 0): element i of r (.) H_{t-1}, where r is recomputed for row i.
   template <typename F, typename C>
   static double rr_h(double, const double* h, int64_t b, int64_t H, int64_t i, const F& f, const double* gxb, const double* ghb, C clipv) {
