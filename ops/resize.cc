@@ -102,6 +102,91 @@ struct Tap {
   double weight;
 };
 
+// float32 when only the last two dims change (every other dim maps each index to itself) and no
+// output falls outside the input: per plane, a horizontal pass over the input rows, then a
+// vertical one, each over precomputed taps; planes split over the intra-op threads. False when
+// the resize is not of that form (the general loops run instead).
+bool ResizeLastTwo(const KernelContextBase* ctx, const Shape& in, const Shape& out, const std::vector<std::vector<std::vector<Tap>>>& taps,
+                   const float* x, float* y) {
+  size_t r = in.GetDimNum();
+  if (r < 2) return false;
+  int64_t planes = 1;
+  for (size_t d = 0; d + 2 < r; ++d) {
+    if (in.GetDim(d) != out.GetDim(d)) return false;
+    for (int64_t o = 0; o < out.GetDim(d); ++o) {
+      const auto& t = taps[d][static_cast<size_t>(o)];
+      if (t.size() != 1 || t[0].index != o || t[0].weight != 1.0) return false;
+    }
+    planes *= in.GetDim(d);
+  }
+  const int64_t hi = in.GetDim(r - 2), wi = in.GetDim(r - 1), ho = out.GetDim(r - 2), wo = out.GetDim(r - 1);
+  for (size_t d = r - 2; d < r; ++d)
+    for (auto& t : taps[d])
+      if (t.empty() || t.size() > 4) return false;
+  // Flattened taps: up to 4 (index, weight) pairs per output coordinate, unused ones weight 0.
+  auto flatten = [](const std::vector<std::vector<Tap>>& t, std::vector<int64_t>* idx, std::vector<float>* w) {
+    idx->assign(t.size() * 4, 0);
+    w->assign(t.size() * 4, 0.f);
+    for (size_t o = 0; o < t.size(); ++o)
+      for (size_t k = 0; k < t[o].size(); ++k) (*idx)[o * 4 + k] = t[o][k].index, (*w)[o * 4 + k] = static_cast<float>(t[o][k].weight);
+  };
+  std::vector<int64_t> ix, iy;
+  std::vector<float> wx, wy;
+  flatten(taps[r - 1], &ix, &wx);
+  flatten(taps[r - 2], &iy, &wy);
+  size_t nx = 0, ny = 0;
+  for (auto& t : taps[r - 1]) nx = std::max(nx, t.size());
+  for (auto& t : taps[r - 2]) ny = std::max(ny, t.size());
+  bool nearest = nx == 1 && ny == 1;  // single taps of weight 1: a copy by index
+  for (size_t d = r - 2; d < r && nearest; ++d)
+    for (auto& t : taps[d]) nearest = nearest && t[0].weight == 1.0;
+  // Nearest: rows copy by index. Otherwise each plane needs hi * wo floats of scratch.
+  float* scratch = nullptr;
+  if (!nearest) {
+    scratch = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(planes * hi * wo) * sizeof(float)));
+    if (!scratch) return false;
+  }
+  ctx->ParallelFor(planes, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t pl = begin; pl < end; ++pl) {
+      const float* src = x + pl * hi * wi;
+      float* dst = y + pl * ho * wo;
+      if (nearest) {
+        for (int64_t oy = 0; oy < ho; ++oy) {
+          const float* row = src + iy[static_cast<size_t>(oy * 4)] * wi;
+          float* o = dst + oy * wo;
+          for (int64_t ox = 0; ox < wo; ++ox) o[ox] = row[ix[static_cast<size_t>(ox * 4)]];
+        }
+        continue;
+      }
+      float* tmp = scratch + pl * hi * wo;
+      for (int64_t yy = 0; yy < hi; ++yy) {  // horizontal pass over every input row
+        const float* row = src + yy * wi;
+        float* t = tmp + yy * wo;
+        for (int64_t ox = 0; ox < wo; ++ox) {
+          const int64_t* id = &ix[static_cast<size_t>(ox * 4)];
+          const float* w = &wx[static_cast<size_t>(ox * 4)];
+          float v = w[0] * row[id[0]];
+          for (size_t k = 1; k < nx; ++k) v += w[k] * row[id[k]];
+          t[ox] = v;
+        }
+      }
+      for (int64_t oy = 0; oy < ho; ++oy) {  // vertical pass
+        const int64_t* id = &iy[static_cast<size_t>(oy * 4)];
+        const float* w = &wy[static_cast<size_t>(oy * 4)];
+        float* o = dst + oy * wo;
+        const float* r0 = tmp + id[0] * wo;
+        for (int64_t ox = 0; ox < wo; ++ox) o[ox] = w[0] * r0[ox];
+        for (size_t k = 1; k < ny; ++k) {
+          const float* rk = tmp + id[k] * wo;
+          const float wk = w[k];
+          for (int64_t ox = 0; ox < wo; ++ox) o[ox] += wk * rk[ox];
+        }
+      }
+    }
+  });
+  return true;
+}
+
 class Resize : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
@@ -201,6 +286,8 @@ class Resize : public EagerExecuteOp, public ShapeInferOp {
         }
       }
     }
+    if (x->GetDataType() == DT_FLOAT && ResizeLastTwo(ctx, in, p.out, taps, x->GetData<float>(), y->GetData<float>()))
+      return GRAPH_SUCCESS;
     int64_t st[WEFT_MAX_DIMS];
     Strides(in, st);
     DispatchNumeric(x->GetDataType(), [&](auto tag) {
