@@ -116,6 +116,14 @@ WEFT_VMATH_CLONES void ErfSpan(const float* x, float* y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] = vmath::Erf(x[i]);
 }
+WEFT_VMATH_CLONES void GeluErfSpan(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.f + vmath::Erf(x[i] * 0.70710678118654752f));
+}
+WEFT_VMATH_CLONES void GeluTanhSpan(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.f + vmath::Tanh(0.79788456080286536f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+}
 template <typename Fn> constexpr void (*kFloatSpan)(const float*, float*, int64_t) = nullptr;
 template <> constexpr void (*kFloatSpan<ErfFn>)(const float*, float*, int64_t) = ErfSpan;
 template <> constexpr void (*kFloatSpan<ExpFn>)(const float*, float*, int64_t) = ExpSpan;
@@ -153,6 +161,8 @@ class UnaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp {
       auto run = [&](int64_t lo, int64_t hi) {
         if constexpr (std::is_same_v<T, float> && kFloatSpan<Fn> != nullptr) {
           kFloatSpan<Fn>(px + lo, py + lo, hi - lo);
+        } else if constexpr (std::is_same_v<T, float> && std::is_same_v<Fn, GeluFn>) {
+          (fn.tanh_approx ? GeluTanhSpan : GeluErfSpan)(px + lo, py + lo, hi - lo);
         } else {
           for (int64_t i = lo; i < hi; ++i) py[i] = Store<T>(fn(static_cast<C>(Load(px[i]))));
         }
