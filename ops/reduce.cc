@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "op_util.h"
+#include "vector_math.h"
 
 namespace weft::ops {
 namespace {
@@ -203,27 +204,6 @@ OpEntry ArgEntry(const char* name) {
           MakeOpImpl<ArgReduce<kMax>>(name)};
 }
 
-// exp(x) written so that compilers vectorize it: x = (k + f) ln 2 with k an integer and
-// |f| <= 1/2; 2^f from Cephes' exp2f polynomial, 2^k by building the exponent bits. Relative error
-// ~1e-6 for x in [-87, 0] (softmax arguments); below -87 it gives ~1e-38 instead of 0.
-static inline float VecExp(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  float t = x * 1.44269504088896341f;
-  float k = (t + 12582912.0f) - 12582912.0f;  // round to nearest (1.5 * 2^23)
-  float f = t - k;
-  float p = 1.535336188319500e-4f;
-  p = p * f + 1.339887440266574e-3f;
-  p = p * f + 9.618437357674640e-3f;
-  p = p * f + 5.550332471162809e-2f;
-  p = p * f + 2.402264791363012e-1f;
-  p = p * f + 6.931472028550421e-1f;
-  p = p * f + 1.0f;
-  int32_t bits = (static_cast<int32_t>(k) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
-}
-
 // One contiguous float32 softmax row, compiled for AVX-512, AVX2 and the baseline and picked at
 // load time for the CPU it runs on (an ifunc). Sanitizer builds get the baseline only: the ifunc
 // resolver would run before ThreadSanitizer's runtime is up.
@@ -239,13 +219,19 @@ WEFT_CPU_CLONES void SoftmaxRow(const float* in, float* out, int64_t n) {
   float s = 0.f;
 #pragma omp simd reduction(+ : s)
   for (int64_t j = 0; j < n; ++j) {
-    float e = VecExp(in[j] - m);
+    float e = vmath::Exp(in[j] - m);
     out[j] = e;
     s += e;
   }
+  // Probabilities below FLT_MIN become 0 rather than subnormal: masked positions (a large
+  // negative addend) would otherwise hand subnormals to the next MatMul, which runs many times
+  // slower on them (absolute error < 1.2e-38).
   float r = 1.0f / s;
 #pragma omp simd
-  for (int64_t j = 0; j < n; ++j) out[j] *= r;
+  for (int64_t j = 0; j < n; ++j) {
+    float v = out[j] * r;
+    out[j] = v < std::numeric_limits<float>::min() ? 0.f : v;
+  }
 }
 
 // Softmax family over one axis (opset 13), or over the flattened trailing dims when coerce_2d is
