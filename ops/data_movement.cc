@@ -602,32 +602,64 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
     const uint8_t* fill = cv && cv->GetShapeSize() ? cv->GetData<uint8_t>() : zero;
     int64_t st[WEFT_MAX_DIMS];
     Strides(in, st);
-    for (int64_t i = 0; i < os.GetShapeSize(); ++i) {
-      int64_t rem = i, src = 0;
-      bool outside = false;
-      for (size_t k = r; k-- > 0;) {
-        // Over the cropped extent [lo, lo + d) of the input dim (negative pads crop).
-        int64_t lo = std::max<int64_t>(-pads[k], 0);
-        int64_t d = in.GetDim(k) - lo - std::max<int64_t>(-pads[k + r], 0);
-        int64_t c = rem % os.GetDim(k) - std::max<int64_t>(pads[k], 0);
-        rem /= os.GetDim(k);
+    // Per dim and output coordinate: the input coordinate it reads, or -1 (the fill value).
+    std::vector<std::vector<int64_t>> map(r);
+    for (size_t k = 0; k < r; ++k) {
+      // Over the cropped extent [lo, lo + d) of the input dim (negative pads crop).
+      int64_t lo = std::max<int64_t>(-pads[k], 0);
+      int64_t d = in.GetDim(k) - lo - std::max<int64_t>(-pads[k + r], 0);
+      map[k].resize(static_cast<size_t>(os.GetDim(k)));
+      for (int64_t o = 0; o < os.GetDim(k); ++o) {
+        int64_t c = o - std::max<int64_t>(pads[k], 0);
         if (c < 0 || c >= d) {
-          if (mode == "constant" || d == 0) { outside = true; continue; }
+          if (mode == "constant" || d == 0) {
+            map[k][static_cast<size_t>(o)] = -1;
+            continue;
+          }
           if (mode == "edge") c = c < 0 ? 0 : d - 1;
           else if (mode == "wrap") c = ((c % d) + d) % d;
-          else {  // reflect
-            if (d == 1) c = 0;
-            else {
-              int64_t period = 2 * (d - 1);
-              c = ((c % period) + period) % period;
-              if (c >= d) c = period - c;
-            }
+          else if (d == 1) c = 0;  // reflect
+          else {
+            int64_t period = 2 * (d - 1);
+            c = ((c % period) + period) % period;
+            if (c >= d) c = period - c;
           }
         }
-        src += (lo + c) * st[k];
+        map[k][static_cast<size_t>(o)] = lo + c;
       }
-      CopyElem(y->GetData<uint8_t>() + i * elem, outside ? fill : x->GetData<uint8_t>() + src * elem, elem);
     }
+    // Row by row over the last dim: the runs of it that read consecutive input elements are
+    // copied at once.
+    const int64_t w = r ? os.GetDim(r - 1) : 1, rows = w ? os.GetShapeSize() / w : 0;
+    const std::vector<int64_t> last = r ? map[r - 1] : std::vector<int64_t>{0};
+    const uint8_t* px = x->GetData<uint8_t>();
+    uint8_t* py = y->GetData<uint8_t>();
+    ForRows(ctx, rows, w, [&](int64_t lo_row, int64_t hi_row) {
+      for (int64_t row = lo_row; row < hi_row; ++row) {
+        int64_t rem = row, src = 0;
+        bool outside = false;
+        for (size_t k = r - 1; k-- > 0 && r > 0;) {
+          int64_t c = map[k][static_cast<size_t>(rem % os.GetDim(k))];
+          rem /= os.GetDim(k);
+          if (c < 0) outside = true;
+          src += c * st[k];
+        }
+        uint8_t* out = py + static_cast<size_t>(row * w) * elem;
+        for (int64_t o = 0; o < w;) {
+          int64_t c = last[static_cast<size_t>(o)];
+          if (outside || c < 0) {
+            CopyElem(out + static_cast<size_t>(o) * elem, fill, elem);
+            ++o;
+            continue;
+          }
+          int64_t run = 1;
+          while (o + run < w && last[static_cast<size_t>(o + run)] == c + run) ++run;
+          std::memcpy(out + static_cast<size_t>(o) * elem, px + static_cast<size_t>((src + c * (r ? st[r - 1] : 0))) * elem,
+                      static_cast<size_t>(run) * elem);
+          o += run;
+        }
+      }
+    });
     return GRAPH_SUCCESS;
   }
 };
