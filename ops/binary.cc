@@ -1,5 +1,6 @@
 // Add, Sub, Mul, Div with ONNX broadcasting.
 #include "elementwise.h"
+#include "op_util.h"
 
 namespace weft::ops {
 namespace {
@@ -11,12 +12,89 @@ struct SubFn { static constexpr const char* kName = "Sub"; template <typename C>
 struct MulFn { static constexpr const char* kName = "Mul"; template <typename C> static C Apply(C a, C b) { return WrapMul(a, b); } };
 struct DivFn { static constexpr const char* kName = "Div"; template <typename C> static C Apply(C a, C b) { return WrapDiv(a, b); } };
 
+// Add, Sub and Mul keep zero padding zero, so they may work on channel-blocked tensors.
 template <typename Fn>
-class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp {
+constexpr bool kBlockable = std::is_same_v<Fn, AddFn> || std::is_same_v<Fn, SubFn> || std::is_same_v<Fn, MulFn>;
+
+// One value per channel of a 4-D [N, C, H, W] tensor: [C, 1, 1], [1, C, 1, 1] or [N, C, 1, 1].
+bool PerChannel(const Shape& s, const Shape& full) {
+  size_t r = s.GetDimNum();
+  if (r < 3 || r > 4 || s.GetDim(r - 1) != 1 || s.GetDim(r - 2) != 1 || s.GetDim(r - 3) != full.GetDim(1)) return false;
+  return r == 3 || s.GetDim(0) == 1 || s.GetDim(0) == full.GetDim(0);
+}
+
+template <typename Fn>
+class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, public LayoutAwareOp, public CompilableOp,
+                 public RebuildOnLoad {
  public:
+  // float32 4-D Add/Sub/Mul between channel-blocked convolutions: both operands of the output's
+  // shape, or one of them with one value per channel (a squeeze-and-excitation gate), which stays
+  // plain.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    if constexpr (kBlockable<Fn>) {
+      const Tensor* a = ctx->GetInputTensor(0);
+      const Tensor* b = ctx->GetInputTensor(1);
+      const Tensor* c = ctx->GetOutputTensor(0);
+      const Shape& cs = c->GetShape();
+      if (a->GetDataType() != DT_FLOAT || cs.GetDimNum() != 4 || cs.IsUnknown()) return GRAPH_SUCCESS;
+      if (a->GetShape() == cs && b->GetShape() == cs) s.Format(FORMAT_NC1HWC0).Input(0).Input(1).Output(0).Together();
+      else if (a->GetShape() == cs && PerChannel(b->GetShape(), cs)) s.Format(FORMAT_NC1HWC0).Input(0).Output(0).Together();
+      else if (b->GetShape() == cs && PerChannel(a->GetShape(), cs)) s.Format(FORMAT_NC1HWC0).Input(1).Output(0).Together();
+    }
+    return GRAPH_SUCCESS;
+  }
+  // A blocked output needs its storage size (channels padded to 16).
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* c = ctx->GetOutputTensor(0);
+    if (c->GetFormat() != FORMAT_NC1HWC0) return GRAPH_SUCCESS;
+    const Shape& cs = c->GetShape();
+    size_t bytes = static_cast<size_t>(cs.GetDim(0) * ((cs.GetDim(1) + 15) / 16) * 16 * cs.GetDim(2) * cs.GetDim(3)) * sizeof(float);
+    return ctx->SetOutputStorage(0, bytes, FORMAT_NC1HWC0);
+  }
+  // [N][C/16][H*W][16] with padded channels zero.
+  graphStatus ExecuteBlocked(EagerOpExecutionContext* ctx, const Tensor* a, const Tensor* b, Tensor* c) {
+    const Shape& cs = c->GetShape();
+    const int64_t n = cs.GetDim(0), ch = cs.GetDim(1), cb = (ch + 15) / 16, hw = cs.GetDim(2) * cs.GetDim(3);
+    const float* pa = a->GetData<float>();
+    const float* pb = b->GetData<float>();
+    float* pc = c->GetData<float>();
+    if (a->GetFormat() == FORMAT_NC1HWC0 && b->GetFormat() == FORMAT_NC1HWC0) {
+      int64_t total = n * cb * hw * 16;
+      auto body = [&](int64_t lo, int64_t hi) {
+#pragma omp simd
+        for (int64_t i = lo; i < hi; ++i) pc[i] = Fn::template Apply<float>(pa[i], pb[i]);
+      };
+      if (total < kParallelGrain) body(0, total);
+      else return ctx->ParallelFor(total, kParallelGrain, body);
+      return GRAPH_SUCCESS;
+    }
+    const bool a_big = a->GetFormat() == FORMAT_NC1HWC0;
+    const float* big = a_big ? pa : pb;
+    const Tensor* small = a_big ? b : a;
+    const float* ps = small->GetData<float>();
+    const bool per_batch = small->GetShape().GetDimNum() == 4 && small->GetShape().GetDim(0) == n && n > 1;
+    auto body = [&](int64_t lo, int64_t hi) {  // over (n, block) pairs
+      for (int64_t blk = lo; blk < hi; ++blk) {
+        const int64_t i = blk / cb, bc = blk % cb;
+        float v[16];
+        for (int k = 0; k < 16; ++k) {
+          int64_t chan = bc * 16 + k;
+          v[k] = chan < ch ? ps[(per_batch ? i * ch : 0) + chan] : 0.f;
+        }
+        const float* src = big + blk * hw * 16;
+        float* dst = pc + blk * hw * 16;
+        for (int64_t p = 0; p < hw; ++p)
+#pragma omp simd
+          for (int k = 0; k < 16; ++k)
+            dst[p * 16 + k] = a_big ? Fn::template Apply<float>(src[p * 16 + k], v[k]) : Fn::template Apply<float>(v[k], src[p * 16 + k]);
+      }
+    };
+    return ctx->ParallelFor(n * cb, 1, body);
+  }
   // Add declares itself so that epilogue fusion can fold it into its producer.
   graphStatus QueryFusion(OpQueryContext*, FusionSupport& s) override {
     if constexpr (std::is_same<Fn, AddFn>::value) s.IsAdd();
+    if constexpr (std::is_same<Fn, MulFn>::value) s.IsMul();
     return GRAPH_SUCCESS;
   }
 
@@ -33,6 +111,13 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp {
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(1);
+    if constexpr (kBlockable<Fn>) {
+      if (ctx->GetOutputTensor(0)->GetFormat() == FORMAT_NC1HWC0) {
+        Tensor* c = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_FLOAT);  // the planned layout stays
+        if (!c) return GRAPH_FAILED;
+        return ExecuteBlocked(ctx, a, b, c);
+      }
+    }
     Tensor* c = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), a->GetDataType());
     if (!c) return GRAPH_FAILED;
     graphStatus status = GRAPH_SUCCESS;

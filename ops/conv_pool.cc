@@ -864,8 +864,16 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
 };
 
 template <bool kMax>
-class GlobalPool : public EagerExecuteOp, public ShapeInferOp {
+class GlobalPool : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp {
  public:
+  // A float32 4-D input may arrive channel-blocked (the output, [N, C, 1, 1], stays plain): the
+  // squeeze-and-excitation blocks of mobile networks read a blocked depthwise convolution's
+  // output both here and in the Mul that applies the gate.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    if (x->GetDataType() == DT_FLOAT && x->GetShape().GetDimNum() == 4) s.Format(FORMAT_NC1HWC0).Input(0);
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
     if (x.GetDimNum() < 3) return Fail(ctx, "input must be [N, C, spatial...]");
@@ -879,6 +887,22 @@ class GlobalPool : public EagerExecuteOp, public ShapeInferOp {
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
     int64_t nc = x->GetShape().GetDim(0) * x->GetShape().GetDim(1), sp = x->GetShapeSize() / std::max<int64_t>(nc, 1);
+    if (x->GetFormat() == FORMAT_NC1HWC0) {  // [N][C/16][H*W][16]
+      const int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), cb = (c + 15) / 16;
+      const float* px = x->GetData<float>();
+      float* py = y->GetData<float>();
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t b = 0; b < cb; ++b) {
+          float acc[16];
+          for (int k = 0; k < 16; ++k) acc[k] = kMax ? -std::numeric_limits<float>::infinity() : 0.f;
+          const float* blk = px + (i * cb + b) * sp * 16;
+          for (int64_t p = 0; p < sp; ++p)
+#pragma omp simd
+            for (int k = 0; k < 16; ++k) acc[k] = kMax ? std::max(acc[k], blk[p * 16 + k]) : acc[k] + blk[p * 16 + k];
+          for (int k = 0; k < 16 && b * 16 + k < c; ++k) py[i * c + b * 16 + k] = kMax ? acc[k] : acc[k] / static_cast<float>(sp);
+        }
+      return GRAPH_SUCCESS;
+    }
     DispatchFloat(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       for (int64_t p = 0; p < nc; ++p) {

@@ -165,6 +165,7 @@ inline dnnl::post_ops FusedPostOps(const WeftEpilogue& e, bool sum) {
       break;
     case WEFT_ACT_ELU: po.append_eltwise(1.0f, alg::eltwise_elu, e.alpha, 0.f); break;
     case WEFT_ACT_HARD_SWISH: po.append_eltwise(1.0f, alg::eltwise_hardswish, 0.f, 0.f); break;
+    case WEFT_ACT_SWISH: po.append_eltwise(1.0f, alg::eltwise_swish, 1.f, 0.f); break;
     default: break;
   }
   return po;

@@ -164,6 +164,7 @@ struct FusedActivation {
         case WEFT_ACT_HARD_SIGMOID: return std::max(C(0), std::min(C(1), C(e.alpha) * v + C(e.beta)));
         case WEFT_ACT_ELU: return v >= C(0) ? v : C(e.alpha) * (std::exp(v) - C(1));
         case WEFT_ACT_HARD_SWISH: return v * std::max(C(0), std::min(C(1), v / C(6) + C(0.5)));
+        case WEFT_ACT_SWISH: return v * (v >= C(0) ? C(1) / (C(1) + std::exp(-v)) : std::exp(v) / (C(1) + std::exp(v)));
         default: return v;
       }
     }

@@ -651,8 +651,8 @@ TEST(ModelFile, FusionAndLayoutsRoundTripAndAreCheckedAgainstTheOps) {
   // An activation fused into an op that does not declare it can apply one (MaxPool).
   expect_refused("act_on_pool", [](nlohmann::json& j) { NodeNamed(j, "pool")["epilogue"] = {"Relu", 0, 0}; },
                  "[MaxPool 'pool'] the model file fuses activation Relu into this node, which the op (from built-in) does not declare");
-  expect_refused("unknown_act", [](nlohmann::json& j) { NodeNamed(j, "a")["epilogue"] = {"Swish", 0, 0}; },
-                 "epilogue names an unknown activation 'Swish'");
+  expect_refused("unknown_act", [](nlohmann::json& j) { NodeNamed(j, "a")["epilogue"] = {"Mish", 0, 0}; },
+                 "epilogue names an unknown activation 'Mish'");
   // An attribute the op does not declare (what a file from another build of the op carries).
   expect_refused("stale_attr", [](nlohmann::json& j) {
     auto& attrs = NodeNamed(j, "a")["attrs"];

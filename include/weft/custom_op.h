@@ -357,6 +357,12 @@ class FusionSupport {
   }
   // As a consumer: this node computes input 0 + input 1 (ONNX Add).
   FusionSupport& IsAdd() { s_->is_add = 1; return *this; }
+  // As a consumer: this node computes input 0 * input 1 (ONNX Mul). Ignored by an engine older
+  // than the field.
+  FusionSupport& IsMul() {
+    if (s_->struct_size >= offsetof(WeftFusionSupport, is_mul) + sizeof(int32_t)) s_->is_mul = 1;
+    return *this;
+  }
   WeftFusionSupport* raw() const { return s_; }
 
  private:

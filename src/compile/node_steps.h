@@ -123,7 +123,7 @@ struct NodeSteps {
 
   // The node's fusion declaration (FusibleOp), checked; the defaults when it declares none.
   Status QueryFusion(CompiledNode& cn, WeftFusionSupport* out) {
-    *out = WeftFusionSupport{sizeof(WeftFusionSupport), 0, -1, -1, WEFT_ACT_NONE, 0.f, 0.f, 0};
+    *out = WeftFusionSupport{sizeof(WeftFusionSupport), 0, -1, -1, WEFT_ACT_NONE, 0.f, 0.f, 0, 0};
     const WeftOpImpl* impl = cn.op->impl;
     if (!(impl->capabilities & WEFT_CAP_FUSIBLE) || !WEFT_HAS_FIELD(impl, WeftOpImpl, query_fusion) || !impl->query_fusion)
       return Status::Ok();

@@ -291,9 +291,10 @@ typedef enum WeftActivation {
   WEFT_ACT_TANH = 5,
   WEFT_ACT_HARD_SIGMOID = 6,
   WEFT_ACT_ELU = 7,
-  WEFT_ACT_HARD_SWISH = 8
+  WEFT_ACT_HARD_SWISH = 8,
+  WEFT_ACT_SWISH = 9 /* x * sigmoid(x) (SiLU); appended */
 } WeftActivation;
-#define WEFT_ACT_COUNT 9
+#define WEFT_ACT_COUNT 10
 #define WEFT_ACT_BIT(a) (1ull << (a))
 
 /* The activation fused into a node (WeftHostApi::get_epilogue). */
@@ -313,8 +314,11 @@ typedef struct WeftEpilogue {
  *    T becomes P's input s and P must compute  out = P(...) + T  before its activation;
  *  - `bias_input` b likewise for Add(P's output, C) with C a constant of N elements along the
  *    last dimension: out[..., n] = P(...)[..., n] + C[n], before the activation.
- * The Add and the activation are recognised by what they declare (`is_add`, `activation`), not
- * by their op type. */
+ *  - Swish: a producer P whose output 0 is read by exactly two nodes, S reporting itself as the
+ *    activation Sigmoid of it and M with `is_mul` multiplying it by S's output (S's only reader),
+ *    and whose `absorbs` has WEFT_ACT_SWISH, computes x * sigmoid(x) itself; S and M disappear.
+ * The Add, the Mul and the activation are recognised by what they declare (`is_add`, `is_mul`,
+ * `activation`), not by their op type. */
 typedef struct WeftFusionSupport {
   uint32_t struct_size;
   uint64_t absorbs;   /* WEFT_ACT_BIT(...) of the activations this node can apply to output 0 */
@@ -323,6 +327,8 @@ typedef struct WeftFusionSupport {
   int32_t activation; /* WeftActivation this node computes on its input 0, or WEFT_ACT_NONE */
   float alpha, beta;  /* its parameters (values known at compile time) */
   int32_t is_add;     /* non-zero: this node computes input 0 + input 1, broadcasting as ONNX Add */
+  /* Appended: read and written only when struct_size covers it. */
+  int32_t is_mul;     /* non-zero: this node computes input 0 * input 1, broadcasting as ONNX Mul */
 } WeftFusionSupport;
 
 /* Which tensors of one node may be exchanged in a blocked layout, filled by query_layout (the

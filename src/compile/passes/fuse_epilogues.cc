@@ -26,7 +26,7 @@ void ConnectInput(CompiledNode& cn, uint32_t ir, int id) {
 Status FuseEpilogues(PassContext& pc) {
   ModelImpl& m = *pc.model;
   std::vector<int> uses(m.values.size(), 0);
-  std::vector<CompiledNode*> consumer(m.values.size(), nullptr);
+  std::vector<CompiledNode*> consumer(m.values.size(), nullptr), first_consumer(m.values.size(), nullptr);
   std::map<const CompiledNode*, int> position;
   std::vector<int> made_at(m.values.size(), -1);  // producer's position; -1: input or constant
   for (size_t k = 0; k < m.nodes.size(); ++k) {
@@ -36,6 +36,7 @@ Status FuseEpilogues(PassContext& pc) {
     if (cn->folded) continue;
     for (int id : cn->in_values) {
       ++uses[id];
+      if (!first_consumer[id]) first_consumer[id] = cn;
       consumer[id] = cn;
     }
   }
@@ -108,6 +109,32 @@ Status FuseEpilogues(PassContext& pc) {
           ConnectInput(cn, static_cast<uint32_t>(ps->bias_input), o);
           absorb(cn, *next);
           next = sole_consumer(cn);
+        }
+      }
+    }
+    // Swish: t read by exactly Sigmoid(t) -> s and Mul(t, s), s read by the Mul alone.
+    if (!next && cn.epilogue.activation == WEFT_ACT_NONE && (ps->absorbs & WEFT_ACT_BIT(WEFT_ACT_SWISH))) {
+      int t = cn.out_values[0];
+      CompiledNode* a = first_consumer[t];
+      CompiledNode* b = consumer[t];
+      if (uses[t] == 2 && a && b && a != b && !a->folded && !b->folded && !m.values[t].is_output && !pc.graph_output[t]) {
+        const WeftFusionSupport *as = nullptr, *bs = nullptr;
+        WEFT_RETURN_IF_ERROR(query(*a, &as));
+        WEFT_RETURN_IF_ERROR(query(*b, &bs));
+        if (bs->activation == WEFT_ACT_SIGMOID) std::swap(a, b), std::swap(as, bs);
+        bool sig = as->activation == WEFT_ACT_SIGMOID && a->in_values.size() == 1 && a->out_values.size() == 1;
+        bool mul = bs->is_mul && b->in_values.size() == 2 && b->out_values.size() == 1;
+        if (sig && mul) {
+          int s_out = a->out_values[0];
+          bool pair = (b->in_values[0] == t && b->in_values[1] == s_out) || (b->in_values[1] == t && b->in_values[0] == s_out);
+          if (pair && uses[s_out] == 1 && !m.values[s_out].is_output && !pc.graph_output[s_out] &&
+              m.values[b->out_values[0]].shape == m.values[t].shape && m.values[b->out_values[0]].dtype == m.values[t].dtype) {
+            cn.epilogue.activation = WEFT_ACT_SWISH;
+            cn.epilogue.alpha = 1.f;
+            cn.epilogue.beta = 0.f;
+            a->folded = true;
+            absorb(cn, *b);
+          }
         }
       }
     }

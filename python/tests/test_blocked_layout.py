@@ -1,0 +1,54 @@
+"""Elementwise ops and global pooling between channel-blocked convolutions (the layout pass keeps
+the blocked layout through them) against ONNX Runtime: channel counts that are not multiples of
+16, per-channel operands on either side of a Sub, per-batch gates, a squeeze-and-excitation
+block as mobile networks write it."""
+import numpy as np
+import pytest
+
+import weft
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+
+@pytest.mark.parametrize("channels", [16, 20, 40])
+@pytest.mark.parametrize("batch", [1, 2])
+def test_se_block_and_residual_in_the_blocked_layout(tmp_path, channels, batch):
+    rng = np.random.default_rng(channels * 10 + batch)
+    c = channels
+    w = lambda *s: numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), f"w{len(inits)}")  # noqa: E731
+    inits = []
+    def const(*s):
+        inits.append(w(*s))
+        return inits[-1].name
+    w1, w2, w3, fc1, fc2, w4 = const(c, 8, 1, 1), const(c, 1, 3, 3), const(c, c, 1, 1), const(4, c, 1, 1), const(c, 4, 1, 1), const(12, c, 1, 1)
+    nodes = [
+        helper.make_node("Conv", ["x", w1], ["a"]),
+        helper.make_node("Relu", ["a"], ["a1"]),
+        helper.make_node("Conv", ["a1", w2], ["d"], group=c, pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["d"], ["g"]),
+        helper.make_node("Conv", ["g", fc1], ["g1"]),
+        helper.make_node("Relu", ["g1"], ["g2"]),
+        helper.make_node("Conv", ["g2", fc2], ["g3"]),
+        helper.make_node("Sigmoid", ["g3"], ["gate"]),      # [N, C, 1, 1], per batch
+        helper.make_node("Mul", ["d", "gate"], ["se"]),
+        helper.make_node("Sub", ["gate", "se"], ["s2"]),    # per-channel operand first
+        helper.make_node("Conv", ["s2", w3], ["p"]),
+        helper.make_node("Add", ["p", "a1"], ["r"]),        # same-shape residual
+        helper.make_node("Mul", ["r", "r"], ["rr"]),
+        helper.make_node("Conv", ["rr", w4], ["y"]),
+        helper.make_node("GlobalMaxPool", ["rr"], ["m"]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 8, 9, 7])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("m", TensorProto.FLOAT, None)], inits)
+    path = str(tmp_path / "se.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    x = rng.standard_normal((batch, 8, 9, 7)).astype(np.float32)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    session = weft.Session(threads=2, use_env_path=False)
+    model = session.compile(weft.import_onnx(path))
+    got = model.run([x])
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
