@@ -219,18 +219,30 @@ class Slice : public EagerExecuteOp, public ShapeInferOp {
     Strides(x->GetShape(), st);
     int64_t total = p.out.GetShapeSize();
     if (total == 0) return GRAPH_SUCCESS;
-    // Whole rows of the innermost dim at once when it is taken with step 1.
-    int64_t inner = r ? p.out.GetDim(r - 1) : 1;
-    bool rows = r && p.step[r - 1] == 1;
-    for (int64_t i = 0; i < total; i += rows ? inner : 1) {
-      int64_t rem = i, src = 0;
-      for (size_t k = r; k-- > 0;) {
+    // Contiguous runs: trailing dims taken whole, plus the dim before them when its step is 1
+    // (a channel split copies one block per batch).
+    size_t lead = r;  // dims [lead, r) are copied as one run
+    while (lead > 0 && p.start[lead - 1] == 0 && p.step[lead - 1] == 1 && p.out.GetDim(lead - 1) == x->GetShape().GetDim(lead - 1)) --lead;
+    if (lead > 0 && p.step[lead - 1] == 1) --lead;
+    int64_t inner = 1;
+    for (size_t k = lead; k < r; ++k) inner *= p.out.GetDim(k);
+    const bool rows = lead < r;
+    const int64_t step_elems = rows ? inner : 1;
+    const size_t outer_dims = rows ? lead : r;
+    const uint8_t* px = x->GetData<uint8_t>();
+    uint8_t* py = y->GetData<uint8_t>();
+    // The start of the run at dims >= lead.
+    int64_t base = 0;
+    for (size_t k = outer_dims; k < r; ++k) base += p.start[k] * st[k];
+    for (int64_t i = 0; i < total; i += step_elems) {
+      int64_t rem = i / step_elems, src = base;
+      for (size_t k = outer_dims; k-- > 0;) {
         int64_t c = rem % p.out.GetDim(k);
         rem /= p.out.GetDim(k);
         src += (p.start[k] + c * p.step[k]) * st[k];
       }
-      if (rows) std::memcpy(y->GetData<uint8_t>() + i * elem, x->GetData<uint8_t>() + src * elem, static_cast<size_t>(inner) * elem);
-      else CopyElem(y->GetData<uint8_t>() + i * elem, x->GetData<uint8_t>() + src * elem, elem);
+      if (rows) std::memcpy(py + i * elem, px + src * elem, static_cast<size_t>(inner) * elem);
+      else CopyElem(py + i * elem, px + src * elem, elem);
     }
     return GRAPH_SUCCESS;
   }

@@ -1,6 +1,7 @@
 // Epilogue fusion: a producer absorbs the Add (residual or bias) and the activation that follow
 // it, as far as it declares (FusibleOp). The absorbed nodes disappear; the producer writes the
 // last one's output directly.
+#include <cmath>
 #include <map>
 
 #include "compile/passes/passes.h"
@@ -112,8 +113,11 @@ Status FuseEpilogues(PassContext& pc) {
         }
       }
     }
-    // Swish: t read by exactly Sigmoid(t) -> s and Mul(t, s), s read by the Mul alone.
-    if (!next && cn.epilogue.activation == WEFT_ACT_NONE && (ps->absorbs & WEFT_ACT_BIT(WEFT_ACT_SWISH))) {
+    // x * gate(x): t read by exactly Sigmoid(t) -> s and Mul(t, s), s read by the Mul alone, is
+    // Swish; with HardSigmoid(alpha 1/6, beta 1/2) as the gate it is HardSwish (how exporters
+    // write hardswish before opset 14).
+    if (!next && cn.epilogue.activation == WEFT_ACT_NONE &&
+        (ps->absorbs & (WEFT_ACT_BIT(WEFT_ACT_SWISH) | WEFT_ACT_BIT(WEFT_ACT_HARD_SWISH)))) {
       int t = cn.out_values[0];
       CompiledNode* a = first_consumer[t];
       CompiledNode* b = consumer[t];
@@ -121,16 +125,23 @@ Status FuseEpilogues(PassContext& pc) {
         const WeftFusionSupport *as = nullptr, *bs = nullptr;
         WEFT_RETURN_IF_ERROR(query(*a, &as));
         WEFT_RETURN_IF_ERROR(query(*b, &bs));
-        if (bs->activation == WEFT_ACT_SIGMOID) std::swap(a, b), std::swap(as, bs);
-        bool sig = as->activation == WEFT_ACT_SIGMOID && a->in_values.size() == 1 && a->out_values.size() == 1;
+        auto gate = [](const WeftFusionSupport* f) {
+          if (f->activation == WEFT_ACT_SIGMOID) return WEFT_ACT_SWISH;
+          if (f->activation == WEFT_ACT_HARD_SIGMOID && std::fabs(f->alpha - 1.f / 6.f) < 1e-6f && f->beta == 0.5f)
+            return WEFT_ACT_HARD_SWISH;
+          return WEFT_ACT_NONE;
+        };
+        if (gate(bs) != WEFT_ACT_NONE) std::swap(a, b), std::swap(as, bs);
+        WeftActivation fused = gate(as);
+        bool sig = fused != WEFT_ACT_NONE && (ps->absorbs & WEFT_ACT_BIT(fused)) && a->in_values.size() == 1 && a->out_values.size() == 1;
         bool mul = bs->is_mul && b->in_values.size() == 2 && b->out_values.size() == 1;
         if (sig && mul) {
           int s_out = a->out_values[0];
           bool pair = (b->in_values[0] == t && b->in_values[1] == s_out) || (b->in_values[1] == t && b->in_values[0] == s_out);
           if (pair && uses[s_out] == 1 && !m.values[s_out].is_output && !pc.graph_output[s_out] &&
               m.values[b->out_values[0]].shape == m.values[t].shape && m.values[b->out_values[0]].dtype == m.values[t].dtype) {
-            cn.epilogue.activation = WEFT_ACT_SWISH;
-            cn.epilogue.alpha = 1.f;
+            cn.epilogue.activation = fused;
+            cn.epilogue.alpha = fused == WEFT_ACT_SWISH ? 1.f : 0.f;
             cn.epilogue.beta = 0.f;
             a->folded = true;
             absorb(cn, *b);
