@@ -88,6 +88,48 @@ TEST(Fusion, GemmReluAndUnfusableCases) {
   EXPECT_EQ(std::memcmp(outf[0].data(), out[0].data(), out[0].bytes()), 0);
 }
 
+// The erf GELU as exporters write it, in both nestings of its two Muls, becomes one Gelu step;
+// a pattern whose intermediate is read elsewhere is left as it is.
+TEST(Fusion, DecomposedGeluBecomesOneNode) {
+  auto s = test::MakeSession();
+  auto x = test::RandomFloat({3, 50}, 31);
+  for (int form = 0; form < 3; ++form) {
+    Graph g;
+    g.AddInput("x", DT_FLOAT, {3, 50});
+    g.AddConstant("root2", HostTensor::FromVector<float>(DT_FLOAT, {}, {1.41421356f}));
+    g.AddConstant("rroot2", HostTensor::FromVector<float>(DT_FLOAT, {}, {0.70710678f}));
+    g.AddConstant("one", HostTensor::FromVector<float>(DT_FLOAT, {}, {1.f}));
+    g.AddConstant("half", HostTensor::FromVector<float>(DT_FLOAT, {}, {0.5f}));
+    if (form == 1) g.AddNode("Mul", "scale", {"rroot2", "x"}, {"d"});
+    else g.AddNode("Div", "scale", {"x", "root2"}, {"d"});
+    g.AddNode("Erf", "erf", {"d"}, {"e"});
+    g.AddNode("Add", "plus1", {"one", "e"}, {"a"});
+    if (form == 1) {  // (0.5 * x) * (1 + erf)
+      g.AddNode("Mul", "halfx", {"half", "x"}, {"h"});
+      g.AddNode("Mul", "gelu", {"h", "a"}, {"y"});
+    } else {  // (x * (1 + erf)) * 0.5
+      g.AddNode("Mul", "xa", {"x", "a"}, {"t"});
+      g.AddNode("Mul", "gelu", {"t", "half"}, {"y"});
+    }
+    g.AddOutput("y");
+    if (form == 2) g.AddOutput("e");  // read outside the pattern: no rewrite
+    auto m = s->Compile(g);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    auto steps = m.value()->DescribeSteps();
+    if (form < 2) {
+      ASSERT_EQ(steps.size(), 1u) << form;
+      EXPECT_EQ(steps[0].op_type, "Gelu");
+    } else {
+      EXPECT_EQ(steps.size(), 5u);
+    }
+    auto out = m.value()->Run({x}).value();
+    for (int64_t i = 0; i < 150; ++i) {
+      double v = x.data_as<float>()[i], want = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+      ASSERT_NEAR(out[0].data_as<float>()[i], want, 2e-6 * std::max(1.0, std::fabs(want))) << form << " " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft
 

@@ -440,6 +440,7 @@ struct Builder : NodeSteps {
     }
     if (!m->dynamic) {
       PassContext pc = Passes(GraphOutputIds());
+      WEFT_RETURN_IF_ERROR(FuseGelu(pc, reg.Find("Gelu")));
       WEFT_RETURN_IF_ERROR(FuseEpilogues(pc));
       WEFT_RETURN_IF_ERROR(FuseLayerNorm(pc, reg.Find("LayerNormalization")));
       WEFT_RETURN_IF_ERROR(AssignBlockedLayouts(pc));

@@ -28,6 +28,35 @@ int64_t IntAttr(const CompiledNode& cn, const std::string& name) {
 
 }  // namespace
 
+Status RewriteNode(PassContext& pc, CompiledNode& cn, std::shared_ptr<const RegisteredOp> op, std::vector<int> inputs,
+                   const std::map<std::string, AttrValue>& attrs) {
+  int y = cn.out_values[0];
+  cn.op->impl->destroy(cn.instance);
+  cn.instance = nullptr;
+  cn.op = op;
+  cn.op_type = op->op_type;
+  cn.ir_in_start.clear();
+  cn.ir_in_count.clear();
+  for (size_t k = 0; k < inputs.size(); ++k) cn.ir_in_start.push_back(static_cast<uint32_t>(k)), cn.ir_in_count.push_back(1);
+  cn.in_values = std::move(inputs);
+  cn.out_values = {y};
+  cn.ir_out_start.assign(op->proto.outputs.size(), 1);
+  cn.ir_out_count.assign(op->proto.outputs.size(), 0);
+  cn.ir_out_start[0] = 0;
+  cn.ir_out_count[0] = 1;
+  cn.attrs.clear();
+  cn.attr_ptrs.clear();
+  cn.attr_names.clear();
+  cn.attrs.reserve(op->proto.attrs.size());
+  for (auto& a : op->proto.attrs) {
+    auto it = attrs.find(a.name);
+    cn.attrs.push_back(it != attrs.end() ? it->second : a.default_value);
+    cn.attr_names.push_back(a.name.c_str());
+  }
+  for (auto& a : cn.attrs) cn.attr_ptrs.push_back(a.c());
+  return pc.create_instance(cn);
+}
+
 Status FuseLayerNorm(PassContext& pc, std::shared_ptr<const RegisteredOp> ln) {
   if (!ln || ln->proto.inputs.size() != 3 || ln->proto.outputs.empty()) return Status::Ok();
   for (auto& a : ln->proto.attrs)  // the rewrite sets epsilon and axis; anything else keeps its default
@@ -90,29 +119,7 @@ Status FuseLayerNorm(PassContext& pc, std::shared_ptr<const RegisteredOp> ln) {
       if (m.values[gamma].shape.GetShapeSize() != c || m.values[beta].shape.GetShapeSize() != c) continue;
       for (CompiledNode* n : {r1, sub, pw, r2, add_eps, sq, div, mul}) n->folded = true;
       // add2 becomes the LayerNormalization node, in place.
-      int y = add2.out_values[0];
-      add2.op->impl->destroy(add2.instance);
-      add2.instance = nullptr;
-      add2.op = ln;
-      add2.op_type = ln->op_type;
-      add2.in_values = {xv, gamma, beta};
-      add2.ir_in_start = {0, 1, 2};
-      add2.ir_in_count = {1, 1, 1};
-      add2.out_values = {y};
-      add2.ir_out_start.assign(ln->proto.outputs.size(), 1);
-      add2.ir_out_count.assign(ln->proto.outputs.size(), 0);
-      add2.ir_out_start[0] = 0;
-      add2.ir_out_count[0] = 1;
-      add2.attrs.clear();
-      add2.attr_ptrs.clear();
-      add2.attr_names.clear();
-      add2.attrs.reserve(ln->proto.attrs.size());
-      for (auto& a : ln->proto.attrs) {
-        add2.attrs.push_back(a.name == "epsilon" ? AttrValue::Float(eps) : a.name == "axis" ? AttrValue::Int(-1) : a.default_value);
-        add2.attr_names.push_back(a.name.c_str());
-      }
-      for (auto& a : add2.attrs) add2.attr_ptrs.push_back(a.c());
-      WEFT_RETURN_IF_ERROR(pc.create_instance(add2));
+      WEFT_RETURN_IF_ERROR(RewriteNode(pc, add2, ln, {xv, gamma, beta}, {{"epsilon", AttrValue::Float(eps)}, {"axis", AttrValue::Int(-1)}}));
       break;
     }
   }

@@ -5,6 +5,8 @@
 #define WEFT_SRC_COMPILE_PASSES_PASSES_H_
 
 #include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "runtime/engine.h"
@@ -26,6 +28,13 @@ struct PassContext {
 Status FuseEpilogues(PassContext& pc);
 // The decomposed LayerNorm exporters emit becomes LayerNormalization (passes/fuse_layer_norm.cc).
 Status FuseLayerNorm(PassContext& pc, std::shared_ptr<const RegisteredOp> layer_norm);
+// The erf GELU exporters emit, 0.5 * x * (1 + Erf(x / sqrt(2))), becomes Gelu
+// (passes/fuse_gelu.cc).
+Status FuseGelu(PassContext& pc, std::shared_ptr<const RegisteredOp> gelu);
+// Turns `cn` into a node of `op` over `inputs` (one per IR input, in order), its output 0 kept,
+// attributes from `attrs` or the op's defaults (passes/fuse_layer_norm.cc).
+Status RewriteNode(PassContext& pc, CompiledNode& cn, std::shared_ptr<const RegisteredOp> op, std::vector<int> inputs,
+                   const std::map<std::string, AttrValue>& attrs);
 // Values whose producer and consumers all accept a blocked layout are stored in it
 // (passes/blocked_layout.cc).
 Status AssignBlockedLayouts(PassContext& pc);
