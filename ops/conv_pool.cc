@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <limits>
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include "dnnl_runner.h"
 #include "op_util.h"
 
@@ -452,6 +454,25 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     Window w;
     std::string err;
     if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err) || w.nd < 1 || w.nd > 3) return GRAPH_SUCCESS;
+    // Kernel equal to stride, no padding or dilation, one group (the 2x upsampling of U-Nets and
+    // decoders): every output pixel takes exactly one tap, so the layer is one GEMM of the
+    // weights with the input followed by placing each tap's plane.
+    bool tiles = *ctx->GetAttrs()->GetInt("group") == 1;
+    for (size_t i = 0; i < w.nd; ++i)
+      tiles = tiles && w.k[i] == w.s[i] && w.d[i] == 1 && w.pb[i] == 0 && w.pe[i] == 0 && w.out[i] == w.in[i] * w.k[i];
+    if (tiles) {
+      const Shape& ws = wt->GetShape();
+      const int64_t c = ws.GetDim(0), m = ws.GetDim(1), kk = Prod(w.k, w.nd);
+      tile_w_.assign(static_cast<size_t>(m * kk * c), 0.f);
+      const float* pw = wt->GetData<float>();
+      for (int64_t ic = 0; ic < c; ++ic)  // [C, M*KK] -> [M*KK, C]
+        for (int64_t r = 0; r < m * kk; ++r) tile_w_[static_cast<size_t>(r * c + ic)] = pw[ic * m * kk + r];
+      tile_b_.assign(static_cast<size_t>(m), 0.f);
+      if (b) std::memcpy(tile_b_.data(), b->GetAddr(), static_cast<size_t>(m) * sizeof(float));
+      tiles_ = true;
+      ApplyIntraOpThreads(ctx);
+      return GRAPH_SUCCESS;
+    }
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
     const Shape& xs = x->GetShape();
@@ -614,6 +635,7 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
       void* ptrs[2] = {const_cast<void*>(x->GetAddr()), y->GetAddr()};
       return runner_.Run(ctx, ptrs) ? GRAPH_SUCCESS : GRAPH_FAILED;
     }
+    if (tiles_) return ExecuteTiles(ctx, x, w, y);
     int64_t group = *ctx->GetAttrs()->GetInt("group");
     int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), mg = wt->GetShape().GetDim(1), m = mg * group, cg = c / group;
     int64_t in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd), k_sp = Prod(w.k, w.nd);
@@ -661,8 +683,49 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
   }
 
  private:
+  // Z[M*KK, HW] = Wt[M*KK, C] * X[C, HW] per image, then y[m, i*k + a, ...] = Z[m*KK + a..., i...] + bias.
+  graphStatus ExecuteTiles(EagerOpExecutionContext* ctx, const Tensor* x, const Window& w, Tensor* y) {
+    const Shape& xs = x->GetShape();
+    const int64_t n = xs.GetDim(0), c = xs.GetDim(1), m = static_cast<int64_t>(tile_b_.size());
+    const int64_t kk = Prod(w.k, w.nd), in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd);
+    float* z = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(m * kk * in_sp) * sizeof(float)));
+    if (!z) return GRAPH_FAILED;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* px = x->GetData<float>() + i * c * in_sp;
+      float* py = y->GetData<float>() + i * m * out_sp;
+      if (dnnl_sgemm('N', 'N', m * kk, in_sp, c, 1.f, tile_w_.data(), c, px, in_sp, 0.f, z, in_sp) != dnnl_success)
+        return Fail(ctx, "oneDNN sgemm failed");
+      graphStatus st = ctx->ParallelFor(m, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t mm = lo; mm < hi; ++mm)
+          for (int64_t t = 0; t < kk; ++t) {
+            int64_t tap[WEFT_MAX_DIMS], rem = t;  // the tap's offset in each spatial dim
+            for (size_t d = w.nd; d-- > 0;) tap[d] = rem % w.k[d], rem /= w.k[d];
+            const float* src = z + (mm * kk + t) * in_sp;
+            float* dst = py + mm * out_sp;
+            const float bias = tile_b_[static_cast<size_t>(mm)];
+            const int64_t last = w.in[w.nd - 1], step = w.k[w.nd - 1];
+            for (int64_t row = 0; row < in_sp / last; ++row) {  // each input row of the innermost dim
+              int64_t r = row, off = 0;
+              for (size_t d = w.nd - 1; d-- > 0;) {
+                int64_t p = r % w.in[d];
+                r /= w.in[d];
+                off += (p * w.k[d] + tap[d]) * Prod(w.out + d + 1, w.nd - d - 1);
+              }
+              float* o = dst + off + tap[w.nd - 1];
+              const float* sr = src + row * last;
+              for (int64_t j = 0; j < last; ++j) o[j * step] = sr[j] + bias;
+            }
+          }
+      });
+      if (st != GRAPH_SUCCESS) return st;
+    }
+    return GRAPH_SUCCESS;
+  }
+
   DnnlRunner runner_;
   dnnl::memory weights_, bias_;
+  bool tiles_ = false;
+  std::vector<float> tile_w_, tile_b_;
 };
 
 template <bool kMax>
