@@ -18,8 +18,28 @@ void Split3(const Shape& s, int64_t axis, int64_t* outer, int64_t* inner) {
   for (size_t k = static_cast<size_t>(axis) + 1; k < s.GetDimNum(); ++k) *inner *= s.GetDim(k);
 }
 
-class Concat : public EagerExecuteOp, public ShapeInferOp {
+class Concat : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
  public:
+  // Along the channels of float32 4-D tensors whose channel counts are multiples of 16, the
+  // channel-blocked layout concatenates exactly as the plain one does (whole blocks per image),
+  // so the branches of Inception-, Fire- and DenseNet-style blocks stay blocked.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Shape& out = ctx->GetOutputTensor(0)->GetShape();
+    int64_t axis = 0;
+    if (ctx->GetInputDataType(0) != DT_FLOAT || out.GetDimNum() != 4 || out.IsUnknown() ||
+        !NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), 4, &axis) || axis != 1 || ctx->GetComputeNodeInputNum() > 64)
+      return GRAPH_SUCCESS;
+    for (size_t i = 0; i < ctx->GetComputeNodeInputNum(); ++i)
+      if (ctx->GetInputShape(i)->GetDim(1) % 16) return GRAPH_SUCCESS;
+    // One dynamic IR input: its instances are listed by their IR index, 0.
+    s.Format(FORMAT_NC1HWC0).Input(0).Output(0).Together();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* y = ctx->GetOutputTensor(0);
+    if (y->GetFormat() != FORMAT_NC1HWC0) return GRAPH_SUCCESS;
+    return ctx->SetOutputStorage(0, static_cast<size_t>(y->GetShapeSize()) * sizeof(float), FORMAT_NC1HWC0);
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& s0 = *ctx->GetInputShape(0);
     int64_t r = static_cast<int64_t>(s0.GetDimNum()), axis;

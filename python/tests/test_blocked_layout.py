@@ -52,3 +52,25 @@ def test_se_block_and_residual_in_the_blocked_layout(tmp_path, channels, batch):
     got = model.run([x])
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("widths", [(16, 32), (16, 24), (32, 32, 48)])
+def test_channel_concat_between_convolutions(tmp_path, widths):
+    """Blocked when every part has a multiple of 16 channels, plain otherwise; same results."""
+    rng = np.random.default_rng(sum(widths))
+    inits, nodes, parts = [], [], []
+    for k, c in enumerate(widths):
+        inits.append(numpy_helper.from_array((rng.standard_normal((c, 8, 3, 3)) * 0.3).astype(np.float32), f"w{k}"))
+        nodes.append(helper.make_node("Conv", ["x", f"w{k}"], [f"p{k}"], pads=[1, 1, 1, 1]))
+        parts.append(f"p{k}")
+    total = sum(widths)
+    inits.append(numpy_helper.from_array((rng.standard_normal((5, total, 1, 1)) * 0.3).astype(np.float32), "wo"))
+    nodes += [helper.make_node("Concat", parts, ["cat"], axis=1), helper.make_node("Conv", ["cat", "wo"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 10, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    path = str(tmp_path / "cat.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    x = rng.standard_normal((2, 8, 10, 6)).astype(np.float32)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = weft.Session(threads=2, use_env_path=False).compile(weft.import_onnx(path)).run([x])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
