@@ -44,7 +44,11 @@ def import_weft(build):
 
 
 def batch(run, iters, warmup):
-    """Median milliseconds of `iters` timed calls after `warmup` untimed ones."""
+    """Median milliseconds of `iters` timed calls after `warmup` untimed ones.
+
+    A 50 ms idle pause comes first: both runtimes leave worker threads spinning after a run, and a
+    batch started at once would share the cores with the other runtime's spinners."""
+    time.sleep(0.05)
     for _ in range(warmup):
         run()
     times = []

@@ -24,7 +24,8 @@ listed in --allow-fail fails; listed models are still run and reported, and one 
 an "unexpectedly passed" line.
 
 --bench: every model's full static file at each thread count; each round times a batch of Weft
-runs, then a batch of ORT runs (interleaved); the figure is the median of the batch medians.
+runs, then a batch of ORT runs (interleaved), each after a 50 ms idle pause that lets the other
+runtime's spinning worker threads go to sleep; the figure is the median of the batch medians.
 Heavy models get fewer runs per batch automatically: a batch aims at --batch-ms (default 1500 ms)
 of the slower runtime, with at least 3 runs. Prints (and with --markdown writes) the table sorted
 worst Weft/ORT ratio first within each thread count, the geometric mean of the ratios per thread
@@ -292,7 +293,14 @@ def format_check(res):
 # ----------------------------------------------------------------------------------------------
 
 
+# Both runtimes leave their worker threads spinning for a while after a run (ONNX Runtime's pool,
+# OpenMP's team under Weft and oneDNN); a batch started at once would share the cores with the
+# other runtime's spinners and measure that. A short idle pause before each batch lets them sleep.
+SETTLE_S = 0.05
+
+
 def timed_batch(run, iters, warmup):
+    time.sleep(SETTLE_S)
     for _ in range(warmup):
         run()
     times = []

@@ -1,15 +1,13 @@
-// Fork-join pool behind WeftHostApi::parallel_for. One job at a time; a caller that finds the
-// pool busy (another run is using it) runs its loop inline, so nothing blocks or nests.
+// Fork-join parallelism behind WeftHostApi::parallel_for. Loops run on the OpenMP team of the
+// calling thread, the same team oneDNN's primitives use, so one set of threads serves every op of
+// a run: a second pool would sit spinning beside OpenMP's and the two would take turns on the
+// cores. One loop at a time per pool; a caller that finds the pool busy (another run is using it)
+// or is already inside a parallel region runs its loop inline, so nothing blocks or nests.
 #ifndef WEFT_SRC_RUNTIME_THREAD_POOL_H_
 #define WEFT_SRC_RUNTIME_THREAD_POOL_H_
 
-#include <atomic>
-#include <exception>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
-#include <thread>
-#include <vector>
 
 #include "weft/c/weft_plugin.h"
 
@@ -17,31 +15,15 @@ namespace weft::internal {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);
-  ~ThreadPool();
-  int size() const { return static_cast<int>(workers_.size()) + 1; }
-  // Calls fn(user, b, e) over disjoint chunks covering [0, n); returns when all are done.
+  explicit ThreadPool(int threads) : threads_(threads > 1 ? threads : 1) {}
+  int size() const { return threads_; }
+  // Calls fn(user, b, e) over disjoint chunks covering [0, n); returns when all are done. The
+  // first exception a chunk throws skips the chunks not yet started and is rethrown here.
   void ParallelFor(int64_t n, int64_t grain, WeftParallelFn fn, void* user);
 
  private:
-  struct Job {
-    WeftParallelFn fn;
-    void* user;
-    int64_t n, chunk;
-    std::atomic<int64_t> next{0};
-    std::atomic<int> active{0};
-    std::mutex error_mu;
-    std::exception_ptr error;  // the first exception a chunk threw; the rest of the job is skipped
-  };
-  void Work(Job* job);
-  void Loop();
-  std::vector<std::thread> workers_;
-  std::mutex busy_;  // held by the caller for the duration of a job
-  std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
-  Job* job_ = nullptr;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  int threads_;
+  std::mutex busy_;  // held by the caller for the duration of a loop
 };
 
 }  // namespace weft::internal
