@@ -17,6 +17,8 @@ PKGS=(
   libdnnl-dev opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev libonnx-testdata
+  # the LiteRT (.tflite) importer: flatbuffers runtime headers and the schema compiler
+  libflatbuffers-dev flatbuffers-compiler
   # the Python environment's interpreter
   python3 python3-dev python3-venv
 )

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "weft/litert.h"
 #include "weft/onnx.h"
 
 namespace fs = std::filesystem;
@@ -35,6 +36,7 @@ std::string SafeFileName(std::string s) {
 }
 
 bool IsOnnx(const std::string& path) { return fs::path(path).extension() == ".onnx"; }
+bool IsLiteRt(const std::string& path) { return fs::path(path).extension() == ".tflite"; }
 // A compiled model file, recognized by its magic bytes (any extension).
 bool IsModelFile(const std::string& path) {
   std::error_code ec;
@@ -48,8 +50,13 @@ bool IsModelFile(const std::string& path) {
   return n == 8 && std::memcmp(magic, "WEFTMDL", 8) == 0;
 }
 
-// A JSON graph or an ONNX model; ONNX inputs take the given concrete shapes.
+// A JSON graph, an ONNX model or a LiteRT model; model inputs take the given concrete shapes.
 Expected<Graph> LoadGraph(const std::string& path, const std::map<std::string, Shape>& shapes = {}) {
+  if (IsLiteRt(path)) {
+    LiteRtImportOptions o;
+    o.input_shapes = shapes;
+    return ImportLiteRt(path, o);
+  }
   if (!IsOnnx(path)) return Graph::FromJsonFile(path);
   OnnxImportOptions o;
   o.input_shapes = shapes;
@@ -432,7 +439,7 @@ int main(int argc, char** argv) {
 
   RunArgs ra;
   auto* run = app.add_subcommand("run", "Run a graph file (compiled first) or a compiled model file on .npy inputs");
-  run->add_option("graph", ra.graph, "Graph file (JSON, see docs/graph_format.md), ONNX model (.onnx) or model file (.weft)")->required();
+  run->add_option("graph", ra.graph, "Graph file (JSON, see docs/graph_format.md), ONNX model (.onnx), LiteRT model (.tflite) or model file (.weft)")->required();
   Repeatable(run->add_option("-i,--input", ra.inputs, "NAME=FILE.npy for each graph input (repeatable)"));
   run->add_option("-o,--output-dir", ra.output_dir, "Directory for <output>.npy files")->capture_default_str();
   Repeatable(run->add_option("-p,--package", ra.packages,
@@ -452,7 +459,7 @@ int main(int argc, char** argv) {
 
   CompileArgs ca;
   auto* compile = app.add_subcommand("compile", "Compile a graph offline into a model file that loads without compiling");
-  compile->add_option("graph", ca.graph, "Graph file (JSON) or ONNX model (.onnx)")->required();
+  compile->add_option("graph", ca.graph, "Graph file (JSON), ONNX model (.onnx) or LiteRT model (.tflite)")->required();
   compile->add_option("-o,--output", ca.output, "Model file to write (e.g. model.weft)")->required();
   Repeatable(compile->add_option("-s,--shape", ca.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)"));
   Repeatable(compile->add_option("-p,--package", ca.packages,
@@ -463,7 +470,7 @@ int main(int argc, char** argv) {
                     "Require the exact plugin library builds when loading (default: same op types, versions and ABI level)");
 
   InspectArgs ia;
-  auto* inspect = app.add_subcommand("inspect", "Show a model's inputs, outputs and op histogram (JSON graph, .onnx or .weft)");
+  auto* inspect = app.add_subcommand("inspect", "Show a model's inputs, outputs and op histogram (JSON graph, .onnx, .tflite or .weft)");
   inspect->add_option("model", ia.model, "Graph file, ONNX model or compiled model file")->required();
   inspect->add_flag("--memory", ia.memory, "Compile and report the planned arena next to its lower bound");
   inspect->add_flag("--steps", ia.steps,

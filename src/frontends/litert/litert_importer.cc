@@ -1,0 +1,614 @@
+// LiteRT (.tflite) → Graph. The file is verified (flatbuffers verifier, then every index and size
+// the importer follows) before a node is built, so a corrupt or hostile file is an error naming
+// what is wrong. Operators keep TFLite's semantics and layouts (NHWC activations, OHWI filters):
+// each becomes one node of the Tfl* op family (ops/litert.cc), whose kernels follow TFLite's
+// reference arithmetic; quantization parameters travel as node attributes.
+#include <cctype>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <unordered_map>
+
+#include <flatbuffers/flatbuffers.h>
+#include <flatbuffers/flexbuffers.h>
+
+#include "core/file_io.h"
+#include "litert_subset_generated.h"
+#include "weft/litert.h"
+
+namespace weft {
+namespace {
+
+namespace fb = weft::litert::fb;
+
+// A construct of the format Weft does not implement (as opposed to a malformed file).
+Status Unsupported(std::string m) { return FailedPrecondition(std::move(m)); }
+
+// BuiltinOperator names by code, as the format numbers them.
+const char* const kBuiltinNames[] = {
+#include "litert_builtin_names.inc"
+};
+constexpr int32_t kNumBuiltins = static_cast<int32_t>(sizeof(kBuiltinNames) / sizeof(kBuiltinNames[0]));
+constexpr int32_t kCustom = 32;
+
+std::string BuiltinName(int32_t code) {
+  if (code >= 0 && code < kNumBuiltins && kBuiltinNames[code][0]) return kBuiltinNames[code];
+  return "builtin code " + std::to_string(code);
+}
+
+// LiteRT TensorType → Weft; DT_UNDEFINED for types Weft does not hold (string, complex, int4...).
+DataType FromLiteRt(int8_t t, std::string* name) {
+  static const char* const names[] = {"FLOAT32", "FLOAT16", "INT32", "UINT8", "INT64", "STRING", "BOOL",
+                                      "INT16", "COMPLEX64", "INT8", "FLOAT64", "COMPLEX128", "UINT64",
+                                      "RESOURCE", "VARIANT", "UINT32", "UINT16", "INT4", "BFLOAT16"};
+  *name = t >= 0 && t < 19 ? names[t] : "type " + std::to_string(t);
+  switch (t) {
+    case 0: return DT_FLOAT;
+    case 1: return DT_FLOAT16;
+    case 2: return DT_INT32;
+    case 3: return DT_UINT8;
+    case 4: return DT_INT64;
+    case 6: return DT_BOOL;
+    case 7: return DT_INT16;
+    case 9: return DT_INT8;
+    case 10: return DT_DOUBLE;
+    case 12: return DT_UINT64;
+    case 15: return DT_UINT32;
+    case 16: return DT_UINT16;
+    case 18: return DT_BF16;
+    default: return DT_UNDEFINED;
+  }
+}
+
+// ---- builtin options ---------------------------------------------------------------------------
+// Each options table the importer decodes, field by field: the attribute name (the format's field
+// name), the field id, how it is stored and its default. Enum fields become strings.
+enum class FieldKind { kInt, kBool, kFloat, kIntVector, kPadding, kActivation, kTensorType, kMirrorMode };
+struct OptionField {
+  const char* name;
+  int id;
+  FieldKind kind;
+  double def = 0;
+};
+struct OptionTable {
+  int type;  // BuiltinOptions union type
+  const char* name;
+  std::vector<OptionField> fields;
+};
+
+const std::vector<OptionTable>& OptionTables() {
+  using K = FieldKind;
+  static const std::vector<OptionTable> tables = {
+      {1, "Conv2DOptions", {{"padding", 0, K::kPadding}, {"stride_w", 1, K::kInt}, {"stride_h", 2, K::kInt},
+                            {"fused_activation_function", 3, K::kActivation}, {"dilation_w_factor", 4, K::kInt, 1},
+                            {"dilation_h_factor", 5, K::kInt, 1}, {"quantized_bias_type", 6, K::kTensorType}}},
+      {2, "DepthwiseConv2DOptions", {{"padding", 0, K::kPadding}, {"stride_w", 1, K::kInt}, {"stride_h", 2, K::kInt},
+                                     {"depth_multiplier", 3, K::kInt}, {"fused_activation_function", 4, K::kActivation},
+                                     {"dilation_w_factor", 5, K::kInt, 1}, {"dilation_h_factor", 6, K::kInt, 1}}},
+      {5, "Pool2DOptions", {{"padding", 0, K::kPadding}, {"stride_w", 1, K::kInt}, {"stride_h", 2, K::kInt},
+                            {"filter_width", 3, K::kInt}, {"filter_height", 4, K::kInt},
+                            {"fused_activation_function", 5, K::kActivation}}},
+      {6, "SVDFOptions", {{"rank", 0, K::kInt}, {"fused_activation_function", 1, K::kActivation},
+                          {"asymmetric_quantize_inputs", 2, K::kBool}}},
+      {8, "FullyConnectedOptions", {{"fused_activation_function", 0, K::kActivation}, {"weights_format", 1, K::kInt},
+                                    {"keep_num_dims", 2, K::kBool}, {"asymmetric_quantize_inputs", 3, K::kBool},
+                                    {"quantized_bias_type", 4, K::kTensorType}}},
+      {9, "SoftmaxOptions", {{"beta", 0, K::kFloat}}},
+      {10, "ConcatenationOptions", {{"axis", 0, K::kInt}, {"fused_activation_function", 1, K::kActivation}}},
+      {11, "AddOptions", {{"fused_activation_function", 0, K::kActivation}, {"pot_scale_int16", 1, K::kBool, 1}}},
+      {12, "L2NormOptions", {{"fused_activation_function", 0, K::kActivation}}},
+      {15, "ResizeBilinearOptions", {{"align_corners", 2, K::kBool}, {"half_pixel_centers", 3, K::kBool}}},
+      {17, "ReshapeOptions", {{"new_shape", 0, K::kIntVector}}},
+      {19, "SpaceToDepthOptions", {{"block_size", 0, K::kInt}}},
+      {21, "MulOptions", {{"fused_activation_function", 0, K::kActivation}}},
+      {23, "GatherOptions", {{"axis", 0, K::kInt}, {"batch_dims", 1, K::kInt}}},
+      {27, "ReducerOptions", {{"keep_dims", 0, K::kBool}}},
+      {28, "SubOptions", {{"fused_activation_function", 0, K::kActivation}, {"pot_scale_int16", 1, K::kBool, 1}}},
+      {29, "DivOptions", {{"fused_activation_function", 0, K::kActivation}}},
+      {30, "SqueezeOptions", {{"squeeze_dims", 0, K::kIntVector}}},
+      {32, "StridedSliceOptions", {{"begin_mask", 0, K::kInt}, {"end_mask", 1, K::kInt}, {"ellipsis_mask", 2, K::kInt},
+                                   {"new_axis_mask", 3, K::kInt}, {"shrink_axis_mask", 4, K::kInt}, {"offset", 5, K::kBool}}},
+      {35, "SplitOptions", {{"num_splits", 0, K::kInt}}},
+      {37, "CastOptions", {{"in_data_type", 0, K::kTensorType}, {"out_data_type", 1, K::kTensorType}}},
+      {40, "ArgMaxOptions", {{"output_type", 0, K::kTensorType}}},
+      {49, "TransposeConvOptions", {{"padding", 0, K::kPadding}, {"stride_w", 1, K::kInt}, {"stride_h", 2, K::kInt},
+                                    {"fused_activation_function", 3, K::kActivation},
+                                    {"quantized_bias_type", 4, K::kTensorType}}},
+      {57, "ArgMinOptions", {{"output_type", 0, K::kTensorType}}},
+      {59, "PackOptions", {{"values_count", 0, K::kInt}, {"axis", 1, K::kInt}}},
+      {64, "UnpackOptions", {{"num", 0, K::kInt}, {"axis", 1, K::kInt}}},
+      {71, "UnidirectionalSequenceLSTMOptions", {{"fused_activation_function", 0, K::kActivation}, {"cell_clip", 1, K::kFloat},
+                                                 {"proj_clip", 2, K::kFloat}, {"time_major", 3, K::kBool},
+                                                 {"asymmetric_quantize_inputs", 4, K::kBool},
+                                                 {"diagonal_recurrent_tensors", 5, K::kBool}}},
+      {74, "ResizeNearestNeighborOptions", {{"align_corners", 0, K::kBool}, {"half_pixel_centers", 1, K::kBool}}},
+      {75, "LeakyReluOptions", {{"alpha", 0, K::kFloat}}},
+      {77, "MirrorPadOptions", {{"mode", 0, K::kMirrorMode}}},
+      {92, "IfOptions", {{"then_subgraph_index", 0, K::kInt}, {"else_subgraph_index", 1, K::kInt}}},
+      {93, "WhileOptions", {{"cond_subgraph_index", 0, K::kInt}, {"body_subgraph_index", 1, K::kInt}}},
+      {94, "DepthToSpaceOptions", {{"block_size", 0, K::kInt}}},
+      {101, "BatchMatMulOptions", {{"adj_x", 0, K::kBool}, {"adj_y", 1, K::kBool}, {"asymmetric_quantize_inputs", 2, K::kBool}}},
+      {103, "CallOnceOptions", {{"init_subgraph_index", 0, K::kInt}}},
+      {116, "GeluOptions", {{"approximate", 0, K::kBool}}},
+  };
+  return tables;
+}
+
+const char* ActivationName(int v) {
+  static const char* const names[] = {"NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH", "SIGN_BIT"};
+  return v >= 0 && v < 6 ? names[v] : nullptr;
+}
+
+// Decodes an options table into attributes; false (with *err) on a malformed field.
+bool DecodeOptions(const flatbuffers::Table* t, int type, flatbuffers::Verifier& v, std::map<std::string, AttrValue>* attrs,
+                   std::string* err) {
+  const OptionTable* spec = nullptr;
+  for (auto& s : OptionTables())
+    if (s.type == type) spec = &s;
+  if (!spec || !t) return true;  // options the importer does not decode: the op takes none of them
+  for (const OptionField& f : spec->fields) {
+    auto vo = static_cast<flatbuffers::voffset_t>(4 + 2 * f.id);
+    bool ok = true;
+    switch (f.kind) {
+      case FieldKind::kInt:
+        ok = t->VerifyField<int32_t>(v, vo, 4);
+        if (ok) (*attrs)[f.name] = AttrValue::Int(t->GetField<int32_t>(vo, static_cast<int32_t>(f.def)));
+        break;
+      case FieldKind::kBool:
+        ok = t->VerifyField<uint8_t>(v, vo, 1);
+        if (ok) (*attrs)[f.name] = AttrValue::Bool(t->GetField<uint8_t>(vo, static_cast<uint8_t>(f.def)) != 0);
+        break;
+      case FieldKind::kFloat:
+        ok = t->VerifyField<float>(v, vo, 4);
+        if (ok) (*attrs)[f.name] = AttrValue::Float(t->GetField<float>(vo, static_cast<float>(f.def)));
+        break;
+      case FieldKind::kIntVector: {
+        ok = t->VerifyOffset(v, vo);
+        auto vec = ok ? t->GetPointer<const flatbuffers::Vector<int32_t>*>(vo) : nullptr;
+        ok = ok && v.VerifyVector(vec);
+        if (ok && vec) (*attrs)[f.name] = AttrValue::ListInt(std::vector<int64_t>(vec->begin(), vec->end()));
+        break;
+      }
+      case FieldKind::kPadding: {
+        ok = t->VerifyField<int8_t>(v, vo, 1);
+        int p = ok ? t->GetField<int8_t>(vo, 0) : 0;
+        if (ok && p != 0 && p != 1) return *err = std::string(spec->name) + ".padding has the unknown value " + std::to_string(p), false;
+        if (ok) (*attrs)[f.name] = AttrValue::String(p == 0 ? "SAME" : "VALID");
+        break;
+      }
+      case FieldKind::kActivation: {
+        ok = t->VerifyField<int8_t>(v, vo, 1);
+        int a = ok ? t->GetField<int8_t>(vo, 0) : 0;
+        if (ok && !ActivationName(a))
+          return *err = std::string(spec->name) + "." + f.name + " has the unknown value " + std::to_string(a), false;
+        if (ok) (*attrs)[f.name] = AttrValue::String(ActivationName(a));
+        break;
+      }
+      case FieldKind::kTensorType: {
+        ok = t->VerifyField<int8_t>(v, vo, 1);
+        std::string name;
+        if (ok) FromLiteRt(t->GetField<int8_t>(vo, 0), &name);
+        if (ok) (*attrs)[f.name] = AttrValue::String(name);
+        break;
+      }
+      case FieldKind::kMirrorMode: {
+        ok = t->VerifyField<int8_t>(v, vo, 1);
+        int m = ok ? t->GetField<int8_t>(vo, 0) : 0;
+        if (ok) (*attrs)[f.name] = AttrValue::String(m == 0 ? "REFLECT" : "SYMMETRIC");
+        break;
+      }
+    }
+    if (!ok) return *err = std::string(spec->name) + "." + f.name + " is malformed", false;
+  }
+  return true;
+}
+
+// flexbuffer map custom options → typed attributes; false when they are not a well-formed map of
+// scalars, strings and scalar vectors (the caller then passes the raw bytes).
+bool DecodeFlexbufferMap(const uint8_t* data, size_t size, std::map<std::string, AttrValue>* attrs) {
+  if (size == 0 || !flexbuffers::VerifyBuffer(data, size)) return false;
+  auto root = flexbuffers::GetRoot(data, size);
+  if (!root.IsMap()) return false;
+  auto map = root.AsMap();
+  auto keys = map.Keys();
+  auto values = map.Values();
+  std::map<std::string, AttrValue> out;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    std::string key = keys[k].AsKey();
+    auto r = values[k];
+    if (r.IsBool()) out[key] = AttrValue::Bool(r.AsBool());
+    else if (r.IsInt() || r.IsUInt()) out[key] = AttrValue::Int(r.AsInt64());
+    else if (r.IsFloat()) out[key] = AttrValue::Float(static_cast<float>(r.AsDouble()));
+    else if (r.IsString()) out[key] = AttrValue::String(r.AsString().str());
+    else if (r.IsTypedVector() || r.IsVector() || r.IsFixedTypedVector()) {
+      auto vec = r.AsVector();
+      std::vector<int64_t> ints;
+      std::vector<float> floats;
+      bool all_int = true, all_num = true;
+      for (size_t i = 0; i < vec.size(); ++i) {
+        auto e = vec[i];
+        if (e.IsInt() || e.IsUInt() || e.IsBool()) ints.push_back(e.AsInt64()), floats.push_back(static_cast<float>(e.AsInt64()));
+        else if (e.IsFloat()) all_int = false, floats.push_back(static_cast<float>(e.AsDouble()));
+        else all_num = false;
+      }
+      if (!all_num) return false;
+      out[key] = all_int ? AttrValue::ListInt(ints) : AttrValue::ListFloat(floats);
+    } else {
+      return false;
+    }
+  }
+  attrs->insert(out.begin(), out.end());
+  return true;
+}
+
+// ---- the model -------------------------------------------------------------------------------
+
+class Importer {
+ public:
+  Importer(const uint8_t* data, size_t size, const LiteRtImportOptions& o) : data_(data), size_(size), opts_(o) {}
+
+  Expected<Graph> Run() {
+    if (size_ < 8) return InvalidArgument("LiteRT model: the file is " + std::to_string(size_) + " bytes, too short for a flatbuffer");
+    if (!flatbuffers::BufferHasIdentifier(data_, "TFL3"))
+      return InvalidArgument("LiteRT model: the file does not carry the TFLite identifier 'TFL3' (not a .tflite flatbuffer?)");
+    // Files larger than 2 GiB keep their buffers after the flatbuffer, which itself stays below
+    // the verifier's limit; verify that part.
+    size_t fb_size = std::min<size_t>(size_, FLATBUFFERS_MAX_BUFFER_SIZE - 1);
+    flatbuffers::Verifier v(data_, fb_size, /*max_depth=*/64, /*max_tables=*/4000000);
+    if (!fb::VerifyModelBuffer(v))
+      return InvalidArgument("LiteRT model: the flatbuffer fails verification (corrupt or truncated file, or not a TFLite model)");
+    model_ = fb::GetModel(data_);
+    if (model_->version() != 3)
+      return InvalidArgument("LiteRT model: schema version " + std::to_string(model_->version()) + " is not supported (Weft reads version 3)");
+    if (!model_->subgraphs() || model_->subgraphs()->size() == 0) return InvalidArgument("LiteRT model: the model has no subgraph");
+    if (model_->subgraphs()->size() > 1) {
+      // Other subgraphs run only through control flow (IF/WHILE/CALL_ONCE) or as extra signatures.
+      for (const fb::Operator* op : Ops(model_->subgraphs()->Get(0))) {
+        int32_t code = OpCode(op);
+        if (code == 118 || code == 119 || code == 129 || code == 31)
+          return Unsupported("LiteRT model: operator " + BuiltinName(code) +
+                               " (control flow over subgraphs) is not supported yet");
+      }
+    }
+    return ImportSubgraph(0);
+  }
+
+ private:
+  static std::vector<const fb::Operator*> Ops(const fb::SubGraph* sg) {
+    std::vector<const fb::Operator*> out;
+    if (sg->operators())
+      for (const fb::Operator* op : *sg->operators()) out.push_back(op);
+    return out;
+  }
+
+  // The builtin code of an operator, or -1 when its opcode index is out of range.
+  int32_t OpCode(const fb::Operator* op) const {
+    auto codes = model_->operator_codes();
+    if (!codes || op->opcode_index() >= codes->size()) return -1;
+    const fb::OperatorCode* c = codes->Get(op->opcode_index());
+    return std::max<int32_t>(c->builtin_code(), c->deprecated_builtin_code());
+  }
+
+  // The bytes of a tensor's buffer: null with size 0 when it has none.
+  Status BufferBytes(uint32_t index, const uint8_t** p, size_t* n, const std::string& what) const {
+    *p = nullptr;
+    *n = 0;
+    auto bufs = model_->buffers();
+    if (index == 0) return Status::Ok();  // buffer 0 is the empty sentinel
+    if (!bufs || index >= bufs->size())
+      return InvalidArgument(what + " names buffer " + std::to_string(index) + " of " + std::to_string(bufs ? bufs->size() : 0));
+    const fb::Buffer* b = bufs->Get(index);
+    if (b->data() && b->data()->size()) {
+      *p = b->data()->data();
+      *n = b->data()->size();
+    } else if (b->offset() > 1) {  // data stored after the flatbuffer (offset 1 marks "none" in some writers)
+      uint64_t off = b->offset(), sz = b->size();
+      if (off > size_ || sz > size_ - off)
+        return InvalidArgument(what + ": its buffer " + std::to_string(index) + " lies at bytes [" + std::to_string(off) + ", " +
+                               std::to_string(off + sz) + ") beyond the end of the " + std::to_string(size_) + "-byte file");
+      *p = data_ + off;
+      *n = static_cast<size_t>(sz);
+    }
+    return Status::Ok();
+  }
+
+  Expected<Graph> ImportSubgraph(uint32_t index) {
+    const fb::SubGraph* sg = model_->subgraphs()->Get(index);
+    std::string gname = sg->name() && sg->name()->size() ? sg->name()->str() : "main";
+    Graph g(gname);
+    auto tensors = sg->tensors();
+    size_t nt = tensors ? tensors->size() : 0;
+    // Value names: the tensor's name when unique and non-empty, else "<name>_<index>" / "t<index>".
+    std::unordered_map<std::string, int> seen;
+    for (size_t i = 0; i < nt; ++i) {
+      auto n = tensors->Get(static_cast<uint32_t>(i))->name();
+      if (n && n->size()) ++seen[n->str()];
+    }
+    names_.assign(nt, "");
+    std::set<std::string> used;
+    for (size_t i = 0; i < nt; ++i) {
+      auto n = tensors->Get(static_cast<uint32_t>(i))->name();
+      std::string s = n && n->size() && seen[n->str()] == 1 ? n->str() : (n && n->size() ? n->str() + "_" : std::string("t")) + std::to_string(i);
+      while (used.count(s)) s += "_";
+      used.insert(s);
+      names_[i] = s;
+    }
+    auto tensor_ref = [&](int32_t t, const std::string& what) -> Status {
+      if (t < 0 || static_cast<size_t>(t) >= nt)
+        return InvalidArgument("LiteRT model: " + what + " refers to tensor " + std::to_string(t) + " of " + std::to_string(nt));
+      return Status::Ok();
+    };
+
+    std::vector<char> produced(nt, 0), is_input(nt, 0), is_const(nt, 0);
+    if (sg->inputs())
+      for (int32_t t : *sg->inputs()) {
+        WEFT_RETURN_IF_ERROR(tensor_ref(t, "subgraph input"));
+        is_input[static_cast<size_t>(t)] = 1;
+      }
+    // Tensors: types, shapes, constants.
+    types_.assign(nt, DT_UNDEFINED);
+    for (size_t i = 0; i < nt; ++i) {
+      const fb::Tensor* t = tensors->Get(static_cast<uint32_t>(i));
+      std::string what = "LiteRT model: tensor " + std::to_string(i) + " ('" + names_[i] + "')";
+      std::string tname;
+      types_[i] = FromLiteRt(t->type(), &tname);
+      if (t->sparsity()) sparse_.insert(i);
+      const uint8_t* p;
+      size_t n;
+      WEFT_RETURN_IF_ERROR(BufferBytes(t->buffer(), &p, &n, what));
+      Shape shape;
+      if (t->shape()) {
+        if (t->shape()->size() > WEFT_MAX_DIMS) return InvalidArgument(what + " has rank " + std::to_string(t->shape()->size()) + ", more than " + std::to_string(WEFT_MAX_DIMS));
+        for (int32_t d : *t->shape()) {
+          if (d < 0) return InvalidArgument(what + " has the negative dim " + std::to_string(d));
+          shape.AppendDim(d);
+        }
+      }
+      shapes_.push_back(shape);
+      if (!p || is_input[i]) continue;
+      if (types_[i] == DT_UNDEFINED) return Unsupported(what + " holds constant data of type " + tname + ", which Weft does not support");
+      if (t->sparsity()) return Unsupported(what + " is a sparse constant (sparsity parameters), which Weft does not support yet");
+      int64_t count = 1;
+      for (size_t k = 0; k < shape.GetDimNum(); ++k)
+        if (__builtin_mul_overflow(count, shape.GetDim(k), &count)) return InvalidArgument(what + " has more elements than fit in 64 bits");
+      size_t elem = DataTypeSize(types_[i]);
+      if (static_cast<uint64_t>(count) > (uint64_t(1) << 40) / elem || static_cast<size_t>(count) * elem != n)
+        return InvalidArgument(what + " has shape " + shape.ToString() + " of " + tname + " (" + std::to_string(count) +
+                               " elements) but its buffer holds " + std::to_string(n) + " bytes");
+      auto ht = HostTensor::FromBytes(types_[i], shape, p, n);
+      if (!ht.ok()) return ht.status();
+      g.AddConstant(names_[i], std::move(ht.value()));
+      is_const[i] = 1;
+    }
+    // Graph inputs.
+    if (sg->inputs())
+      for (int32_t ti : *sg->inputs()) {
+        size_t i = static_cast<size_t>(ti);
+        const fb::Tensor* t = tensors->Get(static_cast<uint32_t>(i));
+        std::string tname;
+        FromLiteRt(t->type(), &tname);
+        if (types_[i] == DT_UNDEFINED)
+          return Unsupported("LiteRT model: input tensor '" + names_[i] + "' has type " + tname + ", which Weft does not support");
+        Shape s = shapes_[i];
+        if (t->shape_signature() && t->shape_signature()->size() == s.GetDimNum())
+          for (size_t k = 0; k < s.GetDimNum(); ++k)
+            if (t->shape_signature()->Get(static_cast<uint32_t>(k)) < 0) s.SetDim(k, -1);
+        if (auto it = opts_.input_shapes.find(names_[i]); it != opts_.input_shapes.end()) s = it->second;
+        g.AddInput(names_[i], types_[i], s);
+      }
+    // Operators.
+    auto ops = Ops(sg);
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const fb::Operator* op = ops[k];
+      std::string where = "LiteRT model: operator #" + std::to_string(k);
+      int32_t code = OpCode(op);
+      if (code < 0) return InvalidArgument(where + " has opcode index " + std::to_string(op->opcode_index()) + " beyond the operator codes");
+      const fb::OperatorCode* oc = model_->operator_codes()->Get(op->opcode_index());
+      Node n;
+      n.domain = "litert";
+      n.opset = oc->version();
+      n.attrs["version"] = AttrValue::Int(oc->version());
+      if (code == kCustom) {
+        std::string custom = oc->custom_code() ? oc->custom_code()->str() : "";
+        std::string key = LiteRtCustomOpKey(custom);
+        n.op_type = key;
+        for (const std::string& c : {custom, key})
+          if (auto it = opts_.op_map.find(c); it != opts_.op_map.end()) {
+            n.op_type = it->second;
+            break;
+          }
+        if (n.op_type.empty()) return InvalidArgument(where + " is a custom operator with an empty customCode");
+        n.attrs["custom_code"] = AttrValue::String(custom);
+        const uint8_t* opt = op->custom_options() ? op->custom_options()->data() : nullptr;
+        size_t opt_n = op->custom_options() ? op->custom_options()->size() : 0;
+        if (!opt && op->large_custom_options_size()) {
+          uint64_t off = op->large_custom_options_offset(), sz = op->large_custom_options_size();
+          if (off > size_ || sz > size_ - off) return InvalidArgument(where + ": its custom options lie beyond the end of the file");
+          opt = data_ + off;
+          opt_n = static_cast<size_t>(sz);
+        }
+        if (opt_n && !(op->custom_options_format() == 0 && DecodeFlexbufferMap(opt, opt_n, &n.attrs)))
+          n.attrs["custom_options"] = AttrValue::TensorValue(DT_UINT8, Shape({static_cast<int64_t>(opt_n)}), std::vector<uint8_t>(opt, opt + opt_n));
+      } else {
+        n.op_type = LiteRtBuiltinOpType(code);
+        if (n.op_type.empty()) return Unsupported(where + " uses builtin operator code " + std::to_string(code) + ", which this Weft build does not know");
+        flatbuffers::Verifier v(data_, std::min<size_t>(size_, FLATBUFFERS_MAX_BUFFER_SIZE - 1));
+        std::string err;
+        auto table = reinterpret_cast<const flatbuffers::Table*>(op->builtin_options());
+        if (table && !DecodeOptions(table, op->builtin_options_type(), v, &n.attrs, &err))
+          return InvalidArgument(where + " (" + BuiltinName(code) + "): " + err);
+      }
+      n.name = (op->outputs() && op->outputs()->size() && op->outputs()->Get(0) >= 0 && static_cast<size_t>(op->outputs()->Get(0)) < nt
+                    ? names_[static_cast<size_t>(op->outputs()->Get(0))]
+                    : "op" + std::to_string(k)) + "/" + (code == kCustom ? n.op_type : BuiltinName(code));
+      std::string what = where + " (" + (code == kCustom ? "custom '" + n.attrs["custom_code"].s() + "'" : BuiltinName(code)) + ")";
+      if (op->inputs())
+        for (int32_t t : *op->inputs()) {
+          if (t == -1) {
+            n.inputs.push_back("");
+            continue;
+          }
+          WEFT_RETURN_IF_ERROR(tensor_ref(t, what + " input"));
+          size_t i = static_cast<size_t>(t);
+          if (!is_const[i] && !is_input[i] && !produced[i]) {
+            if (tensors->Get(static_cast<uint32_t>(i))->is_variable())
+              return Unsupported(what + " reads the variable tensor '" + names_[i] + "'; variable (stateful) tensors are not supported yet");
+            if (LaterProducer(ops, k, static_cast<int32_t>(i)))
+              return InvalidArgument(what + " reads tensor '" + names_[i] + "' before the operator that writes it (operators must be in execution order)");
+            // No data and no writer (a scratch operand the runtime would allocate): zeros.
+            if (types_[i] == DT_UNDEFINED || shapes_[i].GetShapeSize() > (int64_t(1) << 28))
+              return InvalidArgument(what + " reads tensor '" + names_[i] + "', which has no data, no writer and no usable type or size");
+            g.AddConstant(names_[i], HostTensor(types_[i], shapes_[i]));
+            is_const[i] = 1;
+          }
+          n.inputs.push_back(names_[i]);
+        }
+      if (op->outputs())
+        for (int32_t t : *op->outputs()) {
+          WEFT_RETURN_IF_ERROR(tensor_ref(t, what + " output"));
+          size_t i = static_cast<size_t>(t);
+          if (produced[i] || is_input[i] || is_const[i])
+            return InvalidArgument(what + " writes tensor '" + names_[i] + "', which is already an input, a constant or another operator's output");
+          produced[i] = 1;
+          n.outputs.push_back(names_[i]);
+        }
+      WEFT_RETURN_IF_ERROR(AddQuantization(op, what, &n));
+      g.AddNode(std::move(n));
+    }
+    if (!sg->outputs() || sg->outputs()->size() == 0) return InvalidArgument("LiteRT model: the subgraph has no outputs");
+    for (int32_t t : *sg->outputs()) {
+      WEFT_RETURN_IF_ERROR(tensor_ref(t, "subgraph output"));
+      size_t i = static_cast<size_t>(t);
+      if (!produced[i] && !is_input[i] && !is_const[i])
+        return InvalidArgument("LiteRT model: output tensor '" + names_[i] + "' is produced by no operator");
+      g.AddOutput(names_[i]);
+    }
+    return g;
+  }
+
+  // Quantization of an operator's tensors as attributes: input_scale / input_zero_point and
+  // output_scale / output_zero_point (one entry per input/output; scale 0 for an unquantized or
+  // absent tensor; for a tensor quantized per channel, its first channel), and for the first
+  // input quantized per channel (the weights) channel_scales, channel_zero_points, channel_input
+  // (its index) and quantized_dimension.
+  Status AddQuantization(const fb::Operator* op, const std::string& what, Node* n) {
+    auto tensors = model_->subgraphs()->Get(0)->tensors();
+    bool any = false;
+    std::vector<float> in_s, out_s;
+    std::vector<int64_t> in_z, out_z;
+    auto one = [&](int32_t t, bool input, size_t k, std::vector<float>* s, std::vector<int64_t>* z) -> Status {
+      s->push_back(0.f);
+      z->push_back(0);
+      if (t < 0) return Status::Ok();
+      auto q = tensors->Get(static_cast<uint32_t>(t))->quantization();
+      if (!q || !q->scale() || q->scale()->size() == 0) return Status::Ok();
+      size_t ns = q->scale()->size(), nz = q->zero_point() ? q->zero_point()->size() : 0;
+      if (nz != 0 && nz != ns)
+        return InvalidArgument(what + ": tensor '" + names_[static_cast<size_t>(t)] + "' has " + std::to_string(ns) + " scales but " +
+                               std::to_string(nz) + " zero points");
+      for (size_t i = 0; i < ns; ++i) {
+        float sc = q->scale()->Get(static_cast<uint32_t>(i));
+        if (!(sc >= 0.f) || std::isinf(sc))
+          return InvalidArgument(what + ": tensor '" + names_[static_cast<size_t>(t)] + "' has the quantization scale " + std::to_string(sc));
+      }
+      any = true;
+      s->back() = q->scale()->Get(0);
+      z->back() = nz ? q->zero_point()->Get(0) : 0;
+      if (ns > 1) {
+        if (!input) return Unsupported(what + ": output tensor '" + names_[static_cast<size_t>(t)] + "' is quantized per channel");
+        if (n->attrs.count("channel_scales")) return Status::Ok();  // a later one is a bias: its scales follow
+        const Shape& sh = shapes_[static_cast<size_t>(t)];
+        int32_t dim = q->quantized_dimension();
+        if (dim < 0 || static_cast<size_t>(dim) >= sh.GetDimNum() || sh.GetDim(static_cast<size_t>(dim)) != static_cast<int64_t>(ns))
+          return InvalidArgument(what + ": tensor '" + names_[static_cast<size_t>(t)] + "' has " + std::to_string(ns) +
+                                 " per-channel scales along dim " + std::to_string(dim) + " of shape " + sh.ToString());
+        n->attrs["channel_scales"] = AttrValue::ListFloat(std::vector<float>(q->scale()->begin(), q->scale()->end()));
+        n->attrs["channel_zero_points"] = AttrValue::ListInt(nz ? std::vector<int64_t>(q->zero_point()->begin(), q->zero_point()->end())
+                                                              : std::vector<int64_t>(ns, 0));
+        n->attrs["channel_input"] = AttrValue::Int(static_cast<int64_t>(k));
+        n->attrs["quantized_dimension"] = AttrValue::Int(dim);
+      }
+      return Status::Ok();
+    };
+    if (op->inputs())
+      for (uint32_t k = 0; k < op->inputs()->size(); ++k) WEFT_RETURN_IF_ERROR(one(op->inputs()->Get(k), true, k, &in_s, &in_z));
+    if (op->outputs())
+      for (uint32_t k = 0; k < op->outputs()->size(); ++k) WEFT_RETURN_IF_ERROR(one(op->outputs()->Get(k), false, k, &out_s, &out_z));
+    if (!any) return Status::Ok();
+    n->attrs["input_scale"] = AttrValue::ListFloat(in_s);
+    n->attrs["input_zero_point"] = AttrValue::ListInt(in_z);
+    n->attrs["output_scale"] = AttrValue::ListFloat(out_s);
+    n->attrs["output_zero_point"] = AttrValue::ListInt(out_z);
+    return Status::Ok();
+  }
+
+  // Whether an operator after #k writes tensor t.
+  static bool LaterProducer(const std::vector<const fb::Operator*>& ops, size_t k, int32_t t) {
+    for (size_t j = k + 1; j < ops.size(); ++j)
+      if (ops[j]->outputs())
+        for (int32_t o : *ops[j]->outputs())
+          if (o == t) return true;
+    return false;
+  }
+
+  const uint8_t* data_;
+  size_t size_;
+  const LiteRtImportOptions& opts_;
+  const fb::Model* model_ = nullptr;
+  std::vector<std::string> names_;
+  std::vector<DataType> types_;
+  std::vector<Shape> shapes_;
+  std::set<size_t> sparse_;
+};
+
+}  // namespace
+
+std::string LiteRtCustomOpKey(const std::string& custom_code) {
+  std::string s = custom_code;
+  for (char& c : s)
+    if (c == '-' || c == ' ') c = '_';
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  s = s.substr(b, e - b);
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string LiteRtBuiltinOpType(int32_t code) {
+  if (code < 0 || code >= kNumBuiltins || !kBuiltinNames[code][0] || code == kCustom) return "";
+  // CONV_2D → Conv2D: each word capitalized, letters after a digit kept upper-case.
+  std::string out = "Tfl";
+  bool start = true;
+  char prev = 0;
+  for (const char* p = kBuiltinNames[code]; *p; ++p) {
+    char c = *p;
+    if (c == '_') {
+      start = true;
+      continue;
+    }
+    bool upper = start || std::isdigit(static_cast<unsigned char>(prev));
+    out += upper ? c : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    start = false;
+    prev = c;
+  }
+  return out;
+}
+
+Expected<Graph> ImportLiteRtBytes(const std::string& bytes, const LiteRtImportOptions& options) {
+  // flatbuffers reads scalars through aligned loads; keep the data 16-byte aligned.
+  std::vector<uint64_t> aligned((bytes.size() + 7) / 8 + 1);
+  std::memcpy(aligned.data(), bytes.data(), bytes.size());
+  return Importer(reinterpret_cast<const uint8_t*>(aligned.data()), bytes.size(), options).Run();
+}
+
+Expected<Graph> ImportLiteRt(const std::string& path, const LiteRtImportOptions& options) {
+  auto bytes = internal::ReadRegularFile(path, "LiteRT model");
+  if (!bytes.ok()) return bytes.status();
+  auto g = ImportLiteRtBytes(bytes.value(), options);
+  if (!g.ok()) return Status(g.status().code(), g.status().message() + " [" + path + "]");
+  return g;
+}
+
+}  // namespace weft
