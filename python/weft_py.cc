@@ -7,6 +7,7 @@
 
 #include <mutex>
 
+#include "weft/litert.h"
 #include "weft/onnx.h"
 #include "weft/weft.h"
 
@@ -309,7 +310,15 @@ PYBIND11_MODULE(_weft, m) {
         OnnxImportOptions o;
         for (auto& [k, v] : shapes) o.input_shapes[k] = ToShape(v);
         return Get(ImportOnnx(path, o));
-      }, py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{});
+      }, py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{})
+      .def_static("from_litert", [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes,
+                                    const std::map<std::string, std::string>& op_map) {
+        LiteRtImportOptions o;
+        for (auto& [k, v] : shapes) o.input_shapes[k] = ToShape(v);
+        o.op_map = op_map;
+        return Get(ImportLiteRt(path, o));
+      }, py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
+         py::arg("op_map") = std::map<std::string, std::string>{});
 
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
       .def("run", &PyModel::Run, py::arg("inputs"),

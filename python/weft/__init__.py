@@ -22,7 +22,7 @@ import numpy as _np
 
 from ._weft import Graph, Model, Session, default_session, kernel_cache_stats, set_default_session
 
-__all__ = ["Graph", "Model", "Session", "kernel_cache_stats", "import_onnx", "default_session", "run", "as_array",
+__all__ = ["Graph", "Model", "Session", "kernel_cache_stats", "import_onnx", "import_litert", "import_model", "default_session", "run", "as_array",
            "cmake_prefix_path", "set_default_session"]
 __version__ = "0.1.0"
 
@@ -33,6 +33,22 @@ cmake_prefix_path = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), 
 def import_onnx(path, input_shapes=None):
     """Reads an ONNX model into a Graph; `input_shapes` fixes dims ({"input": [1, 3, 224, 224]})."""
     return Graph.from_onnx(path, dict(input_shapes or {}))
+
+
+def import_litert(path, input_shapes=None, op_map=None):
+    """Reads a LiteRT (.tflite) model into a Graph; `input_shapes` fixes dims, `op_map` maps a custom
+    operator's customCode (or its canonical key) to a Weft op type."""
+    return Graph.from_litert(path, dict(input_shapes or {}), dict(op_map or {}))
+
+
+def import_model(path, input_shapes=None):
+    """Reads a model by its extension: .onnx, .tflite, or a JSON graph."""
+    ext = _os.path.splitext(path)[1].lower()
+    if ext == ".onnx":
+        return import_onnx(path, input_shapes)
+    if ext == ".tflite":
+        return import_litert(path, input_shapes)
+    return Graph.from_json(path)
 
 
 def _is_torch(x):

@@ -432,6 +432,9 @@ class Importer {
           n.attrs["custom_options"] = AttrValue::TensorValue(DT_UINT8, Shape({static_cast<int64_t>(opt_n)}), std::vector<uint8_t>(opt, opt + opt_n));
       } else {
         n.op_type = LiteRtBuiltinOpType(code);
+        if (op->outputs() && op->outputs()->size() && op->outputs()->Get(0) >= 0 && static_cast<size_t>(op->outputs()->Get(0)) < nt &&
+            types_[static_cast<size_t>(op->outputs()->Get(0))] != DT_UNDEFINED)
+          n.attrs["output_type"] = AttrValue::Type(types_[static_cast<size_t>(op->outputs()->Get(0))]);
         if (n.op_type.empty()) return Unsupported(where + " uses builtin operator code " + std::to_string(code) + ", which this Weft build does not know");
         flatbuffers::Verifier v(data_, std::min<size_t>(size_, FLATBUFFERS_MAX_BUFFER_SIZE - 1));
         std::string err;

@@ -1,0 +1,994 @@
+// The Tfl* operators: LiteRT (TFLite) builtin operators as the LiteRT importer writes them, with
+// TFLite's layouts (NHWC activations; OHWI convolution and 1HWO depthwise filters) and arithmetic.
+// Integer kernels follow TFLite's reference kernels exactly (int32 or int64 accumulators, the
+// fixed-point multipliers of litert_quant.h), so quantized models give the same bits; float
+// kernels compute the same maths in float.
+//
+// Every Tfl* op takes the attributes the importer writes (docs/litert.md): "version", the output's
+// element type "output_type", the quantization of its tensors (input_scale/input_zero_point and
+// output_scale/output_zero_point, one entry per tensor; channel_scales/channel_zero_points/
+// quantized_dimension for weights quantized per channel), and its builtin options by their names
+// in the format.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "litert_quant.h"
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+using tfl::Activation;
+
+// ---- attributes ---------------------------------------------------------------------------------
+
+struct Quant {
+  float scale = 0.f;
+  int32_t zp = 0;
+  bool quantized() const { return scale > 0.f; }
+};
+
+Quant InputQuant(const KernelContextBase* ctx, size_t k) {
+  ListView<float> s = ctx->GetAttrs()->GetListFloat("input_scale");
+  ListView<int64_t> z = ctx->GetAttrs()->GetListInt("input_zero_point");
+  Quant q;
+  if (k < s.size()) q.scale = s[k];
+  if (k < z.size()) q.zp = static_cast<int32_t>(z[k]);
+  return q;
+}
+
+Quant OutputQuant(const KernelContextBase* ctx, size_t k = 0) {
+  ListView<float> s = ctx->GetAttrs()->GetListFloat("output_scale");
+  ListView<int64_t> z = ctx->GetAttrs()->GetListInt("output_zero_point");
+  Quant q;
+  if (k < s.size()) q.scale = s[k];
+  if (k < z.size()) q.zp = static_cast<int32_t>(z[k]);
+  return q;
+}
+
+bool ParseActivation(const KernelContextBase* ctx, Activation* a) {
+  const char* s = ctx->GetAttrs()->GetStr("fused_activation_function");
+  std::string v = s ? s : "NONE";
+  if (v == "NONE") *a = Activation::kNone;
+  else if (v == "RELU") *a = Activation::kRelu;
+  else if (v == "RELU6") *a = Activation::kRelu6;
+  else if (v == "RELU_N1_TO_1") *a = Activation::kReluN1To1;
+  else return Fail(ctx, "fused activation " + v + " is not supported"), false;
+  return true;
+}
+
+bool HasAttr(const KernelContextBase* ctx, const char* name) {
+  return ctx->GetAttrs()->IndexOf(name) < ctx->GetAttrs()->GetAttrNum();
+}
+
+int64_t IntAttr(const KernelContextBase* ctx, const char* name) {
+  const int64_t* v = ctx->GetAttrs()->GetInt(name);
+  return v ? *v : 0;
+}
+
+DataType OutputType(const KernelContextBase* ctx) {
+  const DataType* t = ctx->GetAttrs()->GetAttrPointer<DataType>("output_type");
+  return t ? *t : DT_UNDEFINED;
+}
+
+// The common attributes of every Tfl* op.
+OpDefBuilder TflDef(const char* type) {
+  OpDefBuilder b(type);
+  b.AttrInt("version", 1)
+      .AttrType("output_type", DT_UNDEFINED)
+      .AttrListFloat("input_scale", {})
+      .AttrListInt("input_zero_point", {})
+      .AttrListFloat("output_scale", {})
+      .AttrListInt("output_zero_point", {})
+      .AttrListFloat("channel_scales", {})
+      .AttrListInt("channel_zero_points", {})
+      .AttrInt("channel_input", -1)
+      .AttrInt("quantized_dimension", 0);
+  return b;
+}
+
+const TensorType& AnyType() {
+  static TensorType t = TensorType::ALL();
+  return t;
+}
+
+// Per-output-channel multipliers of a convolution: input_scale * filter_scale[c] / output_scale.
+struct ChannelScales {
+  std::vector<int32_t> mult;
+  std::vector<int> shift;
+};
+
+bool ConvMultipliers(const KernelContextBase* ctx, int64_t channels, size_t input, size_t filter_input, ChannelScales* out) {
+  Quant in = InputQuant(ctx, input);
+  Quant filter = InputQuant(ctx, filter_input);
+  Quant o = OutputQuant(ctx);
+  ListView<float> cs = ctx->GetAttrs()->GetListFloat("channel_scales");
+  if (!in.quantized() || !o.quantized() || (!filter.quantized() && cs.size() == 0))
+    return Fail(ctx, "a quantized input, filter and output need scales"), false;
+  if (cs.size() > 1 && static_cast<int64_t>(cs.size()) != channels)
+    return Fail(ctx, "the filter has " + std::to_string(cs.size()) + " channel scales for " + std::to_string(channels) + " output channels"), false;
+  out->mult.resize(static_cast<size_t>(channels));
+  out->shift.resize(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c) {
+    float fs = cs.size() > 1 ? cs[static_cast<size_t>(c)] : (cs.size() == 1 ? cs[0] : filter.scale);
+    double eff = static_cast<double>(in.scale) * static_cast<double>(fs) / static_cast<double>(o.scale);
+    tfl::QuantizeMultiplier(eff, &out->mult[static_cast<size_t>(c)], &out->shift[static_cast<size_t>(c)]);
+  }
+  return true;
+}
+
+template <typename F>
+bool DispatchQuantType(DataType dt, F&& f) {
+  switch (dt) {
+    case DT_INT8: f(int8_t{}); return true;
+    case DT_UINT8: f(uint8_t{}); return true;
+    case DT_INT16: f(int16_t{}); return true;
+    default: return false;
+  }
+}
+
+// The output's clamp for a quantized output of type T.
+template <typename T>
+void QuantClamp(const KernelContextBase* ctx, Activation a, int32_t* lo, int32_t* hi) {
+  Quant o = OutputQuant(ctx);
+  tfl::ActivationRange(a, o.scale, o.zp, tfl::QMin<T>(), tfl::QMax<T>(), lo, hi);
+}
+
+// ---- convolutions ---------------------------------------------------------------------------
+
+struct ConvGeometry {
+  int64_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, dh, dw, ph, pw;
+};
+
+bool ConvAttrs(const KernelContextBase* ctx, bool* same, int64_t* sh, int64_t* sw, int64_t* dh, int64_t* dw) {
+  const char* p = ctx->GetAttrs()->GetStr("padding");
+  *same = p && std::string(p) == "SAME";
+  *sh = IntAttr(ctx, "stride_h");
+  *sw = IntAttr(ctx, "stride_w");
+  *dh = HasAttr(ctx, "dilation_h_factor") ? IntAttr(ctx, "dilation_h_factor") : 1;
+  *dw = HasAttr(ctx, "dilation_w_factor") ? IntAttr(ctx, "dilation_w_factor") : 1;
+  if (*sh <= 0 || *sw <= 0 || *dh <= 0 || *dw <= 0 || *sh > 4096 || *sw > 4096 || *dh > 4096 || *dw > 4096)
+    return Fail(ctx, "strides and dilations must be in [1, 4096]"), false;
+  return true;
+}
+
+// Conv2D (filter [OC, KH, KW, IC/groups]) and DepthwiseConv2D (filter [1, KH, KW, IC*M]).
+class TflConv : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  bool depthwise(const KernelContextBase* ctx) const { return std::string(ctx->GetNodeType()) == "TflDepthwiseConv2D"; }
+
+  bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& w, ConvGeometry* g) const {
+    bool same;
+    if (!ConvAttrs(ctx, &same, &g->sh, &g->sw, &g->dh, &g->dw)) return false;
+    if (x.GetDimNum() != 4 || w.GetDimNum() != 4) return Fail(ctx, "input and filter must be 4-D (NHWC, OHWI)"), false;
+    g->n = x.GetDim(0), g->ih = x.GetDim(1), g->iw = x.GetDim(2), g->ic = x.GetDim(3);
+    g->kh = w.GetDim(1), g->kw = w.GetDim(2);
+    if (depthwise(ctx)) {
+      g->oc = w.GetDim(3);
+      if (w.GetDim(0) != 1 || g->ic <= 0 || g->oc % g->ic)
+        return Fail(ctx, "the depthwise filter " + w.ToString() + " does not fit " + std::to_string(g->ic) + " input channels"), false;
+    } else {
+      g->oc = w.GetDim(0);
+      if (w.GetDim(3) <= 0 || g->ic % w.GetDim(3) || g->oc % (g->ic / w.GetDim(3)))
+        return Fail(ctx, "the filter " + w.ToString() + " does not fit " + std::to_string(g->ic) + " input channels"), false;
+    }
+    g->oh = tfl::ConvOutSize(same, g->ih, g->kh, g->sh, g->dh);
+    g->ow = tfl::ConvOutSize(same, g->iw, g->kw, g->sw, g->dw);
+    g->ph = tfl::ConvPadding(g->sh, g->dh, g->ih, g->kh, g->oh);
+    g->pw = tfl::ConvPadding(g->sw, g->dw, g->iw, g->kw, g->ow);
+    return true;
+  }
+
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    ConvGeometry g;
+    if (!Geometry(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), &g)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = Shape({g.n, g.oh, g.ow, g.oc});
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    DataType t = OutputType(ctx);
+    return ctx->SetOutputDataType(0, t == DT_UNDEFINED ? ctx->GetInputDataType(0) : t);
+  }
+
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* w = ctx->GetInputTensor(1);
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    ConvGeometry g;
+    if (!Geometry(ctx, x->GetShape(), w->GetShape(), &g)) return GRAPH_FAILED;
+    Activation act;
+    if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, Shape({g.n, g.oh, g.ow, g.oc}), ctx->GetOutputTensor(0)->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const bool dw = depthwise(ctx);
+    const int64_t wic = dw ? 1 : w->GetShape().GetDim(3);  // input channels per filter
+    const int64_t per_group = dw ? g.oc / g.ic : g.oc / (g.ic / wic);  // output channels per group
+    // The input channel window of output channel oc: depthwise reads channel oc / M.
+    auto in_base = [&](int64_t oc) { return dw ? oc / per_group : (oc / per_group) * wic; };
+    auto filter_at = [&](int64_t oc, int64_t ky, int64_t kx, int64_t c) {
+      return dw ? (ky * g.kw + kx) * g.oc + oc : ((oc * g.kh + ky) * g.kw + kx) * wic + c;
+    };
+    DataType xt = x->GetDataType();
+    if (xt == DT_FLOAT) {
+      if (w->GetDataType() != DT_FLOAT) return Fail(ctx, "a float input needs a float filter");
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      const float* px = x->GetData<float>();
+      const float* pw = w->GetData<float>();
+      const float* pb = b ? b->GetData<float>() : nullptr;
+      float* py = y->GetData<float>();
+      ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t bn = r / g.oh, oy = r % g.oh;
+          for (int64_t ox = 0; ox < g.ow; ++ox)
+            for (int64_t oc = 0; oc < g.oc; ++oc) {
+              float acc = 0.f;
+              int64_t base = in_base(oc);
+              for (int64_t ky = 0; ky < g.kh; ++ky) {
+                int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+                if (iy < 0 || iy >= g.ih) continue;
+                for (int64_t kx = 0; kx < g.kw; ++kx) {
+                  int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+                  if (ix < 0 || ix >= g.iw) continue;
+                  const float* row = px + ((bn * g.ih + iy) * g.iw + ix) * g.ic + base;
+                  for (int64_t c = 0; c < wic; ++c) acc += row[c] * pw[filter_at(oc, ky, kx, c)];
+                }
+              }
+              if (pb) acc += pb[oc];
+              py[((bn * g.oh + oy) * g.ow + ox) * g.oc + oc] = std::min(std::max(acc, lo), hi);
+            }
+        }
+      });
+      return GRAPH_SUCCESS;
+    }
+    if (w->GetDataType() != DT_INT8 || (xt != DT_INT8 && xt != DT_INT16 && xt != DT_UINT8))
+      return Fail(ctx, "quantized convolution takes int8 or int16 input with int8 filters");
+    ChannelScales cs;
+    if (!ConvMultipliers(ctx, g.oc, 0, 1, &cs)) return GRAPH_FAILED;
+    const int32_t in_off = -InputQuant(ctx, 0).zp;
+    const int32_t out_off = OutputQuant(ctx).zp;
+    const int8_t* pw = w->GetData<int8_t>();
+    bool ok = DispatchQuantType(xt, [&](auto tag) {
+      using T = decltype(tag);
+      int32_t lo, hi;
+      QuantClamp<T>(ctx, act, &lo, &hi);
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      const bool wide = sizeof(T) == 2;  // 16-bit activations: 64-bit accumulators and bias
+      const int64_t* b64 = b && b->GetDataType() == DT_INT64 ? b->GetData<int64_t>() : nullptr;
+      const int32_t* b32 = b && b->GetDataType() == DT_INT32 ? b->GetData<int32_t>() : nullptr;
+      ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t bn = r / g.oh, oy = r % g.oh;
+          for (int64_t ox = 0; ox < g.ow; ++ox)
+            for (int64_t oc = 0; oc < g.oc; ++oc) {
+              int64_t acc = 0;
+              int64_t base = in_base(oc);
+              for (int64_t ky = 0; ky < g.kh; ++ky) {
+                int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+                if (iy < 0 || iy >= g.ih) continue;
+                for (int64_t kx = 0; kx < g.kw; ++kx) {
+                  int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+                  if (ix < 0 || ix >= g.iw) continue;
+                  const T* row = px + ((bn * g.ih + iy) * g.iw + ix) * g.ic + base;
+                  for (int64_t c = 0; c < wic; ++c)
+                    acc += static_cast<int64_t>(pw[filter_at(oc, ky, kx, c)]) * (static_cast<int32_t>(row[c]) + in_off);
+                }
+              }
+              int32_t v;
+              if (wide && !b32) {
+                if (b64) acc += b64[oc];
+                v = tfl::MultiplyByQuantizedMultiplier(acc, cs.mult[static_cast<size_t>(oc)], cs.shift[static_cast<size_t>(oc)]);
+              } else {
+                int32_t a32 = static_cast<int32_t>(acc);
+                if (b32) a32 += b32[oc];
+                v = tfl::MultiplyByQuantizedMultiplier(a32, cs.mult[static_cast<size_t>(oc)], cs.shift[static_cast<size_t>(oc)]);
+              }
+              v += out_off;
+              py[((bn * g.oh + oy) * g.ow + ox) * g.oc + oc] = static_cast<T>(std::min(std::max(v, lo), hi));
+            }
+        }
+      });
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, "unsupported input type");
+  }
+};
+
+// TransposeConv: inputs output_shape (int32 [4]), weights [OC, KH, KW, IC], input NHWC, bias.
+class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  // The largest output H and W an input of `x` can come from: a convolution over H rows with
+  // this stride and kernel gives x rows only when H < (x + 1) * stride + kernel.
+  static Shape Bound(const Shape& w, const Shape& x, int64_t sh, int64_t sw) {
+    return Shape({x.GetDim(0), (x.GetDim(1) + 1) * sh + w.GetDim(1), (x.GetDim(2) + 1) * sw + w.GetDim(2), w.GetDim(0)});
+  }
+  // output_shape checked against the weights, the input and the bound.
+  bool OutShape(const KernelContextBase* ctx, const std::vector<int64_t>& shape, const Shape& w, const Shape& x, Shape* out) const {
+    bool same;
+    int64_t sh, sw, dh, dw;
+    if (!ConvAttrs(ctx, &same, &sh, &sw, &dh, &dw)) return false;
+    Shape b = Bound(w, x, sh, sw);
+    if (shape.size() != 4 || shape[0] != x.GetDim(0) || shape[3] != w.GetDim(0) || shape[1] < 0 || shape[2] < 0 ||
+        shape[1] > b.GetDim(1) || shape[2] > b.GetDim(2))
+      return Fail(ctx, "output_shape " + Shape(shape).ToString() + " does not fit weights " + w.ToString() + " and input " + x.ToString()), false;
+    *out = Shape(shape);
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& w = *ctx->GetInputShape(1);
+    const Shape& x = *ctx->GetInputShape(2);
+    if (w.GetDimNum() != 4 || x.GetDimNum() != 4) return Fail(ctx, "weights and input must be 4-D");
+    if (w.GetDim(3) != x.GetDim(3)) return Fail(ctx, "weights " + w.ToString() + " do not fit input " + x.ToString());
+    std::vector<int64_t> shape;
+    if (ReadInts(ctx->GetInputTensor(0), &shape)) {
+      Shape out;
+      if (!OutShape(ctx, shape, w, x, &out)) return GRAPH_FAILED;
+      *ctx->GetOutputShape(0) = out;
+      return GRAPH_SUCCESS;
+    }
+    // output_shape known only at run time: H and W are data-dependent.
+    bool same;
+    int64_t sh, sw, dh, dw;
+    if (!ConvAttrs(ctx, &same, &sh, &sw, &dh, &dw)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = Shape({x.GetDim(0), -1, -1, w.GetDim(0)});
+    return ctx->SetOutputShapeBound(0, Bound(w, x, sh, sw));
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    DataType t = OutputType(ctx);
+    return ctx->SetOutputDataType(0, t == DT_UNDEFINED ? ctx->GetInputDataType(2) : t);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* w = ctx->GetInputTensor(1);
+    const Tensor* x = ctx->GetInputTensor(2);
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    std::vector<int64_t> want;
+    Shape ys0;
+    if (!ReadInts(ctx->GetInputTensor(0), &want)) return Fail(ctx, "output_shape must be int32 or int64");
+    if (!OutShape(ctx, want, w->GetShape(), x->GetShape(), &ys0)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, ys0, ctx->GetOutputTensor(0)->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    bool same;
+    int64_t sh, sw, dh, dw;
+    if (!ConvAttrs(ctx, &same, &sh, &sw, &dh, &dw)) return GRAPH_FAILED;
+    Activation act = Activation::kNone;
+    if (HasAttr(ctx, "fused_activation_function") && !ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    const Shape& ws = w->GetShape();
+    const Shape& xs = x->GetShape();
+    const Shape& ys = y->GetShape();
+    int64_t n = xs.GetDim(0), ih = xs.GetDim(1), iw = xs.GetDim(2), ic = xs.GetDim(3);
+    int64_t oc = ws.GetDim(0), kh = ws.GetDim(1), kw = ws.GetDim(2), oh = ys.GetDim(1), ow = ys.GetDim(2);
+    // Padding as for the convolution this op transposes (its input is this op's output).
+    int64_t ph = tfl::ConvPadding(sh, 1, oh, kh, tfl::ConvOutSize(same, oh, kh, sh, 1));
+    int64_t pw = tfl::ConvPadding(sw, 1, ow, kw, tfl::ConvOutSize(same, ow, kw, sw, 1));
+    int64_t total = y->GetShapeSize();
+    DataType xt = x->GetDataType();
+    // Scatter each input pixel through the filter into an accumulator per output element.
+    auto scatter = [&](auto* acc, auto in_at, auto w_at) {
+      for (int64_t bn = 0; bn < n; ++bn)
+        for (int64_t iy = 0; iy < ih; ++iy)
+          for (int64_t ix = 0; ix < iw; ++ix)
+            for (int64_t ky = 0; ky < kh; ++ky) {
+              int64_t oy = iy * sh - ph + ky;
+              if (oy < 0 || oy >= oh) continue;
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                int64_t ox = ix * sw - pw + kx;
+                if (ox < 0 || ox >= ow) continue;
+                auto* out = acc + ((bn * oh + oy) * ow + ox) * oc;
+                for (int64_t o = 0; o < oc; ++o) {
+                  auto s = out[o];
+                  for (int64_t c = 0; c < ic; ++c) s += in_at(((bn * ih + iy) * iw + ix) * ic + c) * w_at(((o * kh + ky) * kw + kx) * ic + c);
+                  out[o] = s;
+                }
+              }
+            }
+    };
+    if (xt == DT_FLOAT) {
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      float* py = y->GetData<float>();
+      std::fill(py, py + total, 0.f);
+      const float* px = x->GetData<float>();
+      const float* pwt = w->GetData<float>();
+      scatter(py, [&](int64_t i) { return px[i]; }, [&](int64_t i) { return pwt[i]; });
+      const float* pb = b ? b->GetData<float>() : nullptr;
+      for (int64_t i = 0; i < total; ++i) py[i] = std::min(std::max(py[i] + (pb ? pb[i % oc] : 0.f), lo), hi);
+      return GRAPH_SUCCESS;
+    }
+    if (w->GetDataType() != DT_INT8) return Fail(ctx, "quantized transposed convolution takes int8 weights");
+    ChannelScales cs;
+    if (!ConvMultipliers(ctx, oc, 2, 1, &cs)) return GRAPH_FAILED;
+    const int32_t in_off = -InputQuant(ctx, 2).zp;
+    const int32_t out_off = OutputQuant(ctx).zp;
+    const int8_t* pwt = w->GetData<int8_t>();
+    int64_t* acc = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(total) * sizeof(int64_t)));
+    if (!acc && total) return GRAPH_FAILED;
+    std::fill(acc, acc + total, int64_t(0));
+    bool ok = DispatchQuantType(xt, [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      scatter(acc, [&](int64_t i) { return static_cast<int64_t>(static_cast<int32_t>(px[i]) + in_off); },
+              [&](int64_t i) { return static_cast<int64_t>(pwt[i]); });
+      int32_t lo, hi;
+      QuantClamp<T>(ctx, act, &lo, &hi);
+      const int64_t* b64 = b && b->GetDataType() == DT_INT64 ? b->GetData<int64_t>() : nullptr;
+      const int32_t* b32 = b && b->GetDataType() == DT_INT32 ? b->GetData<int32_t>() : nullptr;
+      T* py = y->GetData<T>();
+      for (int64_t i = 0; i < total; ++i) {
+        size_t c = static_cast<size_t>(i % oc);
+        int32_t v;
+        if (sizeof(T) == 2 && !b32) {
+          v = tfl::MultiplyByQuantizedMultiplier(acc[i] + (b64 ? b64[c] : 0), cs.mult[c], cs.shift[c]);
+        } else {
+          v = tfl::MultiplyByQuantizedMultiplier(static_cast<int32_t>(acc[i]) + (b32 ? b32[c] : 0), cs.mult[c], cs.shift[c]);
+        }
+        py[i] = static_cast<T>(std::min(std::max(v + out_off, lo), hi));
+      }
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, "unsupported input type");
+  }
+};
+
+// FullyConnected: input [..., IC] as rows of IC, weights [OC, IC], optional bias [OC].
+class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    const Shape& w = *ctx->GetInputShape(1);
+    if (w.GetDimNum() != 2 || w.GetDim(1) <= 0) return Fail(ctx, "weights must be 2-D [OC, IC]");
+    int64_t ic = w.GetDim(1), total = x.GetShapeSize();
+    if (total % ic) return Fail(ctx, "input " + x.ToString() + " is not a whole number of rows of " + std::to_string(ic));
+    const bool* keep = ctx->GetAttrs()->GetBool("keep_num_dims");
+    if (keep && *keep) {
+      if (x.GetDimNum() == 0 || x.GetDim(x.GetDimNum() - 1) != ic) return Fail(ctx, "keep_num_dims needs the last input dim to equal IC");
+      Shape o = x;
+      o.SetDim(o.GetDimNum() - 1, w.GetDim(0));
+      *ctx->GetOutputShape(0) = o;
+    } else {
+      *ctx->GetOutputShape(0) = Shape({total / ic, w.GetDim(0)});
+    }
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    DataType t = OutputType(ctx);
+    return ctx->SetOutputDataType(0, t == DT_UNDEFINED ? ctx->GetInputDataType(0) : t);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* w = ctx->GetInputTensor(1);
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetOutputTensor(0)->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    Activation act;
+    if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    int64_t oc = w->GetShape().GetDim(0), ic = w->GetShape().GetDim(1), rows = x->GetShapeSize() / ic;
+    if (x->GetDataType() == DT_FLOAT) {
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      const float* px = x->GetData<float>();
+      const float* pw = w->GetData<float>();
+      const float* pb = b ? b->GetData<float>() : nullptr;
+      float* py = y->GetData<float>();
+      ctx->ParallelFor(rows * oc, 64, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          int64_t r = i / oc, o = i % oc;
+          float acc = 0.f;
+          for (int64_t c = 0; c < ic; ++c) acc += px[r * ic + c] * pw[o * ic + c];
+          if (pb) acc += pb[o];
+          py[i] = std::min(std::max(acc, lo), hi);
+        }
+      });
+      return GRAPH_SUCCESS;
+    }
+    if (w->GetDataType() != DT_INT8) return Fail(ctx, "quantized fully-connected takes int8 weights");
+    Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), o = OutputQuant(ctx);
+    ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    std::vector<int32_t> mult(static_cast<size_t>(oc));
+    std::vector<int> shift(static_cast<size_t>(oc));
+    for (int64_t k = 0; k < oc; ++k) {
+      // Per tensor: the scale product in float, as TFLite's fully-connected computes it.
+      double m = chs.size() > 1 ? static_cast<double>(in.scale) * static_cast<double>(chs[static_cast<size_t>(k)]) / static_cast<double>(o.scale)
+                                : static_cast<double>(in.scale * fq.scale) / static_cast<double>(o.scale);
+      tfl::QuantizeMultiplier(m, &mult[static_cast<size_t>(k)], &shift[static_cast<size_t>(k)]);
+    }
+    const int32_t in_off = -in.zp, w_off = -fq.zp, out_off = o.zp;
+    const int8_t* pw = w->GetData<int8_t>();
+    bool ok = DispatchQuantType(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      int32_t lo, hi;
+      QuantClamp<T>(ctx, act, &lo, &hi);
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      const int64_t* b64 = b && b->GetDataType() == DT_INT64 ? b->GetData<int64_t>() : nullptr;
+      const int32_t* b32 = b && b->GetDataType() == DT_INT32 ? b->GetData<int32_t>() : nullptr;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t k = 0; k < oc; ++k) {
+          int64_t acc = 0;
+          for (int64_t c = 0; c < ic; ++c)
+            acc += static_cast<int64_t>(static_cast<int32_t>(pw[k * ic + c]) + w_off) * (static_cast<int32_t>(px[r * ic + c]) + in_off);
+          int32_t v;
+          if (sizeof(T) == 2 && !b32) {
+            v = tfl::MultiplyByQuantizedMultiplier(acc + (b64 ? b64[k] : 0), mult[static_cast<size_t>(k)], shift[static_cast<size_t>(k)]);
+          } else {
+            v = tfl::MultiplyByQuantizedMultiplier(static_cast<int32_t>(acc) + (b32 ? b32[k] : 0), mult[static_cast<size_t>(k)], shift[static_cast<size_t>(k)]);
+          }
+          py[r * oc + k] = static_cast<T>(std::min(std::max(v + out_off, lo), hi));
+        }
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, "unsupported input type");
+  }
+};
+
+// ---- elementwise -------------------------------------------------------------------------------
+
+// Add, Sub, Mul with NumPy broadcasting.
+class TflBinary : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Shape out;
+    if (!BroadcastShape(*ctx->GetInputShape(0), *ctx->GetInputShape(1), &out))
+      return Fail(ctx, "shapes " + ctx->GetInputShape(0)->ToString() + " and " + ctx->GetInputShape(1)->ToString() + " do not broadcast");
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetOutputTensor(0)->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    Activation act;
+    if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    std::string type = ctx->GetNodeType();
+    const int op = type == "TflAdd" ? 0 : type == "TflSub" ? 1 : 2;
+    DataType dt = a->GetDataType();
+    if (b->GetDataType() != dt) return Fail(ctx, "both inputs must have the same type");
+    const Shape& as = a->GetShape();
+    const Shape& bs = b->GetShape();
+    const Shape& ys = y->GetShape();
+    if (dt == DT_FLOAT) {
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      const float* pa = a->GetData<float>();
+      const float* pb = b->GetData<float>();
+      float* py = y->GetData<float>();
+      ForEachBroadcast(as, bs, ys, [&](int64_t o, int64_t i, int64_t j) {
+        float v = op == 0 ? pa[i] + pb[j] : op == 1 ? pa[i] - pb[j] : pa[i] * pb[j];
+        py[o] = std::min(std::max(v, lo), hi);
+      });
+      return GRAPH_SUCCESS;
+    }
+    if (dt == DT_INT32 || dt == DT_INT64) {  // plain integer arithmetic (no quantization)
+      auto run = [&](auto tag) {
+        using T = decltype(tag);
+        const T* pa = a->GetData<T>();
+        const T* pb = b->GetData<T>();
+        T* py = y->GetData<T>();
+        T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+        if (act == Activation::kRelu) lo = 0;
+        if (act == Activation::kRelu6) lo = 0, hi = 6;
+        if (act == Activation::kReluN1To1) lo = -1, hi = 1;
+        ForEachBroadcast(as, bs, ys, [&](int64_t o, int64_t i, int64_t j) {
+          T v = static_cast<T>(op == 0 ? static_cast<uint64_t>(pa[i]) + static_cast<uint64_t>(pb[j])
+                               : op == 1 ? static_cast<uint64_t>(pa[i]) - static_cast<uint64_t>(pb[j])
+                                         : static_cast<uint64_t>(pa[i]) * static_cast<uint64_t>(pb[j]));
+          py[o] = std::min(std::max(v, lo), hi);
+        });
+      };
+      if (dt == DT_INT32) run(int32_t{});
+      else run(int64_t{});
+      return GRAPH_SUCCESS;
+    }
+    Quant qa = InputQuant(ctx, 0), qb = InputQuant(ctx, 1), qo = OutputQuant(ctx);
+    if (!qa.quantized() || !qb.quantized() || !qo.quantized()) return Fail(ctx, "quantized inputs and output need scales");
+    bool ok = DispatchQuantType(dt, [&](auto tag) {
+      using T = decltype(tag);
+      int32_t lo, hi;
+      QuantClamp<T>(ctx, act, &lo, &hi);
+      const T* pa = a->GetData<T>();
+      const T* pb = b->GetData<T>();
+      T* py = y->GetData<T>();
+      if (op == 2) {  // Mul: one multiplier for the product of the scales
+        int32_t m;
+        int s;
+        tfl::QuantizeMultiplier(static_cast<double>(qa.scale) * static_cast<double>(qb.scale) / static_cast<double>(qo.scale), &m, &s);
+        ForEachBroadcast(as, bs, ys, [&](int64_t o, int64_t i, int64_t j) {
+          int32_t prod = (static_cast<int32_t>(pa[i]) - qa.zp) * (static_cast<int32_t>(pb[j]) - qb.zp);
+          int32_t v = tfl::MultiplyByQuantizedMultiplier(prod, m, s) + qo.zp;
+          py[o] = static_cast<T>(std::min(std::max(v, lo), hi));
+        });
+        return;
+      }
+      // Add/Sub: both inputs rescaled to twice the larger input scale, left-shifted for headroom.
+      const int left = sizeof(T) == 2 ? 15 : 20;
+      const double twice_max = 2 * static_cast<double>(std::max(qa.scale, qb.scale));
+      int32_t m1, m2, mo;
+      int s1, s2, so;
+      tfl::QuantizeMultiplier(static_cast<double>(qa.scale) / twice_max, &m1, &s1);
+      tfl::QuantizeMultiplier(static_cast<double>(qb.scale) / twice_max, &m2, &s2);
+      tfl::QuantizeMultiplier(twice_max / (static_cast<double>(1 << left) * static_cast<double>(qo.scale)), &mo, &so);
+      ForEachBroadcast(as, bs, ys, [&](int64_t o, int64_t i, int64_t j) {
+        int32_t x1 = (static_cast<int32_t>(pa[i]) - qa.zp) * (1 << left);
+        int32_t x2 = (static_cast<int32_t>(pb[j]) - qb.zp) * (1 << left);
+        int32_t v1 = tfl::MultiplyByQuantizedMultiplierSmallerThanOneExp(x1, m1, s1);
+        int32_t v2 = tfl::MultiplyByQuantizedMultiplierSmallerThanOneExp(x2, m2, s2);
+        int32_t raw = op == 0 ? v1 + v2 : v1 - v2;
+        int32_t v = tfl::MultiplyByQuantizedMultiplierSmallerThanOneExp(raw, mo, so) + qo.zp;
+        py[o] = static_cast<T>(std::min(std::max(v, lo), hi));
+      });
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, "unsupported type");
+  }
+};
+
+class TflLeakyRelu : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const float* alpha = ctx->GetAttrs()->GetFloat("alpha");
+    if (!alpha) return GRAPH_FAILED;
+    int64_t n = x->GetShapeSize();
+    if (x->GetDataType() == DT_FLOAT) {
+      const float* px = x->GetData<float>();
+      float* py = y->GetData<float>();
+      for (int64_t i = 0; i < n; ++i) py[i] = px[i] > 0.f ? px[i] : px[i] * *alpha;
+      return GRAPH_SUCCESS;
+    }
+    Quant qi = InputQuant(ctx, 0), qo = OutputQuant(ctx);
+    if (!qi.quantized() || !qo.quantized()) return Fail(ctx, "quantized input and output need scales");
+    int32_t ma, mi;
+    int sa, si;
+    // The products in float, then widened, as TFLite prepares them.
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale * *alpha / qo.scale), &ma, &sa);
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale / qo.scale), &mi, &si);
+    bool ok = DispatchQuantType(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        int32_t v = static_cast<int32_t>(px[i]) - qi.zp;
+        int32_t o = qo.zp + (v >= 0 ? tfl::MultiplyByQuantizedMultiplier(v, mi, si) : tfl::MultiplyByQuantizedMultiplier(v, ma, sa));
+        py[i] = static_cast<T>(std::min(std::max(o, tfl::QMin<T>()), tfl::QMax<T>()));
+      }
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, "unsupported type");
+  }
+};
+
+// Quantize: float → integer (round(x / scale) + zero point) or integer → integer (requantize).
+class TflQuantize : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    DataType t = OutputType(ctx);
+    if (t != DT_INT8 && t != DT_UINT8 && t != DT_INT16 && t != DT_INT32) return Fail(ctx, "the output must be int8, uint8, int16 or int32");
+    return ctx->SetOutputDataType(0, t);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), ctx->GetOutputTensor(0)->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    Quant qi = InputQuant(ctx, 0), qo = OutputQuant(ctx);
+    if (!qo.quantized()) return Fail(ctx, "the output needs a scale");
+    if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 1) return Fail(ctx, "per-channel quantization of the output is not supported");
+    int64_t n = x->GetShapeSize();
+    auto store = [&](int64_t i, int32_t v) {
+      switch (y->GetDataType()) {
+        case DT_INT8: y->GetData<int8_t>()[i] = static_cast<int8_t>(std::min(std::max(v, tfl::QMin<int8_t>()), tfl::QMax<int8_t>())); break;
+        case DT_UINT8: y->GetData<uint8_t>()[i] = static_cast<uint8_t>(std::min(std::max(v, tfl::QMin<uint8_t>()), tfl::QMax<uint8_t>())); break;
+        case DT_INT16: y->GetData<int16_t>()[i] = static_cast<int16_t>(std::min(std::max(v, tfl::QMin<int16_t>()), tfl::QMax<int16_t>())); break;
+        default: y->GetData<int32_t>()[i] = v; break;
+      }
+    };
+    DataType xt = x->GetDataType();
+    if (xt == DT_FLOAT) {
+      const float* px = x->GetData<float>();
+      for (int64_t i = 0; i < n; ++i) {
+        float r = std::round(px[i] / qo.scale);
+        int32_t q = r >= 2147483520.f ? tfl::QMax<int32_t>() : r <= -2147483648.f ? tfl::QMin<int32_t>() : static_cast<int32_t>(r);
+        store(i, static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(int64_t(q) + qo.zp, tfl::QMin<int32_t>()), tfl::QMax<int32_t>())));
+      }
+      return GRAPH_SUCCESS;
+    }
+    if (!qi.quantized()) return Fail(ctx, "the input needs a scale");
+    int32_t m;
+    int s;
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale) / static_cast<double>(qo.scale), &m, &s);
+    auto requant = [&](int64_t i, int32_t v) {
+      int32_t d = static_cast<int32_t>(static_cast<uint32_t>(v) - static_cast<uint32_t>(qi.zp));
+      int64_t o = int64_t(tfl::MultiplyByQuantizedMultiplier(d, m, s)) + qo.zp;
+      store(i, static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(o, tfl::QMin<int32_t>()), tfl::QMax<int32_t>())));
+    };
+    switch (xt) {
+      case DT_INT8: for (int64_t i = 0; i < n; ++i) requant(i, x->GetData<int8_t>()[i]); break;
+      case DT_UINT8: for (int64_t i = 0; i < n; ++i) requant(i, x->GetData<uint8_t>()[i]); break;
+      case DT_INT16: for (int64_t i = 0; i < n; ++i) requant(i, x->GetData<int16_t>()[i]); break;
+      case DT_INT32: for (int64_t i = 0; i < n; ++i) requant(i, x->GetData<int32_t>()[i]); break;
+      default: return Fail(ctx, "the input must be float32, int8, uint8, int16 or int32");
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// Dequantize: (q - zero point) * scale.
+class TflDequantize : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, DT_FLOAT); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), DT_FLOAT);
+    if (!y) return GRAPH_FAILED;
+    Quant q = InputQuant(ctx, 0);
+    if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 1) return Fail(ctx, "per-channel dequantization is not supported yet");
+    int64_t n = x->GetShapeSize();
+    float* py = y->GetData<float>();
+    switch (x->GetDataType()) {
+      case DT_INT8: for (int64_t i = 0; i < n; ++i) py[i] = q.scale * static_cast<float>(x->GetData<int8_t>()[i] - q.zp); break;
+      case DT_UINT8: for (int64_t i = 0; i < n; ++i) py[i] = q.scale * static_cast<float>(x->GetData<uint8_t>()[i] - q.zp); break;
+      case DT_INT16: for (int64_t i = 0; i < n; ++i) py[i] = q.scale * static_cast<float>(x->GetData<int16_t>()[i] - q.zp); break;
+      case DT_FLOAT16:
+      default: return Fail(ctx, "the input must be int8, uint8 or int16");
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// ---- data movement ---------------------------------------------------------------------------
+
+// Pad / PadV2: paddings int32/int64 [rank, 2]; PadV2's third input is the pad value. Quantized
+// tensors pad with the output zero point.
+class TflPad : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  bool Pads(const KernelContextBase* ctx, const Tensor* p, size_t rank, std::vector<int64_t>* pads) const {
+    if (!ReadInts(p, pads)) return Fail(ctx, "paddings must be a constant"), false;
+    if (pads->size() != 2 * rank) return Fail(ctx, "paddings has " + std::to_string(pads->size()) + " entries for rank " + std::to_string(rank)), false;
+    for (int64_t v : *pads)
+      if (v < 0 || v > (int64_t(1) << 31)) return Fail(ctx, "paddings must be in [0, 2^31]"), false;
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Shape s = *ctx->GetInputShape(0);
+    std::vector<int64_t> pads;
+    if (!Pads(ctx, ctx->GetInputTensor(1), s.GetDimNum(), &pads)) return GRAPH_FAILED;
+    for (size_t k = 0; k < s.GetDimNum(); ++k) s.SetDim(k, s.GetDim(k) + pads[2 * k] + pads[2 * k + 1]);
+    *ctx->GetOutputShape(0) = s;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const Shape& xs = x->GetShape();
+    size_t rank = xs.GetDimNum();
+    std::vector<int64_t> pads;
+    if (!Pads(ctx, ctx->GetInputTensor(1), rank, &pads)) return GRAPH_FAILED;
+    size_t elem = DataTypeSize(x->GetDataType());
+    // The pad value's bytes.
+    uint8_t value[16] = {0};
+    const Tensor* v = ctx->GetComputeNodeInputNum() > 2 ? ctx->GetOptionalInputTensor(2) : nullptr;
+    if (v && v->GetShapeSize() >= 1 && v->GetDataType() == x->GetDataType()) {
+      std::memcpy(value, v->GetAddr(), elem);
+    } else if (OutputQuant(ctx).quantized()) {
+      int32_t zp = OutputQuant(ctx).zp;
+      if (elem == 1) value[0] = static_cast<uint8_t>(zp);
+      if (elem == 2) { int16_t z = static_cast<int16_t>(zp); std::memcpy(value, &z, 2); }
+    }
+    int64_t total = y->GetShapeSize();
+    uint8_t* py = y->GetData<uint8_t>();
+    const uint8_t* px = x->GetData<uint8_t>();
+    const Shape& ys = y->GetShape();
+    std::vector<int64_t> idx(rank, 0);
+    for (int64_t o = 0; o < total; ++o) {
+      int64_t src = 0;
+      bool inside = true;
+      for (size_t k = 0; k < rank; ++k) {
+        int64_t i = idx[k] - pads[2 * k];
+        if (i < 0 || i >= xs.GetDim(k)) inside = false;
+        src = src * xs.GetDim(k) + i;
+      }
+      std::memcpy(py + o * elem, inside ? px + src * elem : value, elem);
+      for (size_t k = rank; k-- > 0;) {
+        if (++idx[k] < ys.GetDim(k)) break;
+        idx[k] = 0;
+      }
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// StridedSlice with begin/end/strides int32 inputs and TFLite's masks (begin, end, shrink_axis,
+// offset; ellipsis and new_axis masks are not supported).
+class TflStridedSlice : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  struct Plan {
+    std::vector<int64_t> start, stop, stride;
+    Shape full, out;  // full: one dim per input axis; out: without the shrunk axes
+  };
+  bool Build(const KernelContextBase* ctx, const Shape& in, const Tensor* tb, const Tensor* te, const Tensor* ts, Plan* p) const {
+    std::vector<int64_t> b, e, s;
+    if (!ReadInts(tb, &b) || !ReadInts(te, &e) || !ReadInts(ts, &s)) return Fail(ctx, "begin, end and strides must be constants"), false;
+    size_t rank = in.GetDimNum();
+    if (b.size() != e.size() || b.size() != s.size() || b.size() > rank)
+      return Fail(ctx, "begin, end and strides must have one entry per sliced axis (at most the input rank " + std::to_string(rank) + ")"), false;
+    if (IntAttr(ctx, "ellipsis_mask") || IntAttr(ctx, "new_axis_mask")) return Fail(ctx, "ellipsis_mask and new_axis_mask are not supported"), false;
+    int64_t bm = IntAttr(ctx, "begin_mask"), em = IntAttr(ctx, "end_mask"), sm = IntAttr(ctx, "shrink_axis_mask");
+    const bool* off = ctx->GetAttrs()->GetBool("offset");
+    for (size_t k = 0; k < rank; ++k) {
+      int64_t size = in.GetDim(k);
+      if (k >= b.size()) {  // axes past the given entries are taken whole
+        p->start.push_back(0), p->stop.push_back(size), p->stride.push_back(1);
+        p->full.AppendDim(size), p->out.AppendDim(size);
+        continue;
+      }
+      int64_t st = s[k];
+      if (st == 0) return Fail(ctx, "stride " + std::to_string(k) + " is 0"), false;
+      int64_t start = b[k], stop = e[k];
+      if (off && *off) stop += start;
+      bool shrink = (sm >> k) & 1;
+      if (size == 0) {
+        start = stop = 0;
+      } else {
+        if ((bm >> k) & 1) start = st > 0 ? std::numeric_limits<int32_t>::lowest() : std::numeric_limits<int32_t>::max();
+        if (start < 0) start += size;
+        start = st > 0 ? std::min(std::max<int64_t>(start, 0), size) : std::min(std::max<int64_t>(start, -1), size - 1);
+        if (shrink) {
+          stop = start + 1;
+        } else {
+          if ((em >> k) & 1) stop = st > 0 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int32_t>::lowest();
+          if (stop < 0) stop += size;
+          stop = st > 0 ? std::min(std::max<int64_t>(stop, 0), size) : std::min(std::max<int64_t>(stop, -1), size - 1);
+        }
+      }
+      int64_t len = st > 0 ? (stop > start ? (stop - start + st - 1) / st : 0) : (start > stop ? (start - stop - st - 1) / -st : 0);
+      if (shrink && len != 1) return Fail(ctx, "axis " + std::to_string(k) + " is shrunk but its slice is empty"), false;
+      p->start.push_back(start), p->stop.push_back(stop), p->stride.push_back(st);
+      p->full.AppendDim(len);
+      if (!shrink) p->out.AppendDim(len);
+    }
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Plan p;
+    if (!Build(ctx, *ctx->GetInputShape(0), ctx->GetInputTensor(1), ctx->GetInputTensor(2), ctx->GetInputTensor(3), &p)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = p.out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Plan p;
+    if (!Build(ctx, x->GetShape(), ctx->GetInputTensor(1), ctx->GetInputTensor(2), ctx->GetInputTensor(3), &p)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, p.out, x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    size_t elem = DataTypeSize(x->GetDataType()), rank = p.full.GetDimNum();
+    int64_t total = p.full.GetShapeSize();
+    const Shape& xs = x->GetShape();
+    std::vector<int64_t> idx(rank, 0);
+    const uint8_t* px = x->GetData<uint8_t>();
+    uint8_t* py = y->GetData<uint8_t>();
+    for (int64_t o = 0; o < total; ++o) {
+      int64_t src = 0;
+      for (size_t k = 0; k < rank; ++k) src = src * xs.GetDim(k) + p.start[k] + idx[k] * p.stride[k];
+      std::memcpy(py + o * elem, px + src * elem, elem);
+      for (size_t k = rank; k-- > 0;) {
+        if (++idx[k] < p.full.GetDim(k)) break;
+        idx[k] = 0;
+      }
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// Reshape: the shape input (or the new_shape option); one -1 dim is inferred.
+class TflReshape : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& in = *ctx->GetInputShape(0);
+    std::vector<int64_t> want;
+    const Tensor* s = ctx->GetComputeNodeInputNum() > 1 ? ctx->GetOptionalInputTensor(1) : nullptr;
+    if (!s || !ReadInts(s, &want)) {
+      ListView<int64_t> ns = ctx->GetAttrs()->GetListInt("new_shape");
+      want.assign(ns.begin(), ns.end());
+      if (want.empty() && s) return Fail(ctx, "the shape input must be a constant");
+    }
+    if (want.size() > WEFT_MAX_DIMS) return Fail(ctx, "the target rank exceeds " + std::to_string(WEFT_MAX_DIMS));
+    int64_t known = 1, infer = -1;
+    for (size_t k = 0; k < want.size(); ++k) {
+      if (want[k] == -1) {
+        if (infer >= 0) return Fail(ctx, "more than one -1 in the target shape");
+        infer = static_cast<int64_t>(k);
+      } else if (want[k] < 0 || __builtin_mul_overflow(known, want[k], &known)) {
+        return Fail(ctx, "invalid target shape " + Shape(want).ToString());
+      }
+    }
+    if (infer >= 0) want[static_cast<size_t>(infer)] = known ? in.GetShapeSize() / known : 0;
+    Shape out(want);
+    if (out.GetShapeSize() != in.GetShapeSize()) return Fail(ctx, "cannot reshape " + in.ToString() + " to " + Shape(want).ToString());
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    if (y->GetAddr() != x->GetAddr()) std::memcpy(y->GetAddr(), x->GetAddr(), x->GetShapeSize() * DataTypeSize(x->GetDataType()));
+    return GRAPH_SUCCESS;
+  }
+};
+
+// One class per op type (an implementation table binds one class to one name).
+class TflConv2D : public TflConv {};
+class TflDepthwiseConv2D : public TflConv {};
+class TflAdd : public TflBinary {};
+class TflSub : public TflBinary {};
+class TflMul : public TflBinary {};
+class TflPadv2 : public TflPad {};
+
+}  // namespace
+
+void WeftRegister_litert(std::vector<OpEntry>& out) {
+  const TensorType& all = AnyType();
+  TensorType conv_in({DT_FLOAT, DT_INT8, DT_UINT8, DT_INT16});
+  TensorType bias({DT_FLOAT, DT_INT32, DT_INT64});
+  for (int k = 0; k < 2; ++k) {
+    const char* type = k == 0 ? "TflConv2D" : "TflDepthwiseConv2D";
+    out.push_back({TflDef(type).Input("input", conv_in).Input("filter", conv_in).OptionalInput("bias", bias).Output("output", conv_in)
+                       .AttrString("padding", "VALID").AttrInt("stride_w", 1).AttrInt("stride_h", 1)
+                       .AttrString("fused_activation_function", "NONE").AttrInt("dilation_w_factor", 1).AttrInt("dilation_h_factor", 1)
+                       .AttrString("quantized_bias_type", "FLOAT32").AttrInt("depth_multiplier", 0).Build(),
+                   k == 0 ? MakeOpImpl<TflConv2D>(type) : MakeOpImpl<TflDepthwiseConv2D>(type)});
+  }
+  out.push_back({TflDef("TflTransposeConv").Input("output_shape", TensorType({DT_INT32, DT_INT64})).Input("weights", conv_in)
+                     .Input("input", conv_in).OptionalInput("bias", bias).Output("output", conv_in)
+                     .AttrString("padding", "VALID").AttrInt("stride_w", 1).AttrInt("stride_h", 1)
+                     .AttrString("fused_activation_function", "NONE").AttrString("quantized_bias_type", "FLOAT32").Build(),
+                 MakeOpImpl<TflTransposeConv>("TflTransposeConv")});
+  out.push_back({TflDef("TflFullyConnected").Input("input", conv_in).Input("weights", conv_in).OptionalInput("bias", bias)
+                     .Output("output", conv_in).AttrString("fused_activation_function", "NONE").AttrInt("weights_format", 0)
+                     .AttrBool("keep_num_dims", false).AttrBool("asymmetric_quantize_inputs", false)
+                     .AttrString("quantized_bias_type", "FLOAT32").Build(),
+                 MakeOpImpl<TflFullyConnected>("TflFullyConnected")});
+  TensorType arith({DT_FLOAT, DT_INT8, DT_UINT8, DT_INT16, DT_INT32, DT_INT64});
+  for (const char* type : {"TflAdd", "TflSub", "TflMul"}) {
+    OpDefBuilder b = std::move(TflDef(type).Input("x", "T").Input("y", "T").Output("output", "T").DataTypeSym("T", arith)
+                 .AttrString("fused_activation_function", "NONE"));
+    if (std::string(type) != "TflMul") b.AttrBool("pot_scale_int16", true);
+    std::string t = type;
+    out.push_back({b.Build(), t == "TflAdd" ? MakeOpImpl<TflAdd>(type) : t == "TflSub" ? MakeOpImpl<TflSub>(type) : MakeOpImpl<TflMul>(type)});
+  }
+  TensorType q({DT_FLOAT, DT_INT8, DT_UINT8, DT_INT16});
+  out.push_back({TflDef("TflLeakyRelu").Input("input", "T").Output("output", "T").DataTypeSym("T", q).AttrFloat("alpha", 0.2).Build(),
+                 MakeOpImpl<TflLeakyRelu>("TflLeakyRelu")});
+  out.push_back({TflDef("TflQuantize").Input("input", TensorType({DT_FLOAT, DT_INT8, DT_UINT8, DT_INT16, DT_INT32}))
+                     .Output("output", TensorType({DT_INT8, DT_UINT8, DT_INT16, DT_INT32})).Build(),
+                 MakeOpImpl<TflQuantize>("TflQuantize")});
+  out.push_back({TflDef("TflDequantize").Input("input", TensorType({DT_INT8, DT_UINT8, DT_INT16})).Output("output", TensorType({DT_FLOAT})).Build(),
+                 MakeOpImpl<TflDequantize>("TflDequantize")});
+  for (const char* type : {"TflPad", "TflPadv2"}) {
+    OpDefBuilder b = std::move(TflDef(type).Input("input", "T").Input("paddings", TensorType({DT_INT32, DT_INT64})));
+    if (std::string(type) == "TflPadv2") b.Input("constant_values", "T");
+    out.push_back({b.Output("output", "T").DataTypeSym("T", all).Build(),
+                   std::string(type) == "TflPad" ? MakeOpImpl<TflPad>(type) : MakeOpImpl<TflPadv2>(type)});
+  }
+  out.push_back({TflDef("TflStridedSlice").Input("input", "T").Input("begin", TensorType({DT_INT32, DT_INT64}))
+                     .Input("end", TensorType({DT_INT32, DT_INT64})).Input("strides", TensorType({DT_INT32, DT_INT64}))
+                     .Output("output", "T").DataTypeSym("T", all).AttrInt("begin_mask", 0).AttrInt("end_mask", 0)
+                     .AttrInt("ellipsis_mask", 0).AttrInt("new_axis_mask", 0).AttrInt("shrink_axis_mask", 0).AttrBool("offset", false).Build(),
+                 MakeOpImpl<TflStridedSlice>("TflStridedSlice")});
+  out.push_back({TflDef("TflReshape").Input("input", "T").OptionalInput("shape", TensorType({DT_INT32, DT_INT64})).Output("output", "T")
+                     .DataTypeSym("T", all).AttrListInt("new_shape", {}).Build(),
+                 MakeOpImpl<TflReshape>("TflReshape")});
+}
+
+}  // namespace weft::ops

@@ -1,0 +1,128 @@
+// TFLite's integer arithmetic, for the Tfl* operators that must match TFLite's reference kernels
+// bit for bit: real multipliers as a 32-bit fixed-point significand and a power-of-two shift,
+// rounding doubling high multiplies, rounding right shifts, quantized activation ranges and the
+// SAME/VALID padding rules.
+#ifndef WEFT_OPS_LITERT_QUANT_H_
+#define WEFT_OPS_LITERT_QUANT_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace weft::ops::tfl {
+
+// m ≈ q * 2^(shift - 31) with q in [2^30, 2^31): frexp's significand rounded to 31 bits.
+inline void QuantizeMultiplier(double m, int32_t* q, int* shift) {
+  if (m == 0.0) {
+    *q = 0;
+    *shift = 0;
+    return;
+  }
+  const double f = std::frexp(m, shift);
+  int64_t fixed = static_cast<int64_t>(std::round(f * static_cast<double>(int64_t(1) << 31)));
+  if (fixed == (int64_t(1) << 31)) {
+    fixed /= 2;
+    ++*shift;
+  }
+  if (*shift < -31) {  // everything would shift out: flush to zero
+    *shift = 0;
+    fixed = 0;
+  }
+  if (*shift > 30) {  // saturate what a 31-bit left shift could not represent
+    *shift = 30;
+    fixed = (int64_t(1) << 31) - 1;
+  }
+  *q = static_cast<int32_t>(fixed);
+}
+
+// (a * b * 2) >> 32 rounded to nearest, saturating the single overflow case.
+inline int32_t SaturatingRoundingDoublingHighMul(int32_t a, int32_t b) {
+  if (a == b && a == std::numeric_limits<int32_t>::min()) return std::numeric_limits<int32_t>::max();
+  const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
+  const int64_t nudge = ab >= 0 ? (int64_t(1) << 30) : (1 - (int64_t(1) << 30));
+  return static_cast<int32_t>((ab + nudge) / (int64_t(1) << 31));
+}
+
+// x / 2^exponent rounded to nearest, ties away from zero.
+inline int32_t RoundingDivideByPOT(int32_t x, int exponent) {
+  const int32_t mask = static_cast<int32_t>((int64_t(1) << exponent) - 1);
+  const int32_t remainder = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+inline int32_t MultiplyByQuantizedMultiplier(int32_t x, int32_t q, int shift) {
+  const int left = shift > 0 ? shift : 0;
+  const int right = shift > 0 ? 0 : -shift;
+  const int32_t shifted = static_cast<int32_t>(static_cast<uint32_t>(x) << left);
+  return RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(shifted, q), right);
+}
+
+// The 64-bit accumulator form (16-bit activations): the significand reduced to 16 bits, one
+// rounding shift.
+inline int32_t MultiplyByQuantizedMultiplier(int64_t x, int32_t q, int shift) {
+  const int32_t reduced = q < 0x7FFF0000 ? ((q + (1 << 15)) >> 16) : 0x7FFF;
+  const int total_shift = 15 - shift;
+  const int64_t r = x * static_cast<int64_t>(reduced) + (int64_t(1) << (total_shift - 1));
+  return static_cast<int32_t>(r >> total_shift);
+}
+
+// For multipliers below one (shift <= 0).
+inline int32_t MultiplyByQuantizedMultiplierSmallerThanOneExp(int32_t x, int32_t q, int left_shift) {
+  return RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, q), -left_shift);
+}
+
+template <typename T>
+constexpr int32_t QMin() { return static_cast<int32_t>(std::numeric_limits<T>::min()); }
+template <typename T>
+constexpr int32_t QMax() { return static_cast<int32_t>(std::numeric_limits<T>::max()); }
+
+// f quantized with (scale, zero_point), computed in float as TFLite does.
+inline int32_t QuantizeValue(float scale, int32_t zero_point, float f) {
+  const float t = std::round(f / scale);
+  return static_cast<int32_t>(t) + zero_point;
+}
+
+enum class Activation { kNone, kRelu, kReluN1To1, kRelu6, kTanh, kSignBit };
+
+// The clamp a fused activation applies to a quantized output in [qmin, qmax].
+inline void ActivationRange(Activation a, float scale, int32_t zp, int32_t qmin, int32_t qmax, int32_t* lo, int32_t* hi) {
+  *lo = qmin;
+  *hi = qmax;
+  if (a == Activation::kRelu) {
+    *lo = std::max(qmin, QuantizeValue(scale, zp, 0.f));
+  } else if (a == Activation::kRelu6) {
+    *lo = std::max(qmin, QuantizeValue(scale, zp, 0.f));
+    *hi = std::min(qmax, QuantizeValue(scale, zp, 6.f));
+  } else if (a == Activation::kReluN1To1) {
+    *lo = std::max(qmin, QuantizeValue(scale, zp, -1.f));
+    *hi = std::min(qmax, QuantizeValue(scale, zp, 1.f));
+  }
+}
+
+inline void ActivationRange(Activation a, float* lo, float* hi) {
+  *lo = std::numeric_limits<float>::lowest();
+  *hi = std::numeric_limits<float>::max();
+  if (a == Activation::kRelu) *lo = 0.f;
+  if (a == Activation::kRelu6) *lo = 0.f, *hi = 6.f;
+  if (a == Activation::kReluN1To1) *lo = -1.f, *hi = 1.f;
+}
+
+// Output size of a convolution-like window (SAME: ceil(in / stride)).
+inline int64_t ConvOutSize(bool same, int64_t in, int64_t filter, int64_t stride, int64_t dilation) {
+  const int64_t eff = (filter - 1) * dilation + 1;
+  if (same) return (in + stride - 1) / stride;
+  return in + stride - eff < 0 ? 0 : (in + stride - eff) / stride;
+}
+
+// Leading (top/left) padding; the odd remainder of SAME padding goes after.
+inline int64_t ConvPadding(int64_t stride, int64_t dilation, int64_t in, int64_t filter, int64_t out) {
+  const int64_t eff = (filter - 1) * dilation + 1;
+  const int64_t total = std::max<int64_t>((out - 1) * stride + eff - in, 0);
+  return total / 2;
+}
+
+}  // namespace weft::ops::tfl
+
+#endif  // WEFT_OPS_LITERT_QUANT_H_
