@@ -488,7 +488,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp {
     for (int64_t k = 0; k < oc; ++k) {
       // Per tensor: the scale product in float, as TFLite's fully-connected computes it.
       double m = chs.size() > 1 ? static_cast<double>(in.scale) * static_cast<double>(chs[static_cast<size_t>(k)]) / static_cast<double>(o.scale)
-                                : static_cast<double>(in.scale * fq.scale) / static_cast<double>(o.scale);
+                                : static_cast<double>(in.scale) * static_cast<double>(fq.scale) / static_cast<double>(o.scale);
       tfl::QuantizeMultiplier(m, &mult[static_cast<size_t>(k)], &shift[static_cast<size_t>(k)]);
     }
     const int32_t in_off = -in.zp, w_off = -fq.zp, out_off = o.zp;
@@ -510,7 +510,8 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp {
           if (sizeof(T) == 2 && !b32) {
             v = tfl::MultiplyByQuantizedMultiplier(acc + (b64 ? b64[k] : 0), mult[static_cast<size_t>(k)], shift[static_cast<size_t>(k)]);
           } else {
-            v = tfl::MultiplyByQuantizedMultiplier(static_cast<int32_t>(acc) + (b32 ? b32[k] : 0), mult[static_cast<size_t>(k)], shift[static_cast<size_t>(k)]);
+            v = tfl::MultiplyByQuantizedMultiplierSingleRounding(static_cast<int32_t>(acc) + (b32 ? b32[k] : 0), mult[static_cast<size_t>(k)],
+                                                               shift[static_cast<size_t>(k)]);
           }
           py[r * oc + k] = static_cast<T>(std::min(std::max(v + out_off, lo), hi));
         }
@@ -927,6 +928,343 @@ class TflReshape : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+
+// Softmax over the last axis; int8/uint8 inputs use TFLite's fixed-point exp (Q5.26 differences,
+// Q12.19 sums) and give an 8-bit output with scale 1/256.
+class TflSoftmax : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    if (ctx->GetInputShape(0)->GetDimNum() == 0) return Fail(ctx, "the input must have at least one dim");
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    DataType t = OutputType(ctx);
+    return ctx->SetOutputDataType(0, t == DT_UNDEFINED ? ctx->GetInputDataType(0) : t);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), ctx->GetOutputTensor(0)->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const float* beta_p = ctx->GetAttrs()->GetFloat("beta");
+    float beta = beta_p ? *beta_p : 1.f;
+    const Shape& xs = x->GetShape();
+    int64_t depth = xs.GetDim(xs.GetDimNum() - 1), rows = depth ? x->GetShapeSize() / depth : 0;
+    if (x->GetDataType() == DT_FLOAT) {
+      const float* px = x->GetData<float>();
+      float* py = y->GetData<float>();
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* in = px + r * depth;
+        float* out = py + r * depth;
+        float m = *std::max_element(in, in + depth);
+        float sum = 0.f;
+        for (int64_t c = 0; c < depth; ++c) sum += out[c] = std::exp((in[c] - m) * beta);
+        for (int64_t c = 0; c < depth; ++c) out[c] /= sum;
+      }
+      return GRAPH_SUCCESS;
+    }
+    DataType yt = y->GetDataType();
+    if ((x->GetDataType() != DT_INT8 && x->GetDataType() != DT_UINT8) || (yt != DT_INT8 && yt != DT_UINT8 && yt != DT_INT16))
+      return Fail(ctx, "quantized softmax takes int8 or uint8 input and gives int8, uint8 or int16");
+    Quant qi = InputQuant(ctx, 0);
+    if (!qi.quantized()) return Fail(ctx, "the input needs a scale");
+    const int kScaledDiffIntegerBits = 5, kAccumulationIntegerBits = 12;
+    double real = std::min<double>(static_cast<double>(beta) * static_cast<double>(qi.scale) * static_cast<double>(1 << (31 - kScaledDiffIntegerBits)),
+                                   static_cast<double>((int64_t(1) << 31) - 1));
+    int32_t mult;
+    int left;
+    tfl::QuantizeMultiplier(real, &mult, &left);
+    if (left < 0) return Fail(ctx, "beta * input scale is too small for the fixed-point softmax");
+    double radius = ((1 << kScaledDiffIntegerBits) - 1) * static_cast<double>(int64_t(1) << (31 - kScaledDiffIntegerBits)) /
+                    static_cast<double>(int64_t(1) << left);
+    const int32_t diff_min = -static_cast<int32_t>(std::floor(radius));
+    const int out_bits = yt == DT_INT16 ? 16 : 8;
+    const int32_t out_min = yt == DT_INT8 ? -128 : yt == DT_UINT8 ? 0 : -32768;
+    const int32_t out_max = yt == DT_INT8 ? 127 : yt == DT_UINT8 ? 255 : 32767;
+    auto rescaled = [&](int32_t diff) {
+      return tfl::SaturatingRoundingDoublingHighMul(static_cast<int32_t>(static_cast<uint32_t>(diff) << left), mult);
+    };
+    auto load = [&](int64_t i) -> int32_t {
+      return x->GetDataType() == DT_INT8 ? x->GetData<int8_t>()[i] : x->GetData<uint8_t>()[i];
+    };
+    auto store = [&](int64_t i, int32_t v) {
+      v = std::min(std::max(v, out_min), out_max);
+      if (yt == DT_INT8) y->GetData<int8_t>()[i] = static_cast<int8_t>(v);
+      else if (yt == DT_UINT8) y->GetData<uint8_t>()[i] = static_cast<uint8_t>(v);
+      else y->GetData<int16_t>()[i] = static_cast<int16_t>(v);
+    };
+    for (int64_t r = 0; r < rows; ++r) {
+      int32_t m = std::numeric_limits<int32_t>::min();
+      for (int64_t c = 0; c < depth; ++c) m = std::max(m, load(r * depth + c));
+      int32_t sum = 0;  // Q12.19
+      for (int64_t c = 0; c < depth; ++c) {
+        int32_t diff = load(r * depth + c) - m;
+        if (diff >= diff_min) sum += tfl::RoundingDivideByPOT(tfl::ExpOnNegativeValuesQ5(rescaled(diff)), kAccumulationIntegerBits);
+      }
+      int bits_over_unit;
+      int32_t scale = tfl::Reciprocal(sum, kAccumulationIntegerBits, &bits_over_unit);
+      for (int64_t c = 0; c < depth; ++c) {
+        int32_t diff = load(r * depth + c) - m;
+        if (diff < diff_min) {
+          store(r * depth + c, out_min);
+          continue;
+        }
+        int32_t e = tfl::ExpOnNegativeValuesQ5(rescaled(diff));
+        int32_t v = tfl::RoundingDivideByPOT(tfl::SaturatingRoundingDoublingHighMul(scale, e), bits_over_unit + 31 - out_bits);
+        store(r * depth + c, v + out_min);
+      }
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// AveragePool2D / MaxPool2D on NHWC; windows clipped at the borders (the average divides by the
+// elements inside), 8-bit averages rounded half away from zero.
+class TflPool : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  bool Geometry(const KernelContextBase* ctx, const Shape& x, int64_t* oh, int64_t* ow, int64_t* ph, int64_t* pw) const {
+    if (x.GetDimNum() != 4) return Fail(ctx, "the input must be 4-D NHWC"), false;
+    const char* p = ctx->GetAttrs()->GetStr("padding");
+    bool same = p && std::string(p) == "SAME";
+    int64_t sh = IntAttr(ctx, "stride_h"), sw = IntAttr(ctx, "stride_w"), fh = IntAttr(ctx, "filter_height"), fw = IntAttr(ctx, "filter_width");
+    if (sh <= 0 || sw <= 0 || fh <= 0 || fw <= 0 || sh > 4096 || sw > 4096 || fh > 4096 || fw > 4096)
+      return Fail(ctx, "strides and filter sizes must be in [1, 4096]"), false;
+    *oh = tfl::ConvOutSize(same, x.GetDim(1), fh, sh, 1);
+    *ow = tfl::ConvOutSize(same, x.GetDim(2), fw, sw, 1);
+    *ph = tfl::ConvPadding(sh, 1, x.GetDim(1), fh, *oh);
+    *pw = tfl::ConvPadding(sw, 1, x.GetDim(2), fw, *ow);
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    int64_t oh, ow, ph, pw;
+    if (!Geometry(ctx, x, &oh, &ow, &ph, &pw)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = Shape({x.GetDim(0), oh, ow, x.GetDim(3)});
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& xs = x->GetShape();
+    int64_t oh, ow, ph, pw;
+    if (!Geometry(ctx, xs, &oh, &ow, &ph, &pw)) return GRAPH_FAILED;
+    Activation act;
+    if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, Shape({xs.GetDim(0), oh, ow, xs.GetDim(3)}), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const bool avg = std::string(ctx->GetNodeType()) == "TflAveragePool2D";
+    int64_t n = xs.GetDim(0), ih = xs.GetDim(1), iw = xs.GetDim(2), ch = xs.GetDim(3);
+    int64_t sh = IntAttr(ctx, "stride_h"), sw = IntAttr(ctx, "stride_w"), fh = IntAttr(ctx, "filter_height"), fw = IntAttr(ctx, "filter_width");
+    auto run = [&](auto tag, auto finish) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t oy = 0; oy < oh; ++oy)
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            int64_t y0 = oy * sh - ph, x0 = ox * sw - pw;
+            int64_t fy0 = std::max<int64_t>(0, -y0), fy1 = std::min(fh, ih - y0);
+            int64_t fx0 = std::max<int64_t>(0, -x0), fx1 = std::min(fw, iw - x0);
+            for (int64_t c = 0; c < ch; ++c) {
+              double acc = 0;
+              int64_t iacc = 0, count = 0;
+              T m = std::numeric_limits<T>::lowest();
+              for (int64_t fy = fy0; fy < fy1; ++fy)
+                for (int64_t fx = fx0; fx < fx1; ++fx) {
+                  T v = px[((b * ih + y0 + fy) * iw + x0 + fx) * ch + c];
+                  if constexpr (std::is_same_v<T, float>) acc += v;
+                  else iacc += v;
+                  m = std::max(m, v);
+                  ++count;
+                }
+              py[((b * oh + oy) * ow + ox) * ch + c] = finish(acc, iacc, count, m);
+            }
+          }
+    };
+    if (x->GetDataType() == DT_FLOAT) {
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      run(float{}, [&](double, int64_t, int64_t count, float m) {
+        float v = avg ? 0.f : m;
+        if (avg && count) {
+          // Summed in float in the window's order, as the reference kernel does.
+          v = 0.f;
+        }
+        return std::min(std::max(v, lo), hi);
+      });
+      if (avg) {  // the float average: a float sum divided by the count
+        const float* px = x->GetData<float>();
+        float* py = y->GetData<float>();
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t oy = 0; oy < oh; ++oy)
+            for (int64_t ox = 0; ox < ow; ++ox) {
+              int64_t y0 = oy * sh - ph, x0 = ox * sw - pw;
+              int64_t fy0 = std::max<int64_t>(0, -y0), fy1 = std::min(fh, ih - y0);
+              int64_t fx0 = std::max<int64_t>(0, -x0), fx1 = std::min(fw, iw - x0);
+              for (int64_t c = 0; c < ch; ++c) {
+                float sum = 0.f;
+                int64_t count = 0;
+                for (int64_t fy = fy0; fy < fy1; ++fy)
+                  for (int64_t fx = fx0; fx < fx1; ++fx, ++count) sum += px[((b * ih + y0 + fy) * iw + x0 + fx) * ch + c];
+                py[((b * oh + oy) * ow + ox) * ch + c] = std::min(std::max(count ? sum / static_cast<float>(count) : 0.f, lo), hi);
+              }
+            }
+      }
+      return GRAPH_SUCCESS;
+    }
+    bool ok = DispatchQuantType(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      int32_t lo, hi;
+      QuantClamp<T>(ctx, act, &lo, &hi);
+      run(T{}, [&](double, int64_t sum, int64_t count, T m) {
+        int64_t v = m;
+        if (avg) v = count == 0 ? 0 : sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
+        return static_cast<T>(std::min<int64_t>(std::max<int64_t>(v, lo), hi));
+      });
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, "unsupported type");
+  }
+};
+
+// Transpose by a constant permutation.
+class TflTranspose : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  bool Perm(const KernelContextBase* ctx, const Tensor* p, size_t rank, std::vector<int64_t>* perm) const {
+    if (!ReadInts(p, perm)) return Fail(ctx, "perm must be a constant"), false;
+    if (perm->size() != rank) return Fail(ctx, "perm has " + std::to_string(perm->size()) + " entries for rank " + std::to_string(rank)), false;
+    std::vector<char> seen(rank, 0);
+    for (int64_t& v : *perm) {
+      if (v < 0) v += static_cast<int64_t>(rank);
+      if (v < 0 || v >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(v)]) return Fail(ctx, "perm is not a permutation"), false;
+      seen[static_cast<size_t>(v)] = 1;
+    }
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    std::vector<int64_t> perm;
+    if (!Perm(ctx, ctx->GetInputTensor(1), x.GetDimNum(), &perm)) return GRAPH_FAILED;
+    Shape o;
+    for (int64_t p : perm) o.AppendDim(x.GetDim(static_cast<size_t>(p)));
+    *ctx->GetOutputShape(0) = o;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& xs = x->GetShape();
+    size_t rank = xs.GetDimNum();
+    std::vector<int64_t> perm;
+    if (!Perm(ctx, ctx->GetInputTensor(1), rank, &perm)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    std::vector<int64_t> in_stride(rank, 1), idx(rank, 0);
+    for (size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
+    const Shape& ys = y->GetShape();
+    size_t elem = DataTypeSize(x->GetDataType());
+    const uint8_t* px = x->GetData<uint8_t>();
+    uint8_t* py = y->GetData<uint8_t>();
+    int64_t total = y->GetShapeSize();
+    for (int64_t o = 0; o < total; ++o) {
+      int64_t src = 0;
+      for (size_t k = 0; k < rank; ++k) src += idx[k] * in_stride[static_cast<size_t>(perm[k])];
+      std::memcpy(py + o * elem, px + src * elem, elem);
+      for (size_t k = rank; k-- > 0;) {
+        if (++idx[k] < ys.GetDim(k)) break;
+        idx[k] = 0;
+      }
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+
+// Mean over constant axes. Float: any axes. 8-bit: the 4-D mean over H and W with keep_dims,
+// rescaled and rounded as TFLite's reference kernel does.
+class TflMean : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  bool Axes(const KernelContextBase* ctx, const Tensor* t, size_t rank, std::vector<char>* reduce) const {
+    std::vector<int64_t> axes;
+    if (!ReadInts(t, &axes)) return Fail(ctx, "axis must be a constant"), false;
+    reduce->assign(rank, 0);
+    for (int64_t a : axes) {
+      int64_t k;
+      if (!NormalizeAxis(a, static_cast<int64_t>(rank), &k)) return Fail(ctx, AxisError(a, static_cast<int64_t>(rank))), false;
+      (*reduce)[static_cast<size_t>(k)] = 1;
+    }
+    return true;
+  }
+  Shape OutShape(const Shape& x, const std::vector<char>& reduce, bool keep) const {
+    Shape o;
+    for (size_t k = 0; k < x.GetDimNum(); ++k)
+      if (!reduce[k]) o.AppendDim(x.GetDim(k));
+      else if (keep) o.AppendDim(1);
+    return o;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    std::vector<char> reduce;
+    if (!Axes(ctx, ctx->GetInputTensor(1), x.GetDimNum(), &reduce)) return GRAPH_FAILED;
+    const bool* keep = ctx->GetAttrs()->GetBool("keep_dims");
+    *ctx->GetOutputShape(0) = OutShape(x, reduce, keep && *keep);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& xs = x->GetShape();
+    std::vector<char> reduce;
+    if (!Axes(ctx, ctx->GetInputTensor(1), xs.GetDimNum(), &reduce)) return GRAPH_FAILED;
+    const bool* keep = ctx->GetAttrs()->GetBool("keep_dims");
+    Tensor* y = ctx->MallocOutputTensor(0, OutShape(xs, reduce, keep && *keep), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    size_t rank = xs.GetDimNum();
+    int64_t total = x->GetShapeSize(), outs = y->GetShapeSize();
+    if (x->GetDataType() == DT_FLOAT) {
+      std::vector<float> sum(static_cast<size_t>(outs), 0.f);
+      std::vector<int64_t> idx(rank, 0);
+      for (int64_t i = 0; i < total; ++i) {
+        int64_t o = 0;
+        for (size_t k = 0; k < rank; ++k)
+          if (!reduce[k]) o = o * xs.GetDim(k) + idx[k];
+        sum[static_cast<size_t>(o)] += x->GetData<float>()[i];
+        for (size_t k = rank; k-- > 0;) {
+          if (++idx[k] < xs.GetDim(k)) break;
+          idx[k] = 0;
+        }
+      }
+      float count = outs ? static_cast<float>(total / outs) : 1.f;
+      for (int64_t o = 0; o < outs; ++o) y->GetData<float>()[o] = sum[static_cast<size_t>(o)] / count;
+      return GRAPH_SUCCESS;
+    }
+    if (x->GetDataType() != DT_INT8 || rank != 4 || !(keep && *keep) || reduce != std::vector<char>{0, 1, 1, 0})
+      return Fail(ctx, "quantized MEAN is supported for int8 4-D inputs over axes 1 and 2 with keep_dims (got " +
+                           std::string(x->GetDataType() == DT_INT8 ? "int8" : "another type") + " of rank " + std::to_string(rank) + ")");
+    Quant qi = InputQuant(ctx, 0), qo = OutputQuant(ctx);
+    if (!qi.quantized() || !qo.quantized()) return Fail(ctx, "quantized input and output need scales");
+    int32_t m;
+    int sh;
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale) / static_cast<double>(qo.scale), &m, &sh);
+    int64_t n = xs.GetDim(0), h = xs.GetDim(1), w = xs.GetDim(2), c = xs.GetDim(3);
+    const int32_t count = static_cast<int32_t>(h * w);
+    // The division by the count folded into the multiplier, with as many extra bits as it allows.
+    int32_t mc = m;
+    int shc = sh;
+    if (count > 0) {
+      int extra = std::min({63 - __builtin_clzll(static_cast<uint64_t>(count)), 32, 31 + sh});
+      mc = static_cast<int32_t>((static_cast<int64_t>(m) << extra) / count);
+      shc = sh - extra;
+    }
+    const int8_t* px = x->GetData<int8_t>();
+    int8_t* py = y->GetData<int8_t>();
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t d = 0; d < c; ++d) {
+        int32_t acc = 0;
+        for (int64_t i = 0; i < h * w; ++i) acc += px[(b * h * w + i) * c + d] - qi.zp;
+        acc = count == 0 ? 0 : tfl::MultiplyByQuantizedMultiplier(acc, mc, shc);
+        py[b * c + d] = static_cast<int8_t>(std::min(std::max(acc + qo.zp, int32_t(-128)), int32_t(127)));
+      }
+    return GRAPH_SUCCESS;
+  }
+};
+
 // One class per op type (an implementation table binds one class to one name).
 class TflConv2D : public TflConv {};
 class TflDepthwiseConv2D : public TflConv {};
@@ -934,6 +1272,8 @@ class TflAdd : public TflBinary {};
 class TflSub : public TflBinary {};
 class TflMul : public TflBinary {};
 class TflPadv2 : public TflPad {};
+class TflAveragePool2D : public TflPool {};
+class TflMaxPool2D : public TflPool {};
 
 }  // namespace
 
@@ -989,6 +1329,21 @@ void WeftRegister_litert(std::vector<OpEntry>& out) {
   out.push_back({TflDef("TflReshape").Input("input", "T").OptionalInput("shape", TensorType({DT_INT32, DT_INT64})).Output("output", "T")
                      .DataTypeSym("T", all).AttrListInt("new_shape", {}).Build(),
                  MakeOpImpl<TflReshape>("TflReshape")});
+  out.push_back({TflDef("TflSoftmax").Input("input", q).Output("output", q).AttrFloat("beta", 1.0).Build(),
+                 MakeOpImpl<TflSoftmax>("TflSoftmax")});
+  for (int k = 0; k < 2; ++k) {
+    const char* type = k == 0 ? "TflAveragePool2D" : "TflMaxPool2D";
+    out.push_back({TflDef(type).Input("input", "T").Output("output", "T").DataTypeSym("T", q).AttrString("padding", "VALID")
+                       .AttrInt("stride_w", 1).AttrInt("stride_h", 1).AttrInt("filter_width", 1).AttrInt("filter_height", 1)
+                       .AttrString("fused_activation_function", "NONE").Build(),
+                   k == 0 ? MakeOpImpl<TflAveragePool2D>(type) : MakeOpImpl<TflMaxPool2D>(type)});
+  }
+  out.push_back({TflDef("TflMean").Input("input", "T").Input("axis", TensorType({DT_INT32, DT_INT64})).Output("output", "T")
+                     .DataTypeSym("T", q).AttrBool("keep_dims", false).Build(),
+                 MakeOpImpl<TflMean>("TflMean")});
+  out.push_back({TflDef("TflTranspose").Input("input", "T").Input("perm", TensorType({DT_INT32, DT_INT64})).Output("output", "T")
+                     .DataTypeSym("T", all).Build(),
+                 MakeOpImpl<TflTranspose>("TflTranspose")});
 }
 
 }  // namespace weft::ops

@@ -59,6 +59,13 @@ inline int32_t MultiplyByQuantizedMultiplier(int32_t x, int32_t q, int shift) {
   return RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(shifted, q), right);
 }
 
+// The same product rounded once: (x * q) >> (31 - shift) to nearest, ties upward. LiteRT's 8-bit
+// fully-connected kernel rounds this way.
+inline int32_t MultiplyByQuantizedMultiplierSingleRounding(int32_t x, int32_t q, int shift) {
+  const int total = 31 - shift;
+  return static_cast<int32_t>((static_cast<int64_t>(x) * q + (int64_t(1) << (total - 1))) >> total);
+}
+
 // The 64-bit accumulator form (16-bit activations): the significand reduced to 16 bits, one
 // rounding shift.
 inline int32_t MultiplyByQuantizedMultiplier(int64_t x, int32_t q, int shift) {
@@ -121,6 +128,71 @@ inline int64_t ConvPadding(int64_t stride, int64_t dilation, int64_t in, int64_t
   const int64_t eff = (filter - 1) * dilation + 1;
   const int64_t total = std::max<int64_t>((out - 1) * stride + eff - in, 0);
   return total / 2;
+}
+
+
+// ---- fixed-point exp and reciprocal (the quantized softmax) --------------------------------
+// Values are Q(m).(31-m) int32 numbers with m integer bits.
+
+// x * 2^exponent with saturation (exponent > 0) or rounding (exponent < 0).
+inline int32_t SaturatingRoundingMultiplyByPOT(int32_t x, int exponent) {
+  if (exponent < 0) return RoundingDivideByPOT(x, -exponent);
+  if (exponent == 0) return x;
+  const int32_t threshold = static_cast<int32_t>((int64_t(1) << (31 - exponent)) - 1);
+  if (x > threshold) return std::numeric_limits<int32_t>::max();
+  if (x < -threshold) return std::numeric_limits<int32_t>::min();
+  return static_cast<int32_t>(static_cast<uint32_t>(x) << exponent);
+}
+
+// exp(a) for a in [-1/4, 0), a in Q0.31; a Taylor expansion around -1/8.
+inline int32_t ExpOnIntervalNegQuarterTo0(int32_t a) {
+  const int32_t exp_minus_one_eighth = 1895147668;  // exp(-1/8) in Q0.31
+  const int32_t one_third = 715827883;              // 1/3 in Q0.31
+  const int32_t x = a + (1 << 28);                  // a + 1/8
+  const int32_t x2 = SaturatingRoundingDoublingHighMul(x, x);
+  const int32_t x3 = SaturatingRoundingDoublingHighMul(x2, x);
+  const int32_t x4 = SaturatingRoundingDoublingHighMul(x2, x2);
+  const int32_t x4_over_4 = SaturatingRoundingMultiplyByPOT(x4, -2);
+  const int32_t poly = SaturatingRoundingMultiplyByPOT(SaturatingRoundingDoublingHighMul(x4_over_4 + x3, one_third) + x2, -1);
+  return exp_minus_one_eighth + SaturatingRoundingDoublingHighMul(exp_minus_one_eighth, x + poly);
+}
+
+// exp(a) for a <= 0 given in Q5.26, result in Q0.31: exp of a mod 1/4, times exp(-2^k) for each
+// bit k of the rest.
+inline int32_t ExpOnNegativeValuesQ5(int32_t a) {
+  const int kFractionalBits = 26;
+  const int32_t one_quarter = 1 << 24;
+  const int32_t mod_minus_quarter = (a & (one_quarter - 1)) - one_quarter;
+  int32_t result = ExpOnIntervalNegQuarterTo0(SaturatingRoundingMultiplyByPOT(mod_minus_quarter, 5));
+  const int32_t remainder = mod_minus_quarter - a;
+  // round(exp(-2^k) * 2^31) for k = -2 .. 4
+  static const int32_t kExpNegPow2[] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
+  for (int k = -2; k <= 4; ++k)
+    if (remainder & (1 << (kFractionalBits + k))) result = SaturatingRoundingDoublingHighMul(result, kExpNegPow2[k + 2]);
+  if (a == 0) result = std::numeric_limits<int32_t>::max();
+  return result;
+}
+
+// 1 / (1 + x) for x in [0, 1) in Q0.31: Newton-Raphson in Q2.29, three steps.
+inline int32_t OneOverOnePlusX(int32_t x) {
+  const int64_t sum = int64_t(x) + std::numeric_limits<int32_t>::max();
+  const int32_t half_denominator = static_cast<int32_t>((sum + (sum >= 0 ? 1 : -1)) / 2);
+  const int32_t c48_17 = 1515870810, cneg32_17 = -1010580540;  // 48/17 and -32/17 in Q2.29
+  int32_t r = c48_17 + SaturatingRoundingDoublingHighMul(half_denominator, cneg32_17);
+  for (int i = 0; i < 3; ++i) {
+    const int32_t hd_r = SaturatingRoundingDoublingHighMul(half_denominator, r);
+    const int32_t one_minus = (1 << 29) - hd_r;
+    r = r + SaturatingRoundingMultiplyByPOT(SaturatingRoundingDoublingHighMul(r, one_minus), 2);
+  }
+  return SaturatingRoundingMultiplyByPOT(r, 1);  // r / 2 in Q1.30, as Q0.31
+}
+
+// 1 / x for x in Q(integer_bits): a Q0.31 value times 2^-num_bits_over_unit.
+inline int32_t Reciprocal(int32_t x, int integer_bits, int* num_bits_over_unit) {
+  const int headroom_plus_one = x == 0 ? 32 : __builtin_clz(static_cast<uint32_t>(x));
+  *num_bits_over_unit = integer_bits - headroom_plus_one;
+  const int32_t shifted_minus_one = static_cast<int32_t>((static_cast<uint32_t>(x) << headroom_plus_one) - (uint32_t(1) << 31));
+  return OneOverOnePlusX(shifted_minus_one);
 }
 
 }  // namespace weft::ops::tfl

@@ -9,11 +9,23 @@
 #include <set>
 
 #include "compile/node_steps.h"
+#include "weft/litert.h"
 #include "runtime/engine.h"
 
 namespace weft::internal {
 
 namespace {
+
+// Why a node's op type is missing: the registry's suggestions, or for a LiteRT custom operator its
+// customCode, canonical key and the two ways to provide it.
+std::string MissingOpMessage(const OpRegistry& reg, const Node& n) {
+  auto code = n.attrs.find("custom_code");
+  if (n.domain != "litert" || code == n.attrs.end()) return reg.DescribeMissing(n.op_type);
+  return "LiteRT custom operator with customCode '" + code->second.s() + "' (canonical key '" + LiteRtCustomOpKey(code->second.s()) +
+         "') has no implementation in this session: load an operator package that registers op type '" + n.op_type +
+         "' (WEFT_CUSTOM_OPP_PATH=<package root>, or --package), or map the code to an op type in the package's "
+         "framework/litert/op_map.json ({\"ops\": {\"" + code->second.s() + "\": \"<OpType>\"}})";
+}
 
 std::string Tag(const Node& n) { return "[" + n.op_type + " '" + n.name + "'] "; }
 
@@ -219,7 +231,7 @@ struct Builder : NodeSteps {
     cn.name = n.name;
     cn.op_type = n.op_type;
     cn.op = reg.FindForNode(n.domain, n.op_type);
-    if (!cn.op) return NotFound("[" + n.op_type + " '" + n.name + "'] " + reg.DescribeMissing(n.op_type));
+    if (!cn.op) return NotFound("[" + n.op_type + " '" + n.name + "'] " + MissingOpMessage(reg, n));
     const Prototype& p = cn.op->proto;
     std::vector<uint32_t> in_counts, out_counts;
     WEFT_RETURN_IF_ERROR(MapIo(n, p.inputs, n.inputs, n.input_counts, true, &in_counts));
@@ -386,13 +398,15 @@ struct Builder : NodeSteps {
       const Node& n = g.nodes()[k];
       if (reg.FindForNode(n.domain, n.op_type)) continue;
       std::string where = n.domain.empty() ? "" : ", domain " + n.domain;
-      if (n.opset) where += ", opset " + std::to_string(n.opset);
+      if (auto code = n.attrs.find("custom_code"); n.domain == "litert" && code != n.attrs.end())
+        where = ", LiteRT customCode '" + code->second.s() + "'";
+      else if (n.opset) where += ", opset " + std::to_string(n.opset);
       missing.push_back("'" + NodeName(k) + "' (" + n.op_type + where + ")");
     }
     if (missing.size() == 1)
       for (size_t k : order.value())
         if (!reg.FindForNode(g.nodes()[k].domain, g.nodes()[k].op_type))
-          return NotFound("[" + g.nodes()[k].op_type + " '" + NodeName(k) + "'] " + reg.DescribeMissing(g.nodes()[k].op_type));
+          return NotFound("[" + g.nodes()[k].op_type + " '" + NodeName(k) + "'] " + MissingOpMessage(reg, g.nodes()[k]));
     if (missing.size() > 1) {
       std::string msg = std::to_string(missing.size()) + " nodes use op types not registered in this session: ";
       for (size_t k = 0; k < missing.size(); ++k) msg += (k ? ", " : "") + missing[k];

@@ -1,6 +1,8 @@
 #include "registry/registry.h"
+
 #include "core/suggest.h"
 #include "rtc/kernel_cache.h"
+#include "weft/litert.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -445,6 +447,19 @@ Status OpRegistry::LoadPackage(const std::string& root) {
     } catch (const std::exception& e) {
       return InvalidArgument("op map '" + map_file.string() + "' is invalid: " + e.what() +
                              " (expected {\"ops\": {\"domain:OpType\": \"WeftOpType\"}})");
+    }
+  }
+  // LiteRT custom operators: {"ops": {"<customCode>": "WeftOpType", ...}}; a code is matched by its
+  // canonical key, as the importer names the node.
+  fs::path litert_map = fs::path(root) / "framework" / "litert" / "op_map.json";
+  if (fs::exists(litert_map, ec)) {
+    std::ifstream f(litert_map);
+    try {
+      auto j = nlohmann::json::parse(f);
+      for (auto& [key, value] : j.at("ops").items()) op_map_["litert:" + LiteRtCustomOpKey(key)] = value.get<std::string>();
+    } catch (const std::exception& e) {
+      return InvalidArgument("op map '" + litert_map.string() + "' is invalid: " + e.what() +
+                             " (expected {\"ops\": {\"<customCode>\": \"WeftOpType\"}})");
     }
   }
   return Status::Ok();

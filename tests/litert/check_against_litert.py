@@ -1,0 +1,223 @@
+"""LiteRT models in Weft against the LiteRT interpreter (PyPI ai-edge-litert) on random inputs.
+
+    python tests/litert/check_against_litert.py [--corpora DIR] [--build DIR] [--models A,B]
+                                                [--seeds 3] [--expect-fail A,B] [--testdata]
+
+The models: every .tflite under <corpora>/tflite-micro outside integration_tests (int8 and float
+models). LiteRT runs with its reference kernels (OpResolverType.BUILTIN_REF, no XNNPACK), one
+thread. A model LiteRT refuses to load (person_detect.tflite: its bias tensors carry an
+out-of-range quantized_dimension, which TFLM ignores) is checked against TFLM's interpreter (PyPI
+tflite-micro, reference kernels) instead; the line says which oracle was used. Inputs are random and seeded: integers uniform over the type's range, floats N(0, 1).
+Integer outputs must be equal bit for bit; float outputs within 1e-5 * max(1, max|ref|).
+
+A model Weft cannot import or compile is a failure unless listed in --expect-fail, where its error
+must name what is unsupported (the message is printed). With --testdata, every file of
+<corpora>/litert-testdata is also imported, compiled and run where LiteRT runs it; a file must
+either match LiteRT or fail with an error (never crash); counts are printed.
+Exit status 1 on any unexpected failure.
+"""
+import argparse
+import glob
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def litert_interpreter(path):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    it = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF, num_threads=1)
+    it.allocate_tensors()
+    return it
+
+
+def random_input(shape, dtype, rng):
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo, hi = (info.min, info.max) if dtype.itemsize <= 2 else (-1000, 1000)
+        return rng.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+class TflmOracle:
+    """TFLM's Python interpreter behind the few calls compare() makes."""
+
+    def __init__(self, path, n_in, n_out):
+        from tflite_micro.python.tflite_micro import runtime
+
+        self.it = runtime.Interpreter.from_file(path)
+        self.ins = []
+        for k in range(n_in):
+            d = self.it.get_input_details(k)
+            self.ins.append({"index": k, "shape": d["shape"], "dtype": d["dtype"]})
+        self.outs = list(range(n_out))
+
+    def run(self, feeds):
+        for d in self.ins:
+            self.it.set_input(feeds[d["index"]], d["index"])
+        self.it.invoke()
+        return [self.it.get_output(k).copy() for k in self.outs]
+
+
+class LiteRtOracle:
+    def __init__(self, path):
+        self.it = litert_interpreter(path)
+        self.ins = self.it.get_input_details()
+        self.outs = self.it.get_output_details()
+
+    def run(self, feeds):
+        for d in self.ins:
+            self.it.set_tensor(d["index"], feeds[d["index"]])
+        self.it.invoke()
+        return [self.it.get_tensor(d["index"]) for d in self.outs]
+
+
+def oracle_for(path, weft):
+    """(oracle, name): LiteRT's reference kernels, or TFLM's where LiteRT refuses the file."""
+    try:
+        return LiteRtOracle(path), "LiteRT"
+    except Exception as e:
+        if "quantized_dimension" not in str(e):
+            raise
+        g = weft.import_litert(path)
+        return TflmOracle(path, len(g.inputs), len(g.outputs)), "TFLM"
+
+
+def compare(path, weft, session, seeds, oracle=None):
+    """None when Weft matches the oracle on every seed; else a message."""
+    oracle = oracle or LiteRtOracle(path)
+    ins = oracle.ins
+    graph = weft.import_litert(path)
+    model = session.compile(graph)
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        feeds = {d["index"]: random_input(tuple(d["shape"]), d["dtype"], rng) for d in ins}
+        want = oracle.run(feeds)
+        # The oracle orders inputs as the subgraph lists them, as Weft's importer does.
+        got = model.run([feeds[d["index"]] for d in ins])
+        if len(got) != len(want):
+            return f"{len(got)} outputs, LiteRT has {len(want)}"
+        for k, (g, w) in enumerate(zip(got, want)):
+            if g.shape != w.shape or g.dtype != w.dtype:
+                return f"output {k}: {g.dtype}{list(g.shape)}, oracle {w.dtype}{list(w.shape)}"
+            if w.dtype.kind in "iub":
+                bad = int(np.count_nonzero(g != w))
+                if bad:
+                    d = np.abs(g.astype(np.int64) - w.astype(np.int64)).max()
+                    return f"seed {seed} output {k}: {bad} of {w.size} values differ (max {d})"
+            else:
+                ref = w.astype(np.float64)
+                err = float(np.abs(g - ref).max(initial=0)) / max(1.0, float(np.abs(ref).max(initial=0)))
+                if not err <= 1e-5:
+                    return f"seed {seed} output {k}: relative difference {err:.2e}"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpora", default=os.path.join(ROOT, "..", "shared", "corpora"))
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--models", default="", help="comma-separated file names to check (default: all)")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--expect-fail", default="", help="comma-separated file names Weft does not support yet")
+    ap.add_argument("--testdata", action="store_true", help="also sweep litert-testdata")
+    a = ap.parse_args()
+    sys.path.insert(0, os.path.join(a.build, "python"))
+    import weft
+
+    session = weft.Session(use_env_path=False)
+    base = os.path.join(a.corpora, "tflite-micro")
+    models = sorted(p for p in glob.glob(os.path.join(base, "**", "*.tflite"), recursive=True) if "integration_tests" not in p)
+    if a.models:
+        keep = set(a.models.split(","))
+        models = [m for m in models if os.path.basename(m) in keep]
+    expect_fail = set(x for x in a.expect_fail.split(",") if x)
+    bad = 0
+    for path in models:
+        name = os.path.basename(path)
+        try:  # Weft first: an unsupported construct must be reported by Weft, whatever LiteRT does
+            session.compile(weft.import_litert(path))
+        except Exception as e:
+            msg = "error: " + str(e).splitlines()[0][:400]
+        else:
+            try:
+                oracle, oname = oracle_for(path, weft)
+                name = f"{name} (vs {oname})"
+                msg = compare(path, weft, session, a.seeds, oracle)
+            except Exception as e:
+                msg = "oracle or run failed: " + str(e).splitlines()[0][:400]
+        if os.path.basename(path) in expect_fail:
+            if msg is None:
+                print(f"UNEXPECTED PASS {name} (remove it from --expect-fail)")
+                bad += 1
+            elif msg.startswith("error"):
+                print(f"unsupported     {name}: {msg}")
+            else:
+                print(f"FAIL            {name}: {msg}")
+                bad += 1
+        elif msg is None:
+            print(f"match           {name}")
+        else:
+            print(f"FAIL            {name}: {msg}")
+            bad += 1
+    if a.testdata:
+        bad += sweep_testdata(os.path.join(a.corpora, "litert-testdata"), a.build)
+    return 1 if bad else 0
+
+
+def sweep_testdata(base, build):
+    """Each file in a child process (a crash is counted, not fatal): match / error / crash."""
+    counts = {"match": 0, "differs": 0, "weft error": 0, "litert cannot run": 0, "crash": 0}
+    files = sorted(glob.glob(os.path.join(base, "**", "*.tflite"), recursive=True) + glob.glob(os.path.join(base, "**", "*.bin"), recursive=True))
+    for path in files:
+        p = subprocess.run([sys.executable, __file__, "--build", build, "--corpora", "-", "--one", path],
+                           capture_output=True, text=True) if False else None
+        code = ONE.format(build=os.path.join(build, "python"), path=path, here=HERE)
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        last = (p.stdout.strip().splitlines() or [""])[-1]
+        if p.returncode < 0 or p.returncode > 3:
+            kind = "crash"
+            last = f"exit {p.returncode}: {p.stderr.strip()[-300:]}"
+        else:
+            kind = last.split(":", 1)[0]
+            kind = kind if kind in counts else "crash"
+        counts[kind] += 1
+        print(f"  {kind:18s} {os.path.relpath(path, base)}: {last.split(':', 1)[1].strip() if ':' in last else last}"[:300])
+    print("litert-testdata: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + f" (of {len(files)})")
+    return counts["crash"] + counts["differs"]
+
+
+# Runs one litert-testdata file in a child: LiteRT first (a file LiteRT cannot run has no oracle;
+# Weft must still import it or fail with an error), then Weft.
+ONE = r"""
+import sys
+sys.path.insert(0, {build!r}); sys.path.insert(0, {here!r})
+import weft
+from check_against_litert import compare, litert_interpreter
+path = {path!r}
+try:
+    litert_interpreter(path)
+    runnable = True
+except Exception as e:
+    runnable = False
+try:
+    if runnable:
+        msg = compare(path, weft, weft.Session(use_env_path=False), 1)
+        print("match: ok" if msg is None else "differs: " + msg)
+    else:
+        weft.Session(use_env_path=False).compile(weft.import_litert(path))
+        print("litert cannot run: Weft compiles it")
+except Exception as e:
+    print("weft error: " + str(e).splitlines()[0][:250])
+"""
+
+if __name__ == "__main__":
+    sys.exit(main())
