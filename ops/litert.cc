@@ -588,10 +588,10 @@ class TflBinary : public EagerExecuteOp, public ShapeInferOp {
       const T* pa = a->GetData<T>();
       const T* pb = b->GetData<T>();
       T* py = y->GetData<T>();
-      if (op == 2) {  // Mul: one multiplier for the product of the scales
+      if (op == 2) {  // Mul: one multiplier for the product of the scales, computed in float as TFLite does
         int32_t m;
         int s;
-        tfl::QuantizeMultiplier(static_cast<double>(qa.scale) * static_cast<double>(qb.scale) / static_cast<double>(qo.scale), &m, &s);
+        tfl::QuantizeMultiplier(static_cast<double>(qa.scale * qb.scale / qo.scale), &m, &s);
         ForEachBroadcast(as, bs, ys, [&](int64_t o, int64_t i, int64_t j) {
           int32_t prod = (static_cast<int32_t>(pa[i]) - qa.zp) * (static_cast<int32_t>(pb[j]) - qb.zp);
           int32_t v = tfl::MultiplyByQuantizedMultiplier(prod, m, s) + qo.zp;

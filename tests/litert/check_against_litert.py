@@ -21,6 +21,7 @@ import glob
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -174,50 +175,73 @@ def main():
 
 
 def sweep_testdata(base, build):
-    """Each file in a child process (a crash is counted, not fatal): match / error / crash."""
-    counts = {"match": 0, "differs": 0, "weft error": 0, "litert cannot run": 0, "crash": 0}
-    files = sorted(glob.glob(os.path.join(base, "**", "*.tflite"), recursive=True) + glob.glob(os.path.join(base, "**", "*.bin"), recursive=True))
-    for path in files:
-        p = subprocess.run([sys.executable, __file__, "--build", build, "--corpora", "-", "--one", path],
-                           capture_output=True, text=True) if False else None
-        code = ONE.format(build=os.path.join(build, "python"), path=path, here=HERE)
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-        last = (p.stdout.strip().splitlines() or [""])[-1]
-        if p.returncode < 0 or p.returncode > 3:
-            kind = "crash"
-            last = f"exit {p.returncode}: {p.stderr.strip()[-300:]}"
-        else:
-            kind = last.split(":", 1)[0]
-            kind = kind if kind in counts else "crash"
-        counts[kind] += 1
-        print(f"  {kind:18s} {os.path.relpath(path, base)}: {last.split(':', 1)[1].strip() if ':' in last else last}"[:300])
+    """Each file in child processes (a crash is counted, not fatal), LiteRT and Weft apart so that a
+    crash is charged to the runtime that crashed: match / differs / weft error / no oracle / crash."""
+    counts = {"match": 0, "differs": 0, "weft error": 0, "no oracle": 0, "weft crash": 0}
+    files = sorted(glob.glob(os.path.join(base, "**", "*.tflite"), recursive=True))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(build, "python"), HERE]))
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, path in enumerate(files):
+            ref = os.path.join(tmp, f"{k}.npz")
+            p = subprocess.run([sys.executable, "-c", LITERT_CHILD, path, ref], capture_output=True, text=True, timeout=300, env=env)
+            has_ref = p.returncode == 0 and os.path.exists(ref)
+            p = subprocess.run([sys.executable, "-c", WEFT_CHILD, path, ref if has_ref else ""], capture_output=True, text=True,
+                               timeout=300, env=env)
+            last = (p.stdout.strip().splitlines() or [""])[-1]
+            kind, _, detail = last.partition(": ")
+            if p.returncode != 0 or kind not in counts:
+                kind, detail = "weft crash", f"exit {p.returncode}: {p.stderr.strip()[-300:]}"
+            counts[kind] += 1
+            print(f"  {kind:11s} {os.path.relpath(path, base)}: {detail}"[:300])
     print("litert-testdata: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + f" (of {len(files)})")
-    return counts["crash"] + counts["differs"]
+    return counts["weft crash"] + counts["differs"]
 
 
-# Runs one litert-testdata file in a child: LiteRT first (a file LiteRT cannot run has no oracle;
-# Weft must still import it or fail with an error), then Weft.
-ONE = r"""
-import sys
-sys.path.insert(0, {build!r}); sys.path.insert(0, {here!r})
-import weft
-from check_against_litert import compare, litert_interpreter
-path = {path!r}
-try:
-    litert_interpreter(path)
-    runnable = True
-except Exception as e:
-    runnable = False
-try:
-    if runnable:
-        msg = compare(path, weft, weft.Session(use_env_path=False), 1)
-        print("match: ok" if msg is None else "differs: " + msg)
-    else:
-        weft.Session(use_env_path=False).compile(weft.import_litert(path))
-        print("litert cannot run: Weft compiles it")
-except Exception as e:
-    print("weft error: " + str(e).splitlines()[0][:250])
+# LiteRT alone: random inputs (seed 0) and its outputs into an .npz; any failure leaves no file.
+LITERT_CHILD = r"""
+import sys, numpy as np
+from check_against_litert import LiteRtOracle, random_input
+path, out = sys.argv[1], sys.argv[2]
+o = LiteRtOracle(path)
+rng = np.random.default_rng(0)
+feeds = {d["index"]: random_input(tuple(d["shape"]), d["dtype"], rng) for d in o.ins}
+want = o.run(feeds)
+np.savez(out, **{f"in{k}": feeds[d["index"]] for k, d in enumerate(o.ins)}, **{f"out{k}": w for k, w in enumerate(want)})
 """
+
+# Weft alone: import, compile, and with LiteRT's .npz run the same inputs and compare.
+WEFT_CHILD = r"""
+import sys, numpy as np
+import weft
+path, ref = sys.argv[1], sys.argv[2]
+try:
+    model = weft.Session(use_env_path=False).compile(weft.import_litert(path))
+except Exception as e:
+    print("weft error: " + str(e).splitlines()[0][:250]); sys.exit(0)
+if not ref:
+    print("no oracle: LiteRT cannot run it; Weft compiles it"); sys.exit(0)
+z = np.load(ref)
+ins = [z[f"in{k}"] for k in range(len([n for n in z.files if n.startswith("in")]))]
+want = [z[f"out{k}"] for k in range(len([n for n in z.files if n.startswith("out")]))]
+try:
+    got = model.run(ins)
+except Exception as e:
+    print("weft error: " + str(e).splitlines()[0][:250]); sys.exit(0)
+for k, (g, w) in enumerate(zip(got, want)):
+    if g.shape != w.shape or g.dtype != w.dtype:
+        print(f"differs: output {k} {g.dtype}{list(g.shape)} vs {w.dtype}{list(w.shape)}"); sys.exit(0)
+    if w.dtype.kind in "iub":
+        bad = int(np.count_nonzero(g != w))
+        if bad:
+            print(f"differs: output {k}: {bad} of {w.size} values differ (max {np.abs(g.astype(np.int64) - w.astype(np.int64)).max()})"); sys.exit(0)
+    else:
+        ref = w.astype(np.float64)
+        err = float(np.abs(g - ref).max(initial=0)) / max(1.0, float(np.abs(ref).max(initial=0)))
+        if not err <= 1e-5:
+            print(f"differs: output {k}: relative difference {err:.2e}"); sys.exit(0)
+print("match: ok")
+"""
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -505,6 +505,10 @@ class Importer {
       z->push_back(0);
       if (t < 0) return Status::Ok();
       auto q = tensors->Get(static_cast<uint32_t>(t))->quantization();
+      if (q && q->details_type() != 0)
+        return Unsupported(what + ": tensor '" + names_[static_cast<size_t>(t)] + "' uses " +
+                           (q->details_type() == 1 ? std::string("custom") : q->details_type() == 2 ? std::string("block-wise") : "type-" + std::to_string(q->details_type())) +
+                           " quantization, which Weft does not support");
       if (!q || !q->scale() || q->scale()->size() == 0) return Status::Ok();
       size_t ns = q->scale()->size(), nz = q->zero_point() ? q->zero_point()->size() : 0;
       if (nz != 0 && nz != ns)
