@@ -6,6 +6,7 @@
 #include <cctype>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <set>
 #include <unordered_map>
@@ -378,6 +379,7 @@ class Importer {
                                " elements) but its buffer holds " + std::to_string(n) + " bytes");
       auto ht = HostTensor::FromBytes(types_[i], shape, p, n);
       if (!ht.ok()) return ht.status();
+      consts_[names_[i]] = ht.value();
       g.AddConstant(names_[i], std::move(ht.value()));
       is_const[i] = 1;
     }
@@ -477,6 +479,11 @@ class Importer {
           n.outputs.push_back(names_[i]);
         }
       WEFT_RETURN_IF_ERROR(AddQuantization(op, what, &n));
+      if (code != kCustom && !n.attrs.count("input_scale")) {  // unquantized: a built-in of the same maths, if there is one
+        bool lowered = false;
+        WEFT_RETURN_IF_ERROR(Lower(code, n, what, &g, &lowered));
+        if (lowered) continue;
+      }
       g.AddNode(std::move(n));
     }
     if (!sg->outputs() || sg->outputs()->size() == 0) return InvalidArgument("LiteRT model: the subgraph has no outputs");
@@ -549,6 +556,311 @@ class Importer {
     n->attrs["output_zero_point"] = AttrValue::ListInt(out_z);
     return Status::Ok();
   }
+
+
+  // ---- unquantized builtins as Weft's built-in (ONNX-semantics) ops ------------------------------
+  // Each lowering writes nodes with the same maths as the TFLite operator; intermediate values are
+  // named "<first output>/<step>". Returns with *done false when the operator (or this use of it)
+  // keeps its Tfl* form.
+
+  Node Make(const std::string& type, const std::string& name, std::vector<std::string> in, std::vector<std::string> out,
+            std::map<std::string, AttrValue> attrs = {}) const {
+    Node n;
+    n.op_type = type;
+    n.name = name;
+    n.inputs = std::move(in);
+    n.outputs = std::move(out);
+    n.attrs = std::move(attrs);
+    n.domain = "";
+    return n;
+  }
+
+  // An int64 version of an index tensor: a converted constant, or a Cast node.
+  std::string Int64(Graph* g, const std::string& v) {
+    auto it = consts_.find(v);
+    if (it != consts_.end() && it->second.dtype() == DT_INT64) return v;
+    std::string name = v + "/int64";
+    if (consts_.count(name)) return name;
+    if (it != consts_.end() && it->second.dtype() == DT_INT32) {
+      const HostTensor& t = it->second;
+      HostTensor c(DT_INT64, t.shape());
+      for (int64_t k = 0; k < t.shape().GetShapeSize(); ++k) c.data_as<int64_t>()[k] = t.data_as<int32_t>()[k];
+      consts_[name] = c;
+      g->AddConstant(name, std::move(c));
+      return name;
+    }
+    g->AddNode(Make("Cast", name, {v}, {name}, {{"to", AttrValue::Type(DT_INT64)}}));
+    return name;
+  }
+  std::string ConstI64(Graph* g, const std::string& name, const std::vector<int64_t>& v) {
+    HostTensor c(DT_INT64, Shape({static_cast<int64_t>(v.size())}));
+    for (size_t k = 0; k < v.size(); ++k) c.data_as<int64_t>()[k] = v[k];
+    consts_[name] = c;
+    g->AddConstant(name, std::move(c));
+    return name;
+  }
+  std::string ConstScalar(Graph* g, const std::string& name, DataType dt, double v) {
+    HostTensor c(dt, Shape());
+    if (dt == DT_FLOAT) *c.data_as<float>() = static_cast<float>(v);
+    else if (dt == DT_INT32) *c.data_as<int32_t>() = static_cast<int32_t>(v);
+    else if (dt == DT_INT64) *c.data_as<int64_t>() = static_cast<int64_t>(v);
+    else return "";
+    consts_[name] = c;
+    g->AddConstant(name, std::move(c));
+    return name;
+  }
+  // The values of a constant int tensor; false when it is not a constant.
+  bool ConstInts(const std::string& v, std::vector<int64_t>* out) const {
+    auto it = consts_.find(v);
+    if (it == consts_.end()) return false;
+    const HostTensor& t = it->second;
+    out->clear();
+    for (int64_t k = 0; k < t.shape().GetShapeSize(); ++k) {
+      if (t.dtype() == DT_INT32) out->push_back(t.data_as<int32_t>()[k]);
+      else if (t.dtype() == DT_INT64) out->push_back(t.data_as<int64_t>()[k]);
+      else return false;
+    }
+    return true;
+  }
+  DataType TypeOf(const std::string& v) const {
+    for (size_t i = 0; i < names_.size(); ++i)
+      if (names_[i] == v) return types_[i];
+    return DT_UNDEFINED;
+  }
+  int64_t RankOf(const std::string& v) const {
+    for (size_t i = 0; i < names_.size(); ++i)
+      if (names_[i] == v) return static_cast<int64_t>(shapes_[i].GetDimNum());
+    return -1;
+  }
+
+  Status Lower(int32_t code, const Node& n, const std::string& what, Graph* g, bool* done) {
+    *done = false;
+    auto attr_s = [&](const char* k) { auto it = n.attrs.find(k); return it == n.attrs.end() ? std::string() : it->second.s(); };
+    auto attr_i = [&](const char* k, int64_t d = 0) { auto it = n.attrs.find(k); return it == n.attrs.end() ? d : it->second.i(); };
+    const std::vector<std::string>& in = n.inputs;
+    const std::vector<std::string>& out = n.outputs;
+    auto need = [&](size_t ni, size_t no) { return in.size() == ni && out.size() == no; };
+    auto emit = [&](Node node) { g->AddNode(std::move(node)); *done = true; };
+    std::string act = attr_s("fused_activation_function");
+    if (!act.empty() && act != "NONE") return Status::Ok();  // fused activations stay with the Tfl* kernels
+    static const std::map<int32_t, const char*> unary = {
+        {101, "Abs"}, {104, "Ceil"}, {108, "Cos"}, {111, "Elu"}, {47, "Exp"}, {8, "Floor"}, {117, "HardSwish"}, {73, "Log"},
+        {87, "Not"}, {14, "Sigmoid"}, {59, "Neg"}, {19, "Relu"}, {116, "Round"}, {158, "Sign"}, {66, "Sin"}, {75, "Sqrt"}, {28, "Tanh"}};
+    static const std::map<int32_t, const char*> binary = {
+        {55, "Max"}, {57, "Min"}, {58, "Less"}, {63, "LessOrEqual"}, {61, "Greater"}, {62, "GreaterOrEqual"}, {71, "Equal"},
+        {84, "Or"}, {86, "And"}, {78, "Pow"}, {42, "Div"}};
+    if (auto u = unary.find(code); u != unary.end()) {
+      if (!need(1, 1)) return Status::Ok();
+      std::map<std::string, AttrValue> a;
+      if (code == 111) a["alpha"] = AttrValue::Float(1.f);
+      emit(Make(u->second, n.name, in, out, a));
+      return Status::Ok();
+    }
+    if (auto b = binary.find(code); b != binary.end()) {
+      if (!need(2, 1)) return Status::Ok();
+      emit(Make(b->second, n.name, in, out));
+      return Status::Ok();
+    }
+    const std::string o0 = out.empty() ? n.name : out[0];
+    switch (code) {
+      case 95:  // FLOOR_MOD: the sign of the divisor, as ONNX Mod with fmod 0 for integers
+        if (!need(2, 1) || (TypeOf(in[0]) != DT_INT32 && TypeOf(in[0]) != DT_INT64)) return Status::Ok();
+        emit(Make("Mod", n.name, in, out, {{"fmod", AttrValue::Int(0)}}));
+        return Status::Ok();
+      case 76:  // RSQRT
+        if (!need(1, 1)) return Status::Ok();
+        g->AddNode(Make("Sqrt", n.name + "/sqrt", in, {o0 + "/sqrt"}));
+        emit(Make("Reciprocal", n.name, {o0 + "/sqrt"}, out));
+        return Status::Ok();
+      case 21: case 20: case 152: {  // RELU6, RELU_N1_TO_1, RELU_0_TO_1
+        if (!need(1, 1) || TypeOf(in[0]) != DT_FLOAT) return Status::Ok();
+        double lo = code == 20 ? -1 : 0, hi = code == 21 ? 6 : 1;
+        std::string a = ConstScalar(g, o0 + "/min", DT_FLOAT, lo), b = ConstScalar(g, o0 + "/max", DT_FLOAT, hi);
+        emit(Make("Clip", n.name, {in[0], a, b}, out));
+        return Status::Ok();
+      }
+      case 72:  // NOT_EQUAL
+        if (!need(2, 1)) return Status::Ok();
+        g->AddNode(Make("Equal", n.name + "/equal", in, {o0 + "/equal"}));
+        emit(Make("Not", n.name, {o0 + "/equal"}, out));
+        return Status::Ok();
+      case 99:  // SQUARED_DIFFERENCE
+        if (!need(2, 1)) return Status::Ok();
+        g->AddNode(Make("Sub", n.name + "/sub", in, {o0 + "/sub"}));
+        emit(Make("Mul", n.name, {o0 + "/sub", o0 + "/sub"}, out));
+        return Status::Ok();
+      case 92:  // SQUARE
+        if (!need(1, 1)) return Status::Ok();
+        emit(Make("Mul", n.name, {in[0], in[0]}, out));
+        return Status::Ok();
+      case 53: {  // CAST
+        if (!need(1, 1)) return Status::Ok();
+        DataType to = TypeOf(o0);
+        if (to == DT_UNDEFINED) return Status::Ok();
+        emit(Make("Cast", n.name, in, out, {{"to", AttrValue::Type(to)}}));
+        return Status::Ok();
+      }
+      case 123:  // SELECT_V2: NumPy broadcasting, as ONNX Where
+        if (!need(3, 1)) return Status::Ok();
+        emit(Make("Where", n.name, in, out));
+        return Status::Ok();
+      case 43: {  // SQUEEZE
+        if (in.empty() || out.size() != 1) return Status::Ok();
+        auto it = n.attrs.find("squeeze_dims");
+        std::vector<std::string> ins = {in[0]};
+        if (it != n.attrs.end() && !it->second.ints().empty()) ins.push_back(ConstI64(g, o0 + "/axes", it->second.ints()));
+        emit(Make("Squeeze", n.name, ins, out));
+        return Status::Ok();
+      }
+      case 70:  // EXPAND_DIMS
+        if (!need(2, 1)) return Status::Ok();
+        emit(Make("Unsqueeze", n.name, {in[0], Int64(g, in[1])}, out));
+        return Status::Ok();
+      case 69:  // TILE
+        if (!need(2, 1)) return Status::Ok();
+        emit(Make("Tile", n.name, {in[0], Int64(g, in[1])}, out));
+        return Status::Ok();
+      case 36:  // GATHER
+        if (!need(2, 1) || attr_i("batch_dims") != 0) return Status::Ok();
+        emit(Make("Gather", n.name, in, out, {{"axis", AttrValue::Int(attr_i("axis"))}}));
+        return Status::Ok();
+      case 2: {  // CONCATENATION
+        if (out.size() != 1 || in.empty()) return Status::Ok();
+        Node c = Make("Concat", n.name, in, out, {{"axis", AttrValue::Int(attr_i("axis"))}});
+        emit(std::move(c));
+        return Status::Ok();
+      }
+      case 49: {  // SPLIT: (axis, input)
+        std::vector<int64_t> axis;
+        if (in.size() != 2 || !ConstInts(in[0], &axis) || axis.size() != 1) return Status::Ok();
+        emit(Make("Split", n.name, {in[1]}, out, {{"axis", AttrValue::Int(axis[0])}, {"num_outputs", AttrValue::Int(static_cast<int64_t>(out.size()))}}));
+        return Status::Ok();
+      }
+      case 102: {  // SPLIT_V: (input, size_splits, axis)
+        std::vector<int64_t> axis, sizes;
+        if (in.size() != 3 || !ConstInts(in[2], &axis) || axis.size() != 1 || !ConstInts(in[1], &sizes)) return Status::Ok();
+        if (std::count(sizes.begin(), sizes.end(), -1)) return Status::Ok();  // an inferred size: keep the TFLite form
+        emit(Make("Split", n.name, {in[0], ConstI64(g, o0 + "/split", sizes)}, out, {{"axis", AttrValue::Int(axis[0])}}));
+        return Status::Ok();
+      }
+      case 74: case 82: case 89: case 81: {  // SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD
+        if (!need(2, 1)) return Status::Ok();
+        const char* type = code == 74 ? "ReduceSum" : code == 82 ? "ReduceMax" : code == 89 ? "ReduceMin" : "ReduceProd";
+        auto keep = n.attrs.find("keep_dims");
+        emit(Make(type, n.name, {in[0], Int64(g, in[1])}, out,
+                  {{"keepdims", AttrValue::Int(keep != n.attrs.end() && keep->second.i() ? 1 : 0)}}));
+        return Status::Ok();
+      }
+      case 50:  // LOG_SOFTMAX
+        if (!need(1, 1)) return Status::Ok();
+        emit(Make("LogSoftmax", n.name, in, out, {{"axis", AttrValue::Int(-1)}}));
+        return Status::Ok();
+      case 150:  // GELU
+        if (!need(1, 1)) return Status::Ok();
+        emit(Make("Gelu", n.name, in, out, {{"approximate", AttrValue::String(attr_i("approximate") ? "tanh" : "none")}}));
+        return Status::Ok();
+      case 126: {  // BATCH_MATMUL
+        if (!need(2, 1)) return Status::Ok();
+        std::vector<std::string> ab = in;
+        for (int k = 0; k < 2; ++k) {
+          if (!attr_i(k == 0 ? "adj_x" : "adj_y")) continue;
+          int64_t r = RankOf(in[static_cast<size_t>(k)]);
+          if (r < 2) return Status::Ok();
+          std::vector<int64_t> perm;
+          for (int64_t d = 0; d < r; ++d) perm.push_back(d);
+          std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
+          std::string t = o0 + (k == 0 ? "/adj_x" : "/adj_y");
+          g->AddNode(Make("Transpose", t, {in[static_cast<size_t>(k)]}, {t}, {{"perm", AttrValue::ListInt(perm)}}));
+          ab[static_cast<size_t>(k)] = t;
+        }
+        emit(Make("MatMul", n.name, ab, out));
+        return Status::Ok();
+      }
+      case 83: {  // PACK: Unsqueeze each along axis, then Concat
+        if (out.size() != 1 || in.empty()) return Status::Ok();
+        int64_t axis = attr_i("axis");
+        std::vector<std::string> parts;
+        std::string ax = ConstI64(g, o0 + "/axis", {axis});
+        for (size_t k = 0; k < in.size(); ++k) {
+          std::string u = o0 + "/part" + std::to_string(k);
+          g->AddNode(Make("Unsqueeze", u, {in[k], ax}, {u}));
+          parts.push_back(u);
+        }
+        emit(Make("Concat", n.name, parts, out, {{"axis", AttrValue::Int(axis)}}));
+        return Status::Ok();
+      }
+      case 88: {  // UNPACK: Split along axis, then Squeeze each
+        if (in.size() != 1 || out.empty()) return Status::Ok();
+        int64_t axis = attr_i("axis");
+        std::vector<std::string> parts;
+        for (size_t k = 0; k < out.size(); ++k) parts.push_back(out[k] + "/slice");
+        g->AddNode(Make("Split", n.name + "/split", in, parts, {{"axis", AttrValue::Int(axis)}, {"num_outputs", AttrValue::Int(static_cast<int64_t>(out.size()))}}));
+        std::string ax = ConstI64(g, o0 + "/axis", {axis});
+        for (size_t k = 0; k < out.size(); ++k) g->AddNode(Make("Squeeze", out[k] + "/squeeze", {parts[k], ax}, {out[k]}));
+        *done = true;
+        return Status::Ok();
+      }
+      case 48: {  // TOPK_V2: (input, k) → values, int32 indices
+        if (!need(2, 2)) return Status::Ok();
+        std::string k64 = Int64(g, in[1]);
+        std::string k1 = o0 + "/k";
+        g->AddNode(Make("Reshape", k1, {k64, ConstI64(g, o0 + "/one", {1})}, {k1}));
+        std::string idx = out[1] + "/int64";
+        g->AddNode(Make("TopK", n.name, {in[0], k1}, {out[0], idx}, {{"axis", AttrValue::Int(-1)}}));
+        emit(Make("Cast", out[1] + "/cast", {idx}, {out[1]}, {{"to", AttrValue::Type(TypeOf(out[1]))}}));
+        return Status::Ok();
+      }
+      case 100: {  // MIRROR_PAD, REFLECT only (ONNX has no symmetric mode)
+        std::vector<int64_t> pads;
+        if (!need(2, 1) || attr_s("mode") != "REFLECT" || !ConstInts(in[1], &pads) || pads.size() % 2) return Status::Ok();
+        std::vector<int64_t> onnx(pads.size());
+        size_t r = pads.size() / 2;
+        for (size_t k = 0; k < r; ++k) onnx[k] = pads[2 * k], onnx[r + k] = pads[2 * k + 1];
+        emit(Make("Pad", n.name, {in[0], ConstI64(g, o0 + "/pads", onnx)}, out, {{"mode", AttrValue::String("reflect")}}));
+        return Status::Ok();
+      }
+      case 65: {  // SLICE: (input, begin, size); size -1 runs to the end
+        std::vector<int64_t> begin, size;
+        if (!need(3, 1) || !ConstInts(in[1], &begin) || !ConstInts(in[2], &size) || begin.size() != size.size()) return Status::Ok();
+        std::vector<int64_t> ends(begin.size());
+        for (size_t k = 0; k < begin.size(); ++k) ends[k] = size[k] < 0 ? std::numeric_limits<int64_t>::max() : begin[k] + size[k];
+        emit(Make("Slice", n.name, {in[0], ConstI64(g, o0 + "/starts", begin), ConstI64(g, o0 + "/ends", ends)}, out));
+        return Status::Ok();
+      }
+      case 11: {  // L2_NORMALIZATION over the last axis: x / max(sqrt(sum x^2), 1e-6)
+        if (!need(1, 1) || TypeOf(in[0]) != DT_FLOAT) return Status::Ok();
+        g->AddNode(Make("Mul", n.name + "/square", {in[0], in[0]}, {o0 + "/square"}));
+        g->AddNode(Make("ReduceSum", n.name + "/sum", {o0 + "/square", ConstI64(g, o0 + "/axis", {-1})}, {o0 + "/sum"},
+                        {{"keepdims", AttrValue::Int(1)}}));
+        g->AddNode(Make("Sqrt", n.name + "/norm", {o0 + "/sum"}, {o0 + "/norm"}));
+        g->AddNode(Make("Max", n.name + "/clamped", {o0 + "/norm", ConstScalar(g, o0 + "/epsilon", DT_FLOAT, 1e-6)}, {o0 + "/clamped"}));
+        emit(Make("Div", n.name, {in[0], o0 + "/clamped"}, out));
+        return Status::Ok();
+      }
+      case 91: case 140: {  // REDUCE_ANY, REDUCE_ALL on bool: max / min of the values as int32
+        if (!need(2, 1) || TypeOf(in[0]) != DT_BOOL) return Status::Ok();
+        auto keep = n.attrs.find("keep_dims");
+        g->AddNode(Make("Cast", n.name + "/int", {in[0]}, {o0 + "/int"}, {{"to", AttrValue::Type(DT_INT32)}}));
+        g->AddNode(Make(code == 91 ? "ReduceMax" : "ReduceMin", n.name + "/reduce", {o0 + "/int", Int64(g, in[1])}, {o0 + "/reduce"},
+                        {{"keepdims", AttrValue::Int(keep != n.attrs.end() && keep->second.i() ? 1 : 0)}}));
+        emit(Make("Cast", n.name, {o0 + "/reduce"}, out, {{"to", AttrValue::Type(DT_BOOL)}}));
+        return Status::Ok();
+      }
+      case 122: {  // SCATTER_ND: (indices, updates, shape); duplicate indices add up
+        if (!need(3, 1)) return Status::Ok();
+        DataType t = TypeOf(in[1]);
+        if (t == DT_UNDEFINED) return Status::Ok();
+        g->AddNode(Make("ConstantOfShape", n.name + "/zeros", {Int64(g, in[2])}, {o0 + "/zeros"},
+                        {{"value", AttrValue::TensorValue(t, Shape({1}), std::vector<uint8_t>(DataTypeSize(t), 0))}}));
+        emit(Make("ScatterND", n.name, {o0 + "/zeros", Int64(g, in[0]), in[1]}, out, {{"reduction", AttrValue::String("add")}}));
+        return Status::Ok();
+      }
+      default:
+        return Status::Ok();
+    }
+  }
+
+  std::map<std::string, HostTensor> consts_;
 
   // Whether an operator after #k writes tensor t.
   static bool LaterProducer(const std::vector<const fb::Operator*>& ops, size_t k, int32_t t) {
