@@ -266,9 +266,15 @@ struct Builder : NodeSteps {
     }
     for (auto& [cond, want] : n.when) cn.guards.emplace_back(ids.at(cond), want);
     // Attributes in prototype order, defaults filled in.
+    // What the LiteRT importer records about every operator (its code, version, output type and
+    // quantization) reaches an op only if the op declares it.
+    static const std::set<std::string> kLiteRtMetadata = {"custom_code", "version", "output_type", "input_scale", "input_zero_point",
+                                                          "output_scale", "output_zero_point", "channel_scales",
+                                                          "channel_zero_points", "channel_input", "quantized_dimension"};
     for (auto& [name, v] : n.attrs) {
       bool known = false;
       for (auto& a : p.attrs) known = known || a.name == name;
+      if (!known && n.domain == "litert" && kLiteRtMetadata.count(name)) continue;
       if (!known) {
         std::string have;
         for (auto& a : p.attrs) have += (have.empty() ? "" : ", ") + a.name;

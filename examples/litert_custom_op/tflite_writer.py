@@ -1,0 +1,118 @@
+"""Writes small LiteRT (.tflite) models: one subgraph of float32/int tensors and operators.
+
+    from tflite_writer import Model
+    m = Model()
+    x = m.tensor("x", [1, 4], "float32")                         # an input or intermediate
+    w = m.tensor("w", [4, 4], "float32", data=np.ones((4, 4)))   # a constant
+    y = m.tensor("y", [1, 4], "float32")
+    m.builtin(9, [x, w, -1], [y])                                # FULLY_CONNECTED (no bias)
+    m.custom("my-op", [y], [z], options=b"...")                  # a CUSTOM operator
+    open("model.tflite", "wb").write(m.finish(inputs=[x], outputs=[z]))
+
+Field ids follow the format's schema (Model, OperatorCode, SubGraph, Tensor, Operator, Buffer);
+only what these examples and tests need is written. Uses the `flatbuffers` package.
+"""
+import flatbuffers
+import numpy as np
+
+TYPES = {"float32": 0, "int32": 2, "uint8": 3, "int64": 4, "bool": 6, "int16": 7, "int8": 9}
+CUSTOM = 32
+
+
+class Model:
+    def __init__(self):
+        self.tensors = []     # (name, shape, type, buffer index)
+        self.buffers = [b""]  # buffer 0: the empty sentinel
+        self.codes = []       # (builtin code, custom code)
+        self.ops = []         # (code index, inputs, outputs, custom options)
+
+    def tensor(self, name, shape, dtype, data=None):
+        buf = 0
+        if data is not None:
+            self.buffers.append(np.ascontiguousarray(data, dtype=np.dtype(dtype)).tobytes())
+            buf = len(self.buffers) - 1
+        self.tensors.append((name, list(shape), TYPES[dtype], buf))
+        return len(self.tensors) - 1
+
+    def _code(self, builtin, custom=None):
+        key = (builtin, custom)
+        if key not in self.codes:
+            self.codes.append(key)
+        return self.codes.index(key)
+
+    def builtin(self, code, inputs, outputs):
+        self.ops.append((self._code(code), inputs, outputs, None))
+
+    def custom(self, custom_code, inputs, outputs, options=b""):
+        self.ops.append((self._code(CUSTOM, custom_code), inputs, outputs, options))
+
+    def finish(self, inputs, outputs):
+        b = flatbuffers.Builder(1024)
+
+        def ints(values):
+            b.StartVector(4, len(values), 4)
+            for v in reversed(values):
+                b.PrependInt32(v)
+            return b.EndVector()
+
+        def table_vector(offsets):
+            b.StartVector(4, len(offsets), 4)
+            for o in reversed(offsets):
+                b.PrependUOffsetTRelative(o)
+            return b.EndVector()
+
+        buffers = []
+        for data in self.buffers:
+            vec = b.CreateByteVector(data) if data else None
+            b.StartObject(3)
+            if vec is not None:
+                b.PrependUOffsetTRelativeSlot(0, vec, 0)
+            buffers.append(b.EndObject())
+        tensors = []
+        for name, shape, ttype, buf in self.tensors:
+            n, s = b.CreateString(name), ints(shape)
+            b.StartObject(10)
+            b.PrependUOffsetTRelativeSlot(0, s, 0)
+            b.PrependInt8Slot(1, ttype, 0)
+            b.PrependUint32Slot(2, buf, 0)
+            b.PrependUOffsetTRelativeSlot(3, n, 0)
+            tensors.append(b.EndObject())
+        ops = []
+        for code, ins, outs, options in self.ops:
+            i, o = ints(ins), ints(outs)
+            opt = b.CreateByteVector(options) if options else None
+            b.StartObject(14)
+            b.PrependUint32Slot(0, code, 0)
+            b.PrependUOffsetTRelativeSlot(1, i, 0)
+            b.PrependUOffsetTRelativeSlot(2, o, 0)
+            if opt is not None:
+                b.PrependUOffsetTRelativeSlot(5, opt, 0)
+            ops.append(b.EndObject())
+        codes = []
+        for builtin, custom in self.codes:
+            c = b.CreateString(custom) if custom is not None else None
+            b.StartObject(4)
+            b.PrependInt8Slot(0, min(builtin, 127), 0)
+            if c is not None:
+                b.PrependUOffsetTRelativeSlot(1, c, 0)
+            b.PrependInt32Slot(2, 1, 1)
+            b.PrependInt32Slot(3, builtin, 0)
+            codes.append(b.EndObject())
+        tv, iv, ov, opv = table_vector(tensors), ints(inputs), ints(outputs), table_vector(ops)
+        name = b.CreateString("main")
+        b.StartObject(5)
+        b.PrependUOffsetTRelativeSlot(0, tv, 0)
+        b.PrependUOffsetTRelativeSlot(1, iv, 0)
+        b.PrependUOffsetTRelativeSlot(2, ov, 0)
+        b.PrependUOffsetTRelativeSlot(3, opv, 0)
+        b.PrependUOffsetTRelativeSlot(4, name, 0)
+        subgraph = b.EndObject()
+        cv, sv, bv = table_vector(codes), table_vector([subgraph]), table_vector(buffers)
+        b.StartObject(8)
+        b.PrependUint32Slot(0, 3, 0)
+        b.PrependUOffsetTRelativeSlot(1, cv, 0)
+        b.PrependUOffsetTRelativeSlot(2, sv, 0)
+        b.PrependUOffsetTRelativeSlot(4, bv, 0)
+        model = b.EndObject()
+        b.Finish(model, file_identifier=b"TFL3")
+        return bytes(b.Output())
