@@ -438,5 +438,7 @@ PYBIND11_MODULE(_weft, m) {
     d["directory"] = k.directory;
     return d;
   });
+  m.def("litert_custom_op_key", &LiteRtCustomOpKey, py::arg("custom_code"),
+        "The canonical key of a LiteRT customCode: hyphens and spaces to underscores, trimmed, upper-cased.");
   m.def("dtype_name", [](const py::object& o) { return std::string(DataTypeName(ParseDtype(o))); });
 }

@@ -7,7 +7,7 @@
 #   FUZZ_ARGS="-runs=1000000" scripts/fuzz.sh 0 npy       # extra libFuzzer flags
 #
 # Targets: model_file (the .weft loader; its seeds need a release build in build/), onnx_import,
-# graph_json, npy, plugin_table (plugin registration: an operator library's C tables). Prints each target's executions; exits 1 if any target found a crash, leak,
+# litert_import (.tflite files; seeded from ../shared/corpora), graph_json, npy, plugin_table (plugin registration: an operator library's C tables). Prints each target's executions; exits 1 if any target found a crash, leak,
 # timeout or sanitizer report, with the failing input saved as build-fuzz/<target>-crash-*
 # (replay: build-fuzz/<target>_fuzz FILE). Corpora grow in build-fuzz/corpus-<target>/.
 set -euo pipefail
@@ -16,7 +16,7 @@ cd "$ROOT"
 SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(model_file onnx_import graph_json npy plugin_table)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(model_file onnx_import litert_import graph_json npy plugin_table)
 OUT=build-fuzz
 mkdir -p "$OUT"
 # The targets make their scratch directories under $TMPDIR; a crashed run cannot remove its own.
@@ -67,6 +67,21 @@ seed_onnx_import() {
   [ -n "$(ls -A "$dir")" ]
 }
 
+seed_litert_import() {
+  local dir=$1 corpora=${WEFT_CORPORA_DIR:-$ROOT/../shared/corpora} f
+  # The test corpora's models up to 1 MiB (libFuzzer truncates longer seeds past -max_len).
+  if [ -d "$corpora" ]; then
+    find "$corpora" -name '*.tflite' -size -1025k | sort | while read -r f; do
+      cp "$f" "$dir/$(basename "$(dirname "$f")")_$(basename "$f")"
+    done
+  else
+    echo "no test corpora at $corpora (WEFT_CORPORA_DIR): the LiteRT corpus starts empty" >&2
+  fi
+  "$PY" -c "import sys; sys.path.insert(0, 'examples/litert_custom_op'); import make_model; make_model.main()" "$dir" 2> /dev/null || true
+  rm -f "$dir"/*.npy
+  [ -n "$(ls -A "$dir")" ]
+}
+
 seed_graph_json() { "$PY" tests/fuzz/make_seeds.py json "$1"; }
 seed_npy() { "$PY" tests/fuzz/make_seeds.py npy "$1"; }
 seed_plugin_table() { "$PY" tests/fuzz/make_seeds.py plugin_table "$1"; }
@@ -77,6 +92,11 @@ build_target() {
     onnx_import)
       build onnx_import -DONNX_NAMESPACE=onnx -DONNX_ML=1 src/frontends/onnx/onnx_importer.cc src/graph/graph.cc \
         src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc tests/fuzz/onnx_import_fuzz.cc -lonnx_proto -lprotobuf ;;
+    litert_import)
+      mkdir -p "$OUT/generated"
+      flatc --cpp -o "$OUT/generated" src/frontends/litert/litert_subset.fbs
+      build litert_import -DFLATBUFFERS_LOCALE_INDEPENDENT=0 -I"$OUT/generated" src/frontends/litert/litert_importer.cc \
+        src/graph/graph.cc src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc tests/fuzz/litert_import_fuzz.cc ;;
     graph_json)
       build graph_json src/graph/graph.cc src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc \
         tests/fuzz/graph_json_fuzz.cc ;;
@@ -84,7 +104,7 @@ build_target() {
     plugin_table)
       build plugin_table src/registry/registry.cc src/core/suggest.cc src/core/host_tensor.cc \
         src/core/file_io.cc src/core/npy.cc tests/fuzz/plugin_table_fuzz.cc -lxxhash ;;
-    *) echo "unknown fuzz target '$1' (model_file, onnx_import, graph_json, npy, plugin_table)" >&2; return 1 ;;
+    *) echo "unknown fuzz target '$1' (model_file, onnx_import, litert_import, graph_json, npy, plugin_table)" >&2; return 1 ;;
   esac
 }
 

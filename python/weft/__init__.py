@@ -20,9 +20,9 @@ import os as _os
 
 import numpy as _np
 
-from ._weft import Graph, Model, Session, default_session, kernel_cache_stats, set_default_session
+from ._weft import Graph, Model, Session, default_session, kernel_cache_stats, litert_custom_op_key, set_default_session
 
-__all__ = ["Graph", "Model", "Session", "kernel_cache_stats", "import_onnx", "import_litert", "import_model", "default_session", "run", "as_array",
+__all__ = ["Graph", "Model", "Session", "kernel_cache_stats", "import_onnx", "import_litert", "import_model", "litert_custom_op_key", "default_session", "run", "as_array",
            "cmake_prefix_path", "set_default_session"]
 __version__ = "0.1.0"
 

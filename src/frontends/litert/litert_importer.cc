@@ -462,7 +462,10 @@ class Importer {
             if (LaterProducer(ops, k, static_cast<int32_t>(i)))
               return InvalidArgument(what + " reads tensor '" + names_[i] + "' before the operator that writes it (operators must be in execution order)");
             // No data and no writer (a scratch operand the runtime would allocate): zeros.
-            if (types_[i] == DT_UNDEFINED || shapes_[i].GetShapeSize() > (int64_t(1) << 28))
+            int64_t count = 1;
+            bool overflow = false;
+            for (size_t d = 0; d < shapes_[i].GetDimNum(); ++d) overflow = overflow || __builtin_mul_overflow(count, shapes_[i].GetDim(d), &count);
+            if (types_[i] == DT_UNDEFINED || overflow || count > (int64_t(1) << 28))
               return InvalidArgument(what + " reads tensor '" + names_[i] + "', which has no data, no writer and no usable type or size");
             g.AddConstant(names_[i], HostTensor(types_[i], shapes_[i]));
             is_const[i] = 1;

@@ -1,0 +1,127 @@
+"""LiteRT (.tflite) import: custom operators by customCode, flexbuffer options, bad files."""
+import os
+import struct
+import sys
+
+import numpy as np
+import pytest
+
+import weft
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "examples", "litert_custom_op"))
+from tflite_writer import Model  # noqa: E402
+
+CORPORA = os.path.join(ROOT, "..", "shared", "corpora", "tflite-micro")
+
+
+def write(tmp_path, model, inputs, outputs, name="m.tflite"):
+    path = str(tmp_path / name)
+    with open(path, "wb") as f:
+        f.write(model.finish(inputs, outputs))
+    return path
+
+
+def session():
+    return weft.Session(use_env_path=False)
+
+
+def test_custom_op_key():
+    assert weft.litert_custom_op_key("custom-noop") == "CUSTOM_NOOP"
+    assert weft.litert_custom_op_key(" custom-noop ") == "_CUSTOM_NOOP_"
+    assert weft.litert_custom_op_key("\tMy Op-v2\n") == "MY_OP_V2"
+    assert weft.litert_custom_op_key("Convolution2DTransposeBias") == "CONVOLUTION2DTRANSPOSEBIAS"
+
+
+def custom_model(tmp_path, code, options=b""):
+    m = Model()
+    x = m.tensor("x", [2, 3], "float32")
+    y = m.tensor("y", [2, 3], "float32")
+    m.custom(code, [x], [y], options=options)
+    return write(tmp_path, m, [x], [y])
+
+
+def test_unknown_custom_code_names_code_key_and_remedy(tmp_path):
+    path = custom_model(tmp_path, "my-fancy op")
+    g = weft.import_litert(path)
+    with pytest.raises(Exception) as e:
+        session().compile(g)
+    msg = e.value.args[0]  # NotFound arrives as KeyError, whose str() quotes the message
+    assert "customCode 'my-fancy op'" in msg
+    assert "canonical key 'MY_FANCY_OP'" in msg
+    assert "WEFT_CUSTOM_OPP_PATH" in msg and "framework/litert/op_map.json" in msg
+
+
+def test_op_map_and_flexbuffer_options_become_typed_attributes(tmp_path):
+    from flatbuffers import flexbuffers
+
+    options = flexbuffers.Dumps({"alpha": 0.25})
+    path = custom_model(tmp_path, "leaky-relu", options)
+    # The code (or its key) mapped to a built-in whose attribute the flexbuffer map provides.
+    for key in ("leaky-relu", "LEAKY_RELU"):
+        model = session().compile(weft.import_litert(path, op_map={key: "LeakyRelu"}))
+        x = np.array([[-4, -1, 0], [1, 2, -8]], np.float32)
+        (y,) = model.run([x])
+        np.testing.assert_array_equal(y, np.where(x > 0, x, 0.25 * x))
+
+
+def test_raw_custom_options_arrive_as_bytes(tmp_path):
+    # Not a flexbuffer map: the op gets the bytes; LeakyRelu does not take them, and says so.
+    path = custom_model(tmp_path, "leaky-relu", struct.pack("<3i", 1, 2, 2))
+    with pytest.raises(Exception) as e:
+        session().compile(weft.import_litert(path, op_map={"leaky-relu": "LeakyRelu"}))
+    assert "custom_options" in str(e.value)
+
+
+def test_builtin_lowering_runs(tmp_path):
+    m = Model()
+    a = m.tensor("a", [2, 4], "float32")
+    b = m.tensor("b", [2, 4], "float32")
+    c = m.tensor("c", [2, 4], "float32")
+    d = m.tensor("d", [2, 4], "float32")
+    m.builtin(99, [a, b], [c])  # SQUARED_DIFFERENCE
+    m.builtin(76, [c], [d])  # RSQRT
+    path = write(tmp_path, m, [a, b], [d])
+    rng = np.random.default_rng(0)
+    xa, xb = rng.standard_normal((2, 2, 4)).astype(np.float32)
+    (got,) = session().compile(weft.import_litert(path)).run([xa, xb])
+    want = 1 / np.sqrt((xa.astype(np.float64) - xb) ** 2)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPORA), reason="no corpora")
+def test_corrupt_files_fail_cleanly(tmp_path):
+    """Truncations and byte flips of a real model: an error or a model that runs, never a crash."""
+    src = os.path.join(CORPORA, "examples", "micro_speech", "models", "micro_speech_quantized.tflite")
+    data = open(src, "rb").read()
+    rng = np.random.default_rng(1)
+    cases = [data[:n] for n in (0, 4, 8, 64, len(data) // 2, len(data) - 1)]
+    for _ in range(150):
+        b = bytearray(data)
+        for _ in range(int(rng.integers(1, 8))):
+            b[int(rng.integers(0, len(b)))] = int(rng.integers(0, 256))
+        cases.append(bytes(b))
+    errors = 0
+    for k, blob in enumerate(cases):
+        path = str(tmp_path / f"c{k}.tflite")
+        with open(path, "wb") as f:
+            f.write(blob)
+        try:
+            g = weft.import_litert(path)
+            model = session().compile(g)
+            ins = [np.zeros(shape, np.dtype(dt)) for _, dt, shape in g.inputs]
+            model.run(ins)
+        except Exception as e:
+            errors += 1
+            assert str(e), "an error must say what is wrong"
+    assert errors >= 6  # at least the truncations
+
+
+def test_not_a_tflite_file(tmp_path):
+    path = str(tmp_path / "x.tflite")
+    with open(path, "wb") as f:
+        f.write(b"\x00" * 64)
+    with pytest.raises(Exception) as e:
+        weft.import_litert(path)
+    assert "TFL3" in str(e.value)
