@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "dnnl_runner.h"
 #include "litert_quant.h"
 #include "op_util.h"
 
@@ -96,7 +97,7 @@ const TensorType& AnyType() {
 // Per-output-channel multipliers of a convolution: input_scale * filter_scale[c] / output_scale.
 struct ChannelScales {
   std::vector<int32_t> mult;
-  std::vector<int> shift;
+  std::vector<int32_t> shift;
 };
 
 bool ConvMultipliers(const KernelContextBase* ctx, int64_t channels, size_t input, size_t filter_input, ChannelScales* out) {
@@ -116,6 +117,62 @@ bool ConvMultipliers(const KernelContextBase* ctx, int64_t channels, size_t inpu
     tfl::QuantizeMultiplier(eff, &out->mult[static_cast<size_t>(c)], &out->shift[static_cast<size_t>(c)]);
   }
   return true;
+}
+
+
+// The hot loops of the 8-bit paths, one copy per instruction set, picked when the library loads
+// (x86-64-v4 brings AVX-512's 64-bit lane multiplies, which the rescaling needs).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(WEFT_SANITIZED) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define WEFT_INT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define WEFT_INT_CLONES
+#endif
+WEFT_INT_CLONES void RequantizeRowVec(const int32_t* acc, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t out_off,
+                                        int32_t lo, int32_t hi, int8_t* out, int64_t n) {
+  tfl::RequantizeRow(acc, bias, mult, shift, out_off, lo, hi, out, n);
+}
+WEFT_INT_CLONES void AccumulateTap(int32_t* __restrict a, const int8_t* __restrict f, const int8_t* __restrict in, int32_t in_off, int64_t n) {
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c) a[c] += static_cast<int32_t>(f[c]) * (static_cast<int32_t>(in[c]) + in_off);
+}
+
+WEFT_INT_CLONES void AddRowInt8(const int8_t* a, const int8_t* b, int8_t* out, int64_t n, int32_t a_zp, int32_t b_zp, int left_shift,
+                                int32_t m1, int32_t r1, int32_t m2, int32_t r2, int32_t sign, int32_t mo, int32_t ro, int32_t out_zp,
+                                int32_t lo, int32_t hi) {
+  tfl::AddRow(a, b, out, n, a_zp, b_zp, left_shift, m1, r1, m2, r2, sign, mo, ro, out_zp, lo, hi);
+}
+WEFT_INT_CLONES void AddRowInt16(const int16_t* a, const int16_t* b, int16_t* out, int64_t n, int32_t a_zp, int32_t b_zp, int left_shift,
+                                 int32_t m1, int32_t r1, int32_t m2, int32_t r2, int32_t sign, int32_t mo, int32_t ro, int32_t out_zp,
+                                 int32_t lo, int32_t hi) {
+  tfl::AddRow(a, b, out, n, a_zp, b_zp, left_shift, m1, r1, m2, r2, sign, mo, ro, out_zp, lo, hi);
+}
+
+// What a fast path returns when it does not apply (GRAPH_SUCCESS or GRAPH_FAILED otherwise).
+constexpr int kNotApplicable = -1;
+
+// ---- fast 8-bit paths ---------------------------------------------------------------------------
+// Integer products summed in int32 give the same bits however they are ordered, so these paths
+// reorder TFLite's loops freely: a GEMM on oneDNN's s8 x s8 → s32 kernel, then TFLite's exact
+// rescaling per element. oneDNN's int8 GEMM is exact where the CPU has VNNI instructions (older
+// ISAs sum pairs of products in saturating 16-bit lanes); elsewhere the plain loops run.
+bool ExactInt8Gemm() {
+  static const bool ok = [] {
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx ||
+           isa == dnnl_cpu_isa_avx2_vnni;
+  }();
+  return ok;
+}
+
+// C[M, N] = (A[M, K] - a_zp) * (B[N, K] - b_zp)^T, all row-major; false if oneDNN fails.
+bool GemmS8(const KernelContextBase* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t b_zp,
+            int32_t* c) {
+  if (a_zp < -128 || a_zp > 127 || b_zp < -128 || b_zp > 127) return false;
+  ApplyIntraOpThreads(ctx);
+  const int32_t co = 0;
+  return dnnl_gemm_s8s8s32('N', 'T', 'F', m, n, k, 1.f, a, k, static_cast<int8_t>(a_zp), b, k, static_cast<int8_t>(b_zp), 0.f, c, n, &co) ==
+         dnnl_success;
 }
 
 template <typename F>
@@ -178,6 +235,92 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
     g->ph = tfl::ConvPadding(g->sh, g->dh, g->ih, g->kh, g->oh);
     g->pw = tfl::ConvPadding(g->sw, g->dw, g->iw, g->kw, g->ow);
     return true;
+  }
+
+  // int8 Conv2D without groups as one GEMM: the input as rows of [KH * KW * IC] (im2col; taps in
+  // the padding hold the input zero point, so they add nothing, as TFLite skips them), times the
+  // OHWI filter. kNotApplicable when this path does not apply.
+  int ConvInt8Gemm(EagerOpExecutionContext* ctx, const ConvGeometry& g, int64_t wic, const int8_t* px, const int8_t* pw,
+                           const int32_t* bias, const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi,
+                           int8_t* py) const {
+    if (!ExactInt8Gemm() || wic != g.ic || -in_off < -128 || -in_off > 127) return kNotApplicable;
+    ListView<int64_t> fz = ctx->GetAttrs()->GetListInt("channel_zero_points");
+    for (int64_t z : fz)
+      if (z != 0) return kNotApplicable;
+    const int64_t m = g.n * g.oh * g.ow, k = g.kh * g.kw * g.ic;
+    const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.ih && g.ow == g.iw;
+    const int8_t* a = px;
+    if (!direct) {
+      auto* col = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(m * k)));
+      if (!col) return GRAPH_FAILED;
+      const int8_t zp = static_cast<int8_t>(-in_off);
+      ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t bn = r / g.oh, oy = r % g.oh;
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            int8_t* row = col + ((bn * g.oh + oy) * g.ow + ox) * k;
+            for (int64_t ky = 0; ky < g.kh; ++ky) {
+              int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+              for (int64_t kx = 0; kx < g.kw; ++kx) {
+                int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+                int8_t* dst = row + (ky * g.kw + kx) * g.ic;
+                if (iy < 0 || iy >= g.ih || ix < 0 || ix >= g.iw) std::memset(dst, zp, static_cast<size_t>(g.ic));
+                else std::memcpy(dst, px + ((bn * g.ih + iy) * g.iw + ix) * g.ic, static_cast<size_t>(g.ic));
+              }
+            }
+          }
+        }
+      });
+      a = col;
+    }
+    auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(m * g.oc) * sizeof(int32_t)));
+    if (!acc) return GRAPH_FAILED;
+    if (!GemmS8(ctx, m, g.oc, k, a, -in_off, pw, 0, acc)) return kNotApplicable;
+    ctx->ParallelFor(m, 16, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        RequantizeRowVec(acc + r * g.oc, bias, cs.mult.data(), cs.shift.data(), out_off, lo, hi, py + r * g.oc, g.oc);
+    });
+    return GRAPH_SUCCESS;
+  }
+
+  // int8 DepthwiseConv2D with the channels innermost: one int32 accumulator per output channel of
+  // a pixel, each tap a contiguous run over the channels.
+  int DepthwiseInt8(EagerOpExecutionContext* ctx, const ConvGeometry& g, const int8_t* px, const int8_t* pw, const int32_t* bias,
+                            const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi, int8_t* py) const {
+    const int64_t mult = g.oc / g.ic;
+    // One output row at a time: for each tap, the run of output pixels whose input lies inside,
+    // channels innermost.
+    ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+      std::vector<int32_t> acc_row(static_cast<size_t>(g.ow * g.oc));
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t bn = r / g.oh, oy = r % g.oh;
+        std::fill(acc_row.begin(), acc_row.end(), 0);
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+          if (iy < 0 || iy >= g.ih) continue;
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            // ox with 0 <= ox * sw - pw + kx * dw < iw
+            int64_t first = g.pw - kx * g.dw, ox0 = first <= 0 ? 0 : (first + g.sw - 1) / g.sw;
+            int64_t last = g.iw - 1 + g.pw - kx * g.dw, ox1 = last < 0 ? 0 : std::min(g.ow, last / g.sw + 1);
+            const int8_t* __restrict f = pw + (ky * g.kw + kx) * g.oc;
+            for (int64_t ox = ox0; ox < ox1; ++ox) {
+              const int8_t* __restrict in = px + ((bn * g.ih + iy) * g.iw + ox * g.sw - g.pw + kx * g.dw) * g.ic;
+              int32_t* __restrict a = acc_row.data() + ox * g.oc;
+              const int64_t nc = g.oc;
+              if (mult == 1) {
+                AccumulateTap(a, f, in, in_off, nc);
+              } else {
+                for (int64_t c = 0; c < nc; ++c) a[c] += static_cast<int32_t>(f[c]) * (static_cast<int32_t>(in[c / mult]) + in_off);
+              }
+            }
+          }
+        }
+        for (int64_t ox = 0; ox < g.ow; ++ox)
+          RequantizeRowVec(acc_row.data() + ox * g.oc, bias, cs.mult.data(), cs.shift.data(), out_off, lo, hi,
+                             py + ((bn * g.oh + oy) * g.ow + ox) * g.oc, g.oc);
+      }
+    });
+    return GRAPH_SUCCESS;
   }
 
   graphStatus InferShape(InferShapeContext* ctx) override {
@@ -249,6 +392,16 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
     const int32_t in_off = -InputQuant(ctx, 0).zp;
     const int32_t out_off = OutputQuant(ctx).zp;
     const int8_t* pw = w->GetData<int8_t>();
+    if (xt == DT_INT8) {
+      int32_t lo, hi;
+      QuantClamp<int8_t>(ctx, act, &lo, &hi);
+      const int32_t* b32 = b && b->GetDataType() == DT_INT32 ? b->GetData<int32_t>() : nullptr;
+      if (!(b && !b32)) {
+        int st = dw ? DepthwiseInt8(ctx, g, x->GetData<int8_t>(), pw, b32, cs, in_off, out_off, lo, hi, y->GetData<int8_t>())
+                            : ConvInt8Gemm(ctx, g, wic, x->GetData<int8_t>(), pw, b32, cs, in_off, out_off, lo, hi, y->GetData<int8_t>());
+        if (st != kNotApplicable) return st;
+      }
+    }
     bool ok = DispatchQuantType(xt, [&](auto tag) {
       using T = decltype(tag);
       int32_t lo, hi;
@@ -493,6 +646,23 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp {
     }
     const int32_t in_off = -in.zp, w_off = -fq.zp, out_off = o.zp;
     const int8_t* pw = w->GetData<int8_t>();
+    if (x->GetDataType() == DT_INT8 && ExactInt8Gemm() && !(b && b->GetDataType() != DT_INT32)) {  // one int8 GEMM
+      auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(rows * oc) * sizeof(int32_t)));
+      if (!acc) return GRAPH_FAILED;
+      if (GemmS8(ctx, rows, oc, ic, x->GetData<int8_t>(), in.zp, pw, fq.zp, acc)) {
+        int32_t lo, hi;
+        QuantClamp<int8_t>(ctx, act, &lo, &hi);
+        const int32_t* b32 = b ? b->GetData<int32_t>() : nullptr;
+        int8_t* py = y->GetData<int8_t>();
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t k = 0; k < oc; ++k) {
+            int32_t v = tfl::MultiplyByQuantizedMultiplierSingleRounding(acc[r * oc + k] + (b32 ? b32[k] : 0), mult[static_cast<size_t>(k)],
+                                                                         shift[static_cast<size_t>(k)]);
+            py[r * oc + k] = static_cast<int8_t>(std::min(std::max(v + out_off, lo), hi));
+          }
+        return GRAPH_SUCCESS;
+      }
+    }
     bool ok = DispatchQuantType(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       int32_t lo, hi;
@@ -607,6 +777,14 @@ class TflBinary : public EagerExecuteOp, public ShapeInferOp {
       tfl::QuantizeMultiplier(static_cast<double>(qa.scale) / twice_max, &m1, &s1);
       tfl::QuantizeMultiplier(static_cast<double>(qb.scale) / twice_max, &m2, &s2);
       tfl::QuantizeMultiplier(twice_max / (static_cast<double>(1 << left) * static_cast<double>(qo.scale)), &mo, &so);
+      if (as == ys && bs == ys && s1 <= 0 && s2 <= 0 && so <= 0) {  // same shapes: the vectorized row
+        int64_t n = y->GetShapeSize();
+        if constexpr (std::is_same_v<T, int8_t>)
+          AddRowInt8(pa, pb, py, n, qa.zp, qb.zp, left, m1, -s1, m2, -s2, op == 0 ? 1 : -1, mo, -so, qo.zp, lo, hi);
+        else if constexpr (std::is_same_v<T, int16_t>)
+          AddRowInt16(pa, pb, py, n, qa.zp, qb.zp, left, m1, -s1, m2, -s2, op == 0 ? 1 : -1, mo, -so, qo.zp, lo, hi);
+        if constexpr (!std::is_same_v<T, uint8_t>) return;
+      }
       ForEachBroadcast(as, bs, ys, [&](int64_t o, int64_t i, int64_t j) {
         int32_t x1 = (static_cast<int32_t>(pa[i]) - qa.zp) * (1 << left);
         int32_t x2 = (static_cast<int32_t>(pb[j]) - qb.zp) * (1 << left);
@@ -790,18 +968,25 @@ class TflPad : public EagerExecuteOp, public ShapeInferOp {
     uint8_t* py = y->GetData<uint8_t>();
     const uint8_t* px = x->GetData<uint8_t>();
     const Shape& ys = y->GetShape();
-    std::vector<int64_t> idx(rank, 0);
-    for (int64_t o = 0; o < total; ++o) {
-      int64_t src = 0;
-      bool inside = true;
-      for (size_t k = 0; k < rank; ++k) {
-        int64_t i = idx[k] - pads[2 * k];
-        if (i < 0 || i >= xs.GetDim(k)) inside = false;
-        src = src * xs.GetDim(k) + i;
-      }
-      std::memcpy(py + o * elem, inside ? px + src * elem : value, elem);
-      for (size_t k = rank; k-- > 0;) {
-        if (++idx[k] < ys.GetDim(k)) break;
+    // The pad value everywhere, then each innermost row of the input copied into place.
+    bool uniform = true;
+    for (size_t k = 1; k < elem; ++k) uniform = uniform && value[k] == value[0];
+    if (uniform) std::memset(py, value[0], static_cast<size_t>(total) * elem);
+    else
+      for (int64_t o = 0; o < total; ++o) std::memcpy(py + o * elem, value, elem);
+    if (rank == 0 || x->GetShapeSize() == 0) {
+      if (rank == 0 && total) std::memcpy(py, px, elem);
+      return GRAPH_SUCCESS;
+    }
+    std::vector<int64_t> out_stride(rank, 1), idx(rank, 0);
+    for (size_t k = rank - 1; k-- > 0;) out_stride[k] = out_stride[k + 1] * ys.GetDim(k + 1);
+    const int64_t inner = xs.GetDim(rank - 1), rows = x->GetShapeSize() / inner;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t dst = pads[2 * (rank - 1)];
+      for (size_t k = 0; k + 1 < rank; ++k) dst += (idx[k] + pads[2 * k]) * out_stride[k];
+      std::memcpy(py + dst * elem, px + r * inner * elem, static_cast<size_t>(inner) * elem);
+      for (size_t k = rank - 1; k-- > 0;) {
+        if (++idx[k] < xs.GetDim(k)) break;
         idx[k] = 0;
       }
     }

@@ -131,6 +131,59 @@ inline int64_t ConvPadding(int64_t stride, int64_t dilation, int64_t in, int64_t
 }
 
 
+// One output row of an 8-bit convolution: (acc[c] + bias[c]) rescaled by channel c's multiplier
+// and shift, plus the output zero point, clamped to [lo, hi]. The same arithmetic as
+// MultiplyByQuantizedMultiplier (multipliers are positive, so its saturating case cannot occur),
+// written without branches so that the compiler vectorizes it.
+inline void RequantizeRow(const int32_t* __restrict acc, const int32_t* __restrict bias, const int32_t* __restrict mult,
+                          const int32_t* __restrict shift, int32_t out_off, int32_t lo, int32_t hi, int8_t* __restrict out,
+                          int64_t n) {
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c) {
+    const int32_t x = acc[c] + (bias ? bias[c] : 0);
+    const int32_t s = shift[c];
+    const int32_t left = s > 0 ? s : 0, right = s > 0 ? 0 : -s;
+    const int64_t ab = static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(x) << left)) * mult[c];
+    const int64_t v = ab + (ab >= 0 ? (int64_t(1) << 30) : (1 - (int64_t(1) << 30)));
+    const int32_t high = static_cast<int32_t>((v + (v < 0 ? (int64_t(1) << 31) - 1 : 0)) >> 31);  // v / 2^31, toward zero
+    const int32_t mask = static_cast<int32_t>((uint32_t(1) << right) - 1u);
+    const int32_t rem = high & mask, threshold = (mask >> 1) + (high < 0 ? 1 : 0);
+    int32_t r = (high >> right) + (rem > threshold ? 1 : 0) + out_off;
+    r = r < lo ? lo : r;
+    r = r > hi ? hi : r;
+    out[c] = static_cast<int8_t>(r);
+  }
+}
+
+// SaturatingRoundingDoublingHighMul then RoundingDivideByPOT by `right`, without branches (the
+// saturating case needs both operands INT32_MIN; multipliers are positive).
+[[gnu::always_inline]] inline int32_t RescaleNoBranch(int32_t x, int32_t mult, int32_t right) {
+  const int64_t ab = static_cast<int64_t>(x) * mult;
+  const int64_t v = ab + (ab >= 0 ? (int64_t(1) << 30) : (1 - (int64_t(1) << 30)));
+  const int32_t high = static_cast<int32_t>((v + (v < 0 ? (int64_t(1) << 31) - 1 : 0)) >> 31);
+  const int32_t mask = static_cast<int32_t>((uint32_t(1) << right) - 1u);
+  const int32_t rem = high & mask, threshold = (mask >> 1) + (high < 0 ? 1 : 0);
+  return (high >> right) + (rem > threshold ? 1 : 0);
+}
+
+// Quantized Add/Sub of two same-shape 8-bit rows (sign -1 for Sub), TFLite's formula: both inputs
+// shifted left by `left_shift` and rescaled (multipliers below one), summed, rescaled again.
+template <typename T>
+inline void AddRow(const T* __restrict a, const T* __restrict b, T* __restrict out, int64_t n, int32_t a_zp, int32_t b_zp, int left_shift,
+                   int32_t m1, int32_t r1, int32_t m2, int32_t r2, int32_t sign, int32_t mo, int32_t ro, int32_t out_zp, int32_t lo,
+                   int32_t hi) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t x1 = (static_cast<int32_t>(a[i]) - a_zp) * (1 << left_shift);
+    const int32_t x2 = (static_cast<int32_t>(b[i]) - b_zp) * (1 << left_shift);
+    const int32_t raw = RescaleNoBranch(x1, m1, r1) + sign * RescaleNoBranch(x2, m2, r2);
+    int32_t v = RescaleNoBranch(raw, mo, ro) + out_zp;
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+    out[i] = static_cast<T>(v);
+  }
+}
+
 // ---- fixed-point exp and reciprocal (the quantized softmax) --------------------------------
 // Values are Q(m).(31-m) int32 numbers with m integer bits.
 
