@@ -128,9 +128,10 @@ bool ConvMultipliers(const KernelContextBase* ctx, int64_t channels, size_t inpu
 #else
 #define WEFT_INT_CLONES
 #endif
-WEFT_INT_CLONES void RequantizeRowVec(const int32_t* acc, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t out_off,
-                                        int32_t lo, int32_t hi, int8_t* out, int64_t n) {
-  tfl::RequantizeRow(acc, bias, mult, shift, out_off, lo, hi, out, n);
+// `rows` consecutive rows of n channels each.
+WEFT_INT_CLONES void RequantizeRows(const int32_t* acc, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t out_off,
+                                    int32_t lo, int32_t hi, int8_t* out, int64_t n, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r) tfl::RequantizeRow(acc + r * n, bias, mult, shift, out_off, lo, hi, out + r * n, n);
 }
 WEFT_INT_CLONES void AccumulateTap(int32_t* __restrict a, const int8_t* __restrict f, const int8_t* __restrict in, int32_t in_off, int64_t n) {
 #pragma omp simd
@@ -277,8 +278,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
     if (!acc) return GRAPH_FAILED;
     if (!GemmS8(ctx, m, g.oc, k, a, -in_off, pw, 0, acc)) return kNotApplicable;
     ctx->ParallelFor(m, 16, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r)
-        RequantizeRowVec(acc + r * g.oc, bias, cs.mult.data(), cs.shift.data(), out_off, lo, hi, py + r * g.oc, g.oc);
+      RequantizeRows(acc + r0 * g.oc, bias, cs.mult.data(), cs.shift.data(), out_off, lo, hi, py + r0 * g.oc, g.oc, r1 - r0);
     });
     return GRAPH_SUCCESS;
   }
@@ -315,9 +315,8 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
             }
           }
         }
-        for (int64_t ox = 0; ox < g.ow; ++ox)
-          RequantizeRowVec(acc_row.data() + ox * g.oc, bias, cs.mult.data(), cs.shift.data(), out_off, lo, hi,
-                             py + ((bn * g.oh + oy) * g.ow + ox) * g.oc, g.oc);
+        RequantizeRows(acc_row.data(), bias, cs.mult.data(), cs.shift.data(), out_off, lo, hi, py + (bn * g.oh + oy) * g.ow * g.oc, g.oc,
+                       g.ow);
       }
     });
     return GRAPH_SUCCESS;
