@@ -265,8 +265,15 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
               for (int64_t kx = 0; kx < g.kw; ++kx) {
                 int64_t ix = ox * g.sw - g.pw + kx * g.dw;
                 int8_t* dst = row + (ky * g.kw + kx) * g.ic;
-                if (iy < 0 || iy >= g.ih || ix < 0 || ix >= g.iw) std::memset(dst, zp, static_cast<size_t>(g.ic));
-                else std::memcpy(dst, px + ((bn * g.ih + iy) * g.iw + ix) * g.ic, static_cast<size_t>(g.ic));
+                const bool inside = iy >= 0 && iy < g.ih && ix >= 0 && ix < g.iw;
+                const int8_t* src = inside ? px + ((bn * g.ih + iy) * g.iw + ix) * g.ic : nullptr;
+                if (g.ic < 16) {  // a few bytes: a call per tap would cost more than the copy
+                  for (int64_t c = 0; c < g.ic; ++c) dst[c] = inside ? src[c] : zp;
+                } else if (inside) {
+                  std::memcpy(dst, src, static_cast<size_t>(g.ic));
+                } else {
+                  std::memset(dst, zp, static_cast<size_t>(g.ic));
+                }
               }
             }
           }
@@ -309,8 +316,13 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
               const int64_t nc = g.oc;
               if (mult == 1) {
                 AccumulateTap(a, f, in, in_off, nc);
-              } else {
-                for (int64_t c = 0; c < nc; ++c) a[c] += static_cast<int32_t>(f[c]) * (static_cast<int32_t>(in[c / mult]) + in_off);
+              } else {  // each input channel feeds `mult` consecutive output channels
+                for (int64_t ci = 0; ci < g.ic; ++ci) {
+                  const int32_t v = static_cast<int32_t>(in[ci]) + in_off;
+                  int32_t* __restrict ac = a + ci * mult;
+                  const int8_t* __restrict fc = f + ci * mult;
+                  for (int64_t m = 0; m < mult; ++m) ac[m] += static_cast<int32_t>(fc[m]) * v;
+                }
               }
             }
           }
@@ -396,8 +408,17 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
       QuantClamp<int8_t>(ctx, act, &lo, &hi);
       const int32_t* b32 = b && b->GetDataType() == DT_INT32 ? b->GetData<int32_t>() : nullptr;
       if (!(b && !b32)) {
-        int st = dw ? DepthwiseInt8(ctx, g, x->GetData<int8_t>(), pw, b32, cs, in_off, out_off, lo, hi, y->GetData<int8_t>())
-                            : ConvInt8Gemm(ctx, g, wic, x->GetData<int8_t>(), pw, b32, cs, in_off, out_off, lo, hi, y->GetData<int8_t>());
+        int st = kNotApplicable;
+        if (dw && g.ic == 1) {  // one input channel: a plain convolution, its filter [1, KH, KW, OC] read as [OC, KH, KW, 1]
+          auto* f = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(g.oc * g.kh * g.kw)));
+          if (!f) return GRAPH_FAILED;
+          for (int64_t t = 0; t < g.kh * g.kw; ++t)
+            for (int64_t oc = 0; oc < g.oc; ++oc) f[oc * g.kh * g.kw + t] = pw[t * g.oc + oc];
+          st = ConvInt8Gemm(ctx, g, 1, x->GetData<int8_t>(), f, b32, cs, in_off, out_off, lo, hi, y->GetData<int8_t>());
+        }
+        if (st == kNotApplicable)
+          st = dw ? DepthwiseInt8(ctx, g, x->GetData<int8_t>(), pw, b32, cs, in_off, out_off, lo, hi, y->GetData<int8_t>())
+                  : ConvInt8Gemm(ctx, g, wic, x->GetData<int8_t>(), pw, b32, cs, in_off, out_off, lo, hi, y->GetData<int8_t>());
         if (st != kNotApplicable) return st;
       }
     }

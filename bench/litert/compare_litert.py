@@ -1,0 +1,115 @@
+"""Weft vs the LiteRT interpreter (PyPI ai-edge-litert, its default: XNNPACK) on the corpora's
+.tflite models, in one process, interleaved batches, at 1 and 2 threads.
+
+    .venv/bin/python bench/litert/compare_litert.py [--build build] [--corpora DIR] [--rounds 5]
+                                                   [--iters 20] [--threads 1,2] [--markdown FILE]
+
+Each model that both runtimes run gets random seeded inputs (integers uniform over the type's
+range, floats N(0, 1)); each round times a batch of Weft runs (Model.run) and a batch of LiteRT
+runs (set_tensor + invoke + get_tensor), each batch after a 50 ms idle pause that lets the other
+runtime's worker threads go to sleep; the figure is the median of the batch medians. The outputs
+of the two are compared too: integer models should agree exactly with LiteRT's optimized kernels
+as well, but XNNPACK is not bound to the reference arithmetic, so the largest difference is
+reported, not asserted (tests/litert/ checks exactness against the reference kernels).
+"""
+import argparse
+import glob
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def random_input(shape, dtype, rng):
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def batch(run, iters, warmup=2):
+    time.sleep(0.05)
+    for _ in range(warmup):
+        run()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--corpora", default=os.path.join(ROOT, "..", "shared", "corpora"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--markdown", default="")
+    a = ap.parse_args()
+    sys.path.insert(0, os.path.join(a.build, "python"))
+    import weft
+    from ai_edge_litert.interpreter import Interpreter
+    import ai_edge_litert
+
+    models = sorted(p for p in glob.glob(os.path.join(a.corpora, "tflite-micro", "**", "*.tflite"), recursive=True)
+                    if "integration_tests" not in p)
+    rows, skipped = [], []
+    for path in models:
+        name = os.path.basename(path)
+        for threads in (int(t) for t in a.threads.split(",")):
+            try:
+                model = weft.Session(threads=threads, use_env_path=False).compile(weft.import_litert(path))
+            except Exception as e:
+                skipped.append(f"{name}: Weft: {str(e).splitlines()[0][:160]}") if threads == 1 else None
+                break
+            try:
+                it = Interpreter(model_path=path, num_threads=threads)
+                it.allocate_tensors()
+            except Exception as e:
+                skipped.append(f"{name}: LiteRT: {str(e).splitlines()[0][:160]}") if threads == 1 else None
+                break
+            ins, outs = it.get_input_details(), it.get_output_details()
+            rng = np.random.default_rng(0)
+            xs = [random_input(tuple(d["shape"]), d["dtype"], rng) for d in ins]
+
+            def run_litert():
+                for d, x in zip(ins, xs):
+                    it.set_tensor(d["index"], x)
+                it.invoke()
+                return [it.get_tensor(d["index"]) for d in outs]
+
+            def run_weft():
+                return model.run(xs)
+
+            got, want = run_weft(), run_litert()
+            diff = max(float(np.abs(g.astype(np.float64) - w.astype(np.float64)).max(initial=0)) for g, w in zip(got, want))
+            wt, lt = [], []
+            for _ in range(a.rounds):
+                wt.append(batch(run_weft, a.iters))
+                lt.append(batch(run_litert, a.iters))
+            w_ms, l_ms = statistics.median(wt), statistics.median(lt)
+            rows.append((name, threads, w_ms, l_ms, w_ms / l_ms, diff))
+            print(f"{name:45s} {threads}t  weft {w_ms:9.3f} ms  litert {l_ms:9.3f} ms  ratio {w_ms / l_ms:6.2f}  max diff {diff:g}", flush=True)
+    lines = [f"Weft vs LiteRT {ai_edge_litert.__version__} (default delegate: XNNPACK); {a.rounds} interleaved rounds of {a.iters} runs; "
+             "median of batch medians.", "",
+             "| model | threads | Weft ms | LiteRT ms | Weft/LiteRT | max abs diff |", "|---|---|---|---|---|---|"]
+    lines += [f"| {n} | {t} | {w:.3f} | {l:.3f} | {r:.2f} | {d:g} |" for n, t, w, l, r, d in rows]
+    if skipped:
+        lines += ["", "Not compared:"] + [f"- {s}" for s in skipped]
+    text = "\n".join(lines)
+    print("\n" + text)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
