@@ -130,6 +130,52 @@ TEST(Fusion, DecomposedGeluBecomesOneNode) {
   }
 }
 
+// A zero spatial Pad read only by a Conv becomes the Conv's padding; a Pad with a non-zero value,
+// or one whose output is also a graph output, stays. The result matches a float64 convolution of
+// the explicitly padded input either way.
+TEST(Fusion, ZeroPadFoldsIntoConvPadding) {
+  auto s = test::MakeSession();
+  auto x = test::RandomFloat({1, 3, 9, 8}, 41);
+  auto w = test::RandomFloat({4, 3, 3, 3}, 42);
+  const std::vector<int64_t> pad = {0, 0, 1, 2, 0, 0, 2, 1};  // H +1/+2, W +2/+1
+  const std::vector<int64_t> cpads = {1, 0, 0, 1};            // the Conv's own: H begin 1, W end 1
+  for (int form = 0; form < 3; ++form) {
+    const float value = form == 1 ? 0.5f : 0.f;
+    Graph g;
+    g.AddInput("x", DT_FLOAT, {1, 3, 9, 8});
+    g.AddConstant("w", w);
+    g.AddConstant("pads", HostTensor::FromVector<int64_t>(DT_INT64, {8}, pad));
+    g.AddConstant("value", HostTensor::FromVector<float>(DT_FLOAT, {}, {value}));
+    g.AddNode("Pad", "pad", {"x", "pads", "value"}, {"p"});
+    g.AddNode("Conv", "conv", {"p", "w"}, {"y"}, {{"pads", AttrValue::ListInt(cpads)}});
+    g.AddOutput("y");
+    if (form == 2) g.AddOutput("p");
+    auto m = s->Compile(g);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ(m.value()->DescribeSteps().size(), form == 0 ? 1u : 2u) << form;
+    auto out = m.value()->Run({x}).value();
+    // float64: pad explicitly (value), then convolve with the Conv's own zero padding.
+    const int64_t H = 9 + 3, W = 8 + 3, OH = H + 1 - 2, OW = W + 1 - 2;
+    auto padded = [&](int64_t c, int64_t h, int64_t ww) -> double {  // h, w in the padded image
+      int64_t ih = h - 1, iw = ww - 2;
+      if (h < 0 || h >= H || ww < 0 || ww >= W) return 0.0;  // the Conv's zero padding
+      if (ih < 0 || ih >= 9 || iw < 0 || iw >= 8) return value;
+      return x.data_as<float>()[(c * 9 + ih) * 8 + iw];
+    };
+    ASSERT_EQ(out[0].shape(), Shape({1, 4, OH, OW}));
+    for (int64_t o = 0; o < 4; ++o)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = 0;
+          for (int64_t c = 0; c < 3; ++c)
+            for (int64_t kh = 0; kh < 3; ++kh)
+              for (int64_t kw = 0; kw < 3; ++kw)
+                acc += padded(c, oh - 1 + kh, ow + kw) * w.data_as<float>()[((o * 3 + c) * 3 + kh) * 3 + kw];
+          ASSERT_NEAR(out[0].data_as<float>()[(o * OH + oh) * OW + ow], acc, 1e-4) << form << " " << o << " " << oh << " " << ow;
+        }
+  }
+}
+
 }  // namespace
 }  // namespace weft
 

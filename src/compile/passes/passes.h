@@ -24,6 +24,9 @@ struct PassContext {
   std::function<Status(CompiledNode&)> create_instance;
 };
 
+// A zero Pad of the spatial dims read only by a Conv becomes the Conv's padding
+// (passes/fold_pad.cc).
+Status FoldPadIntoConv(PassContext& pc);
 // Producer + Add (residual or bias) + activation become one node (passes/fuse_epilogues.cc).
 Status FuseEpilogues(PassContext& pc);
 // The decomposed LayerNorm exporters emit becomes LayerNormalization (passes/fuse_layer_norm.cc).
