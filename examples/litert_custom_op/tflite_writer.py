@@ -26,12 +26,13 @@ class Model:
         self.codes = []       # (builtin code, custom code)
         self.ops = []         # (code index, inputs, outputs, custom options)
 
-    def tensor(self, name, shape, dtype, data=None):
+    def tensor(self, name, shape, dtype, data=None, scale=None, zero_point=0):
+        """A tensor; `scale` (and `zero_point`) make it quantized per tensor."""
         buf = 0
         if data is not None:
             self.buffers.append(np.ascontiguousarray(data, dtype=np.dtype(dtype)).tobytes())
             buf = len(self.buffers) - 1
-        self.tensors.append((name, list(shape), TYPES[dtype], buf))
+        self.tensors.append((name, list(shape), TYPES[dtype], buf, scale, zero_point))
         return len(self.tensors) - 1
 
     def _code(self, builtin, custom=None):
@@ -69,9 +70,23 @@ class Model:
                 b.PrependUOffsetTRelativeSlot(0, vec, 0)
             buffers.append(b.EndObject())
         tensors = []
-        for name, shape, ttype, buf in self.tensors:
+        for name, shape, ttype, buf, scale, zero_point in self.tensors:
+            q = None
+            if scale is not None:
+                b.StartVector(4, 1, 4)
+                b.PrependFloat32(scale)
+                sv = b.EndVector()
+                b.StartVector(8, 1, 8)
+                b.PrependInt64(zero_point)
+                zv = b.EndVector()
+                b.StartObject(7)
+                b.PrependUOffsetTRelativeSlot(2, sv, 0)
+                b.PrependUOffsetTRelativeSlot(3, zv, 0)
+                q = b.EndObject()
             n, s = b.CreateString(name), ints(shape)
             b.StartObject(10)
+            if q is not None:
+                b.PrependUOffsetTRelativeSlot(4, q, 0)
             b.PrependUOffsetTRelativeSlot(0, s, 0)
             b.PrependInt8Slot(1, ttype, 0)
             b.PrependUint32Slot(2, buf, 0)

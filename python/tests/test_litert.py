@@ -125,3 +125,35 @@ def test_not_a_tflite_file(tmp_path):
     with pytest.raises(Exception) as e:
         weft.import_litert(path)
     assert "TFL3" in str(e.value)
+
+
+def test_quantized_data_movement_with_one_scale_is_a_copy(tmp_path):
+    """CONCATENATION of int8 tensors that share scale and zero point runs as a plain Concat, bit
+    for bit what LiteRT's reference kernels give; different scales need requantization, which
+    Weft has no kernel for yet, and say so."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    for same in (True, False):
+        m = Model()
+        a = m.tensor("a", [2, 3], "int8", scale=0.5, zero_point=3)
+        b = m.tensor("b", [4, 3], "int8", scale=0.5 if same else 0.25, zero_point=3)
+        y = m.tensor("y", [6, 3], "int8", scale=0.5, zero_point=3)
+        m.builtin(2, [a, b], [y])  # CONCATENATION (no options: axis 0)
+        path = write(tmp_path, m, [a, b], [y], name=f"concat{same}.tflite")
+        g = weft.import_litert(path)
+        if not same:
+            with pytest.raises(Exception) as e:
+                session().compile(g)
+            assert "TflConcatenation" in e.value.args[0]
+            continue
+        rng = np.random.default_rng(2)
+        xa = rng.integers(-128, 127, (2, 3), endpoint=True).astype(np.int8)
+        xb = rng.integers(-128, 127, (4, 3), endpoint=True).astype(np.int8)
+        (got,) = session().compile(g).run([xa, xb])
+        it = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        it.allocate_tensors()
+        ins = it.get_input_details()
+        it.set_tensor(ins[0]["index"], xa)
+        it.set_tensor(ins[1]["index"], xb)
+        it.invoke()
+        np.testing.assert_array_equal(got, it.get_tensor(it.get_output_details()[0]["index"]))

@@ -482,7 +482,7 @@ class Importer {
           n.outputs.push_back(names_[i]);
         }
       WEFT_RETURN_IF_ERROR(AddQuantization(op, what, &n));
-      if (code != kCustom && !n.attrs.count("input_scale")) {  // unquantized: a built-in of the same maths, if there is one
+      if (code != kCustom && (!n.attrs.count("input_scale") || SameQuantization(code, n))) {  // a built-in of the same maths, if any
         bool lowered = false;
         WEFT_RETURN_IF_ERROR(Lower(code, n, what, &g, &lowered));
         if (lowered) continue;
@@ -864,6 +864,26 @@ class Importer {
   }
 
   std::map<std::string, HostTensor> consts_;
+
+
+  // Data movement over quantized tensors is exact as a plain copy when every data input and every
+  // output share one scale and zero point (the index inputs carry none): such operators lower like
+  // unquantized ones.
+  static bool SameQuantization(int32_t code, const Node& n) {
+    static const std::set<int32_t> moves = {2, 36, 43, 49, 65, 69, 70, 83, 88, 102};  // CONCATENATION, GATHER, SQUEEZE, SPLIT,
+                                                                                      // SLICE, TILE, EXPAND_DIMS, PACK, UNPACK, SPLIT_V
+    if (!moves.count(code) || n.attrs.count("channel_scales")) return false;
+    const auto& is = n.attrs.at("input_scale").floats();
+    const auto& iz = n.attrs.at("input_zero_point").ints();
+    const auto& os = n.attrs.at("output_scale").floats();
+    const auto& oz = n.attrs.at("output_zero_point").ints();
+    if (os.empty() || os[0] == 0.f) return false;
+    for (size_t k = 0; k < os.size(); ++k)
+      if (os[k] != os[0] || oz[k] != oz[0]) return false;
+    for (size_t k = 0; k < is.size(); ++k)  // unquantized inputs (scale 0) are indices
+      if (is[k] != 0.f && (is[k] != os[0] || iz[k] != oz[0])) return false;
+    return true;
+  }
 
   // Whether an operator after #k writes tensor t.
   static bool LaterProducer(const std::vector<const fb::Operator*>& ops, size_t k, int32_t t) {
