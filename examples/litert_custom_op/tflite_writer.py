@@ -41,8 +41,9 @@ class Model:
             self.codes.append(key)
         return self.codes.index(key)
 
-    def builtin(self, code, inputs, outputs):
-        self.ops.append((self._code(code), inputs, outputs, None))
+    def builtin(self, code, inputs, outputs, options=None):
+        """options: (BuiltinOptions type, [(field id, "bool" | "int32" | "float", value), ...])."""
+        self.ops.append((self._code(code), inputs, outputs, options))
 
     def custom(self, custom_code, inputs, outputs, options=b""):
         self.ops.append((self._code(CUSTOM, custom_code), inputs, outputs, options))
@@ -95,11 +96,26 @@ class Model:
         ops = []
         for code, ins, outs, options in self.ops:
             i, o = ints(ins), ints(outs)
-            opt = b.CreateByteVector(options) if options else None
+            opt = b.CreateByteVector(bytes(options)) if isinstance(options, (bytes, bytearray)) and options else None
+            table = None
+            if isinstance(options, tuple):
+                fields = options[1]
+                b.StartObject(max([f[0] for f in fields] + [0]) + 1)
+                for fid, kind, value in fields:
+                    if kind == "bool":
+                        b.PrependBoolSlot(fid, bool(value), False)
+                    elif kind == "int32":
+                        b.PrependInt32Slot(fid, int(value), 0)
+                    else:
+                        b.PrependFloat32Slot(fid, float(value), 0.0)
+                table = b.EndObject()
             b.StartObject(14)
             b.PrependUint32Slot(0, code, 0)
             b.PrependUOffsetTRelativeSlot(1, i, 0)
             b.PrependUOffsetTRelativeSlot(2, o, 0)
+            if table is not None:
+                b.PrependUint8Slot(3, options[0], 0)
+                b.PrependUOffsetTRelativeSlot(4, table, 0)
             if opt is not None:
                 b.PrependUOffsetTRelativeSlot(5, opt, 0)
             ops.append(b.EndObject())

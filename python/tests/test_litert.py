@@ -157,3 +157,31 @@ def test_quantized_data_movement_with_one_scale_is_a_copy(tmp_path):
         it.set_tensor(ins[1]["index"], xb)
         it.invoke()
         np.testing.assert_array_equal(got, it.get_tensor(it.get_output_details()[0]["index"]))
+
+
+@pytest.mark.parametrize("op", ["bilinear", "nearest"])
+@pytest.mark.parametrize("mode", ["asymmetric", "align_corners", "half_pixel_centers"])
+def test_resize_matches_litert(tmp_path, op, mode):
+    """RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (NHWC, float) against LiteRT's reference kernels,
+    up- and downsampling, in each coordinate mode."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    code, opt_type = (23, 15) if op == "bilinear" else (97, 74)
+    align_id, half_id = (2, 3) if op == "bilinear" else (0, 1)
+    fields = [(align_id, "bool", mode == "align_corners"), (half_id, "bool", mode == "half_pixel_centers")]
+    rng = np.random.default_rng(5)
+    for out_hw in ([13, 7], [3, 2]):
+        m = Model()
+        x = m.tensor("x", [2, 5, 4, 3], "float32")
+        size = m.tensor("size", [2], "int32", data=np.array(out_hw))
+        y = m.tensor("y", [2] + out_hw + [3], "float32")
+        m.builtin(code, [x, size], [y], options=(opt_type, fields))
+        path = write(tmp_path, m, [x], [y], name=f"{op}{mode}{out_hw[0]}.tflite")
+        xv = rng.standard_normal((2, 5, 4, 3)).astype(np.float32)
+        (got,) = session().compile(weft.import_litert(path)).run([xv])
+        it = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], xv)
+        it.invoke()
+        want = it.get_tensor(it.get_output_details()[0]["index"])
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{op} {mode} {out_hw}")

@@ -858,6 +858,31 @@ class Importer {
         emit(Make("ScatterND", n.name, {o0 + "/zeros", Int64(g, in[0]), in[1]}, out, {{"reduction", AttrValue::String("add")}}));
         return Status::Ok();
       }
+      case 23: case 97: {  // RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR on NHWC: as Resize on NCHW between Transposes
+        std::vector<int64_t> size;
+        if (!need(2, 1) || !ConstInts(in[1], &size) || size.size() != 2 || RankOf(in[0]) != 4) return Status::Ok();
+        if (code == 23 && TypeOf(in[0]) != DT_FLOAT) return Status::Ok();  // 8-bit bilinear has its own integer arithmetic
+        const Shape* xs = nullptr;
+        for (size_t i = 0; i < names_.size(); ++i)
+          if (names_[i] == in[0]) xs = &shapes_[i];
+        if (!xs || xs->GetDim(0) < 0 || xs->GetDim(3) < 0 || size[0] <= 0 || size[1] <= 0) return Status::Ok();
+        const bool align = attr_i("align_corners") != 0, half = attr_i("half_pixel_centers") != 0;
+        std::string ctm, nearest = "floor";
+        if (code == 23) {
+          ctm = align ? "align_corners" : half ? "half_pixel" : "asymmetric";
+        } else {
+          ctm = align ? "align_corners" : half ? "tf_half_pixel_for_nn" : "asymmetric";
+          if (align) nearest = "round_prefer_ceil";
+        }
+        g->AddNode(Make("Transpose", n.name + "/nchw", {in[0]}, {o0 + "/nchw"}, {{"perm", AttrValue::ListInt({0, 3, 1, 2})}}));
+        std::string sizes = ConstI64(g, o0 + "/sizes", {xs->GetDim(0), xs->GetDim(3), size[0], size[1]});
+        g->AddNode(Make("Resize", n.name + "/resize", {o0 + "/nchw", "", "", sizes}, {o0 + "/resized"},
+                        {{"mode", AttrValue::String(code == 23 ? "linear" : "nearest")},
+                         {"coordinate_transformation_mode", AttrValue::String(ctm)},
+                         {"nearest_mode", AttrValue::String(nearest)}}));
+        emit(Make("Transpose", n.name, {o0 + "/resized"}, out, {{"perm", AttrValue::ListInt({0, 2, 3, 1})}}));
+        return Status::Ok();
+      }
       default:
         return Status::Ok();
     }
@@ -870,8 +895,9 @@ class Importer {
   // output share one scale and zero point (the index inputs carry none): such operators lower like
   // unquantized ones.
   static bool SameQuantization(int32_t code, const Node& n) {
-    static const std::set<int32_t> moves = {2, 36, 43, 49, 65, 69, 70, 83, 88, 102};  // CONCATENATION, GATHER, SQUEEZE, SPLIT,
-                                                                                      // SLICE, TILE, EXPAND_DIMS, PACK, UNPACK, SPLIT_V
+    static const std::set<int32_t> moves = {2, 36, 43, 49, 65, 69, 70, 83, 88, 97, 102};  // CONCATENATION, GATHER, SQUEEZE, SPLIT,
+                                                                                      // SLICE, TILE, EXPAND_DIMS, PACK, UNPACK,
+                                                                                      // RESIZE_NEAREST_NEIGHBOR, SPLIT_V
     if (!moves.count(code) || n.attrs.count("channel_scales")) return false;
     const auto& is = n.attrs.at("input_scale").floats();
     const auto& iz = n.attrs.at("input_zero_point").ints();
