@@ -18,7 +18,20 @@ namespace {
 
 [[noreturn]] void Raise(const Status& s) {
   switch (s.code()) {
-    case Status::Code::kNotFound: throw py::key_error(s.message());
+    case Status::Code::kNotFound: {
+      // weft.NotFoundError (python/weft/__init__.py): a KeyError whose str() is the message as
+      // written; KeyError's own str() quotes it, escaping every quote inside.
+      py::object type;
+      try {
+        type = py::module_::import("weft").attr("NotFoundError");
+      } catch (const py::error_already_set&) {
+      }
+      if (type) {
+        PyErr_SetString(type.ptr(), s.message().c_str());
+        throw py::error_already_set();
+      }
+      throw py::key_error(s.message());
+    }
     case Status::Code::kInvalidArgument: throw py::value_error(s.message());
     default: throw std::runtime_error(s.message());
   }
@@ -262,6 +275,7 @@ py::dict SchemaDict(const OpSchema& s) {
 }  // namespace
 
 PYBIND11_MODULE(_weft, m) {
+
   m.doc() = "Weft: a graph engine in which every operator is a plugin (native core).";
 
   py::class_<Graph>(m, "Graph")

@@ -47,7 +47,9 @@ def test_unknown_custom_code_names_code_key_and_remedy(tmp_path):
     g = weft.import_litert(path)
     with pytest.raises(Exception) as e:
         session().compile(g)
-    msg = e.value.args[0]  # NotFound arrives as KeyError, whose str() quotes the message
+    assert isinstance(e.value, weft.NotFoundError) and isinstance(e.value, KeyError)
+    msg = str(e.value)  # the message as written, not KeyError's quoted repr
+    assert msg == e.value.args[0]
     assert "customCode 'my-fancy op'" in msg
     assert "canonical key 'MY_FANCY_OP'" in msg
     assert "WEFT_CUSTOM_OPP_PATH" in msg and "framework/litert/op_map.json" in msg

@@ -22,13 +22,21 @@ import numpy as _np
 
 from ._weft import Graph, Model, Session, default_session, kernel_cache_stats, litert_custom_op_key, set_default_session
 
-__all__ = ["Graph", "Model", "Session", "kernel_cache_stats", "import_onnx", "import_litert", "import_model", "litert_custom_op_key", "default_session", "run", "as_array",
+__all__ = ["Graph", "Model", "NotFoundError", "Session", "kernel_cache_stats", "import_onnx", "import_litert", "import_model", "litert_custom_op_key", "default_session", "run", "as_array",
            "cmake_prefix_path", "set_default_session"]
 __version__ = "0.1.0"
 
 # Where find_package(Weft) finds the C++ SDK shipped with this package (an installed wheel):
 #   cmake -DCMAKE_PREFIX_PATH="$(python -c 'import weft; print(weft.cmake_prefix_path)')" ...
 cmake_prefix_path = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "lib", "cmake")
+
+class NotFoundError(KeyError):
+    """Something Weft could not find: an op type, a model input, a package. A KeyError, whose str()
+    is the message as written (KeyError's own quotes it)."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
 
 def import_onnx(path, input_shapes=None):
     """Reads an ONNX model into a Graph; `input_shapes` fixes dims ({"input": [1, 3, 224, 224]})."""
