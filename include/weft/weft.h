@@ -111,7 +111,8 @@ class WEFT_API HostTensor {
   template <typename T>
   static HostTensor FromVector(DataType dtype, const Shape& shape, const std::vector<T>& v) {
     HostTensor t(dtype, shape);
-    std::memcpy(t.data(), v.data(), std::min(t.bytes(), v.size() * sizeof(T)));
+    size_t n = std::min(t.bytes(), v.size() * sizeof(T));
+    if (n) std::memcpy(t.data(), v.data(), n);  // an empty vector's data() may be null
     return t;
   }
 
