@@ -367,6 +367,7 @@ struct InspectArgs {
   bool steps = false;
   std::vector<std::string> shapes;
   std::vector<std::string> packages;
+  bool allow_override = false;
 };
 
 int Inspect(const InspectArgs& a) {
@@ -392,6 +393,7 @@ int Inspect(const InspectArgs& a) {
   if (a.memory || a.steps) {
     SessionOptions o;
     o.package_paths = a.packages;
+    o.allow_override = a.allow_override;
     auto session = Session::Create(o);
     if (!session.ok()) return Fail(session.status().message());
     auto model = session.value()->Compile(g);
@@ -471,12 +473,13 @@ int main(int argc, char** argv) {
 
   InspectArgs ia;
   auto* inspect = app.add_subcommand("inspect", "Show a model's inputs, outputs and op histogram (JSON graph, .onnx, .tflite or .weft)");
-  inspect->add_option("model", ia.model, "Graph file, ONNX model or compiled model file")->required();
+  inspect->add_option("model", ia.model, "Graph file, ONNX or LiteRT model, or compiled model file")->required();
   inspect->add_flag("--memory", ia.memory, "Compile and report the planned arena next to its lower bound");
   inspect->add_flag("--steps", ia.steps,
                     "Compile and list the steps: op, node, fused activation, plugin origin, tensors (@NC1HWC0: blocked layout)");
   Repeatable(inspect->add_option("-s,--shape", ia.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)"));
   Repeatable(inspect->add_option("-p,--package", ia.packages, "Operator package root to load (repeatable)"));
+  inspect->add_flag("--allow-override", ia.allow_override, kAllowOverrideHelp);
 
   CheckOpArgs cka;
   auto* check_op = app.add_subcommand(
