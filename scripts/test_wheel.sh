@@ -18,12 +18,13 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 echo "fresh venv: $("$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -ci '^[a-z]') packages, torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
 echo "pip install $ROOT (builds the engine in a fresh build directory; a few minutes)"
 "${PIP[@]}" install "$ROOT"
-"${PIP[@]}" install -c "$ROOT/requirements.txt" pytest onnx
+"${PIP[@]}" install -c "$ROOT/requirements.txt" pytest onnx flatbuffers ai-edge-litert
 
 mkdir -p "$WORK/run" && cd "$WORK/run"
 cp -r "$ROOT/python/tests" tests
 cp "$ROOT/examples/torch_custom_op/torch_custom_op.py" .
-export WEFT_TEST_PACKAGES="$PKGS" WEFT_CACHE_DIR="$WORK/cache"
+cp "$ROOT/examples/litert_custom_op/tflite_writer.py" tests/  # the LiteRT tests write their models with it
+export WEFT_TEST_PACKAGES="$PKGS" WEFT_CACHE_DIR="$WORK/cache" WEFT_CORPORA_DIR="${WEFT_CORPORA_DIR:-$ROOT/../shared/corpora}"
 export WEFT_CUSTOM_OPP_PATH="$PKGS/test_ops:$PKGS/add_custom"
 "$VENV/bin/python" - <<'PY'
 import os, weft, weft.torch

@@ -10,10 +10,11 @@ import weft
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+# The example's .tflite writer: from the checkout, or copied next to these tests (scripts/test_wheel.sh).
 sys.path.insert(0, os.path.join(ROOT, "examples", "litert_custom_op"))
 from tflite_writer import Model  # noqa: E402
 
-CORPORA = os.path.join(ROOT, "..", "shared", "corpora", "tflite-micro")
+CORPORA = os.path.join(os.environ.get("WEFT_CORPORA_DIR", os.path.join(ROOT, "..", "shared", "corpora")), "tflite-micro")
 
 
 def write(tmp_path, model, inputs, outputs, name="m.tflite"):
