@@ -400,12 +400,15 @@ struct Builder : NodeSteps {
     if (!order.ok()) return order.status();
     // Every node whose op is unknown, in one message.
     std::vector<std::string> missing;
+    bool litert_custom = false;
     for (size_t k : order.value()) {
       const Node& n = g.nodes()[k];
       if (reg.FindForNode(n.domain, n.op_type)) continue;
       std::string where = n.domain.empty() ? "" : ", domain " + n.domain;
-      if (auto code = n.attrs.find("custom_code"); n.domain == "litert" && code != n.attrs.end())
-        where = ", LiteRT customCode '" + code->second.s() + "'";
+      if (auto code = n.attrs.find("custom_code"); n.domain == "litert" && code != n.attrs.end()) {
+        where = ", LiteRT customCode '" + code->second.s() + "', canonical key '" + LiteRtCustomOpKey(code->second.s()) + "'";
+        litert_custom = true;
+      }
       else if (n.opset) where += ", opset " + std::to_string(n.opset);
       missing.push_back("'" + NodeName(k) + "' (" + n.op_type + where + ")");
     }
@@ -416,7 +419,10 @@ struct Builder : NodeSteps {
     if (missing.size() > 1) {
       std::string msg = std::to_string(missing.size()) + " nodes use op types not registered in this session: ";
       for (size_t k = 0; k < missing.size(); ++k) msg += (k ? ", " : "") + missing[k];
-      return NotFound(msg + ". Load the packages that provide them (WEFT_CUSTOM_OPP_PATH or --package)");
+      return NotFound(msg + ". Load the packages that provide them (WEFT_CUSTOM_OPP_PATH or --package)" +
+                      (litert_custom ? std::string("; a package can also map a LiteRT customCode to an op type in its "
+                                                   "framework/litert/op_map.json")
+                                     : std::string()));
     }
     meta.resize(m->values.size());
     for (size_t k = 0; k < m->values.size(); ++k) {
