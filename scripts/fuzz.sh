@@ -96,13 +96,14 @@ build_target() {
       mkdir -p "$OUT/generated"
       flatc --cpp -o "$OUT/generated" src/frontends/litert/litert_subset.fbs
       build litert_import -DFLATBUFFERS_LOCALE_INDEPENDENT=0 -I"$OUT/generated" src/frontends/litert/litert_importer.cc \
+        src/frontends/litert/custom_op_key.cc \
         src/graph/graph.cc src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc tests/fuzz/litert_import_fuzz.cc ;;
     graph_json)
       build graph_json src/graph/graph.cc src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc \
         tests/fuzz/graph_json_fuzz.cc ;;
     npy) build npy src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc tests/fuzz/npy_fuzz.cc ;;
     plugin_table)
-      build plugin_table src/registry/registry.cc src/core/suggest.cc src/core/host_tensor.cc \
+      build plugin_table src/registry/registry.cc src/frontends/litert/custom_op_key.cc src/core/suggest.cc src/core/host_tensor.cc \
         src/core/file_io.cc src/core/npy.cc tests/fuzz/plugin_table_fuzz.cc -lxxhash ;;
     *) echo "unknown fuzz target '$1' (model_file, onnx_import, litert_import, graph_json, npy, plugin_table)" >&2; return 1 ;;
   esac

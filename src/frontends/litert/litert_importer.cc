@@ -207,7 +207,11 @@ bool DecodeOptions(const flatbuffers::Table* t, int type, flatbuffers::Verifier&
 
 // flexbuffer map custom options → typed attributes; false when they are not a well-formed map of
 // scalars, strings and scalar vectors (the caller then passes the raw bytes).
-bool DecodeFlexbufferMap(const uint8_t* data, size_t size, std::map<std::string, AttrValue>* attrs) {
+bool DecodeFlexbufferMap(const uint8_t* bytes, size_t size, std::map<std::string, AttrValue>* attrs) {
+  // flexbuffers reads 8-byte scalars with plain loads; inside the model they may sit anywhere.
+  std::vector<uint64_t> aligned((size + 7) / 8);
+  if (size) std::memcpy(aligned.data(), bytes, size);
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(aligned.data());
   if (size == 0 || !flexbuffers::VerifyBuffer(data, size)) return false;
   auto root = flexbuffers::GetRoot(data, size);
   if (!root.IsMap()) return false;
@@ -215,8 +219,14 @@ bool DecodeFlexbufferMap(const uint8_t* data, size_t size, std::map<std::string,
   auto keys = map.Keys();
   auto values = map.Values();
   std::map<std::string, AttrValue> out;
+  const char* begin = reinterpret_cast<const char*>(data);
   for (size_t k = 0; k < keys.size(); ++k) {
-    std::string key = keys[k].AsKey();
+    // A key is a NUL-terminated string; the verifier does not check that the NUL is inside.
+    const char* kp = keys[k].AsKey();
+    if (kp < begin || kp >= begin + size) return false;
+    size_t room = static_cast<size_t>(begin + size - kp), len = strnlen(kp, room);
+    if (len == room) return false;
+    std::string key(kp, len);
     auto r = values[k];
     if (r.IsBool()) out[key] = AttrValue::Bool(r.AsBool());
     else if (r.IsInt() || r.IsUInt()) out[key] = AttrValue::Int(r.AsInt64());
@@ -531,7 +541,10 @@ class Importer {
       }
       any = true;
       s->back() = q->scale()->Get(0);
-      z->back() = nz ? q->zero_point()->Get(0) : 0;
+      // The verifier aligns a vector's length, not its 8-byte elements: copy them out bytewise.
+      std::vector<int64_t> zps(nz);
+      if (nz) std::memcpy(zps.data(), q->zero_point()->Data(), nz * sizeof(int64_t));
+      z->back() = nz ? zps[0] : 0;
       if (ns > 1) {
         if (!input) return Unsupported(what + ": output tensor '" + names_[static_cast<size_t>(t)] + "' is quantized per channel");
         if (n->attrs.count("channel_scales")) return Status::Ok();  // a later one is a bias: its scales follow
@@ -541,7 +554,7 @@ class Importer {
           return InvalidArgument(what + ": tensor '" + names_[static_cast<size_t>(t)] + "' has " + std::to_string(ns) +
                                  " per-channel scales along dim " + std::to_string(dim) + " of shape " + sh.ToString());
         n->attrs["channel_scales"] = AttrValue::ListFloat(std::vector<float>(q->scale()->begin(), q->scale()->end()));
-        n->attrs["channel_zero_points"] = AttrValue::ListInt(nz ? std::vector<int64_t>(q->zero_point()->begin(), q->zero_point()->end())
+        n->attrs["channel_zero_points"] = AttrValue::ListInt(nz ? zps
                                                               : std::vector<int64_t>(ns, 0));
         n->attrs["channel_input"] = AttrValue::Int(static_cast<int64_t>(k));
         n->attrs["quantized_dimension"] = AttrValue::Int(dim);
@@ -931,18 +944,6 @@ class Importer {
 };
 
 }  // namespace
-
-std::string LiteRtCustomOpKey(const std::string& custom_code) {
-  std::string s = custom_code;
-  for (char& c : s)
-    if (c == '-' || c == ' ') c = '_';
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  s = s.substr(b, e - b);
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string LiteRtBuiltinOpType(int32_t code) {
   if (code < 0 || code >= kNumBuiltins || !kBuiltinNames[code][0] || code == kCustom) return "";
