@@ -42,7 +42,7 @@ class Model:
         return self.codes.index(key)
 
     def builtin(self, code, inputs, outputs, options=None):
-        """options: (BuiltinOptions type, [(field id, "bool" | "int32" | "float", value), ...])."""
+        """options: (BuiltinOptions type, [(field id, "bool" | "byte" | "int32" | "float", value), ...])."""
         self.ops.append((self._code(code), inputs, outputs, options))
 
     def custom(self, custom_code, inputs, outputs, options=b""):
@@ -104,6 +104,8 @@ class Model:
                 for fid, kind, value in fields:
                     if kind == "bool":
                         b.PrependBoolSlot(fid, bool(value), False)
+                    elif kind == "byte":
+                        b.PrependInt8Slot(fid, int(value), -1)  # default -1: always written
                     elif kind == "int32":
                         b.PrependInt32Slot(fid, int(value), 0)
                     else:

@@ -188,3 +188,86 @@ def test_resize_matches_litert(tmp_path, op, mode):
         it.invoke()
         want = it.get_tensor(it.get_output_details()[0]["index"])
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{op} {mode} {out_hw}")
+
+
+def litert_reference(path, inputs):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    it = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+SAME, VALID, RELU, RELU6 = 0, 1, 1, 3
+
+
+@pytest.mark.parametrize("case", ["conv_same_s2_relu", "conv_valid_dil2", "dw_same_m2_relu6", "dw_valid_s2",
+                                  "tconv_same_s2", "tconv_valid_s1", "avgpool_same", "maxpool_valid_relu",
+                                  "softmax_beta", "mean_hw"])
+def test_float_kernels_match_litert(tmp_path, case):
+    """The float paths of the Tfl* kernels (NHWC, OHWI / 1HWO filters) against LiteRT's reference
+    kernels on random inputs: padding modes, strides, dilation, depth multiplier, fused clamps."""
+    rng = np.random.default_rng(11)
+    m = Model()
+    x = m.tensor("x", [1, 7, 6, 4], "float32")
+    xs = [rng.standard_normal((1, 7, 6, 4)).astype(np.float32)]
+    ins = [x]
+
+    def out(shape):
+        return m.tensor("y", shape, "float32")
+
+    if case.startswith("conv"):
+        w = rng.standard_normal((5, 3, 3, 4)).astype(np.float32)
+        b = rng.standard_normal(5).astype(np.float32)
+        tw, tb = m.tensor("w", w.shape, "float32", data=w), m.tensor("b", b.shape, "float32", data=b)
+        if case == "conv_same_s2_relu":
+            y = out([1, 4, 3, 5])
+            fields = [(0, "byte", SAME), (1, "int32", 2), (2, "int32", 2), (3, "byte", RELU), (4, "int32", 1), (5, "int32", 1)]
+        else:
+            y = out([1, 3, 2, 5])
+            fields = [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1), (3, "byte", 0), (4, "int32", 2), (5, "int32", 2)]
+        m.builtin(3, [x, tw, tb], [y], options=(1, fields))
+    elif case.startswith("dw"):
+        w = rng.standard_normal((1, 3, 3, 8)).astype(np.float32)
+        b = rng.standard_normal(8).astype(np.float32)
+        tw, tb = m.tensor("w", w.shape, "float32", data=w), m.tensor("b", b.shape, "float32", data=b)
+        if case == "dw_same_m2_relu6":
+            y = out([1, 7, 6, 8])
+            fields = [(0, "byte", SAME), (1, "int32", 1), (2, "int32", 1), (3, "int32", 2), (4, "byte", RELU6)]
+        else:
+            y = out([1, 3, 2, 8])
+            fields = [(0, "byte", VALID), (1, "int32", 2), (2, "int32", 2), (3, "int32", 2), (4, "byte", 0)]
+        m.builtin(4, [x, tw, tb], [y], options=(2, fields))
+    elif case.startswith("tconv"):
+        w = rng.standard_normal((3, 3, 3, 4)).astype(np.float32)
+        tw = m.tensor("w", w.shape, "float32", data=w)
+        shape = [1, 14, 12, 3] if case == "tconv_same_s2" else [1, 9, 8, 3]
+        ts = m.tensor("shape", [4], "int32", data=np.array(shape))
+        y = out(shape)
+        stride = 2 if case == "tconv_same_s2" else 1
+        fields = [(0, "byte", SAME if stride == 2 else VALID), (1, "int32", stride), (2, "int32", stride)]
+        m.builtin(67, [ts, tw, x, -1], [y], options=(49, fields))
+    elif case.endswith("pool_same") or case.startswith("maxpool"):
+        if case == "avgpool_same":
+            y = out([1, 4, 3, 4])
+            fields = [(0, "byte", SAME), (1, "int32", 2), (2, "int32", 2), (3, "int32", 3), (4, "int32", 3), (5, "byte", 0)]
+            m.builtin(1, [x], [y], options=(5, fields))
+        else:
+            y = out([1, 3, 2, 4])
+            fields = [(0, "byte", VALID), (1, "int32", 2), (2, "int32", 2), (3, "int32", 3), (4, "int32", 3), (5, "byte", RELU)]
+            m.builtin(17, [x], [y], options=(5, fields))
+    elif case == "softmax_beta":
+        y = out([1, 7, 6, 4])
+        m.builtin(25, [x], [y], options=(9, [(0, "float", 0.7)]))
+    else:  # mean over H and W, keep dims
+        axes = m.tensor("axes", [2], "int32", data=np.array([1, 2]))
+        y = out([1, 1, 1, 4])
+        m.builtin(40, [x, axes], [y], options=(27, [(0, "bool", True)]))
+    path = write(tmp_path, m, ins, [y], name=case + ".tflite")
+    (got,) = session().compile(weft.import_litert(path)).run(xs)
+    want = litert_reference(path, xs)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=case)
