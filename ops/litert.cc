@@ -199,6 +199,31 @@ struct ConvGeometry {
   int64_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, dh, dw, ph, pw;
 };
 
+// The reference loops of a convolution: for every output element (rows split over the threads),
+// tap(acc, pixel, oc, ky, kx) for each filter tap inside the input (pixel: the element offset of
+// the input pixel it reads), then store(output index, oc, acc).
+template <typename Acc, typename Tap, typename Store>
+void ForEachConvOutput(EagerOpExecutionContext* ctx, const ConvGeometry& g, Tap&& tap, Store&& store) {
+  ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t bn = r / g.oh, oy = r % g.oh;
+      for (int64_t ox = 0; ox < g.ow; ++ox)
+        for (int64_t oc = 0; oc < g.oc; ++oc) {
+          Acc acc = 0;
+          for (int64_t ky = 0; ky < g.kh; ++ky) {
+            int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+            if (iy < 0 || iy >= g.ih) continue;
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+              if (ix >= 0 && ix < g.iw) tap(acc, ((bn * g.ih + iy) * g.iw + ix) * g.ic, oc, ky, kx);
+            }
+          }
+          store(((bn * g.oh + oy) * g.ow + ox) * g.oc + oc, oc, acc);
+        }
+    }
+  });
+}
+
 bool ConvAttrs(const KernelContextBase* ctx, bool* same, int64_t* sh, int64_t* sw, int64_t* dh, int64_t* dw) {
   const char* p = ctx->GetAttrs()->GetStr("padding");
   *same = p && std::string(p) == "SAME";
@@ -372,28 +397,13 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
       const float* pw = w->GetData<float>();
       const float* pb = b ? b->GetData<float>() : nullptr;
       float* py = y->GetData<float>();
-      ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          int64_t bn = r / g.oh, oy = r % g.oh;
-          for (int64_t ox = 0; ox < g.ow; ++ox)
-            for (int64_t oc = 0; oc < g.oc; ++oc) {
-              float acc = 0.f;
-              int64_t base = in_base(oc);
-              for (int64_t ky = 0; ky < g.kh; ++ky) {
-                int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-                if (iy < 0 || iy >= g.ih) continue;
-                for (int64_t kx = 0; kx < g.kw; ++kx) {
-                  int64_t ix = ox * g.sw - g.pw + kx * g.dw;
-                  if (ix < 0 || ix >= g.iw) continue;
-                  const float* row = px + ((bn * g.ih + iy) * g.iw + ix) * g.ic + base;
-                  for (int64_t c = 0; c < wic; ++c) acc += row[c] * pw[filter_at(oc, ky, kx, c)];
-                }
-              }
-              if (pb) acc += pb[oc];
-              py[((bn * g.oh + oy) * g.ow + ox) * g.oc + oc] = std::min(std::max(acc, lo), hi);
-            }
-        }
-      });
+      ForEachConvOutput<float>(
+          ctx, g,
+          [&](float& acc, int64_t pixel, int64_t oc, int64_t ky, int64_t kx) {
+            const float* row = px + pixel + in_base(oc);
+            for (int64_t c = 0; c < wic; ++c) acc += row[c] * pw[filter_at(oc, ky, kx, c)];
+          },
+          [&](int64_t i, int64_t oc, float acc) { py[i] = std::min(std::max(acc + (pb ? pb[oc] : 0.f), lo), hi); });
       return GRAPH_SUCCESS;
     }
     if (w->GetDataType() != DT_INT8 || (xt != DT_INT8 && xt != DT_INT16 && xt != DT_UINT8))
@@ -431,38 +441,25 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
       const bool wide = sizeof(T) == 2;  // 16-bit activations: 64-bit accumulators and bias
       const int64_t* b64 = b && b->GetDataType() == DT_INT64 ? b->GetData<int64_t>() : nullptr;
       const int32_t* b32 = b && b->GetDataType() == DT_INT32 ? b->GetData<int32_t>() : nullptr;
-      ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          int64_t bn = r / g.oh, oy = r % g.oh;
-          for (int64_t ox = 0; ox < g.ow; ++ox)
-            for (int64_t oc = 0; oc < g.oc; ++oc) {
-              int64_t acc = 0;
-              int64_t base = in_base(oc);
-              for (int64_t ky = 0; ky < g.kh; ++ky) {
-                int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-                if (iy < 0 || iy >= g.ih) continue;
-                for (int64_t kx = 0; kx < g.kw; ++kx) {
-                  int64_t ix = ox * g.sw - g.pw + kx * g.dw;
-                  if (ix < 0 || ix >= g.iw) continue;
-                  const T* row = px + ((bn * g.ih + iy) * g.iw + ix) * g.ic + base;
-                  for (int64_t c = 0; c < wic; ++c)
-                    acc += static_cast<int64_t>(pw[filter_at(oc, ky, kx, c)]) * (static_cast<int32_t>(row[c]) + in_off);
-                }
-              }
-              int32_t v;
-              if (wide && !b32) {
-                if (b64) acc += b64[oc];
-                v = tfl::MultiplyByQuantizedMultiplier(acc, cs.mult[static_cast<size_t>(oc)], cs.shift[static_cast<size_t>(oc)]);
-              } else {
-                int32_t a32 = static_cast<int32_t>(acc);
-                if (b32) a32 += b32[oc];
-                v = tfl::MultiplyByQuantizedMultiplier(a32, cs.mult[static_cast<size_t>(oc)], cs.shift[static_cast<size_t>(oc)]);
-              }
-              v += out_off;
-              py[((bn * g.oh + oy) * g.ow + ox) * g.oc + oc] = static_cast<T>(std::min(std::max(v, lo), hi));
+      ForEachConvOutput<int64_t>(
+          ctx, g,
+          [&](int64_t& acc, int64_t pixel, int64_t oc, int64_t ky, int64_t kx) {
+            const T* row = px + pixel + in_base(oc);
+            for (int64_t c = 0; c < wic; ++c)
+              acc += static_cast<int64_t>(pw[filter_at(oc, ky, kx, c)]) * (static_cast<int32_t>(row[c]) + in_off);
+          },
+          [&](int64_t i, int64_t oc, int64_t acc) {
+            int32_t v;
+            if (wide && !b32) {
+              if (b64) acc += b64[oc];
+              v = tfl::MultiplyByQuantizedMultiplier(acc, cs.mult[static_cast<size_t>(oc)], cs.shift[static_cast<size_t>(oc)]);
+            } else {
+              int32_t a32 = static_cast<int32_t>(acc);
+              if (b32) a32 += b32[oc];
+              v = tfl::MultiplyByQuantizedMultiplier(a32, cs.mult[static_cast<size_t>(oc)], cs.shift[static_cast<size_t>(oc)]);
             }
-        }
-      });
+            py[i] = static_cast<T>(std::min(std::max(v + out_off, lo), hi));
+          });
     });
     return ok ? GRAPH_SUCCESS : Fail(ctx, "unsupported input type");
   }
@@ -1270,7 +1267,7 @@ class TflPool : public EagerExecuteOp, public ShapeInferOp {
             int64_t fy0 = std::max<int64_t>(0, -y0), fy1 = std::min(fh, ih - y0);
             int64_t fx0 = std::max<int64_t>(0, -x0), fx1 = std::min(fw, iw - x0);
             for (int64_t c = 0; c < ch; ++c) {
-              double acc = 0;
+              float acc = 0.f;
               int64_t iacc = 0, count = 0;
               T m = std::numeric_limits<T>::lowest();
               for (int64_t fy = fy0; fy < fy1; ++fy)
@@ -1288,39 +1285,18 @@ class TflPool : public EagerExecuteOp, public ShapeInferOp {
     if (x->GetDataType() == DT_FLOAT) {
       float lo, hi;
       tfl::ActivationRange(act, &lo, &hi);
-      run(float{}, [&](double, int64_t, int64_t count, float m) {
-        float v = avg ? 0.f : m;
-        if (avg && count) {
-          // Summed in float in the window's order, as the reference kernel does.
-          v = 0.f;
-        }
+      // The average: the window's float sum (in the window's order) divided by its count.
+      run(float{}, [&](float sum, int64_t, int64_t count, float m) {
+        float v = avg ? (count ? sum / static_cast<float>(count) : 0.f) : m;
         return std::min(std::max(v, lo), hi);
       });
-      if (avg) {  // the float average: a float sum divided by the count
-        const float* px = x->GetData<float>();
-        float* py = y->GetData<float>();
-        for (int64_t b = 0; b < n; ++b)
-          for (int64_t oy = 0; oy < oh; ++oy)
-            for (int64_t ox = 0; ox < ow; ++ox) {
-              int64_t y0 = oy * sh - ph, x0 = ox * sw - pw;
-              int64_t fy0 = std::max<int64_t>(0, -y0), fy1 = std::min(fh, ih - y0);
-              int64_t fx0 = std::max<int64_t>(0, -x0), fx1 = std::min(fw, iw - x0);
-              for (int64_t c = 0; c < ch; ++c) {
-                float sum = 0.f;
-                int64_t count = 0;
-                for (int64_t fy = fy0; fy < fy1; ++fy)
-                  for (int64_t fx = fx0; fx < fx1; ++fx, ++count) sum += px[((b * ih + y0 + fy) * iw + x0 + fx) * ch + c];
-                py[((b * oh + oy) * ow + ox) * ch + c] = std::min(std::max(count ? sum / static_cast<float>(count) : 0.f, lo), hi);
-              }
-            }
-      }
       return GRAPH_SUCCESS;
     }
     bool ok = DispatchQuantType(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       int32_t lo, hi;
       QuantClamp<T>(ctx, act, &lo, &hi);
-      run(T{}, [&](double, int64_t sum, int64_t count, T m) {
+      run(T{}, [&](float, int64_t sum, int64_t count, T m) {
         int64_t v = m;
         if (avg) v = count == 0 ? 0 : sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
         return static_cast<T>(std::min<int64_t>(std::max<int64_t>(v, lo), hi));
