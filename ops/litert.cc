@@ -73,6 +73,12 @@ DataType OutputType(const KernelContextBase* ctx) {
   return t ? *t : DT_UNDEFINED;
 }
 
+// Output 0 takes the type the model records for it, or input `fallback`'s type when it records none.
+graphStatus SetRecordedOutputType(InferDataTypeContext* ctx, size_t fallback) {
+  DataType t = OutputType(ctx);
+  return ctx->SetOutputDataType(0, t == DT_UNDEFINED ? ctx->GetInputDataType(fallback) : t);
+}
+
 // The common attributes of every Tfl* op.
 OpDefBuilder TflDef(const char* type) {
   OpDefBuilder b(type);
@@ -365,10 +371,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = Shape({g.n, g.oh, g.ow, g.oc});
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    DataType t = OutputType(ctx);
-    return ctx->SetOutputDataType(0, t == DT_UNDEFINED ? ctx->GetInputDataType(0) : t);
-  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return SetRecordedOutputType(ctx, 0); }
 
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
@@ -504,10 +507,7 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = Shape({x.GetDim(0), -1, -1, w.GetDim(0)});
     return ctx->SetOutputShapeBound(0, Bound(w, x, sh, sw));
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    DataType t = OutputType(ctx);
-    return ctx->SetOutputDataType(0, t == DT_UNDEFINED ? ctx->GetInputDataType(2) : t);
-  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return SetRecordedOutputType(ctx, 2); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* w = ctx->GetInputTensor(1);
     const Tensor* x = ctx->GetInputTensor(2);
@@ -619,10 +619,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp {
     }
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    DataType t = OutputType(ctx);
-    return ctx->SetOutputDataType(0, t == DT_UNDEFINED ? ctx->GetInputDataType(0) : t);
-  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return SetRecordedOutputType(ctx, 0); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* w = ctx->GetInputTensor(1);
@@ -1140,10 +1137,7 @@ class TflSoftmax : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    DataType t = OutputType(ctx);
-    return ctx->SetOutputDataType(0, t == DT_UNDEFINED ? ctx->GetInputDataType(0) : t);
-  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return SetRecordedOutputType(ctx, 0); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), ctx->GetOutputTensor(0)->GetDataType());
