@@ -17,7 +17,9 @@ The ops run in the process's one engine: the default session is ``weft.default_s
 (``weft.set_default_session(s)`` before this import picks yours), and ``register(session)``
 registers the ops of another session (e.g. one with extra packages), natively when
 libweft_torch.so is present;
-``compile(module, example_inputs)`` offloads whole FX graphs; ``check_op`` validates an op.
+``torch.compile(model, backend="weft")`` runs models through Weft (``compile`` is the same with a
+session), ``explain(model, *inputs)`` says which nodes ran where and why, ``from_exported(program)``
+turns a torch.export program into a Weft model; ``check_op`` validates an op.
 """
 import contextlib
 import threading
@@ -27,10 +29,21 @@ import torch
 
 import weft as _weft
 
-from ._compile import compile  # noqa: F401  (re-exported)
+from . import _backend as _backend_module
+from ._backend import explain, from_exported, graph_from_exported, weft_backend  # noqa: F401
 from ._check import check_op  # noqa: F401
 
-__all__ = ["register", "registered_ops", "schema_of", "compile", "check_op", "op_session", "load_native", "is_native"]
+__all__ = ["register", "registered_ops", "schema_of", "compile", "explain", "from_exported", "graph_from_exported",
+           "weft_backend", "check_op", "op_session", "load_native", "is_native"]
+
+
+def compile(model, session=None, **kwargs):  # noqa: A001 - mirrors torch.compile
+    """torch.compile(model, backend="weft", **kwargs), with `session` (a weft.Session) serving the
+    Weft segments instead of weft.default_session()."""
+    options = dict(kwargs.pop("options", None) or {})
+    if session is not None:
+        options["session"] = session
+    return torch.compile(model, backend="weft", options=options or None, **kwargs)
 
 _lib = None
 _registered = {}  # op type -> (session, schema dict, torch schema string)
@@ -436,3 +449,4 @@ def op_session(op):
 
 load_native()
 register()
+_backend_module.register_backend()
