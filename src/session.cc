@@ -7,6 +7,7 @@
 #include "registry/registry.h"
 #include "compile/compiler.h"
 #include "runtime/engine.h"
+#include "runtime/omp_scope.h"
 #include "weft/weft.h"
 
 namespace weft {
@@ -21,6 +22,7 @@ uint64_t PhysicalMemoryBytes() {
 // (or any exception from below) becomes an error naming what was being done.
 template <typename F>
 auto Guarded(const std::string& what, F&& f) -> decltype(f()) {
+  internal::OmpThreadsScope omp_threads;  // compiling runs kernels' setup (e.g. weight reorders)
   try {
     return f();
   } catch (const std::bad_alloc&) {

@@ -52,6 +52,10 @@ bool IsModelFile(const std::string& path) {
 
 // A JSON graph, an ONNX model or a LiteRT model; model inputs take the given concrete shapes.
 Expected<Graph> LoadGraph(const std::string& path, const std::map<std::string, Shape>& shapes = {}) {
+  if (fs::path(path).extension() == ".pt2")
+    return InvalidArgument("'" + path + "' is a torch.export program: reading it needs PyTorch. Convert it with the "
+                           "`weft` command of the Python package (pip install 'weft[torch]'): weft compile " + path +
+                           " -o model.weft, or in Python with weft.torch.from_exported(torch.export.load(path))");
   if (IsLiteRt(path)) {
     LiteRtImportOptions o;
     o.input_shapes = shapes;

@@ -3,6 +3,7 @@
 // Over 600 lines because the host API services and the step loop that hands them to ops belong
 // together: each service checks the call state the loop set up.
 #include "runtime/engine.h"
+#include "runtime/omp_scope.h"
 
 #include <dlfcn.h>
 #include <xxhash.h>
@@ -817,6 +818,7 @@ std::shared_ptr<const CompiledModel> ModelImpl::SpecializedPlan(RunContextImpl& 
 Status ModelImpl::Run(RunContext& ctx, const TensorRef* in, size_t num_in, const TensorRef* out, size_t num_out) const {
   auto* rc = dynamic_cast<RunContextImpl*>(&ctx);
   if (!rc || rc->model != this) return InvalidArgument("Run: the RunContext belongs to a different model");
+  OmpThreadsScope omp_threads;
   if (RunContext* sub = nullptr; auto plan = SpecializedPlan(*rc, in, num_in, &sub)) return plan->Run(*sub, in, num_in, out, num_out);
   if (num_in != input_ids.size() || num_out != output_ids.size())
     return InvalidArgument("Run: the model takes " + std::to_string(input_ids.size()) + " inputs and " +
@@ -839,6 +841,7 @@ Status ModelImpl::Run(RunContext& ctx, const TensorRef* in, size_t num_in, const
 Expected<std::vector<TensorRef>> ModelImpl::RunViews(RunContext& ctx, const TensorRef* in, size_t num_in) const {
   auto* rc = dynamic_cast<RunContextImpl*>(&ctx);
   if (!rc || rc->model != this) return InvalidArgument("Run: the RunContext belongs to a different model");
+  OmpThreadsScope omp_threads;
   if (RunContext* sub = nullptr; auto plan = SpecializedPlan(*rc, in, num_in, &sub)) return plan->RunViews(*sub, in, num_in);
   WEFT_RETURN_IF_ERROR(Execute(*rc, in, num_in, nullptr));
   std::vector<TensorRef> out;

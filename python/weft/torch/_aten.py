@@ -262,6 +262,8 @@ class Lowering:
         if n.target is operator.getitem:
             return _getitem(seg, n, self)
         fn = _LOWERINGS.get(n.target)
+        if fn is None and isinstance(n.target, torch._ops.OpOverload) and n.target.namespace == "weft":
+            fn = _weft_op
         if fn is None:
             raise Unsupported(f"no Weft lowering for {n.target}")
         v = self.values.get(n)
@@ -473,23 +475,45 @@ def _to_copy(seg, n, low):
     seg.node("Identity", [_cast_to(seg, seg.tensor(n.args[0]), src.dtype, out.dtype)], out=n.name)
 
 
+def _same_size(a, b):
+    """Whether two sizes are the same: equal ints, or the same symbolic expression."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return not isinstance(a, int) and not isinstance(b, int) and str(a) == str(b)
+
+
 @_lower(aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
         aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.flatten.using_ints,
         aten.view_copy.default if hasattr(aten, "view_copy") else aten.view.default)
 def _reshape(seg, n, low):
-    shape = _shape_ints(low.info(n))
+    out, x = low.info(n), low.info(n.args[0])
+    shape = []
+    for i, d in enumerate(out.shape):
+        if isinstance(d, int):
+            if d == 0:
+                raise Unsupported("a reshape to an empty tensor")
+            shape.append(d)
+        elif i < x.dim() and _same_size(x.shape[i], d):
+            shape.append(0)  # Reshape's 0: this dim of the input, whatever its size
+        else:
+            shape.append(-1)
     if shape.count(-1) > 1:
-        raise Unsupported("a reshape with several symbolic sizes")
-    if 0 in shape:
-        raise Unsupported("a reshape to an empty tensor")
+        raise Unsupported("a reshape with several new symbolic sizes")
     seg.node("Reshape", [seg.tensor(n.args[0]), seg.ints(shape, "shape")], out=n.name)
 
 
 @_lower(aten.expand.default)
 def _expand(seg, n, low):
-    shape = _shape_ints(low.info(n))
-    if -1 in shape:
-        raise Unsupported("expand to a symbolic size")
+    out, x = low.info(n), low.info(n.args[0])
+    shape = []
+    offset = out.dim() - x.dim()
+    for i, d in enumerate(out.shape):
+        if isinstance(d, int):
+            shape.append(d)
+        elif i >= offset and _same_size(x.shape[i - offset], d):
+            shape.append(1)  # Expand broadcasts: 1 keeps the input's own size
+        else:
+            raise Unsupported("expand to a new symbolic size")
     seg.node("Expand", [seg.tensor(n.args[0]), seg.ints(shape, "shape")], out=n.name)
 
 
@@ -754,3 +778,40 @@ def _upsample(seg, n, low):
     elif len(n.args) > 2 and n.args[2] is not None and n.target is aten.upsample_nearest2d.default:
         raise Unsupported("nearest upsampling with explicit scales")
     seg.node("Resize", [seg.tensor(n.args[0]), "", "", seg.ints(out, "sizes")], attrs, out=n.name)
+
+
+def _weft_op(seg, n, low):
+    """torch.ops.weft.<Op>: the Weft op itself, with the call's attributes."""
+    from . import _attr_value, _bind, op_session
+
+    name = n.target._schema.name.split("::", 1)[1]
+    try:
+        session, proto = op_session(name)
+    except KeyError as e:
+        raise Unsupported(str(e)) from None
+    if low.session is not None and session is not low.session and name not in low.session.ops():
+        raise Unsupported(f"weft::{name} is not in the session compiling this graph")
+    ins, attrs = _bind(proto, n.args, n.kwargs)
+    names, counts = [], []
+    for io, v in zip(proto["inputs"], ins):
+        if io["kind"] == "dynamic":
+            names.extend(seg.tensor(e) for e in v)
+            counts.append(len(v))
+        elif v is None:
+            names.append("")
+            counts.append(1)
+        else:
+            names.append(seg.tensor(v))
+            counts.append(1)
+    if any(io["kind"] == "dynamic" for io in proto["outputs"]):
+        raise Unsupported(f"weft::{name} has a dynamic output list")
+    types = {a["name"]: a["type"] for a in proto["attrs"]}
+    clean = {}
+    for k, v in attrs.items():
+        if v is None:
+            continue
+        if isinstance(v, torch.fx.Node):
+            raise Unsupported(f"attribute '{k}' is computed in the graph")
+        clean[k] = _attr_value(v, types[k])
+    outs = [n.name] if len(proto["outputs"]) == 1 else [f"{n.name}:{i}" for i in range(len(proto["outputs"]))]
+    seg.node(name, names, clean, outs=outs, input_counts=counts, output_counts=[1] * len(outs))
