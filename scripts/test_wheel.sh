@@ -24,6 +24,7 @@ mkdir -p "$WORK/run" && cd "$WORK/run"
 cp -r "$ROOT/python/tests" tests
 cp "$ROOT/examples/torch_custom_op/torch_custom_op.py" .
 cp "$ROOT/examples/litert_custom_op/tflite_writer.py" tests/  # the LiteRT tests write their models with it
+cp "$ROOT/bench/zoo/zoo_models.py" tests/  # the torch.compile tests run the zoo's models
 export WEFT_TEST_PACKAGES="$PKGS" WEFT_CACHE_DIR="$WORK/cache" WEFT_CORPORA_DIR="${WEFT_CORPORA_DIR:-$ROOT/../shared/corpora}"
 export WEFT_CUSTOM_OPP_PATH="$PKGS/test_ops:$PKGS/add_custom"
 "$VENV/bin/python" - <<'PY'
@@ -36,6 +37,15 @@ leaked=$(nm -D --defined-only "$LIB" | c++filt | grep -c 'weft::internal' || tru
 [ "$leaked" -eq 0 ] || { echo "$LIB exports $leaked weft::internal symbols" >&2; exit 1; }
 echo "$(basename "$LIB") exports $(nm -D --defined-only "$LIB" | wc -l) symbols, none of weft::internal"
 "$VENV/bin/weft" --help > /dev/null
+"$VENV/bin/python" - <<'PY'
+import sys, torch
+f = torch.compile(lambda x: torch.relu(x) * 2 + 1, backend="weft")  # no `import weft`
+x = torch.randn(16)
+for _ in range(2):
+    assert torch.equal(f(x), torch.relu(x) * 2 + 1)
+assert "weft.torch" in sys.modules, "backend 'weft' did not come from the package"
+print("torch.compile(backend='weft') found through the torch_dynamo_backends entry point")
+PY
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests
 WEFT_CUSTOM_OPP_PATH="$PKGS/add_custom" "$VENV/bin/python" torch_custom_op.py
 echo "the installed package passed its tests outside the source tree"

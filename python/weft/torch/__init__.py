@@ -359,7 +359,14 @@ def load_native():
     path = os.path.join(os.path.dirname(__file__), "libweft_torch.so")
     if os.environ.get("WEFT_TORCH_NATIVE", "1") == "0" or not os.path.exists(path):
         return False
-    torch.ops.load_library(path)
+    try:
+        torch.ops.load_library(path)
+    except (OSError, RuntimeError) as e:  # built against another torch: the Python registration serves
+        import warnings
+
+        warnings.warn(f"weft.torch: {path} does not load with torch {torch.__version__} ({str(e).splitlines()[0]}); "
+                      "the ops are registered from Python instead", RuntimeWarning, stacklevel=2)
+        return False
     lib = ctypes.CDLL(path)  # the same handle: the library is loaded once
     lib.weft_torch_register.restype = ctypes.c_char_p
     lib.weft_torch_register.argtypes = [ctypes.c_void_p]

@@ -285,7 +285,8 @@ class Lowering:
             try:
                 self.convert(probe, n)
             except Unsupported as e:
-                if not self._is_shape_int(n):
+                # (an item of a result PyTorch computed is part of that node's report)
+                if not self._is_shape_int(n) and not (n.target is operator.getitem and n.args[0] not in self.converted):
                     report.append((n, str(e)))
                 if seg is not None and seg.nodes:
                     steps.append(("weft", seg))
@@ -815,3 +816,59 @@ def _weft_op(seg, n, low):
         clean[k] = _attr_value(v, types[k])
     outs = [n.name] if len(proto["outputs"]) == 1 else [f"{n.name}:{i}" for i in range(len(proto["outputs"]))]
     seg.node(name, names, clean, outs=outs, input_counts=counts, output_counts=[1] * len(outs))
+
+
+@_lower(aten._transformer_encoder_layer_fwd.default)
+def _encoder_layer(seg, n, low):
+    """PyTorch's fused inference path of nn.TransformerEncoderLayer (batch first, no mask)."""
+    (src, e, h, qkv_w, qkv_b, proj_w, proj_b, use_gelu, norm_first, eps, n1w, n1b, n2w, n2b,
+     f1w, f1b, f2w, f2b) = n.args[:18]
+    mask = n.args[18] if len(n.args) > 18 else n.kwargs.get("mask")
+    if mask is not None:
+        raise Unsupported("an attention mask")
+    x_v = low.info(src)
+    if x_v.dim() != 3 or not all(isinstance(d, int) for d in x_v.shape):
+        raise Unsupported("an input that is not 3-D with fixed sizes")
+    b, s, e, h = x_v.shape[0], x_v.shape[1], int(e), int(h)
+    d = e // h
+    for p in (qkv_w, qkv_b, proj_w, proj_b, n1w, n1b, n2w, n2b, f1w, f1b, f2w, f2b):
+        if p not in low.static:
+            raise Unsupported("weights that are not constants")
+    val = low.constant
+    w, bias = val(qkv_w), val(qkv_b)
+    scale = 1.0 / float(d) ** 0.5
+
+    def linear(x, weight, b_):
+        y = seg.node("MatMul", [x, seg.const(weight.t().contiguous(), "w")])
+        return seg.node("Add", [y, seg.const(b_, "b")])
+
+    def layer_norm(x, g, b_):
+        return seg.node("LayerNormalization", [x, seg.const(g, "g"), seg.const(b_, "b")],
+                        {"axis": -1, "epsilon": float(eps)})
+
+    def attention(x):
+        heads = []
+        for i, perm in enumerate(([0, 2, 1, 3], [0, 2, 3, 1], [0, 2, 1, 3])):
+            wi, bi = w[i * e:(i + 1) * e], bias[i * e:(i + 1) * e]
+            if i == 0:  # the 1/sqrt(d) scaling folded into the query projection
+                wi, bi = wi * scale, bi * scale
+            p = seg.node("Reshape", [linear(x, wi, bi), seg.ints([b, s, h, d], "shape")])
+            heads.append(seg.node("Transpose", [p], {"perm": perm}))
+        probs = seg.node("Softmax", [seg.node("MatMul", [heads[0], heads[1]])], {"axis": -1})
+        ctx = seg.node("Transpose", [seg.node("MatMul", [probs, heads[2]])], {"perm": [0, 2, 1, 3]})
+        ctx = seg.node("Reshape", [ctx, seg.ints([b, s, e], "shape")])
+        return linear(ctx, val(proj_w), val(proj_b))
+
+    def ffn(x):
+        t = linear(x, val(f1w), val(f1b))
+        t = seg.node("Gelu" if use_gelu else "Relu", [t])
+        return linear(t, val(f2w), val(f2b))
+
+    x = seg.tensor(src)
+    if norm_first:
+        x = seg.node("Add", [x, attention(layer_norm(x, val(n1w), val(n1b)))])
+        y = seg.node("Add", [x, ffn(layer_norm(x, val(n2w), val(n2b)))])
+    else:
+        x = layer_norm(seg.node("Add", [x, attention(x)]), val(n1w), val(n1b))
+        y = layer_norm(seg.node("Add", [x, ffn(x)]), val(n2w), val(n2b))
+    seg.node("Identity", [y], out=n.name)

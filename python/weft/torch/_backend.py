@@ -234,7 +234,8 @@ def explain(model, *inputs, **compile_kwargs):
     torch._dynamo.reset()
     breaks = []
     try:
-        ex = torch._dynamo.explain(model)(*inputs)
+        with torch.no_grad():
+            ex = torch._dynamo.explain(model)(*inputs)
         for b in ex.break_reasons:
             where = b.user_stack[-1] if getattr(b, "user_stack", None) else "?"
             breaks.append((b.reason.splitlines()[0] if b.reason else "?", str(where).strip()))
