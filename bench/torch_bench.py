@@ -5,7 +5,7 @@ benchmarks (build/):
 
 1. per-call cost of torch.ops.weft.AddCustom on one-element tensors, next to a native
    TORCH_LIBRARY no-op (returns its input), a native no-op that allocates its result, and torch.add;
-2. weft.torch.compile vs eager PyTorch on resnet18 (bench/models/make_models.py; batch 1, 224x224,
+2. torch.compile(backend="weft") vs eager PyTorch on resnet18 (bench/models/make_models.py; batch 1, 224x224,
    random weights) and a TransformerEncoderLayer (d_model 256, 4 heads, sequence 128, batch 1),
    at 1 and 2 threads.
 
@@ -61,20 +61,25 @@ def timed(f, rounds, number):
 def offload(name, module, x, threads):
     torch.set_num_threads(threads)
     session = weft.Session(threads=threads)
-    compiled = wt.compile(module, (x,), session=session)
+    report = wt.explain(module, x)
+    torch._dynamo.reset()
+    compiled = wt.compile(module, session=session)
     with torch.no_grad():
         ref = module(x)
         eager_f = lambda: module(x)  # noqa: E731
-    out = compiled(x)
+        compiled(x)
+        out = compiled(x)
     diff = float((out - ref).abs().max() / ref.abs().max())
     eager, weft_ms = [], []
     for _ in range(5):
         with torch.no_grad():
             eager += timed(eager_f, 1, 5)
-        weft_ms += timed(lambda: compiled(x), 1, 5)
+        with torch.no_grad():
+            weft_ms += timed(lambda: compiled(x), 1, 5)
     e, w = statistics.median(eager), statistics.median(weft_ms)
     print(f"  {name:12s} threads {threads}: eager {e:8.2f} ms, weft.torch.compile {w:8.2f} ms, speed-up {e / w:5.2f}x, "
-          f"max rel diff {diff:.1e}, segments {compiled.num_segments}, nodes left to PyTorch {len(compiled.report)}")
+          f"max rel diff {diff:.1e}, segments {sum(g['weft_segments'] for g in report.graphs)}, "
+          f"nodes left to PyTorch {len(report.torch_nodes)}")
 
 
 def main():

@@ -3,8 +3,8 @@
 
   1. eagerly, as torch.ops.weft.AddCustom, checked against torch.add (float32 and float16);
   2. on meta tensors (shape inference for tracing), and through weft.torch.check_op;
-  3. inside a module compiled with weft.torch.compile, checked against the same module written
-     with torch.add;
+  3. inside a module compiled with torch.compile(backend="weft"), and through torch.export into a
+     .weft model file, both checked against the same module written with torch.add;
   4. exported to ONNX as a weft::AddCustom node and run back through Weft's ONNX importer.
 """
 import os
@@ -53,11 +53,22 @@ def main():
     net, ref_net = WithAddCustom().eval(), WithTorchAdd().eval()
     ref_net.load_state_dict(net.state_dict())
     x, y = torch.randn(16, 64), torch.randn(16, 64)
-    compiled = wt.compile(net, (x, y))
-    compiled.print_report()
+    print(wt.explain(net, x, y))  # graph breaks, and which nodes run in Weft or in PyTorch
+    compiled = torch.compile(net, backend="weft")
     with torch.no_grad():
-        torch.testing.assert_close(compiled(x, y), ref_net(x, y), rtol=1e-5, atol=1e-6)
-    print("weft.torch.compile: the module with AddCustom matches the module with torch.add")
+        for _ in range(2):  # the first call builds the plan, the second runs it
+            torch.testing.assert_close(compiled(x, y), ref_net(x, y), rtol=1e-5, atol=1e-6)
+    print('torch.compile(backend="weft"): the module with AddCustom matches the module with torch.add')
+
+    # 3b. Through torch.export: the program, with AddCustom in it, becomes a Weft model file.
+    program = torch.export.export(net, (x, y))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "add_custom.weft")
+        wt.from_exported(program).save(path)
+        (z,) = weft.run(weft.default_session().load_model(path), x, y)
+    with torch.no_grad():
+        torch.testing.assert_close(z, ref_net(x, y), rtol=1e-5, atol=1e-6)
+    print("torch.export -> weft.torch.from_exported -> add_custom.weft: matches the module with torch.add")
 
     # 4. ONNX round trip.
     with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
