@@ -57,7 +57,15 @@ class Reduce : public EagerExecuteOp, public ShapeInferOp {
     std::string err;
     bool keep = *ctx->GetAttrs()->GetInt("keepdims") != 0;
     if (!ReduceAxes(ctx, in.GetDimNum(), &mask, &err)) {
-      MarkUnknown(ctx->GetOutputShape(0), keep ? in.GetDimNum() : 1);
+      // The axes' values come at run time, their count now: without keepdims each one drops a
+      // dim (ONNX forbids repeated axes).
+      size_t rank = in.GetDimNum();
+      const Shape* axes = ctx->GetInputShape(1);
+      if (!keep) {
+        int64_t n = axes && axes->GetDimNum() == 1 ? axes->GetDim(0) : -1;
+        rank = n >= 1 && static_cast<size_t>(n) <= rank ? rank - static_cast<size_t>(n) : 1;
+      }
+      MarkUnknown(ctx->GetOutputShape(0), rank);
       return GRAPH_SUCCESS;
     }
     if (!err.empty()) return Fail(ctx, err);

@@ -270,11 +270,14 @@ struct NodeSteps {
         }
       }
     }
+    // Every output of this node takes its inferred shape, even after one of them turns out
+    // data-dependent (which makes the nodes after this one infer at run time).
+    const bool inferred_here = !m->dynamic;
     for (size_t k = 0; k < cn.out_values.size(); ++k) {
       int id = cn.out_values[k];
       Value& v = m->values[id];
       v.dtype = meta[id].GetDataType();
-      if (m->dynamic) continue;
+      if (!inferred_here) continue;
       if (k < bounds.size() && bounds[k].set) {
         v.bounded = true;
         v.bound = bounds[k].shape;

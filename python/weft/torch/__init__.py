@@ -64,6 +64,9 @@ _ATTR_TYPES = {
 
 _DEFAULT_AS_NONE = ("ListString", "ListBool", "Type")
 
+# Ops whose output rank (not only sizes) depends on input values: no fake kernel can say it.
+_RANK_FROM_VALUES = {"Squeeze", "Unsqueeze"}
+
 
 def _literal(value, attr_type):
     if attr_type == "Tensor":
@@ -123,8 +126,8 @@ def _bind(proto, args, kwargs):
             attrs[a["name"]] = kwargs[a["name"]]
         elif extra:
             attrs[a["name"]] = extra.pop(0)
-        elif not a["required"]:
-            attrs[a["name"]] = a["default"]
+        elif not a["required"]:  # None stands for the op's own default where torch has no literal
+            attrs[a["name"]] = None if a["type"] in _DEFAULT_AS_NONE else a["default"]
     return ins, attrs
 
 
@@ -206,7 +209,7 @@ class _OpRunner:
 
     def _key(self, flat, attrs, ins):
         structure = tuple(len(v) if isinstance(v, (list, tuple)) else (v is not None) for v in ins)
-        metas = tuple((_WEFT_DTYPES[t.dtype], tuple(t.shape)) for t in flat)
+        metas = tuple((_WEFT_DTYPES[t.dtype], tuple(int(d) for d in t.shape)) for t in flat)
         return structure, metas, tuple(sorted((k, _key_of(_attr_value(v, self.attr_types[k])) if v is not None else None)
                                               for k, v in attrs.items()))
 
@@ -227,7 +230,9 @@ class _OpRunner:
         full = [[] if io["kind"] == "dynamic" else next(it) for io in self.proto["outputs"]]
         return full[0] if len(full) == 1 else tuple(full)
 
-    def meta(self, args, kwargs):
+    def meta(self, args, kwargs, fake=False):
+        """Outputs without data: on meta tensors, or (fake=True) as the op's fake kernel, where a
+        data-dependent dim (-1 from InferShape) becomes a new dynamic size."""
         ins, attrs = _bind(self.proto, args, kwargs)
         flat = self._flat(ins)
         key = self._key(flat, attrs, ins)
@@ -235,13 +240,21 @@ class _OpRunner:
         if info is None:
             info = self.session.infer(self._graph(ins, attrs, key[1]))
             self.infers[key] = info
+        device = flat[0].device if (fake and flat) else "meta"
         res = []
         for name, dtype, shape in info:
             if any(d < 0 for d in shape):
-                raise RuntimeError(
-                    f"weft::{self.proto['op_type']}: output '{name}' has a data-dependent shape {shape}; "
-                    "it cannot be computed on meta tensors")
-            res.append(torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device="meta"))
+                if not fake:
+                    raise RuntimeError(
+                        f"weft::{self.proto['op_type']}: output '{name}' has a data-dependent shape {shape}; "
+                        "it cannot be computed on meta tensors")
+                if self.proto["op_type"] in _RANK_FROM_VALUES:
+                    raise RuntimeError(
+                        f"weft::{self.proto['op_type']}: the rank of output '{name}' depends on the values of its "
+                        "inputs, which fake tensors do not have; pass them as attributes or use a torch op")
+                ctx = torch.library.get_ctx()
+                shape = [ctx.new_dynamic_size() if d < 0 else d for d in shape]
+            res.append(torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device=device))
         return self._results(res)
 
 
@@ -427,7 +440,10 @@ def register(session=None):
                     _registered[op] = (session, proto, None, f"not registered: {e}".splitlines()[0], False)
                     continue
                 _lib.impl(op, lambda *a, _r=runner, **k: _r.run(a, k), "CPU")
-                _lib.impl(op, lambda *a, _r=runner, **k: _r.meta(a, k), "Meta")
+            # The fake kernel (it serves meta tensors too): InferDataType/InferShape, with a new
+            # dynamic size for each data-dependent dim, so torch.compile and torch.export trace
+            # through ops like NonZero, Reshape or TopK.
+            torch.library.register_fake(f"weft::{op}", lambda *a, _r=runner, **k: _r.meta(a, k, fake=True), lib=_lib)
             _registered[op] = (session, proto, schema, runner, native)
             done.append(op)
         for op in done:
