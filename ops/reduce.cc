@@ -125,7 +125,37 @@ class Reduce : public EagerExecuteOp, public ShapeInferOp {
         }
       };
       if constexpr (R == Red::kLogSumExp) walk([&](int64_t j, C v) { mx[j] = std::max(mx[j], v); });
-      walk([&](int64_t j, C v) {
+      // The reduced dims are the innermost ones (a spatial mean, a row sum): each output reads
+      // one contiguous run, in four interleaved partial results instead of the index walk.
+      size_t lead = r;
+      while (lead > 0 && mask[lead - 1]) --lead;
+      bool inner = std::none_of(mask.begin(), mask.begin() + static_cast<std::ptrdiff_t>(lead), [](bool b) { return b; });
+      if constexpr (R == Red::kSum || R == Red::kMean || R == Red::kMax || R == Red::kMin) {
+        if (inner && count > 0) {
+          for (int64_t j = 0; j < out_n; ++j) {
+            const T* p = px + j * count;
+            C part[4] = {init, init, init, init};
+            int64_t i = 0;
+            auto step = [&](C& acc, C v) {
+              if constexpr (R == Red::kSum || R == Red::kMean) acc = WrapAdd(acc, v);
+              else if constexpr (R == Red::kMax) acc = (v > acc || v != v) ? v : acc;
+              else acc = (v < acc || v != v) ? v : acc;
+            };
+            for (; i + 4 <= count; i += 4)
+              for (int l = 0; l < 4; ++l) step(part[l], static_cast<C>(Load(p[i + l])));
+            for (; i < count; ++i) step(part[0], static_cast<C>(Load(p[i])));
+            C total_j = part[0];
+            for (int l = 1; l < 4; ++l) step(total_j, part[l]);
+            a[j] = total_j;
+          }
+          inner = true;
+        } else {
+          inner = false;
+        }
+      } else {
+        inner = false;
+      }
+      if (!inner) walk([&](int64_t j, C v) {
         switch (R) {
           case Red::kSum: case Red::kMean: a[j] = WrapAdd(a[j], v); break;
           case Red::kMax: a[j] = (v > a[j] || v != v) ? v : a[j]; break;

@@ -38,7 +38,10 @@ namespace weft::ops::vmath {
 // bits without a float-to-int conversion (undefined for NaN).
 [[gnu::always_inline]] inline float Exp(float x) {
   const float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f, kRound = 12582912.0f;
-  float xc = x < -87.5f ? -87.5f : x;  // comparisons, not fmin/fmax: those branch on NaN
+  // Below -87.5 the result is 0 (selected at the end); computing on 0 there instead of on the
+  // clamped -87.5 keeps every intermediate normal: a subnormal product costs a microcode assist
+  // per element, and softmax over masked scores (-10000) is made of such inputs.
+  float xc = x < -87.5f ? 0.0f : x;  // comparisons, not fmin/fmax: those branch on NaN
   xc = xc > 88.75f ? 88.75f : xc;
   float n = (xc * kLog2e + kRound) - kRound;
   float r = (xc - n * kLn2Hi) - n * kLn2Lo;

@@ -58,6 +58,9 @@ class Segment:
         self.consts = {}
         self.nodes = []
         self.outputs = []  # fx nodes whose values leave the segment
+        self.alias = {}    # fx node name -> the Weft value it is (getitem, clone: no copy)
+        self._output_names = set()
+        self._produced = set()  # values computed by nodes
         self.model = None
         self._n = 0
 
@@ -67,6 +70,8 @@ class Segment:
         low = self.low
         if not isinstance(arg, torch.fx.Node):
             raise Unsupported(f"argument {arg!r} is not a tensor")
+        if arg.name in self.alias:
+            return self.alias[arg.name]
         if arg.name in self.defined:
             return arg.name
         value = low.values.get(arg)
@@ -83,6 +88,20 @@ class Segment:
             self.inputs.append(arg)
             self.defined.add(arg.name)
         return arg.name
+
+    def same_as(self, n, name):
+        """Node `n` is the Weft value `name` (no copy)."""
+        self.alias[n.name] = name
+        self.defined.add(n.name)
+
+    def output(self, n):
+        """Makes fx node `n` a graph output; returns the Weft name it has there."""
+        value = self.tensor(n)
+        if value in self._output_names or value not in self._produced:  # a repeat, an input or a constant
+            value = self.node("Identity", [value], out=n.name + "#out")
+        self.graph.add_output(value)
+        self._output_names.add(value)
+        return value
 
     def const(self, t, hint="c"):
         key = (hint, id(t))
@@ -111,6 +130,7 @@ class Segment:
             outs = [out]
         self.graph.add_node(op, f"{outs[0]}/{op}", ins, outs, attrs or {}, input_counts or [], output_counts or [])
         self.defined.update(outs)
+        self._produced.update(outs)
         return outs[0]
 
 
@@ -282,6 +302,7 @@ class Lowering:
             probe = Segment(-1, self)
             if seg is not None:
                 probe.defined = set(seg.defined)
+                probe.alias = dict(seg.alias)
             try:
                 self.convert(probe, n)
             except Unsupported as e:
@@ -313,7 +334,7 @@ class Lowering:
                     v = self.values[n]
                     if not isinstance(v, torch.Tensor):
                         raise Unsupported(f"'{n.name}' leaves a Weft segment but is not a tensor")
-                    seg.graph.add_output(n.name)
+                    seg.output(n)
                     seg.outputs.append(n)
         return [s for s in steps if s[0] != "weft" or s[1].outputs], report
 
@@ -335,11 +356,11 @@ def _getitem(seg, n, low):
     if src in low.bn_of_conv and i == 0:
         if low.bn_of_conv[src] not in low.converted:
             raise Unsupported("its convolution runs in PyTorch")
-        seg.node("Identity", [seg.tensor(low.bn_of_conv[src])], out=n.name)
+        seg.same_as(n, seg.tensor(low.bn_of_conv[src]))
         return
     if not isinstance(src, torch.fx.Node) or f"{src.name}:{i}" not in seg.defined:
         raise Unsupported(f"item {i} of '{getattr(src, 'name', src)}' is not produced by Weft")
-    seg.node("Identity", [f"{src.name}:{i}"], out=n.name)
+    seg.same_as(n, f"{src.name}:{i}")
 
 
 def _cast_to(seg, name, from_dtype, to_dtype):
@@ -465,7 +486,7 @@ def _where(seg, n, low):
 @_lower(aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default, aten.detach.default,
         aten.contiguous.default if hasattr(aten, "contiguous") else aten.clone.default)
 def _identity(seg, n, low):
-    seg.node("Identity", [seg.tensor(n.args[0])], out=n.name)
+    seg.same_as(n, seg.tensor(n.args[0]))
 
 
 @_lower(aten._to_copy.default)
@@ -473,7 +494,7 @@ def _to_copy(seg, n, low):
     src, out = low.info(n.args[0]), low.info(n)
     if out.device != src.device:
         raise Unsupported("a device copy")
-    seg.node("Identity", [_cast_to(seg, seg.tensor(n.args[0]), src.dtype, out.dtype)], out=n.name)
+    seg.same_as(n, _cast_to(seg, seg.tensor(n.args[0]), src.dtype, out.dtype))
 
 
 def _same_size(a, b):
@@ -528,7 +549,7 @@ def _permute(seg, n, low):
 def _t(seg, n, low):
     x = seg.tensor(n.args[0])
     if low.info(n).dim() < 2:
-        seg.node("Identity", [x], out=n.name)
+        seg.same_as(n, x)
     else:
         seg.node("Transpose", [x], {"perm": [1, 0]}, out=n.name)
 
@@ -871,4 +892,4 @@ def _encoder_layer(seg, n, low):
     else:
         x = layer_norm(seg.node("Add", [x, attention(x)]), val(n1w), val(n1b))
         y = layer_norm(seg.node("Add", [x, ffn(x)]), val(n2w), val(n2b))
-    seg.node("Identity", [y], out=n.name)
+    seg.same_as(n, y)

@@ -339,15 +339,8 @@ def graph_from_exported(program, decompose=True):
     for o in out.args[0]:
         if not isinstance(o, torch.fx.Node):
             raise ValueError(f"torch.export program: output {o!r} is not a tensor")
-        if o in low.static:
-            name = seg.tensor(o)
-            seg.node("Identity", [name], out=o.name + "#out")
-            seg.graph.add_output(o.name + "#out")
-        elif o.op == "placeholder":
-            seg.node("Identity", [seg.tensor(o)], out=o.name + "#out")
-            seg.graph.add_output(o.name + "#out")
-        else:
-            seg.graph.add_output(o.name)
+        seg.tensor(o)  # a constant or an input returned as is becomes a value of the graph
+        seg.output(o)
     return seg.graph
 
 
