@@ -853,6 +853,141 @@ class TflLeakyRelu : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+// LOGISTIC and TANH. On 8-bit tensors, a 256-entry table built as TFLite's reference kernels
+// build theirs: the float function of each dequantized input value, rounded at the output's scale
+// (all in float), plus its zero point, saturated.
+enum class TflFn { kLogistic, kTanh };
+template <TflFn F>
+class TflTable8 : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  static float Apply(float v) {
+    if constexpr (F == TflFn::kLogistic) return 1.0f / (1.0f + std::exp(-v));
+    return std::tanh(v);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t n = x->GetShapeSize();
+    if (x->GetDataType() == DT_FLOAT) {
+      const float* px = x->GetData<float>();
+      float* py = y->GetData<float>();
+      for (int64_t i = 0; i < n; ++i) py[i] = Apply(px[i]);
+      return GRAPH_SUCCESS;
+    }
+    if (x->GetDataType() != DT_INT8 && x->GetDataType() != DT_UINT8)
+      return Fail(ctx, std::string("only float32, int8 and uint8 are supported, not ") + DataTypeName(x->GetDataType()) +
+                           " (the int16 fixed-point path is not implemented)");
+    Quant qi = InputQuant(ctx, 0), qo = OutputQuant(ctx);
+    if (!qi.quantized() || !qo.quantized()) return Fail(ctx, "quantized input and output need scales");
+    const float inverse_scale = 1.0f / qo.scale;
+    DispatchQuantType(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (sizeof(T) == 1) {
+        T table[256];
+        for (int32_t v = tfl::QMin<T>(); v <= tfl::QMax<T>(); ++v) {
+          const float dequantized = qi.scale * static_cast<float>(v - qi.zp);
+          const float rescaled = std::round(Apply(dequantized) * inverse_scale);
+          const int32_t q = static_cast<int32_t>(rescaled + static_cast<float>(qo.zp));
+          table[static_cast<uint8_t>(static_cast<T>(v))] = static_cast<T>(std::min(std::max(q, tfl::QMin<T>()), tfl::QMax<T>()));
+        }
+        const T* px = x->GetData<T>();
+        T* py = y->GetData<T>();
+        for (int64_t i = 0; i < n; ++i) py[i] = table[static_cast<uint8_t>(px[i])];
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+// HARD_SWISH, x * relu6(x + 3) / 6. On 8-bit tensors TFLite's reference kernel works in 16-bit
+// fixed point: the input on a finer scale (x 128), a "relu-ish" factor in [0, 1] from rescaling
+// [-3, 3], and the two multiplied with a truncating high multiply before the output shift.
+namespace hswish {
+inline int16_t RoundingHighMul(int16_t a, int16_t b) {  // rounds to nearest, saturates -1 * -1
+  if (a == b && a == std::numeric_limits<int16_t>::min()) return std::numeric_limits<int16_t>::max();
+  int32_t ab = static_cast<int32_t>(a) * static_cast<int32_t>(b);
+  int32_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
+  return static_cast<int16_t>((ab + nudge) / (1 << 15));
+}
+inline int16_t TruncatingHighMul(int16_t a, int16_t b) {  // rounds toward zero
+  if (a == b && a == std::numeric_limits<int16_t>::min()) return std::numeric_limits<int16_t>::max();
+  return static_cast<int16_t>((static_cast<int32_t>(a) * static_cast<int32_t>(b)) / (1 << 15));
+}
+inline int16_t RoundingShiftRight(int16_t x, int e) {
+  int32_t mask = (1 << e) - 1, rem = x & mask, threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return static_cast<int16_t>((x >> e) + (rem > threshold ? 1 : 0));
+}
+inline int16_t SaturatingShiftLeft(int16_t x, int e) {
+  int64_t r = static_cast<int64_t>(x) * (int64_t{1} << e);
+  return static_cast<int16_t>(std::min<int64_t>(std::max<int64_t>(r, std::numeric_limits<int16_t>::min()),
+                                                std::numeric_limits<int16_t>::max()));
+}
+// A Q31 multiplier narrowed to Q15, rounding, saturating at the top.
+inline int16_t ToQ15(int32_t m) {
+  if (m >= std::numeric_limits<int32_t>::max() - (1 << 15)) return std::numeric_limits<int16_t>::max();
+  return static_cast<int16_t>((m + (1 << 15)) >> 16);
+}
+}  // namespace hswish
+
+class TflHardSwish : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t n = x->GetShapeSize();
+    if (x->GetDataType() == DT_FLOAT) {
+      const float* px = x->GetData<float>();
+      float* py = y->GetData<float>();
+      for (int64_t i = 0; i < n; ++i) py[i] = px[i] * std::min(6.0f, std::max(0.0f, px[i] + 3.0f)) / 6.0f;
+      return GRAPH_SUCCESS;
+    }
+    if (x->GetDataType() != DT_INT8 && x->GetDataType() != DT_UINT8)
+      return Fail(ctx, std::string("only float32, int8 and uint8 are supported, not ") + DataTypeName(x->GetDataType()));
+    Quant qi = InputQuant(ctx, 0), qo = OutputQuant(ctx);
+    if (!qi.quantized() || !qo.quantized()) return Fail(ctx, "quantized input and output need scales");
+    const float hires_scale = (1.0f / 128.0f) * qi.scale;
+    int32_t m32;
+    int out_exp, relu_exp;
+    tfl::QuantizeMultiplier(static_cast<double>(hires_scale / qo.scale), &m32, &out_exp);
+    const int16_t out_mult = hswish::ToQ15(m32);
+    if (out_exp > 0) return Fail(ctx, "the output scale must be at least the input scale / 128");
+    tfl::QuantizeMultiplier(static_cast<double>(hires_scale / (3.0f / 32768.0f)), &m32, &relu_exp);
+    const int16_t relu_mult = hswish::ToQ15(m32);
+    DispatchQuantType(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (sizeof(T) == 1) {
+        const T* px = x->GetData<T>();
+        T* py = y->GetData<T>();
+        for (int64_t i = 0; i < n; ++i) {
+          const int16_t v = static_cast<int16_t>(static_cast<int32_t>(px[i]) - qi.zp);
+          const int16_t hires = static_cast<int16_t>(v * (1 << 7));
+          const int16_t on_out_scale = hswish::RoundingHighMul(hires, out_mult);
+          int16_t relu = hires;
+          if (relu_exp > 0) relu = hswish::SaturatingShiftLeft(relu, relu_exp - 1);
+          relu = hswish::RoundingHighMul(relu, relu_mult);
+          if (relu_exp > 0) relu = hswish::SaturatingShiftLeft(relu, 1);
+          if (relu_exp < 0) relu = hswish::RoundingShiftRight(relu, -relu_exp);
+          relu = static_cast<int16_t>((relu + (1 << 15)) >> 1);  // [-1, 1] to [0, 1]
+          int32_t o = hswish::RoundingShiftRight(hswish::TruncatingHighMul(relu, on_out_scale), -out_exp);
+          o += qo.zp;
+          py[i] = static_cast<T>(std::min(std::max(o, tfl::QMin<T>()), tfl::QMax<T>()));
+        }
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
 // Quantize: float → integer (round(x / scale) + zero point) or integer → integer (requantize).
 class TflQuantize : public EagerExecuteOp, public ShapeInferOp {
  public:
@@ -1485,6 +1620,12 @@ void WeftRegister_litert(std::vector<OpEntry>& out) {
   TensorType q({DT_FLOAT, DT_INT8, DT_UINT8, DT_INT16});
   out.push_back({TflDef("TflLeakyRelu").Input("input", "T").Output("output", "T").DataTypeSym("T", q).AttrFloat("alpha", 0.2).Build(),
                  MakeOpImpl<TflLeakyRelu>("TflLeakyRelu")});
+  out.push_back({TflDef("TflLogistic").Input("input", "T").Output("output", "T").DataTypeSym("T", q).Build(),
+                 MakeOpImpl<TflTable8<TflFn::kLogistic>>("TflLogistic")});
+  out.push_back({TflDef("TflTanh").Input("input", "T").Output("output", "T").DataTypeSym("T", q).Build(),
+                 MakeOpImpl<TflTable8<TflFn::kTanh>>("TflTanh")});
+  out.push_back({TflDef("TflHardSwish").Input("input", "T").Output("output", "T").DataTypeSym("T", q).Build(),
+                 MakeOpImpl<TflHardSwish>("TflHardSwish")});
   out.push_back({TflDef("TflQuantize").Input("input", TensorType({DT_FLOAT, DT_INT8, DT_UINT8, DT_INT16, DT_INT32}))
                      .Output("output", TensorType({DT_INT8, DT_UINT8, DT_INT16, DT_INT32})).Build(),
                  MakeOpImpl<TflQuantize>("TflQuantize")});

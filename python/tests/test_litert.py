@@ -271,3 +271,41 @@ def test_float_kernels_match_litert(tmp_path, case):
     want = litert_reference(path, xs)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=case)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("op", ["logistic", "tanh"])
+@pytest.mark.parametrize("in_scale", [0.02, 0.1, 0.37])
+def test_8bit_logistic_and_tanh_are_bit_exact(tmp_path, op, dtype, in_scale):
+    """Quantized LOGISTIC and TANH over every 8-bit input value, against LiteRT's reference kernels."""
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    in_zp = 5 if dtype == "int8" else 130
+    if op == "logistic":  # LiteRT requires these output parameters
+        out_scale, out_zp, code = 1.0 / 256, (-128 if dtype == "int8" else 0), 14
+    else:
+        out_scale, out_zp, code = 1.0 / 128, (0 if dtype == "int8" else 128), 28
+    m = Model()
+    x = m.tensor("x", [256], dtype, scale=in_scale, zero_point=in_zp)
+    y = m.tensor("y", [256], dtype, scale=out_scale, zero_point=out_zp)
+    m.builtin(code, [x], [y])
+    path = write(tmp_path, m, [x], [y], name=f"{op}_{dtype}.tflite")
+    xv = np.arange(lo, hi + 1).astype(dtype)
+    (got,) = session().compile(weft.import_litert(path)).run([xv])
+    np.testing.assert_array_equal(got, litert_reference(path, [xv]))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("scales", [(0.05, 0.03), (0.1, 0.1), (0.02, 0.2), (0.5, 0.01)])
+def test_8bit_hard_swish_is_bit_exact(tmp_path, dtype, scales):
+    """Quantized HARD_SWISH over every 8-bit input value against LiteRT's reference kernel, with
+    output scales coarser and finer than the input's (both shift directions)."""
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    in_zp, out_zp = (7, -20) if dtype == "int8" else (120, 40)
+    m = Model()
+    x = m.tensor("x", [256], dtype, scale=scales[0], zero_point=in_zp)
+    y = m.tensor("y", [256], dtype, scale=scales[1], zero_point=out_zp)
+    m.builtin(117, [x], [y])  # HARD_SWISH
+    path = write(tmp_path, m, [x], [y], name=f"hswish_{dtype}.tflite")
+    xv = np.arange(lo, hi + 1).astype(dtype)
+    (got,) = session().compile(weft.import_litert(path)).run([xv])
+    np.testing.assert_array_equal(got, litert_reference(path, [xv]))
