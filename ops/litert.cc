@@ -988,6 +988,82 @@ class TflHardSwish : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+// PRELU: x for x >= 0, alpha * x below, alpha broadcast against x (right-aligned). 8-bit: the
+// positive branch rescales by s_in / s_out, the negative one multiplies the offset-corrected
+// input and alpha and rescales by s_in * s_alpha / s_out (multipliers from float products, as
+// TFLite prepares them).
+class TflPrelu : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    const Shape& a = *ctx->GetInputShape(1);
+    if (a.GetDimNum() > x.GetDimNum()) return Fail(ctx, "alpha has more dims than the input");
+    size_t off = x.GetDimNum() - a.GetDimNum();
+    for (size_t k = 0; k < a.GetDimNum(); ++k)
+      if (a.GetDim(k) != 1 && a.GetDim(k) != x.GetDim(off + k) && x.GetDim(off + k) >= 0)
+        return Fail(ctx, "alpha " + a.ToString() + " does not broadcast to the input " + x.ToString());
+    *ctx->GetOutputShape(0) = x;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* alpha = ctx->GetInputTensor(1);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    if (alpha->GetDataType() != x->GetDataType()) return Fail(ctx, "alpha must have the input's type");
+    const Shape& xs = x->GetShape();
+    const Shape& as = alpha->GetShape();
+    const size_t r = xs.GetDimNum(), off = r - as.GetDimNum();
+    // Element i of x reads alpha at the index of its trailing coordinates (0 where alpha's dim is 1).
+    std::vector<int64_t> astride(r, 0);
+    for (int64_t k = static_cast<int64_t>(as.GetDimNum()) - 1, acc = 1; k >= 0; --k) {
+      astride[off + static_cast<size_t>(k)] = as.GetDim(static_cast<size_t>(k)) == 1 ? 0 : acc;
+      acc *= as.GetDim(static_cast<size_t>(k));
+    }
+    const int64_t n = xs.GetShapeSize();
+    auto alpha_index = [&](int64_t i) {
+      int64_t a = 0;
+      for (size_t k = r; k-- > 0;) {
+        int64_t d = xs.GetDim(k);
+        a += (i % d) * astride[k];
+        i /= d;
+      }
+      return a;
+    };
+    if (x->GetDataType() == DT_FLOAT) {
+      const float* px = x->GetData<float>();
+      const float* pa = alpha->GetData<float>();
+      float* py = y->GetData<float>();
+      for (int64_t i = 0; i < n; ++i) py[i] = px[i] >= 0.f ? px[i] : px[i] * pa[alpha_index(i)];
+      return GRAPH_SUCCESS;
+    }
+    if (x->GetDataType() != DT_INT8 && x->GetDataType() != DT_UINT8)
+      return Fail(ctx, std::string("only float32, int8 and uint8 are supported, not ") + DataTypeName(x->GetDataType()));
+    Quant qi = InputQuant(ctx, 0), qa = InputQuant(ctx, 1), qo = OutputQuant(ctx);
+    if (!qi.quantized() || !qa.quantized() || !qo.quantized()) return Fail(ctx, "quantized input, alpha and output need scales");
+    int32_t m1, m2;
+    int s1, s2;
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale / qo.scale), &m1, &s1);
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale * qa.scale / qo.scale), &m2, &s2);
+    DispatchQuantType(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (sizeof(T) == 1) {
+        const T* px = x->GetData<T>();
+        const T* pa = alpha->GetData<T>();
+        T* py = y->GetData<T>();
+        for (int64_t i = 0; i < n; ++i) {
+          const int32_t v = static_cast<int32_t>(px[i]) - qi.zp;
+          int32_t o = v >= 0 ? tfl::MultiplyByQuantizedMultiplier(v, m1, s1)
+                             : tfl::MultiplyByQuantizedMultiplier(v * (static_cast<int32_t>(pa[alpha_index(i)]) - qa.zp), m2, s2);
+          o += qo.zp;
+          py[i] = static_cast<T>(std::min(std::max(o, tfl::QMin<T>()), tfl::QMax<T>()));
+        }
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
 // Quantize: float → integer (round(x / scale) + zero point) or integer → integer (requantize).
 class TflQuantize : public EagerExecuteOp, public ShapeInferOp {
  public:
@@ -1626,6 +1702,8 @@ void WeftRegister_litert(std::vector<OpEntry>& out) {
                  MakeOpImpl<TflTable8<TflFn::kTanh>>("TflTanh")});
   out.push_back({TflDef("TflHardSwish").Input("input", "T").Output("output", "T").DataTypeSym("T", q).Build(),
                  MakeOpImpl<TflHardSwish>("TflHardSwish")});
+  out.push_back({TflDef("TflPrelu").Input("input", "T").Input("alpha", "T").Output("output", "T").DataTypeSym("T", q).Build(),
+                 MakeOpImpl<TflPrelu>("TflPrelu")});
   out.push_back({TflDef("TflQuantize").Input("input", TensorType({DT_FLOAT, DT_INT8, DT_UINT8, DT_INT16, DT_INT32}))
                      .Output("output", TensorType({DT_INT8, DT_UINT8, DT_INT16, DT_INT32})).Build(),
                  MakeOpImpl<TflQuantize>("TflQuantize")});

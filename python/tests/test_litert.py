@@ -309,3 +309,22 @@ def test_8bit_hard_swish_is_bit_exact(tmp_path, dtype, scales):
     xv = np.arange(lo, hi + 1).astype(dtype)
     (got,) = session().compile(weft.import_litert(path)).run([xv])
     np.testing.assert_array_equal(got, litert_reference(path, [xv]))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("alpha_shape", [[1, 1, 4], [4], [1]])
+def test_8bit_prelu_is_bit_exact(tmp_path, dtype, alpha_shape):
+    """Quantized PRELU with alpha broadcast per channel or per tensor, against LiteRT's reference."""
+    rng = np.random.default_rng(3)
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    zps = (3, -9, 12) if dtype == "int8" else (128, 140, 100)
+    m = Model()
+    x = m.tensor("x", [2, 5, 3, 4], dtype, scale=0.07, zero_point=zps[0])
+    av = rng.integers(lo, hi, alpha_shape, endpoint=True).astype(dtype)
+    a = m.tensor("alpha", alpha_shape, dtype, data=av, scale=0.004, zero_point=zps[1])
+    y = m.tensor("y", [2, 5, 3, 4], dtype, scale=0.05, zero_point=zps[2])
+    m.builtin(54, [x, a], [y])  # PRELU
+    path = write(tmp_path, m, [x], [y], name=f"prelu_{dtype}.tflite")
+    xv = rng.integers(lo, hi, (2, 5, 3, 4), endpoint=True).astype(dtype)
+    (got,) = session().compile(weft.import_litert(path)).run([xv])
+    np.testing.assert_array_equal(got, litert_reference(path, [xv]))
