@@ -1064,6 +1064,122 @@ class TflPrelu : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+// RESIZE_BILINEAR on integer tensors (float ones import as Resize): TFLite's integer kernel, with
+// source coordinates in 10-bit fixed point and the four-tap sum rounded from 20 fractional bits.
+// Input and output share a scale, so no rescaling.
+class TflResizeBilinear : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    if (x.GetDimNum() != 4) return Fail(ctx, "the input must be 4-D NHWC");
+    std::vector<int64_t> size;
+    if (!ReadInts(ctx->GetInputTensor(1), &size)) {
+      *ctx->GetOutputShape(0) = Shape({x.GetDim(0), -1, -1, x.GetDim(3)});
+      return GRAPH_SUCCESS;
+    }
+    if (size.size() != 2 || size[0] <= 0 || size[1] <= 0) return Fail(ctx, "size must hold two positive values");
+    *ctx->GetOutputShape(0) = Shape({x.GetDim(0), size[0], size[1], x.GetDim(3)});
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    std::vector<int64_t> size;
+    if (!ReadInts(ctx->GetInputTensor(1), &size) || size.size() != 2 || size[0] <= 0 || size[1] <= 0 ||
+        size[0] > (1 << 20) || size[1] > (1 << 20))
+      return Fail(ctx, "size must hold two positive values below 2^20");
+    const Shape& xs = x->GetShape();
+    const int64_t n = xs.GetDim(0), ih = xs.GetDim(1), iw = xs.GetDim(2), c = xs.GetDim(3), oh = size[0], ow = size[1];
+    if (ih > (1 << 20) || iw > (1 << 20)) return Fail(ctx, "the input is too large for 10-bit fixed-point coordinates");
+    Tensor* y = ctx->MallocOutputTensor(0, Shape({n, oh, ow, c}), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const bool* align_p = ctx->GetAttrs()->GetBool("align_corners");
+    const bool* half_p = ctx->GetAttrs()->GetBool("half_pixel_centers");
+    const bool align = align_p && *align_p, half = half_p && *half_p;
+    auto scale10 = [&](int64_t in, int64_t out) {
+      if (align && out > 1) return ((int64_t{1} << 10) * (in - 1) + (out - 1) / 2) / (out - 1);
+      return ((int64_t{1} << 10) * in + out / 2) / out;
+    };
+    const int64_t sy = scale10(ih, oh), sx = scale10(iw, ow);
+    // For output coordinate v: the source position in 1/1024ths and the two taps around it.
+    auto taps = [&](int64_t v, int64_t scale, int64_t in, int64_t* pos, int64_t* lo, int64_t* hi) {
+      *pos = half ? v * scale + scale / 2 - (1 << 9) : v * scale;
+      *lo = std::max<int64_t>(*pos / (1 << 10), 0);
+      *hi = std::min<int64_t>((*pos + (1 << 10) - 1) / (1 << 10), in - 1);
+    };
+    if (x->GetDataType() == DT_UINT8) return FloatPath(x, y, n, ih, iw, c, oh, ow, align, half);
+    bool ok = DispatchQuantType(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t yy = 0; yy < oh; ++yy) {
+          int64_t in_y, y0, y1;
+          taps(yy, sy, ih, &in_y, &y0, &y1);
+          const int64_t fy = in_y - (int64_t{1} << 10) * y0;
+          for (int64_t xx = 0; xx < ow; ++xx) {
+            int64_t in_x, x0, x1;
+            taps(xx, sx, iw, &in_x, &x0, &x1);
+            const int64_t fx = in_x - (int64_t{1} << 10) * x0;
+            const T* p00 = px + ((b * ih + y0) * iw + x0) * c;
+            const T* p10 = px + ((b * ih + y1) * iw + x0) * c;
+            const T* p01 = px + ((b * ih + y0) * iw + x1) * c;
+            const T* p11 = px + ((b * ih + y1) * iw + x1) * c;
+            T* out = py + ((b * oh + yy) * ow + xx) * c;
+            for (int64_t k = 0; k < c; ++k) {
+              const int64_t sum = static_cast<int64_t>(p00[k]) * ((1 << 10) - fy) * ((1 << 10) - fx) +
+                                  static_cast<int64_t>(p10[k]) * fy * ((1 << 10) - fx) +
+                                  static_cast<int64_t>(p01[k]) * ((1 << 10) - fy) * fx +
+                                  static_cast<int64_t>(p11[k]) * fy * fx;
+              const int64_t round = sum > 0 ? (int64_t{1} << 19) : -(int64_t{1} << 19);
+              out[k] = static_cast<T>((sum + round) / (int64_t{1} << 20));
+            }
+          }
+        }
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, std::string("unsupported type ") + DataTypeName(x->GetDataType()));
+  }
+
+ private:
+  // uint8 goes through TFLite's float kernel: source coordinates and weights in float, the sum
+  // plus one half truncated.
+  static graphStatus FloatPath(const Tensor* x, Tensor* y, int64_t n, int64_t ih, int64_t iw, int64_t c, int64_t oh,
+                               int64_t ow, bool align, bool half) {
+    const float hs = align && oh > 1 ? static_cast<float>(ih - 1) / static_cast<float>(oh - 1) : static_cast<float>(ih) / static_cast<float>(oh);
+    const float ws = align && ow > 1 ? static_cast<float>(iw - 1) / static_cast<float>(ow - 1) : static_cast<float>(iw) / static_cast<float>(ow);
+    auto taps = [&](int64_t v, float scale, int64_t in, float* pos, int64_t* lo, int64_t* hi) {
+      *pos = half ? (static_cast<float>(v) + 0.5f) * scale - 0.5f : static_cast<float>(v) * scale;
+      *lo = std::max<int64_t>(static_cast<int32_t>(std::floor(*pos)), 0);
+      *hi = std::min<int64_t>(static_cast<int32_t>(std::ceil(*pos)), in - 1);
+    };
+    const uint8_t* px = x->GetData<uint8_t>();
+    uint8_t* py = y->GetData<uint8_t>();
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t yy = 0; yy < oh; ++yy) {
+        float in_y;
+        int64_t y0, y1;
+        taps(yy, hs, ih, &in_y, &y0, &y1);
+        const float fy = in_y - static_cast<float>(y0);
+        for (int64_t xx = 0; xx < ow; ++xx) {
+          float in_x;
+          int64_t x0, x1;
+          taps(xx, ws, iw, &in_x, &x0, &x1);
+          const float fx = in_x - static_cast<float>(x0);
+          const uint8_t* p00 = px + ((b * ih + y0) * iw + x0) * c;
+          const uint8_t* p10 = px + ((b * ih + y1) * iw + x0) * c;
+          const uint8_t* p01 = px + ((b * ih + y0) * iw + x1) * c;
+          const uint8_t* p11 = px + ((b * ih + y1) * iw + x1) * c;
+          uint8_t* out = py + ((b * oh + yy) * ow + xx) * c;
+          for (int64_t k = 0; k < c; ++k) {
+            const float v = static_cast<float>(p00[k]) * (1 - fy) * (1 - fx) + static_cast<float>(p10[k]) * fy * (1 - fx) +
+                            static_cast<float>(p01[k]) * (1 - fy) * fx + static_cast<float>(p11[k]) * fy * fx + 0.5f;
+            out[k] = static_cast<uint8_t>(v);
+          }
+        }
+      }
+    return GRAPH_SUCCESS;
+  }
+};
+
 // Quantize: float → integer (round(x / scale) + zero point) or integer → integer (requantize).
 class TflQuantize : public EagerExecuteOp, public ShapeInferOp {
  public:
@@ -1704,6 +1820,10 @@ void WeftRegister_litert(std::vector<OpEntry>& out) {
                  MakeOpImpl<TflHardSwish>("TflHardSwish")});
   out.push_back({TflDef("TflPrelu").Input("input", "T").Input("alpha", "T").Output("output", "T").DataTypeSym("T", q).Build(),
                  MakeOpImpl<TflPrelu>("TflPrelu")});
+  out.push_back({TflDef("TflResizeBilinear").Input("input", "T").Input("size", TensorType({DT_INT32, DT_INT64}))
+                     .Output("output", "T").DataTypeSym("T", TensorType({DT_INT8, DT_UINT8, DT_INT16}))
+                     .AttrBool("align_corners", false).AttrBool("half_pixel_centers", false).Build(),
+                 MakeOpImpl<TflResizeBilinear>("TflResizeBilinear")});
   out.push_back({TflDef("TflQuantize").Input("input", TensorType({DT_FLOAT, DT_INT8, DT_UINT8, DT_INT16, DT_INT32}))
                      .Output("output", TensorType({DT_INT8, DT_UINT8, DT_INT16, DT_INT32})).Build(),
                  MakeOpImpl<TflQuantize>("TflQuantize")});
