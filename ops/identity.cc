@@ -12,7 +12,8 @@ class Identity : public EagerExecuteOp {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
-    if (x->GetByteCount()) std::memcpy(y->GetAddr(), x->GetAddr(), x->GetByteCount());
+    // The planner may place the output over an input that dies here: nothing to copy.
+    if (x->GetByteCount() && y->GetAddr() != x->GetAddr()) std::memcpy(y->GetAddr(), x->GetAddr(), x->GetByteCount());
     return GRAPH_SUCCESS;
   }
 };

@@ -86,6 +86,8 @@ CASES = {
     "RNN": [((r(5, 2, 3), r(1, 4, 3), r(1, 4, 4)), {"hidden_size": 4})],
     "TflDepthwiseConv2D": [((r(1, 5, 5, 3), r(1, 3, 3, 3), r(3)), {"stride_h": 1, "stride_w": 1, "depth_multiplier": 1})],
     "TflTransposeConv": [((i64(1, 6, 6, 2), r(2, 3, 3, 3), r(1, 3, 3, 3)), {"stride_h": 2, "stride_w": 2})],
+    "TflResizeBilinear": [((torch.randint(-128, 127, (1, 4, 4, 2), dtype=torch.int8), torch.tensor([6, 5], dtype=torch.int32)),
+                           {"half_pixel_centers": True})],
     "PRelu": [((r(2, 3, 4), r(3, 1)), {})],
 }
 

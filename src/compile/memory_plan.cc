@@ -60,12 +60,22 @@ class LifetimeIndex {
 
 MemoryPlan PlanMemory(std::vector<Value>& values, int num_steps, size_t red_zone) {
   MemoryPlan plan;
-  std::vector<int> order;
+  std::vector<int> order, views;
   for (size_t k = 0; k < values.size(); ++k) {
     Value& v = values[k];
     if (v.kind != ValueKind::kIntermediate || v.producer < 0) continue;  // fused away or never produced
     if (v.is_output || v.last_use < v.producer) v.last_use = v.is_output ? num_steps : v.producer;
-    order.push_back(static_cast<int>(k));
+    (v.alias_of >= 0 ? views : order).push_back(static_cast<int>(k));
+  }
+  // A view lives in the bytes of the value it aliases (chains end at a planned value): that
+  // value's lifetime covers the view's.
+  auto root_of = [&](int k) {
+    while (values[k].alias_of >= 0) k = values[k].alias_of;
+    return k;
+  };
+  for (int k : views) {
+    Value& r = values[root_of(k)];
+    r.last_use = std::max(r.last_use, values[k].last_use);
   }
   auto padded = [red_zone](size_t b) { return (b + red_zone + 63) / 64 * 64; };
   // Lower bound: the most bytes live at any one step (a sweep over lifetime starts and ends).
@@ -104,6 +114,7 @@ MemoryPlan PlanMemory(std::vector<Value>& values, int num_steps, size_t red_zone
     plan.arena_bytes = std::max(plan.arena_bytes, v.offset + need);
     placed.Insert(k, v.producer, v.last_use);
   }
+  for (int k : views) values[k].offset = values[root_of(k)].offset;
   return plan;
 }
 

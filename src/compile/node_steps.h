@@ -61,11 +61,34 @@ struct NodeSteps {
     }
   }
 
+  // Built-in ops whose output is their first input's bytes under another shape: when that input
+  // is an intermediate that no later step reads, the output takes its place in the arena and the
+  // op's copy becomes a no-op. Not for graph outputs (they go to the caller's buffers), blocked
+  // layouts, guarded (branch) steps, dynamic models or plugin checking (red zones per tensor).
+  void AliasViews() {
+    for (auto& v : m->values) v.alias_of = -1;
+    if (m->dynamic || (m->env && m->env->check_plugins)) return;
+    static const char* const kViews[] = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+    for (size_t s = 0; s < m->nodes.size(); ++s) {
+      const CompiledNode& cn = *m->nodes[s];
+      if (cn.op->origin != "built-in" || !cn.guards.empty() || cn.in_values.empty() || cn.out_values.size() != 1) continue;
+      if (std::find_if(std::begin(kViews), std::end(kViews), [&](const char* t) { return cn.op_type == t; }) == std::end(kViews))
+        continue;
+      Value& in = m->values[cn.in_values[0]];
+      Value& out = m->values[cn.out_values[0]];
+      if (in.kind != ValueKind::kIntermediate || out.kind != ValueKind::kIntermediate || in.is_output || out.is_output) continue;
+      if (in.producer < 0 || in.last_use != static_cast<int>(s) || in.bytes != out.bytes || in.dtype != out.dtype) continue;
+      if (in.format != WEFT_FORMAT_ND || out.format != WEFT_FORMAT_ND || in.storage_given || out.storage_given) continue;
+      out.alias_of = cn.in_values[0];
+    }
+  }
+
   // The arena plan and the memory report (dynamic models size intermediates per run).
   Status PlanArena() {
     if (m->dynamic)
       for (auto& v : m->values)
         if (v.kind == ValueKind::kIntermediate) v.bytes = 0;
+    AliasViews();
     MemoryPlan plan = PlanMemory(m->values, static_cast<int>(m->nodes.size()),
                                  m->env && m->env->check_plugins ? kRedZoneBytes : 0);
     m->memory_.arena_bytes = plan.arena_bytes;

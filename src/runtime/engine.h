@@ -40,6 +40,7 @@ struct Value {
   int last_use = -1;   // step index of the last consumer
   bool is_output = false;
   size_t offset = 0;   // arena offset (intermediates)
+  int alias_of = -1;   // a view's input that dies at the view: this value takes its bytes (the plan)
   int32_t format = WEFT_FORMAT_ND;  // storage layout: the layout pass's choice (WeftLayoutSupport)
   bool storage_given = false;       // the producer's Compile called set_output_storage
   int index = -1;      // input index or constant index

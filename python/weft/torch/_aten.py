@@ -536,6 +536,9 @@ def _expand(seg, n, low):
             shape.append(1)  # Expand broadcasts: 1 keeps the input's own size
         else:
             raise Unsupported("expand to a new symbolic size")
+    if x.dim() == out.dim() and all(_same_size(a, b) for a, b in zip(x.shape, out.shape)):
+        seg.same_as(n, seg.tensor(n.args[0]))  # expanding to its own shape: the tensor itself
+        return
     seg.node("Expand", [seg.tensor(n.args[0]), seg.ints(shape, "shape")], out=n.name)
 
 
