@@ -181,13 +181,21 @@ def test_gradients_still_flow_through_pytorch():
 
 
 def test_compile_alias_takes_a_session():
-    s = weft.Session()
     m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
     x = torch.randn(1, 3, 6, 6)
-    c = wt.compile(m, session=s)
+    c = wt.compile(m, session=weft.Session(threads=2))
     with torch.no_grad():
         for _ in range(2):
             _assert_close(c(x), m(x))
+    # The session given is the one that compiles: one without built-ins compiles nothing, and the
+    # model still runs, in PyTorch, with the reason reported.
+    bare = weft.Session(load_builtins=False, use_env_path=False)
+    ex = wt.explain(m, x, options={"session": bare})
+    assert ex.weft_nodes == 0 and ex.torch_nodes, str(ex)
+    assert all("could not compile" in why for _, _, why in ex.torch_nodes), str(ex)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="unknown option"):
+        torch.compile(m, backend="weft", options={"sesion": bare})(x)
 
 
 # ---- torch.export ------------------------------------------------------------------------------

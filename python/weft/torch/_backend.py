@@ -162,10 +162,14 @@ def _log_plan(name, plan):
 _graph_counter = [0]
 
 
-def weft_backend(gm, example_inputs, **options):
+def weft_backend(gm, example_inputs, options=None, **kwargs):
     """The torch.compile backend "weft" (registered through the torch_dynamo_backends entry point
     and on `import weft.torch`). Options (`torch.compile(..., options={...})`): `session` (a
     weft.Session; default: weft.default_session())."""
+    options = dict(options or {}, **kwargs)
+    unknown = sorted(set(options) - {"session"})
+    if unknown:
+        raise ValueError(f"backend 'weft': unknown option(s) {unknown}; it takes 'session'")
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
     from torch._guards import TracingContext
