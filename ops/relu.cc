@@ -1,4 +1,4 @@
-// Relu: max(x, 0).
+// Relu: max(x, 0); NaN propagates.
 #include "elementwise.h"
 
 namespace weft::ops {
@@ -21,7 +21,7 @@ class Relu : public EagerExecuteOp, public FusibleOp {
       T* py = y->GetData<T>();
       for (int64_t i = 0; i < n; ++i) {
         auto v = Load(px[i]);
-        py[i] = v > 0 ? px[i] : Store<T>(decltype(v)(0));
+        py[i] = v < 0 ? Store<T>(decltype(v)(0)) : px[i];  // NaN stays NaN, as max(x, 0) in PyTorch and NumPy
       }
     });
     return GRAPH_SUCCESS;

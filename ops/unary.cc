@@ -263,7 +263,9 @@ class Clip : public EagerExecuteOp, public ShapeInferOp, public FusibleOp {
       C h = hi && hi->GetShapeSize() ? Load(hi->GetData<T>()[0]) : std::numeric_limits<C>::max();
       for (int64_t i = 0; i < x->GetShapeSize(); ++i) {
         C v = Load(x->GetData<T>()[i]);
-        y->GetData<T>()[i] = Store<T>(v < l ? l : v > h ? h : v);
+        // min(max(x, lo), hi), as ONNX defines it: with lo > hi every element is hi.
+        C m = v < l ? l : v;
+        y->GetData<T>()[i] = Store<T>(m > h ? h : m);
       }
     });
     return GRAPH_SUCCESS;

@@ -186,6 +186,25 @@ TEST(BuiltinRelu, MatchesReference) {
   }
 }
 
+// NaN through Relu stays NaN (PyTorch's and NumPy's max(x, 0)); Clip with min above max gives
+// max everywhere (ONNX: min(max(x, min), max)).
+TEST(BuiltinRelu, NaNPropagatesAndClipOrdersItsBounds) {
+  HostTensor x(DT_FLOAT, Shape({3}));
+  const float xs[] = {1.0f, std::numeric_limits<float>::quiet_NaN(), -2.0f};
+  std::copy(xs, xs + 3, x.data_as<float>());
+  auto r = RunOne("Relu", {x});
+  EXPECT_EQ(r[0].data_as<float>()[0], 1.0f);
+  EXPECT_TRUE(std::isnan(r[0].data_as<float>()[1]));
+  EXPECT_EQ(r[0].data_as<float>()[2], 0.0f);
+  HostTensor v(DT_FLOAT, Shape({3})), lo(DT_FLOAT, Shape()), hi(DT_FLOAT, Shape());
+  const float vs[] = {-3.0f, 0.0f, 3.0f};
+  std::copy(vs, vs + 3, v.data_as<float>());
+  lo.data_as<float>()[0] = 1.0f;
+  hi.data_as<float>()[0] = -1.0f;
+  auto c = RunOne("Clip", {v, lo, hi});
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c[0].data_as<float>()[i], -1.0f) << i;
+}
+
 TEST(BuiltinIdentity, CopiesEveryType) {
   for (DataType dt : {DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_INT32, DT_INT64, DT_INT8}) {
     auto x = Random(dt, {5, 2}, 5);

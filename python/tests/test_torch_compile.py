@@ -251,3 +251,91 @@ def test_cli_compiles_a_pt2_program(tmp_path):
     bad.write_bytes(b"not a zip")
     r = subprocess.run(cmd + ["compile", str(bad), "-o", out], capture_output=True, text=True, check=False)
     assert r.returncode != 0 and "is not a torch.export program" in r.stderr
+
+
+def test_numeric_edge_cases_match_eager():
+    def f(i, m, x):
+        return i < 0.5, i >= 1.5, m == 2, i == 1.5, torch.clamp(x, min=1.0, max=-1.0), torch.relu(x), torch.sigmoid(i)
+
+    i, m = torch.tensor([0, 1, 2]), torch.tensor([True, False, True])
+    x = torch.tensor([-3.0, float("nan"), 3.0])
+    c = torch.compile(f, backend="weft")
+    with torch.no_grad():
+        for _ in range(2):
+            for got, want in zip(c(i, m, x), f(i, m, x)):
+                torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_embedding_keeps_pytorchs_index_checks():
+    emb = torch.nn.Embedding(10, 2).eval()
+    c = torch.compile(lambda t: emb(t) * 1, backend="weft")
+    with torch.no_grad():
+        c(torch.tensor([1, 2]))
+        with pytest.raises(IndexError):
+            c(torch.tensor([1, -1]))
+
+
+def test_a_new_instance_at_a_freed_instances_addresses_gets_its_own_plan():
+    import gc
+
+    x = torch.randn(3, 16)
+    for seed in range(8):
+        torch.manual_seed(seed)
+        n = torch.nn.Linear(16, 16).eval()
+        c = torch.compile(n, backend="weft")
+        with torch.no_grad():
+            c(x)
+            _assert_close(c(x), n(x))
+        del n, c
+        gc.collect()
+
+
+def test_weights_changed_behind_the_version_counter_need_unfrozen_parameters():
+    m = torch.nn.Linear(8, 8).eval()
+    x = torch.randn(2, 8)
+    c = torch.compile(m, backend="weft", options={"freeze_parameters": False})
+    with torch.no_grad():
+        c(x)
+        m.weight.data.mul_(2)  # .data has its own version counter: a frozen plan could not see this
+        _assert_close(c(x), m(x))
+        _assert_close(c(x), m(x))
+
+
+def test_a_buffer_the_graph_updates_is_not_frozen(monkeypatch):
+    from weft.torch import _backend
+
+    class Counting(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.register_buffer("calls", torch.zeros(1))
+
+        def forward(self, x):
+            self.calls += 1
+            return self.lin(x) * self.calls
+
+    built = []
+    monkeypatch.setattr(_backend, "_log_plan", lambda name, plan: built.append(plan))
+    m, ref = Counting().eval(), Counting().eval()
+    ref.load_state_dict(m.state_dict())
+    c = torch.compile(m, backend="weft")
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        for _ in range(4):
+            _assert_close(c(x), ref(x))
+    assert len(built) == 1  # one plan, reused: the counter is an input, not a constant
+
+
+def test_from_exported_refuses_a_program_that_updates_a_buffer():
+    class Counting(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("calls", torch.zeros(1))
+
+        def forward(self, x):
+            self.calls.add_(1)
+            return x * 10
+
+    ep = torch.export.export(Counting(), (torch.randn(3),))
+    with pytest.raises(ValueError, match="updates .*calls.* in place"):
+        wt.from_exported(ep)

@@ -59,6 +59,7 @@ class Segment:
         self.nodes = []
         self.outputs = []  # fx nodes whose values leave the segment
         self.alias = {}    # fx node name -> the Weft value it is (getitem, clone: no copy)
+        self.index_checks = []  # (fx node of int indices from PyTorch, rows): checked per call
         self._output_names = set()
         self._produced = set()  # values computed by nodes
         self.model = None
@@ -143,8 +144,9 @@ def _arg(node, i, name, default=None):
 class Lowering:
     """One ATen fx graph with known values; `partition()` gives the steps of a plan."""
 
-    def __init__(self, gm, values, static_placeholders, session):
+    def __init__(self, gm, values, static_placeholders, session, for_export=False):
         self.gm = gm
+        self.for_export = for_export  # a whole-graph model file: no PyTorch between segments
         self.values = values          # fx node -> tensor / int / list (real or fake)
         self.session = session
         self.current = None
@@ -399,10 +401,16 @@ def _binary(seg, n, low):
     if alpha != 1:
         raise Unsupported("alpha other than 1")
     if op in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"):
-        # compare in the promoted type of the operands
-        dts = [low.values[a].dtype for a in n.args[:2] if isinstance(a, torch.fx.Node)
-               and isinstance(low.values.get(a), torch.Tensor)]
-        dtype = torch.promote_types(*dts) if len(dts) == 2 else dts[0]
+        # compare in the type ATen promotes the operands to (int tensor < 0.5 compares in float)
+        ops = []
+        for a in n.args[:2]:
+            v = low.values.get(a) if isinstance(a, torch.fx.Node) else a
+            if isinstance(v, torch.SymInt):
+                v = low.int_arg(a)
+            ops.append(v)
+        if not all(isinstance(v, (torch.Tensor, bool, int, float)) for v in ops):
+            raise Unsupported("a comparison operand that is neither a tensor nor a number")
+        dtype = torch.result_type(*ops) if isinstance(ops[0], torch.Tensor) else torch.result_type(ops[1], ops[0])
     elif op in ("And", "Or"):
         if out.dtype != torch.bool:
             raise Unsupported("bitwise ops on integers")
@@ -434,7 +442,9 @@ _UNARY = {aten.relu.default: "Relu", aten.sigmoid.default: "Sigmoid", aten.tanh.
 
 @_lower(*[k for k, v in _UNARY.items() if v])
 def _unary(seg, n, low):
-    seg.node(_UNARY[n.target], [seg.tensor(n.args[0])], out=n.name)
+    out = low.info(n)
+    # an integer input to a float function (sigmoid of an int tensor) is cast first, as ATen does
+    seg.node(_UNARY[n.target], [_operand(seg, n.args[0], out.dtype)], out=n.name)
 
 
 @_lower(aten.rsqrt.default)
@@ -471,7 +481,7 @@ def _clamp(seg, n, low):
         lo, hi = _arg(n, 1, "min_val", -1.0), _arg(n, 2, "max_val", 1.0)
     else:
         lo, hi = _arg(n, 1, "min"), _arg(n, 2, "max")
-    ins = [seg.tensor(n.args[0]), "" if lo is None else _operand(seg, lo, dtype),
+    ins = [_operand(seg, n.args[0], dtype), "" if lo is None else _operand(seg, lo, dtype),
            "" if hi is None else _operand(seg, hi, dtype)]
     seg.node("Clip", ins, out=n.name)
 
@@ -767,9 +777,22 @@ def _reduce_all(seg, n, low):
 
 @_lower(aten.embedding.default)
 def _embedding(seg, n, low):
-    if len(n.args) > 2 and n.args[2] not in (-1, None):
-        pass  # padding_idx only matters for gradients
-    seg.node("Gather", [seg.tensor(n.args[0]), seg.tensor(n.args[1])], {"axis": 0}, out=n.name)
+    # Gather counts negative indices from the end, where embedding raises IndexError. Under
+    # torch.compile the indices, when they come from PyTorch, are checked before the segment runs
+    # (as embedding would); indices computed inside a segment keep the lookup in PyTorch. An
+    # exported model has no such check (docs/python.md says so).
+    idx = n.args[1]
+    if not low.for_export:
+        if not isinstance(idx, torch.fx.Node) or idx.name in seg.defined and idx not in seg.inputs:
+            raise Unsupported("embedding indices computed in Weft could not be range-checked")
+        rows = int(low.info(n.args[0]).shape[0])
+        if idx in low.static:  # constant indices (position ids): checked once, here
+            v = low.values[idx]
+            if v.numel() and (int(v.min()) < 0 or int(v.max()) >= rows):
+                raise Unsupported("constant indices out of range")
+        else:
+            seg.index_checks.append((idx, rows))
+    seg.node("Gather", [seg.tensor(n.args[0]), seg.tensor(idx)], {"axis": 0}, out=n.name)
 
 
 @_lower(aten.constant_pad_nd.default)

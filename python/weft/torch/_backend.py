@@ -10,6 +10,7 @@ one graph) and rebuilt if a parameter is replaced or modified in place.
 import collections
 import os
 import threading
+import weakref
 
 import torch
 import torch.fx
@@ -65,7 +66,7 @@ class Plan:
                 self.segments += 1
                 ins = list(what.inputs)
                 outs = [(n, tuple(values[n].shape), values[n].dtype) for n in what.outputs]
-                compiled.append(("weft", (what.model, ins, outs, [n.name for n in what.nodes])))
+                compiled.append(("weft", (what.model, ins, outs, [n.name for n in what.nodes], what.index_checks)))
             else:
                 compiled.append((kind, what))
         self.steps = compiled
@@ -88,7 +89,11 @@ class Plan:
             env[n] = a
         for kind, what in self.steps:
             if kind == "weft":
-                model, ins, outs, _ = what
+                model, ins, outs, _, checks = what
+                for node, rows in checks:  # what embedding checks before it reads
+                    t = env[node]
+                    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= rows):
+                        raise IndexError("index out of range in self")
                 arrays = [env[n].detach().contiguous().numpy() for n in ins]
                 results = [torch.empty(shape, dtype=dtype) for _, shape, dtype in outs]
                 model.run_into(arrays, [r.numpy() for r in results])
@@ -122,19 +127,30 @@ class _Compiled:
                 key.append((tuple(a.shape), a.dtype))
             else:
                 key.append(a)
-        statics = tuple((args[i].data_ptr(), args[i]._version) for i in self.static_idx
+        # Parameters are baked into a plan: it serves these very tensor objects (checked through
+        # weak references, so a new tensor at a freed one's address is not taken for it), at
+        # these storages and version counters.
+        statics = tuple((id(args[i]), args[i].data_ptr(), args[i]._version) for i in self.static_idx
                         if isinstance(args[i], torch.Tensor))
         return tuple(key), statics
+
+    def _same_objects(self, plan, args):
+        return all(ref() is args[i] for i, ref in plan.static_refs)
 
     def __call__(self, *args):
         key = self._key(args)
         plan = self.plans.get(key)
+        if plan is not None and not self._same_objects(plan, args):
+            plan = None
         if plan is None:
             with self.lock:
                 plan = self.plans.get(key)
-                if plan is None:
+                if plan is None or not self._same_objects(plan, args):
                     plan = Plan(self.gm, list(args), self.static_idx, self.session)
+                    plan.static_refs = [(i, weakref.ref(args[i])) for i in self.static_idx
+                                        if isinstance(args[i], torch.Tensor)]
                     self.plans[key] = plan
+                    self.plans.move_to_end(key)
                     if len(self.plans) > _MAX_PLANS:
                         self.plans.popitem(last=False)
                     self.last_plan = plan
@@ -165,11 +181,15 @@ _graph_counter = [0]
 def weft_backend(gm, example_inputs, options=None, **kwargs):
     """The torch.compile backend "weft" (registered through the torch_dynamo_backends entry point
     and on `import weft.torch`). Options (`torch.compile(..., options={...})`): `session` (a
-    weft.Session; default: weft.default_session())."""
+    weft.Session; default: weft.default_session()); `freeze_parameters` (default True: parameters
+    and buffers become constants of the plan, rebuilt when PyTorch sees them change; False: they
+    are inputs read on every call, for code that changes weights behind PyTorch's version
+    counter, e.g. through `.data`)."""
     options = dict(options or {}, **kwargs)
-    unknown = sorted(set(options) - {"session"})
+    unknown = sorted(set(options) - {"session", "freeze_parameters"})
     if unknown:
-        raise ValueError(f"backend 'weft': unknown option(s) {unknown}; it takes 'session'")
+        raise ValueError(f"backend 'weft': unknown option(s) {unknown}; it takes 'session' and 'freeze_parameters'")
+    freeze = bool(options.get("freeze_parameters", True))
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
     from torch._guards import TracingContext
@@ -182,8 +202,12 @@ def weft_backend(gm, example_inputs, options=None, **kwargs):
     def inference(gm_aten, inputs):
         ctx = TracingContext.try_get()
         static = []
-        if ctx is not None and ctx.fw_metadata is not None:
-            static = list(ctx.fw_metadata.static_input_indices or [])
+        if freeze and ctx is not None and ctx.fw_metadata is not None:
+            meta = ctx.fw_metadata
+            static = list(meta.static_input_indices or [])
+            # A buffer the graph itself updates (a counter, running statistics) is not a constant.
+            info = getattr(meta, "input_info", None) or []
+            static = [i for i in static if not (i < len(info) and (info[i].mutates_data or info[i].mutates_metadata))]
         _graph_counter[0] += 1
         compiled = _Compiled(gm_aten, static, session, f"graph{_graph_counter[0]}")
         return make_boxed_func(compiled)
@@ -315,7 +339,7 @@ def graph_from_exported(program, decompose=True):
             values[n] = n.meta.get("val")
     # constant subgraphs (parameters only) are evaluated once, for real
     _evaluate_static(gm, values, static)
-    low = Lowering(gm, values, static, None)
+    low = Lowering(gm, values, static, None, for_export=True)
     from ._aten import Segment
 
     seg = Segment(0, low)
@@ -339,8 +363,19 @@ def graph_from_exported(program, decompose=True):
             missing.append(f"{n.name} ({_describe(n)}): {e}")
     if missing:
         raise ValueError("torch.export program: these nodes have no Weft lowering:\n  " + "\n  ".join(missing))
+    from torch.export.graph_signature import OutputKind
+
     out = next(n for n in gm.graph.nodes if n.op == "output")
-    for o in out.args[0]:
+    kinds = [spec.kind for spec in sig.output_specs]
+    mutated = [spec.target for spec in sig.output_specs if spec.kind in (OutputKind.BUFFER_MUTATION,
+                                                                          OutputKind.USER_INPUT_MUTATION)]
+    if mutated:
+        raise ValueError(f"torch.export program: it updates {', '.join(map(str, mutated))} in place; a Weft model "
+                         "has no state to carry that from one run to the next (torch.compile(backend=\"weft\") "
+                         "handles such models)")
+    for o, kind in zip(out.args[0], kinds):
+        if kind != OutputKind.USER_OUTPUT:
+            continue
         if not isinstance(o, torch.fx.Node):
             raise ValueError(f"torch.export program: output {o!r} is not a tensor")
         seg.tensor(o)  # a constant or an input returned as is becomes a value of the graph
