@@ -1013,7 +1013,11 @@ class TflPrelu : public EagerExecuteOp, public ShapeInferOp {
     if (alpha->GetDataType() != x->GetDataType()) return Fail(ctx, "alpha must have the input's type");
     const Shape& xs = x->GetShape();
     const Shape& as = alpha->GetShape();
+    if (as.GetDimNum() > xs.GetDimNum()) return Fail(ctx, "alpha has more dims than the input");
     const size_t r = xs.GetDimNum(), off = r - as.GetDimNum();
+    for (size_t k = 0; k < as.GetDimNum(); ++k)  // checked again here: shapes may be known only now
+      if (as.GetDim(k) != 1 && as.GetDim(k) != xs.GetDim(off + k))
+        return Fail(ctx, "alpha " + as.ToString() + " does not broadcast to the input " + xs.ToString());
     // Element i of x reads alpha at the index of its trailing coordinates (0 where alpha's dim is 1).
     std::vector<int64_t> astride(r, 0);
     for (int64_t k = static_cast<int64_t>(as.GetDimNum()) - 1, acc = 1; k >= 0; --k) {
