@@ -813,12 +813,17 @@ class TflBinary : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
-class TflLeakyRelu : public EagerExecuteOp, public ShapeInferOp {
+// Element-wise Tfl ops: the output has input 0's shape.
+class TflSameShape : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
     *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
     return GRAPH_SUCCESS;
   }
+};
+
+class TflLeakyRelu : public TflSameShape {
+ public:
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
@@ -846,7 +851,7 @@ class TflLeakyRelu : public EagerExecuteOp, public ShapeInferOp {
       for (int64_t i = 0; i < n; ++i) {
         int32_t v = static_cast<int32_t>(px[i]) - qi.zp;
         int32_t o = qo.zp + (v >= 0 ? tfl::MultiplyByQuantizedMultiplier(v, mi, si) : tfl::MultiplyByQuantizedMultiplier(v, ma, sa));
-        py[i] = static_cast<T>(std::min(std::max(o, tfl::QMin<T>()), tfl::QMax<T>()));
+        py[i] = tfl::Saturate<T>(o);
       }
     });
     return ok ? GRAPH_SUCCESS : Fail(ctx, "unsupported type");
@@ -858,12 +863,8 @@ class TflLeakyRelu : public EagerExecuteOp, public ShapeInferOp {
 // (all in float), plus its zero point, saturated.
 enum class TflFn { kLogistic, kTanh };
 template <TflFn F>
-class TflTable8 : public EagerExecuteOp, public ShapeInferOp {
+class TflTable8 : public TflSameShape {
  public:
-  graphStatus InferShape(InferShapeContext* ctx) override {
-    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
-    return GRAPH_SUCCESS;
-  }
   static float Apply(float v) {
     if constexpr (F == TflFn::kLogistic) return 1.0f / (1.0f + std::exp(-v));
     return std::tanh(v);
@@ -893,7 +894,7 @@ class TflTable8 : public EagerExecuteOp, public ShapeInferOp {
           const float dequantized = qi.scale * static_cast<float>(v - qi.zp);
           const float rescaled = std::round(Apply(dequantized) * inverse_scale);
           const int32_t q = static_cast<int32_t>(rescaled + static_cast<float>(qo.zp));
-          table[static_cast<uint8_t>(static_cast<T>(v))] = static_cast<T>(std::min(std::max(q, tfl::QMin<T>()), tfl::QMax<T>()));
+          table[static_cast<uint8_t>(static_cast<T>(v))] = tfl::Saturate<T>(q);
         }
         const T* px = x->GetData<T>();
         T* py = y->GetData<T>();
@@ -934,12 +935,8 @@ inline int16_t ToQ15(int32_t m) {
 }
 }  // namespace hswish
 
-class TflHardSwish : public EagerExecuteOp, public ShapeInferOp {
+class TflHardSwish : public TflSameShape {
  public:
-  graphStatus InferShape(InferShapeContext* ctx) override {
-    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
-    return GRAPH_SUCCESS;
-  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
@@ -980,7 +977,7 @@ class TflHardSwish : public EagerExecuteOp, public ShapeInferOp {
           relu = static_cast<int16_t>((relu + (1 << 15)) >> 1);  // [-1, 1] to [0, 1]
           int32_t o = hswish::RoundingShiftRight(hswish::TruncatingHighMul(relu, on_out_scale), -out_exp);
           o += qo.zp;
-          py[i] = static_cast<T>(std::min(std::max(o, tfl::QMin<T>()), tfl::QMax<T>()));
+          py[i] = tfl::Saturate<T>(o);
         }
       }
     });
@@ -1060,7 +1057,7 @@ class TflPrelu : public EagerExecuteOp, public ShapeInferOp {
           int32_t o = v >= 0 ? tfl::MultiplyByQuantizedMultiplier(v, m1, s1)
                              : tfl::MultiplyByQuantizedMultiplier(v * (static_cast<int32_t>(pa[alpha_index(i)]) - qa.zp), m2, s2);
           o += qo.zp;
-          py[i] = static_cast<T>(std::min(std::max(o, tfl::QMin<T>()), tfl::QMax<T>()));
+          py[i] = tfl::Saturate<T>(o);
         }
       }
     });

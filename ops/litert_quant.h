@@ -91,6 +91,12 @@ inline int32_t QuantizeValue(float scale, int32_t zero_point, float f) {
   return static_cast<int32_t>(t) + zero_point;
 }
 
+// v saturated to T's range.
+template <typename T>
+inline T Saturate(int32_t v) {
+  return static_cast<T>(std::min(std::max(v, QMin<T>()), QMax<T>()));
+}
+
 enum class Activation { kNone, kRelu, kReluN1To1, kRelu6, kTanh, kSignBit };
 
 // The clamp a fused activation applies to a quantized output in [qmin, qmax].
