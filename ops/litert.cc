@@ -1768,6 +1768,285 @@ class TflMean : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+// ---- stateful ------------------------------------------------------------------------------------
+
+// SVDF: a rank-factorised filter over time. Each of num_filters filters keeps its last `memory`
+// feature activations (the LiteRT variable tensor, [batch, num_filters * memory]); a run shifts
+// them one step left, appends weights_feature · input, dots each filter's memory with its row of
+// weights_time, sums `rank` consecutive filters per unit and adds the bias. The state lives in
+// the node's per-run-context memory (GetHostArgs): it starts at zero (the variable tensor's
+// reset value: the integer path's state is symmetric) and is carried between runs.
+// Inputs: input [batch, input_size], weights_feature [num_filters, input_size], weights_time
+// [num_filters, memory], optional bias [num_units]; input 4 of the LiteRT operator (the state) is
+// not an input here, but its quantization stays at index 4 of input_scale.
+// Float: all float32. Integer (TFLite's integer SVDF): int8 input and weights_feature, int16
+// weights_time and state, int32 bias, int8 output; or, as TFLM also runs it, int8 weights_time
+// and an int8 state with a zero point.
+class TflSvdf : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    const Shape& wf = *ctx->GetInputShape(1);
+    const Shape& wt = *ctx->GetInputShape(2);
+    int64_t rank = IntAttr(ctx, "rank");
+    if (x.GetDimNum() != 2 || wf.GetDimNum() != 2 || wt.GetDimNum() != 2)
+      return Fail(ctx, "input, weights_feature and weights_time must be 2-D (got " + x.ToString() + ", " + wf.ToString() + ", " + wt.ToString() + ")");
+    if (wf.GetDim(1) != x.GetDim(1) && x.GetDim(1) >= 0)
+      return Fail(ctx, "weights_feature " + wf.ToString() + " does not match the input " + x.ToString());
+    if (wt.GetDim(0) != wf.GetDim(0) || wt.GetDim(1) <= 0)
+      return Fail(ctx, "weights_time " + wt.ToString() + " must be [num_filters, memory] for weights_feature " + wf.ToString());
+    if (rank <= 0 || wf.GetDim(0) % rank)
+      return Fail(ctx, "rank " + std::to_string(rank) + " must divide num_filters " + std::to_string(wf.GetDim(0)));
+    const Shape* b = ctx->GetOptionalInputShape(3);
+    if (b && (b->GetDimNum() != 1 || b->GetDim(0) != wf.GetDim(0) / rank))
+      return Fail(ctx, "bias " + b->ToString() + " must be [num_units] = [" + std::to_string(wf.GetDim(0) / rank) + "]");
+    *ctx->GetOutputShape(0) = Shape({x.GetDim(0), wf.GetDim(0) / rank});
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return SetRecordedOutputType(ctx, 0); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wf = ctx->GetInputTensor(1);
+    const Tensor* wt = ctx->GetInputTensor(2);
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetOutputTensor(0)->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const int64_t batch = x->GetShape().GetDim(0), input_size = x->GetShape().GetDim(1);
+    const int64_t filters = wf->GetShape().GetDim(0), memory = wt->GetShape().GetDim(1);
+    const int64_t rank = IntAttr(ctx, "rank"), units = filters / rank;
+    const int64_t cells = batch * filters * memory;
+    Activation act;
+    if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    if (x->GetDataType() == DT_FLOAT) {
+      if (wf->GetDataType() != DT_FLOAT || wt->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT))
+        return Fail(ctx, "float SVDF takes float32 weights and bias (hybrid SVDF with quantized weights is not supported)");
+      auto* state = static_cast<float*>(ctx->GetHostArgs(static_cast<size_t>(cells) * sizeof(float)));
+      if (!state) return GRAPH_FAILED;
+      // Shift each filter's memory left; the newest activation goes last.
+      std::memmove(state, state + 1, static_cast<size_t>(cells - 1) * sizeof(float));
+      const float* px = x->GetData<float>();
+      const float* pf = wf->GetData<float>();
+      const float* pt = wt->GetData<float>();
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t f = 0; f < filters; ++f) {
+          float acc = 0.f;
+          for (int64_t c = 0; c < input_size; ++c) acc += pf[f * input_size + c] * px[n * input_size + c];
+          state[(n * filters + f) * memory + memory - 1] = acc;
+        }
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      float* py = y->GetData<float>();
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t u = 0; u < units; ++u) {
+          float out = b ? b->GetData<float>()[u] : 0.f;
+          for (int64_t r = 0; r < rank; ++r) {
+            const int64_t f = u * rank + r;
+            const float* m = state + (n * filters + f) * memory;
+            float dot = 0.f;
+            for (int64_t t = 0; t < memory; ++t) dot += pt[f * memory + t] * m[t];
+            out += dot;
+          }
+          py[n * units + u] = std::min(std::max(out, lo), hi);
+        }
+      return GRAPH_SUCCESS;
+    }
+    const DataType st = wt->GetDataType();
+    if (x->GetDataType() != DT_INT8 || wf->GetDataType() != DT_INT8 || (st != DT_INT16 && st != DT_INT8) ||
+        (b && b->GetDataType() != DT_INT32) || y->GetDataType() != DT_INT8)
+      return Fail(ctx, "integer SVDF takes an int8 input and weights_feature, int16 or int8 weights_time (the state's type), "
+                       "an int32 bias and gives int8");
+    Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), tq = InputQuant(ctx, 2), sq = InputQuant(ctx, 4), o = OutputQuant(ctx);
+    if (!in.quantized() || !fq.quantized() || !tq.quantized() || !sq.quantized() || !o.quantized())
+      return Fail(ctx, "integer SVDF needs the scales of its input, weights, state (input 4) and output");
+    if (st == DT_INT16 && sq.zp != 0) return Fail(ctx, "an int16 state must be symmetric (zero point 0), not " + std::to_string(sq.zp));
+    int32_t m1, m2;
+    int s1, s2;
+    // The scale products in float, as TFLite's Prepare computes them.
+    tfl::QuantizeMultiplier(static_cast<double>(in.scale * fq.scale / sq.scale), &m1, &s1);
+    tfl::QuantizeMultiplier(static_cast<double>(sq.scale * tq.scale / o.scale), &m2, &s2);
+    auto run = [&](auto tag) -> graphStatus {
+      using T = decltype(tag);  // weights_time and state: int16, or int8 (TFLM's 8-bit SVDF)
+      // The state, then one byte that says it holds a value: the initial state is the zero point
+      // (what LiteRT and TFLM reset an 8-bit variable tensor to).
+      auto* raw = static_cast<uint8_t*>(ctx->GetHostArgs(static_cast<size_t>(cells) * sizeof(T) + 1));
+      if (!raw) return GRAPH_FAILED;
+      T* state = reinterpret_cast<T*>(raw);
+      if (!raw[static_cast<size_t>(cells) * sizeof(T)]) {
+        std::fill(state, state + cells, static_cast<T>(sq.zp));
+        raw[static_cast<size_t>(cells) * sizeof(T)] = 1;
+      }
+      std::memmove(state, state + 1, static_cast<size_t>(cells - 1) * sizeof(T));
+      const int8_t* px = x->GetData<int8_t>();
+      const int8_t* pf = wf->GetData<int8_t>();
+      const T* pt = wt->GetData<T>();
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t f = 0; f < filters; ++f) {
+          int32_t acc = 0;
+          for (int64_t c = 0; c < input_size; ++c) acc += int32_t(pf[f * input_size + c]) * (int32_t(px[n * input_size + c]) - in.zp);
+          int32_t v = std::min(std::max(tfl::MultiplyByQuantizedMultiplier(acc, m1, s1), tfl::QMin<T>()), tfl::QMax<T>());
+          // Clamped before the zero point is added, and stored modulo 2^bits, as the reference does.
+          state[(n * filters + f) * memory + memory - 1] = static_cast<T>(static_cast<uint32_t>(v + sq.zp));
+        }
+      int8_t* py = y->GetData<int8_t>();
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t u = 0; u < units; ++u) {
+          // int32 arithmetic that wraps as TFLite's does (computed unsigned: no undefined overflow).
+          uint32_t out = b ? static_cast<uint32_t>(b->GetData<int32_t>()[u]) : 0u;
+          for (int64_t r = 0; r < rank; ++r) {
+            const int64_t f = u * rank + r;
+            const T* mem = state + (n * filters + f) * memory;
+            uint32_t dot = 0;
+            for (int64_t t = 0; t < memory; ++t) dot += static_cast<uint32_t>(int32_t(pt[f * memory + t]) * (int32_t(mem[t]) - sq.zp));
+            out += dot;
+          }
+          int32_t v = tfl::MultiplyByQuantizedMultiplier(static_cast<int32_t>(out), m2, s2) + o.zp;
+          py[n * units + u] = tfl::Saturate<int8_t>(v);
+        }
+      return GRAPH_SUCCESS;
+    };
+    return st == DT_INT16 ? run(int16_t()) : run(int8_t());
+  }
+};
+
+// UNIDIRECTIONAL_SEQUENCE_LSTM, float: an LSTM over a sequence ([batch, time, input], or [time,
+// batch, input] with time_major), with optional CIFG (no input gate: i = 1 - f), peepholes,
+// projection, cell and projection clipping. The output state h and the cell state c (LiteRT's
+// variable tensors, inputs 18 and 19 of the operator) live in the node's per-run-context memory:
+// zero at first, carried from one run to the next. Inputs here, in the operator's order without
+// the two states: input; input_to_{input,forget,cell,output}_weights [cell, input];
+// recurrent_to_{...}_weights [cell, output]; cell_to_{input,forget,output}_weights [cell];
+// {input,forget,cell,output}_gate_bias [cell]; projection_weights [output, cell];
+// projection_bias [output]; four layer-norm coefficient vectors (not supported).
+class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  enum { kX, kWxi, kWxf, kWxc, kWxo, kWhi, kWhf, kWhc, kWho, kPi, kPf, kPo, kBi, kBf, kBc, kBo, kProj, kProjBias, kLn0 };
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetOptionalInputShape(kX);
+    const Shape& wxo = *ctx->GetOptionalInputShape(kWxo);
+    const Shape& who = *ctx->GetOptionalInputShape(kWho);
+    if (x.GetDimNum() != 3) return Fail(ctx, "the input must be 3-D, not " + x.ToString());
+    if (wxo.GetDimNum() != 2 || who.GetDimNum() != 2 || who.GetDim(0) != wxo.GetDim(0))
+      return Fail(ctx, "input_to_output_weights " + wxo.ToString() + " and recurrent_to_output_weights " + who.ToString() +
+                           " must be [cell, input] and [cell, output]");
+    if (x.GetDim(2) >= 0 && wxo.GetDim(1) != x.GetDim(2))
+      return Fail(ctx, "input_to_output_weights " + wxo.ToString() + " does not match the input " + x.ToString());
+    const int64_t cell = wxo.GetDim(0), in = wxo.GetDim(1), out = who.GetDim(1);
+    auto check = [&](int k, const char* name, Shape want, bool optional) -> bool {
+      const Shape* s = ctx->GetOptionalInputShape(static_cast<size_t>(k));
+      if (!s) return optional || (Fail(ctx, std::string(name) + " is missing"), false);
+      if (*s != want) return Fail(ctx, std::string(name) + " is " + s->ToString() + ", not " + want.ToString()), false;
+      return true;
+    };
+    bool ok = check(kWxi, "input_to_input_weights", Shape({cell, in}), true) && check(kWxf, "input_to_forget_weights", Shape({cell, in}), false) &&
+              check(kWxc, "input_to_cell_weights", Shape({cell, in}), false) && check(kWhi, "recurrent_to_input_weights", Shape({cell, out}), true) &&
+              check(kWhf, "recurrent_to_forget_weights", Shape({cell, out}), false) && check(kWhc, "recurrent_to_cell_weights", Shape({cell, out}), false) &&
+              check(kPi, "cell_to_input_weights", Shape({cell}), true) && check(kPf, "cell_to_forget_weights", Shape({cell}), true) &&
+              check(kPo, "cell_to_output_weights", Shape({cell}), true) && check(kBi, "input_gate_bias", Shape({cell}), true) &&
+              check(kBf, "forget_gate_bias", Shape({cell}), false) && check(kBc, "cell_gate_bias", Shape({cell}), false) &&
+              check(kBo, "output_gate_bias", Shape({cell}), false) && check(kProj, "projection_weights", Shape({out, cell}), true) &&
+              check(kProjBias, "projection_bias", Shape({out}), true);
+    if (!ok) return GRAPH_FAILED;
+    if (!ctx->GetOptionalInputShape(kProj) && out != cell)
+      return Fail(ctx, "without projection_weights the output size (" + std::to_string(out) + ") must equal the cell size (" + std::to_string(cell) + ")");
+    *ctx->GetOutputShape(0) = Shape({x.GetDim(0), x.GetDim(1), out});
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    if (ctx->GetInputDataType(0) != DT_FLOAT)
+      return Fail(ctx, "only the float LSTM is supported; the integer (8x8->16) sequence LSTM is not implemented yet");
+    return SetRecordedOutputType(ctx, 0);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetRequiredInputTensor(kX);
+    if (x->GetDataType() != DT_FLOAT)
+      return Fail(ctx, "only the float LSTM is supported; the integer (8x8->16) sequence LSTM is not implemented yet");
+    for (size_t k = kWxi; k < kLn0 + 4; ++k) {
+      const Tensor* t = ctx->GetOptionalInputTensor(k);
+      if (t && t->GetDataType() != DT_FLOAT) return Fail(ctx, "input " + std::to_string(k) + " must be float32 (hybrid LSTMs with quantized weights are not supported)");
+    }
+    for (size_t k = kLn0; k < kLn0 + 4; ++k)
+      if (ctx->GetOptionalInputTensor(k)) return Fail(ctx, "layer-normalized LSTMs are not supported");
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_FLOAT);
+    if (!y) return GRAPH_FAILED;
+    const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
+    const char* act_s = ctx->GetAttrs()->GetStr("fused_activation_function");
+    const std::string act = act_s ? act_s : "TANH";
+    float (*activate)(float);
+    if (act == "TANH") activate = [](float v) { return std::tanh(v); };
+    else if (act == "RELU") activate = [](float v) { return std::max(v, 0.f); };
+    else if (act == "RELU6") activate = [](float v) { return std::min(std::max(v, 0.f), 6.f); };
+    else if (act == "RELU_N1_TO_1") activate = [](float v) { return std::min(std::max(v, -1.f), 1.f); };
+    else if (act == "NONE") activate = [](float v) { return v; };
+    else return Fail(ctx, "activation " + act + " is not supported");
+    const float* cell_clip = ctx->GetAttrs()->GetFloat("cell_clip");
+    const float* proj_clip = ctx->GetAttrs()->GetFloat("proj_clip");
+    const float cclip = cell_clip ? *cell_clip : 0.f, pclip = proj_clip ? *proj_clip : 0.f;
+    const Shape& xs = x->GetShape();
+    const int64_t batch = time_major ? xs.GetDim(1) : xs.GetDim(0), steps = time_major ? xs.GetDim(0) : xs.GetDim(1);
+    const int64_t in = xs.GetDim(2);
+    const int64_t cell = ctx->GetRequiredInputTensor(kWxo)->GetShape().GetDim(0), out = ctx->GetRequiredInputTensor(kWho)->GetShape().GetDim(1);
+    auto data = [&](int k) -> const float* {
+      const Tensor* t = ctx->GetOptionalInputTensor(static_cast<size_t>(k));
+      return t ? t->GetData<float>() : nullptr;
+    };
+    const float *wx[4] = {data(kWxi), data(kWxf), data(kWxc), data(kWxo)}, *wh[4] = {data(kWhi), data(kWhf), data(kWhc), data(kWho)};
+    const float *bias[4] = {data(kBi), data(kBf), data(kBc), data(kBo)}, *peep[4] = {data(kPi), data(kPf), nullptr, data(kPo)};
+    const float *proj = data(kProj), *proj_bias = data(kProjBias);
+    const bool cifg = !wx[0];
+    if (cifg != !wh[0]) return Fail(ctx, "input_to_input_weights and recurrent_to_input_weights must be both present or both absent (CIFG)");
+    auto* state = static_cast<float*>(ctx->GetHostArgs(static_cast<size_t>(batch * (out + cell)) * sizeof(float)));
+    if (!state) return GRAPH_FAILED;
+    auto* gate = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(4 * cell + cell) * sizeof(float)));
+    if (!gate) return GRAPH_FAILED;
+    float* m = gate + 4 * cell;  // the gated cell output before projection
+    const float* px = x->GetData<float>();
+    float* py = y->GetData<float>();
+    auto sigmoid = [](float v) { return 1.f / (1.f + std::exp(-v)); };
+    for (int64_t b = 0; b < batch; ++b) {
+      float* h = state + b * out;
+      float* c = state + batch * out + b * cell;
+      for (int64_t t = 0; t < steps; ++t) {
+        const int64_t row = time_major ? t * batch + b : b * steps + t;
+        const float* xt = px + row * in;
+        for (int g = 0; g < 4; ++g) {
+          if (g == 0 && cifg) continue;
+          float* acc = gate + g * cell;
+          for (int64_t j = 0; j < cell; ++j) {
+            float v = bias[g] ? bias[g][j] : 0.f;
+            const float* rx = wx[g] + j * in;
+            for (int64_t k = 0; k < in; ++k) v += rx[k] * xt[k];
+            const float* rh = wh[g] + j * out;
+            for (int64_t k = 0; k < out; ++k) v += rh[k] * h[k];
+            acc[j] = v;
+          }
+        }
+        float *ig = gate, *fg = gate + cell, *cg = gate + 2 * cell, *og = gate + 3 * cell;
+        for (int64_t j = 0; j < cell; ++j) {
+          float f = sigmoid(fg[j] + (peep[1] ? peep[1][j] * c[j] : 0.f));
+          float i = cifg ? 1.f - f : sigmoid(ig[j] + (peep[0] ? peep[0][j] * c[j] : 0.f));
+          float cn = c[j] * f + i * activate(cg[j]);
+          if (cclip > 0.f) cn = std::min(std::max(cn, -cclip), cclip);
+          c[j] = cn;
+          float o = sigmoid(og[j] + (peep[3] ? peep[3][j] * cn : 0.f));
+          m[j] = o * activate(cn);
+        }
+        if (proj) {
+          for (int64_t k = 0; k < out; ++k) {
+            float v = proj_bias ? proj_bias[k] : 0.f;
+            for (int64_t j = 0; j < cell; ++j) v += proj[k * cell + j] * m[j];
+            if (pclip > 0.f) v = std::min(std::max(v, -pclip), pclip);
+            h[k] = v;
+          }
+        } else {
+          std::memcpy(h, m, static_cast<size_t>(out) * sizeof(float));
+        }
+        std::memcpy(py + row * out, h, static_cast<size_t>(out) * sizeof(float));
+      }
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
 // One class per op type (an implementation table binds one class to one name).
 class TflConv2D : public TflConv {};
 class TflDepthwiseConv2D : public TflConv {};
@@ -1856,6 +2135,35 @@ void WeftRegister_litert(std::vector<OpEntry>& out) {
   out.push_back({TflDef("TflMean").Input("input", "T").Input("axis", TensorType({DT_INT32, DT_INT64})).Output("output", "T")
                      .DataTypeSym("T", q).AttrBool("keep_dims", false).Build(),
                  MakeOpImpl<TflMean>("TflMean")});
+  out.push_back({TflDef("TflSvdf").Input("input", TensorType({DT_FLOAT, DT_INT8})).Input("weights_feature", TensorType({DT_FLOAT, DT_INT8}))
+                     .Input("weights_time", TensorType({DT_FLOAT, DT_INT16, DT_INT8})).OptionalInput("bias", TensorType({DT_FLOAT, DT_INT32}))
+                     .Output("output", TensorType({DT_FLOAT, DT_INT8})).AttrInt("rank", 1)
+                     .AttrString("fused_activation_function", "NONE").AttrBool("asymmetric_quantize_inputs", false).Build(),
+                 MakeOpImpl<TflSvdf>("TflSvdf")});
+  {
+    TensorType lf({DT_FLOAT, DT_INT8, DT_INT16, DT_INT32});
+    OpDefBuilder b = TflDef("TflUnidirectionalSequenceLstm");
+    b.Input("input", lf);
+    // The input gate is absent in CIFG LSTMs.
+    auto gates = [&](const char* prefix, const char* suffix, bool with_cell) {
+      for (const char* gate : {"input", "forget", "cell", "output"}) {
+        if (!with_cell && std::string(gate) == "cell") continue;
+        std::string name = std::string(prefix) + gate + suffix;
+        if (std::string(gate) == "input" || !with_cell) b.OptionalInput(name.c_str(), lf);
+        else b.Input(name.c_str(), lf);
+      }
+    };
+    gates("input_to_", "_weights", true);
+    gates("recurrent_to_", "_weights", true);
+    gates("cell_to_", "_weights", false);
+    gates("", "_gate_bias", true);
+    b.OptionalInput("projection_weights", lf).OptionalInput("projection_bias", lf);
+    for (const char* gate : {"input", "forget", "cell", "output"}) b.OptionalInput((std::string(gate) + "_layer_norm_coefficients").c_str(), lf);
+    out.push_back({b.Output("output", lf).AttrString("fused_activation_function", "TANH").AttrFloat("cell_clip", 0.f)
+                       .AttrFloat("proj_clip", 0.f).AttrBool("time_major", false).AttrBool("asymmetric_quantize_inputs", false)
+                       .AttrBool("diagonal_recurrent_tensors", false).Build(),
+                   MakeOpImpl<TflUnidirectionalSequenceLstm>("TflUnidirectionalSequenceLstm")});
+  }
   out.push_back({TflDef("TflTranspose").Input("input", "T").Input("perm", TensorType({DT_INT32, DT_INT64})).Output("output", "T")
                      .DataTypeSym("T", all).Build(),
                  MakeOpImpl<TflTranspose>("TflTranspose")});

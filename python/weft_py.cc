@@ -229,6 +229,11 @@ class PyModel {
     if (!s.ok()) Raise(s);
   }
 
+  void ResetState() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx_->ResetState();
+  }
+
   std::shared_ptr<CompiledModel> m_;
 
  private:
@@ -336,7 +341,12 @@ PYBIND11_MODULE(_weft, m) {
 
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
       .def("run", &PyModel::Run, py::arg("inputs"),
-           "Runs on arrays in input order (read in place); returns new NumPy arrays.")
+           "Runs on arrays in input order (read in place); returns new NumPy arrays. A stateful model\n"
+           "(LiteRT variable tensors: SVDF, sequence LSTMs) carries its state from one run of this Model\n"
+           "to the next, as one stream; a call made while another runs on the same Model starts from\n"
+           "the initial state.")
+      .def("reset_state", &PyModel::ResetState,
+           "Puts a stateful model's state back to its initial value (zeros): the next run starts a new stream.")
       .def("run_into", &PyModel::RunInto, py::arg("inputs"), py::arg("outputs"),
            "Runs writing into the given C-contiguous output arrays (no copies).")
       .def("save", [](PyModel& p, const std::string& path, bool embed, bool pin) {

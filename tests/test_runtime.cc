@@ -264,6 +264,52 @@ TEST(PluginChecking, CatchesOverrunsUnwrittenOutputsAndWrittenInputs) {
   }
 }
 
+// State kept in an op's per-context block (GetHostArgs) forms one stream per run context: it
+// carries from run to run, ResetState starts over, convenience runs always start fresh, a second
+// context has its own, and plugin checking (which may run a step twice) advances it once.
+TEST(StatefulOps, StatePerRunContextResetAndCheckedReruns) {
+  // 0xA5A5A5A5 as a float: an output holding plugin checking's first poison pattern, so that the
+  // checked run executes the step a second time.
+  float poison;
+  const uint32_t bits = 0xA5A5A5A5u;
+  std::memcpy(&poison, &bits, 4);
+  HostTensor x(DT_FLOAT, {2});
+  x.data_as<float>()[0] = poison;
+  x.data_as<float>()[1] = 1.5f;
+  for (bool check : {false, true}) {
+    SessionOptions o;
+    o.use_env_path = false;
+    o.package_paths = {Pkg("bad_ops")};
+    o.check_plugins = check;
+    auto s = Session::Create(o).value();
+    Graph g("stream");
+    g.AddInput("x", DT_FLOAT, {2}).AddNode("RunningSum", "sum", {"x"}, {"y"}).AddOutput("y");
+    auto m = s->Compile(g).value();
+    auto ctx = m->CreateRunContext();
+    auto other = m->CreateRunContext();
+    HostTensor y(DT_FLOAT, {2});
+    TensorRef in = TensorRef::Of(x), out = TensorRef::Of(y);
+    std::vector<float> seen;
+    for (int k = 0; k < 3; ++k) {
+      ASSERT_TRUE(m->Run(*ctx, &in, 1, &out, 1).ok());
+      seen.push_back(y.data_as<float>()[1]);
+    }
+    EXPECT_EQ(seen, (std::vector<float>{1.5f, 3.f, 4.5f})) << "check_plugins=" << check;
+    ASSERT_TRUE(m->Run(*other, &in, 1, &out, 1).ok());  // another context: its own stream
+    EXPECT_EQ(y.data_as<float>()[1], 1.5f);
+    for (int k = 0; k < 2; ++k) {  // convenience runs: always from the initial state
+      auto r = m->Run({x});
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      EXPECT_EQ(r.value()[0].data_as<float>()[1], 1.5f);
+    }
+    ctx->ResetState();
+    ASSERT_TRUE(m->Run(*ctx, &in, 1, &out, 1).ok());
+    EXPECT_EQ(y.data_as<float>()[1], 1.5f);
+    ASSERT_TRUE(m->Run(*ctx, &in, 1, &out, 1).ok());
+    EXPECT_EQ(y.data_as<float>()[1], 3.f);
+  }
+}
+
 // An exception thrown inside a ParallelFor body, on the caller's thread or a pool thread, fails
 // the run with the exception's text; the process and the session go on.
 TEST(PluginChecking, AnExceptionInAParallelForBodyFailsTheRun) {

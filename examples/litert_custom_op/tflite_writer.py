@@ -26,13 +26,14 @@ class Model:
         self.codes = []       # (builtin code, custom code)
         self.ops = []         # (code index, inputs, outputs, custom options)
 
-    def tensor(self, name, shape, dtype, data=None, scale=None, zero_point=0):
-        """A tensor; `scale` (and `zero_point`) make it quantized per tensor."""
+    def tensor(self, name, shape, dtype, data=None, scale=None, zero_point=0, variable=False):
+        """A tensor; `scale` (and `zero_point`) make it quantized per tensor; `variable` marks an
+        operator's state (a variable tensor, updated in place by the operator that reads it)."""
         buf = 0
         if data is not None:
             self.buffers.append(np.ascontiguousarray(data, dtype=np.dtype(dtype)).tobytes())
             buf = len(self.buffers) - 1
-        self.tensors.append((name, list(shape), TYPES[dtype], buf, scale, zero_point))
+        self.tensors.append((name, list(shape), TYPES[dtype], buf, scale, zero_point, variable))
         return len(self.tensors) - 1
 
     def _code(self, builtin, custom=None):
@@ -71,7 +72,7 @@ class Model:
                 b.PrependUOffsetTRelativeSlot(0, vec, 0)
             buffers.append(b.EndObject())
         tensors = []
-        for name, shape, ttype, buf, scale, zero_point in self.tensors:
+        for name, shape, ttype, buf, scale, zero_point, variable in self.tensors:
             q = None
             if scale is not None:
                 b.StartVector(4, 1, 4)
@@ -92,6 +93,7 @@ class Model:
             b.PrependInt8Slot(1, ttype, 0)
             b.PrependUint32Slot(2, buf, 0)
             b.PrependUOffsetTRelativeSlot(3, n, 0)
+            b.PrependBoolSlot(5, variable, False)
             tensors.append(b.EndObject())
         ops = []
         for code, ins, outs, options in self.ops:

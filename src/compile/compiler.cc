@@ -327,8 +327,16 @@ struct Builder : NodeSteps {
       t.size_bytes = outs[k].bytes();
     }
     Scratch scratch;
-    if (Call(cn, WEFT_STAGE_EXECUTE, cn.op->impl->execute, &scratch) != WEFT_STATUS_OK)
-      return InvalidArgument(NodeError(cn, "Execute (constant folding)", error));
+    bool stateful = false;
+    asked_host_args = &stateful;
+    WeftStatus folded = Call(cn, WEFT_STAGE_EXECUTE, cn.op->impl->execute, &scratch);
+    asked_host_args = nullptr;
+    if (stateful) {  // it keeps state between runs (GetHostArgs): it runs every time
+      error.clear();
+      for (int id : cn.out_values) meta[id].data = nullptr;
+      return Status::Ok();
+    }
+    if (folded != WEFT_STATUS_OK) return InvalidArgument(NodeError(cn, "Execute (constant folding)", error));
     for (size_t k = 0; k < cn.out_values.size(); ++k) {
       Value& v = m->values[cn.out_values[k]];
       meta[cn.out_values[k]].data = nullptr;

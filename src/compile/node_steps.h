@@ -112,6 +112,7 @@ struct NodeSteps {
     return Status::Ok();
   }
 
+  bool* asked_host_args = nullptr;  // CallState::asked_host_args for the next Call
   // Runs one callback of `cn` in a compile-time context over `meta`.
   template <typename F>
   WeftStatus Call(CompiledNode& cn, WeftStage stage, F fn, Scratch* scratch = nullptr,
@@ -130,6 +131,7 @@ struct NodeSteps {
     st.kernels = &cn.kernels;
     st.bounds = bounds;
     st.in_blobs = in_blobs;
+    st.asked_host_args = asked_host_args;
     WeftKernelContext c;
     BindContext(c, cn, stage, ins.data(), outs.data(), &st);
     error.clear();

@@ -248,6 +248,7 @@ void* RtcLookup(WeftKernelContext* c, const char* kernel_id, const char* symbol)
 
 void* HostArgs(WeftKernelContext* c, uint64_t bytes) {
   CallState* st = State(c);
+  if (st && st->asked_host_args) *st->asked_host_args = true;
   if ((c->stage != WEFT_STAGE_UPDATE_ARGS && c->stage != WEFT_STAGE_EXECUTE) || !st || !st->host_args || bytes == 0) {
     SetError(c, "GetHostArgs is only available during UpdateHostArgs and Execute of a compiled model, with a size > 0");
     return nullptr;
@@ -652,6 +653,9 @@ Status ModelImpl::CheckedExecute(Step& s, RunContextImpl& rc, WeftStatus* status
                           std::to_string(b) + " after it)");
     return Status::Ok();
   };
+  // A stateful op keeps its state in its per-context block (GetHostArgs): a second run of the
+  // step must start from the state the first one started from.
+  const std::vector<uint8_t> state_before = s.update_args ? std::vector<uint8_t>() : s.host_args;
   arm(kPoison[0]);
   *status = s.exec(s.instance, &s.c);
   rc.scratch.guarded = false;
@@ -678,6 +682,10 @@ Status ModelImpl::CheckedExecute(Step& s, RunContextImpl& rc, WeftStatus* status
       }
   }
   if (!any) return Status::Ok();
+  if (!s.update_args) {  // the state as the first run found it (a block first handed out is zeros)
+    if (state_before.empty()) std::fill(s.host_args.begin(), s.host_args.end(), uint8_t{0});
+    else if (s.host_args.size() == state_before.size()) s.host_args = state_before;
+  }
   arm(kPoison[1]);
   *status = s.exec(s.instance, &s.c);
   rc.scratch.guarded = false;
@@ -888,6 +896,13 @@ Expected<std::vector<StepProfile>> ModelImpl::Profile(RunContext& ctx, const Ten
   return out;
 }
 
+void RunContextImpl::ResetState() {
+  // An ArgsUpdater's block caches its arguments, not state: UpdateHostArgs keeps it current.
+  for (Step& s : steps)
+    if (!s.update_args && !s.host_args.empty()) std::fill(s.host_args.begin(), s.host_args.end(), uint8_t{0});
+  for (auto& [plan, ctx] : specialized) ctx->ResetState();
+}
+
 std::unique_ptr<RunContextImpl> ModelImpl::Acquire() const {
   {
     std::lock_guard<std::mutex> l(pool_mu_);
@@ -916,6 +931,7 @@ Expected<std::vector<HostTensor>> ModelImpl::Run(const std::vector<HostTensor>& 
   } catch (const std::bad_alloc&) {
     return IoError("Run: not enough memory for the model's " + std::to_string(memory_.arena_bytes) + "-byte arena");
   }
+  rc->ResetState();  // a pooled context may carry another call's state: each call starts fresh
   Status s = Execute(*rc, in.data(), in.size(), nullptr);
   std::vector<HostTensor> results;
   try {

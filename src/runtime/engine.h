@@ -116,6 +116,9 @@ struct CallState {
   std::vector<OutputBound>* bounds = nullptr;          // InferShape: set_output_bound; Execute: checks
   std::vector<const uint64_t*>* shape_buffers = nullptr;  // Execute: set_output_shape_buffer
   std::vector<uint8_t>* host_args = nullptr;              // UpdateHostArgs/Execute
+  // Constant folding: set when the op asks for per-context memory, which only a run has (the
+  // op keeps state between runs, so it must not be folded).
+  bool* asked_host_args = nullptr;
   const OpRegistry* registry = nullptr;  // compile and load stages: the ops a subgraph may use
   // Execute in a dynamic-shape model: where outputs whose size only the run decides are placed
   // (MallocOutputTensor with their real shape; ops that size outputs in Execute, Loop and Scan).
@@ -176,6 +179,7 @@ Status FinishBoundedOutputs(Step& s, std::string& error);
 class RunContextImpl : public RunContext {
  public:
   explicit RunContextImpl(const ModelImpl& m);
+  void ResetState() override;
   const ModelImpl* model;
   std::unique_ptr<uint8_t, void (*)(void*)> arena{nullptr, nullptr};
   std::vector<Tensor> tensors;  // one per value

@@ -1,13 +1,16 @@
 """LiteRT models in Weft against the LiteRT interpreter (PyPI ai-edge-litert) on random inputs.
 
     python tests/litert/check_against_litert.py [--corpora DIR] [--build DIR] [--models A,B]
-                                                [--seeds 3] [--expect-fail A,B] [--testdata]
+                                                [--seeds 3] [--expect-fail A,B] [--tflm A,B] [--testdata]
 
 The models: every .tflite under <corpora>/tflite-micro outside integration_tests (int8 and float
 models). LiteRT runs with its reference kernels (OpResolverType.BUILTIN_REF, no XNNPACK), one
 thread. A model LiteRT refuses to load (person_detect.tflite: its bias tensors carry an
 out-of-range quantized_dimension, which TFLM ignores) is checked against TFLM's interpreter (PyPI
-tflite-micro, reference kernels) instead; the line says which oracle was used. Inputs are random and seeded: integers uniform over the type's range, floats N(0, 1).
+tflite-micro, reference kernels) instead, as are the models given with --tflm (LiteRT aborts the
+process on keyword_scrambled_8bit.tflite: its reference SVDF has no 8-bit state); the line says
+which oracle was used. Each seed is one more run of the same model and interpreter, so stateful
+models (variable tensors) are compared over a stream of `--seeds` runs. Inputs are random and seeded: integers uniform over the type's range, floats N(0, 1).
 Integer outputs must be equal bit for bit; float outputs within 1e-5 * max(1, max|ref|).
 
 A model Weft cannot import or compile is a failure unless listed in --expect-fail, where its error
@@ -129,6 +132,7 @@ def main():
     ap.add_argument("--models", default="", help="comma-separated file names to check (default: all)")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--expect-fail", default="", help="comma-separated file names Weft does not support yet")
+    ap.add_argument("--tflm", default="", help="comma-separated file names to check against TFLM's interpreter instead of LiteRT's")
     ap.add_argument("--testdata", action="store_true", help="also sweep litert-testdata")
     a = ap.parse_args()
     sys.path.insert(0, os.path.join(a.build, "python"))
@@ -141,6 +145,7 @@ def main():
         keep = set(a.models.split(","))
         models = [m for m in models if os.path.basename(m) in keep]
     expect_fail = set(x for x in a.expect_fail.split(",") if x)
+    use_tflm = set(x for x in a.tflm.split(",") if x)
     bad = 0
     for path in models:
         name = os.path.basename(path)
@@ -150,7 +155,11 @@ def main():
             msg = "error: " + str(e).splitlines()[0][:400]
         else:
             try:
-                oracle, oname = oracle_for(path, weft)
+                if os.path.basename(path) in use_tflm:
+                    g = weft.import_litert(path)
+                    oracle, oname = TflmOracle(path, len(g.inputs), len(g.outputs)), "TFLM"
+                else:
+                    oracle, oname = oracle_for(path, weft)
                 name = f"{name} (vs {oname})"
                 msg = compare(path, weft, session, a.seeds, oracle)
             except Exception as e:

@@ -16,6 +16,7 @@ WEFT_TEST_UNARY(WritesInput);
 WEFT_TEST_UNARY(OverrunWorkspace);
 WEFT_TEST_UNARY(ThrowsInParallelFor);
 WEFT_TEST_UNARY(ThrowsThroughRawParallelFor);
+WEFT_TEST_UNARY(RunningSum);
 }  // namespace ge
 
 namespace {
@@ -91,6 +92,22 @@ class ThrowsThroughRawParallelFor : public Base<ThrowsThroughRawParallelFor> {
     return c->api->parallel_for(c, n, 1, body, nullptr) == WEFT_STATUS_OK ? ge::GRAPH_SUCCESS : ge::GRAPH_FAILED;
   }
 };
+// A well-behaved stateful op: y = the sum of every x this run context has seen (its state, kept
+// in the per-context block). Plugin checking may run a step twice; the state must advance once.
+class RunningSum : public ge::EagerExecuteOp {
+ public:
+  ge::graphStatus Execute(gert::EagerOpExecutionContext* ctx) override {
+    const gert::Tensor* x = ctx->GetInputTensor(0);
+    gert::Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), ge::DT_FLOAT);
+    if (y == nullptr) return ge::GRAPH_FAILED;
+    int64_t n = x->GetShapeSize();
+    auto* sum = static_cast<float*>(ctx->GetHostArgs(static_cast<size_t>(n) * sizeof(float)));
+    if (sum == nullptr) return ge::GRAPH_FAILED;
+    for (int64_t i = 0; i < n; ++i) y->GetData<float>()[i] = sum[i] += x->GetData<float>()[i];
+    return ge::GRAPH_SUCCESS;
+  }
+};
+REG_AUTO_MAPPING_OP(RunningSum);
 REG_AUTO_MAPPING_OP(GoodCopy);
 REG_AUTO_MAPPING_OP(OverrunOutput);
 REG_AUTO_MAPPING_OP(NeverWrites);

@@ -410,6 +410,7 @@ class Importer {
         g.AddInput(names_[i], types_[i], s);
       }
     // Operators.
+    std::map<size_t, size_t> state_owner;  // variable tensor → the operator whose state it is
     auto ops = Ops(sg);
     for (size_t k = 0; k < ops.size(); ++k) {
       const fb::Operator* op = ops[k];
@@ -459,16 +460,29 @@ class Importer {
                     : "op" + std::to_string(k)) + "/" + (code == kCustom ? n.op_type : BuiltinName(code));
       std::string what = where + " (" + (code == kCustom ? "custom '" + n.attrs["custom_code"].s() + "'" : BuiltinName(code)) + ")";
       if (op->inputs())
-        for (int32_t t : *op->inputs()) {
+        for (uint32_t k_in = 0; k_in < op->inputs()->size(); ++k_in) {
+          int32_t t = op->inputs()->Get(k_in);
           if (t == -1) {
             n.inputs.push_back("");
             continue;
           }
           WEFT_RETURN_IF_ERROR(tensor_ref(t, what + " input"));
           size_t i = static_cast<size_t>(t);
+          if (IsStateInput(code, k_in)) {
+            // The operator's state (a variable tensor it updates in place): the Weft op keeps it
+            // per run context, so it is not an input. One operator owns each state tensor.
+            if (!tensors->Get(static_cast<uint32_t>(i))->is_variable() || is_const[i] || is_input[i] || produced[i])
+              return InvalidArgument(what + " input " + std::to_string(k_in) + " ('" + names_[i] + "') must be a variable tensor (the operator's state)");
+            if (!state_owner.emplace(i, k).second)
+              return Unsupported(what + " shares the variable tensor '" + names_[i] + "' with operator #" + std::to_string(state_owner[i]) +
+                                 "; Weft keeps each operator's state apart");
+            continue;
+          }
           if (!is_const[i] && !is_input[i] && !produced[i]) {
             if (tensors->Get(static_cast<uint32_t>(i))->is_variable())
-              return Unsupported(what + " reads the variable tensor '" + names_[i] + "'; variable (stateful) tensors are not supported yet");
+              return Unsupported(what + " reads the variable tensor '" + names_[i] + "'" +
+                                 (state_owner.count(i) ? ", the state of operator #" + std::to_string(state_owner[i]) + "; only that operator may use it"
+                                                       : "; Weft supports variable tensors only as the state of SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM"));
             if (LaterProducer(ops, k, static_cast<int32_t>(i)))
               return InvalidArgument(what + " reads tensor '" + names_[i] + "' before the operator that writes it (operators must be in execution order)");
             // No data and no writer (a scratch operand the runtime would allocate): zeros.
@@ -932,6 +946,10 @@ class Importer {
           if (o == t) return true;
     return false;
   }
+
+  // Inputs a builtin operator updates in place (its variable tensors): SVDF's activation state,
+  // a sequence LSTM's output and cell states.
+  static bool IsStateInput(int32_t code, uint32_t k) { return (code == 27 && k == 4) || (code == 44 && (k == 18 || k == 19)); }
 
   const uint8_t* data_;
   size_t size_;

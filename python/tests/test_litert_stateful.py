@@ -1,0 +1,206 @@
+"""Stateful LiteRT operators (variable tensors): SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM.
+
+Each model runs as a stream: one Weft Model and one LiteRT interpreter, the same random input per
+step, outputs compared at every step (float within 1e-5, integer bit for bit). The state lives in
+the run context; reset_state() starts a new stream.
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import weft
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "examples", "litert_custom_op"))
+from tflite_writer import Model  # noqa: E402
+
+SVDF, LSTM = 27, 44
+SVDF_OPTIONS, LSTM_OPTIONS = 6, 71
+NONE, RELU, TANH = 0, 1, 4
+
+
+def session():
+    return weft.Session(use_env_path=False)
+
+
+def litert(path):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    it = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF, num_threads=1)
+    it.allocate_tensors()
+    return it
+
+
+def stream(path, inputs):
+    """Weft's and LiteRT's outputs over the same sequence of runs."""
+    model = session().compile(weft.import_litert(path))
+    it = litert(path)
+    got, want = [], []
+    for x in inputs:
+        got.append(model.run([x])[0])
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        want.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+    return model, got, want
+
+
+def write(tmp_path, m, ins, outs, name):
+    path = str(tmp_path / name)
+    with open(path, "wb") as f:
+        f.write(m.finish(ins, outs))
+    return path
+
+
+def svdf_float(tmp_path, batch, inputs, filters, memory, rank, act, bias=True):
+    rng = np.random.default_rng(1)
+    m = Model()
+    x = m.tensor("x", [batch, inputs], "float32")
+    wf = m.tensor("wf", [filters, inputs], "float32", data=rng.standard_normal((filters, inputs)).astype(np.float32) * 0.5)
+    wt = m.tensor("wt", [filters, memory], "float32", data=rng.standard_normal((filters, memory)).astype(np.float32) * 0.5)
+    b = m.tensor("b", [filters // rank], "float32", data=rng.standard_normal(filters // rank).astype(np.float32)) if bias else -1
+    state = m.tensor("state", [batch, filters * memory], "float32", variable=True)
+    y = m.tensor("y", [batch, filters // rank], "float32")
+    m.builtin(SVDF, [x, wf, wt, b, state], [y], options=(SVDF_OPTIONS, [(0, "int32", rank), (1, "byte", act)]))
+    return write(tmp_path, m, [x], [y], f"svdf_{batch}_{rank}_{act}_{bias}.tflite")
+
+
+@pytest.mark.parametrize("batch,rank,act,bias", [(1, 1, NONE, True), (2, 2, RELU, True), (3, 4, NONE, False)])
+def test_svdf_float_stream_matches_litert(tmp_path, batch, rank, act, bias):
+    path = svdf_float(tmp_path, batch, 6, 8, 5, rank, act, bias)
+    rng = np.random.default_rng(2)
+    xs = [rng.standard_normal((batch, 6)).astype(np.float32) for _ in range(12)]
+    _, got, want = stream(path, xs)
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"step {k}")
+    # The state matters: a step's output is not what the same input gives from a fresh state.
+    fresh = session().compile(weft.import_litert(path)).run([xs[-1]])[0]
+    assert not np.allclose(fresh, got[-1], atol=1e-4)
+
+
+def svdf_int(tmp_path, state_type, state_zp, batch=2):
+    rng = np.random.default_rng(3)
+    filters, inputs, memory, rank = 8, 10, 6, 2
+    m = Model()
+    x = m.tensor("x", [batch, inputs], "int8", scale=0.05, zero_point=-7)
+    wf = m.tensor("wf", [filters, inputs], "int8", data=rng.integers(-127, 128, (filters, inputs)), scale=0.01)
+    lo, hi = (-32767, 32768) if state_type == "int16" else (-127, 128)
+    wt_scale = 0.002 if state_type == "int16" else 0.01
+    wt = m.tensor("wt", [filters, memory], state_type, data=rng.integers(lo, hi, (filters, memory)), scale=wt_scale)
+    b = m.tensor("b", [filters // rank], "int32", data=rng.integers(-2000, 2000, filters // rank), scale=1e-5)
+    s_scale = 0.004 if state_type == "int16" else 0.3
+    state = m.tensor("state", [batch, filters * memory], state_type, scale=s_scale, zero_point=state_zp, variable=True)
+    y = m.tensor("y", [batch, filters // rank], "int8", scale=0.08, zero_point=3)
+    m.builtin(SVDF, [x, wf, wt, b, state], [y], options=(SVDF_OPTIONS, [(0, "int32", rank), (1, "byte", RELU)]))
+    return write(tmp_path, m, [x], [y], f"svdf_{state_type}.tflite")
+
+
+def test_svdf_int16_state_stream_is_bit_exact(tmp_path):
+    path = svdf_int(tmp_path, "int16", 0)
+    rng = np.random.default_rng(4)
+    xs = [rng.integers(-128, 128, (2, 10)).astype(np.int8) for _ in range(15)]
+    model, got, want = stream(path, xs)
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(g, w, err_msg=f"step {k}")
+    # reset_state() starts a new stream: the first step again.
+    model.reset_state()
+    np.testing.assert_array_equal(model.run([xs[0]])[0], want[0])
+    assert any(not np.array_equal(want[0], w) for w in want[1:])
+
+
+def test_svdf_state_must_be_a_variable_tensor_owned_by_one_operator(tmp_path):
+    m = Model()
+    x = m.tensor("x", [1, 4], "float32")
+    wf = m.tensor("wf", [2, 4], "float32", data=np.ones((2, 4)))
+    wt = m.tensor("wt", [2, 3], "float32", data=np.ones((2, 3)))
+    state = m.tensor("state", [1, 6], "float32", variable=True)
+    y1 = m.tensor("y1", [1, 2], "float32")
+    y2 = m.tensor("y2", [1, 2], "float32")
+    m.builtin(SVDF, [x, wf, wt, -1, state], [y1], options=(SVDF_OPTIONS, [(0, "int32", 1)]))
+    m.builtin(SVDF, [x, wf, wt, -1, state], [y2], options=(SVDF_OPTIONS, [(0, "int32", 1)]))
+    path = write(tmp_path, m, [x], [y1, y2], "shared.tflite")
+    with pytest.raises(Exception, match="shares the variable tensor 'state' with operator #0"):
+        weft.import_litert(path)
+    m = Model()
+    x = m.tensor("x", [1, 4], "float32")
+    wf = m.tensor("wf", [2, 4], "float32", data=np.ones((2, 4)))
+    wt = m.tensor("wt", [2, 3], "float32", data=np.ones((2, 3)))
+    state = m.tensor("state", [1, 6], "float32", data=np.zeros((1, 6)))  # a constant, not a variable
+    y = m.tensor("y", [1, 2], "float32")
+    m.builtin(SVDF, [x, wf, wt, -1, state], [y], options=(SVDF_OPTIONS, [(0, "int32", 1)]))
+    path = write(tmp_path, m, [x], [y], "const_state.tflite")
+    with pytest.raises(Exception, match="input 4 \\('state'\\) must be a variable tensor"):
+        weft.import_litert(path)
+
+
+def test_svdf_with_constant_input_is_not_folded(tmp_path):
+    # All inputs constant: still one step per run, with its state carried (not folded at compile time).
+    rng = np.random.default_rng(5)
+    m = Model()
+    x = m.tensor("x", [1, 4], "float32", data=rng.standard_normal((1, 4)).astype(np.float32))
+    wf = m.tensor("wf", [2, 4], "float32", data=rng.standard_normal((2, 4)).astype(np.float32))
+    wt = m.tensor("wt", [2, 3], "float32", data=rng.standard_normal((2, 3)).astype(np.float32))
+    state = m.tensor("state", [1, 6], "float32", variable=True)
+    y = m.tensor("y", [1, 2], "float32")
+    z = m.tensor("z", [1, 2], "float32")
+    dummy = m.tensor("dummy", [1, 2], "float32")
+    m.builtin(SVDF, [x, wf, wt, -1, state], [y], options=(SVDF_OPTIONS, [(0, "int32", 1)]))
+    m.builtin(0, [y, dummy], [z])  # ADD with a graph input, so that the model has one
+    path = write(tmp_path, m, [dummy], [z], "const_in.tflite")
+    model = session().compile(weft.import_litert(path))
+    zero = np.zeros((1, 2), np.float32)
+    outs = [model.run([zero])[0] for _ in range(4)]
+    # memory 3: the output changes while the memory fills, then stays.
+    assert not np.allclose(outs[0], outs[1]) and not np.allclose(outs[1], outs[2])
+    np.testing.assert_allclose(outs[2], outs[3], rtol=1e-6)
+    it = litert(path)
+    for k in range(4):
+        it.set_tensor(it.get_input_details()[0]["index"], zero)
+        it.invoke()
+        np.testing.assert_allclose(outs[k], it.get_tensor(it.get_output_details()[0]["index"]), rtol=1e-5, atol=1e-6)
+
+
+def lstm_float(tmp_path, cifg=False, peephole=False, projection=False, time_major=False, cell_clip=0.0, proj_clip=0.0,
+               batch=2, steps=4, n_in=5, n_cell=6):
+    rng = np.random.default_rng(6)
+    n_out = 4 if projection else n_cell
+    m = Model()
+    xshape = [steps, batch, n_in] if time_major else [batch, steps, n_in]
+    x = m.tensor("x", xshape, "float32")
+
+    def const(name, shape, present=True):
+        if not present:
+            return -1
+        return m.tensor(name, shape, "float32", data=(rng.standard_normal(shape) * 0.5).astype(np.float32))
+
+    ins = [x]
+    ins += [const(f"wx{g}", [n_cell, n_in], not (cifg and g == "i")) for g in "ifco"]
+    ins += [const(f"wh{g}", [n_cell, n_out], not (cifg and g == "i")) for g in "ifco"]
+    ins += [const(f"p{g}", [n_cell], peephole and not (cifg and g == "i")) for g in "ifo"]
+    ins += [const(f"b{g}", [n_cell], not (cifg and g == "i")) for g in "ifco"]
+    ins += [const("proj", [n_out, n_cell], projection), const("proj_b", [n_out], projection)]
+    ins += [m.tensor("h", [batch, n_out], "float32", variable=True), m.tensor("c", [batch, n_cell], "float32", variable=True)]
+    ins += [-1, -1, -1, -1]
+    y = m.tensor("y", xshape[:2] + [n_out], "float32")
+    fields = [(0, "byte", TANH), (1, "float", cell_clip), (2, "float", proj_clip), (3, "bool", time_major)]
+    m.builtin(LSTM, ins, [y], options=(LSTM_OPTIONS, fields))
+    return write(tmp_path, m, [x], [y], "lstm.tflite"), xshape
+
+
+@pytest.mark.parametrize("variant", ["plain", "cifg", "peephole", "projection_clips", "time_major"])
+def test_lstm_float_stream_matches_litert(tmp_path, variant):
+    kw = {"plain": {}, "cifg": {"cifg": True, "peephole": True}, "peephole": {"peephole": True},
+          "projection_clips": {"projection": True, "cell_clip": 0.8, "proj_clip": 0.5}, "time_major": {"time_major": True}}[variant]
+    path, xshape = lstm_float(tmp_path, **kw)
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal(xshape).astype(np.float32) for _ in range(5)]
+    model, got, want = stream(path, xs)
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"{variant} step {k}")
+    # The states carry over between runs: a fresh stream differs at the same input.
+    model.reset_state()
+    first = model.run([xs[0]])[0]
+    np.testing.assert_allclose(first, want[0], rtol=1e-5, atol=1e-5)
+    assert not np.allclose(model.run([xs[0]])[0], first, atol=1e-4)
