@@ -91,7 +91,9 @@ OpDefBuilder TflDef(const char* type) {
       .AttrListFloat("channel_scales", {})
       .AttrListInt("channel_zero_points", {})
       .AttrInt("channel_input", -1)
-      .AttrInt("quantized_dimension", 0);
+      .AttrInt("quantized_dimension", 0)
+      .AttrListFloat("intermediate_scale", {})
+      .AttrListInt("intermediate_zero_point", {});
   return b;
 }
 
@@ -1952,14 +1954,16 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     return GRAPH_SUCCESS;
   }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    if (ctx->GetInputDataType(0) != DT_FLOAT)
-      return Fail(ctx, "only the float LSTM is supported; the integer (8x8->16) sequence LSTM is not implemented yet");
+    DataType t = ctx->GetInputDataType(0);
+    if (t != DT_FLOAT && t != DT_INT8)
+      return Fail(ctx, "the input must be float32, or int8 (the integer 8x8->16 LSTM), not " + std::string(DataTypeName(t)));
+    if (t == DT_INT8 && ListView<float>(ctx->GetAttrs()->GetListFloat("intermediate_scale")).size() != 5)
+      return Fail(ctx, "the integer LSTM needs its 5 intermediate tensors (gate and hidden scales); the 8x8->8 form is not supported");
     return SetRecordedOutputType(ctx, 0);
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetRequiredInputTensor(kX);
-    if (x->GetDataType() != DT_FLOAT)
-      return Fail(ctx, "only the float LSTM is supported; the integer (8x8->16) sequence LSTM is not implemented yet");
+    if (x->GetDataType() == DT_INT8) return ExecuteInteger(ctx, x);
     for (size_t k = kWxi; k < kLn0 + 4; ++k) {
       const Tensor* t = ctx->GetOptionalInputTensor(k);
       if (t && t->GetDataType() != DT_FLOAT) return Fail(ctx, "input " + std::to_string(k) + " must be float32 (hybrid LSTMs with quantized weights are not supported)");
@@ -2042,6 +2046,193 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
         }
         std::memcpy(py + row * out, h, static_cast<size_t>(out) * sizeof(float));
       }
+    }
+    return GRAPH_SUCCESS;
+  }
+
+ private:
+  // TFLite's integer LSTM (8x8->16): int8 input, weights and output state, int16 cell state with
+  // a power-of-two scale, gates in Q3.12 (the intermediates' default without layer norm), the
+  // 16-bit fixed-point sigmoid and tanh, int32 biases with the zero points folded in. Matches
+  // the reference bit for bit, including how it walks the peephole weights (over n_output
+  // entries per batch row).
+  graphStatus ExecuteInteger(EagerOpExecutionContext* ctx, const Tensor* x) {
+    using tfl::q16::Wrap;
+    for (size_t k = kLn0; k < kLn0 + 4; ++k)
+      if (ctx->GetOptionalInputTensor(k)) return Fail(ctx, "layer-normalized LSTMs are not supported");
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_INT8);
+    if (!y) return GRAPH_FAILED;
+    auto tensor = [&](int k) { return ctx->GetOptionalInputTensor(static_cast<size_t>(k)); };
+    auto typed = [&](int k, DataType want) -> bool {
+      const Tensor* t = tensor(k);
+      return !t || t->GetDataType() == want;
+    };
+    for (int k = kWxi; k <= kWho; ++k)
+      if (!typed(k, DT_INT8)) return Fail(ctx, "input " + std::to_string(k) + " of the integer LSTM must be int8");
+    for (int k : {kPi, kPf, kPo})
+      if (!typed(k, DT_INT16)) return Fail(ctx, "the integer LSTM's peephole weights must be int16");
+    for (int k : {kBi, kBf, kBc, kBo, kProjBias})
+      if (!typed(k, DT_INT32)) return Fail(ctx, "the integer LSTM's biases must be int32");
+    if (!typed(kProj, DT_INT8)) return Fail(ctx, "the integer LSTM's projection weights must be int8");
+    const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
+    const Shape& xs = x->GetShape();
+    const int64_t batch = time_major ? xs.GetDim(1) : xs.GetDim(0), steps = time_major ? xs.GetDim(0) : xs.GetDim(1);
+    const int64_t n_in = xs.GetDim(2);
+    const int64_t n_cell = tensor(kWxo)->GetShape().GetDim(0), n_out = tensor(kWho)->GetShape().GetDim(1);
+    // Scales: the operator's inputs by their LiteRT index (18: output state, 19: cell state).
+    Quant in = InputQuant(ctx, 0), hq = InputQuant(ctx, 18), cq = InputQuant(ctx, 19), oq = OutputQuant(ctx);
+    ListView<float> ims = ctx->GetAttrs()->GetListFloat("intermediate_scale");
+    ListView<int64_t> imz = ctx->GetAttrs()->GetListInt("intermediate_zero_point");
+    if (!in.quantized() || !hq.quantized() || !cq.quantized() || !oq.quantized() || ims.size() != 5)
+      return Fail(ctx, "the integer LSTM needs the scales of its input, output and cell states, output and intermediates");
+    const float cell_log2 = std::log(cq.scale) * (1.0f / std::log(2.0f));
+    const int cell_scale = static_cast<int>(std::round(cell_log2));
+    if (std::abs(cell_log2 - std::round(cell_log2)) >= 1e-3f || cell_scale > -9)
+      return Fail(ctx, "the cell state's scale must be a power of two no larger than 2^-9, not " + std::to_string(cq.scale));
+    const float hidden_scale = ims[4];
+    const int32_t hidden_zp = imz.size() > 4 ? static_cast<int32_t>(imz[4]) : 0;
+    const float gate_scale = 1.0f / 4096.0f;  // Q3.12
+    struct Multiplier {
+      int32_t m = 0;
+      int s = 0;
+    };
+    auto quantize = [](double v) {
+      Multiplier r;
+      tfl::QuantizeMultiplier(v, &r.m, &r.s);
+      return r;
+    };
+    const float* cc = ctx->GetAttrs()->GetFloat("cell_clip");
+    const float* pc = ctx->GetAttrs()->GetFloat("proj_clip");
+    const int16_t cell_clip = cc && *cc > 0.f ? static_cast<int16_t>(std::min(std::max(*cc / cq.scale, -32768.0f), 32767.0f)) : 0;
+    const int8_t proj_clip = pc && *pc > 0.f ? static_cast<int8_t>(std::min(std::max(*pc / oq.scale, -128.0f), 127.0f)) : 0;
+    // Per gate (input, forget, cell, output): weights, effective scales and biases with the zero
+    // points folded in, computed as TFLite's Prepare does (the scale products in float).
+    struct Gate {
+      const int8_t *wx = nullptr, *wh = nullptr;
+      const int16_t* peep = nullptr;
+      Multiplier mx, mh, mc;
+      std::vector<int32_t> bx, bh;
+    } gates[4];
+    const int wx_k[4] = {kWxi, kWxf, kWxc, kWxo}, wh_k[4] = {kWhi, kWhf, kWhc, kWho}, p_k[4] = {kPi, kPf, -1, kPo}, b_k[4] = {kBi, kBf, kBc, kBo};
+    const bool cifg = tensor(kWxi) == nullptr;
+    if (cifg != (tensor(kWhi) == nullptr)) return Fail(ctx, "input_to_input_weights and recurrent_to_input_weights must be both present or both absent (CIFG)");
+    auto row_sums = [](const int8_t* w, int64_t rows, int64_t cols, int32_t scalar, const int32_t* bias) {
+      std::vector<int32_t> out(static_cast<size_t>(rows));
+      for (int64_t r = 0; r < rows; ++r) {
+        uint32_t sum = 0;
+        for (int64_t c = 0; c < cols; ++c) sum += static_cast<uint32_t>(int32_t(w[r * cols + c]));
+        out[static_cast<size_t>(r)] = static_cast<int32_t>((bias ? static_cast<uint32_t>(bias[r]) : 0u) + sum * static_cast<uint32_t>(scalar));
+      }
+      return out;
+    };
+    for (int g = 0; g < 4; ++g) {
+      if (g == 0 && cifg) continue;
+      Gate& G = gates[g];
+      G.wx = tensor(wx_k[g])->GetData<int8_t>();
+      G.wh = tensor(wh_k[g])->GetData<int8_t>();
+      const float sx = InputQuant(ctx, static_cast<size_t>(wx_k[g])).scale, sh = InputQuant(ctx, static_cast<size_t>(wh_k[g])).scale;
+      G.mx = quantize(static_cast<float>(sx * in.scale / gate_scale));
+      G.mh = quantize(static_cast<float>(sh * hq.scale / gate_scale));
+      if (p_k[g] >= 0 && tensor(p_k[g])) {
+        G.peep = tensor(p_k[g])->GetData<int16_t>();
+        const float sp = InputQuant(ctx, static_cast<size_t>(p_k[g])).scale;
+        G.mc = quantize(static_cast<float>(std::pow(2.0, cell_scale) * sp / gate_scale));
+      }
+      const Tensor* b = tensor(b_k[g]);
+      G.bx = row_sums(G.wx, n_cell, n_in, -in.zp, b ? b->GetData<int32_t>() : nullptr);
+      G.bh = row_sums(G.wh, n_cell, n_out, -hq.zp, nullptr);
+    }
+    const int8_t* proj = tensor(kProj) ? tensor(kProj)->GetData<int8_t>() : nullptr;
+    Multiplier m_proj, m_hidden = quantize(static_cast<float>(std::pow(2.0, -15) / hidden_scale * std::pow(2.0, -15)));
+    std::vector<int32_t> proj_bias;
+    if (proj) {
+      m_proj = quantize(static_cast<float>(InputQuant(ctx, kProj).scale * hidden_scale / hq.scale));
+      proj_bias = row_sums(proj, n_out, n_cell, hidden_zp, tensor(kProjBias) ? tensor(kProjBias)->GetData<int32_t>() : nullptr);
+    } else if (n_out != n_cell) {
+      return Fail(ctx, "without projection the output size must equal the cell size");
+    }
+    // State: the cell state (int16), the output state (int8), a byte that says both hold values
+    // (initially the zero points).
+    const size_t cell_bytes = static_cast<size_t>(batch * n_cell) * sizeof(int16_t), out_bytes = static_cast<size_t>(batch * n_out);
+    auto* raw = static_cast<uint8_t*>(ctx->GetHostArgs(cell_bytes + out_bytes + 1));
+    if (!raw) return GRAPH_FAILED;
+    auto* cell = reinterpret_cast<int16_t*>(raw);
+    auto* hstate = reinterpret_cast<int8_t*>(raw + cell_bytes);
+    if (!raw[cell_bytes + out_bytes]) {
+      std::fill(cell, cell + batch * n_cell, static_cast<int16_t>(cq.zp));
+      std::fill(hstate, hstate + batch * n_out, static_cast<int8_t>(hq.zp));
+      raw[cell_bytes + out_bytes] = 1;
+    }
+    const size_t nb_max = static_cast<size_t>(time_major ? batch : 1);
+    auto* scratch = static_cast<int16_t*>(ctx->MallocWorkSpace(5 * nb_max * static_cast<size_t>(n_cell) * sizeof(int16_t)));
+    if (!scratch) return GRAPH_FAILED;
+    int16_t* gate_buf[4];
+    for (int g = 0; g < 4; ++g) gate_buf[g] = scratch + static_cast<size_t>(g) * nb_max * static_cast<size_t>(n_cell);
+    auto* hidden = reinterpret_cast<int8_t*>(scratch + 4 * nb_max * static_cast<size_t>(n_cell));
+    // acc = bias + w·v, rescaled, + zp, + what the output holds, saturated to T.
+    auto matvec = [&](const int8_t* v, const std::vector<int32_t>& bias, const int8_t* w, Multiplier m, int64_t nb, int64_t cols,
+                      int64_t rows, int32_t zp, auto* out) {
+      using T = std::remove_pointer_t<decltype(out)>;
+      for (int64_t b = 0; b < nb; ++b)
+        for (int64_t r = 0; r < rows; ++r) {
+          uint32_t acc = static_cast<uint32_t>(bias[static_cast<size_t>(r)]);
+          for (int64_t c = 0; c < cols; ++c) acc += static_cast<uint32_t>(int32_t(v[b * cols + c]) * int32_t(w[r * cols + c]));
+          int32_t a = tfl::MultiplyByQuantizedMultiplier(static_cast<int32_t>(acc), m.m, m.s) + zp + out[b * rows + r];
+          out[b * rows + r] = static_cast<T>(std::min<int32_t>(std::max<int32_t>(a, tfl::QMin<T>()), tfl::QMax<T>()));
+        }
+    };
+    auto step = [&](int64_t nb, const int8_t* xt, int8_t* h, int16_t* c, int8_t* yt) {
+      const int64_t n = nb * n_cell;
+      for (int g = 0; g < 4; ++g) {
+        if (g == 0 && cifg) continue;
+        const Gate& G = gates[g];
+        int16_t* gb = gate_buf[g];
+        std::fill(gb, gb + n, int16_t{0});
+        matvec(xt, G.bx, G.wx, G.mx, nb, n_in, n_cell, 0, gb);
+        matvec(h, G.bh, G.wh, G.mh, nb, n_out, n_cell, 0, gb);
+        if (G.peep)  // the reference walks n_output weights per batch row over the flat state
+          for (int64_t b = 0, k = 0; b < nb; ++b)
+            for (int64_t v = 0; v < n_out; ++v, ++k) {
+              int32_t prod = tfl::MultiplyByQuantizedMultiplier(int32_t(G.peep[v]) * int32_t(c[k]), G.mc.m, G.mc.s);
+              gb[k] = static_cast<int16_t>(std::max(std::min(32767, prod + gb[k]), -32768));
+            }
+        for (int64_t k = 0; k < n; ++k) gb[k] = g == 2 ? tfl::q16::Tanh(gb[k], 3) : tfl::q16::Logistic(gb[k], 3);
+        if (g == 2) {  // the cell update comes before the output gate, which reads the new cell
+          int16_t *ig = gate_buf[0], *fg = gate_buf[1], *cg = gate_buf[2];
+          for (int64_t k = 0; k < n; ++k) {
+            c[k] = Wrap(tfl::RoundingDivideByPOT(int32_t(fg[k]) * int32_t(c[k]), 15));
+            const int16_t i_k = cifg ? Wrap(32767 - fg[k]) : ig[k];
+            const int16_t upd = Wrap(tfl::RoundingDivideByPOT(int32_t(i_k) * int32_t(cg[k]), 30 + cell_scale));
+            int32_t sum = std::min(32767, std::max(-32768, int32_t(c[k]) + int32_t(upd)));
+            if (cell_clip > 0) sum = std::min<int32_t>(std::max<int32_t>(sum, -cell_clip), cell_clip);
+            c[k] = static_cast<int16_t>(sum);
+          }
+        }
+      }
+      int16_t* og = gate_buf[3];
+      for (int64_t k = 0; k < n; ++k) {
+        const int16_t t = tfl::q16::Tanh(c[k], 15 + cell_scale);
+        int32_t v = tfl::MultiplyByQuantizedMultiplier(int32_t(og[k]) * int32_t(t), m_hidden.m, m_hidden.s) - hidden_zp;
+        hidden[k] = static_cast<int8_t>(std::min(std::max(v, -128), 127));
+      }
+      if (proj) {
+        std::fill(h, h + nb * n_out, int8_t{0});
+        matvec(hidden, proj_bias, proj, m_proj, nb, n_cell, n_out, hq.zp, h);
+        if (proj_clip > 0)
+          for (int64_t k = 0; k < nb * n_out; ++k) h[k] = static_cast<int8_t>(std::min<int>(std::max<int>(h[k], -proj_clip), proj_clip));
+      } else {
+        std::memcpy(h, hidden, static_cast<size_t>(nb * n_out));
+      }
+      std::memcpy(yt, h, static_cast<size_t>(nb * n_out));
+    };
+    const int8_t* px = x->GetData<int8_t>();
+    int8_t* py = y->GetData<int8_t>();
+    if (time_major) {
+      for (int64_t t = 0; t < steps; ++t) step(batch, px + t * batch * n_in, hstate, cell, py + t * batch * n_out);
+    } else {
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t t = 0; t < steps; ++t)
+          step(1, px + (b * steps + t) * n_in, hstate + b * n_out, cell + b * n_cell, py + (b * steps + t) * n_out);
     }
     return GRAPH_SUCCESS;
   }

@@ -254,6 +254,108 @@ inline int32_t Reciprocal(int32_t x, int integer_bits, int* num_bits_over_unit) 
   return OneOverOnePlusX(shifted_minus_one);
 }
 
+// ---- 16-bit fixed point (the integer LSTM's gates) ----------------------------------------------
+// Values are int16 Qm.(15-m) numbers. Additions wrap modulo 2^16 unless said otherwise, as the
+// reference's 16-bit fixed-point arithmetic does; products round to nearest and saturate only
+// the (-1) * (-1) case.
+namespace q16 {
+
+inline int16_t Wrap(int32_t v) { return static_cast<int16_t>(static_cast<uint16_t>(static_cast<uint32_t>(v))); }
+
+inline int16_t Mul(int16_t a, int16_t b) {
+  if (a == b && a == std::numeric_limits<int16_t>::min()) return std::numeric_limits<int16_t>::max();
+  const int32_t ab = int32_t(a) * int32_t(b);
+  const int32_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
+  return static_cast<int16_t>((ab + nudge) / (1 << 15));
+}
+
+inline int16_t RoundShift(int16_t x, int exponent) {  // x / 2^exponent, ties away from zero
+  const int32_t mask = (1 << exponent) - 1;
+  const int32_t remainder = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return Wrap((x >> exponent) + (remainder > threshold ? 1 : 0));
+}
+
+// x * 2^exponent: saturating for exponent > 0, rounding for exponent < 0.
+inline int16_t MulPOT(int16_t x, int exponent) {
+  if (exponent < 0) return RoundShift(x, -exponent);
+  if (exponent == 0) return x;
+  const int32_t threshold = (1 << (15 - exponent)) - 1;
+  if (x > threshold) return std::numeric_limits<int16_t>::max();
+  if (x < -threshold) return std::numeric_limits<int16_t>::min();
+  return Wrap(int32_t(x) * (1 << exponent));
+}
+
+// A Q0.31 (or Qm.(31-m)) constant as its 16-bit counterpart: rounded by 2^16.
+inline int16_t Const(int32_t raw32) { return Wrap(RoundingDivideByPOT(raw32, 16)); }
+
+inline int16_t SatAdd(int16_t a, int16_t b) {
+  return static_cast<int16_t>(std::min<int32_t>(32767, std::max<int32_t>(-32768, int32_t(a) + int32_t(b))));
+}
+
+inline int16_t HalfSum(int16_t a, int16_t b) {
+  const int32_t sum = int32_t(a) + int32_t(b);
+  return static_cast<int16_t>((sum + (sum >= 0 ? 1 : -1)) / 2);
+}
+
+// exp(a) for a in [-1/4, 0) in Q0.15: a Taylor expansion around -1/8.
+inline int16_t ExpQuarter(int16_t a) {
+  const int16_t c = Const(1895147668), third = Const(715827883);  // exp(-1/8), 1/3
+  const int16_t x = Wrap(a + (1 << 12));
+  const int16_t x2 = Mul(x, x), x3 = Mul(x2, x), x4 = Mul(x2, x2);
+  const int16_t x4_over_4 = MulPOT(x4, -2);
+  const int16_t poly = MulPOT(Wrap(Mul(Wrap(x4_over_4 + x3), third) + x2), -1);
+  return SatAdd(c, Mul(c, Wrap(x + poly)));
+}
+
+// exp(a) for a <= 0 given in Q(bits).(15-bits), bits in [0, 7]; result in Q0.15.
+inline int16_t ExpNegative(int16_t a, int bits) {
+  const int frac = 15 - bits;
+  const int16_t quarter = static_cast<int16_t>(1 << (frac - 2));
+  const int16_t a_mod_quarter_minus_quarter = Wrap((a & (quarter - 1)) - quarter);
+  int16_t result = ExpQuarter(MulPOT(a_mod_quarter_minus_quarter, bits));
+  const int16_t remainder = Wrap(a_mod_quarter_minus_quarter - a);
+  // exp(-2^k) for k = -2 .. 4, as Q0.31 constants.
+  static constexpr int32_t kExpNegPow2[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
+  for (int k = -2; k <= 4; ++k)
+    if (bits > k && (remainder & (1 << (frac + k)))) result = Mul(result, Const(kExpNegPow2[k + 2]));
+  if (bits > 5 && a < Const(-(1 << (36 - bits)))) result = 0;  // below -32
+  if (a == 0) result = std::numeric_limits<int16_t>::max();
+  return result;
+}
+
+// Newton-Raphson for 2 / (1 + a), a in [0, 1) in Q0.15; the estimate in Q2.13.
+inline int16_t TwoOverOnePlusX(int16_t a) {
+  const int16_t half_denominator = HalfSum(a, std::numeric_limits<int16_t>::max());
+  const int16_t c48_17 = Const(1515870810), cneg32_17 = Const(-1010580540);  // Q2.13
+  int16_t x = Wrap(c48_17 + Mul(half_denominator, cneg32_17));
+  for (int i = 0; i < 3; ++i) {
+    const int16_t one_minus = Wrap((1 << 13) - Mul(half_denominator, x));
+    x = Wrap(x + MulPOT(Mul(x, one_minus), 2));
+  }
+  return x;
+}
+
+// logistic(a) for a in Q(bits).(15-bits); result in Q0.15.
+inline int16_t Logistic(int16_t a, int bits) {
+  if (a == 0) return Const(1 << 30);
+  const int16_t abs = a > 0 ? a : Wrap(-a);
+  // 1 / (1 + exp(-|a|)): half of 2 / (1 + x), from Q1.14 to Q0.15.
+  const int16_t positive = MulPOT(TwoOverOnePlusX(ExpNegative(Wrap(-abs), bits)), 1);
+  return a > 0 ? positive : Wrap(std::numeric_limits<int16_t>::max() - positive);
+}
+
+// tanh(a) for a in Q(bits).(15-bits), bits in [0, 6]; result in Q0.15.
+inline int16_t Tanh(int16_t a, int bits) {
+  if (a == 0) return 0;
+  const int16_t negative_abs = a < 0 ? a : Wrap(-a);
+  // (1 - e) / (1 + e) with e = exp(-2|a|): 2 / (1 + e) - 1, from Q2.13 to Q0.15.
+  const int16_t t = MulPOT(Wrap(TwoOverOnePlusX(ExpNegative(negative_abs, bits + 1)) - (1 << 13)), 2);
+  return a < 0 ? Wrap(-t) : t;
+}
+
+}  // namespace q16
+
 }  // namespace weft::ops::tfl
 
 #endif  // WEFT_OPS_LITERT_QUANT_H_

@@ -42,12 +42,13 @@ class Model:
             self.codes.append(key)
         return self.codes.index(key)
 
-    def builtin(self, code, inputs, outputs, options=None):
-        """options: (BuiltinOptions type, [(field id, "bool" | "byte" | "int32" | "float", value), ...])."""
-        self.ops.append((self._code(code), inputs, outputs, options))
+    def builtin(self, code, inputs, outputs, options=None, intermediates=None):
+        """options: (BuiltinOptions type, [(field id, "bool" | "byte" | "int32" | "float", value), ...]);
+        intermediates: tensors that only carry quantization (the integer LSTM's)."""
+        self.ops.append((self._code(code), inputs, outputs, options, intermediates))
 
     def custom(self, custom_code, inputs, outputs, options=b""):
-        self.ops.append((self._code(CUSTOM, custom_code), inputs, outputs, options))
+        self.ops.append((self._code(CUSTOM, custom_code), inputs, outputs, options, None))
 
     def finish(self, inputs, outputs):
         b = flatbuffers.Builder(1024)
@@ -96,8 +97,9 @@ class Model:
             b.PrependBoolSlot(5, variable, False)
             tensors.append(b.EndObject())
         ops = []
-        for code, ins, outs, options in self.ops:
+        for code, ins, outs, options, intermediates in self.ops:
             i, o = ints(ins), ints(outs)
+            im = ints(intermediates) if intermediates else None
             opt = b.CreateByteVector(bytes(options)) if isinstance(options, (bytes, bytearray)) and options else None
             table = None
             if isinstance(options, tuple):
@@ -122,6 +124,8 @@ class Model:
                 b.PrependUOffsetTRelativeSlot(4, table, 0)
             if opt is not None:
                 b.PrependUOffsetTRelativeSlot(5, opt, 0)
+            if im is not None:
+                b.PrependUOffsetTRelativeSlot(8, im, 0)
             ops.append(b.EndObject())
         codes = []
         for builtin, custom in self.codes:

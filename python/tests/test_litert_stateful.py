@@ -204,3 +204,58 @@ def test_lstm_float_stream_matches_litert(tmp_path, variant):
     first = model.run([xs[0]])[0]
     np.testing.assert_allclose(first, want[0], rtol=1e-5, atol=1e-5)
     assert not np.allclose(model.run([xs[0]])[0], first, atol=1e-4)
+
+
+def lstm_int8(tmp_path, cifg=False, peephole=False, projection=False, time_major=False, cell_clip=0.0, proj_clip=0.0,
+              h_zp=0, hidden_zp=0, batch=2, steps=4, n_in=5, n_cell=6):
+    """An integer (8x8->16) LSTM as the converter writes one: int8 weights and output state, int16
+    cell state with a power-of-two scale, int16 peepholes, int32 biases, five intermediates."""
+    rng = np.random.default_rng(8)
+    n_out = 4 if projection else n_cell
+    s_h = 0.02 if projection else 1 / 128
+    m = Model()
+    xshape = [steps, batch, n_in] if time_major else [batch, steps, n_in]
+    x = m.tensor("x", xshape, "int8", scale=0.05, zero_point=3)
+
+    def weights(name, shape, present=True):
+        if not present:
+            return -1
+        return m.tensor(name, shape, "int8", data=rng.integers(-127, 128, shape), scale=float(rng.uniform(0.003, 0.008)))
+
+    def peep(name, present):
+        return m.tensor(name, [n_cell], "int16", data=rng.integers(-4000, 4000, n_cell), scale=1e-4) if present else -1
+
+    def bias(name, present=True, n=n_cell):
+        return m.tensor(name, [n], "int32", data=rng.integers(-3000, 3000, n), scale=1e-4) if present else -1
+
+    ins = [x]
+    ins += [weights(f"wx{g}", [n_cell, n_in], not (cifg and g == "i")) for g in "ifco"]
+    ins += [weights(f"wh{g}", [n_cell, n_out], not (cifg and g == "i")) for g in "ifco"]
+    ins += [peep(f"p{g}", peephole and not (cifg and g == "i")) for g in "ifo"]
+    ins += [bias(f"b{g}", not (cifg and g == "i")) for g in "ifco"]
+    ins += [weights("proj", [n_out, n_cell], projection), bias("proj_b", projection, n_out)]
+    ins += [m.tensor("h", [batch, n_out], "int8", scale=s_h, zero_point=h_zp, variable=True),
+            m.tensor("c", [batch, n_cell], "int16", scale=2.0 ** -11, variable=True)]
+    ins += [-1, -1, -1, -1]
+    im = [m.tensor(f"im{k}", [0], "int16", scale=2.0 ** -12) for k in range(4)]
+    im.append(m.tensor("hidden", [0], "int8", scale=1 / 128, zero_point=hidden_zp))
+    y = m.tensor("y", xshape[:2] + [n_out], "int8", scale=s_h, zero_point=h_zp)
+    fields = [(0, "byte", TANH), (1, "float", cell_clip), (2, "float", proj_clip), (3, "bool", time_major)]
+    m.builtin(LSTM, ins, [y], options=(LSTM_OPTIONS, fields), intermediates=im)
+    return write(tmp_path, m, [x], [y], "lstm8.tflite"), xshape
+
+
+@pytest.mark.parametrize("variant", ["plain", "cifg_peephole", "peephole", "projection_clips", "time_major", "state_zero_points"])
+def test_lstm_int8_stream_is_bit_exact(tmp_path, variant):
+    kw = {"plain": {}, "cifg_peephole": {"cifg": True, "peephole": True}, "peephole": {"peephole": True},
+          "projection_clips": {"projection": True, "cell_clip": 1.5, "proj_clip": 1.2, "hidden_zp": 0},
+          "time_major": {"time_major": True, "peephole": True},
+          "state_zero_points": {"projection": True, "h_zp": -5, "hidden_zp": 4}}[variant]
+    path, xshape = lstm_int8(tmp_path, **kw)
+    rng = np.random.default_rng(9)
+    xs = [rng.integers(-128, 128, xshape).astype(np.int8) for _ in range(6)]
+    _, got, want = stream(path, xs)
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(g, w, err_msg=f"{variant} step {k}")
+    assert len({w.tobytes() for w in want}) > 1  # outputs vary: the test sees real values
+    assert any(np.count_nonzero((w != w.min()) & (w != w.max())) for w in want)  # not all saturated

@@ -46,6 +46,8 @@ CASES = {
     "Mod": [((r(3, 4), torch.rand(3, 4) + 1), {"fmod": 1}), ((torch.randint(1, 9, (5,)), torch.randint(1, 4, (5,))), {})],
     "ArgMax": [((r(3, 4),), {"axis": 1})], "ArgMin": [((r(3, 4),), {"axis": 0})],
     "Softmax": [((r(3, 4),), {"axis": 0})],
+    # Stateful in a model (its state lives in the run context); each call from PyTorch starts fresh.
+    "TflSvdf": [((r(2, 4), r(6, 4), r(6, 3), r(3)), {"rank": 2})],
     "Transpose": [((r(2, 3, 4),), {"perm": [2, 0, 1]})],
     "DepthToSpace": [((r(1, 8, 2, 2),), {"blocksize": 2})], "SpaceToDepth": [((r(1, 2, 4, 4),), {"blocksize": 2})],
     "Flatten": [((r(2, 3, 4),), {"axis": 2})], "LRN": [((r(1, 4, 3, 3),), {"size": 3})],

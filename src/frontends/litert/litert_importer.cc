@@ -579,6 +579,25 @@ class Importer {
       for (uint32_t k = 0; k < op->inputs()->size(); ++k) WEFT_RETURN_IF_ERROR(one(op->inputs()->Get(k), true, k, &in_s, &in_z));
     if (op->outputs())
       for (uint32_t k = 0; k < op->outputs()->size(); ++k) WEFT_RETURN_IF_ERROR(one(op->outputs()->Get(k), false, k, &out_s, &out_z));
+    // Intermediate tensors (the integer LSTM's gate and hidden scales): their scale and zero point.
+    if (op->intermediates() && op->intermediates()->size() && !n->attrs.count("custom_code")) {
+      std::vector<float> im_s;
+      std::vector<int64_t> im_z;
+      for (int32_t t : *op->intermediates()) {
+        if (t < 0 || static_cast<size_t>(t) >= names_.size())
+          return InvalidArgument(what + ": intermediate tensor index " + std::to_string(t) + " is out of range");
+        auto q = tensors->Get(static_cast<uint32_t>(t))->quantization();
+        float sc = q && q->scale() && q->scale()->size() ? q->scale()->Get(0) : 0.f;
+        if (!(sc >= 0.f) || std::isinf(sc))
+          return InvalidArgument(what + ": intermediate tensor '" + names_[static_cast<size_t>(t)] + "' has the quantization scale " + std::to_string(sc));
+        int64_t zp = 0;
+        if (q && q->zero_point() && q->zero_point()->size()) std::memcpy(&zp, q->zero_point()->Data(), sizeof(int64_t));
+        im_s.push_back(sc);
+        im_z.push_back(zp);
+      }
+      n->attrs["intermediate_scale"] = AttrValue::ListFloat(im_s);
+      n->attrs["intermediate_zero_point"] = AttrValue::ListInt(im_z);
+    }
     if (!any) return Status::Ok();
     n->attrs["input_scale"] = AttrValue::ListFloat(in_s);
     n->attrs["input_zero_point"] = AttrValue::ListInt(in_z);
