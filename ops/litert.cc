@@ -162,10 +162,12 @@ constexpr int kNotApplicable = -1;
 
 // ---- fast 8-bit paths ---------------------------------------------------------------------------
 // Integer products summed in int32 give the same bits however they are ordered, so these paths
-// reorder TFLite's loops freely: a GEMM on oneDNN's s8 x s8 → s32 kernel, then TFLite's exact
-// rescaling per element. oneDNN's int8 GEMM is exact where the CPU has VNNI instructions (older
-// ISAs sum pairs of products in saturating 16-bit lanes); elsewhere the plain loops run.
-bool ExactInt8Gemm() {
+// reorder TFLite's loops freely: a GEMM, then TFLite's exact rescaling per element. The GEMM is
+// oneDNN's s8 x s8 -> s32 kernel where the CPU has VNNI instructions (older ISAs sum pairs of
+// products in saturating 16-bit lanes, which is not exact); elsewhere oneDNN's float GEMM over
+// the integer values, in slices of K short enough that every partial sum is an integer below
+// 2^24, which float holds exactly, summed across slices in int32.
+bool HasExactInt8Gemm() {
   static const bool ok = [] {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx ||
@@ -174,14 +176,41 @@ bool ExactInt8Gemm() {
   return ok;
 }
 
-// C[M, N] = (A[M, K] - a_zp) * (B[N, K] - b_zp)^T, all row-major; false if oneDNN fails.
-bool GemmS8(const KernelContextBase* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t b_zp,
+// C[M, N] = (A[M, K] - a_zp) * (B[N, K] - b_zp)^T, all row-major; false if oneDNN fails or the
+// workspace cannot be had.
+bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t b_zp,
             int32_t* c) {
-  if (a_zp < -128 || a_zp > 127 || b_zp < -128 || b_zp > 127) return false;
+  if (a_zp < -128 || a_zp > 127 || b_zp < -128 || b_zp > 127 || m <= 0 || n <= 0 || k <= 0) return false;
   ApplyIntraOpThreads(ctx);
-  const int32_t co = 0;
-  return dnnl_gemm_s8s8s32('N', 'T', 'F', m, n, k, 1.f, a, k, static_cast<int8_t>(a_zp), b, k, static_cast<int8_t>(b_zp), 0.f, c, n, &co) ==
-         dnnl_success;
+  if (HasExactInt8Gemm()) {
+    const int32_t co = 0;
+    return dnnl_gemm_s8s8s32('N', 'T', 'F', m, n, k, 1.f, a, k, static_cast<int8_t>(a_zp), b, k, static_cast<int8_t>(b_zp), 0.f, c, n, &co) ==
+           dnnl_success;
+  }
+  const int64_t amax = std::max(std::abs(-128 - a_zp), std::abs(127 - a_zp)), bmax = std::max(std::abs(-128 - b_zp), std::abs(127 - b_zp));
+  const int64_t slice = std::max<int64_t>(1, std::min<int64_t>(k, (int64_t(1) << 24) / std::max<int64_t>(1, amax * bmax)));
+  auto* fa = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(m * slice) * sizeof(float)));
+  auto* fb = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(n * slice) * sizeof(float)));
+  auto* fc = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(m * n) * sizeof(float)));
+  if (!fa || !fb || !fc) return false;
+  for (int64_t k0 = 0; k0 < k; k0 += slice) {
+    const int64_t kk = std::min(slice, k - k0);
+    ctx->ParallelFor(m, 64, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t j = 0; j < kk; ++j) fa[r * kk + j] = static_cast<float>(int32_t(a[r * k + k0 + j]) - a_zp);
+    });
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t j = 0; j < kk; ++j) fb[r * kk + j] = static_cast<float>(int32_t(b[r * k + k0 + j]) - b_zp);
+    if (dnnl_sgemm('N', 'T', m, n, kk, 1.f, fa, kk, fb, kk, 0.f, fc, n) != dnnl_success) return false;
+    const bool first = k0 == 0;
+    ctx->ParallelFor(m, 64, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0 * n; i < r1 * n; ++i) {
+        const int32_t v = static_cast<int32_t>(fc[i]);
+        c[i] = first ? v : static_cast<int32_t>(static_cast<uint32_t>(c[i]) + static_cast<uint32_t>(v));
+      }
+    });
+  }
+  return true;
 }
 
 template <typename F>
@@ -277,7 +306,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
   int ConvInt8Gemm(EagerOpExecutionContext* ctx, const ConvGeometry& g, int64_t wic, const int8_t* px, const int8_t* pw,
                            const int32_t* bias, const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi,
                            int8_t* py) const {
-    if (!ExactInt8Gemm() || wic != g.ic || -in_off < -128 || -in_off > 127) return kNotApplicable;
+    if (wic != g.ic || -in_off < -128 || -in_off > 127) return kNotApplicable;
     ListView<int64_t> fz = ctx->GetAttrs()->GetListInt("channel_zero_points");
     for (int64_t z : fz)
       if (z != 0) return kNotApplicable;
@@ -662,7 +691,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp {
     }
     const int32_t in_off = -in.zp, w_off = -fq.zp, out_off = o.zp;
     const int8_t* pw = w->GetData<int8_t>();
-    if (x->GetDataType() == DT_INT8 && ExactInt8Gemm() && !(b && b->GetDataType() != DT_INT32)) {  // one int8 GEMM
+    if (x->GetDataType() == DT_INT8 && !(b && b->GetDataType() != DT_INT32)) {  // one int8 GEMM
       auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(rows * oc) * sizeof(int32_t)));
       if (!acc) return GRAPH_FAILED;
       if (GemmS8(ctx, rows, oc, ic, x->GetData<int8_t>(), in.zp, pw, fq.zp, acc)) {
