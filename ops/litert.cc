@@ -12,6 +12,10 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define WEFT_LITERT_AVX2 1
+#endif
 
 #include "dnnl_runner.h"
 #include "litert_quant.h"
@@ -137,13 +141,148 @@ bool ConvMultipliers(const KernelContextBase* ctx, int64_t channels, size_t inpu
 #define WEFT_INT_CLONES
 #endif
 // `rows` consecutive rows of n channels each.
-WEFT_INT_CLONES void RequantizeRows(const int32_t* acc, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t out_off,
-                                    int32_t lo, int32_t hi, int8_t* out, int64_t n, int64_t rows) {
+WEFT_INT_CLONES void RequantizeRowsPortable(const int32_t* acc, const int32_t* bias, const int32_t* mult, const int32_t* shift,
+                                            int32_t out_off, int32_t lo, int32_t hi, int8_t* out, int64_t n, int64_t rows) {
   for (int64_t r = 0; r < rows; ++r) tfl::RequantizeRow(acc + r * n, bias, mult, shift, out_off, lo, hi, out + r * n, n);
 }
-WEFT_INT_CLONES void AccumulateTap(int32_t* __restrict a, const int8_t* __restrict f, const int8_t* __restrict in, int32_t in_off, int64_t n) {
+
+#ifdef WEFT_LITERT_AVX2
+// RequantizeRow, eight lanes at a time. With a positive multiplier, TFLite's rounding doubling
+// high multiply is floor((x * m + 2^30) / 2^31), whose low 32 bits a logical 64-bit shift gives.
+__attribute__((target("avx2"))) void RequantizeRowsAvx2(const int32_t* acc, const int32_t* bias, const int32_t* mult, const int32_t* shift,
+                                                        int32_t out_off, int32_t lo, int32_t hi, int8_t* out, int64_t n, int64_t rows) {
+  const __m256i nudge = _mm256_set1_epi64x(int64_t(1) << 30), zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  const __m256i vlo = _mm256_set1_epi32(lo), vhi = _mm256_set1_epi32(hi), voff = _mm256_set1_epi32(out_off);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t* a = acc + r * n;
+    int8_t* o = out + r * n;
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+      __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + c));
+      if (bias) x = _mm256_add_epi32(x, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias + c)));
+      const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(shift + c));
+      const __m256i right = _mm256_max_epi32(_mm256_sub_epi32(zero, s), zero);
+      x = _mm256_sllv_epi32(x, _mm256_max_epi32(s, zero));
+      const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult + c));
+      const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), nudge), 31);
+      const __m256i odd = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), nudge), 31);
+      const __m256i high = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+      const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+      const __m256i rem = _mm256_and_si256(high, mask);
+      const __m256i threshold = _mm256_add_epi32(_mm256_srai_epi32(mask, 1), _mm256_and_si256(_mm256_cmpgt_epi32(zero, high), one));
+      __m256i v = _mm256_add_epi32(_mm256_srav_epi32(high, right), _mm256_and_si256(_mm256_cmpgt_epi32(rem, threshold), one));
+      v = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v, voff), vlo), vhi);
+      const __m128i p16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(o + c), _mm_packs_epi16(p16, p16));
+    }
+    if (c < n) tfl::RequantizeRow(a + c, bias ? bias + c : nullptr, mult + c, shift + c, out_off, lo, hi, o + c, n - c);
+  }
+}
+#endif
+
+// acc[rows][n] + bias, rescaled per column (TFLite's multipliers), + out_off, clamped to [lo, hi].
+void RequantizeRows(const int32_t* acc, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t out_off, int32_t lo,
+                    int32_t hi, int8_t* out, int64_t n, int64_t rows) {
+#ifdef WEFT_LITERT_AVX2
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) {
+    bool positive = true;  // the fast form assumes multipliers > 0, as QuantizeMultiplier makes them
+    for (int64_t c = 0; c < n && positive; ++c) positive = mult[c] > 0;
+    if (positive) return RequantizeRowsAvx2(acc, bias, mult, shift, out_off, lo, hi, out, n, rows);
+  }
+#endif
+  RequantizeRowsPortable(acc, bias, mult, shift, out_off, lo, hi, out, n, rows);
+}
+// One filter tap of a depthwise convolution over a run of `pixels` output pixels: acc[p][c] +=
+// f[c] * (in[p * in_step + c] + in_off), channels innermost. |in + in_off| <= 255 and |f| <= 128,
+// so each product fits in 16 bits, which lets the compiler use 16-bit multiplies.
+WEFT_INT_CLONES void AccumulateTapRun(int32_t* __restrict a, const int8_t* __restrict f, const int8_t* __restrict in, int32_t in_off,
+                                      int64_t n, int64_t pixels, int64_t in_step) {
+  const int16_t off = static_cast<int16_t>(in_off);
+  for (int64_t p = 0; p < pixels; ++p) {
+    const int8_t* __restrict src = in + p * in_step;
+    int32_t* __restrict dst = a + p * n;
 #pragma omp simd
-  for (int64_t c = 0; c < n; ++c) a[c] += static_cast<int32_t>(f[c]) * (static_cast<int32_t>(in[c]) + in_off);
+    for (int64_t c = 0; c < n; ++c)
+      dst[c] += static_cast<int16_t>(static_cast<int16_t>(f[c]) * static_cast<int16_t>(static_cast<int16_t>(src[c]) + off));
+  }
+}
+
+// One output row of a depthwise convolution with depth multiplier 1 into acc[ow][c]: per output
+// pixel and block of 16 channels, every tap summed in registers (no accumulator traffic). Each
+// product (in + in_off) * f fits in 16 bits (|in + in_off| <= 255, |f| <= 128), so the blocks
+// multiply 16-bit lanes and widen the products to 32 bits to sum them.
+struct DepthwiseRow {
+  const int8_t* in_image;
+  const int8_t* pw;
+  int32_t in_off;
+  int64_t ih, iw, c, ow, kh, kw, sh, sw, dh, dw, ph, pwd;
+};
+
+// The taps [k0, k1) of a window whose input coordinate o * s - p + k * d lies in [0, n).
+inline void InsideTaps(int64_t o, int64_t s, int64_t p, int64_t d, int64_t n, int64_t k, int64_t* k0, int64_t* k1) {
+  *k0 = 0;
+  *k1 = k;
+  while (*k0 < k && o * s - p + *k0 * d < 0) ++*k0;
+  while (*k1 > *k0 && o * s - p + (*k1 - 1) * d >= n) --*k1;
+}
+
+// Channels [c0, c) of pixel ox, one tap sum per channel.
+inline void DepthwiseTail(const DepthwiseRow& r, int64_t oy, int64_t ox, int64_t ky0, int64_t ky1, int64_t kx0, int64_t kx1, int64_t c0,
+                          int32_t* out) {
+  for (int64_t ch = c0; ch < r.c; ++ch) {
+    int32_t a = 0;
+    for (int64_t ky = ky0; ky < ky1; ++ky)
+      for (int64_t kx = kx0; kx < kx1; ++kx)
+        a += int32_t(r.pw[(ky * r.kw + kx) * r.c + ch]) *
+             (int32_t(r.in_image[((oy * r.sh - r.ph + ky * r.dh) * r.iw + ox * r.sw - r.pwd + kx * r.dw) * r.c + ch]) + r.in_off);
+    out[ch] = a;
+  }
+}
+
+#ifdef WEFT_LITERT_AVX2
+__attribute__((target("avx2"))) void DepthwiseRowAvx2(const DepthwiseRow& r, int64_t oy, int32_t* acc) {
+  int64_t ky0, ky1;
+  InsideTaps(oy, r.sh, r.ph, r.dh, r.ih, r.kh, &ky0, &ky1);
+  const __m256i off = _mm256_set1_epi16(static_cast<int16_t>(r.in_off));
+  for (int64_t ox = 0; ox < r.ow; ++ox) {
+    int64_t kx0, kx1;
+    InsideTaps(ox, r.sw, r.pwd, r.dw, r.iw, r.kw, &kx0, &kx1);
+    int32_t* out = acc + ox * r.c;
+    int64_t c0 = 0;
+    for (; c0 + 16 <= r.c; c0 += 16) {
+      __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+      for (int64_t ky = ky0; ky < ky1; ++ky) {
+        const int8_t* row = r.in_image + (oy * r.sh - r.ph + ky * r.dh) * r.iw * r.c + c0;
+        const int8_t* frow = r.pw + ky * r.kw * r.c + c0;
+        for (int64_t kx = kx0; kx < kx1; ++kx) {
+          const __m128i x8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + (ox * r.sw - r.pwd + kx * r.dw) * r.c));
+          const __m128i f8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(frow + kx * r.c));
+          const __m256i p = _mm256_mullo_epi16(_mm256_add_epi16(_mm256_cvtepi8_epi16(x8), off), _mm256_cvtepi8_epi16(f8));
+          lo = _mm256_add_epi32(lo, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(p)));
+          hi = _mm256_add_epi32(hi, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(p, 1)));
+        }
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c0), lo);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c0 + 8), hi);
+    }
+    DepthwiseTail(r, oy, ox, ky0, ky1, kx0, kx1, c0, out);
+  }
+}
+#endif
+
+void DepthwiseRowInt8(const DepthwiseRow& r, int64_t oy, int32_t* acc) {
+#ifdef WEFT_LITERT_AVX2
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return DepthwiseRowAvx2(r, oy, acc);
+#endif
+  int64_t ky0, ky1;
+  InsideTaps(oy, r.sh, r.ph, r.dh, r.ih, r.kh, &ky0, &ky1);
+  for (int64_t ox = 0; ox < r.ow; ++ox) {
+    int64_t kx0, kx1;
+    InsideTaps(ox, r.sw, r.pwd, r.dw, r.iw, r.kw, &kx0, &kx1);
+    DepthwiseTail(r, oy, ox, ky0, ky1, kx0, kx1, 0, acc + ox * r.c);
+  }
 }
 
 WEFT_INT_CLONES void AddRowInt8(const int8_t* a, const int8_t* b, int8_t* out, int64_t n, int32_t a_zp, int32_t b_zp, int left_shift,
@@ -196,6 +335,10 @@ bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const
   for (int64_t k0 = 0; k0 < k; k0 += slice) {
     const int64_t kk = std::min(slice, k - k0);
     ctx->ParallelFor(m, 64, [&](int64_t r0, int64_t r1) {
+      if (kk == k) {  // one slice: the rows are contiguous
+        for (int64_t i = r0 * k; i < r1 * k; ++i) fa[i] = static_cast<float>(int32_t(a[i]) - a_zp);
+        return;
+      }
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t j = 0; j < kk; ++j) fa[r * kk + j] = static_cast<float>(int32_t(a[r * k + k0 + j]) - a_zp);
     });
@@ -204,9 +347,10 @@ bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const
     if (dnnl_sgemm('N', 'T', m, n, kk, 1.f, fa, kk, fb, kk, 0.f, fc, n) != dnnl_success) return false;
     const bool first = k0 == 0;
     ctx->ParallelFor(m, 64, [&](int64_t r0, int64_t r1) {
-      for (int64_t i = r0 * n; i < r1 * n; ++i) {
-        const int32_t v = static_cast<int32_t>(fc[i]);
-        c[i] = first ? v : static_cast<int32_t>(static_cast<uint32_t>(c[i]) + static_cast<uint32_t>(v));
+      if (first) {
+        for (int64_t i = r0 * n; i < r1 * n; ++i) c[i] = static_cast<int32_t>(fc[i]);
+      } else {
+        for (int64_t i = r0 * n; i < r1 * n; ++i) c[i] = static_cast<int32_t>(static_cast<uint32_t>(c[i]) + static_cast<uint32_t>(static_cast<int32_t>(fc[i])));
       }
     });
   }
@@ -356,7 +500,21 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
   // a pixel, each tap a contiguous run over the channels.
   int DepthwiseInt8(EagerOpExecutionContext* ctx, const ConvGeometry& g, const int8_t* px, const int8_t* pw, const int32_t* bias,
                             const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi, int8_t* py) const {
+    if (in_off < -127 || in_off > 128) return kNotApplicable;  // a zero point outside int8: products leave 16 bits
     const int64_t mult = g.oc / g.ic;
+    if (mult == 1) {
+      ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+        std::vector<int32_t> acc_row(static_cast<size_t>(g.ow * g.oc));
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t bn = r / g.oh, oy = r % g.oh;
+          const DepthwiseRow row{px + bn * g.ih * g.iw * g.ic, pw, in_off, g.ih, g.iw, g.ic, g.ow, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw};
+          DepthwiseRowInt8(row, oy, acc_row.data());
+          RequantizeRows(acc_row.data(), bias, cs.mult.data(), cs.shift.data(), out_off, lo, hi, py + (bn * g.oh + oy) * g.ow * g.oc, g.oc,
+                         g.ow);
+        }
+      });
+      return GRAPH_SUCCESS;
+    }
     // One output row at a time: for each tap, the run of output pixels whose input lies inside,
     // channels innermost.
     ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
@@ -372,19 +530,20 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
             int64_t first = g.pw - kx * g.dw, ox0 = first <= 0 ? 0 : (first + g.sw - 1) / g.sw;
             int64_t last = g.iw - 1 + g.pw - kx * g.dw, ox1 = last < 0 ? 0 : std::min(g.ow, last / g.sw + 1);
             const int8_t* __restrict f = pw + (ky * g.kw + kx) * g.oc;
+            if (mult == 1) {  // the whole run of pixels in one call
+              if (ox1 > ox0)
+                AccumulateTapRun(acc_row.data() + ox0 * g.oc, f, px + ((bn * g.ih + iy) * g.iw + ox0 * g.sw - g.pw + kx * g.dw) * g.ic,
+                                 in_off, g.oc, ox1 - ox0, g.sw * g.ic);
+              continue;
+            }
             for (int64_t ox = ox0; ox < ox1; ++ox) {
               const int8_t* __restrict in = px + ((bn * g.ih + iy) * g.iw + ox * g.sw - g.pw + kx * g.dw) * g.ic;
               int32_t* __restrict a = acc_row.data() + ox * g.oc;
-              const int64_t nc = g.oc;
-              if (mult == 1) {
-                AccumulateTap(a, f, in, in_off, nc);
-              } else {  // each input channel feeds `mult` consecutive output channels
-                for (int64_t ci = 0; ci < g.ic; ++ci) {
-                  const int32_t v = static_cast<int32_t>(in[ci]) + in_off;
-                  int32_t* __restrict ac = a + ci * mult;
-                  const int8_t* __restrict fc = f + ci * mult;
-                  for (int64_t m = 0; m < mult; ++m) ac[m] += static_cast<int32_t>(fc[m]) * v;
-                }
+              for (int64_t ci = 0; ci < g.ic; ++ci) {  // each input channel feeds `mult` consecutive outputs
+                const int32_t v = static_cast<int32_t>(in[ci]) + in_off;
+                int32_t* __restrict ac = a + ci * mult;
+                const int8_t* __restrict fc = f + ci * mult;
+                for (int64_t m = 0; m < mult; ++m) ac[m] += static_cast<int32_t>(fc[m]) * v;
               }
             }
           }
