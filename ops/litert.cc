@@ -1512,12 +1512,17 @@ class TflPad : public EagerExecuteOp, public ShapeInferOp {
     }
     std::vector<int64_t> out_stride(rank, 1), idx(rank, 0);
     for (size_t k = rank - 1; k-- > 0;) out_stride[k] = out_stride[k + 1] * ys.GetDim(k + 1);
-    const int64_t inner = xs.GetDim(rank - 1), rows = x->GetShapeSize() / inner;
+    // Copies of whole blocks: the dims after the last padded one are contiguous in both tensors.
+    size_t last = rank - 1;
+    while (last > 0 && pads[2 * last] == 0 && pads[2 * last + 1] == 0) --last;
+    int64_t inner = 1;
+    for (size_t k = last; k < rank; ++k) inner *= xs.GetDim(k);
+    const int64_t rows = x->GetShapeSize() / inner;
     for (int64_t r = 0; r < rows; ++r) {
-      int64_t dst = pads[2 * (rank - 1)];
-      for (size_t k = 0; k + 1 < rank; ++k) dst += (idx[k] + pads[2 * k]) * out_stride[k];
+      int64_t dst = pads[2 * last] * out_stride[last];
+      for (size_t k = 0; k < last; ++k) dst += (idx[k] + pads[2 * k]) * out_stride[k];
       std::memcpy(py + dst * elem, px + r * inner * elem, static_cast<size_t>(inner) * elem);
-      for (size_t k = rank - 1; k-- > 0;) {
+      for (size_t k = last; k-- > 0;) {
         if (++idx[k] < xs.GetDim(k)) break;
         idx[k] = 0;
       }
@@ -1856,11 +1861,31 @@ class TflTranspose : public EagerExecuteOp, public ShapeInferOp {
     const uint8_t* px = x->GetData<uint8_t>();
     uint8_t* py = y->GetData<uint8_t>();
     int64_t total = y->GetShapeSize();
-    for (int64_t o = 0; o < total; ++o) {
+    if (total == 0) return GRAPH_SUCCESS;
+    if (rank == 0) {
+      std::memcpy(py, px, elem);
+      return GRAPH_SUCCESS;
+    }
+    // One output row (the innermost output dim) at a time: a strided gather from the input.
+    const int64_t inner = ys.GetDim(rank - 1), step = in_stride[static_cast<size_t>(perm[rank - 1])];
+    auto gather = [&](auto tag, int64_t o, int64_t src) {
+      using T = decltype(tag);
+      T* dst = reinterpret_cast<T*>(py) + o;
+      const T* from = reinterpret_cast<const T*>(px) + src;
+      for (int64_t i = 0; i < inner; ++i) dst[i] = from[i * step];
+    };
+    for (int64_t o = 0; o < total; o += inner) {
       int64_t src = 0;
-      for (size_t k = 0; k < rank; ++k) src += idx[k] * in_stride[static_cast<size_t>(perm[k])];
-      std::memcpy(py + o * elem, px + src * elem, elem);
-      for (size_t k = rank; k-- > 0;) {
+      for (size_t k = 0; k + 1 < rank; ++k) src += idx[k] * in_stride[static_cast<size_t>(perm[k])];
+      switch (elem) {
+        case 1: gather(uint8_t(), o, src); break;
+        case 2: gather(uint16_t(), o, src); break;
+        case 4: gather(uint32_t(), o, src); break;
+        case 8: gather(uint64_t(), o, src); break;
+        default:
+          for (int64_t i = 0; i < inner; ++i) std::memcpy(py + (o + i) * elem, px + (src + i * step) * elem, elem);
+      }
+      for (size_t k = rank - 1; k-- > 0;) {
         if (++idx[k] < ys.GetDim(k)) break;
         idx[k] = 0;
       }
