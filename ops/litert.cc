@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define WEFT_LITERT_AVX2 1
@@ -146,36 +148,124 @@ WEFT_INT_CLONES void RequantizeRowsPortable(const int32_t* acc, const int32_t* b
   for (int64_t r = 0; r < rows; ++r) tfl::RequantizeRow(acc + r * n, bias, mult, shift, out_off, lo, hi, out + r * n, n);
 }
 
+// What an 8-bit GEMM does with its int32 results: requantize them into int8 (a convolution's
+// output), or store them (the caller rescales).
+struct GemmOut {
+  int32_t* acc = nullptr;   // [m][n] int32, or
+  int8_t* q = nullptr;      // [m][n] int8 through RequantizeRow's arithmetic with:
+  const int32_t* bias = nullptr;
+  const int32_t* mult = nullptr;
+  const int32_t* shift = nullptr;
+  int32_t out_off = 0, lo = 0, hi = 0;
+};
+
 #ifdef WEFT_LITERT_AVX2
-// RequantizeRow, eight lanes at a time. With a positive multiplier, TFLite's rounding doubling
-// high multiply is floor((x * m + 2^30) / 2^31), whose low 32 bits a logical 64-bit shift gives.
+// RequantizeRow on eight lanes (columns c .. c + 7). With a positive multiplier, TFLite's rounding
+// doubling high multiply is floor((x * m + 2^30) / 2^31), whose low 32 bits a logical 64-bit shift
+// gives. The result is clamped to [lo, hi], inside int8.
+__attribute__((target("avx2"))) inline __m256i RequantLanes(__m256i x, const int32_t* bias, const int32_t* mult, const int32_t* shift,
+                                                            __m256i voff, __m256i vlo, __m256i vhi) {
+  const __m256i nudge = _mm256_set1_epi64x(int64_t(1) << 30), zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  if (bias) x = _mm256_add_epi32(x, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias)));
+  const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(shift));
+  const __m256i right = _mm256_max_epi32(_mm256_sub_epi32(zero, s), zero);
+  x = _mm256_sllv_epi32(x, _mm256_max_epi32(s, zero));
+  const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult));
+  const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), nudge), 31);
+  const __m256i odd = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), nudge), 31);
+  const __m256i high = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+  const __m256i rem = _mm256_and_si256(high, mask);
+  const __m256i threshold = _mm256_add_epi32(_mm256_srai_epi32(mask, 1), _mm256_and_si256(_mm256_cmpgt_epi32(zero, high), one));
+  const __m256i v = _mm256_add_epi32(_mm256_srav_epi32(high, right), _mm256_and_si256(_mm256_cmpgt_epi32(rem, threshold), one));
+  return _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v, voff), vlo), vhi);
+}
+
 __attribute__((target("avx2"))) void RequantizeRowsAvx2(const int32_t* acc, const int32_t* bias, const int32_t* mult, const int32_t* shift,
                                                         int32_t out_off, int32_t lo, int32_t hi, int8_t* out, int64_t n, int64_t rows) {
-  const __m256i nudge = _mm256_set1_epi64x(int64_t(1) << 30), zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
   const __m256i vlo = _mm256_set1_epi32(lo), vhi = _mm256_set1_epi32(hi), voff = _mm256_set1_epi32(out_off);
   for (int64_t r = 0; r < rows; ++r) {
     const int32_t* a = acc + r * n;
     int8_t* o = out + r * n;
     int64_t c = 0;
     for (; c + 8 <= n; c += 8) {
-      __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + c));
-      if (bias) x = _mm256_add_epi32(x, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias + c)));
-      const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(shift + c));
-      const __m256i right = _mm256_max_epi32(_mm256_sub_epi32(zero, s), zero);
-      x = _mm256_sllv_epi32(x, _mm256_max_epi32(s, zero));
-      const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult + c));
-      const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), nudge), 31);
-      const __m256i odd = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), nudge), 31);
-      const __m256i high = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
-      const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
-      const __m256i rem = _mm256_and_si256(high, mask);
-      const __m256i threshold = _mm256_add_epi32(_mm256_srai_epi32(mask, 1), _mm256_and_si256(_mm256_cmpgt_epi32(zero, high), one));
-      __m256i v = _mm256_add_epi32(_mm256_srav_epi32(high, right), _mm256_and_si256(_mm256_cmpgt_epi32(rem, threshold), one));
-      v = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v, voff), vlo), vhi);
+      const __m256i v = RequantLanes(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + c)), bias ? bias + c : nullptr, mult + c,
+                                     shift + c, voff, vlo, vhi);
       const __m128i p16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(o + c), _mm_packs_epi16(p16, p16));
     }
     if (c < n) tfl::RequantizeRow(a + c, bias ? bias + c : nullptr, mult + c, shift + c, out_off, lo, hi, o + c, n - c);
+  }
+}
+
+
+// (A[m][k] - a_zp) * B^T over B packed by PackGemmB, rows [r0, r1) (r0 a multiple of 4), products
+// of 16-bit values summed in pairs into int32 lanes (exact: |a - a_zp| and |b - b_zp| are at most
+// 255). 4 rows x 16 columns of int32 accumulators live in registers across K. `apack`: 4 * kp * 2
+// int16 of scratch.
+__attribute__((target("avx2"))) void GemmInt8Avx2Rows(int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int16_t* bp,
+                                                      int64_t kp, const GemmOut& out, int64_t r0, int64_t r1, int16_t* apack) {
+  const __m256i vzp = _mm256_set1_epi16(static_cast<int16_t>(a_zp));
+  const __m256i vlo = _mm256_set1_epi32(out.lo), vhi = _mm256_set1_epi32(out.hi), voff = _mm256_set1_epi32(out.out_off);
+  for (int64_t row = r0; row < r1; row += 4) {
+    const int64_t rows = std::min<int64_t>(4, m - row);
+    for (int64_t i = 0; i < 4; ++i) {  // (a - a_zp) as int16, K padded with zeros to 2 * kp
+      int16_t* dst = apack + i * kp * 2;
+      int64_t j = 0;
+      if (i < rows) {
+        const int8_t* src = a + (row + i) * k;
+        for (; j + 16 <= k; j += 16)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j),
+                              _mm256_sub_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j))), vzp));
+        for (; j < k; ++j) dst[j] = static_cast<int16_t>(int32_t(src[j]) - a_zp);
+      }
+      for (; j < kp * 2; ++j) dst[j] = 0;
+    }
+    const int32_t* ap[4];
+    for (int i = 0; i < 4; ++i) ap[i] = reinterpret_cast<const int32_t*>(apack + i * kp * 2);
+    for (int64_t nb = 0; nb < n; nb += 16) {
+      const int16_t* b = bp + (nb / 16) * kp * 32;
+      __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+      for (int64_t p = 0; p < kp; ++p) {
+        const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + p * 32));
+        const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + p * 32 + 16));
+        __m256i av = _mm256_set1_epi32(ap[0][p]);
+        c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(av, b0));
+        c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(av, b1));
+        av = _mm256_set1_epi32(ap[1][p]);
+        c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(av, b0));
+        c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(av, b1));
+        av = _mm256_set1_epi32(ap[2][p]);
+        c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(av, b0));
+        c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(av, b1));
+        av = _mm256_set1_epi32(ap[3][p]);
+        c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(av, b0));
+        c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(av, b1));
+      }
+      const __m256i acc[4][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+      const int64_t cols = std::min<int64_t>(16, n - nb);
+      for (int64_t i = 0; i < rows; ++i) {
+        if (!out.q) {
+          alignas(32) int32_t tmp[16];
+          _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), acc[i][0]);
+          _mm256_store_si256(reinterpret_cast<__m256i*>(tmp + 8), acc[i][1]);
+          std::memcpy(out.acc + (row + i) * n + nb, tmp, static_cast<size_t>(cols) * sizeof(int32_t));
+        } else if (cols == 16) {
+          const int32_t* bias = out.bias ? out.bias + nb : nullptr;
+          const __m256i v0 = RequantLanes(acc[i][0], bias, out.mult + nb, out.shift + nb, voff, vlo, vhi);
+          const __m256i v1 = RequantLanes(acc[i][1], bias ? bias + 8 : nullptr, out.mult + nb + 8, out.shift + nb + 8, voff, vlo, vhi);
+          const __m256i p16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xD8);
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(out.q + (row + i) * n + nb),
+                           _mm_packs_epi16(_mm256_castsi256_si128(p16), _mm256_extracti128_si256(p16, 1)));
+        } else {
+          alignas(32) int32_t tmp[16];
+          _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), acc[i][0]);
+          _mm256_store_si256(reinterpret_cast<__m256i*>(tmp + 8), acc[i][1]);
+          tfl::RequantizeRow(tmp, out.bias ? out.bias + nb : nullptr, out.mult + nb, out.shift + nb, out.out_off, out.lo, out.hi,
+                             out.q + (row + i) * n + nb, cols);
+        }
+      }
+    }
   }
 }
 #endif
@@ -315,45 +405,105 @@ bool HasExactInt8Gemm() {
   return ok;
 }
 
-// C[M, N] = (A[M, K] - a_zp) * (B[N, K] - b_zp)^T, all row-major; false if oneDNN fails or the
-// workspace cannot be had.
+// (A[M, K] - a_zp) * (B[N, K] - b_zp)^T, all row-major, into `out` (int32, or requantized to
+// int8); false if a workspace cannot be had or the backend fails.
 bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t b_zp,
-            int32_t* c) {
+            const GemmOut& out) {
   if (a_zp < -128 || a_zp > 127 || b_zp < -128 || b_zp > 127 || m <= 0 || n <= 0 || k <= 0) return false;
+  bool positive = true;  // the vector requantization assumes positive multipliers
+  for (int64_t c = 0; out.q && c < n && positive; ++c) positive = out.mult[c] > 0;
+#ifdef WEFT_LITERT_AVX2
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2 && positive && !HasExactInt8Gemm()) {
+    // B packed once: per block of 16 columns, per pair of K, 16 columns x 2 int16 (b - b_zp);
+    // columns and K past the end are zeros.
+    const int64_t kp = (k + 1) / 2, blocks = (n + 15) / 16;
+    const size_t packed = static_cast<size_t>(blocks * kp * 32) * sizeof(int16_t);
+    // The packed weights are kept in the node's per-context memory and packed again only when
+    // they change (a hash of their bytes, checked every run: weights may be run-time inputs).
+    struct Header {
+      uint64_t hash, n, k;
+      int64_t b_zp;
+      uint64_t valid;
+      uint8_t pad[24];
+    };
+    static_assert(sizeof(Header) == 64, "the packed weights stay 64-byte aligned after the header");
+    const uint64_t hash = XXH3_64bits(b, static_cast<size_t>(n * k));
+    auto* cache = static_cast<uint8_t*>(ctx->GetHostArgs(sizeof(Header) + packed));
+    int16_t* bp = nullptr;
+    bool fresh = true;
+    if (cache) {
+      auto* h = reinterpret_cast<Header*>(cache);
+      bp = reinterpret_cast<int16_t*>(cache + sizeof(Header));
+      fresh = !(h->valid == 1 && h->hash == hash && h->n == static_cast<uint64_t>(n) && h->k == static_cast<uint64_t>(k) && h->b_zp == b_zp);
+      *h = Header{hash, static_cast<uint64_t>(n), static_cast<uint64_t>(k), b_zp, 1, {}};
+    } else {  // outside a run (constant folding): scratch memory
+      ctx->SetError("");
+      bp = static_cast<int16_t*>(ctx->MallocWorkSpace(packed));
+    }
+    const int64_t row_blocks = (m + 3) / 4;
+    auto* apack = static_cast<int16_t*>(ctx->MallocWorkSpace(static_cast<size_t>(row_blocks * 4 * kp * 2) * sizeof(int16_t)));
+    if (!bp || !apack) return false;
+    if (fresh) ctx->ParallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        int16_t* dst = bp + blk * kp * 32;
+        for (int64_t p = 0; p < kp; ++p)
+          for (int64_t j = 0; j < 16; ++j)
+            for (int64_t h = 0; h < 2; ++h) {
+              const int64_t col = blk * 16 + j, kk = 2 * p + h;
+              dst[p * 32 + j * 2 + h] = col < n && kk < k ? static_cast<int16_t>(int32_t(b[col * k + kk]) - b_zp) : int16_t{0};
+            }
+      }
+    });
+    ctx->ParallelFor(row_blocks, 4, [&](int64_t rb0, int64_t rb1) {
+      GemmInt8Avx2Rows(m, n, k, a, a_zp, bp, kp, out, rb0 * 4, std::min(m, rb1 * 4), apack + rb0 * 4 * kp * 2);
+    });
+    return true;
+  }
+#endif
+  int32_t* c = out.acc;
+  if (!c && !(c = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(m * n) * sizeof(int32_t))))) return false;
   ApplyIntraOpThreads(ctx);
   if (HasExactInt8Gemm()) {
     const int32_t co = 0;
-    return dnnl_gemm_s8s8s32('N', 'T', 'F', m, n, k, 1.f, a, k, static_cast<int8_t>(a_zp), b, k, static_cast<int8_t>(b_zp), 0.f, c, n, &co) ==
-           dnnl_success;
+    if (dnnl_gemm_s8s8s32('N', 'T', 'F', m, n, k, 1.f, a, k, static_cast<int8_t>(a_zp), b, k, static_cast<int8_t>(b_zp), 0.f, c, n, &co) !=
+        dnnl_success)
+      return false;
+  } else {
+    const int64_t amax = std::max(std::abs(-128 - a_zp), std::abs(127 - a_zp)), bmax = std::max(std::abs(-128 - b_zp), std::abs(127 - b_zp));
+    const int64_t slice = std::max<int64_t>(1, std::min<int64_t>(k, (int64_t(1) << 24) / std::max<int64_t>(1, amax * bmax)));
+    auto* fa = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(m * slice) * sizeof(float)));
+    auto* fb = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(n * slice) * sizeof(float)));
+    auto* fc = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(m * n) * sizeof(float)));
+    if (!fa || !fb || !fc) return false;
+    for (int64_t k0 = 0; k0 < k; k0 += slice) {
+      const int64_t kk = std::min(slice, k - k0);
+      ctx->ParallelFor(m, 64, [&](int64_t r0, int64_t r1) {
+        if (kk == k) {  // one slice: the rows are contiguous
+          for (int64_t i = r0 * k; i < r1 * k; ++i) fa[i] = static_cast<float>(int32_t(a[i]) - a_zp);
+          return;
+        }
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t j = 0; j < kk; ++j) fa[r * kk + j] = static_cast<float>(int32_t(a[r * k + k0 + j]) - a_zp);
+      });
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t j = 0; j < kk; ++j) fb[r * kk + j] = static_cast<float>(int32_t(b[r * k + k0 + j]) - b_zp);
+      if (dnnl_sgemm('N', 'T', m, n, kk, 1.f, fa, kk, fb, kk, 0.f, fc, n) != dnnl_success) return false;
+      const bool first = k0 == 0;
+      ctx->ParallelFor(m, 64, [&](int64_t r0, int64_t r1) {
+        if (first) {
+          for (int64_t i = r0 * n; i < r1 * n; ++i) c[i] = static_cast<int32_t>(fc[i]);
+        } else {
+          for (int64_t i = r0 * n; i < r1 * n; ++i)
+            c[i] = static_cast<int32_t>(static_cast<uint32_t>(c[i]) + static_cast<uint32_t>(static_cast<int32_t>(fc[i])));
+        }
+      });
+    }
   }
-  const int64_t amax = std::max(std::abs(-128 - a_zp), std::abs(127 - a_zp)), bmax = std::max(std::abs(-128 - b_zp), std::abs(127 - b_zp));
-  const int64_t slice = std::max<int64_t>(1, std::min<int64_t>(k, (int64_t(1) << 24) / std::max<int64_t>(1, amax * bmax)));
-  auto* fa = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(m * slice) * sizeof(float)));
-  auto* fb = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(n * slice) * sizeof(float)));
-  auto* fc = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(m * n) * sizeof(float)));
-  if (!fa || !fb || !fc) return false;
-  for (int64_t k0 = 0; k0 < k; k0 += slice) {
-    const int64_t kk = std::min(slice, k - k0);
-    ctx->ParallelFor(m, 64, [&](int64_t r0, int64_t r1) {
-      if (kk == k) {  // one slice: the rows are contiguous
-        for (int64_t i = r0 * k; i < r1 * k; ++i) fa[i] = static_cast<float>(int32_t(a[i]) - a_zp);
-        return;
-      }
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t j = 0; j < kk; ++j) fa[r * kk + j] = static_cast<float>(int32_t(a[r * k + k0 + j]) - a_zp);
+  if (out.q)
+    ctx->ParallelFor(m, 16, [&](int64_t r0, int64_t r1) {
+      RequantizeRows(c + r0 * n, out.bias, out.mult, out.shift, out.out_off, out.lo, out.hi, out.q + r0 * n, n, r1 - r0);
     });
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t j = 0; j < kk; ++j) fb[r * kk + j] = static_cast<float>(int32_t(b[r * k + k0 + j]) - b_zp);
-    if (dnnl_sgemm('N', 'T', m, n, kk, 1.f, fa, kk, fb, kk, 0.f, fc, n) != dnnl_success) return false;
-    const bool first = k0 == 0;
-    ctx->ParallelFor(m, 64, [&](int64_t r0, int64_t r1) {
-      if (first) {
-        for (int64_t i = r0 * n; i < r1 * n; ++i) c[i] = static_cast<int32_t>(fc[i]);
-      } else {
-        for (int64_t i = r0 * n; i < r1 * n; ++i) c[i] = static_cast<int32_t>(static_cast<uint32_t>(c[i]) + static_cast<uint32_t>(static_cast<int32_t>(fc[i])));
-      }
-    });
-  }
   return true;
 }
 
@@ -487,13 +637,15 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
       });
       a = col;
     }
-    auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(m * g.oc) * sizeof(int32_t)));
-    if (!acc) return GRAPH_FAILED;
-    if (!GemmS8(ctx, m, g.oc, k, a, -in_off, pw, 0, acc)) return kNotApplicable;
-    ctx->ParallelFor(m, 16, [&](int64_t r0, int64_t r1) {
-      RequantizeRows(acc + r0 * g.oc, bias, cs.mult.data(), cs.shift.data(), out_off, lo, hi, py + r0 * g.oc, g.oc, r1 - r0);
-    });
-    return GRAPH_SUCCESS;
+    GemmOut out;
+    out.q = py;
+    out.bias = bias;
+    out.mult = cs.mult.data();
+    out.shift = cs.shift.data();
+    out.out_off = out_off;
+    out.lo = lo;
+    out.hi = hi;
+    return GemmS8(ctx, m, g.oc, k, a, -in_off, pw, 0, out) ? GRAPH_SUCCESS : kNotApplicable;
   }
 
   // int8 DepthwiseConv2D with the channels innermost: one int32 accumulator per output channel of
@@ -853,7 +1005,9 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp {
     if (x->GetDataType() == DT_INT8 && !(b && b->GetDataType() != DT_INT32)) {  // one int8 GEMM
       auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(rows * oc) * sizeof(int32_t)));
       if (!acc) return GRAPH_FAILED;
-      if (GemmS8(ctx, rows, oc, ic, x->GetData<int8_t>(), in.zp, pw, fq.zp, acc)) {
+      GemmOut out;
+      out.acc = acc;
+      if (GemmS8(ctx, rows, oc, ic, x->GetData<int8_t>(), in.zp, pw, fq.zp, out)) {
         int32_t lo, hi;
         QuantClamp<int8_t>(ctx, act, &lo, &hi);
         const int32_t* b32 = b ? b->GetData<int32_t>() : nullptr;
