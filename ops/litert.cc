@@ -22,6 +22,7 @@
 #include "dnnl_runner.h"
 #include "litert_quant.h"
 #include "op_util.h"
+#include "vector_math.h"
 
 namespace weft::ops {
 namespace {
@@ -2277,6 +2278,33 @@ class TflSvdf : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+// y[0, n) += s * w[0, n): the row-times-vector step of the float LSTM's gate products, written so
+// that it vectorizes (no reduction).
+WEFT_VMATH_CLONES void AxpyRow(float* __restrict y, const float* __restrict w, float s, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) y[j] += s * w[j];
+}
+
+// One float LSTM cell update with tanh activations over n cells: gates (pre-activation) in g
+// as [input | forget | cell | output], peepholes as arrays (zeros when absent), c updated in
+// place, m = o * tanh(c).
+WEFT_VMATH_CLONES void LstmTanhCell(const float* __restrict g, const float* __restrict pi, const float* __restrict pf,
+                                    const float* __restrict po, float* __restrict c, float* __restrict m, int64_t n, int cifg, float clip) {
+  // Branch-free so that it vectorizes: CIFG as a 0/1 blend (exact: one term is 0 * a finite
+  // number), no clip as an infinite one; no std::min/max (they would not inline into the clones).
+  const float k = cifg ? 1.f : 0.f;
+  const float bound = clip > 0.f ? clip : std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) {
+    const float f = vmath::Sigmoid(g[n + j] + pf[j] * c[j]);
+    const float i = k * (1.f - f) + (1.f - k) * vmath::Sigmoid(g[j] + pi[j] * c[j]);
+    float cn = c[j] * f + i * vmath::Tanh(g[2 * n + j]);
+    cn = cn < -bound ? -bound : cn;
+    cn = cn > bound ? bound : cn;
+    c[j] = cn;
+    const float o = vmath::Sigmoid(g[3 * n + j] + po[j] * cn);
+    m[j] = o * vmath::Tanh(cn);
+  }
+}
+
 // UNIDIRECTIONAL_SEQUENCE_LSTM, float: an LSTM over a sequence ([batch, time, input], or [time,
 // batch, input] with time_major), with optional CIFG (no input gate: i = 1 - f), peepholes,
 // projection, cell and projection clipping. The output state h and the cell state c (LiteRT's
@@ -2367,6 +2395,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     if (cifg != !wh[0]) return Fail(ctx, "input_to_input_weights and recurrent_to_input_weights must be both present or both absent (CIFG)");
     auto* state = static_cast<float*>(ctx->GetHostArgs(static_cast<size_t>(batch * (out + cell)) * sizeof(float)));
     if (!state) return GRAPH_FAILED;
+    if (act == "TANH") return FloatTanh(ctx, x, y, state, batch, steps, time_major, in, cell, out, wx, wh, bias, peep, proj, proj_bias, cifg, cclip, pclip);
     auto* gate = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(4 * cell + cell) * sizeof(float)));
     if (!gate) return GRAPH_FAILED;
     float* m = gate + 4 * cell;  // the gated cell output before projection
@@ -2418,6 +2447,61 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
   }
 
  private:
+  // The float LSTM with tanh activations, batched: every step's input products in one pass of
+  // GEMM-like row updates, the recurrent products per step, both vectorized over the four gates'
+  // 4 * cell outputs (transposed weights); sigmoid and tanh vectorized.
+  graphStatus FloatTanh(EagerOpExecutionContext* ctx, const Tensor* x, Tensor* y, float* state, int64_t batch, int64_t steps, bool time_major,
+                        int64_t in, int64_t cell, int64_t out, const float* const* wx, const float* const* wh, const float* const* bias,
+                        const float* const* peep, const float* proj, const float* proj_bias, bool cifg, float cclip, float pclip) {
+    const int64_t g4 = 4 * cell;
+    const size_t floats = static_cast<size_t>(in * g4 + out * g4 + g4 + 3 * cell + (proj ? cell * out : 0) + steps * g4 + g4 + cell);
+    auto* ws = static_cast<float*>(ctx->MallocWorkSpace(floats * sizeof(float)));
+    if (!ws) return GRAPH_FAILED;
+    float *wxt = ws, *wht = wxt + in * g4, *b4 = wht + out * g4, *peeps = b4 + g4, *projt = peeps + 3 * cell;
+    float *xg = projt + (proj ? cell * out : 0), *g = xg + steps * g4, *m = g + g4;
+    for (int q = 0; q < 4; ++q)
+      for (int64_t j = 0; j < cell; ++j) {
+        const bool on = !(q == 0 && cifg);
+        for (int64_t k = 0; k < in; ++k) wxt[k * g4 + q * cell + j] = on ? wx[q][j * in + k] : 0.f;
+        for (int64_t k = 0; k < out; ++k) wht[k * g4 + q * cell + j] = on ? wh[q][j * out + k] : 0.f;
+        b4[q * cell + j] = on && bias[q] ? bias[q][j] : 0.f;
+      }
+    const int pk[3] = {0, 1, 3};
+    for (int q = 0; q < 3; ++q)
+      for (int64_t j = 0; j < cell; ++j) peeps[q * cell + j] = peep[pk[q]] ? peep[pk[q]][j] : 0.f;
+    if (proj)
+      for (int64_t k = 0; k < out; ++k)
+        for (int64_t j = 0; j < cell; ++j) projt[j * out + k] = proj[k * cell + j];
+    const float* px = x->GetData<float>();
+    float* py = y->GetData<float>();
+    for (int64_t b = 0; b < batch; ++b) {
+      float* h = state + b * out;
+      float* c = state + batch * out + b * cell;
+      auto row = [&](int64_t t) { return time_major ? t * batch + b : b * steps + t; };
+      for (int64_t t = 0; t < steps; ++t) {  // the input's share of every step's gates
+        float* dst = xg + t * g4;
+        std::memcpy(dst, b4, static_cast<size_t>(g4) * sizeof(float));
+        const float* xt = px + row(t) * in;
+        for (int64_t k = 0; k < in; ++k) AxpyRow(dst, wxt + k * g4, xt[k], g4);
+      }
+      for (int64_t t = 0; t < steps; ++t) {
+        std::memcpy(g, xg + t * g4, static_cast<size_t>(g4) * sizeof(float));
+        for (int64_t k = 0; k < out; ++k) AxpyRow(g, wht + k * g4, h[k], g4);
+        LstmTanhCell(g, peeps, peeps + cell, peeps + 2 * cell, c, m, cell, cifg ? 1 : 0, cclip);
+        if (proj) {
+          for (int64_t k = 0; k < out; ++k) h[k] = proj_bias ? proj_bias[k] : 0.f;
+          for (int64_t j = 0; j < cell; ++j) AxpyRow(h, projt + j * out, m[j], out);
+          if (pclip > 0.f)
+            for (int64_t k = 0; k < out; ++k) h[k] = std::min(std::max(h[k], -pclip), pclip);
+        } else {
+          std::memcpy(h, m, static_cast<size_t>(out) * sizeof(float));
+        }
+        std::memcpy(py + row(t) * out, h, static_cast<size_t>(out) * sizeof(float));
+      }
+    }
+    return GRAPH_SUCCESS;
+  }
+
   // TFLite's integer LSTM (8x8->16): int8 input, weights and output state, int16 cell state with
   // a power-of-two scale, gates in Q3.12 (the intermediates' default without layer norm), the
   // 16-bit fixed-point sigmoid and tanh, int32 biases with the zero points folded in. Matches
