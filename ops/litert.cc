@@ -619,6 +619,18 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
             int8_t* row = col + ((bn * g.oh + oy) * g.ow + ox) * k;
             for (int64_t ky = 0; ky < g.kh; ++ky) {
               int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+              const int64_t ix0 = ox * g.sw - g.pw, ix1 = ix0 + (g.kw - 1) * g.dw;
+              if (g.dw == 1 && iy >= 0 && iy < g.ih && ix0 >= 0 && ix1 < g.iw) {  // the kernel row's taps are contiguous
+                const int8_t* src = px + ((bn * g.ih + iy) * g.iw + ix0) * g.ic;
+                int8_t* dst = row + ky * g.kw * g.ic;
+                const int64_t bytes = g.kw * g.ic;
+                if (bytes <= 16) {
+                  for (int64_t j = 0; j < bytes; ++j) dst[j] = src[j];
+                } else {
+                  std::memcpy(dst, src, static_cast<size_t>(bytes));
+                }
+                continue;
+              }
               for (int64_t kx = 0; kx < g.kw; ++kx) {
                 int64_t ix = ox * g.sw - g.pw + kx * g.dw;
                 int8_t* dst = row + (ky * g.kw + kx) * g.ic;
