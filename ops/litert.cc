@@ -619,16 +619,23 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
             int8_t* row = col + ((bn * g.oh + oy) * g.ow + ox) * k;
             for (int64_t ky = 0; ky < g.kh; ++ky) {
               int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-              const int64_t ix0 = ox * g.sw - g.pw, ix1 = ix0 + (g.kw - 1) * g.dw;
-              if (g.dw == 1 && iy >= 0 && iy < g.ih && ix0 >= 0 && ix1 < g.iw) {  // the kernel row's taps are contiguous
-                const int8_t* src = px + ((bn * g.ih + iy) * g.iw + ix0) * g.ic;
+              if (g.dw == 1) {  // the kernel row's taps inside the input are contiguous: one copy, zero points around it
                 int8_t* dst = row + ky * g.kw * g.ic;
-                const int64_t bytes = g.kw * g.ic;
-                if (bytes <= 16) {
-                  for (int64_t j = 0; j < bytes; ++j) dst[j] = src[j];
-                } else {
-                  std::memcpy(dst, src, static_cast<size_t>(bytes));
+                const int64_t ix0 = ox * g.sw - g.pw;
+                const int64_t kx0 = std::min(g.kw, std::max<int64_t>(0, -ix0));
+                const int64_t kx1 = std::max(kx0, std::min(g.kw, g.iw - ix0));
+                const bool row_inside = iy >= 0 && iy < g.ih;
+                const int64_t c0 = row_inside ? kx0 * g.ic : g.kw * g.ic, c1 = row_inside ? kx1 * g.ic : g.kw * g.ic;
+                for (int64_t j = 0; j < c0; ++j) dst[j] = zp;
+                if (c1 > c0) {
+                  const int8_t* src = px + ((bn * g.ih + iy) * g.iw + ix0 + kx0) * g.ic;
+                  if (c1 - c0 <= 16) {
+                    for (int64_t j = 0; j < c1 - c0; ++j) dst[c0 + j] = src[j];
+                  } else {
+                    std::memcpy(dst + c0, src, static_cast<size_t>(c1 - c0));
+                  }
                 }
+                for (int64_t j = c1; j < g.kw * g.ic; ++j) dst[j] = zp;
                 continue;
               }
               for (int64_t kx = 0; kx < g.kw; ++kx) {
