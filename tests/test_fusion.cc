@@ -409,7 +409,7 @@ TEST(Fusion, APackageOverridingConvIsFusedAndLaidOutLikeTheBuiltIn) {
   EXPECT_EQ(sb[0].fused_activation, "Relu");
   EXPECT_EQ(sb[2].fused_activation, "Sigmoid");
   EXPECT_EQ(sb[2].inputs.size(), 4u) << "the residual operand is connected as Conv's Sum input";
-  for (int k : {0, 1, 2}) EXPECT_EQ(sb[k].outputs[0].format, FORMAT_NC1HWC0) << sb[k].node;
+  for (int k : {0, 1, 2}) EXPECT_EQ(sb[k].outputs[0].format, test::BlockedOrPlain()) << sb[k].node;
   EXPECT_EQ(sb[3].outputs[0].format, FORMAT_ND);
   for (size_t k = 0; k < sb.size(); ++k) {
     EXPECT_EQ(sb[k].origin, "built-in");

@@ -633,8 +633,8 @@ TEST(ModelFile, FusionAndLayoutsRoundTripAndAreCheckedAgainstTheOps) {
   ASSERT_EQ(a.size(), 4u);
   ASSERT_EQ(b.size(), a.size());
   EXPECT_EQ(b[0].fused_activation, "Relu");
-  EXPECT_EQ(b[0].outputs[0].format, FORMAT_NC1HWC0);
-  EXPECT_EQ(b[1].outputs[0].format, FORMAT_NC1HWC0);
+  EXPECT_EQ(b[0].outputs[0].format, test::BlockedOrPlain());
+  EXPECT_EQ(b[1].outputs[0].format, test::BlockedOrPlain());
   EXPECT_EQ(b[2].outputs[0].format, FORMAT_ND);  // read by Exp, which declares no blocked layout
   auto x = RandomFloat({1, 16, 8, 8}, 82);
   auto ya = m.value()->Run({x}), yb = loaded.value()->Run({x});

@@ -31,12 +31,31 @@ inline std::unique_ptr<Session> MakeSession(std::vector<std::string> packages = 
   return s.ok() ? std::move(s).value() : nullptr;
 }
 
+// Whether this machine's float convolutions take the channel-blocked layout: the built-in Conv
+// declares it fast only where oneDNN has a fast nChw16c kernel (AVX-512); elsewhere the layout
+// pass keeps tensors plain. Tests of layout decisions expect what the machine supports.
+Format BlockedOrPlain();
+
 inline HostTensor RandomFloat(const Shape& shape, uint32_t seed, float lo = -2.f, float hi = 2.f) {
   HostTensor t(DT_FLOAT, shape);
   std::mt19937 g(seed);
   std::uniform_real_distribution<float> d(lo, hi);
   for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(g);
   return t;
+}
+
+inline Format BlockedOrPlain() {
+  static const Format f = [] {
+    auto s = MakeSession();
+    if (!s) return FORMAT_ND;
+    Graph g("probe");
+    std::map<std::string, AttrValue> pads{{"pads", AttrValue::ListInt({1, 1, 1, 1})}};
+    g.AddInput("x", DT_FLOAT, {1, 16, 8, 8}).AddConstant("w", RandomFloat({16, 16, 3, 3}, 1)).AddConstant("v", RandomFloat({16, 16, 3, 3}, 2));
+    g.AddNode("Conv", "c1", {"x", "w"}, {"a"}, pads).AddNode("Conv", "c2", {"a", "v"}, {"y"}, pads).AddOutput("y");
+    auto m = s->Compile(g);
+    return m.ok() && m.value()->DescribeSteps()[0].outputs[0].format == FORMAT_NC1HWC0 ? FORMAT_NC1HWC0 : FORMAT_ND;
+  }();
+  return f;
 }
 
 inline ::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
