@@ -222,24 +222,29 @@ __attribute__((target("avx2"))) void GemmInt8Avx2Rows(int64_t m, int64_t n, int6
       }
       for (; j < kp * 2; ++j) dst[j] = 0;
     }
-    const int32_t* ap[4];
-    for (int i = 0; i < 4; ++i) ap[i] = reinterpret_cast<const int32_t*>(apack + i * kp * 2);
+    const int16_t* ap[4];
+    for (int i = 0; i < 4; ++i) ap[i] = apack + i * kp * 2;
+    auto pair = [](const int16_t* p) {  // two int16 as one int32 lane value (memcpy: no aliasing)
+      int32_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    };
     for (int64_t nb = 0; nb < n; nb += 16) {
       const int16_t* b = bp + (nb / 16) * kp * 32;
       __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
       for (int64_t p = 0; p < kp; ++p) {
         const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + p * 32));
         const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + p * 32 + 16));
-        __m256i av = _mm256_set1_epi32(ap[0][p]);
+        __m256i av = _mm256_set1_epi32(pair(ap[0] + 2 * p));
         c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(av, b0));
         c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(av, b1));
-        av = _mm256_set1_epi32(ap[1][p]);
+        av = _mm256_set1_epi32(pair(ap[1] + 2 * p));
         c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(av, b0));
         c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(av, b1));
-        av = _mm256_set1_epi32(ap[2][p]);
+        av = _mm256_set1_epi32(pair(ap[2] + 2 * p));
         c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(av, b0));
         c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(av, b1));
-        av = _mm256_set1_epi32(ap[3][p]);
+        av = _mm256_set1_epi32(pair(ap[3] + 2 * p));
         c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(av, b0));
         c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(av, b1));
       }
