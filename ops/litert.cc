@@ -313,7 +313,30 @@ struct DepthwiseRow {
   const int8_t* pw;
   int32_t in_off;
   int64_t ih, iw, c, ow, kh, kw, sh, sw, dh, dw, ph, pwd;
+  // For pixels whose every tap lies inside (AVX2): the filter of each pair of taps interleaved
+  // per block of 16 channels as the 16-bit unpacks order them (PackDepthwisePairs), and per
+  // channel in_off * the sum of its taps, which stands for the offset added to every input.
+  const int16_t* pairs = nullptr;
+  const int32_t* offset_sum = nullptr;
 };
+
+// The filter [kh * kw][c] as pairs of taps (2q, 2q + 1; a lone last tap paired with zeros), per
+// block of 16 channels: the 16 int16 of unpacklo(f[2q], f[2q + 1]) then of unpackhi, that is
+// channels 0-3 and 8-11, then 4-7 and 12-15, each next to its partner tap.
+void PackDepthwisePairs(const int8_t* pw, int64_t taps, int64_t c, int16_t* out) {
+  const int64_t blocks = c / 16, pairs = (taps + 1) / 2;
+  static const int kOrder[2][8] = {{0, 1, 2, 3, 8, 9, 10, 11}, {4, 5, 6, 7, 12, 13, 14, 15}};
+  for (int64_t q = 0; q < pairs; ++q)
+    for (int64_t b = 0; b < blocks; ++b) {
+      int16_t* dst = out + (q * blocks + b) * 32;
+      for (int half = 0; half < 2; ++half)
+        for (int j = 0; j < 8; ++j) {
+          const int64_t ch = b * 16 + kOrder[half][j];
+          dst[half * 16 + 2 * j] = pw[2 * q * c + ch];
+          dst[half * 16 + 2 * j + 1] = 2 * q + 1 < taps ? pw[(2 * q + 1) * c + ch] : int16_t{0};
+        }
+    }
+}
 
 // The taps [k0, k1) of a window whose input coordinate o * s - p + k * d lies in [0, n).
 inline void InsideTaps(int64_t o, int64_t s, int64_t p, int64_t d, int64_t n, int64_t k, int64_t* k0, int64_t* k1) {
@@ -340,12 +363,41 @@ inline void DepthwiseTail(const DepthwiseRow& r, int64_t oy, int64_t ox, int64_t
 __attribute__((target("avx2"))) void DepthwiseRowAvx2(const DepthwiseRow& r, int64_t oy, int32_t* acc) {
   int64_t ky0, ky1;
   InsideTaps(oy, r.sh, r.ph, r.dh, r.ih, r.kh, &ky0, &ky1);
+  // The paired form's tap offsets from a window's first input element.
+  constexpr int64_t kMaxPairedTaps = 64;
+  const int64_t taps = r.kh * r.kw, pairs = (taps + 1) / 2, blocks = r.c / 16;
+  const bool paired = r.pairs && taps <= kMaxPairedTaps;
+  int64_t tap_off[kMaxPairedTaps];
+  for (int64_t t = 0; paired && t < taps; ++t) tap_off[t] = ((t / r.kw) * r.dh * r.iw + (t % r.kw) * r.dw) * r.c;
   const __m256i off = _mm256_set1_epi16(static_cast<int16_t>(r.in_off));
   for (int64_t ox = 0; ox < r.ow; ++ox) {
     int64_t kx0, kx1;
     InsideTaps(ox, r.sw, r.pwd, r.dw, r.iw, r.kw, &kx0, &kx1);
     int32_t* out = acc + ox * r.c;
     int64_t c0 = 0;
+    if (paired && ky0 == 0 && ky1 == r.kh && kx0 == 0 && kx1 == r.kw) {
+      // Every tap inside: two taps per 16-bit multiply-add, the offset folded into offset_sum.
+      const int8_t* base = r.in_image + ((oy * r.sh - r.ph) * r.iw + ox * r.sw - r.pwd) * r.c;
+      for (int64_t b = 0; b < blocks; ++b, c0 += 16) {
+        __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+        const int16_t* f = r.pairs + b * 32;
+        for (int64_t q = 0; q < pairs; ++q, f += blocks * 32) {
+          const __m256i xa = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + tap_off[2 * q] + c0)));
+          const __m256i xb = 2 * q + 1 < taps
+                                 ? _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + tap_off[2 * q + 1] + c0)))
+                                 : _mm256_setzero_si256();
+          lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(xa, xb), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(f))));
+          hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(xa, xb), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(f + 16))));
+        }
+        const __m256i first = _mm256_permute2x128_si256(lo, hi, 0x20), second = _mm256_permute2x128_si256(lo, hi, 0x31);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c0),
+                            _mm256_add_epi32(first, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.offset_sum + c0))));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c0 + 8),
+                            _mm256_add_epi32(second, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.offset_sum + c0 + 8))));
+      }
+      DepthwiseTail(r, oy, ox, ky0, ky1, kx0, kx1, c0, out);
+      continue;
+    }
     for (; c0 + 16 <= r.c; c0 += 16) {
       __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
       for (int64_t ky = ky0; ky < ky1; ++ky) {
@@ -680,11 +732,29 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
     if (in_off < -127 || in_off > 128) return kNotApplicable;  // a zero point outside int8: products leave 16 bits
     const int64_t mult = g.oc / g.ic;
     if (mult == 1) {
+      const int16_t* pairs = nullptr;
+      const int32_t* offset_sum = nullptr;
+      if (g.ic >= 16) {  // the paired form for interior pixels (see DepthwiseRow)
+        const int64_t taps = g.kh * g.kw;
+        auto* pk = static_cast<int16_t*>(ctx->MallocWorkSpace(static_cast<size_t>((taps + 1) / 2 * (g.ic / 16) * 32) * sizeof(int16_t)));
+        auto* os = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(g.ic) * sizeof(int32_t)));
+        if (!pk || !os) return GRAPH_FAILED;
+        PackDepthwisePairs(pw, taps, g.ic, pk);
+        for (int64_t ch = 0; ch < g.ic; ++ch) {
+          int32_t sum = 0;
+          for (int64_t t = 0; t < taps; ++t) sum += pw[t * g.ic + ch];
+          os[ch] = sum * in_off;
+        }
+        pairs = pk;
+        offset_sum = os;
+      }
       ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
         std::vector<int32_t> acc_row(static_cast<size_t>(g.ow * g.oc));
         for (int64_t r = r0; r < r1; ++r) {
           const int64_t bn = r / g.oh, oy = r % g.oh;
-          const DepthwiseRow row{px + bn * g.ih * g.iw * g.ic, pw, in_off, g.ih, g.iw, g.ic, g.ow, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw};
+          DepthwiseRow row{px + bn * g.ih * g.iw * g.ic, pw, in_off, g.ih, g.iw, g.ic, g.ow, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw};
+          row.pairs = pairs;
+          row.offset_sum = offset_sum;
           DepthwiseRowInt8(row, oy, acc_row.data());
           RequantizeRows(acc_row.data(), bias, cs.mult.data(), cs.shift.data(), out_off, lo, hi, py + (bn * g.oh + oy) * g.ow * g.oc, g.oc,
                          g.ow);
