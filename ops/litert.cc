@@ -2115,26 +2115,39 @@ class TflTranspose : public EagerExecuteOp, public ShapeInferOp {
       std::memcpy(py, px, elem);
       return GRAPH_SUCCESS;
     }
-    // One output row (the innermost output dim) at a time: a strided gather from the input.
-    const int64_t inner = ys.GetDim(rank - 1), step = in_stride[static_cast<size_t>(perm[rank - 1])];
-    auto gather = [&](auto tag, int64_t o, int64_t src) {
+    // One line of the output at a time along axis `a`: the innermost output axis, or, when that is
+    // short (NCHW -> NHWC with 3 channels), the output axis holding the input's innermost one,
+    // so that the inner loop reads (or writes) a long contiguous run.
+    std::vector<int64_t> out_stride(rank, 1);
+    for (size_t k = rank; k-- > 1;) out_stride[k - 1] = out_stride[k] * ys.GetDim(k);
+    size_t a = rank - 1;
+    if (ys.GetDim(rank - 1) < 16)
+      for (size_t k = 0; k < rank; ++k)
+        if (perm[k] == static_cast<int64_t>(rank) - 1 && ys.GetDim(k) > ys.GetDim(rank - 1)) a = k;
+    const int64_t inner = ys.GetDim(a), src_step = in_stride[static_cast<size_t>(perm[a])], dst_step = out_stride[a];
+    auto line = [&](auto tag, int64_t dst0, int64_t src0) {
       using T = decltype(tag);
-      T* dst = reinterpret_cast<T*>(py) + o;
-      const T* from = reinterpret_cast<const T*>(px) + src;
-      for (int64_t i = 0; i < inner; ++i) dst[i] = from[i * step];
+      T* dst = reinterpret_cast<T*>(py) + dst0;
+      const T* from = reinterpret_cast<const T*>(px) + src0;
+      for (int64_t i = 0; i < inner; ++i) dst[i * dst_step] = from[i * src_step];
     };
-    for (int64_t o = 0; o < total; o += inner) {
-      int64_t src = 0;
-      for (size_t k = 0; k + 1 < rank; ++k) src += idx[k] * in_stride[static_cast<size_t>(perm[k])];
+    for (int64_t n = 0; n < total / inner; ++n) {
+      int64_t src = 0, dst = 0;
+      for (size_t k = 0; k < rank; ++k)
+        if (k != a) {
+          src += idx[k] * in_stride[static_cast<size_t>(perm[k])];
+          dst += idx[k] * out_stride[k];
+        }
       switch (elem) {
-        case 1: gather(uint8_t(), o, src); break;
-        case 2: gather(uint16_t(), o, src); break;
-        case 4: gather(uint32_t(), o, src); break;
-        case 8: gather(uint64_t(), o, src); break;
+        case 1: line(uint8_t(), dst, src); break;
+        case 2: line(uint16_t(), dst, src); break;
+        case 4: line(uint32_t(), dst, src); break;
+        case 8: line(uint64_t(), dst, src); break;
         default:
-          for (int64_t i = 0; i < inner; ++i) std::memcpy(py + (o + i) * elem, px + (src + i * step) * elem, elem);
+          for (int64_t i = 0; i < inner; ++i) std::memcpy(py + (dst + i * dst_step) * elem, px + (src + i * src_step) * elem, elem);
       }
-      for (size_t k = rank - 1; k-- > 0;) {
+      for (size_t k = rank; k-- > 0;) {  // the next line: every axis but `a`
+        if (k == a) continue;
         if (++idx[k] < ys.GetDim(k)) break;
         idx[k] = 0;
       }

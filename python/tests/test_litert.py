@@ -349,3 +349,20 @@ def test_integer_resize_bilinear_is_bit_exact(tmp_path, dtype, mode):
         xv = rng.integers(info.min, info.max, (2, 5, 4, 3), endpoint=True).astype(dtype)
         (got,) = session().compile(weft.import_litert(path)).run([xv])
         np.testing.assert_array_equal(got, litert_reference(path, [xv]), err_msg=f"{out_hw}")
+
+
+@pytest.mark.parametrize("shape,perm,dtype", [((1, 3, 7, 5), (0, 2, 3, 1), "int8"), ((2, 5, 4, 3), (0, 3, 1, 2), "int8"),
+                                              ((6, 17), (1, 0), "int16"), ((2, 3, 4, 5, 6), (4, 2, 0, 3, 1), "int8"),
+                                              ((1, 20, 3), (0, 2, 1), "int16")])
+def test_quantized_transpose_matches_numpy(tmp_path, shape, perm, dtype):
+    # A quantized TRANSPOSE keeps its Tfl form: every line order (short innermost axes included).
+    m = Model()
+    x = m.tensor("x", list(shape), dtype, scale=0.1, zero_point=0)
+    p = m.tensor("perm", [len(perm)], "int32", data=np.array(perm))
+    y = m.tensor("y", [shape[k] for k in perm], dtype, scale=0.1, zero_point=0)
+    m.builtin(39, [x, p], [y])
+    path = write(tmp_path, m, [x], [y])
+    info = np.iinfo(dtype)
+    xs = np.random.default_rng(1).integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    (got,) = session().compile(weft.import_litert(path)).run([xs])
+    np.testing.assert_array_equal(got, np.transpose(xs, perm))
