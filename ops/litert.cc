@@ -318,6 +318,7 @@ struct DepthwiseRow {
   // channel in_off * the sum of its taps, which stands for the offset added to every input.
   const int16_t* pairs = nullptr;
   const int32_t* offset_sum = nullptr;
+  const int8_t* zp_line = nullptr;  // c bytes of the input zero point
 };
 
 // The filter [kh * kw][c] as pairs of taps (2q, 2q + 1; a lone last tap paired with zeros), per
@@ -375,16 +376,23 @@ __attribute__((target("avx2"))) void DepthwiseRowAvx2(const DepthwiseRow& r, int
     InsideTaps(ox, r.sw, r.pwd, r.dw, r.iw, r.kw, &kx0, &kx1);
     int32_t* out = acc + ox * r.c;
     int64_t c0 = 0;
-    if (paired && ky0 == 0 && ky1 == r.kh && kx0 == 0 && kx1 == r.kw) {
-      // Every tap inside: two taps per 16-bit multiply-add, the offset folded into offset_sum.
-      const int8_t* base = r.in_image + ((oy * r.sh - r.ph) * r.iw + ox * r.sw - r.pwd) * r.c;
+    if (paired) {
+      // Two taps per 16-bit multiply-add, the offset folded into offset_sum; a tap outside the
+      // input reads a line of zero points, whose value plus the offset is 0, as a skipped tap.
+      const int8_t* tap_ptr[kMaxPairedTaps];
+      const int64_t iy0 = oy * r.sh - r.ph, ix0 = ox * r.sw - r.pwd;
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t ky = t / r.kw, kx = t % r.kw;
+        const bool inside = ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1;
+        tap_ptr[t] = inside ? r.in_image + (iy0 * r.iw + ix0) * r.c + tap_off[t] : r.zp_line;
+      }
       for (int64_t b = 0; b < blocks; ++b, c0 += 16) {
         __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
         const int16_t* f = r.pairs + b * 32;
         for (int64_t q = 0; q < pairs; ++q, f += blocks * 32) {
-          const __m256i xa = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + tap_off[2 * q] + c0)));
+          const __m256i xa = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tap_ptr[2 * q] + c0)));
           const __m256i xb = 2 * q + 1 < taps
-                                 ? _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + tap_off[2 * q + 1] + c0)))
+                                 ? _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tap_ptr[2 * q + 1] + c0)))
                                  : _mm256_setzero_si256();
           lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(xa, xb), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(f))));
           hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(xa, xb), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(f + 16))));
@@ -645,6 +653,19 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
       if (w.GetDim(3) <= 0 || g->ic % w.GetDim(3) || g->oc % (g->ic / w.GetDim(3)))
         return Fail(ctx, "the filter " + w.ToString() + " does not fit " + std::to_string(g->ic) + " input channels"), false;
     }
+    ListView<int64_t> ep = ctx->GetAttrs()->GetListInt("explicit_padding");
+    if (ep.size() == 4) {  // a PAD folded in by the importer: VALID over the padded input
+      if (same) return Fail(ctx, "explicit_padding goes with padding VALID"), false;
+      for (int64_t v : ep)
+        if (v < 0 || v > (int64_t(1) << 20)) return Fail(ctx, "explicit_padding must be in [0, 2^20]"), false;
+      g->oh = tfl::ConvOutSize(false, g->ih + ep[0] + ep[1], g->kh, g->sh, g->dh);
+      g->ow = tfl::ConvOutSize(false, g->iw + ep[2] + ep[3], g->kw, g->sw, g->dw);
+      g->ph = ep[0];
+      g->pw = ep[2];
+      if (g->oh <= 0 || g->ow <= 0) return Fail(ctx, "the padded input is smaller than the filter"), false;
+      return true;
+    }
+    if (ep.size() != 0) return Fail(ctx, "explicit_padding has " + std::to_string(ep.size()) + " entries, not 4 (top, bottom, left, right)"), false;
     g->oh = tfl::ConvOutSize(same, g->ih, g->kh, g->sh, g->dh);
     g->ow = tfl::ConvOutSize(same, g->iw, g->kw, g->sw, g->dw);
     g->ph = tfl::ConvPadding(g->sh, g->dh, g->ih, g->kh, g->oh);
@@ -734,6 +755,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
     if (mult == 1) {
       const int16_t* pairs = nullptr;
       const int32_t* offset_sum = nullptr;
+      const int8_t* zp_line = nullptr;
       if (g.ic >= 16) {  // the paired form for interior pixels (see DepthwiseRow)
         const int64_t taps = g.kh * g.kw;
         auto* pk = static_cast<int16_t*>(ctx->MallocWorkSpace(static_cast<size_t>((taps + 1) / 2 * (g.ic / 16) * 32) * sizeof(int16_t)));
@@ -745,8 +767,12 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
           for (int64_t t = 0; t < taps; ++t) sum += pw[t * g.ic + ch];
           os[ch] = sum * in_off;
         }
+        auto* zl = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(g.ic)));
+        if (!zl) return GRAPH_FAILED;
+        std::memset(zl, static_cast<int8_t>(-in_off), static_cast<size_t>(g.ic));
         pairs = pk;
         offset_sum = os;
+        zp_line = zl;
       }
       ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
         std::vector<int32_t> acc_row(static_cast<size_t>(g.ow * g.oc));
@@ -755,6 +781,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
           DepthwiseRow row{px + bn * g.ih * g.iw * g.ic, pw, in_off, g.ih, g.iw, g.ic, g.ow, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw};
           row.pairs = pairs;
           row.offset_sum = offset_sum;
+          row.zp_line = zp_line;
           DepthwiseRowInt8(row, oy, acc_row.data());
           RequantizeRows(acc_row.data(), bias, cs.mult.data(), cs.shift.data(), out_off, lo, hi, py + (bn * g.oh + oy) * g.ow * g.oc, g.oc,
                          g.ow);
@@ -2817,7 +2844,7 @@ void WeftRegister_litert(std::vector<OpEntry>& out) {
     out.push_back({TflDef(type).Input("input", conv_in).Input("filter", conv_in).OptionalInput("bias", bias).Output("output", conv_in)
                        .AttrString("padding", "VALID").AttrInt("stride_w", 1).AttrInt("stride_h", 1)
                        .AttrString("fused_activation_function", "NONE").AttrInt("dilation_w_factor", 1).AttrInt("dilation_h_factor", 1)
-                       .AttrString("quantized_bias_type", "FLOAT32").AttrInt("depth_multiplier", 0).Build(),
+                       .AttrString("quantized_bias_type", "FLOAT32").AttrInt("depth_multiplier", 0).AttrListInt("explicit_padding", {}).Build(),
                    k == 0 ? MakeOpImpl<TflConv2D>(type) : MakeOpImpl<TflDepthwiseConv2D>(type)});
   }
   out.push_back({TflDef("TflTransposeConv").Input("output_shape", TensorType({DT_INT32, DT_INT64})).Input("weights", conv_in)

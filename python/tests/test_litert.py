@@ -366,3 +366,51 @@ def test_quantized_transpose_matches_numpy(tmp_path, shape, perm, dtype):
     xs = np.random.default_rng(1).integers(info.min, info.max, shape, endpoint=True).astype(dtype)
     (got,) = session().compile(weft.import_litert(path)).run([xs])
     np.testing.assert_array_equal(got, np.transpose(xs, perm))
+
+
+@pytest.mark.parametrize("case", ["dw_int8", "conv_int8", "conv_float", "dw_int8_stride2", "used_twice", "pads_channels"])
+def test_pad_folds_into_a_valid_convolution(tmp_path, case):
+    # PAD (zeros, or the zero point) of H and W read only by a VALID convolution becomes that
+    # convolution's own padding: one step fewer, the same outputs as LiteRT's reference kernels.
+    rng = np.random.default_rng(3)
+    quant = "int8" in case or case in ("used_twice", "pads_channels")
+    dt = "int8" if quant else "float32"
+    q = {"scale": 0.05, "zero_point": -9} if quant else {}
+    m = Model()
+    x = m.tensor("x", [1, 7, 6, 16], dt, **q)
+    pads = [[0, 0], [1, 2], [2, 1], [0, 0]] if case != "pads_channels" else [[0, 0], [1, 1], [1, 1], [0, 3]]
+    c = 16 + (3 if case == "pads_channels" else 0)
+    pshape = [1, 7 + pads[1][0] + pads[1][1], 6 + pads[2][0] + pads[2][1], c]
+    p = m.tensor("paddings", [4, 2], "int32", data=np.array(pads))
+    xp = m.tensor("xp", pshape, dt, **q)
+    m.builtin(34, [x, p], [xp])
+    dw = case.startswith("dw") or case in ("used_twice", "pads_channels")
+    stride = 2 if case == "dw_int8_stride2" else 1
+    oh, ow = (pshape[1] - 3) // stride + 1, (pshape[2] - 3) // stride + 1
+    if quant:
+        w = m.tensor("w", [1, 3, 3, c] if dw else [8, 3, 3, c], "int8", data=rng.integers(-127, 128, [1, 3, 3, c] if dw else [8, 3, 3, c]),
+                     scale=0.02)
+        b = m.tensor("b", [c if dw else 8], "int32", data=rng.integers(-500, 500, c if dw else 8), scale=0.001)
+        y = m.tensor("y", [1, oh, ow, c if dw else 8], "int8", scale=0.1, zero_point=4)
+    else:
+        w = m.tensor("w", [8, 3, 3, c], "float32", data=rng.standard_normal([8, 3, 3, c]).astype(np.float32))
+        b = m.tensor("b", [8], "float32", data=rng.standard_normal(8).astype(np.float32))
+        y = m.tensor("y", [1, oh, ow, 8], "float32")
+    if dw:
+        m.builtin(4, [xp, w, b], [y], options=(2, [(0, "byte", VALID), (1, "int32", stride), (2, "int32", stride), (3, "int32", 1)]))
+    else:
+        m.builtin(3, [xp, w, b], [y], options=(1, [(0, "byte", VALID), (1, "int32", stride), (2, "int32", stride)]))
+    outs = [y]
+    if case == "used_twice":  # the padded tensor is also an output: the PAD stays
+        outs.append(xp)
+    path = write(tmp_path, m, [x], outs, name=case + ".tflite")
+    xs = (rng.integers(-128, 128, [1, 7, 6, 16]).astype(np.int8) if quant else rng.standard_normal([1, 7, 6, 16]).astype(np.float32))
+    model = session().compile(weft.import_litert(path))
+    folded = case not in ("used_twice", "pads_channels")
+    assert model.num_steps == (1 if folded else 2)
+    got = model.run([xs])
+    want = litert_reference(path, [xs])
+    if quant:
+        np.testing.assert_array_equal(got[0], want)
+    else:
+        np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5)

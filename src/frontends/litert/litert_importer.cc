@@ -412,6 +412,33 @@ class Importer {
     // Operators.
     std::map<size_t, size_t> state_owner;  // variable tensor → the operator whose state it is
     auto ops = Ops(sg);
+    // How many operator inputs and subgraph outputs read each tensor (PAD folding needs one).
+    std::vector<int> uses(nt, 0);
+    for (const fb::Operator* o : ops)
+      if (o->inputs())
+        for (int32_t t : *o->inputs())
+          if (t >= 0 && static_cast<size_t>(t) < nt) ++uses[static_cast<size_t>(t)];
+    if (sg->outputs())
+      for (int32_t t : *sg->outputs())
+        if (t >= 0 && static_cast<size_t>(t) < nt) uses[static_cast<size_t>(t)] += 2;
+    // A PAD whose only reader may be a VALID convolution waits here (by its output's name): the
+    // convolution takes the padding over (`explicit_padding`), or the PAD is added before it.
+    struct PendingPad {
+      Node node;
+      int32_t code;
+      std::string what;
+      std::vector<int64_t> pads;  // top, bottom, left, right
+    };
+    std::map<std::string, PendingPad> pending_pads;
+    auto add_node = [&](Node node, int32_t c, const std::string& w) -> Status {
+      if (c != kCustom && (!node.attrs.count("input_scale") || SameQuantization(c, node))) {  // a built-in of the same maths, if any
+        bool lowered = false;
+        WEFT_RETURN_IF_ERROR(Lower(c, node, w, &g, &lowered));
+        if (lowered) return Status::Ok();
+      }
+      g.AddNode(std::move(node));
+      return Status::Ok();
+    };
     for (size_t k = 0; k < ops.size(); ++k) {
       const fb::Operator* op = ops[k];
       std::string where = "LiteRT model: operator #" + std::to_string(k);
@@ -506,13 +533,41 @@ class Importer {
           n.outputs.push_back(names_[i]);
         }
       WEFT_RETURN_IF_ERROR(AddQuantization(op, what, &n));
-      if (code != kCustom && (!n.attrs.count("input_scale") || SameQuantization(code, n))) {  // a built-in of the same maths, if any
-        bool lowered = false;
-        WEFT_RETURN_IF_ERROR(Lower(code, n, what, &g, &lowered));
-        if (lowered) continue;
+      // PAD (zeros, or the zero point: what a convolution's own padding adds) of H and W only,
+      // read by one operator: it may fold into a VALID convolution.
+      if (code == 34 && n.inputs.size() == 2 && n.outputs.size() == 1 && uses[static_cast<size_t>(op->outputs()->Get(0))] == 1) {
+        std::vector<int64_t> p;
+        auto same_quant = [&] {  // the padded tensor means what the input means (as PAD requires)
+          auto is = n.attrs.find("input_scale"), os = n.attrs.find("output_scale");
+          auto iz = n.attrs.find("input_zero_point"), oz = n.attrs.find("output_zero_point");
+          if (is == n.attrs.end()) return os == n.attrs.end();
+          return os != n.attrs.end() && !is->second.floats().empty() && !os->second.floats().empty() &&
+                 is->second.floats()[0] == os->second.floats()[0] && iz != n.attrs.end() && oz != n.attrs.end() && !iz->second.ints().empty() && !oz->second.ints().empty() && iz->second.ints()[0] == oz->second.ints()[0];
+        };
+        if (ConstInts(n.inputs[1], &p) && p.size() == 8 && p[0] == 0 && p[1] == 0 && p[6] == 0 && p[7] == 0 && p[2] >= 0 && p[3] >= 0 &&
+            p[4] >= 0 && p[5] >= 0 && p[2] < (int64_t(1) << 20) && p[3] < (int64_t(1) << 20) && p[4] < (int64_t(1) << 20) &&
+            p[5] < (int64_t(1) << 20) && RankOf(n.inputs[0]) == 4 && TypeOf(n.inputs[0]) == TypeOf(n.outputs[0]) && same_quant()) {
+          std::string out = n.outputs[0];
+          pending_pads[out] = PendingPad{std::move(n), code, what, {p[2], p[3], p[4], p[5]}};
+          continue;
+        }
       }
-      g.AddNode(std::move(n));
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        auto it = pending_pads.find(n.inputs[k]);
+        if (it == pending_pads.end()) continue;
+        auto pad_it = n.attrs.find("padding");
+        const bool conv = (code == 3 || code == 4) && k == 0 && pad_it != n.attrs.end() && pad_it->second.s() == "VALID";
+        if (conv) {  // the convolution reads the unpadded input and pads itself
+          n.inputs[0] = it->second.node.inputs[0];
+          n.attrs["explicit_padding"] = AttrValue::ListInt(it->second.pads);
+        } else {
+          WEFT_RETURN_IF_ERROR(add_node(std::move(it->second.node), it->second.code, it->second.what));
+        }
+        pending_pads.erase(it);
+      }
+      WEFT_RETURN_IF_ERROR(add_node(std::move(n), code, what));
     }
+    for (auto& [name, pending] : pending_pads) WEFT_RETURN_IF_ERROR(add_node(std::move(pending.node), pending.code, pending.what));
     if (!sg->outputs() || sg->outputs()->size() == 0) return InvalidArgument("LiteRT model: the subgraph has no outputs");
     for (int32_t t : *sg->outputs()) {
       WEFT_RETURN_IF_ERROR(tensor_ref(t, "subgraph output"));
