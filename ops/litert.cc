@@ -205,7 +205,9 @@ __attribute__((target("avx2"))) void RequantizeRowsAvx2(const int32_t* acc, cons
 // 255). 4 rows x 16 columns of int32 accumulators live in registers across K. `apack`: 4 * kp * 2
 // int16 of scratch.
 __attribute__((target("avx2"))) void GemmInt8Avx2Rows(int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int16_t* bp,
-                                                      int64_t kp, const GemmOut& out, int64_t r0, int64_t r1, int16_t* apack) {
+                                                      int64_t kp, const GemmOut& out, int64_t r0, int64_t r1, int16_t* apack,
+                                                      int64_t n0 = 0, int64_t n1 = -1) {
+  if (n1 < 0) n1 = n;  // columns [n0, n1), n0 a multiple of 16
   const __m256i vzp = _mm256_set1_epi16(static_cast<int16_t>(a_zp));
   const __m256i vlo = _mm256_set1_epi32(out.lo), vhi = _mm256_set1_epi32(out.hi), voff = _mm256_set1_epi32(out.out_off);
   for (int64_t row = r0; row < r1; row += 4) {
@@ -229,7 +231,7 @@ __attribute__((target("avx2"))) void GemmInt8Avx2Rows(int64_t m, int64_t n, int6
       std::memcpy(&v, p, sizeof v);
       return v;
     };
-    for (int64_t nb = 0; nb < n; nb += 16) {
+    for (int64_t nb = n0; nb < n1; nb += 16) {
       const int16_t* b = bp + (nb / 16) * kp * 32;
       __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
       for (int64_t p = 0; p < kp; ++p) {
@@ -521,9 +523,17 @@ bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const
             }
       }
     });
-    ctx->ParallelFor(row_blocks, 4, [&](int64_t rb0, int64_t rb1) {
-      GemmInt8Avx2Rows(m, n, k, a, a_zp, bp, kp, out, rb0 * 4, std::min(m, rb1 * 4), apack + rb0 * 4 * kp * 2);
-    });
+    if (row_blocks >= 8 || blocks < 4) {
+      ctx->ParallelFor(row_blocks, 4, [&](int64_t rb0, int64_t rb1) {
+        GemmInt8Avx2Rows(m, n, k, a, a_zp, bp, kp, out, rb0 * 4, std::min(m, rb1 * 4), apack + rb0 * 4 * kp * 2);
+      });
+    } else {  // few rows (a fully-connected layer): the column blocks are the work to share
+      auto* apacks = static_cast<int16_t*>(ctx->MallocWorkSpace(static_cast<size_t>(blocks * 4 * kp * 2) * sizeof(int16_t)));
+      if (!apacks) return false;
+      ctx->ParallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
+        GemmInt8Avx2Rows(m, n, k, a, a_zp, bp, kp, out, 0, m, apacks + b0 * 4 * kp * 2, b0 * 16, std::min(n, b1 * 16));
+      });
+    }
     return true;
   }
 #endif
@@ -1258,12 +1268,16 @@ class TflBinary : public EagerExecuteOp, public ShapeInferOp {
       tfl::QuantizeMultiplier(static_cast<double>(qb.scale) / twice_max, &m2, &s2);
       tfl::QuantizeMultiplier(twice_max / (static_cast<double>(1 << left) * static_cast<double>(qo.scale)), &mo, &so);
       if (as == ys && bs == ys && s1 <= 0 && s2 <= 0 && so <= 0) {  // same shapes: the vectorized row
-        int64_t n = y->GetShapeSize();
-        if constexpr (std::is_same_v<T, int8_t>)
-          AddRowInt8(pa, pb, py, n, qa.zp, qb.zp, left, m1, -s1, m2, -s2, op == 0 ? 1 : -1, mo, -so, qo.zp, lo, hi);
-        else if constexpr (std::is_same_v<T, int16_t>)
-          AddRowInt16(pa, pb, py, n, qa.zp, qb.zp, left, m1, -s1, m2, -s2, op == 0 ? 1 : -1, mo, -so, qo.zp, lo, hi);
-        if constexpr (!std::is_same_v<T, uint8_t>) return;
+        const int64_t n = y->GetShapeSize();
+        if constexpr (!std::is_same_v<T, uint8_t>) {
+          ctx->ParallelFor(n, 16384, [&](int64_t i0, int64_t i1) {
+            if constexpr (std::is_same_v<T, int8_t>)
+              AddRowInt8(pa + i0, pb + i0, py + i0, i1 - i0, qa.zp, qb.zp, left, m1, -s1, m2, -s2, op == 0 ? 1 : -1, mo, -so, qo.zp, lo, hi);
+            else
+              AddRowInt16(pa + i0, pb + i0, py + i0, i1 - i0, qa.zp, qb.zp, left, m1, -s1, m2, -s2, op == 0 ? 1 : -1, mo, -so, qo.zp, lo, hi);
+          });
+          return;
+        }
       }
       ForEachBroadcast(as, bs, ys, [&](int64_t o, int64_t i, int64_t j) {
         int32_t x1 = (static_cast<int32_t>(pa[i]) - qa.zp) * (1 << left);
