@@ -424,11 +424,23 @@ PYBIND11_MODULE(_weft, m) {
         }
         return std::make_shared<PyModel>(m);
       })
-      .def("infer", [](Session& s, const Graph& g) {
+      .def("infer", [](Session& s, const Graph& g, bool bounds) {
         py::list l;
-        for (auto& v : Get(s.InferShapes(g))) l.append(Info(v));
+        for (auto& v : Get(s.InferShapes(g))) {
+          if (!bounds) {
+            l.append(Info(v));
+            continue;
+          }
+          py::tuple t = Info(v);
+          py::object bound = py::none();
+          if (v.bounded) bound = py::cast(std::vector<int64_t>(v.bound.dims, v.bound.dims + v.bound.ndim));
+          l.append(py::make_tuple(t[0], t[1], t[2], bound));
+        }
         return l;
-      }, "Output (name, dtype, shape) by shape inference alone; -1 where values decide.")
+      }, py::arg("graph"), py::arg("bounds") = false,
+         "Output (name, dtype, shape) by shape inference alone; -1 where values decide. With bounds=True,\n"
+         "(name, dtype, shape, bound): bound is the largest shape a data-dependent output can take when\n"
+         "its op declares one, else None.")
       .def("load_model", [](Session& s, const std::string& path, bool verify, bool trust) {
         LoadOptions o;
         o.verify_checksum = verify;

@@ -149,6 +149,10 @@ struct ValueInfo {
   std::string name;
   DataType dtype = DT_UNDEFINED;
   Shape shape;
+  // Session::InferShapes only: for a data-dependent output (-1 dims), the largest shape it can
+  // take, when its op declares one (InferShapeContext::SetOutputShapeBound).
+  bool bounded = false;
+  Shape bound;
 };
 
 // One operator application. An empty input name marks an absent optional input. When the op has

@@ -164,11 +164,20 @@ def test_fake_kernels_give_data_dependent_sizes_and_refuse_unknown_ranks():
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    with FakeTensorMode(shape_env=ShapeEnv()):
+    env = ShapeEnv()
+    with FakeTensorMode(shape_env=env):
         idx = torch.ops.weft.NonZero(torch.empty(3, 4) > 0)
         assert idx.shape[0] == 2 and isinstance(idx.shape[1], torch.SymInt)
+        # The new size has the range the op declares (NonZero: at most every element).
+        rng = env.var_to_range[idx.shape[1].node.expr]
+        assert (int(rng.lower), int(rng.upper)) == (0, 12)
         with pytest.raises(RuntimeError, match="rank of output .* depends on the values"):
             torch.ops.weft.Squeeze(torch.empty(3, 1, 4), torch.tensor([1]))
+    # The bound as shape inference reports it.
+    g = weft.Graph("nz")
+    g.add_input("x", "float32", [5, 2]).add_node("NonZero", "nz", ["x"], ["y"]).add_output("y")
+    assert weft.default_session().infer(g) == [("y", "int64", [2, -1])]
+    assert weft.default_session().infer(g, bounds=True) == [("y", "int64", [2, -1], [2, 10])]
 
 
 def test_every_registered_op_is_checked_or_named():

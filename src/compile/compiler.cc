@@ -567,7 +567,7 @@ struct Builder : NodeSteps {
       auto it = ids.find(name);
       if (it == ids.end()) return InvalidArgument("graph output '" + name + "' is not produced by any node, input or constant");
       const Value& v = m->values[it->second];
-      out.push_back({v.name, v.dtype, v.shape});
+      out.push_back({v.name, v.dtype, v.shape, v.bounded, v.bound});
     }
     return out;
   }

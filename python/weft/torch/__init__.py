@@ -232,17 +232,18 @@ class _OpRunner:
 
     def meta(self, args, kwargs, fake=False):
         """Outputs without data: on meta tensors, or (fake=True) as the op's fake kernel, where a
-        data-dependent dim (-1 from InferShape) becomes a new dynamic size."""
+        data-dependent dim (-1 from InferShape) becomes a new dynamic size, at most the op's
+        declared bound for it."""
         ins, attrs = _bind(self.proto, args, kwargs)
         flat = self._flat(ins)
         key = self._key(flat, attrs, ins)
         info = self.infers.get(key)
         if info is None:
-            info = self.session.infer(self._graph(ins, attrs, key[1]))
+            info = self.session.infer(self._graph(ins, attrs, key[1]), bounds=True)
             self.infers[key] = info
         device = flat[0].device if (fake and flat) else "meta"
         res = []
-        for name, dtype, shape in info:
+        for name, dtype, shape, bound in info:
             if any(d < 0 for d in shape):
                 if not fake:
                     raise RuntimeError(
@@ -253,7 +254,9 @@ class _OpRunner:
                         f"weft::{self.proto['op_type']}: the rank of output '{name}' depends on the values of its "
                         "inputs, which fake tensors do not have; pass them as attributes or use a torch op")
                 ctx = torch.library.get_ctx()
-                shape = [ctx.new_dynamic_size() if d < 0 else d for d in shape]
+                # A dim the op bounds (InferShape's SetOutputShapeBound) gets that range.
+                shape = [(ctx.new_dynamic_size(max=bound[k]) if bound is not None and bound[k] >= 0 else ctx.new_dynamic_size())
+                         if d < 0 else d for k, d in enumerate(shape)]
             res.append(torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device=device))
         return self._results(res)
 
