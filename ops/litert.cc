@@ -370,8 +370,12 @@ __attribute__((target("avx2"))) void DepthwiseRowAvx2(const DepthwiseRow& r, int
   constexpr int64_t kMaxPairedTaps = 64;
   const int64_t taps = r.kh * r.kw, pairs = (taps + 1) / 2, blocks = r.c / 16;
   const bool paired = r.pairs && taps <= kMaxPairedTaps;
-  int64_t tap_off[kMaxPairedTaps];
-  for (int64_t t = 0; paired && t < taps; ++t) tap_off[t] = ((t / r.kw) * r.dh * r.iw + (t % r.kw) * r.dw) * r.c;
+  int64_t tap_off[kMaxPairedTaps], tap_ky[kMaxPairedTaps], tap_kx[kMaxPairedTaps];
+  for (int64_t t = 0; paired && t < taps; ++t) {
+    tap_ky[t] = t / r.kw;
+    tap_kx[t] = t % r.kw;
+    tap_off[t] = (tap_ky[t] * r.dh * r.iw + tap_kx[t] * r.dw) * r.c;
+  }
   const __m256i off = _mm256_set1_epi16(static_cast<int16_t>(r.in_off));
   for (int64_t ox = 0; ox < r.ow; ++ox) {
     int64_t kx0, kx1;
@@ -382,11 +386,11 @@ __attribute__((target("avx2"))) void DepthwiseRowAvx2(const DepthwiseRow& r, int
       // Two taps per 16-bit multiply-add, the offset folded into offset_sum; a tap outside the
       // input reads a line of zero points, whose value plus the offset is 0, as a skipped tap.
       const int8_t* tap_ptr[kMaxPairedTaps];
-      const int64_t iy0 = oy * r.sh - r.ph, ix0 = ox * r.sw - r.pwd;
+      const int8_t* base = r.in_image + ((oy * r.sh - r.ph) * r.iw + ox * r.sw - r.pwd) * r.c;
+      const bool all_inside = ky0 == 0 && ky1 == r.kh && kx0 == 0 && kx1 == r.kw;
       for (int64_t t = 0; t < taps; ++t) {
-        const int64_t ky = t / r.kw, kx = t % r.kw;
-        const bool inside = ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1;
-        tap_ptr[t] = inside ? r.in_image + (iy0 * r.iw + ix0) * r.c + tap_off[t] : r.zp_line;
+        const bool inside = all_inside || (tap_ky[t] >= ky0 && tap_ky[t] < ky1 && tap_kx[t] >= kx0 && tap_kx[t] < kx1);
+        tap_ptr[t] = inside ? base + tap_off[t] : r.zp_line;
       }
       for (int64_t b = 0; b < blocks; ++b, c0 += 16) {
         __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();

@@ -2,7 +2,7 @@
 .tflite models, in one process, interleaved batches, at 1 and 2 threads.
 
     .venv/bin/python bench/litert/compare_litert.py [--build build] [--corpora DIR] [--rounds 5]
-                                                   [--iters 20] [--threads 1,2] [--markdown FILE]
+                                                   [--iters 20] [--threads 1,2] [--markdown FILE] [--models A,B]
 
 Each model that both runtimes run gets random seeded inputs (integers uniform over the type's
 range, floats N(0, 1)); each round times a batch of Weft runs (Model.run) and a batch of LiteRT
@@ -58,6 +58,7 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--markdown", default="")
+    ap.add_argument("--models", default="", help="comma-separated file names (default: every model)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.join(a.build, "python"))
     import weft
@@ -66,6 +67,9 @@ def main():
 
     models = sorted(p for p in glob.glob(os.path.join(a.corpora, "tflite-micro", "**", "*.tflite"), recursive=True)
                     if "integration_tests" not in p)
+    if a.models:
+        keep = set(a.models.split(","))
+        models = [m for m in models if os.path.basename(m) in keep]
     rows, skipped = [], []
     for path in models:
         name = os.path.basename(path)
