@@ -2296,8 +2296,8 @@ class TflMean : public EagerExecuteOp, public ShapeInferOp {
 // feature activations (the LiteRT variable tensor, [batch, num_filters * memory]); a run shifts
 // them one step left, appends weights_feature · input, dots each filter's memory with its row of
 // weights_time, sums `rank` consecutive filters per unit and adds the bias. The state lives in
-// the node's per-run-context memory (GetHostArgs): it starts at zero (the variable tensor's
-// reset value: the integer path's state is symmetric) and is carried between runs.
+// the node's per-run-context memory (GetHostArgs): it starts at the variable tensor's reset value
+// (zero; an 8-bit state's zero point) and is carried between runs.
 // Inputs: input [batch, input_size], weights_feature [num_filters, input_size], weights_time
 // [num_filters, memory], optional bias [num_units]; input 4 of the LiteRT operator (the state) is
 // not an input here, but its quantization stays at index 4 of input_scale.
