@@ -2693,6 +2693,8 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     if (std::abs(cell_log2 - std::round(cell_log2)) >= 1e-3f || cell_scale > -9)
       return Fail(ctx, "the cell state's scale must be a power of two no larger than 2^-9, not " + std::to_string(cq.scale));
     const float hidden_scale = ims[4];
+    if (!(hidden_scale > 0.f) || std::isinf(hidden_scale))
+      return Fail(ctx, "the integer LSTM's fifth intermediate tensor (the hidden state) needs a positive scale");
     const int32_t hidden_zp = imz.size() > 4 ? static_cast<int32_t>(imz[4]) : 0;
     const float gate_scale = 1.0f / 4096.0f;  // Q3.12
     struct Multiplier {

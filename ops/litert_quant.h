@@ -14,6 +14,11 @@ namespace weft::ops::tfl {
 
 // m ≈ q * 2^(shift - 31) with q in [2^30, 2^31): frexp's significand rounded to 31 bits.
 inline void QuantizeMultiplier(double m, int32_t* q, int* shift) {
+  if (!std::isfinite(m)) {  // +inf (a division by a zero scale): the largest; -inf, NaN: zero
+    *q = m > 0 ? std::numeric_limits<int32_t>::max() : 0;
+    *shift = m > 0 ? 30 : 0;
+    return;
+  }
   if (m == 0.0) {
     *q = 0;
     *shift = 0;
