@@ -2716,19 +2716,23 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
       const int8_t *wx = nullptr, *wh = nullptr;
       const int16_t* peep = nullptr;
       Multiplier mx, mh, mc;
-      std::vector<int32_t> bx, bh;
+      const int32_t *bx = nullptr, *bh = nullptr;
     } gates[4];
     const int wx_k[4] = {kWxi, kWxf, kWxc, kWxo}, wh_k[4] = {kWhi, kWhf, kWhc, kWho}, p_k[4] = {kPi, kPf, -1, kPo}, b_k[4] = {kBi, kBf, kBc, kBo};
     const bool cifg = tensor(kWxi) == nullptr;
     if (cifg != (tensor(kWhi) == nullptr)) return Fail(ctx, "input_to_input_weights and recurrent_to_input_weights must be both present or both absent (CIFG)");
-    auto row_sums = [](const int8_t* w, int64_t rows, int64_t cols, int32_t scalar, const int32_t* bias) {
-      std::vector<int32_t> out(static_cast<size_t>(rows));
+    // The biases with the zero points folded in (bias + scalar * row sum), in workspace memory.
+    auto* folded = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(8 * n_cell + n_out) * sizeof(int32_t)));
+    if (!folded) return GRAPH_FAILED;
+    auto row_sums = [&](const int8_t* w, int64_t rows, int64_t cols, int32_t scalar, const int32_t* bias) {
+      int32_t* out = folded;
+      folded += rows;
       for (int64_t r = 0; r < rows; ++r) {
         uint32_t sum = 0;
         for (int64_t c = 0; c < cols; ++c) sum += static_cast<uint32_t>(int32_t(w[r * cols + c]));
-        out[static_cast<size_t>(r)] = static_cast<int32_t>((bias ? static_cast<uint32_t>(bias[r]) : 0u) + sum * static_cast<uint32_t>(scalar));
+        out[r] = static_cast<int32_t>((bias ? static_cast<uint32_t>(bias[r]) : 0u) + sum * static_cast<uint32_t>(scalar));
       }
-      return out;
+      return static_cast<const int32_t*>(out);
     };
     for (int g = 0; g < 4; ++g) {
       if (g == 0 && cifg) continue;
@@ -2749,7 +2753,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     }
     const int8_t* proj = tensor(kProj) ? tensor(kProj)->GetData<int8_t>() : nullptr;
     Multiplier m_proj, m_hidden = quantize(static_cast<float>(std::pow(2.0, -15) / hidden_scale * std::pow(2.0, -15)));
-    std::vector<int32_t> proj_bias;
+    const int32_t* proj_bias = nullptr;
     if (proj) {
       m_proj = quantize(static_cast<float>(InputQuant(ctx, kProj).scale * hidden_scale / hq.scale));
       proj_bias = row_sums(proj, n_out, n_cell, hidden_zp, tensor(kProjBias) ? tensor(kProjBias)->GetData<int32_t>() : nullptr);
@@ -2775,7 +2779,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     for (int g = 0; g < 4; ++g) gate_buf[g] = scratch + static_cast<size_t>(g) * nb_max * static_cast<size_t>(n_cell);
     auto* hidden = reinterpret_cast<int8_t*>(scratch + 4 * nb_max * static_cast<size_t>(n_cell));
     // acc = bias + w·v, rescaled, + zp, + what the output holds, saturated to T.
-    auto matvec = [&](const int8_t* v, const std::vector<int32_t>& bias, const int8_t* w, Multiplier m, int64_t nb, int64_t cols,
+    auto matvec = [&](const int8_t* v, const int32_t* bias, const int8_t* w, Multiplier m, int64_t nb, int64_t cols,
                       int64_t rows, int32_t zp, auto* out) {
       using T = std::remove_pointer_t<decltype(out)>;
       for (int64_t b = 0; b < nb; ++b)
