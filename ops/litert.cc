@@ -291,20 +291,6 @@ void RequantizeRows(const int32_t* acc, const int32_t* bias, const int32_t* mult
 #endif
   RequantizeRowsPortable(acc, bias, mult, shift, out_off, lo, hi, out, n, rows);
 }
-// One filter tap of a depthwise convolution over a run of `pixels` output pixels: acc[p][c] +=
-// f[c] * (in[p * in_step + c] + in_off), channels innermost. |in + in_off| <= 255 and |f| <= 128,
-// so each product fits in 16 bits, which lets the compiler use 16-bit multiplies.
-WEFT_INT_CLONES void AccumulateTapRun(int32_t* __restrict a, const int8_t* __restrict f, const int8_t* __restrict in, int32_t in_off,
-                                      int64_t n, int64_t pixels, int64_t in_step) {
-  const int16_t off = static_cast<int16_t>(in_off);
-  for (int64_t p = 0; p < pixels; ++p) {
-    const int8_t* __restrict src = in + p * in_step;
-    int32_t* __restrict dst = a + p * n;
-#pragma omp simd
-    for (int64_t c = 0; c < n; ++c)
-      dst[c] += static_cast<int16_t>(static_cast<int16_t>(f[c]) * static_cast<int16_t>(static_cast<int16_t>(src[c]) + off));
-  }
-}
 
 // One output row of a depthwise convolution with depth multiplier 1 into acc[ow][c]: per output
 // pixel and block of 16 channels, every tap summed in registers (no accumulator traffic). Each
@@ -409,6 +395,15 @@ __attribute__((target("avx2"))) void DepthwiseRowAvx2(const DepthwiseRow& r, int
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c0 + 8),
                             _mm256_add_epi32(second, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.offset_sum + c0 + 8))));
       }
+      for (; c0 + 8 <= r.c; c0 += 8) {  // a block of 8 channels: 32-bit lanes, every tap (outside ones read zero points)
+        __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.offset_sum + c0));
+        for (int64_t t = 0; t < taps; ++t) {
+          const __m256i x = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tap_ptr[t] + c0)));
+          const __m256i f = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r.pw + t * r.c + c0)));
+          a = _mm256_add_epi32(a, _mm256_mullo_epi32(x, f));
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c0), a);
+      }
       DepthwiseTail(r, oy, ox, ky0, ky1, kx0, kx1, c0, out);
       continue;
     }
@@ -427,6 +422,22 @@ __attribute__((target("avx2"))) void DepthwiseRowAvx2(const DepthwiseRow& r, int
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c0), lo);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c0 + 8), hi);
+    }
+    if (c0 + 8 <= r.c) {  // a block of 8 channels in 32-bit lanes
+      const __m256i off32 = _mm256_set1_epi32(r.in_off);
+      for (; c0 + 8 <= r.c; c0 += 8) {
+        __m256i a = _mm256_setzero_si256();
+        for (int64_t ky = ky0; ky < ky1; ++ky) {
+          const int8_t* row = r.in_image + (oy * r.sh - r.ph + ky * r.dh) * r.iw * r.c + c0;
+          const int8_t* frow = r.pw + ky * r.kw * r.c + c0;
+          for (int64_t kx = kx0; kx < kx1; ++kx) {
+            const __m256i x = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + (ox * r.sw - r.pwd + kx * r.dw) * r.c)));
+            const __m256i f = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(frow + kx * r.c)));
+            a = _mm256_add_epi32(a, _mm256_mullo_epi32(_mm256_add_epi32(x, off32), f));
+          }
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c0), a);
+      }
     }
     DepthwiseTail(r, oy, ox, ky0, ky1, kx0, kx1, c0, out);
   }
@@ -766,6 +777,19 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
                             const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi, int8_t* py) const {
     if (in_off < -127 || in_off > 128) return kNotApplicable;  // a zero point outside int8: products leave 16 bits
     const int64_t mult = g.oc / g.ic;
+    if (mult > 1) {
+      // A depthwise convolution with multiplier M is one with multiplier 1 over the input with
+      // each channel repeated M times (output channel ic * M + m reads input channel ic).
+      auto* wide = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(g.n * g.ih * g.iw * g.oc)));
+      if (!wide) return GRAPH_FAILED;
+      ctx->ParallelFor(g.n * g.ih, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t p = r0 * g.iw; p < r1 * g.iw; ++p)
+          for (int64_t ci = 0; ci < g.ic; ++ci) std::memset(wide + (p * g.ic + ci) * mult, px[p * g.ic + ci], static_cast<size_t>(mult));
+      });
+      ConvGeometry wg = g;
+      wg.ic = g.oc;
+      return DepthwiseInt8(ctx, wg, wide, pw, bias, cs, in_off, out_off, lo, hi, py);
+    }
     if (mult == 1) {
       const int16_t* pairs = nullptr;
       const int32_t* offset_sum = nullptr;
@@ -803,44 +827,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
       });
       return GRAPH_SUCCESS;
     }
-    // One output row at a time: for each tap, the run of output pixels whose input lies inside,
-    // channels innermost.
-    ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
-      std::vector<int32_t> acc_row(static_cast<size_t>(g.ow * g.oc));
-      for (int64_t r = r0; r < r1; ++r) {
-        int64_t bn = r / g.oh, oy = r % g.oh;
-        std::fill(acc_row.begin(), acc_row.end(), 0);
-        for (int64_t ky = 0; ky < g.kh; ++ky) {
-          int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-          if (iy < 0 || iy >= g.ih) continue;
-          for (int64_t kx = 0; kx < g.kw; ++kx) {
-            // ox with 0 <= ox * sw - pw + kx * dw < iw
-            int64_t first = g.pw - kx * g.dw, ox0 = first <= 0 ? 0 : (first + g.sw - 1) / g.sw;
-            int64_t last = g.iw - 1 + g.pw - kx * g.dw, ox1 = last < 0 ? 0 : std::min(g.ow, last / g.sw + 1);
-            const int8_t* __restrict f = pw + (ky * g.kw + kx) * g.oc;
-            if (mult == 1) {  // the whole run of pixels in one call
-              if (ox1 > ox0)
-                AccumulateTapRun(acc_row.data() + ox0 * g.oc, f, px + ((bn * g.ih + iy) * g.iw + ox0 * g.sw - g.pw + kx * g.dw) * g.ic,
-                                 in_off, g.oc, ox1 - ox0, g.sw * g.ic);
-              continue;
-            }
-            for (int64_t ox = ox0; ox < ox1; ++ox) {
-              const int8_t* __restrict in = px + ((bn * g.ih + iy) * g.iw + ox * g.sw - g.pw + kx * g.dw) * g.ic;
-              int32_t* __restrict a = acc_row.data() + ox * g.oc;
-              for (int64_t ci = 0; ci < g.ic; ++ci) {  // each input channel feeds `mult` consecutive outputs
-                const int32_t v = static_cast<int32_t>(in[ci]) + in_off;
-                int32_t* __restrict ac = a + ci * mult;
-                const int8_t* __restrict fc = f + ci * mult;
-                for (int64_t m = 0; m < mult; ++m) ac[m] += static_cast<int32_t>(fc[m]) * v;
-              }
-            }
-          }
-        }
-        RequantizeRows(acc_row.data(), bias, cs.mult.data(), cs.shift.data(), out_off, lo, hi, py + (bn * g.oh + oy) * g.ow * g.oc, g.oc,
-                       g.ow);
-      }
-    });
-    return GRAPH_SUCCESS;
+    return GRAPH_SUCCESS;  // no output channels
   }
 
   graphStatus InferShape(InferShapeContext* ctx) override {
@@ -900,7 +887,9 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
       const int32_t* b32 = b && b->GetDataType() == DT_INT32 ? b->GetData<int32_t>() : nullptr;
       if (!(b && !b32)) {
         int st = kNotApplicable;
-        if (dw && g.ic == 1) {  // one input channel: a plain convolution, its filter [1, KH, KW, OC] read as [OC, KH, KW, 1]
+        // One input channel: a plain convolution, its filter [1, KH, KW, OC] read as [OC, KH, KW, 1];
+        // with a multiple of 8 output channels the depthwise kernel's vector blocks are faster.
+        if (dw && g.ic == 1 && g.oc % 8 != 0) {
           auto* f = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(g.oc * g.kh * g.kw)));
           if (!f) return GRAPH_FAILED;
           for (int64_t t = 0; t < g.kh * g.kw; ++t)

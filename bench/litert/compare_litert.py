@@ -16,7 +16,9 @@ import argparse
 import glob
 import os
 import statistics
+import struct
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -45,6 +47,52 @@ def batch(run, iters, warmup=2):
     return statistics.median(times)
 
 
+def litert_loadable_copy(path, out_dir):
+    """A copy of the model in which rank-1 tensors' per-channel quantization names dimension 0.
+
+    Some converters wrote the bias tensors of per-channel convolutions with the weights'
+    quantized_dimension (3) although the bias has one dimension; TFLM ignores it, LiteRT refuses
+    the file. The arithmetic is the same either way: the scales run along the only dimension.
+    Returns (path of the copy, number of tensors changed)."""
+    import flatbuffers
+    from flatbuffers.table import Table
+    from flatbuffers import number_types as N
+
+    def slot(t, i):  # a table's field i: its offset from the table, 0 when absent
+        return t.Offset(4 + 2 * i)
+
+    def vec_len(t, i):
+        o = slot(t, i)
+        return t.VectorLen(o) if o else 0
+
+    def tables(t, i):
+        o = slot(t, i)
+        if not o:
+            return []
+        start = t.Vector(o)
+        return [Table(t.Bytes, t.Indirect(start + 4 * k)) for k in range(t.VectorLen(o))]
+
+    buf = bytearray(open(path, "rb").read())
+    model = Table(buf, flatbuffers.encode.Get(N.UOffsetTFlags.packer_type, buf, 0))
+    changed = 0
+    # Model.subgraphs = field 2; SubGraph.tensors = 0; Tensor.shape = 0, .quantization = 4;
+    # QuantizationParameters.quantized_dimension = 6.
+    for subgraph in tables(model, 2):
+        for tensor in tables(subgraph, 0):
+            o = slot(tensor, 4)
+            if not o:
+                continue
+            q = Table(buf, tensor.Indirect(tensor.Pos + o))
+            o = slot(q, 6)
+            if o and vec_len(tensor, 0) == 1 and q.Get(N.Int32Flags, q.Pos + o) != 0:
+                struct.pack_into("<i", buf, q.Pos + o, 0)
+                changed += 1
+    out = os.path.join(out_dir, os.path.basename(path))
+    with open(out, "wb") as f:
+        f.write(buf)
+    return out, changed
+
+
 # Models LiteRT's interpreter loads but cannot run without taking the process down: its SVDF has
 # no 8-bit state (TFLM's has) and corrupts the heap on this one.
 LITERT_ABORTS = {"keyword_scrambled_8bit.tflite": "LiteRT's SVDF has no 8-bit state and aborts the process on it"}
@@ -70,7 +118,8 @@ def main():
     if a.models:
         keep = set(a.models.split(","))
         models = [m for m in models if os.path.basename(m) in keep]
-    rows, skipped = [], []
+    rows, skipped, notes = [], [], []
+    tmp = tempfile.TemporaryDirectory()
     for path in models:
         name = os.path.basename(path)
         for threads in (int(t) for t in a.threads.split(",")):
@@ -83,7 +132,16 @@ def main():
                 skipped.append(f"{name}: LiteRT: {LITERT_ABORTS[name]}") if threads == 1 else None
                 break
             try:
-                it = Interpreter(model_path=path, num_threads=threads)
+                try:
+                    it = Interpreter(model_path=path, num_threads=threads)
+                except ValueError as e:
+                    if "quantized_dimension" not in str(e):
+                        raise
+                    copy, changed = litert_loadable_copy(path, tmp.name)
+                    it = Interpreter(model_path=copy, num_threads=threads)
+                    if threads == 1:
+                        notes.append(f"{name}: LiteRT ran a copy in which {changed} rank-1 bias tensors' quantized_dimension "
+                                     "is 0 instead of 3 (LiteRT refuses the original; TFLM and Weft read it as dimension 0)")
                 it.allocate_tensors()
             except Exception as e:
                 skipped.append(f"{name}: LiteRT: {str(e).splitlines()[0][:160]}") if threads == 1 else None
@@ -114,6 +172,8 @@ def main():
              "median of batch medians.", "",
              "| model | threads | Weft ms | LiteRT ms | Weft/LiteRT | max abs diff |", "|---|---|---|---|---|---|"]
     lines += [f"| {n} | {t} | {w:.3f} | {l:.3f} | {r:.2f} | {d:g} |" for n, t, w, l, r, d in rows]
+    if notes:
+        lines += [""] + [f"- {n}" for n in notes]
     if skipped:
         lines += ["", "Not compared:"] + [f"- {s}" for s in skipped]
     text = "\n".join(lines)

@@ -26,14 +26,20 @@ class Model:
         self.codes = []       # (builtin code, custom code)
         self.ops = []         # (code index, inputs, outputs, custom options)
 
-    def tensor(self, name, shape, dtype, data=None, scale=None, zero_point=0, variable=False):
-        """A tensor; `scale` (and `zero_point`) make it quantized per tensor; `variable` marks an
-        operator's state (a variable tensor, updated in place by the operator that reads it)."""
+    def tensor(self, name, shape, dtype, data=None, scale=None, zero_point=0, variable=False, quantized_dimension=0):
+        """A tensor; `scale` (and `zero_point`) make it quantized: per tensor when they are numbers,
+        per channel along `quantized_dimension` when they are lists; `variable` marks an operator's
+        state (a variable tensor, updated in place by the operator that reads it)."""
         buf = 0
         if data is not None:
             self.buffers.append(np.ascontiguousarray(data, dtype=np.dtype(dtype)).tobytes())
             buf = len(self.buffers) - 1
-        self.tensors.append((name, list(shape), TYPES[dtype], buf, scale, zero_point, variable))
+        quant = None
+        if scale is not None:
+            scales = [float(v) for v in (scale if isinstance(scale, (list, tuple, np.ndarray)) else [scale])]
+            zps = [int(v) for v in (zero_point if isinstance(zero_point, (list, tuple, np.ndarray)) else [zero_point])]
+            quant = (scales, zps, quantized_dimension)
+        self.tensors.append((name, list(shape), TYPES[dtype], buf, quant, variable))
         return len(self.tensors) - 1
 
     def _code(self, builtin, custom=None):
@@ -73,18 +79,22 @@ class Model:
                 b.PrependUOffsetTRelativeSlot(0, vec, 0)
             buffers.append(b.EndObject())
         tensors = []
-        for name, shape, ttype, buf, scale, zero_point, variable in self.tensors:
+        for name, shape, ttype, buf, quant, variable in self.tensors:
             q = None
-            if scale is not None:
-                b.StartVector(4, 1, 4)
-                b.PrependFloat32(scale)
+            if quant is not None:
+                scales, zps, qdim = quant
+                b.StartVector(4, len(scales), 4)
+                for v in reversed(scales):
+                    b.PrependFloat32(v)
                 sv = b.EndVector()
-                b.StartVector(8, 1, 8)
-                b.PrependInt64(zero_point)
+                b.StartVector(8, len(zps), 8)
+                for v in reversed(zps):
+                    b.PrependInt64(v)
                 zv = b.EndVector()
                 b.StartObject(7)
                 b.PrependUOffsetTRelativeSlot(2, sv, 0)
                 b.PrependUOffsetTRelativeSlot(3, zv, 0)
+                b.PrependInt32Slot(6, qdim, 0)
                 q = b.EndObject()
             n, s = b.CreateString(name), ints(shape)
             b.StartObject(10)

@@ -414,3 +414,33 @@ def test_pad_folds_into_a_valid_convolution(tmp_path, case):
         np.testing.assert_array_equal(got[0], want)
     else:
         np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("ic,mult", [(1, 8), (1, 3), (3, 1), (8, 1), (12, 1), (4, 2), (24, 1), (40, 1), (16, 2)])
+@pytest.mark.parametrize("geometry", ["same_s1", "same_s2_relu6", "valid_dil2"])
+def test_int8_depthwise_is_bit_exact(tmp_path, ic, mult, geometry):
+    """int8 DEPTHWISE_CONV_2D against LiteRT's reference kernels over channel counts that take each
+    vector block (16, 8) and the scalar tail, depth multipliers (the input widened per channel),
+    padding, strides and dilation, per-channel scales."""
+    rng = np.random.default_rng(ic * 100 + mult)
+    oc, h, w_ = ic * mult, 9, 11
+    padding, stride, act, dil = {"same_s1": (SAME, 1, 0, 1), "same_s2_relu6": (SAME, 2, RELU6, 1),
+                                 "valid_dil2": (VALID, 1, 0, 2)}[geometry]
+    if padding == SAME:
+        oh, ow = -(-h // stride), -(-w_ // stride)
+    else:
+        oh, ow = h - 2 * dil, w_ - 2 * dil
+    m = Model()
+    x = m.tensor("x", [1, h, w_, ic], "int8", scale=0.05, zero_point=-7)
+    wq = rng.integers(-127, 128, [1, 3, 3, oc])
+    w = m.tensor("w", [1, 3, 3, oc], "int8", data=wq, scale=list(rng.uniform(0.005, 0.03, oc)), zero_point=[0] * oc,
+                 quantized_dimension=3)
+    b = m.tensor("b", [oc], "int32", data=rng.integers(-900, 900, oc))
+    y = m.tensor("y", [1, oh, ow, oc], "int8", scale=0.08, zero_point=3)
+    m.builtin(4, [x, w, b], [y], options=(2, [(0, "byte", padding), (1, "int32", stride), (2, "int32", stride), (3, "int32", mult),
+                                               (4, "byte", act), (5, "int32", dil), (6, "int32", dil)]))
+    path = write(tmp_path, m, [x], [y], name="dw.tflite")
+    model = session().compile(weft.import_litert(path))
+    for seed in range(2):
+        xs = np.random.default_rng(seed).integers(-128, 128, [1, h, w_, ic]).astype(np.int8)
+        np.testing.assert_array_equal(model.run([xs])[0], litert_reference(path, [xs]))
