@@ -595,7 +595,7 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
       return GRAPH_SUCCESS;
     }
     if (!err.empty()) return Fail(ctx, err);
-    if (CheckOneOf(ctx, "mode", {"constant", "reflect", "edge", "wrap"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    if (CheckOneOf(ctx, "mode", {"constant", "reflect", "edge", "wrap", "symmetric"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
     Shape out;
     size_t r = in.GetDimNum();
     std::string mode = ctx->GetAttrs()->GetStr("mode");
@@ -613,6 +613,10 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
       if (mode == "reflect" && grows && (pads[k] >= kept || pads[k + r] >= kept))
         return Fail(ctx, "reflect padding (" + std::to_string(pads[k]) + ", " + std::to_string(pads[k + r]) +
                              ") of dim " + std::to_string(k) + " must be smaller than the dim (" + std::to_string(kept) + ")");
+      // Symmetric mirroring repeats the edge: a pad may be as long as the dim, not longer.
+      if (mode == "symmetric" && grows && (pads[k] > kept || pads[k + r] > kept))
+        return Fail(ctx, "symmetric padding (" + std::to_string(pads[k]) + ", " + std::to_string(pads[k + r]) +
+                             ") of dim " + std::to_string(k) + " must not be longer than the dim (" + std::to_string(kept) + ")");
       out.AppendDim(d);
     }
     *ctx->GetOutputShape(0) = out;
@@ -650,7 +654,10 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
           }
           if (mode == "edge") c = c < 0 ? 0 : d - 1;
           else if (mode == "wrap") c = ((c % d) + d) % d;
-          else if (d == 1) c = 0;  // reflect
+          else if (mode == "symmetric") {  // the edge repeated: ... 1 0 | 0 1 ... d-1 | d-1 d-2 ...
+            c = ((c % (2 * d)) + 2 * d) % (2 * d);
+            if (c >= d) c = 2 * d - 1 - c;
+          } else if (d == 1) c = 0;  // reflect
           else {
             int64_t period = 2 * (d - 1);
             c = ((c % period) + period) % period;

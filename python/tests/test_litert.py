@@ -444,3 +444,34 @@ def test_int8_depthwise_is_bit_exact(tmp_path, ic, mult, geometry):
     for seed in range(2):
         xs = np.random.default_rng(seed).integers(-128, 128, [1, h, w_, ic]).astype(np.int8)
         np.testing.assert_array_equal(model.run([xs])[0], litert_reference(path, [xs]))
+
+
+@pytest.mark.parametrize("mode", ["REFLECT", "SYMMETRIC"])
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_mirror_pad_matches_litert(tmp_path, mode, dtype):
+    """MIRROR_PAD in both modes (SYMMETRIC repeats the edge; its pads may be as long as the dim)."""
+    m = Model()
+    q = {"scale": 0.1, "zero_point": 2} if dtype == "int8" else {}
+    x = m.tensor("x", [2, 3, 4], dtype, **q)
+    pads = [[0, 1], [2, 1], [3, 2]] if mode == "REFLECT" else [[1, 2], [3, 2], [4, 1]]
+    p = m.tensor("paddings", [3, 2], "int32", data=np.array(pads))
+    shape = [2 + sum(pads[0]), 3 + sum(pads[1]), 4 + sum(pads[2])]
+    y = m.tensor("y", shape, dtype, **q)
+    m.builtin(100, [x, p], [y], options=(77, [(0, "byte", 0 if mode == "REFLECT" else 1)]))
+    path = write(tmp_path, m, [x], [y])
+    rng = np.random.default_rng(5)
+    xs = rng.integers(-128, 128, [2, 3, 4]).astype(np.int8) if dtype == "int8" else rng.standard_normal([2, 3, 4]).astype(np.float32)
+    (got,) = session().compile(weft.import_litert(path)).run([xs])
+    np.testing.assert_array_equal(got, litert_reference(path, [xs]))
+    np.testing.assert_array_equal(got, np.pad(xs, pads, mode=mode.lower()))
+
+
+def test_symmetric_pad_longer_than_the_dim_is_an_error(tmp_path):
+    m = Model()
+    x = m.tensor("x", [3], "float32")
+    p = m.tensor("paddings", [1, 2], "int32", data=np.array([[4, 0]]))
+    y = m.tensor("y", [7], "float32")
+    m.builtin(100, [x, p], [y], options=(77, [(0, "byte", 1)]))
+    path = write(tmp_path, m, [x], [y])
+    with pytest.raises(Exception, match="symmetric padding .* must not be longer than the dim"):
+        session().compile(weft.import_litert(path))

@@ -914,13 +914,15 @@ class Importer {
         emit(Make("Cast", out[1] + "/cast", {idx}, {out[1]}, {{"to", AttrValue::Type(TypeOf(out[1]))}}));
         return Status::Ok();
       }
-      case 100: {  // MIRROR_PAD, REFLECT only (ONNX has no symmetric mode)
+      case 100: {  // MIRROR_PAD: Pad in mode reflect, or symmetric (the edge repeated)
         std::vector<int64_t> pads;
-        if (!need(2, 1) || attr_s("mode") != "REFLECT" || !ConstInts(in[1], &pads) || pads.size() % 2) return Status::Ok();
+        const std::string mode = attr_s("mode");
+        if (!need(2, 1) || (mode != "REFLECT" && mode != "SYMMETRIC") || !ConstInts(in[1], &pads) || pads.size() % 2) return Status::Ok();
         std::vector<int64_t> onnx(pads.size());
         size_t r = pads.size() / 2;
         for (size_t k = 0; k < r; ++k) onnx[k] = pads[2 * k], onnx[r + k] = pads[2 * k + 1];
-        emit(Make("Pad", n.name, {in[0], ConstI64(g, o0 + "/pads", onnx)}, out, {{"mode", AttrValue::String("reflect")}}));
+        emit(Make("Pad", n.name, {in[0], ConstI64(g, o0 + "/pads", onnx)}, out,
+                  {{"mode", AttrValue::String(mode == "REFLECT" ? "reflect" : "symmetric")}}));
         return Status::Ok();
       }
       case 65: {  // SLICE: (input, begin, size); size -1 runs to the end
@@ -996,9 +998,9 @@ class Importer {
   // output share one scale and zero point (the index inputs carry none): such operators lower like
   // unquantized ones.
   static bool SameQuantization(int32_t code, const Node& n) {
-    static const std::set<int32_t> moves = {2, 36, 43, 49, 65, 69, 70, 83, 88, 97, 102};  // CONCATENATION, GATHER, SQUEEZE, SPLIT,
-                                                                                      // SLICE, TILE, EXPAND_DIMS, PACK, UNPACK,
-                                                                                      // RESIZE_NEAREST_NEIGHBOR, SPLIT_V
+    // CONCATENATION, GATHER, SQUEEZE, SPLIT, SLICE, TILE, EXPAND_DIMS, PACK, UNPACK,
+    // RESIZE_NEAREST_NEIGHBOR, MIRROR_PAD, SPLIT_V
+    static const std::set<int32_t> moves = {2, 36, 43, 49, 65, 69, 70, 83, 88, 97, 100, 102};
     if (!moves.count(code) || n.attrs.count("channel_scales")) return false;
     const auto& is = n.attrs.at("input_scale").floats();
     const auto& iz = n.attrs.at("input_zero_point").ints();
