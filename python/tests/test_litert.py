@@ -475,3 +475,43 @@ def test_symmetric_pad_longer_than_the_dim_is_an_error(tmp_path):
     path = write(tmp_path, m, [x], [y])
     with pytest.raises(Exception, match="symmetric padding .* must not be longer than the dim"):
         session().compile(weft.import_litert(path))
+
+
+@pytest.mark.parametrize("kind", ["conv1x1", "depthwise", "fully_connected"])
+def test_int8_rescaling_over_every_shift_is_bit_exact(tmp_path, kind):
+    """Per-channel output multipliers from 2^-26 to 8 (right shifts up to 26, none, and left shifts)
+    through the vector rescaling of the convolutions' and fully-connected's int8 paths, against
+    LiteRT's reference kernels; 40 channels: two blocks of 16 and a block of 8."""
+    rng = np.random.default_rng(7)
+    c, in_scale, out_scale = 40, 0.05, 0.1
+    eff = np.concatenate([2.0 ** np.linspace(-26, 3, c - 8), rng.uniform(0.5, 1.0, 8)])
+    rng.shuffle(eff)
+    w_scale = list(eff * out_scale / in_scale)
+    m = Model()
+    if kind == "fully_connected":
+        x = m.tensor("x", [5, 24], "int8", scale=in_scale, zero_point=-3)
+        w = m.tensor("w", [c, 24], "int8", data=rng.integers(-127, 128, [c, 24]), scale=w_scale, zero_point=[0] * c)
+        y = m.tensor("y", [5, c], "int8", scale=out_scale, zero_point=6)
+        b = m.tensor("b", [c], "int32", data=rng.integers(-3000, 3000, c))
+        m.builtin(9, [x, w, b], [y], options=(8, [(0, "byte", 0)]))
+        shape = [5, 24]
+    else:
+        ic = 24 if kind == "conv1x1" else c
+        x = m.tensor("x", [1, 6, 7, ic], "int8", scale=in_scale, zero_point=-3)
+        b = m.tensor("b", [c], "int32", data=rng.integers(-3000, 3000, c))
+        y = m.tensor("y", [1, 6, 7, c], "int8", scale=out_scale, zero_point=6)
+        if kind == "conv1x1":
+            w = m.tensor("w", [c, 1, 1, ic], "int8", data=rng.integers(-127, 128, [c, 1, 1, ic]), scale=w_scale, zero_point=[0] * c)
+            m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", SAME), (1, "int32", 1), (2, "int32", 1)]))
+        else:
+            w = m.tensor("w", [1, 3, 3, c], "int8", data=rng.integers(-127, 128, [1, 3, 3, c]), scale=w_scale, zero_point=[0] * c,
+                         quantized_dimension=3)
+            m.builtin(4, [x, w, b], [y], options=(2, [(0, "byte", SAME), (1, "int32", 1), (2, "int32", 1), (3, "int32", 1)]))
+        shape = [1, 6, 7, ic]
+    path = write(tmp_path, m, [x], [y], name=kind + ".tflite")
+    model = session().compile(weft.import_litert(path))
+    for seed in range(3):
+        xs = np.random.default_rng(seed).integers(-128, 128, shape).astype(np.int8)
+        got, want = model.run([xs])[0], litert_reference(path, [xs])
+        np.testing.assert_array_equal(got, want)
+        assert len(np.unique(want)) > 20  # the outputs are not all clamped
