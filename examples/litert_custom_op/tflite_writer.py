@@ -1,4 +1,5 @@
-"""Writes small LiteRT (.tflite) models: one subgraph of float32/int tensors and operators.
+"""Writes small LiteRT (.tflite) models: float32/int tensors and operators in a main subgraph,
+and more subgraphs for control flow (IF) and composites (STABLEHLO_COMPOSITE).
 
     from tflite_writer import Model
     m = Model()
@@ -8,6 +9,12 @@
     m.builtin(9, [x, w, -1], [y])                                # FULLY_CONNECTED (no bias)
     m.custom("my-op", [y], [z], options=b"...")                  # a CUSTOM operator
     open("model.tflite", "wb").write(m.finish(inputs=[x], outputs=[z]))
+
+    def branch(s):                                               # another subgraph
+        a = s.tensor("a", [1, 4], "float32"); r = s.tensor("r", [1, 4], "float32")
+        s.builtin(18, [a, a], [r])                               # MUL
+        return [a], [r]
+    index = m.subgraph(branch)                                   # 1, 2, ...
 
 Field ids follow the format's schema (Model, OperatorCode, SubGraph, Tensor, Operator, Buffer);
 only what these examples and tests need is written. Uses the `flatbuffers` package.
@@ -25,6 +32,7 @@ class Model:
         self.buffers = [b""]  # buffer 0: the empty sentinel
         self.codes = []       # (builtin code, custom code)
         self.ops = []         # (code index, inputs, outputs, custom options)
+        self.subgraphs = []   # the other subgraphs: (tensors, ops, inputs, outputs, name)
 
     def tensor(self, name, shape, dtype, data=None, scale=None, zero_point=0, variable=False, quantized_dimension=0):
         """A tensor; `scale` (and `zero_point`) make it quantized: per tensor when they are numbers,
@@ -48,13 +56,23 @@ class Model:
             self.codes.append(key)
         return self.codes.index(key)
 
-    def builtin(self, code, inputs, outputs, options=None, intermediates=None):
-        """options: (BuiltinOptions type, [(field id, "bool" | "byte" | "int32" | "float", value), ...]);
+    def builtin(self, code, inputs, outputs, options=None, intermediates=None, options2=None):
+        """options: (BuiltinOptions type, [(field id, "bool" | "byte" | "int32" | "float" | "string", value), ...]);
+        options2: the same for the second options union (BuiltinOptions2, e.g. a composite's);
         intermediates: tensors that only carry quantization (the integer LSTM's)."""
-        self.ops.append((self._code(code), inputs, outputs, options, intermediates))
+        self.ops.append((self._code(code), inputs, outputs, (options, options2), intermediates))
+
+    def subgraph(self, build, name="sub"):
+        """Another subgraph: build(s) adds tensors and operators to `s` (a Model sharing this one's
+        buffers and operator codes) and returns (inputs, outputs). Returns the subgraph's index."""
+        sub = Model()
+        sub.buffers, sub.codes, sub.subgraphs = self.buffers, self.codes, self.subgraphs
+        ins, outs = build(sub)
+        self.subgraphs.append((sub.tensors, sub.ops, ins, outs, name))
+        return len(self.subgraphs)
 
     def custom(self, custom_code, inputs, outputs, options=b""):
-        self.ops.append((self._code(CUSTOM, custom_code), inputs, outputs, options, None))
+        self.ops.append((self._code(CUSTOM, custom_code), inputs, outputs, (options, None), None))
 
     def finish(self, inputs, outputs):
         b = flatbuffers.Builder(1024)
@@ -78,65 +96,87 @@ class Model:
             if vec is not None:
                 b.PrependUOffsetTRelativeSlot(0, vec, 0)
             buffers.append(b.EndObject())
-        tensors = []
-        for name, shape, ttype, buf, quant, variable in self.tensors:
-            q = None
-            if quant is not None:
-                scales, zps, qdim = quant
-                b.StartVector(4, len(scales), 4)
-                for v in reversed(scales):
-                    b.PrependFloat32(v)
-                sv = b.EndVector()
-                b.StartVector(8, len(zps), 8)
-                for v in reversed(zps):
-                    b.PrependInt64(v)
-                zv = b.EndVector()
-                b.StartObject(7)
-                b.PrependUOffsetTRelativeSlot(2, sv, 0)
-                b.PrependUOffsetTRelativeSlot(3, zv, 0)
-                b.PrependInt32Slot(6, qdim, 0)
-                q = b.EndObject()
-            n, s = b.CreateString(name), ints(shape)
-            b.StartObject(10)
-            if q is not None:
-                b.PrependUOffsetTRelativeSlot(4, q, 0)
-            b.PrependUOffsetTRelativeSlot(0, s, 0)
-            b.PrependInt8Slot(1, ttype, 0)
-            b.PrependUint32Slot(2, buf, 0)
-            b.PrependUOffsetTRelativeSlot(3, n, 0)
-            b.PrependBoolSlot(5, variable, False)
-            tensors.append(b.EndObject())
-        ops = []
-        for code, ins, outs, options, intermediates in self.ops:
-            i, o = ints(ins), ints(outs)
-            im = ints(intermediates) if intermediates else None
-            opt = b.CreateByteVector(bytes(options)) if isinstance(options, (bytes, bytearray)) and options else None
-            table = None
-            if isinstance(options, tuple):
-                fields = options[1]
-                b.StartObject(max([f[0] for f in fields] + [0]) + 1)
-                for fid, kind, value in fields:
-                    if kind == "bool":
-                        b.PrependBoolSlot(fid, bool(value), False)
-                    elif kind == "byte":
-                        b.PrependInt8Slot(fid, int(value), -1)  # default -1: always written
-                    elif kind == "int32":
-                        b.PrependInt32Slot(fid, int(value), 0)
-                    else:
-                        b.PrependFloat32Slot(fid, float(value), 0.0)
-                table = b.EndObject()
-            b.StartObject(14)
-            b.PrependUint32Slot(0, code, 0)
-            b.PrependUOffsetTRelativeSlot(1, i, 0)
-            b.PrependUOffsetTRelativeSlot(2, o, 0)
-            if table is not None:
-                b.PrependUint8Slot(3, options[0], 0)
-                b.PrependUOffsetTRelativeSlot(4, table, 0)
-            if opt is not None:
-                b.PrependUOffsetTRelativeSlot(5, opt, 0)
-            if im is not None:
-                b.PrependUOffsetTRelativeSlot(8, im, 0)
-            ops.append(b.EndObject())
+
+        def options_table(fields):
+            strings = {fid: b.CreateString(value) for fid, kind, value in fields if kind == "string"}
+            b.StartObject(max([f[0] for f in fields] + [0]) + 1)
+            for fid, kind, value in fields:
+                if kind == "bool":
+                    b.PrependBoolSlot(fid, bool(value), False)
+                elif kind == "byte":
+                    b.PrependInt8Slot(fid, int(value), -1)  # default -1: always written
+                elif kind == "int32":
+                    b.PrependInt32Slot(fid, int(value), 0)
+                elif kind == "string":
+                    b.PrependUOffsetTRelativeSlot(fid, strings[fid], 0)
+                else:
+                    b.PrependFloat32Slot(fid, float(value), 0.0)
+            return b.EndObject()
+
+        def write_subgraph(tensor_list, op_list, inputs, outputs, sg_name):
+            tensors = []
+            for name, shape, ttype, buf, quant, variable in tensor_list:
+                q = None
+                if quant is not None:
+                    scales, zps, qdim = quant
+                    b.StartVector(4, len(scales), 4)
+                    for v in reversed(scales):
+                        b.PrependFloat32(v)
+                    sv = b.EndVector()
+                    b.StartVector(8, len(zps), 8)
+                    for v in reversed(zps):
+                        b.PrependInt64(v)
+                    zv = b.EndVector()
+                    b.StartObject(7)
+                    b.PrependUOffsetTRelativeSlot(2, sv, 0)
+                    b.PrependUOffsetTRelativeSlot(3, zv, 0)
+                    b.PrependInt32Slot(6, qdim, 0)
+                    q = b.EndObject()
+                n, s = b.CreateString(name), ints(shape)
+                b.StartObject(10)
+                if q is not None:
+                    b.PrependUOffsetTRelativeSlot(4, q, 0)
+                b.PrependUOffsetTRelativeSlot(0, s, 0)
+                b.PrependInt8Slot(1, ttype, 0)
+                b.PrependUint32Slot(2, buf, 0)
+                b.PrependUOffsetTRelativeSlot(3, n, 0)
+                b.PrependBoolSlot(5, variable, False)
+                tensors.append(b.EndObject())
+            ops = []
+            for code, ins, outs, options, intermediates in op_list:
+                i, o = ints(ins), ints(outs)
+                im = ints(intermediates) if intermediates else None
+                options, options2 = options
+                opt = b.CreateByteVector(bytes(options)) if isinstance(options, (bytes, bytearray)) and options else None
+                table = options_table(options[1]) if isinstance(options, tuple) else None
+                table2 = options_table(options2[1]) if options2 is not None else None
+                b.StartObject(14)
+                b.PrependUint32Slot(0, code, 0)
+                b.PrependUOffsetTRelativeSlot(1, i, 0)
+                b.PrependUOffsetTRelativeSlot(2, o, 0)
+                if table is not None:
+                    b.PrependUint8Slot(3, options[0], 0)
+                    b.PrependUOffsetTRelativeSlot(4, table, 0)
+                if opt is not None:
+                    b.PrependUOffsetTRelativeSlot(5, opt, 0)
+                if im is not None:
+                    b.PrependUOffsetTRelativeSlot(8, im, 0)
+                if table2 is not None:
+                    b.PrependUint8Slot(11, options2[0], 0)
+                    b.PrependUOffsetTRelativeSlot(12, table2, 0)
+                ops.append(b.EndObject())
+            tv, iv, ov, opv = table_vector(tensors), ints(inputs), ints(outputs), table_vector(ops)
+            name = b.CreateString(sg_name)
+            b.StartObject(5)
+            b.PrependUOffsetTRelativeSlot(0, tv, 0)
+            b.PrependUOffsetTRelativeSlot(1, iv, 0)
+            b.PrependUOffsetTRelativeSlot(2, ov, 0)
+            b.PrependUOffsetTRelativeSlot(3, opv, 0)
+            b.PrependUOffsetTRelativeSlot(4, name, 0)
+            return b.EndObject()
+
+        subgraphs = [write_subgraph(self.tensors, self.ops, inputs, outputs, "main")]
+        subgraphs += [write_subgraph(*sg) for sg in self.subgraphs]
         codes = []
         for builtin, custom in self.codes:
             c = b.CreateString(custom) if custom is not None else None
@@ -147,16 +187,7 @@ class Model:
             b.PrependInt32Slot(2, 1, 1)
             b.PrependInt32Slot(3, builtin, 0)
             codes.append(b.EndObject())
-        tv, iv, ov, opv = table_vector(tensors), ints(inputs), ints(outputs), table_vector(ops)
-        name = b.CreateString("main")
-        b.StartObject(5)
-        b.PrependUOffsetTRelativeSlot(0, tv, 0)
-        b.PrependUOffsetTRelativeSlot(1, iv, 0)
-        b.PrependUOffsetTRelativeSlot(2, ov, 0)
-        b.PrependUOffsetTRelativeSlot(3, opv, 0)
-        b.PrependUOffsetTRelativeSlot(4, name, 0)
-        subgraph = b.EndObject()
-        cv, sv, bv = table_vector(codes), table_vector([subgraph]), table_vector(buffers)
+        cv, sv, bv = table_vector(codes), table_vector(subgraphs), table_vector(buffers)
         b.StartObject(8)
         b.PrependUint32Slot(0, 3, 0)
         b.PrependUOffsetTRelativeSlot(1, cv, 0)

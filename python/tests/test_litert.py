@@ -515,3 +515,120 @@ def test_int8_rescaling_over_every_shift_is_bit_exact(tmp_path, kind):
         got, want = model.run([xs])[0], litert_reference(path, [xs])
         np.testing.assert_array_equal(got, want)
         assert len(np.unique(want)) > 20  # the outputs are not all clamped
+
+
+def _branch(op, shape, const=None):
+    """A subgraph (a) -> r applying a binary builtin to a and itself or to a constant."""
+    def build(s):
+        a = s.tensor("a", shape, "float32")
+        r = s.tensor("r", shape, "float32")
+        other = s.tensor("k", [1], "float32", data=np.array([const], np.float32)) if const is not None else a
+        s.builtin(op, [a, other], [r])
+        return [a], [r]
+    return build
+
+
+def _if_model(nested):
+    m = Model()
+    c1 = m.tensor("c1", [1], "bool")
+    c2 = m.tensor("c2", [1], "bool")
+    x = m.tensor("x", [2, 3], "float32")
+    y = m.tensor("y", [2, 3], "float32")
+    els = m.subgraph(_branch(0, [2, 3], 1.5))  # ADD 1.5
+    if nested:
+        inner_then, inner_else = m.subgraph(_branch(18, [2, 3])), m.subgraph(_branch(41, [2, 3], 0.25))  # MUL x x, SUB 0.25
+
+        def then(s):  # (c, a) -> IF(c, a)
+            c = s.tensor("c", [1], "bool")
+            a = s.tensor("a", [2, 3], "float32")
+            r = s.tensor("r", [2, 3], "float32")
+            s.builtin(118, [c, a], [r], options=(92, [(0, "int32", inner_then), (1, "int32", inner_else)]))
+            return [c, a], [r]
+
+        def else_two(s):  # (c, a) -> a + 1.5, ignoring c
+            c = s.tensor("c", [1], "bool")
+            a = s.tensor("a", [2, 3], "float32")
+            k = s.tensor("k", [1], "float32", data=np.array([1.5], np.float32))
+            r = s.tensor("r", [2, 3], "float32")
+            s.builtin(0, [a, k], [r])
+            return [c, a], [r]
+        t, e = m.subgraph(then), m.subgraph(else_two)
+        m.builtin(118, [c1, c2, x], [y], options=(92, [(0, "int32", t), (1, "int32", e)]))
+        return m, [c1, c2, x], [y]
+    t = m.subgraph(_branch(18, [2, 3]))
+    m.builtin(118, [c1, x], [y], options=(92, [(0, "int32", t), (1, "int32", els)]))
+    return m, [c1, x], [y]
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_if_runs_its_subgraphs_like_litert(tmp_path, nested):
+    """IF with its then/else subgraphs imported inline (only the taken branch runs), nested IF
+    too, against LiteRT's reference kernels for every combination of conditions."""
+    m, ins, outs = _if_model(nested)
+    path = write(tmp_path, m, ins, outs)
+    model = session().compile(weft.import_litert(path))
+    x = np.random.default_rng(2).standard_normal((2, 3)).astype(np.float32)
+    seen = []
+    for conds in ([True, True], [True, False], [False, True], [False, False]):
+        feeds = [np.array([c]) for c in conds[:len(ins) - 1]] + [x]
+        got = model.run(feeds)[0]
+        np.testing.assert_allclose(got, litert_reference(path, feeds), rtol=1e-6, atol=1e-6)
+        seen.append(got)
+    # the branches really differ: x * x, x + 1.5 (and x - 0.25 when nested)
+    assert not np.allclose(seen[0], seen[3])
+    if nested:
+        assert not np.allclose(seen[0], seen[1])
+
+
+@pytest.mark.parametrize("case", ["self", "main", "out_of_range", "missing_output"])
+def test_bad_subgraph_references_are_errors(tmp_path, case):
+    m = Model()
+    c = m.tensor("c", [1], "bool")
+    x = m.tensor("x", [2], "float32")
+    y = m.tensor("y", [2], "float32")
+    good = m.subgraph(_branch(18, [2]))
+    if case == "self":  # subgraph 2 runs subgraph 2
+        def loop(s):
+            cc = s.tensor("c", [1], "bool")
+            a = s.tensor("a", [2], "float32")
+            r = s.tensor("r", [2], "float32")
+            s.builtin(118, [cc, a], [r], options=(92, [(0, "int32", 2), (1, "int32", 1)]))
+            return [cc, a], [r]
+        t = m.subgraph(loop)
+        m.builtin(118, [c, c, x], [y], options=(92, [(0, "int32", t), (1, "int32", t)]))
+        match = "runs itself"
+    elif case == "main":
+        m.builtin(118, [c, x], [y], options=(92, [(0, "int32", 0), (1, "int32", good)]))
+        match = "then_subgraph_index is 0"
+    elif case == "out_of_range":
+        m.builtin(118, [c, x], [y], options=(92, [(0, "int32", good), (1, "int32", 7)]))
+        match = "else_subgraph_index is 7"
+    else:
+        y2 = m.tensor("y2", [2], "float32")
+        m.builtin(118, [c, x], [y, y2], options=(92, [(0, "int32", good), (1, "int32", good)]))
+        match = "gives 1 outputs for the operator's 2"
+    path = write(tmp_path, m, [c, x], [y])
+    with pytest.raises(Exception, match=match):
+        weft.import_litert(path)
+
+
+@pytest.mark.parametrize("name", ["group_norm_2_groups_op.tflite", "l2_norm_composite.tflite", "simple_group_norm_op.tflite",
+                                  "simple_mirror_pad_symmetric_op.tflite"])
+def test_litert_testdata_composites_and_symmetric_pad_match(name):
+    """STABLEHLO_COMPOSITE (its decomposition subgraph inline) and MIRROR_PAD SYMMETRIC on files of
+    LiteRT's own test data, against LiteRT's reference kernels."""
+    path = os.path.join(os.path.dirname(CORPORA), "litert-testdata", name)
+    if not os.path.exists(path):
+        pytest.skip("no litert-testdata corpus")
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    it = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    rng = np.random.default_rng(4)
+    feeds = [rng.standard_normal(tuple(d["shape"])).astype(d["dtype"]) for d in it.get_input_details()]
+    for d, v in zip(it.get_input_details(), feeds):
+        it.set_tensor(d["index"], v)
+    it.invoke()
+    want = [it.get_tensor(d["index"]) for d in it.get_output_details()]
+    got = session().compile(weft.import_litert(path)).run(feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

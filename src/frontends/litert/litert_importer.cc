@@ -273,16 +273,10 @@ class Importer {
     if (model_->version() != 3)
       return InvalidArgument("LiteRT model: schema version " + std::to_string(model_->version()) + " is not supported (Weft reads version 3)");
     if (!model_->subgraphs() || model_->subgraphs()->size() == 0) return InvalidArgument("LiteRT model: the model has no subgraph");
-    if (model_->subgraphs()->size() > 1) {
-      // Other subgraphs run only through control flow (IF/WHILE/CALL_ONCE) or as extra signatures.
-      for (const fb::Operator* op : Ops(model_->subgraphs()->Get(0))) {
-        int32_t code = OpCode(op);
-        if (code == 118 || code == 119 || code == 129 || code == 31)
-          return Unsupported("LiteRT model: operator " + BuiltinName(code) +
-                               " (control flow over subgraphs) is not supported yet");
-      }
-    }
-    return ImportSubgraph(0);
+    const fb::SubGraph* main = model_->subgraphs()->Get(0);
+    Graph g(main->name() && main->name()->size() ? main->name()->str() : "main");
+    WEFT_RETURN_IF_ERROR(ImportSubgraph(0, g, "", nullptr, nullptr));
+    return g;
   }
 
  private:
@@ -324,10 +318,33 @@ class Importer {
     return Status::Ok();
   }
 
-  Expected<Graph> ImportSubgraph(uint32_t index) {
-    const fb::SubGraph* sg = model_->subgraphs()->Get(index);
-    std::string gname = sg->name() && sg->name()->size() ? sg->name()->str() : "main";
-    Graph g(gname);
+  // Imports subgraph `index` into g. The main subgraph (bound == nullptr) adds g's inputs and
+  // outputs; another one (the branches of IF, a composite's decomposition) is imported inline: its
+  // inputs are the values named in `bound`, its tensors' names get `prefix`, and the names of its
+  // outputs go to `outs`.
+  Status ImportSubgraph(uint32_t index, Graph& g, const std::string& prefix, const std::vector<std::string>* bound,
+                        std::vector<std::string>* outs) {
+    // The per-subgraph tables, restored for the caller when an inlined subgraph is done.
+    struct Saved {
+      Importer* self;
+      std::vector<std::string> names;
+      std::vector<DataType> types;
+      std::vector<Shape> shapes;
+      std::set<size_t> sparse;
+      const fb::SubGraph* sg;
+      ~Saved() {
+        self->names_ = std::move(names);
+        self->types_ = std::move(types);
+        self->shapes_ = std::move(shapes);
+        self->sparse_ = std::move(sparse);
+        self->sg_ = sg;
+        self->stack_.pop_back();
+      }
+    } saved{this, std::move(names_), std::move(types_), std::move(shapes_), std::move(sparse_), sg_};
+    stack_.push_back(index);
+    shapes_.clear();
+    sparse_.clear();
+    const fb::SubGraph* sg = sg_ = model_->subgraphs()->Get(index);
     auto tensors = sg->tensors();
     size_t nt = tensors ? tensors->size() : 0;
     // Value names: the tensor's name when unique and non-empty, else "<name>_<index>" / "t<index>".
@@ -343,7 +360,7 @@ class Importer {
       std::string s = n && n->size() && seen[n->str()] == 1 ? n->str() : (n && n->size() ? n->str() + "_" : std::string("t")) + std::to_string(i);
       while (used.count(s)) s += "_";
       used.insert(s);
-      names_[i] = s;
+      names_[i] = prefix + s;
     }
     auto tensor_ref = [&](int32_t t, const std::string& what) -> Status {
       if (t < 0 || static_cast<size_t>(t) >= nt)
@@ -352,10 +369,18 @@ class Importer {
     };
 
     std::vector<char> produced(nt, 0), is_input(nt, 0), is_const(nt, 0);
+    const size_t n_inputs = sg->inputs() ? sg->inputs()->size() : 0;
+    if (bound && bound->size() != n_inputs)
+      return InvalidArgument("LiteRT model: subgraph " + std::to_string(index) + " takes " + std::to_string(n_inputs) +
+                             " inputs; the operator that runs it passes " + std::to_string(bound->size()));
     if (sg->inputs())
-      for (int32_t t : *sg->inputs()) {
+      for (uint32_t k = 0; k < n_inputs; ++k) {
+        int32_t t = sg->inputs()->Get(k);
         WEFT_RETURN_IF_ERROR(tensor_ref(t, "subgraph input"));
+        if (is_input[static_cast<size_t>(t)])
+          return InvalidArgument("LiteRT model: subgraph " + std::to_string(index) + " lists tensor " + std::to_string(t) + " as an input twice");
         is_input[static_cast<size_t>(t)] = 1;
+        if (bound) names_[static_cast<size_t>(t)] = (*bound)[k];  // the caller's value
       }
     // Tensors: types, shapes, constants.
     types_.assign(nt, DT_UNDEFINED);
@@ -394,7 +419,7 @@ class Importer {
       is_const[i] = 1;
     }
     // Graph inputs.
-    if (sg->inputs())
+    if (sg->inputs() && !bound)
       for (int32_t ti : *sg->inputs()) {
         size_t i = static_cast<size_t>(ti);
         const fb::Tensor* t = tensors->Get(static_cast<uint32_t>(i));
@@ -532,6 +557,12 @@ class Importer {
           produced[i] = 1;
           n.outputs.push_back(names_[i]);
         }
+      if (code == 118 || code == 206) {  // IF, STABLEHLO_COMPOSITE: their subgraphs inline
+        WEFT_RETURN_IF_ERROR(InlineCall(code, op, n, what, g));
+        continue;
+      }
+      if (code == 119 || code == 129 || code == 31)  // WHILE, CALL_ONCE, CALL
+        return Unsupported(what + " runs a subgraph as " + BuiltinName(code) + ", which Weft does not support yet (IF and STABLEHLO_COMPOSITE it does)");
       WEFT_RETURN_IF_ERROR(AddQuantization(op, what, &n));
       // PAD (zeros, or the zero point: what a convolution's own padding adds) of H and W only,
       // read by one operator: it may fold into a VALID convolution.
@@ -574,9 +605,78 @@ class Importer {
       size_t i = static_cast<size_t>(t);
       if (!produced[i] && !is_input[i] && !is_const[i])
         return InvalidArgument("LiteRT model: output tensor '" + names_[i] + "' is produced by no operator");
-      g.AddOutput(names_[i]);
+      if (outs) outs->push_back(names_[i]);
+      else g.AddOutput(names_[i]);
     }
-    return g;
+    return Status::Ok();
+  }
+
+  // The subgraph an operator names in its options, checked: an index of another subgraph that is
+  // not already being imported (a subgraph may not run itself, directly or not).
+  Status CalleeIndex(int64_t index, const std::string& what, const char* field, uint32_t* out) const {
+    const int64_t count = model_->subgraphs()->size();
+    if (index <= 0 || index >= count)
+      return InvalidArgument(what + ": " + field + " is " + std::to_string(index) + "; the model has subgraphs 0.." + std::to_string(count - 1) +
+                             " and 0 is the main one");
+    if (std::find(stack_.begin(), stack_.end(), static_cast<uint32_t>(index)) != stack_.end())
+      return InvalidArgument(what + ": subgraph " + std::to_string(index) + " runs itself (through " + field + ")");
+    if (stack_.size() >= kMaxSubgraphDepth)
+      return InvalidArgument(what + ": subgraphs nest more than " + std::to_string(kMaxSubgraphDepth) + " deep");
+    *out = static_cast<uint32_t>(index);
+    return Status::Ok();
+  }
+
+  // IF(cond, args...) and STABLEHLO_COMPOSITE(args...) with their subgraphs imported inline. IF:
+  // both branches, each node guarded by the condition (Node::when), and Weft's op "If" picking
+  // every output from the branch taken, so only that branch runs (and a condition known when
+  // compiling drops the other). A composite: its decomposition, the outputs renamed by Identity.
+  Status InlineCall(int32_t code, const fb::Operator* op, const Node& n, const std::string& what, Graph& g) {
+    for (const std::string& in : n.inputs)
+      if (in.empty()) return InvalidArgument(what + " has an absent input; the subgraph it runs needs every one");
+    if (code == 206) {
+      if (op->builtin_options_2_type() != 21 || !op->builtin_options_2())
+        return InvalidArgument(what + " has no StableHLOCompositeOptions");
+      auto t = reinterpret_cast<const flatbuffers::Table*>(op->builtin_options_2());
+      uint32_t index = 0;
+      WEFT_RETURN_IF_ERROR(CalleeIndex(t->GetField<int32_t>(6, -1), what, "decomposition_subgraph_index", &index));  // field 1
+      std::vector<std::string> outs;
+      WEFT_RETURN_IF_ERROR(ImportSubgraph(index, g, n.name + "/", &n.inputs, &outs));
+      if (outs.size() != n.outputs.size())
+        return InvalidArgument(what + ": its decomposition gives " + std::to_string(outs.size()) + " outputs for the operator's " +
+                               std::to_string(n.outputs.size()));
+      for (size_t k = 0; k < outs.size(); ++k) g.AddNode(Make("Identity", n.outputs[k] + "/composite", {outs[k]}, {n.outputs[k]}));
+      return Status::Ok();
+    }
+    if (n.inputs.empty() || n.inputs[0].empty()) return InvalidArgument(what + " needs its condition as the first input");
+    const std::string cond = n.inputs[0];
+    if (TypeOf(cond) != DT_BOOL) return InvalidArgument(what + ": the condition '" + cond + "' must be a bool tensor");
+    const std::vector<std::string> args(n.inputs.begin() + 1, n.inputs.end());
+    std::vector<std::string> branch_outs[2];
+    for (int b = 0; b < 2; ++b) {
+      const char* field = b == 0 ? "then_subgraph_index" : "else_subgraph_index";
+      auto it = n.attrs.find(field);
+      uint32_t index = 0;
+      WEFT_RETURN_IF_ERROR(CalleeIndex(it == n.attrs.end() ? -1 : it->second.i(), what, field, &index));
+      Graph branch("branch");
+      WEFT_RETURN_IF_ERROR(ImportSubgraph(index, branch, n.name + (b == 0 ? "/then/" : "/else/"), &args, &branch_outs[b]));
+      if (branch_outs[b].size() != n.outputs.size())
+        return InvalidArgument(what + ": subgraph " + std::to_string(index) + " (" + field + ") gives " + std::to_string(branch_outs[b].size()) +
+                               " outputs for the operator's " + std::to_string(n.outputs.size()));
+      for (const auto& [name, value] : branch.constants()) g.AddConstant(name, value);
+      for (Node node : branch.nodes()) {
+        node.when.insert(node.when.begin(), {cond, b == 0});
+        g.AddNode(std::move(node));
+      }
+    }
+    Node pick;
+    pick.op_type = "If";
+    pick.name = n.name;
+    pick.inputs = {cond};
+    for (int b = 0; b < 2; ++b) pick.inputs.insert(pick.inputs.end(), branch_outs[b].begin(), branch_outs[b].end());
+    pick.input_counts = {1, static_cast<uint32_t>(2 * n.outputs.size())};
+    pick.outputs = n.outputs;
+    g.AddNode(std::move(pick));
+    return Status::Ok();
   }
 
   // Quantization of an operator's tensors as attributes: input_scale / input_zero_point and
@@ -585,7 +685,7 @@ class Importer {
   // input quantized per channel (the weights) channel_scales, channel_zero_points, channel_input
   // (its index) and quantized_dimension.
   Status AddQuantization(const fb::Operator* op, const std::string& what, Node* n) {
-    auto tensors = model_->subgraphs()->Get(0)->tensors();
+    auto tensors = sg_->tensors();
     bool any = false;
     std::vector<float> in_s, out_s;
     std::vector<int64_t> in_z, out_z;
@@ -1035,6 +1135,9 @@ class Importer {
   std::vector<DataType> types_;
   std::vector<Shape> shapes_;
   std::set<size_t> sparse_;
+  const fb::SubGraph* sg_ = nullptr;  // the subgraph being imported
+  std::vector<uint32_t> stack_;       // the subgraphs being imported, the main one first
+  static constexpr size_t kMaxSubgraphDepth = 16;
 };
 
 }  // namespace
