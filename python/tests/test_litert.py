@@ -632,3 +632,58 @@ def test_litert_testdata_composites_and_symmetric_pad_match(name):
     got = session().compile(weft.import_litert(path)).run(feeds)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def _while_model(limit=5):
+    """WHILE(i, a): while i < limit: i, a = i + 1, a * 1.5 + x (x: a third loop value, unchanged)."""
+    m = Model()
+    i0 = m.tensor("i0", [1], "int32")
+    a0 = m.tensor("a0", [2, 3], "float32")
+    x = m.tensor("x", [2, 3], "float32")
+    i1, a1, x1 = m.tensor("i1", [1], "int32"), m.tensor("a1", [2, 3], "float32"), m.tensor("x1", [2, 3], "float32")
+
+    def cond(s):
+        i, a, xx = s.tensor("i", [1], "int32"), s.tensor("a", [2, 3], "float32"), s.tensor("x", [2, 3], "float32")
+        lim = s.tensor("limit", [1], "int32", data=np.array([limit], np.int32))
+        c = s.tensor("c", [1], "bool")
+        s.builtin(58, [i, lim], [c])  # LESS
+        return [i, a, xx], [c]
+
+    def body(s):
+        i, a, xx = s.tensor("i", [1], "int32"), s.tensor("a", [2, 3], "float32"), s.tensor("x", [2, 3], "float32")
+        one = s.tensor("one", [1], "int32", data=np.array([1], np.int32))
+        k = s.tensor("k", [1], "float32", data=np.array([1.5], np.float32))
+        i2, t, a2 = s.tensor("i2", [1], "int32"), s.tensor("t", [2, 3], "float32"), s.tensor("a2", [2, 3], "float32")
+        s.builtin(0, [i, one], [i2])
+        s.builtin(18, [a, k], [t])
+        s.builtin(0, [t, xx], [a2])
+        return [i, a, xx], [i2, a2, xx]
+    c, b = m.subgraph(cond), m.subgraph(body)
+    m.builtin(119, [i0, a0, x], [i1, a1, x1], options=(93, [(0, "int32", c), (1, "int32", b)]))
+    return m, [i0, a0, x], [i1, a1]
+
+
+def test_while_runs_its_subgraphs_like_litert(tmp_path):
+    """WHILE as Weft's Loop (the condition subgraph before each pass, the body subgraph as the
+    pass), a loop value passed through unchanged, zero and several iterations, against LiteRT."""
+    m, ins, outs = _while_model()
+    path = write(tmp_path, m, ins, outs)
+    model = session().compile(weft.import_litert(path))
+    rng = np.random.default_rng(8)
+    a, x = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)
+    for start, passes in ((7, 0), (4, 1), (-3, 8)):
+        feeds = [np.array([start], np.int32), a, x]
+        got = model.run(feeds)
+        assert got[0][0] == start + passes
+        want_a = a.astype(np.float64)
+        for _ in range(passes):
+            want_a = want_a * 1.5 + x
+        np.testing.assert_allclose(got[1], want_a, rtol=1e-5, atol=1e-5)
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+        it = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        it.allocate_tensors()
+        for d, v in zip(it.get_input_details(), feeds):
+            it.set_tensor(d["index"], v)
+        it.invoke()
+        for g, d in zip(got, it.get_output_details()):
+            np.testing.assert_allclose(g, it.get_tensor(d["index"]), rtol=1e-6, atol=1e-6)

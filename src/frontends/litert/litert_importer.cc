@@ -557,12 +557,13 @@ class Importer {
           produced[i] = 1;
           n.outputs.push_back(names_[i]);
         }
-      if (code == 118 || code == 206) {  // IF, STABLEHLO_COMPOSITE: their subgraphs inline
+      if (code == 118 || code == 119 || code == 206) {  // IF, WHILE, STABLEHLO_COMPOSITE: their subgraphs
         WEFT_RETURN_IF_ERROR(InlineCall(code, op, n, what, g));
         continue;
       }
-      if (code == 119 || code == 129 || code == 31)  // WHILE, CALL_ONCE, CALL
-        return Unsupported(what + " runs a subgraph as " + BuiltinName(code) + ", which Weft does not support yet (IF and STABLEHLO_COMPOSITE it does)");
+      if (code == 129 || code == 31)  // CALL_ONCE, CALL
+        return Unsupported(what + " runs a subgraph as " + BuiltinName(code) +
+                           ", which Weft does not support yet (IF, WHILE and STABLEHLO_COMPOSITE it does)");
       WEFT_RETURN_IF_ERROR(AddQuantization(op, what, &n));
       // PAD (zeros, or the zero point: what a convolution's own padding adds) of H and W only,
       // read by one operator: it may fold into a VALID convolution.
@@ -608,6 +609,65 @@ class Importer {
       if (outs) outs->push_back(names_[i]);
       else g.AddOutput(names_[i]);
     }
+    out_types_.clear();
+    for (int32_t t : *sg->outputs()) out_types_.push_back(types_[static_cast<size_t>(t)]);
+    return Status::Ok();
+  }
+
+  // WHILE(v...) -> v...: while cond(v) holds, v = body(v). Weft's op Loop with no trip count:
+  // the first condition is computed in the enclosing graph, and the loop body is one Weft graph
+  // (iter, cond, v...) -> (cond(body(v)), body(v)...), the LiteRT body followed by the condition.
+  Status InlineWhile(const Node& n, const std::string& what, Graph& g) {
+    uint32_t cond_index = 0, body_index = 0;
+    auto index = [&](const char* field) { auto it = n.attrs.find(field); return it == n.attrs.end() ? int64_t(-1) : it->second.i(); };
+    WEFT_RETURN_IF_ERROR(CalleeIndex(index("cond_subgraph_index"), what, "cond_subgraph_index", &cond_index));
+    WEFT_RETURN_IF_ERROR(CalleeIndex(index("body_subgraph_index"), what, "body_subgraph_index", &body_index));
+    if (n.inputs.empty() || n.outputs.size() != n.inputs.size())
+      return InvalidArgument(what + " has " + std::to_string(n.inputs.size()) + " inputs and " + std::to_string(n.outputs.size()) +
+                             " outputs; its loop values need one output each");
+    auto one_cond = [&](const std::vector<std::string>& c) -> Status {  // out_types_: the subgraph just imported
+      if (c.size() != 1 || out_types_.size() != 1 || out_types_[0] != DT_BOOL)
+        return InvalidArgument(what + ": subgraph " + std::to_string(cond_index) + " (cond_subgraph_index) must give one bool");
+      return Status::Ok();
+    };
+    std::vector<std::string> first;
+    WEFT_RETURN_IF_ERROR(ImportSubgraph(cond_index, g, n.name + "/cond0/", &n.inputs, &first));
+    WEFT_RETURN_IF_ERROR(one_cond(first));
+    Graph body(n.name + "/body");
+    body.AddInput(n.name + "/iteration", DT_INT64, Shape());
+    body.AddInput(n.name + "/running", DT_BOOL, Shape());
+    std::vector<std::string> vars;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {  // types and shapes come from the bound values when it runs
+      vars.push_back(n.name + "/value" + std::to_string(k));
+      body.AddInput(vars.back(), TypeOf(n.inputs[k]) == DT_UNDEFINED ? DT_FLOAT : TypeOf(n.inputs[k]), Shape());
+    }
+    std::vector<std::string> next, again;
+    WEFT_RETURN_IF_ERROR(ImportSubgraph(body_index, body, n.name + "/body/", &vars, &next));
+    if (next.size() != vars.size())
+      return InvalidArgument(what + ": subgraph " + std::to_string(body_index) + " (body_subgraph_index) gives " + std::to_string(next.size()) +
+                             " values for the loop's " + std::to_string(vars.size()));
+    WEFT_RETURN_IF_ERROR(ImportSubgraph(cond_index, body, n.name + "/cond/", &next, &again));
+    WEFT_RETURN_IF_ERROR(one_cond(again));
+    // Each body output its own value (a loop value passed through unchanged is a body input).
+    body.AddNode(Make("Identity", n.name + "/next_running", {again[0]}, {n.name + "/next_running"}));
+    body.AddOutput(n.name + "/next_running");
+    for (size_t k = 0; k < next.size(); ++k) {
+      const std::string out = n.name + "/next" + std::to_string(k);
+      body.AddNode(Make("Identity", out, {next[k]}, {out}));
+      body.AddOutput(out);
+    }
+    auto text = body.ToJsonText();
+    if (!text.ok()) return InvalidArgument(what + ": " + text.status().message());
+    Node loop;
+    loop.op_type = "Loop";
+    loop.name = n.name;
+    loop.inputs = {"", first[0]};
+    loop.inputs.insert(loop.inputs.end(), n.inputs.begin(), n.inputs.end());
+    loop.input_counts = {1, 1, static_cast<uint32_t>(n.inputs.size()), 0};
+    loop.outputs = n.outputs;
+    loop.output_counts = {static_cast<uint32_t>(n.outputs.size()), 0};
+    loop.attrs["body"] = AttrValue::String(std::move(text).value());
+    g.AddNode(std::move(loop));
     return Status::Ok();
   }
 
@@ -647,6 +707,7 @@ class Importer {
       for (size_t k = 0; k < outs.size(); ++k) g.AddNode(Make("Identity", n.outputs[k] + "/composite", {outs[k]}, {n.outputs[k]}));
       return Status::Ok();
     }
+    if (code == 119) return InlineWhile(n, what, g);
     if (n.inputs.empty() || n.inputs[0].empty()) return InvalidArgument(what + " needs its condition as the first input");
     const std::string cond = n.inputs[0];
     if (TypeOf(cond) != DT_BOOL) return InvalidArgument(what + ": the condition '" + cond + "' must be a bool tensor");
@@ -1137,6 +1198,7 @@ class Importer {
   std::set<size_t> sparse_;
   const fb::SubGraph* sg_ = nullptr;  // the subgraph being imported
   std::vector<uint32_t> stack_;       // the subgraphs being imported, the main one first
+  std::vector<DataType> out_types_;   // the output types of the subgraph imported last
   static constexpr size_t kMaxSubgraphDepth = 16;
 };
 
