@@ -783,8 +783,14 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
       auto* wide = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(g.n * g.ih * g.iw * g.oc)));
       if (!wide) return GRAPH_FAILED;
       ctx->ParallelFor(g.n * g.ih, 1, [&](int64_t r0, int64_t r1) {
-        for (int64_t p = r0 * g.iw; p < r1 * g.iw; ++p)
-          for (int64_t ci = 0; ci < g.ic; ++ci) std::memset(wide + (p * g.ic + ci) * mult, px[p * g.ic + ci], static_cast<size_t>(mult));
+        const int8_t* src = px + r0 * g.iw * g.ic;
+        int8_t* dst = wide + r0 * g.iw * g.oc;
+        for (int64_t i = 0; i < (r1 - r0) * g.iw * g.ic; ++i, dst += mult) {  // a few bytes each: stores, not calls
+          const uint64_t word = uint64_t(static_cast<uint8_t>(src[i])) * 0x0101010101010101ull;  // the byte 8 times
+          int64_t m = 0;
+          for (; m + 8 <= mult; m += 8) std::memcpy(dst + m, &word, 8);
+          for (; m < mult; ++m) dst[m] = src[i];
+        }
       });
       ConvGeometry wg = g;
       wg.ic = g.oc;
