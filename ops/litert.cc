@@ -1179,6 +1179,133 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+// Quantized BATCH_MATMUL: lhs [..., M, K] (adj_x: [..., K, M]) times rhs [..., K, N] (adj_y:
+// [..., N, K]), batch dims broadcast. int8 x int8 with int32 sums; int16 lhs with int16 or int8
+// rhs with int64 sums. The rescaling is per tensor, or per output column when the rhs is quantized
+// per channel along N (weights quantized by channel).
+class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  struct Dims {
+    int64_t m = 0, k = 0, n = 0;
+    Shape batch;  // broadcast batch dims
+  };
+  static bool Flag(const KernelContextBase* ctx, const char* name) {
+    const bool* b = ctx->GetAttrs()->GetBool(name);
+    return b && *b;
+  }
+  static bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& y, Dims* d) {
+    if (x.GetDimNum() < 2 || y.GetDimNum() < 2) return Fail(ctx, "both operands need at least 2 dims, got " + x.ToString() + " and " + y.ToString()), false;
+    const size_t rx = x.GetDimNum(), ry = y.GetDimNum();
+    const bool ax = Flag(ctx, "adj_x"), ay = Flag(ctx, "adj_y");
+    d->m = ax ? x.GetDim(rx - 1) : x.GetDim(rx - 2);
+    d->k = ax ? x.GetDim(rx - 2) : x.GetDim(rx - 1);
+    const int64_t ky = ay ? y.GetDim(ry - 1) : y.GetDim(ry - 2);
+    d->n = ay ? y.GetDim(ry - 2) : y.GetDim(ry - 1);
+    if (d->k != ky) return Fail(ctx, "the operands " + x.ToString() + " and " + y.ToString() + " do not agree on the summed dim"), false;
+    Shape bx, by;
+    for (size_t i = 0; i + 2 < rx; ++i) bx.AppendDim(x.GetDim(i));
+    for (size_t i = 0; i + 2 < ry; ++i) by.AppendDim(y.GetDim(i));
+    if (!BroadcastShape(bx, by, &d->batch)) return Fail(ctx, "batch dims " + bx.ToString() + " and " + by.ToString() + " do not broadcast"), false;
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Dims d;
+    if (!Geometry(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), &d)) return GRAPH_FAILED;
+    Shape out = d.batch;
+    out.AppendDim(d.m);
+    out.AppendDim(d.n);
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return SetRecordedOutputType(ctx, 0); }
+
+  // The element offset of batch b (an index into the broadcast batch) in an operand with batch dims `own`.
+  static int64_t BatchOffset(const Shape& batch, const Shape& own, int64_t b, int64_t matrix) {
+    int64_t off = 0, stride = matrix;
+    const size_t r = batch.GetDimNum(), ro = own.GetDimNum();
+    for (size_t i = r; i-- > 0;) {
+      const int64_t idx = b % batch.GetDim(i);
+      b /= batch.GetDim(i);
+      if (i + ro < r) continue;  // a dim this operand lacks
+      const int64_t dim = own.GetDim(i + ro - r);
+      if (dim != 1) off += idx * stride;
+      stride *= dim;
+    }
+    return off;
+  }
+
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* w = ctx->GetInputTensor(1);
+    Dims d;
+    if (!Geometry(ctx, x->GetShape(), w->GetShape(), &d)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetOutputTensor(0)->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const DataType xt = x->GetDataType(), wt = w->GetDataType(), yt = y->GetDataType();
+    const bool int8 = xt == DT_INT8 && wt == DT_INT8 && yt == DT_INT8;
+    const bool int16 = xt == DT_INT16 && (wt == DT_INT16 || wt == DT_INT8) && yt == DT_INT16;
+    if (!int8 && !int16)
+      return Fail(ctx, std::string("quantized batch matmul takes int8 x int8 -> int8 or int16 x int16/int8 -> int16, got ") + DataTypeName(xt) + " x " +
+                           DataTypeName(wt) + " -> " + DataTypeName(yt));
+    Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), o = OutputQuant(ctx);
+    ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    if (!in.quantized() || !o.quantized() || (!fq.quantized() && chs.size() == 0))
+      return Fail(ctx, "a quantized batch matmul needs the scales of both operands and the output");
+    const bool ay = Flag(ctx, "adj_y"), ax = Flag(ctx, "adj_x");
+    if (chs.size() > 1) {  // per channel: only along the rhs's N dim
+      const int64_t* qd = ctx->GetAttrs()->GetInt("quantized_dimension");
+      const int64_t n_dim = static_cast<int64_t>(w->GetShape().GetDimNum()) - (ay ? 2 : 1);
+      if (static_cast<int64_t>(chs.size()) != d.n || !qd || *qd != n_dim)
+        return Fail(ctx, "the rhs is quantized per channel along a dim other than its output columns");
+    }
+    if (int16 && (in.zp != 0 || o.zp != 0 || (wt == DT_INT16 && fq.zp != 0)))
+      return Fail(ctx, "16-bit batch matmul needs zero points of 0");
+    std::vector<int32_t> mult(static_cast<size_t>(d.n));
+    std::vector<int> shift(static_cast<size_t>(d.n));
+    for (int64_t c = 0; c < d.n; ++c) {
+      const double fs = chs.size() > 1 ? chs[static_cast<size_t>(c)] : (chs.size() == 1 ? chs[0] : fq.scale);
+      tfl::QuantizeMultiplier(static_cast<double>(in.scale) * fs / static_cast<double>(o.scale), &mult[static_cast<size_t>(c)],
+                              &shift[static_cast<size_t>(c)]);
+    }
+    Shape xb, wb;
+    for (size_t i = 0; i + 2 < x->GetShape().GetDimNum(); ++i) xb.AppendDim(x->GetShape().GetDim(i));
+    for (size_t i = 0; i + 2 < w->GetShape().GetDimNum(); ++i) wb.AppendDim(w->GetShape().GetDim(i));
+    const int64_t batches = d.batch.GetShapeSize(), mk = d.m * d.k, kn = d.k * d.n;
+    const int32_t x_off = -in.zp, w_off = -fq.zp, out_off = o.zp;
+    auto run = [&](auto xtag, auto wtag) {
+      using X = decltype(xtag);
+      using W = decltype(wtag);
+      using Acc = std::conditional_t<sizeof(X) == 2, int64_t, int32_t>;
+      const X* px = x->GetData<X>();
+      const W* pw = w->GetData<W>();
+      X* py = y->GetData<X>();
+      const int32_t lo = std::numeric_limits<X>::min(), hi = std::numeric_limits<X>::max();
+      ctx->ParallelFor(batches * d.m, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t b = r / d.m, i = r % d.m;
+          const X* xm = px + BatchOffset(d.batch, xb, b, mk);
+          const W* wm = pw + BatchOffset(d.batch, wb, b, kn);
+          X* out = py + r * d.n;
+          for (int64_t j = 0; j < d.n; ++j) {
+            Acc acc = 0;
+            for (int64_t t = 0; t < d.k; ++t) {
+              const Acc a = static_cast<Acc>(xm[ax ? t * d.m + i : i * d.k + t]) + x_off;
+              const Acc v = static_cast<Acc>(wm[ay ? j * d.k + t : t * d.n + j]) + w_off;
+              acc += a * v;
+            }
+            const int32_t q = tfl::MultiplyByQuantizedMultiplier(acc, mult[static_cast<size_t>(j)], shift[static_cast<size_t>(j)]);
+            out[j] = static_cast<X>(std::min(std::max(q + out_off, lo), hi));
+          }
+        }
+      });
+    };
+    if (int8) run(int8_t{}, int8_t{});
+    else if (wt == DT_INT16) run(int16_t{}, int16_t{});
+    else run(int16_t{}, int8_t{});
+    return GRAPH_SUCCESS;
+  }
+};
+
 // ---- elementwise -------------------------------------------------------------------------------
 
 // Add, Sub, Mul with NumPy broadcasting.
@@ -2876,6 +3003,9 @@ void WeftRegister_litert(std::vector<OpEntry>& out) {
                      .AttrBool("keep_num_dims", false).AttrBool("asymmetric_quantize_inputs", false)
                      .AttrString("quantized_bias_type", "FLOAT32").Build(),
                  MakeOpImpl<TflFullyConnected>("TflFullyConnected")});
+  out.push_back({TflDef("TflBatchMatmul").Input("x", conv_in).Input("y", conv_in).Output("output", conv_in)
+                     .AttrBool("adj_x", false).AttrBool("adj_y", false).AttrBool("asymmetric_quantize_inputs", false).Build(),
+                 MakeOpImpl<TflBatchMatmul>("TflBatchMatmul")});
   TensorType arith({DT_FLOAT, DT_INT8, DT_UINT8, DT_INT16, DT_INT32, DT_INT64});
   for (const char* type : {"TflAdd", "TflSub", "TflMul"}) {
     OpDefBuilder b = std::move(TflDef(type).Input("x", "T").Input("y", "T").Output("output", "T").DataTypeSym("T", arith)

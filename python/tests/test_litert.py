@@ -687,3 +687,61 @@ def test_while_runs_its_subgraphs_like_litert(tmp_path):
         it.invoke()
         for g, d in zip(got, it.get_output_details()):
             np.testing.assert_allclose(g, it.get_tensor(d["index"]), rtol=1e-6, atol=1e-6)
+
+
+def _batch_matmul_model(xt, wt, x_shape, w_shape, out_shape, adj_x, adj_y, w_data=None, w_scale=0.02, per_channel=False, out_scale=None):
+    m = Model()
+    wide = xt == "int16"
+    x = m.tensor("x", x_shape, xt, scale=0.01, zero_point=0 if wide else -5)
+    n = out_shape[-1]
+    if w_data is not None:  # constant weights, possibly per channel along N
+        scales = list(np.linspace(0.5, 2.0, n) * w_scale) if per_channel else w_scale
+        qdim = len(w_shape) - (2 if adj_y else 1)
+        w = m.tensor("w", w_shape, wt, data=w_data, scale=scales, zero_point=[0] * n if per_channel else 0, quantized_dimension=qdim)
+    else:
+        w = m.tensor("w", w_shape, wt, scale=w_scale, zero_point=0 if wide else 3)
+    y = m.tensor("y", out_shape, xt, scale=out_scale or (0.05 if not wide else 0.01), zero_point=0 if wide else 2)
+    m.builtin(126, [x, w], [y], options=(101, [(0, "bool", adj_x), (1, "bool", adj_y)]))
+    return m, ([x] if w_data is not None else [x, w]), [y]
+
+
+@pytest.mark.parametrize("xt", ["int8", "int16"])
+@pytest.mark.parametrize("layout", ["plain", "adj_x", "adj_y", "broadcast"])
+def test_quantized_batch_matmul_is_bit_exact(tmp_path, xt, layout):
+    """Quantized BATCH_MATMUL (both operands at run time) against LiteRT's reference kernels:
+    int8 x int8 and int16 x int16, transposed operands, batch dims broadcast."""
+    shapes = {"plain": ([2, 3, 5], [2, 5, 4], [2, 3, 4], False, False),
+              "adj_x": ([2, 5, 3], [2, 5, 4], [2, 3, 4], True, False),
+              "adj_y": ([2, 3, 5], [2, 4, 5], [2, 3, 4], False, True),
+              "broadcast": ([3, 1, 3, 5], [2, 5, 4], [3, 2, 3, 4], False, False)}[layout]
+    m, ins, outs = _batch_matmul_model(xt, xt, *shapes, w_scale=0.02 if xt == "int8" else 0.0005)
+    path = write(tmp_path, m, ins, outs)
+    model = session().compile(weft.import_litert(path))
+    rng = np.random.default_rng(12)
+    lo, hi = (-128, 127) if xt == "int8" else (-3000, 3000)
+    for _ in range(2):
+        feeds = [rng.integers(lo, hi, shapes[0]).astype(xt), rng.integers(lo, hi, shapes[1]).astype(xt)]
+        got, want = model.run(feeds)[0], litert_reference(path, feeds)
+        np.testing.assert_array_equal(got, want)
+        assert len(np.unique(want)) > 5
+
+
+@pytest.mark.parametrize("adj_y", [False, True])
+def test_int16_by_int8_batch_matmul_matches_a_float64_recomputation(tmp_path, adj_y):
+    """int16 activations times int8 weights quantized per output column (LiteRT's own BATCH_MATMUL
+    returns zeros here): Weft's result is the float64 product of the dequantized operands,
+    requantized, to within one unit (the multipliers' 31-bit rounding)."""
+    rng = np.random.default_rng(13)
+    k, n = 24, 6
+    wq = rng.integers(-127, 128, (n, k) if adj_y else (k, n)).astype(np.int8)
+    m, ins, outs = _batch_matmul_model("int16", "int8", [4, k], list(wq.shape), [4, n], False, adj_y, w_data=wq, w_scale=0.004,
+                                       per_channel=True, out_scale=0.05)
+    path = write(tmp_path, m, ins, outs)
+    model = session().compile(weft.import_litert(path))
+    xq = rng.integers(-20000, 20000, (4, k)).astype(np.int16)
+    got = model.run([xq])[0]
+    scales = np.linspace(0.5, 2.0, n) * 0.004
+    w = (wq.T if adj_y else wq).astype(np.float64) * scales[None, :]
+    want = np.clip(np.round((xq.astype(np.float64) * 0.01) @ w / 0.05), -32768, 32767)
+    assert np.abs(got.astype(np.float64) - want).max() <= 1
+    assert len(np.unique(got)) > 10

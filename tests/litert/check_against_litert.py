@@ -183,6 +183,14 @@ def main():
     return 1 if bad else 0
 
 
+# Files of the test data whose LiteRT outputs are wrong, and why; Weft's results for what they
+# contain are checked against another reference in python/tests/test_litert.py.
+LITERT_WRONG = {name: "LiteRT's BATCH_MATMUL gives all zeros for int16 x int8 (weights per channel); "
+                      "test_litert.py checks Weft's against a float64 recomputation"
+                for name in ("static_w8_a16_quantized_attn_vec_einsum.tflite", "static_w8_a16_quantized_k_einsum.tflite",
+                             "static_w8_a16_quantized_q_einsum.tflite", "static_w8_a16_quantized_v_einsum.tflite")}
+
+
 def sweep_testdata(base, build):
     """Each file in child processes (a crash is counted, not fatal), LiteRT and Weft apart so that a
     crash is charged to the runtime that crashed: match / differs / weft error / no oracle / crash."""
@@ -192,14 +200,18 @@ def sweep_testdata(base, build):
     with tempfile.TemporaryDirectory() as tmp:
         for k, path in enumerate(files):
             ref = os.path.join(tmp, f"{k}.npz")
-            p = subprocess.run([sys.executable, "-c", LITERT_CHILD, path, ref], capture_output=True, text=True, timeout=300, env=env)
-            has_ref = p.returncode == 0 and os.path.exists(ref)
+            wrong = LITERT_WRONG.get(os.path.basename(path))
+            if not wrong:
+                p = subprocess.run([sys.executable, "-c", LITERT_CHILD, path, ref], capture_output=True, text=True, timeout=300, env=env)
+            has_ref = not wrong and p.returncode == 0 and os.path.exists(ref)
             p = subprocess.run([sys.executable, "-c", WEFT_CHILD, path, ref if has_ref else ""], capture_output=True, text=True,
                                timeout=300, env=env)
             last = (p.stdout.strip().splitlines() or [""])[-1]
             kind, _, detail = last.partition(": ")
             if p.returncode != 0 or kind not in counts:
                 kind, detail = "weft crash", f"exit {p.returncode}: {p.stderr.strip()[-300:]}"
+            elif kind == "no oracle" and wrong:
+                detail = "Weft compiles it; " + wrong
             counts[kind] += 1
             print(f"  {kind:11s} {os.path.relpath(path, base)}: {detail}"[:300])
     print("litert-testdata: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + f" (of {len(files)})")
