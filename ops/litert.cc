@@ -1179,7 +1179,8 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
-// Quantized BATCH_MATMUL: lhs [..., M, K] (adj_x: [..., K, M]) times rhs [..., K, N] (adj_y:
+// BATCH_MATMUL (float32 lowers to MatMul on import; this op runs when the model is quantized):
+// lhs [..., M, K] (adj_x: [..., K, M]) times rhs [..., K, N] (adj_y:
 // [..., N, K]), batch dims broadcast. int8 x int8 with int32 sums; int16 lhs with int16 or int8
 // rhs with int64 sums. The rescaling is per tensor, or per output column when the rhs is quantized
 // per channel along N (weights quantized by channel).
@@ -1242,16 +1243,38 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp {
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetOutputTensor(0)->GetDataType());
     if (!y) return GRAPH_FAILED;
     const DataType xt = x->GetDataType(), wt = w->GetDataType(), yt = y->GetDataType();
+    Shape xb, wb;
+    for (size_t i = 0; i + 2 < x->GetShape().GetDimNum(); ++i) xb.AppendDim(x->GetShape().GetDim(i));
+    for (size_t i = 0; i + 2 < w->GetShape().GetDimNum(); ++i) wb.AppendDim(w->GetShape().GetDim(i));
+    const int64_t batches = d.batch.GetShapeSize(), mk = d.m * d.k, kn = d.k * d.n;
+    const bool ay = Flag(ctx, "adj_y"), ax = Flag(ctx, "adj_x");
+    if (xt == DT_FLOAT && wt == DT_FLOAT && yt == DT_FLOAT) {
+      const float* px = x->GetData<float>();
+      const float* pw = w->GetData<float>();
+      float* py = y->GetData<float>();
+      ctx->ParallelFor(batches * d.m, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t b = r / d.m, i = r % d.m;
+          const float* xm = px + BatchOffset(d.batch, xb, b, mk);
+          const float* wm = pw + BatchOffset(d.batch, wb, b, kn);
+          for (int64_t j = 0; j < d.n; ++j) {
+            float acc = 0.f;
+            for (int64_t t = 0; t < d.k; ++t) acc += xm[ax ? t * d.m + i : i * d.k + t] * wm[ay ? j * d.k + t : t * d.n + j];
+            py[r * d.n + j] = acc;
+          }
+        }
+      });
+      return GRAPH_SUCCESS;
+    }
     const bool int8 = xt == DT_INT8 && wt == DT_INT8 && yt == DT_INT8;
     const bool int16 = xt == DT_INT16 && (wt == DT_INT16 || wt == DT_INT8) && yt == DT_INT16;
     if (!int8 && !int16)
-      return Fail(ctx, std::string("quantized batch matmul takes int8 x int8 -> int8 or int16 x int16/int8 -> int16, got ") + DataTypeName(xt) + " x " +
+      return Fail(ctx, std::string("batch matmul takes float32, int8 x int8 -> int8 or int16 x int16/int8 -> int16, got ") + DataTypeName(xt) + " x " +
                            DataTypeName(wt) + " -> " + DataTypeName(yt));
     Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), o = OutputQuant(ctx);
     ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
     if (!in.quantized() || !o.quantized() || (!fq.quantized() && chs.size() == 0))
       return Fail(ctx, "a quantized batch matmul needs the scales of both operands and the output");
-    const bool ay = Flag(ctx, "adj_y"), ax = Flag(ctx, "adj_x");
     if (chs.size() > 1) {  // per channel: only along the rhs's N dim
       const int64_t* qd = ctx->GetAttrs()->GetInt("quantized_dimension");
       const int64_t n_dim = static_cast<int64_t>(w->GetShape().GetDimNum()) - (ay ? 2 : 1);
@@ -1267,10 +1290,6 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp {
       tfl::QuantizeMultiplier(static_cast<double>(in.scale) * fs / static_cast<double>(o.scale), &mult[static_cast<size_t>(c)],
                               &shift[static_cast<size_t>(c)]);
     }
-    Shape xb, wb;
-    for (size_t i = 0; i + 2 < x->GetShape().GetDimNum(); ++i) xb.AppendDim(x->GetShape().GetDim(i));
-    for (size_t i = 0; i + 2 < w->GetShape().GetDimNum(); ++i) wb.AppendDim(w->GetShape().GetDim(i));
-    const int64_t batches = d.batch.GetShapeSize(), mk = d.m * d.k, kn = d.k * d.n;
     const int32_t x_off = -in.zp, w_off = -fq.zp, out_off = o.zp;
     auto run = [&](auto xtag, auto wtag) {
       using X = decltype(xtag);

@@ -59,6 +59,7 @@ CASES = {
     "TflAveragePool2D": [((r(1, 6, 6, 2),), {"filter_height": 2, "filter_width": 2, "stride_h": 2, "stride_w": 2})],
     "TflMaxPool2D": [((r(1, 6, 6, 2),), {"filter_height": 2, "filter_width": 2, "stride_h": 2, "stride_w": 2})],
     "TflFullyConnected": [((r(2, 8), r(4, 8), r(4)), {})],
+    "TflBatchMatmul": [((r(2, 3, 5), r(2, 5, 4)), {}), ((r(3, 1, 2, 5), r(2, 4, 5)), {"adj_y": True})],
     "TflConv2D": [((r(1, 5, 5, 2), r(3, 3, 3, 2), r(3)), {"stride_h": 1, "stride_w": 1})],
     "TflQuantize": [((r(2, 8),), {"output_type": 2, "output_scale": [0.05], "output_zero_point": [3]})],
     "TflDequantize": [((torch.randint(-128, 127, (2, 8), dtype=torch.int8),), {"input_scale": [0.05],
