@@ -1325,6 +1325,67 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+// RSQRT: float32, and int8 with TFLite's integer kernel (each value's offset from the zero point
+// through the fixed-point inverse square root, then rescaled by 1 / (sqrt(input scale) * output
+// scale)), computed once per distinct input value. Values below the zero point are an error, as
+// in TFLite; the value 0 gives the largest output.
+class TflRsqrt : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const int64_t n = x->GetShapeSize();
+    if (x->GetDataType() == DT_FLOAT) {
+      const float* px = x->GetData<float>();
+      float* py = y->GetData<float>();
+      for (int64_t i = 0; i < n; ++i) py[i] = 1.f / std::sqrt(px[i]);
+      return GRAPH_SUCCESS;
+    }
+    if (x->GetDataType() != DT_INT8) return Fail(ctx, "quantized RSQRT is implemented for int8 only (int16 uses TFLite's 513-entry table)");
+    Quant in = InputQuant(ctx, 0), o = OutputQuant(ctx);
+    if (!in.quantized() || !o.quantized()) return Fail(ctx, "int8 RSQRT needs input and output scales");
+    // The multiplier as TFLite computes it: sqrt and the product in float, the quotient in double.
+    const float root = std::sqrt(in.scale);
+    int32_t mult;
+    int shift;
+    tfl::QuantizeMultiplier(1.0 / static_cast<double>(root * o.scale), &mult, &shift);
+    constexpr int kShift = 20;  // keeps the intermediate an integer
+    int8_t table[256];
+    for (int v = -128; v < 128; ++v) {
+      const int32_t value = v + (-in.zp);
+      int32_t out;
+      if (value <= 0) {
+        out = 127;  // 0 maps to the largest value; negatives are refused below
+      } else {
+        int32_t inv;
+        int inv_shift;
+        tfl::InvSqrtMultiplier(value, &inv, &inv_shift);
+        const int32_t data = tfl::MultiplyByQuantizedMultiplier(1, inv, inv_shift + kShift);
+        out = std::min(std::max(tfl::MultiplyByQuantizedMultiplier(data, mult, shift - kShift) + o.zp, -128), 127);
+      }
+      table[v + 128] = static_cast<int8_t>(out);
+    }
+    const int8_t* px = x->GetData<int8_t>();
+    int8_t* py = y->GetData<int8_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (px[i] < in.zp)
+        return Fail(ctx, "RSQRT is defined for values at or above the zero point (" + std::to_string(in.zp) + "); element " +
+                             std::to_string(i) + " is " + std::to_string(px[i]));
+      py[i] = table[px[i] + 128];
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
 // ---- elementwise -------------------------------------------------------------------------------
 
 // Add, Sub, Mul with NumPy broadcasting.
@@ -3022,6 +3083,9 @@ void WeftRegister_litert(std::vector<OpEntry>& out) {
                      .AttrBool("keep_num_dims", false).AttrBool("asymmetric_quantize_inputs", false)
                      .AttrString("quantized_bias_type", "FLOAT32").Build(),
                  MakeOpImpl<TflFullyConnected>("TflFullyConnected")});
+  out.push_back({TflDef("TflRsqrt").Input("x", TensorType({DT_FLOAT, DT_INT8, DT_INT16})).Output("y", TensorType({DT_FLOAT, DT_INT8, DT_INT16}))
+                     .Build(),
+                 MakeOpImpl<TflRsqrt>("TflRsqrt")});
   out.push_back({TflDef("TflBatchMatmul").Input("x", conv_in).Input("y", conv_in).Output("output", conv_in)
                      .AttrBool("adj_x", false).AttrBool("adj_y", false).AttrBool("asymmetric_quantize_inputs", false).Build(),
                  MakeOpImpl<TflBatchMatmul>("TflBatchMatmul")});

@@ -208,6 +208,44 @@ inline int32_t SaturatingRoundingMultiplyByPOT(int32_t x, int exponent) {
   return static_cast<int32_t>(static_cast<uint32_t>(x) << exponent);
 }
 
+// 1 / sqrt(input) as a Q0.31 multiplier and a right shift (TFLite's
+// GetInvSqrtQuantizedMultiplierExp with reverse_shift -1, returned here as a left shift): the
+// input scaled by powers of 4 into [2^27, 2^29), five Newton-Raphson steps from 1 in Q3.28,
+// times sqrt(2)/2. Inputs 0 and 1 give INT32_MAX and shift 0.
+inline void InvSqrtMultiplier(int32_t input, int32_t* multiplier, int* left_shift) {
+  if (input <= 1) {
+    *multiplier = std::numeric_limits<int32_t>::max();
+    *left_shift = 0;
+    return;
+  }
+  int right = 11;
+  while (input >= (1 << 29)) {
+    input /= 4;
+    ++right;
+  }
+  const int pairs = (__builtin_clz(static_cast<uint32_t>(input)) - 1) / 2 - 1;
+  right -= pairs;
+  input <<= 2 * pairs;
+  // Q3.28 arithmetic: a product of two Q3.28 values is Q6.25 (the doubling high multiply), of
+  // three Q9.22; Rescale back to Q3.28 multiplies by 2^(integer bits dropped) with saturation.
+  const int32_t half_input = RoundingDivideByPOT(input >> 1, 1);
+  const int32_t half_three = (1 << 28) + (1 << 27);  // 1.5
+  int32_t x = 1 << 28;                                // 1.0
+  for (int i = 0; i < 5; ++i) {
+    const int32_t x3 = SaturatingRoundingMultiplyByPOT(SaturatingRoundingDoublingHighMul(SaturatingRoundingDoublingHighMul(x, x), x), 6);
+    const int32_t diff = static_cast<int32_t>(static_cast<uint32_t>(SaturatingRoundingDoublingHighMul(half_three, x)) -
+                                              static_cast<uint32_t>(SaturatingRoundingDoublingHighMul(half_input, x3)));
+    x = SaturatingRoundingMultiplyByPOT(diff, 3);
+  }
+  x = SaturatingRoundingDoublingHighMul(x, 1518500250);  // sqrt(2) / 2 in Q0.31
+  if (right < 0) {
+    x = static_cast<int32_t>(static_cast<uint32_t>(x) << -right);
+    right = 0;
+  }
+  *multiplier = x;
+  *left_shift = -right;
+}
+
 // exp(a) for a in [-1/4, 0), a in Q0.31; a Taylor expansion around -1/8.
 inline int32_t ExpOnIntervalNegQuarterTo0(int32_t a) {
   const int32_t exp_minus_one_eighth = 1895147668;  // exp(-1/8) in Q0.31

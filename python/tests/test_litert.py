@@ -745,3 +745,26 @@ def test_int16_by_int8_batch_matmul_matches_a_float64_recomputation(tmp_path, ad
     want = np.clip(np.round((xq.astype(np.float64) * 0.01) @ w / 0.05), -32768, 32767)
     assert np.abs(got.astype(np.float64) - want).max() <= 1
     assert len(np.unique(got)) > 10
+
+
+@pytest.mark.parametrize("in_zp,in_scale,out_scale,out_zp", [(-128, 0.05, 0.02, -100), (-20, 0.3, 0.01, 0), (5, 0.002, 0.5, -128),
+                                                             (-128, 1e-4, 1.0, 3)])
+def test_int8_rsqrt_is_bit_exact_over_every_value(tmp_path, in_zp, in_scale, out_scale, out_zp):
+    """Int8 RSQRT (TFLite's fixed-point inverse square root) on every input value it accepts, against
+    LiteRT's reference kernels; a value below the zero point is an error naming it."""
+    m = Model()
+    x = m.tensor("x", [256], "int8", scale=in_scale, zero_point=in_zp)
+    y = m.tensor("y", [256], "int8", scale=out_scale, zero_point=out_zp)
+    m.builtin(76, [x], [y])
+    path = write(tmp_path, m, [x], [y])
+    model = session().compile(weft.import_litert(path))
+    xs = np.array([max(v, in_zp) for v in range(-128, 128)], np.int8)
+    got = model.run([xs])[0]
+    want = litert_reference(path, [xs])
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(want)) > 10
+    if in_zp > -128:
+        bad = xs.copy()
+        bad[7] = in_zp - 1
+        with pytest.raises(Exception, match="element 7"):
+            model.run([bad])
