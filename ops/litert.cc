@@ -1325,6 +1325,34 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+// ATAN2(y, x): float32, broadcast; the angle of (x, y) in [-pi, pi].
+class TflAtan2 : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Shape out;
+    if (!BroadcastShape(*ctx->GetInputShape(0), *ctx->GetInputShape(1), &out))
+      return Fail(ctx, "shapes " + ctx->GetInputShape(0)->ToString() + " and " + ctx->GetInputShape(1)->ToString() + " do not broadcast");
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    if (a->GetDataType() != DT_FLOAT || b->GetDataType() != DT_FLOAT) return Fail(ctx, "ATAN2 takes float32 inputs");
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_FLOAT);
+    if (!y) return GRAPH_FAILED;
+    const float* pa = a->GetData<float>();
+    const float* pb = b->GetData<float>();
+    float* py = y->GetData<float>();
+    ForEachBroadcast(a->GetShape(), b->GetShape(), y->GetShape(), [&](int64_t o, int64_t i, int64_t j) { py[o] = std::atan2(pa[i], pb[j]); });
+    return GRAPH_SUCCESS;
+  }
+};
+
 // RSQRT: float32, and int8 with TFLite's integer kernel (each value's offset from the zero point
 // through the fixed-point inverse square root, then rescaled by 1 / (sqrt(input scale) * output
 // scale)), computed once per distinct input value. Values below the zero point are an error, as
@@ -3083,6 +3111,9 @@ void WeftRegister_litert(std::vector<OpEntry>& out) {
                      .AttrBool("keep_num_dims", false).AttrBool("asymmetric_quantize_inputs", false)
                      .AttrString("quantized_bias_type", "FLOAT32").Build(),
                  MakeOpImpl<TflFullyConnected>("TflFullyConnected")});
+  out.push_back({TflDef("TflAtan2").Input("y", TensorType({DT_FLOAT})).Input("x", TensorType({DT_FLOAT})).Output("z", TensorType({DT_FLOAT}))
+                     .Build(),
+                 MakeOpImpl<TflAtan2>("TflAtan2")});
   out.push_back({TflDef("TflRsqrt").Input("x", TensorType({DT_FLOAT, DT_INT8, DT_INT16})).Output("y", TensorType({DT_FLOAT, DT_INT8, DT_INT16}))
                      .Build(),
                  MakeOpImpl<TflRsqrt>("TflRsqrt")});

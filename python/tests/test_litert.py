@@ -768,3 +768,21 @@ def test_int8_rsqrt_is_bit_exact_over_every_value(tmp_path, in_zp, in_scale, out
         bad[7] = in_zp - 1
         with pytest.raises(Exception, match="element 7"):
             model.run([bad])
+
+
+def test_atan2_matches_litert_and_numpy(tmp_path):
+    """ATAN2(y, x) in every quadrant and on the axes (zeros of either sign) against LiteRT (which
+    needs equal shapes) and NumPy; Weft also broadcasts, checked against NumPy."""
+    ys = np.array([[1, -1, 0, -0.0], [2.5, -3, 1e-30, 0], [-7, 7, -1, 1]], np.float32)
+    xs = np.array([[1, -1, 0, -2], [-1, 0, -0.0, 3], [0.5, -0.5, 1e-30, -1e-30]], np.float32)
+    for x_shape, xv in (([3, 4], xs), ([4], xs[0])):
+        m = Model()
+        a = m.tensor("y", [3, 4], "float32")
+        b = m.tensor("x", x_shape, "float32")
+        z = m.tensor("z", [3, 4], "float32")
+        m.builtin(156, [a, b], [z])
+        path = write(tmp_path, m, [a, b], [z], name=f"atan2_{len(x_shape)}.tflite")
+        got = session().compile(weft.import_litert(path)).run([ys, xv])[0]
+        np.testing.assert_allclose(got, np.arctan2(ys, xv), rtol=1e-6, atol=1e-7)
+        if x_shape == [3, 4]:
+            np.testing.assert_allclose(got, litert_reference(path, [ys, xv]), rtol=1e-6, atol=1e-7)
