@@ -1353,10 +1353,10 @@ class TflAtan2 : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
-// RSQRT: float32, and int8 with TFLite's integer kernel (each value's offset from the zero point
+// RSQRT: float32; int8 with TFLite's integer kernel (each value's offset from the zero point
 // through the fixed-point inverse square root, then rescaled by 1 / (sqrt(input scale) * output
-// scale)), computed once per distinct input value. Values below the zero point are an error, as
-// in TFLite; the value 0 gives the largest output.
+// scale)), computed once per distinct input value; int16 through TFLite's 513-entry table. Values
+// below the zero point are an error, as in TFLite; the value 0 gives the largest output.
 class TflRsqrt : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
@@ -1378,9 +1378,25 @@ class TflRsqrt : public EagerExecuteOp, public ShapeInferOp {
       for (int64_t i = 0; i < n; ++i) py[i] = 1.f / std::sqrt(px[i]);
       return GRAPH_SUCCESS;
     }
-    if (x->GetDataType() != DT_INT8) return Fail(ctx, "quantized RSQRT is implemented for int8 only (int16 uses TFLite's 513-entry table)");
     Quant in = InputQuant(ctx, 0), o = OutputQuant(ctx);
-    if (!in.quantized() || !o.quantized()) return Fail(ctx, "int8 RSQRT needs input and output scales");
+    if (!in.quantized() || !o.quantized()) return Fail(ctx, "quantized RSQRT needs input and output scales");
+    if (x->GetDataType() == DT_INT16) {  // TFLite's 513-entry table of 1 / sqrt
+      if (in.zp != 0 || o.zp != 0) return Fail(ctx, "int16 RSQRT needs zero points of 0");
+      int16_t lut[513];
+      const float out_scale = o.scale;
+      tfl::PopulateLutInt16(in.scale, in.zp, o.scale, o.zp,
+                            [out_scale](float v) { return v <= 0.f ? 32767.f * out_scale : 1.f / std::sqrt(v); }, lut);
+      const int16_t* px = x->GetData<int16_t>();
+      int16_t* py = y->GetData<int16_t>();
+      for (int64_t i = 0; i < n; ++i) {
+        if (px[i] < 0)
+          return Fail(ctx, "RSQRT is defined for values at or above the zero point (0); element " + std::to_string(i) + " is " +
+                               std::to_string(px[i]));
+        py[i] = tfl::LutLookupInt16(px[i], lut);
+      }
+      return GRAPH_SUCCESS;
+    }
+    if (x->GetDataType() != DT_INT8) return Fail(ctx, "RSQRT takes float32, int8 or int16");
     // The multiplier as TFLite computes it: sqrt and the product in float, the quotient in double.
     const float root = std::sqrt(in.scale);
     int32_t mult;

@@ -208,6 +208,39 @@ inline int32_t SaturatingRoundingMultiplyByPOT(int32_t x, int exponent) {
   return static_cast<int32_t>(static_cast<uint32_t>(x) << exponent);
 }
 
+// TFLite's 16-bit lookup tables: f sampled at 513 points over the input's range (all in float),
+// each of the first 512 corrected by half the error of linear interpolation at its midpoint; the
+// output in units of 65536 / (output range), i.e. with zero point 0.
+template <typename F>
+inline void PopulateLutInt16(float in_scale, int32_t in_zp, float out_scale, int32_t out_zp, F f, int16_t* lut) {
+  const float in_min = in_scale * static_cast<float>(-32768 - in_zp), in_max = in_scale * static_cast<float>(32767 - in_zp);
+  const float out_min = out_scale * static_cast<float>(-32768 - out_zp), out_max = out_scale * static_cast<float>(32767 - out_zp);
+  const int steps = 512;
+  const float step = (in_max - in_min) / steps, half_step = step / 2;
+  const float scale_inv = 65536.f / (out_max - out_min);
+  auto clamp16 = [](float v) { return static_cast<int16_t>(std::min(std::max(v, -32768.f), 32767.f)); };
+  for (int i = 0; i < steps; ++i) {
+    const float val = f(in_min + static_cast<float>(i) * step);
+    const float val_mid = f(in_min + static_cast<float>(i) * step + half_step);
+    const float val_next = f(in_min + static_cast<float>(i + 1) * step);
+    const float sample = std::round(val * scale_inv);
+    const float mid_interp = std::round((val_next * scale_inv + std::round(val * scale_inv)) / 2);
+    const float mid = std::round(val_mid * scale_inv);
+    const float bias = std::round((mid_interp - mid) / 2);
+    lut[i] = clamp16(sample - bias);
+  }
+  lut[steps] = clamp16(std::round(f(in_max) * scale_inv));
+}
+
+// A value through such a table: entry 256 + (v >> 7), interpolated by the low 7 bits.
+inline int16_t LutLookupInt16(int16_t v, const int16_t* lut) {
+  const int index = 256 + (v >> 7);
+  const int16_t offset = static_cast<int16_t>(v & 0x7f);
+  const int16_t base = lut[index];
+  const int16_t slope = static_cast<int16_t>(lut[index + 1] - lut[index]);
+  return static_cast<int16_t>(base + ((slope * offset + 64) >> 7));
+}
+
 // 1 / sqrt(input) as a Q0.31 multiplier and a right shift (TFLite's
 // GetInvSqrtQuantizedMultiplierExp with reverse_shift -1, returned here as a left shift): the
 // input scaled by powers of 4 into [2^27, 2^29), five Newton-Raphson steps from 1 in Q3.28,

@@ -786,3 +786,24 @@ def test_atan2_matches_litert_and_numpy(tmp_path):
         np.testing.assert_allclose(got, np.arctan2(ys, xv), rtol=1e-6, atol=1e-7)
         if x_shape == [3, 4]:
             np.testing.assert_allclose(got, litert_reference(path, [ys, xv]), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("in_scale,out_scale", [(1e-3, 1e-3), (3e-5, 0.02), (0.05, 1e-4)])
+def test_int16_rsqrt_table_is_bit_exact(tmp_path, in_scale, out_scale):
+    """int16 RSQRT through TFLite's 513-entry interpolated table, on every non-negative input value,
+    against LiteRT's reference kernels; a negative value is an error."""
+    m = Model()
+    x = m.tensor("x", [32768], "int16", scale=in_scale, zero_point=0)
+    y = m.tensor("y", [32768], "int16", scale=out_scale, zero_point=0)
+    m.builtin(76, [x], [y])
+    path = write(tmp_path, m, [x], [y])
+    model = session().compile(weft.import_litert(path))
+    xs = np.arange(32768, dtype=np.int16)
+    got = model.run([xs])[0]
+    want = litert_reference(path, [xs])
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(want)) > 100
+    bad = xs.copy()
+    bad[3] = -1
+    with pytest.raises(Exception, match="element 3"):
+        model.run([bad])
