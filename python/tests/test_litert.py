@@ -807,3 +807,35 @@ def test_int16_rsqrt_table_is_bit_exact(tmp_path, in_scale, out_scale):
     bad[3] = -1
     with pytest.raises(Exception, match="element 3"):
         model.run([bad])
+
+
+def test_control_flow_that_multiplies_imports_is_refused(tmp_path):
+    """Twelve levels of subgraphs, each running the next from both branches of two IFs: 4^12
+    imports if followed blindly; the importer stops at its budget with an error instead."""
+    m = Model()
+    depth = 12
+    # Subgraph k (1-based) runs subgraph k + 1; the last one is a plain MUL. Written deepest first,
+    # so their indices are known: the plain one gets index 1, level L gets index depth - L + 1.
+    def leaf(s):
+        c = s.tensor("c", [1], "bool")
+        a = s.tensor("a", [2], "float32")
+        r = s.tensor("r", [2], "float32")
+        s.builtin(18, [a, a], [r])
+        return [c, a], [r]
+    nxt = m.subgraph(leaf)
+    for _ in range(depth - 1):
+        def level(s, nxt=nxt):
+            c = s.tensor("c", [1], "bool")
+            a = s.tensor("a", [2], "float32")
+            r1, r2 = s.tensor("r1", [2], "float32"), s.tensor("r2", [2], "float32")
+            s.builtin(118, [c, c, a], [r1], options=(92, [(0, "int32", nxt), (1, "int32", nxt)]))
+            s.builtin(118, [c, c, r1], [r2], options=(92, [(0, "int32", nxt), (1, "int32", nxt)]))
+            return [c, a], [r2]
+        nxt = m.subgraph(level)
+    c = m.tensor("c", [1], "bool")
+    x = m.tensor("x", [2], "float32")
+    y = m.tensor("y", [2], "float32")
+    m.builtin(118, [c, c, x], [y], options=(92, [(0, "int32", nxt), (1, "int32", nxt)]))
+    path = write(tmp_path, m, [c, x], [y])
+    with pytest.raises(Exception, match="imported more than 4096 times"):
+        weft.import_litert(path)

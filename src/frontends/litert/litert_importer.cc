@@ -342,6 +342,11 @@ class Importer {
       }
     } saved{this, std::move(names_), std::move(types_), std::move(shapes_), std::move(sparse_), sg_};
     stack_.push_back(index);
+    // Each use imports its subgraph again, so nesting multiplies: a budget keeps a file whose
+    // subgraphs each run the next several times from taking unbounded time and memory.
+    if (bound && ++inlined_ > kMaxInlined)
+      return InvalidArgument("LiteRT model: subgraphs are imported more than " + std::to_string(kMaxInlined) +
+                             " times in all through nested control flow (subgraph " + std::to_string(index) + ")");
     shapes_.clear();
     sparse_.clear();
     const fb::SubGraph* sg = sg_ = model_->subgraphs()->Get(index);
@@ -1200,6 +1205,8 @@ class Importer {
   std::vector<uint32_t> stack_;       // the subgraphs being imported, the main one first
   std::vector<DataType> out_types_;   // the output types of the subgraph imported last
   static constexpr size_t kMaxSubgraphDepth = 16;
+  size_t inlined_ = 0;  // subgraph imports so far, each use counted
+  static constexpr size_t kMaxInlined = 4096;
 };
 
 }  // namespace
