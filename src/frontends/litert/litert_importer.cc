@@ -903,7 +903,7 @@ class Importer {
     return -1;
   }
 
-  Status Lower(int32_t code, const Node& n, const std::string& what, Graph* g, bool* done) {
+  Status Lower(int32_t code, const Node& n, const std::string& /*what: for messages*/, Graph* g, bool* done) {
     *done = false;
     auto attr_s = [&](const char* k) { auto it = n.attrs.find(k); return it == n.attrs.end() ? std::string() : it->second.s(); };
     auto attr_i = [&](const char* k, int64_t d = 0) { auto it = n.attrs.find(k); return it == n.attrs.end() ? d : it->second.i(); };
