@@ -1325,16 +1325,19 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
-// ATAN2(y, x): float32, broadcast; the angle of (x, y) in [-pi, pi].
-class TflAtan2 : public EagerExecuteOp, public ShapeInferOp {
- public:
-  graphStatus InferShape(InferShapeContext* ctx) override {
+// The output shape of a binary op: its two inputs' shapes broadcast.
+graphStatus BroadcastOutputShape(InferShapeContext* ctx) {
     Shape out;
     if (!BroadcastShape(*ctx->GetInputShape(0), *ctx->GetInputShape(1), &out))
       return Fail(ctx, "shapes " + ctx->GetInputShape(0)->ToString() + " and " + ctx->GetInputShape(1)->ToString() + " do not broadcast");
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
-  }
+}
+
+// ATAN2(y, x): float32, broadcast; the angle of (x, y) in [-pi, pi].
+class TflAtan2 : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastOutputShape(ctx); }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
     ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
     return GRAPH_SUCCESS;
@@ -1435,13 +1438,7 @@ class TflRsqrt : public EagerExecuteOp, public ShapeInferOp {
 // Add, Sub, Mul with NumPy broadcasting.
 class TflBinary : public EagerExecuteOp, public ShapeInferOp {
  public:
-  graphStatus InferShape(InferShapeContext* ctx) override {
-    Shape out;
-    if (!BroadcastShape(*ctx->GetInputShape(0), *ctx->GetInputShape(1), &out))
-      return Fail(ctx, "shapes " + ctx->GetInputShape(0)->ToString() + " and " + ctx->GetInputShape(1)->ToString() + " do not broadcast");
-    *ctx->GetOutputShape(0) = out;
-    return GRAPH_SUCCESS;
-  }
+  graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastOutputShape(ctx); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(1);
