@@ -19,6 +19,7 @@
 #define WEFT_LITERT_AVX2 1
 #endif
 
+#include "aot_emit.h"
 #include "dnnl_runner.h"
 #include "litert_quant.h"
 #include "op_util.h"
@@ -28,6 +29,11 @@ namespace weft::ops {
 namespace {
 
 using tfl::Activation;
+
+// The portable C kernels the emitters below call in generated modules (ops/aot/tfl_kernels.c).
+const char kTflKernels[] =
+#include "aot_tfl_kernels.inc"
+    ;
 
 // ---- attributes ---------------------------------------------------------------------------------
 
@@ -659,7 +665,7 @@ bool ConvAttrs(const KernelContextBase* ctx, bool* same, int64_t* sh, int64_t* s
 }
 
 // Conv2D (filter [OC, KH, KW, IC/groups]) and DepthwiseConv2D (filter [1, KH, KW, IC*M]).
-class TflConv : public EagerExecuteOp, public ShapeInferOp {
+class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   bool depthwise(const KernelContextBase* ctx) const { return std::string(ctx->GetNodeType()) == "TflDepthwiseConv2D"; }
 
@@ -834,6 +840,56 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp {
       return GRAPH_SUCCESS;
     }
     return GRAPH_SUCCESS;  // no output channels
+  }
+
+  // The reference loops in C (weft_conv_f32 / weft_conv_q), with this node's geometry, multipliers
+  // and clamp as constants: the arithmetic of Execute's generic path.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* w = ctx->GetInputTensor(1);
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    ConvGeometry g;
+    if (!Geometry(ctx, x->GetShape(), w->GetShape(), &g)) return GRAPH_FAILED;
+    Activation act;
+    if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    const bool dw = depthwise(ctx);
+    const int64_t wic = dw ? 1 : w->GetShape().GetDim(3);
+    const int64_t per_group = dw ? g.oc / g.ic : g.oc / (g.ic / wic);
+    for (int64_t v : {g.n, g.ih, g.iw, g.ic, g.oh, g.ow, g.oc, g.kh, g.kw})
+      if (v > INT32_MAX / 4) return Fail(ctx, "a dimension is too large for the generated C (32-bit indices)");
+    std::string geom = "static const weft_conv g = {";
+    for (int64_t v : {g.n, g.ih, g.iw, g.ic, g.oh, g.ow, g.oc, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, wic, per_group, int64_t(dw)})
+      geom += std::to_string(v) + ", ";
+    geom.resize(geom.size() - 2);
+    geom += "};\n";
+    const DataType xt = x->GetDataType();
+    if (xt == DT_FLOAT) {
+      if (w->GetDataType() != DT_FLOAT) return Fail(ctx, "a float input needs a float filter");
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      aot::EmitHelper(ctx, kTflKernels, "weft_conv_f32");
+      ctx->Include("<math.h>");
+      ctx->Run(geom + "weft_conv_f32(&g, " + ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", " +
+               (b ? ctx->Input(2, "float") : std::string("0")) + ", " + aot::FloatLit(lo) + ", " + aot::FloatLit(hi) + ", " +
+               ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    if (w->GetDataType() != DT_INT8 || (xt != DT_INT8 && xt != DT_INT16))
+      return Fail(ctx, "the generated C takes int8 or int16 input with int8 filters (" + std::string(DataTypeName(xt)) + " input here)");
+    ChannelScales cs;
+    if (!ConvMultipliers(ctx, g.oc, 0, 1, &cs)) return GRAPH_FAILED;
+    int32_t lo, hi;
+    if (xt == DT_INT8) QuantClamp<int8_t>(ctx, act, &lo, &hi);
+    else QuantClamp<int16_t>(ctx, act, &lo, &hi);
+    const bool b32 = b && b->GetDataType() == DT_INT32, b64 = b && b->GetDataType() == DT_INT64;
+    aot::EmitHelper(ctx, kTflKernels, "weft_conv_q");
+    std::string mult = ctx->Const("mult", DT_INT32, cs.mult), shift = ctx->Const("shift", DT_INT32, cs.shift);
+    const char* ct = xt == DT_INT8 ? "int8_t" : "int16_t";
+    ctx->Run(geom + "weft_conv_q(&g, " + (xt == DT_INT8 ? "8, " : "16, ") + ctx->Input(0, ct) + ", " + ctx->Input(1, "int8_t") + ", " +
+             (b32 ? ctx->Input(2, "int32_t") : std::string("0")) + ", " + (b64 ? ctx->Input(2, "int64_t") : std::string("0")) + ", " +
+             mult + ", " + shift + ", " + aot::IntLit(-InputQuant(ctx, 0).zp) + ", " + aot::IntLit(OutputQuant(ctx).zp) + ", " +
+             aot::IntLit(lo) + ", " + aot::IntLit(hi) + ", " + ctx->Output(0, ct) + ");\n");
+    return GRAPH_SUCCESS;
   }
 
   graphStatus InferShape(InferShapeContext* ctx) override {
@@ -1073,8 +1129,54 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp {
 };
 
 // FullyConnected: input [..., IC] as rows of IC, weights [OC, IC], optional bias [OC].
-class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp {
+class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* w = ctx->GetInputTensor(1);
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    Activation act;
+    if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    const int64_t oc = w->GetShape().GetDim(0), ic = w->GetShape().GetDim(1), rows = ic ? x->GetShapeSize() / ic : 0;
+    if (oc > INT32_MAX / 4 || ic > INT32_MAX / 4 || rows > INT32_MAX / 4) return Fail(ctx, "too large for the generated C (32-bit indices)");
+    const std::string dims = std::to_string(rows) + ", " + std::to_string(oc) + ", " + std::to_string(ic) + ", ";
+    if (x->GetDataType() == DT_FLOAT) {
+      if (w->GetDataType() != DT_FLOAT) return Fail(ctx, "a float input needs float weights");
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      aot::EmitHelper(ctx, kTflKernels, "weft_fully_connected_f32");
+      ctx->Run("weft_fully_connected_f32(" + dims + ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", " +
+               (b ? ctx->Input(2, "float") : std::string("0")) + ", " + aot::FloatLit(lo) + ", " + aot::FloatLit(hi) + ", " +
+               ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    const DataType xt = x->GetDataType();
+    if (w->GetDataType() != DT_INT8 || (xt != DT_INT8 && xt != DT_INT16))
+      return Fail(ctx, "the generated C takes int8 or int16 input with int8 weights (" + std::string(DataTypeName(xt)) + " input here)");
+    Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), o = OutputQuant(ctx);
+    ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    std::vector<int32_t> mult(static_cast<size_t>(oc)), shift(static_cast<size_t>(oc));
+    for (int64_t k = 0; k < oc; ++k) {  // as Execute computes them
+      double m = chs.size() > 1 ? static_cast<double>(in.scale) * static_cast<double>(chs[static_cast<size_t>(k)]) / static_cast<double>(o.scale)
+                                : static_cast<double>(in.scale) * static_cast<double>(fq.scale) / static_cast<double>(o.scale);
+      int sh;
+      tfl::QuantizeMultiplier(m, &mult[static_cast<size_t>(k)], &sh);
+      shift[static_cast<size_t>(k)] = sh;
+    }
+    int32_t lo, hi;
+    if (xt == DT_INT8) QuantClamp<int8_t>(ctx, act, &lo, &hi);
+    else QuantClamp<int16_t>(ctx, act, &lo, &hi);
+    const bool b32 = b && b->GetDataType() == DT_INT32, b64 = b && b->GetDataType() == DT_INT64;
+    aot::EmitHelper(ctx, kTflKernels, "weft_fully_connected_q");
+    std::string cm = ctx->Const("mult", DT_INT32, mult), cs = ctx->Const("shift", DT_INT32, shift);
+    const char* ct = xt == DT_INT8 ? "int8_t" : "int16_t";
+    ctx->Run(std::string("weft_fully_connected_q(") + (xt == DT_INT8 ? "8, " : "16, ") + dims + ctx->Input(0, ct) + ", " +
+             ctx->Input(1, "int8_t") + ", " + (b32 ? ctx->Input(2, "int32_t") : std::string("0")) + ", " +
+             (b64 ? ctx->Input(2, "int64_t") : std::string("0")) + ", " + cm + ", " + cs + ", " + aot::IntLit(-in.zp) + ", " +
+             aot::IntLit(-fq.zp) + ", " + aot::IntLit(o.zp) + ", " + aot::IntLit(lo) + ", " + aot::IntLit(hi) + ", " + ctx->Output(0, ct) +
+             ");\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
     const Shape& w = *ctx->GetInputShape(1);
@@ -2151,8 +2253,15 @@ class TflStridedSlice : public EagerExecuteOp, public ShapeInferOp {
 };
 
 // Reshape: the shape input (or the new_shape option); one -1 dim is inferred.
-class TflReshape : public EagerExecuteOp, public ShapeInferOp {
+class TflReshape : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    ctx->Include("<string.h>");
+    ctx->Run("{\n  const void* src = " + ctx->Input(0, "uint8_t") + ";\n  void* dst = " + ctx->Output(0, "uint8_t") +
+             ";\n  if (dst != src) memcpy(dst, src, " + std::to_string(x->GetShapeSize() * DataTypeSize(x->GetDataType())) + "u);\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& in = *ctx->GetInputShape(0);
     std::vector<int64_t> want;
@@ -2190,8 +2299,50 @@ class TflReshape : public EagerExecuteOp, public ShapeInferOp {
 
 // Softmax over the last axis; int8/uint8 inputs use TFLite's fixed-point exp (Q5.26 differences,
 // Q12.19 sums) and give an 8-bit output with scale 1/256.
-class TflSoftmax : public EagerExecuteOp, public ShapeInferOp {
+class TflSoftmax : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const float* beta_p = ctx->GetAttrs()->GetFloat("beta");
+    const float beta = beta_p ? *beta_p : 1.f;
+    const Shape& xs = x->GetShape();
+    const int64_t depth = xs.GetDim(xs.GetDimNum() - 1), rows = depth ? x->GetShapeSize() / depth : 0;
+    if (depth > INT32_MAX / 4 || rows > INT32_MAX / 4) return Fail(ctx, "too large for the generated C (32-bit indices)");
+    if (depth == 0 || rows == 0) return GRAPH_SUCCESS;
+    const std::string dims = std::to_string(rows) + ", " + std::to_string(depth) + ", ";
+    if (x->GetDataType() == DT_FLOAT) {
+      ctx->Include("<math.h>");
+      aot::EmitHelper(ctx, kTflKernels, "weft_softmax_f32");
+      ctx->Run("weft_softmax_f32(" + dims + aot::FloatLit(beta) + ", " + ctx->Input(0, "float") + ", " + ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    const DataType yt = ctx->GetOutputTensor(0)->GetDataType();
+    if ((x->GetDataType() != DT_INT8 && x->GetDataType() != DT_UINT8) || (yt != DT_INT8 && yt != DT_UINT8 && yt != DT_INT16))
+      return Fail(ctx, "quantized softmax takes int8 or uint8 input and gives int8, uint8 or int16");
+    int32_t mult, diff_min;
+    int left;
+    if (!QuantParams(ctx, beta, &mult, &left, &diff_min)) return GRAPH_FAILED;
+    aot::EmitHelper(ctx, kTflKernels, "weft_softmax_q");
+    ctx->Run("weft_softmax_q(" + dims + (x->GetDataType() == DT_INT8 ? "8, " : "9, ") +
+             (yt == DT_INT8 ? "8, " : yt == DT_UINT8 ? "9, " : "16, ") + aot::IntLit(mult) + ", " + std::to_string(left) + ", " +
+             aot::IntLit(diff_min) + ", " + ctx->Input(0, "void") + ", " + ctx->Output(0, "void") + ");\n");
+    return GRAPH_SUCCESS;
+  }
+  // The fixed-point softmax's input multiplier, its left shift and the smallest difference from
+  // the row's maximum that still counts.
+  static bool QuantParams(const KernelContextBase* ctx, float beta, int32_t* mult, int* left, int32_t* diff_min) {
+    Quant qi = InputQuant(ctx, 0);
+    if (!qi.quantized()) return Fail(ctx, "the input needs a scale"), false;
+    const int kScaledDiffIntegerBits = 5;
+    double real = std::min<double>(static_cast<double>(beta) * static_cast<double>(qi.scale) * static_cast<double>(1 << (31 - kScaledDiffIntegerBits)),
+                                   static_cast<double>((int64_t(1) << 31) - 1));
+    tfl::QuantizeMultiplier(real, mult, left);
+    if (*left < 0) return Fail(ctx, "beta * input scale is too small for the fixed-point softmax"), false;
+    double radius = ((1 << kScaledDiffIntegerBits) - 1) * static_cast<double>(int64_t(1) << (31 - kScaledDiffIntegerBits)) /
+                    static_cast<double>(int64_t(1) << *left);
+    *diff_min = -static_cast<int32_t>(std::floor(radius));
+    return true;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     if (ctx->GetInputShape(0)->GetDimNum() == 0) return Fail(ctx, "the input must have at least one dim");
     *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
@@ -2222,18 +2373,10 @@ class TflSoftmax : public EagerExecuteOp, public ShapeInferOp {
     DataType yt = y->GetDataType();
     if ((x->GetDataType() != DT_INT8 && x->GetDataType() != DT_UINT8) || (yt != DT_INT8 && yt != DT_UINT8 && yt != DT_INT16))
       return Fail(ctx, "quantized softmax takes int8 or uint8 input and gives int8, uint8 or int16");
-    Quant qi = InputQuant(ctx, 0);
-    if (!qi.quantized()) return Fail(ctx, "the input needs a scale");
-    const int kScaledDiffIntegerBits = 5, kAccumulationIntegerBits = 12;
-    double real = std::min<double>(static_cast<double>(beta) * static_cast<double>(qi.scale) * static_cast<double>(1 << (31 - kScaledDiffIntegerBits)),
-                                   static_cast<double>((int64_t(1) << 31) - 1));
-    int32_t mult;
+    const int kAccumulationIntegerBits = 12;
+    int32_t mult, diff_min;
     int left;
-    tfl::QuantizeMultiplier(real, &mult, &left);
-    if (left < 0) return Fail(ctx, "beta * input scale is too small for the fixed-point softmax");
-    double radius = ((1 << kScaledDiffIntegerBits) - 1) * static_cast<double>(int64_t(1) << (31 - kScaledDiffIntegerBits)) /
-                    static_cast<double>(int64_t(1) << left);
-    const int32_t diff_min = -static_cast<int32_t>(std::floor(radius));
+    if (!QuantParams(ctx, beta, &mult, &left, &diff_min)) return GRAPH_FAILED;
     const int out_bits = yt == DT_INT16 ? 16 : 8;
     const int32_t out_min = yt == DT_INT8 ? -128 : yt == DT_UINT8 ? 0 : -32768;
     const int32_t out_max = yt == DT_INT8 ? 127 : yt == DT_UINT8 ? 255 : 32767;
@@ -2276,8 +2419,35 @@ class TflSoftmax : public EagerExecuteOp, public ShapeInferOp {
 
 // AveragePool2D / MaxPool2D on NHWC; windows clipped at the borders (the average divides by the
 // elements inside), 8-bit averages rounded half away from zero.
-class TflPool : public EagerExecuteOp, public ShapeInferOp {
+class TflPool : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& xs = x->GetShape();
+    int64_t oh, ow, ph, pw;
+    if (!Geometry(ctx, xs, &oh, &ow, &ph, &pw)) return GRAPH_FAILED;
+    Activation act;
+    if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    for (int64_t v : {xs.GetDim(0), xs.GetDim(1), xs.GetDim(2), xs.GetDim(3), oh, ow})
+      if (v > INT32_MAX / 4) return Fail(ctx, "too large for the generated C (32-bit indices)");
+    const DataType xt = x->GetDataType();
+    float flo = 0.f, fhi = 0.f;
+    int32_t lo = 0, hi = 0;
+    if (xt == DT_FLOAT) tfl::ActivationRange(act, &flo, &fhi);
+    else if (xt == DT_INT8) QuantClamp<int8_t>(ctx, act, &lo, &hi);
+    else if (xt == DT_INT16) QuantClamp<int16_t>(ctx, act, &lo, &hi);
+    else return Fail(ctx, "the generated C pools float32, int8 or int16, not " + std::string(DataTypeName(xt)));
+    aot::EmitHelper(ctx, kTflKernels, "weft_pool");
+    std::string args = std::string(xt == DT_FLOAT ? "0" : xt == DT_INT8 ? "8" : "16") + ", " +
+                       (std::string(ctx->GetNodeType()) == "TflAveragePool2D" ? "1" : "0");
+    for (int64_t v : {xs.GetDim(0), xs.GetDim(1), xs.GetDim(2), xs.GetDim(3), oh, ow, IntAttr(ctx, "filter_height"), IntAttr(ctx, "filter_width"),
+                      IntAttr(ctx, "stride_h"), IntAttr(ctx, "stride_w"), ph, pw})
+      args += ", " + std::to_string(v);
+    if (xt == DT_FLOAT) ctx->Include("<math.h>");
+    ctx->Run("weft_pool(" + args + ", " + aot::FloatLit(flo) + ", " + aot::FloatLit(fhi) + ", " + aot::IntLit(lo) + ", " + aot::IntLit(hi) +
+             ", " + ctx->Input(0, "void") + ", " + ctx->Output(0, "void") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   bool Geometry(const KernelContextBase* ctx, const Shape& x, int64_t* oh, int64_t* ow, int64_t* ph, int64_t* pw) const {
     if (x.GetDimNum() != 4) return Fail(ctx, "the input must be 4-D NHWC"), false;
     const char* p = ctx->GetAttrs()->GetStr("padding");

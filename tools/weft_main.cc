@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "weft/aot.h"
 #include "weft/litert.h"
 #include "weft/onnx.h"
 
@@ -322,6 +323,100 @@ int CompileCmd(const CompileArgs& a) {
   return 0;
 }
 
+struct AotArgs {
+  std::string graph, output, prefix;
+  std::vector<std::string> shapes, packages, test_inputs;
+  bool allow_override = false, test = false, external_arena = false, json = false;
+  std::string const_section;
+  uint64_t seed = 1;
+  double atol = 1e-5, rtol = 1e-4;
+};
+
+// The model as a C99 module: every node emits its C (EmittableOp), the arena is planned here.
+int AotCmd(const AotArgs& a) {
+  std::map<std::string, Shape> shapes;
+  if (!ParseShapeSpecs(a.shapes, &shapes)) return 1;
+  SessionOptions o;
+  o.package_paths = a.packages;
+  o.allow_override = a.allow_override;
+  o.options["weft.graph_passes"] = "none";  // every node as the model has it
+  auto session = Session::Create(o);
+  if (!session.ok()) return Fail(session.status().message());
+  Expected<std::shared_ptr<CompiledModel>> model = Status(Status::Code::kInternal, "no model");
+  if (IsModelFile(a.graph)) {
+    if (!shapes.empty()) return Fail("--shape applies to a graph, not to a compiled model file, whose shapes are fixed");
+    model = session.value()->LoadModel(a.graph);
+  } else {
+    auto graph = LoadGraph(a.graph, shapes);
+    if (!graph.ok()) return Fail(graph.status().message());
+    // A C module has fixed shapes: unknown dims of inputs not given with --shape become 1 (said).
+    std::map<std::string, Shape> fixed = shapes;
+    for (const ValueInfo& in : graph.value().inputs()) {
+      if (fixed.count(in.name) || !in.shape.IsUnknown()) continue;
+      Shape s = in.shape;
+      for (size_t d = 0; d < s.GetDimNum(); ++d)
+        if (s.GetDim(d) < 0) s.SetDim(d, 1);
+      std::cerr << "weft aot: input '" << in.name << "' has shape " << in.shape.ToString() << "; generating for " << s.ToString()
+                << " (choose with --shape " << in.name << "=...)\n";
+      fixed[in.name] = s;
+    }
+    if (fixed.size() != shapes.size()) {
+      graph = LoadGraph(a.graph, fixed);
+      if (!graph.ok()) return Fail(graph.status().message());
+    }
+    model = session.value()->Compile(graph.value());
+  }
+  if (!model.ok()) return Fail(model.status().message());
+  AotOptions ao;
+  ao.prefix = a.prefix;
+  if (ao.prefix.empty()) {  // from the file name: a C identifier starting with a letter
+    std::string stem = fs::path(a.graph).stem().string(), p;
+    for (char c : stem) p += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : '_';
+    if (p.empty() || !std::isalpha(static_cast<unsigned char>(p[0]))) p = "m_" + p;
+    ao.prefix = p.substr(0, 32);
+  }
+  ao.output_dir = a.output;
+  ao.const_section = a.const_section;
+  ao.external_arena = a.external_arena;
+  ao.test = a.test || !a.test_inputs.empty();
+  ao.seed = a.seed;
+  ao.atol = a.atol;
+  ao.rtol = a.rtol;
+  for (const std::string& spec : a.test_inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) return Fail("--test-input '" + spec + "' must be NAME=FILE.npy");
+    auto t = ReadNpy(spec.substr(eq + 1));
+    if (!t.ok()) return Fail("--test-input '" + spec.substr(0, eq) + "': " + t.status().message());
+    ao.test_inputs[spec.substr(0, eq)] = std::move(t).value();
+  }
+  auto r = GenerateC(*model.value(), ao);
+  if (!r.ok()) return Fail(r.status().message());
+  const AotReport& rep = r.value();
+  if (a.json) {
+    nlohmann::json trials = nlohmann::json::array();
+    for (auto& t : rep.trials) trials.push_back({{"algorithm", t.algorithm}, {"bytes", t.bytes}});
+    std::cout << nlohmann::json{{"prefix", ao.prefix},          {"output_dir", a.output},
+                                {"ops", rep.num_ops},            {"tensors", rep.num_tensors},
+                                {"arena_bytes", rep.arena_bytes}, {"lower_bound_bytes", rep.lower_bound_bytes},
+                                {"algorithm", rep.algorithm},    {"trials", trials},
+                                {"constant_bytes", rep.constant_bytes}, {"files", rep.files}}
+                     .dump(1)
+              << "\n";
+    return 0;
+  }
+  std::printf("wrote %s: prefix %s, %zu operators, %zu tensors\n", a.output.c_str(), ao.prefix.c_str(), rep.num_ops, rep.num_tensors);
+  std::printf("  arena %llu bytes (lower bound %llu, %.3fx; best of %zu plans: %s)\n", static_cast<unsigned long long>(rep.arena_bytes),
+              static_cast<unsigned long long>(rep.lower_bound_bytes),
+              rep.lower_bound_bytes ? static_cast<double>(rep.arena_bytes) / static_cast<double>(rep.lower_bound_bytes) : 1.0, rep.trials.size(),
+              rep.algorithm.c_str());
+  std::printf("  constants %llu bytes\n", static_cast<unsigned long long>(rep.constant_bytes));
+  for (auto& f : rep.files) std::printf("  %s\n", f.c_str());
+  if (ao.test)
+    std::printf("build and run the test: cmake -S %s -B %s/build && cmake --build %s/build && %s/build/%s_test\n", a.output.c_str(), a.output.c_str(),
+                a.output.c_str(), a.output.c_str(), ao.prefix.c_str());
+  return 0;
+}
+
 int InspectModel(const std::string& path) {
   auto info = InspectModelFile(path);
   if (!info.ok()) return Fail(info.status().message());
@@ -475,6 +570,24 @@ int main(int argc, char** argv) {
   compile->add_flag("--pin-plugins", ca.pin_plugins,
                     "Require the exact plugin library builds when loading (default: same op types, versions and ABI level)");
 
+  AotArgs aa;
+  auto* aot = app.add_subcommand("aot", "Generate a dependency-free C99 module for a model (docs/aot.md): <prefix>_init, <prefix>_run, "
+                                        "a statically planned arena, constants in const arrays");
+  aot->add_option("model", aa.graph, "LiteRT model (.tflite), ONNX model (.onnx), graph file (JSON) or compiled model file (.weft)")->required();
+  aot->add_option("-o,--output", aa.output, "Directory for includes-api/, src/, CMakeLists.txt (and test/)")->required();
+  aot->add_option("--prefix", aa.prefix, "C identifier that starts every public name (default: from the file name)");
+  Repeatable(aot->add_option("-s,--shape", aa.shapes, "NAME=D0,D1,... concrete shape for an input (default: unknown dims become 1)"));
+  Repeatable(aot->add_option("-p,--package", aa.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)"));
+  aot->add_flag("--allow-override", aa.allow_override, kAllowOverrideHelp);
+  aot->add_flag("--test", aa.test, "Also write test/: golden inputs and Weft's outputs, <prefix>_test_case_init/_run and a test program");
+  Repeatable(aot->add_option("--test-input", aa.test_inputs, "NAME=FILE.npy: a test input (others are random; implies --test)"));
+  aot->add_option("--seed", aa.seed, "Seed of the random test inputs")->capture_default_str();
+  aot->add_option("--atol", aa.atol, "Test tolerance for float outputs: absolute part")->capture_default_str();
+  aot->add_option("--rtol", aa.rtol, "Test tolerance for float outputs: relative part")->capture_default_str();
+  aot->add_option("--const-section", aa.const_section, "Place the constant arrays in this linker section (GCC/Clang)");
+  aot->add_flag("--external-arena", aa.external_arena, "The caller passes the arena to <prefix>_init (the context holds none)");
+  aot->add_flag("--json", aa.json, "Print the report as JSON");
+
   InspectArgs ia;
   auto* inspect = app.add_subcommand("inspect", "Show a model's inputs, outputs and op histogram (JSON graph, .onnx, .tflite or .weft)");
   inspect->add_option("model", ia.model, "Graph file, ONNX or LiteRT model, or compiled model file")->required();
@@ -514,6 +627,7 @@ int main(int argc, char** argv) {
     if (*run) return Run(ra);
     if (*inspect) return Inspect(ia);
     if (*compile) return CompileCmd(ca);
+    if (*aot) return AotCmd(aa);
     if (*check_op) return CheckOp(cka);
     if (*manifest) {
       if (mname.empty()) mname = fs::path(mroot).lexically_normal().filename().string();

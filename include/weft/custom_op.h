@@ -20,6 +20,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -338,6 +339,70 @@ class OpQueryContext : public KernelContextBase {
   const Tensor* GetOutputTensor(size_t i) const { return Output(i); }
 };
 
+// Emit (EmittableOp, for `weft aot`): the node's metadata as the compiled model has it — types,
+// static shapes, attributes, constant inputs with their data — plus the parts of the generated
+// C module the op writes to. Generated code reaches tensors through the expressions Input() and
+// Output() return; its init and run bodies see `ctx` (the module's context pointer) and return
+// an int32_t: 0, or a code from CustomStatus() that the module hands to its caller unchanged.
+// The string-returning methods throw std::runtime_error when the engine refuses (the SDK turns
+// that into the callback's error, naming the node).
+class EmitContext : public KernelContextBase {
+ public:
+  using KernelContextBase::KernelContextBase;
+  const Tensor* GetOutputTensor(size_t i) const { return KernelContextBase::Output(i); }
+  // "((const T*)<expr>)" for input instance i; T is a C type such as "int8_t".
+  std::string Input(size_t i, const char* ctype) const { return "((const " + std::string(ctype) + "*)" + Name(WEFT_EMIT_NAME_INPUT, i) + ")"; }
+  // "((T*)<expr>)" for output instance i.
+  std::string Output(size_t i, const char* ctype) const { return "((" + std::string(ctype) + "*)" + Name(WEFT_EMIT_NAME_OUTPUT, i) + ")"; }
+  std::string Prefix() const { return Name(WEFT_EMIT_NAME_PREFIX, 0); }
+  // A C identifier unique to this node (for helper names that depend on the node).
+  std::string NodeId() const { return Name(WEFT_EMIT_NAME_NODE, 0); }
+  // A pointer to the node's persistent state struct (declare its members with DeclareState).
+  std::string State() const { return Name(WEFT_EMIT_NAME_STATE, 0); }
+  // `#include header` (with its <> or ""), once per module.
+  void Include(const std::string& header) const { Code(WEFT_EMIT_INCLUDE, header.c_str(), header); }
+  // File-scope C under `key` (static functions, tables), once per module however many nodes ask.
+  void Helper(const std::string& key, const std::string& code) const { Code(WEFT_EMIT_HELPER, key.c_str(), code); }
+  // Members of the node's state struct, kept in the module's context between runs.
+  void DeclareState(const std::string& members) const { Code(WEFT_EMIT_STATE, nullptr, members); }
+  // Statements of the node's init (called once by <prefix>_init) and run functions.
+  void Init(const std::string& code) const { Code(WEFT_EMIT_INIT, nullptr, code); }
+  void Run(const std::string& code) const { Code(WEFT_EMIT_RUN, nullptr, code); }
+  // A read-only array holding `count` elements of `dt`; returns its name.
+  std::string Const(const std::string& hint, DataType dt, const void* data, size_t count) const {
+    char buf[256];
+    if (!WEFT_HOST_API_HAS(c_->api, emit_const) ||
+        c_->api->emit_const(c_, hint.c_str(), dt, data, count, buf, sizeof(buf)) != WEFT_STATUS_OK)
+      throw std::runtime_error("emit_const('" + hint + "') was refused");
+    return buf;
+  }
+  template <typename T>
+  std::string Const(const std::string& hint, DataType dt, const std::vector<T>& v) const { return Const(hint, dt, v.data(), v.size()); }
+  // `bytes` of arena scratch for this node's run function, 16-byte aligned: a uint8_t* expression.
+  std::string Scratch(size_t bytes) const {
+    char buf[256];
+    if (!WEFT_HOST_API_HAS(c_->api, emit_scratch) || c_->api->emit_scratch(c_, bytes, buf, sizeof(buf)) != WEFT_STATUS_OK)
+      throw std::runtime_error("emit_scratch(" + std::to_string(bytes) + ") was refused");
+    return buf;
+  }
+  // The status code n (0 to 999) of this op's own failures, in the range the module reserves for
+  // them (1000 + n); the caller of <prefix>_run sees it unchanged.
+  static int32_t CustomStatus(int32_t n) { return 1000 + (n < 0 ? 0 : n > 999 ? 999 : n); }
+
+ private:
+  std::string Name(int32_t what, size_t index) const {
+    char buf[256];
+    if (!WEFT_HOST_API_HAS(c_->api, emit_name) ||
+        c_->api->emit_name(c_, what, static_cast<uint32_t>(index), buf, sizeof(buf)) != WEFT_STATUS_OK)
+      throw std::runtime_error("emit_name(" + std::to_string(what) + ", " + std::to_string(index) + ") was refused");
+    return buf;
+  }
+  void Code(int32_t part, const char* key, const std::string& text) const {
+    if (!WEFT_HOST_API_HAS(c_->api, emit_code) || c_->api->emit_code(c_, part, key, text.c_str()) != WEFT_STATUS_OK)
+      throw std::runtime_error("emit_code(part " + std::to_string(part) + ") was refused");
+  }
+};
+
 // What a node can fuse; see WeftFusionSupport in weft/c/weft_plugin.h for the rules.
 class FusionSupport {
  public:
@@ -453,6 +518,13 @@ class LayoutAwareOp : public virtual BaseCustomOp {
   virtual graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& support) = 0;
 };
 
+// Writes the node's C for `weft aot` (docs/aot.md): helpers, state, init and run code through the
+// EmitContext. Called once per node of the model being converted, after shapes are known.
+class EmittableOp : public virtual BaseCustomOp {
+ public:
+  virtual graphStatus Emit(EmitContext* ctx) = 0;
+};
+
 // Hidden: each shared library keeps its own instantiations even when two libraries define
 // classes with the same name.
 namespace detail __attribute__((visibility("hidden"))) {
@@ -552,6 +624,13 @@ struct ImplAdapter {
     } else { return WEFT_STATUS_FAILED; }
   }
 
+  static WeftStatus Emit(void* p, WeftKernelContext* c) {
+    if constexpr (std::is_base_of<EmittableOp, C>::value) {
+      EmitContext w(c);
+      return Guard(c, "Emit", [&] { return static_cast<C*>(p)->Emit(&w); }, &w);
+    } else { return WEFT_STATUS_FAILED; }
+  }
+
   static const WeftOpImpl* Get(const char* class_name) {
     static const WeftOpImpl impl = [class_name] {
       WeftOpImpl t{};
@@ -574,6 +653,7 @@ struct ImplAdapter {
       if (std::is_base_of<ArgsUpdater, C>::value) { t.capabilities |= WEFT_CAP_ARGS_UPDATER; t.update_host_args = &UpdateHostArgs; }
       if (std::is_base_of<FusibleOp, C>::value) { t.capabilities |= WEFT_CAP_FUSIBLE; t.query_fusion = &QueryFusion; }
       if (std::is_base_of<LayoutAwareOp, C>::value) { t.capabilities |= WEFT_CAP_LAYOUT; t.query_layout = &QueryLayout; }
+      if (std::is_base_of<EmittableOp, C>::value) { t.capabilities |= WEFT_CAP_EMITTABLE; t.emit = &Emit; }
       return t;
     }();
     return &impl;

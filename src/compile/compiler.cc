@@ -472,7 +472,10 @@ struct Builder : NodeSteps {
       WEFT_RETURN_IF_ERROR(inferred);
       WEFT_RETURN_IF_ERROR(MaybeFold(*cn));
     }
-    if (!m->dynamic) {
+    // "weft.graph_passes" = "none" keeps the graph as written (weft aot emits every node as is).
+    auto passes = m->env ? m->env->options.find("weft.graph_passes") : std::map<std::string, std::string>::const_iterator();
+    const bool no_passes = m->env && passes != m->env->options.end() && passes->second == "none";
+    if (!m->dynamic && !no_passes) {
       PassContext pc = Passes(GraphOutputIds());
       WEFT_RETURN_IF_ERROR(FoldPadIntoConv(pc));
       WEFT_RETURN_IF_ERROR(FuseGelu(pc, reg.Find("Gelu")));

@@ -393,6 +393,8 @@ Status OpRegistry::RegisterTable(const WeftOpLibrary* l, std::shared_ptr<LoadedL
         ((i->capabilities & WEFT_CAP_LAYOUT) && (!WEFT_HAS_FIELD(i, WeftOpImpl, query_layout) || !i->query_layout)))
       return InvalidArgument(where + ": REG_AUTO_MAPPING_OP(" + i->class_name +
                              ") claims FusibleOp or LayoutAwareOp but its table has no query function for it");
+    if ((i->capabilities & WEFT_CAP_EMITTABLE) && !i->emit)
+      return InvalidArgument(where + ": REG_AUTO_MAPPING_OP(" + i->class_name + ") claims EmittableOp but its table has no emit function");
     if (!impls.emplace(i->class_name, i).second)
       return InvalidArgument(where + " has REG_AUTO_MAPPING_OP(" + i->class_name + ") twice");
   }

@@ -337,11 +337,64 @@ const WeftEpilogue* GetEpilogue(WeftKernelContext* c) {
   return st && st->node ? &st->node->epilogue : &kNone;
 }
 
+// The emit_* functions: stage WEFT_STAGE_EMIT, forwarded to the generator's sink.
+EmitSink* Emitting(WeftKernelContext* c, const char* fn) {
+  CallState* st = State(c);
+  if (c->stage != WEFT_STAGE_EMIT || !st || !st->emit) {
+    SetError(c, (std::string(fn) + " is only available during Emit (weft aot)").c_str());
+    return nullptr;
+  }
+  return st->emit;
+}
+
+WeftStatus Reported(WeftKernelContext* c, const Status& s) {
+  if (s.ok()) return WEFT_STATUS_OK;
+  SetError(c, s.message().c_str());
+  return WEFT_STATUS_FAILED;
+}
+
+WeftStatus CopyName(WeftKernelContext* c, const std::string& name, char* buf, uint32_t size) {
+  if (!buf || name.size() + 1 > size) {
+    SetError(c, ("the name '" + name + "' does not fit the caller's buffer of " + std::to_string(size) + " bytes").c_str());
+    return WEFT_STATUS_FAILED;
+  }
+  std::memcpy(buf, name.c_str(), name.size() + 1);
+  return WEFT_STATUS_OK;
+}
+
+WeftStatus EmitCode(WeftKernelContext* c, int32_t part, const char* key, const char* text) {
+  EmitSink* sink = Emitting(c, "emit_code");
+  return sink ? Reported(c, sink->Code(part, key, text ? text : "")) : WEFT_STATUS_FAILED;
+}
+
+WeftStatus EmitName(WeftKernelContext* c, int32_t what, uint32_t index, char* buf, uint32_t size) {
+  EmitSink* sink = Emitting(c, "emit_name");
+  std::string name;
+  if (!sink || Reported(c, sink->Name(what, index, &name)) != WEFT_STATUS_OK) return WEFT_STATUS_FAILED;
+  return CopyName(c, name, buf, size);
+}
+
+WeftStatus EmitConst(WeftKernelContext* c, const char* hint, int32_t dtype, const void* data, uint64_t count, char* buf,
+                     uint32_t size) {
+  EmitSink* sink = Emitting(c, "emit_const");
+  std::string name;
+  if (!sink || Reported(c, sink->Const(hint, dtype, data, count, &name)) != WEFT_STATUS_OK) return WEFT_STATUS_FAILED;
+  return CopyName(c, name, buf, size);
+}
+
+WeftStatus EmitScratch(WeftKernelContext* c, uint64_t bytes, char* buf, uint32_t size) {
+  EmitSink* sink = Emitting(c, "emit_scratch");
+  std::string name;
+  if (!sink || Reported(c, sink->Scratch(bytes, &name)) != WEFT_STATUS_OK) return WEFT_STATUS_FAILED;
+  return CopyName(c, name, buf, size);
+}
+
 const WeftHostApi kHostApi = {sizeof(WeftHostApi), WEFT_ABI_VERSION, &SetError,        &MallocOutput,
                               &MallocWorkspace,    &WriteBlob,       &GetOption,       &ParallelFor,
                               &SetOutputStorage,   &ReadBlob,        &SetOutputBound,  &SetOutputShape,
                               &SetOutputShapeBuffer, &RtcCompileApi, &RtcLookup,       &HostArgs,
-                              &GetEpilogue};
+                              &GetEpilogue,        &EmitCode,        &EmitName,        &EmitConst,
+                              &EmitScratch};
 
 void AlignedFree(void* p) { std::free(p); }
 

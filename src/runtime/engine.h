@@ -102,6 +102,16 @@ class Scratch {
   size_t chunk_ = 0, used_ = 0;
 };
 
+// The AOT C generator's side of the emit_* host functions (src/aot/): one node at a time.
+class EmitSink {
+ public:
+  virtual ~EmitSink() = default;
+  virtual Status Code(int32_t part, const char* key, const char* text) = 0;
+  virtual Status Name(int32_t what, uint32_t index, std::string* out) = 0;
+  virtual Status Const(const char* hint, int32_t dtype, const void* data, uint64_t count, std::string* out) = 0;
+  virtual Status Scratch(uint64_t bytes, std::string* out) = 0;
+};
+
 // What the host API functions find behind WeftKernelContext::engine.
 struct CallState {
   const CompiledNode* node = nullptr;
@@ -123,6 +133,7 @@ struct CallState {
   // Execute in a dynamic-shape model: where outputs whose size only the run decides are placed
   // (MallocOutputTensor with their real shape; ops that size outputs in Execute, Loop and Scan).
   Scratch* dynamic_arena = nullptr;
+  EmitSink* emit = nullptr;  // Emit: where the node's C goes
 };
 
 // Loop and Scan (src/runtime/subgraph_ops.cc): ops of the engine that run a subgraph and may

@@ -167,8 +167,28 @@ typedef enum WeftStage {
   WEFT_STAGE_UPDATE_ARGS = 5,
   WEFT_STAGE_SERIALIZE = 6,
   WEFT_STAGE_DESERIALIZE = 7,
-  WEFT_STAGE_QUERY = 8 /* query_fusion / query_layout: metadata as inference left it */
+  WEFT_STAGE_QUERY = 8, /* query_fusion / query_layout: metadata as inference left it */
+  WEFT_STAGE_EMIT = 9   /* emit (WEFT_CAP_EMITTABLE): writing the op's C for `weft aot`; appended */
 } WeftStage;
+
+/* Parts of a generated C module that an op's emit callback writes to (WeftHostApi::emit_code).
+ * The generated module is one translation unit per model; see docs/aot.md. */
+typedef enum WeftEmitPart {
+  WEFT_EMIT_INCLUDE = 0, /* a header to #include, e.g. "<string.h>"; once per module */
+  WEFT_EMIT_HELPER = 1,  /* file-scope C (static functions, tables) under `key`; once per module */
+  WEFT_EMIT_STATE = 2,   /* member declarations of the node's persistent state struct */
+  WEFT_EMIT_INIT = 3,    /* statements of the node's init function (body sees `ctx`) */
+  WEFT_EMIT_RUN = 4      /* statements of the node's run function (body sees `ctx`) */
+} WeftEmitPart;
+
+/* Names and expressions the module offers an emitting op (WeftHostApi::emit_name). */
+typedef enum WeftEmitName {
+  WEFT_EMIT_NAME_INPUT = 0,  /* input instance `index`: a C expression of type void* (const void* for a constant) */
+  WEFT_EMIT_NAME_OUTPUT = 1, /* output instance `index`: a C expression of type void* */
+  WEFT_EMIT_NAME_STATE = 2,  /* a pointer to the node's state struct (after WEFT_EMIT_STATE) */
+  WEFT_EMIT_NAME_PREFIX = 3, /* the module's prefix, e.g. "kws" */
+  WEFT_EMIT_NAME_NODE = 4    /* a C identifier unique to this node in the module, e.g. "kws_n3" */
+} WeftEmitName;
 
 typedef struct WeftKernelContext WeftKernelContext;
 
@@ -234,6 +254,21 @@ typedef struct WeftHostApi {
    * activation the engine fused into this node's output 0 (see WeftFusionSupport); never NULL,
    * `activation` is WEFT_ACT_NONE when nothing was fused. */
   const struct WeftEpilogue* (*get_epilogue)(WeftKernelContext* ctx);
+
+  /* ---- appended for the AOT C generator: stage WEFT_STAGE_EMIT only ---- */
+  /* Adds `text` to part `part` (WeftEmitPart) of the generated module. For WEFT_EMIT_INCLUDE and
+   * WEFT_EMIT_HELPER, `key` names the text module-wide: a key already emitted (by any node) adds
+   * nothing, and the same key with different text is an error. */
+  WeftStatus (*emit_code)(WeftKernelContext* ctx, int32_t part, const char* key, const char* text);
+  /* Writes name `what` (WeftEmitName) for `index` to buf, NUL-terminated; fails if it does not fit. */
+  WeftStatus (*emit_name)(WeftKernelContext* ctx, int32_t what, uint32_t index, char* buf, uint32_t size);
+  /* Defines a read-only array of `count` elements of `dtype` (WeftDataType) holding `data`; writes
+   * its name to buf. `hint` (may be NULL) becomes part of the name. */
+  WeftStatus (*emit_const)(WeftKernelContext* ctx, const char* hint, int32_t dtype, const void* data, uint64_t count,
+                           char* buf, uint32_t size);
+  /* Reserves `bytes` of the module's arena, 16-byte aligned, for this node while its run function
+   * runs (the planner places it); writes a C expression of type uint8_t* to buf. */
+  WeftStatus (*emit_scratch)(WeftKernelContext* ctx, uint64_t bytes, char* buf, uint32_t size);
 } WeftHostApi;
 
 
@@ -274,7 +309,7 @@ typedef WeftStatus (*WeftOpFn)(void* instance, WeftKernelContext* ctx);
 #define WEFT_CAP_COMPILABLE (1ull << 2)
 #define WEFT_CAP_PORTABLE (1ull << 3)
 #define WEFT_CAP_ARGS_UPDATER (1ull << 4)
-#define WEFT_CAP_EMITTABLE (1ull << 5) /* reserved for the AOT C emitter */
+#define WEFT_CAP_EMITTABLE (1ull << 5) /* emit is set: the op writes its own C (weft aot) */
 #define WEFT_CAP_FUSIBLE (1ull << 6)   /* query_fusion is set */
 #define WEFT_CAP_LAYOUT (1ull << 7)    /* query_layout is set */
 
@@ -367,7 +402,7 @@ typedef struct WeftOpImpl {
   WeftOpFn serialize;
   WeftStatus (*deserialize)(void* instance, WeftKernelContext* ctx, const uint8_t* data,
                             uint64_t size);
-  WeftOpFn emit; /* reserved: NULL at ABI level 1 */
+  WeftOpFn emit; /* WEFT_CAP_EMITTABLE: writes the node's C through WeftHostApi::emit_* (stage WEFT_STAGE_EMIT) */
 
   /* ---- appended after the first level-1 release; the engine checks struct_size ---- */
   /* WEFT_CAP_FUSIBLE: what this node can fuse (stage WEFT_STAGE_QUERY). */

@@ -1,0 +1,67 @@
+// Ahead-of-time C: a compiled model as a dependency-free C99 module (docs/aot.md).
+//
+//   weft::SessionOptions o;
+//   o.options["weft.graph_passes"] = "none";  // keep the nodes as the model has them
+//   auto model = session->Compile(graph);      // static shapes
+//   weft::AotOptions a;
+//   a.prefix = "kws";
+//   a.output_dir = "out";
+//   auto report = weft::GenerateC(*model.value(), a);
+//
+// Every node's op must be an EmittableOp (built-in Tfl* ops are; a plugin's op may be).
+#ifndef WEFT_AOT_H_
+#define WEFT_AOT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "weft/weft.h"
+
+namespace weft {
+
+struct AotOptions {
+  // C identifier that starts every public name of the module: <prefix>_init, <prefix>_run, ...
+  std::string prefix = "model";
+  // Receives includes-api/, src/ and CMakeLists.txt (created if missing).
+  std::string output_dir;
+  // Put the constant arrays in this linker section (GCC/Clang section attribute); "" = default.
+  std::string const_section;
+  // The caller passes the arena to <prefix>_init instead of the context holding it.
+  bool external_arena = false;
+  // Also write <prefix>_test_case_init/_run with golden inputs and outputs, and a test program.
+  bool test = false;
+  // Test inputs by input name; an input not given gets seeded random values (`seed`). The golden
+  // outputs are Weft's runtime's on these inputs.
+  std::map<std::string, HostTensor> test_inputs;
+  uint64_t seed = 1;
+  // Float outputs match when |c - golden| <= atol + rtol * |golden|; integer outputs exactly.
+  double atol = 1e-5, rtol = 1e-4;
+};
+
+// How one arena planning algorithm did.
+struct AotArenaTrial {
+  std::string algorithm;
+  uint64_t bytes = 0;
+};
+
+struct AotReport {
+  uint64_t arena_bytes = 0;        // the plan the module uses (the smallest trial)
+  uint64_t lower_bound_bytes = 0;  // the most bytes ever live at once (aligned)
+  std::string algorithm;           // the trial that won
+  std::vector<AotArenaTrial> trials;
+  uint64_t constant_bytes = 0;
+  uint64_t state_bytes_estimate = 0;
+  size_t num_ops = 0;
+  size_t num_tensors = 0;          // tensors in tensor_ptrs
+  std::vector<std::string> files;  // written, relative to output_dir
+};
+
+// Writes the module for `model` (compiled with static shapes; see above). Errors name the node
+// whose op cannot emit C, or the option that is wrong.
+WEFT_API Expected<AotReport> GenerateC(const CompiledModel& model, const AotOptions& options);
+
+}  // namespace weft
+
+#endif  // WEFT_AOT_H_

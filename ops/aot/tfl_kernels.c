@@ -1,0 +1,349 @@
+/* Portable C99 kernels that the Tfl* operators' emitters call from generated modules (weft aot).
+ *
+ * This file is text to the op library: it is split at the "@helper NAME [needs: A B]" markers
+ * and each section is emitted, once per module, into the modules whose operators ask for it (the
+ * sections a helper needs first). Everything is static: a program may link several modules.
+ * The arithmetic is TFLite's reference arithmetic, the same as the runtime kernels in
+ * ops/litert.cc and ops/litert_quant.h, so integer results are identical bit for bit.
+ * WEFT_AOT_UNUSED is defined by the module before any helper. */
+
+/* @helper weft_fixed_point */
+/* (a * b * 2) >> 32 rounded to nearest, saturating the one overflow case. */
+static WEFT_AOT_UNUSED int32_t weft_srdhm(int32_t a, int32_t b) {
+  int64_t ab, nudge;
+  if (a == b && a == INT32_MIN) return INT32_MAX;
+  ab = (int64_t)a * (int64_t)b;
+  nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+  return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/* x / 2^exponent rounded to nearest, ties away from zero. */
+static WEFT_AOT_UNUSED int32_t weft_rdpot(int32_t x, int exponent) {
+  const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+  const int32_t remainder = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+/* x * q * 2^(shift - 31): the doubling high multiply, then a rounding right shift. */
+static WEFT_AOT_UNUSED int32_t weft_mbqm(int32_t x, int32_t q, int shift) {
+  const int left = shift > 0 ? shift : 0;
+  const int right = shift > 0 ? 0 : -shift;
+  const int32_t shifted = (int32_t)((uint32_t)x << left);
+  return weft_rdpot(weft_srdhm(shifted, q), right);
+}
+
+/* The same product rounded once, ties upward (TFLite's 8-bit fully-connected). */
+static WEFT_AOT_UNUSED int32_t weft_mbqm_single(int32_t x, int32_t q, int shift) {
+  const int total = 31 - shift;
+  return (int32_t)(((int64_t)x * q + ((int64_t)1 << (total - 1))) >> total);
+}
+
+/* The 64-bit accumulator form (16-bit activations): the multiplier reduced to 16 bits. */
+static WEFT_AOT_UNUSED int32_t weft_mbqm64(int64_t x, int32_t q, int shift) {
+  const int32_t reduced = q < 0x7FFF0000 ? ((q + (1 << 15)) >> 16) : 0x7FFF;
+  const int total_shift = 15 - shift;
+  const int64_t r = x * (int64_t)reduced + ((int64_t)1 << (total_shift - 1));
+  return (int32_t)(r >> total_shift);
+}
+
+static WEFT_AOT_UNUSED int32_t weft_clamp32(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* x * 2^exponent, saturating (exponent > 0) or rounding (exponent < 0). */
+static WEFT_AOT_UNUSED int32_t weft_srmpot(int32_t x, int exponent) {
+  int32_t threshold;
+  if (exponent < 0) return weft_rdpot(x, -exponent);
+  if (exponent == 0) return x;
+  threshold = (int32_t)(((int64_t)1 << (31 - exponent)) - 1);
+  if (x > threshold) return INT32_MAX;
+  if (x < -threshold) return INT32_MIN;
+  return (int32_t)((uint32_t)x << exponent);
+}
+
+/* @helper weft_conv_geometry */
+/* A convolution's geometry: NHWC input and output; OHWI filters (depthwise: 1HWO, wic 1). */
+typedef struct weft_conv {
+  int32_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, dh, dw, ph, pw;
+  int32_t wic;       /* input channels each filter reads */
+  int32_t per_group; /* output channels per group */
+  int32_t depthwise;
+} weft_conv;
+
+static WEFT_AOT_UNUSED int32_t weft_conv_in_base(const weft_conv* g, int32_t oc) {
+  return g->depthwise ? oc / g->per_group : (oc / g->per_group) * g->wic;
+}
+
+static WEFT_AOT_UNUSED int32_t weft_conv_filter_at(const weft_conv* g, int32_t oc, int32_t ky, int32_t kx, int32_t c) {
+  return g->depthwise ? (ky * g->kw + kx) * g->oc + oc : ((oc * g->kh + ky) * g->kw + kx) * g->wic + c;
+}
+
+/* @helper weft_conv_f32 needs: weft_conv_geometry */
+static void weft_conv_f32(const weft_conv* g, const float* x, const float* w, const float* bias, float lo, float hi, float* y) {
+  int32_t b, oy, ox, oc, ky, kx, c;
+  for (b = 0; b < g->n; ++b)
+    for (oy = 0; oy < g->oh; ++oy)
+      for (ox = 0; ox < g->ow; ++ox)
+        for (oc = 0; oc < g->oc; ++oc) {
+          float acc = 0.f;
+          const int32_t base = weft_conv_in_base(g, oc);
+          for (ky = 0; ky < g->kh; ++ky) {
+            const int32_t iy = oy * g->sh - g->ph + ky * g->dh;
+            if (iy < 0 || iy >= g->ih) continue;
+            for (kx = 0; kx < g->kw; ++kx) {
+              const int32_t ix = ox * g->sw - g->pw + kx * g->dw;
+              const float* row;
+              if (ix < 0 || ix >= g->iw) continue;
+              row = x + ((int64_t)(b * g->ih + iy) * g->iw + ix) * g->ic + base;
+              for (c = 0; c < g->wic; ++c) acc += row[c] * w[weft_conv_filter_at(g, oc, ky, kx, c)];
+            }
+          }
+          acc = acc + (bias ? bias[oc] : 0.f);
+          acc = acc < lo ? lo : acc;
+          acc = acc > hi ? hi : acc;
+          y[((int64_t)(b * g->oh + oy) * g->ow + ox) * g->oc + oc] = acc;
+        }
+}
+
+/* @helper weft_conv_q needs: weft_fixed_point weft_conv_geometry */
+/* 8-bit (type 8) or 16-bit (type 16) activations with int8 filters. 8-bit: int32 sums and bias,
+ * double-rounding rescale; 16-bit: int64 sums and bias (or int32 bias, then as 8-bit). */
+static void weft_conv_q(const weft_conv* g, int type, const void* xv, const int8_t* w, const int32_t* b32, const int64_t* b64,
+                        const int32_t* mult, const int32_t* shift, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi,
+                        void* yv) {
+  int32_t b, oy, ox, oc, ky, kx, c;
+  const int8_t* x8 = (const int8_t*)xv;
+  const int16_t* x16 = (const int16_t*)xv;
+  for (b = 0; b < g->n; ++b)
+    for (oy = 0; oy < g->oh; ++oy)
+      for (ox = 0; ox < g->ow; ++ox)
+        for (oc = 0; oc < g->oc; ++oc) {
+          int64_t acc = 0;
+          int32_t v;
+          const int64_t out_index = ((int64_t)(b * g->oh + oy) * g->ow + ox) * g->oc + oc;
+          const int32_t base = weft_conv_in_base(g, oc);
+          for (ky = 0; ky < g->kh; ++ky) {
+            const int32_t iy = oy * g->sh - g->ph + ky * g->dh;
+            if (iy < 0 || iy >= g->ih) continue;
+            for (kx = 0; kx < g->kw; ++kx) {
+              const int32_t ix = ox * g->sw - g->pw + kx * g->dw;
+              int64_t pixel;
+              if (ix < 0 || ix >= g->iw) continue;
+              pixel = ((int64_t)(b * g->ih + iy) * g->iw + ix) * g->ic + base;
+              if (type == 16) {
+                for (c = 0; c < g->wic; ++c)
+                  acc += (int64_t)w[weft_conv_filter_at(g, oc, ky, kx, c)] * ((int32_t)x16[pixel + c] + in_off);
+              } else {
+                for (c = 0; c < g->wic; ++c)
+                  acc += (int64_t)w[weft_conv_filter_at(g, oc, ky, kx, c)] * ((int32_t)x8[pixel + c] + in_off);
+              }
+            }
+          }
+          if (type == 16 && !b32) {
+            if (b64) acc += b64[oc];
+            v = weft_mbqm64(acc, mult[oc], shift[oc]);
+          } else {
+            int32_t a32 = (int32_t)acc;
+            if (b32) a32 += b32[oc];
+            v = weft_mbqm(a32, mult[oc], shift[oc]);
+          }
+          v = weft_clamp32(v + out_off, lo, hi);
+          if (type == 16) ((int16_t*)yv)[out_index] = (int16_t)v;
+          else ((int8_t*)yv)[out_index] = (int8_t)v;
+        }
+}
+
+/* @helper weft_fully_connected_f32 */
+static void weft_fully_connected_f32(int32_t rows, int32_t oc, int32_t ic, const float* x, const float* w, const float* bias,
+                                     float lo, float hi, float* y) {
+  int32_t r, o, c;
+  for (r = 0; r < rows; ++r)
+    for (o = 0; o < oc; ++o) {
+      float acc = 0.f;
+      for (c = 0; c < ic; ++c) acc += x[(int64_t)r * ic + c] * w[(int64_t)o * ic + c];
+      if (bias) acc += bias[o];
+      acc = acc < lo ? lo : acc;
+      acc = acc > hi ? hi : acc;
+      y[(int64_t)r * oc + o] = acc;
+    }
+}
+
+/* @helper weft_fully_connected_q needs: weft_fixed_point */
+/* 8-bit activations (type 8): int32 sums, single-rounding rescale. 16-bit (type 16): int64 sums
+ * with an int64 bias and the 64-bit rescale, or an int32 bias and the 8-bit arithmetic. */
+static void weft_fully_connected_q(int type, int32_t rows, int32_t oc, int32_t ic, const void* xv, const int8_t* w,
+                                   const int32_t* b32, const int64_t* b64, const int32_t* mult, const int32_t* shift,
+                                   int32_t in_off, int32_t w_off, int32_t out_off, int32_t lo, int32_t hi, void* yv) {
+  int32_t r, o, c;
+  for (r = 0; r < rows; ++r)
+    for (o = 0; o < oc; ++o) {
+      int64_t acc = 0;
+      int32_t v;
+      const int8_t* wr = w + (int64_t)o * ic;
+      if (type == 16) {
+        const int16_t* xr = (const int16_t*)xv + (int64_t)r * ic;
+        for (c = 0; c < ic; ++c) acc += (int64_t)((int32_t)wr[c] + w_off) * ((int32_t)xr[c] + in_off);
+      } else {
+        const int8_t* xr = (const int8_t*)xv + (int64_t)r * ic;
+        for (c = 0; c < ic; ++c) acc += (int64_t)((int32_t)wr[c] + w_off) * ((int32_t)xr[c] + in_off);
+      }
+      if (type == 16 && !b32) v = weft_mbqm64(acc + (b64 ? b64[o] : 0), mult[o], shift[o]);
+      else v = weft_mbqm_single((int32_t)acc + (b32 ? b32[o] : 0), mult[o], shift[o]);
+      v = weft_clamp32(v + out_off, lo, hi);
+      if (type == 16) ((int16_t*)yv)[(int64_t)r * oc + o] = (int16_t)v;
+      else ((int8_t*)yv)[(int64_t)r * oc + o] = (int8_t)v;
+    }
+}
+
+/* @helper weft_pool */
+/* Average (avg != 0) or max pooling over NHWC, windows clipped at the borders; 8- and 16-bit
+ * averages round half away from zero. type: 0 float, 8 int8, 16 int16. */
+static void weft_pool(int type, int avg, int32_t n, int32_t ih, int32_t iw, int32_t ch, int32_t oh, int32_t ow, int32_t fh,
+                      int32_t fw, int32_t sh, int32_t sw, int32_t ph, int32_t pw, float flo, float fhi, int32_t lo, int32_t hi,
+                      const void* xv, void* yv) {
+  int32_t b, oy, ox, c, fy, fx;
+  for (b = 0; b < n; ++b)
+    for (oy = 0; oy < oh; ++oy)
+      for (ox = 0; ox < ow; ++ox) {
+        const int32_t y0 = oy * sh - ph, x0 = ox * sw - pw;
+        const int32_t fy0 = y0 < 0 ? -y0 : 0, fy1 = fh < ih - y0 ? fh : ih - y0;
+        const int32_t fx0 = x0 < 0 ? -x0 : 0, fx1 = fw < iw - x0 ? fw : iw - x0;
+        for (c = 0; c < ch; ++c) {
+          const int64_t out_index = ((int64_t)(b * oh + oy) * ow + ox) * ch + c;
+          float facc = 0.f, fmax = -3.402823466e+38f;
+          int64_t iacc = 0, count = 0, imax = type == 16 ? -32768 : -128;
+          for (fy = fy0; fy < fy1; ++fy)
+            for (fx = fx0; fx < fx1; ++fx) {
+              const int64_t i = ((int64_t)(b * ih + y0 + fy) * iw + x0 + fx) * ch + c;
+              if (type == 0) {
+                const float v = ((const float*)xv)[i];
+                facc += v;
+                fmax = v > fmax ? v : fmax;
+              } else {
+                const int64_t v = type == 16 ? ((const int16_t*)xv)[i] : ((const int8_t*)xv)[i];
+                iacc += v;
+                imax = v > imax ? v : imax;
+              }
+              ++count;
+            }
+          if (type == 0) {
+            float v = avg ? (count ? facc / (float)count : 0.f) : fmax;
+            v = v < flo ? flo : v;
+            v = v > fhi ? fhi : v;
+            ((float*)yv)[out_index] = v;
+          } else {
+            int64_t v = imax;
+            if (avg) v = count == 0 ? 0 : iacc > 0 ? (iacc + count / 2) / count : (iacc - count / 2) / count;
+            v = v < lo ? lo : v;
+            v = v > hi ? hi : v;
+            if (type == 16) ((int16_t*)yv)[out_index] = (int16_t)v;
+            else ((int8_t*)yv)[out_index] = (int8_t)v;
+          }
+        }
+      }
+}
+
+/* @helper weft_softmax_f32 */
+static void weft_softmax_f32(int32_t rows, int32_t depth, float beta, const float* x, float* y) {
+  int32_t r, c;
+  for (r = 0; r < rows; ++r) {
+    const float* in = x + (int64_t)r * depth;
+    float* out = y + (int64_t)r * depth;
+    float m = in[0], sum = 0.f;
+    for (c = 1; c < depth; ++c) m = in[c] > m ? in[c] : m;
+    for (c = 0; c < depth; ++c) sum += out[c] = expf((in[c] - m) * beta);
+    for (c = 0; c < depth; ++c) out[c] /= sum;
+  }
+}
+
+/* @helper weft_softmax_q needs: weft_fixed_point */
+/* exp(a) for a in [-1/4, 0) in Q0.31: a Taylor expansion around -1/8. */
+static int32_t weft_exp_neg_quarter(int32_t a) {
+  const int32_t exp_minus_one_eighth = 1895147668;
+  const int32_t one_third = 715827883;
+  const int32_t x = a + (1 << 28);
+  const int32_t x2 = weft_srdhm(x, x);
+  const int32_t x3 = weft_srdhm(x2, x);
+  const int32_t x4 = weft_srdhm(x2, x2);
+  const int32_t x4_over_4 = weft_srmpot(x4, -2);
+  const int32_t poly = weft_srmpot(weft_srdhm(x4_over_4 + x3, one_third) + x2, -1);
+  return exp_minus_one_eighth + weft_srdhm(exp_minus_one_eighth, x + poly);
+}
+
+/* exp(a) for a <= 0 in Q5.26, result in Q0.31. */
+static int32_t weft_exp_negative_q5(int32_t a) {
+  static const int32_t exp_neg_pow2[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
+  const int32_t one_quarter = 1 << 24;
+  const int32_t mod_minus_quarter = (a & (one_quarter - 1)) - one_quarter;
+  int32_t result = weft_exp_neg_quarter(weft_srmpot(mod_minus_quarter, 5));
+  const int32_t remainder = mod_minus_quarter - a;
+  int k;
+  for (k = -2; k <= 4; ++k)
+    if (remainder & (1 << (26 + k))) result = weft_srdhm(result, exp_neg_pow2[k + 2]);
+  if (a == 0) result = INT32_MAX;
+  return result;
+}
+
+/* 1 / (1 + x) for x in [0, 1) in Q0.31. */
+static int32_t weft_one_over_one_plus_x(int32_t x) {
+  const int64_t sum = (int64_t)x + INT32_MAX;
+  const int32_t half_denominator = (int32_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
+  const int32_t c48_17 = 1515870810, cneg32_17 = -1010580540;
+  int32_t r = c48_17 + weft_srdhm(half_denominator, cneg32_17);
+  int i;
+  for (i = 0; i < 3; ++i) {
+    const int32_t hd_r = weft_srdhm(half_denominator, r);
+    const int32_t one_minus = (1 << 29) - hd_r;
+    r = r + weft_srmpot(weft_srdhm(r, one_minus), 2);
+  }
+  return weft_srmpot(r, 1);
+}
+
+static int weft_clz32(uint32_t x) {
+  int n = 0;
+  if (x == 0) return 32;
+  while (!(x & 0x80000000u)) {
+    x <<= 1;
+    ++n;
+  }
+  return n;
+}
+
+/* Quantized softmax over the last axis: 8-bit input (in_type 8 int8, 9 uint8), output int8 (8),
+ * uint8 (9) or int16 (16). */
+static void weft_softmax_q(int32_t rows, int32_t depth, int in_type, int out_type, int32_t mult, int left, int32_t diff_min,
+                           const void* xv, void* yv) {
+  const int out_bits = out_type == 16 ? 16 : 8;
+  const int32_t out_min = out_type == 8 ? -128 : out_type == 9 ? 0 : -32768;
+  const int32_t out_max = out_type == 8 ? 127 : out_type == 9 ? 255 : 32767;
+  int32_t r, c;
+  for (r = 0; r < rows; ++r) {
+    int32_t m = INT32_MIN, sum = 0, scale, headroom;
+    int bits_over_unit;
+    for (c = 0; c < depth; ++c) {
+      const int64_t i = (int64_t)r * depth + c;
+      const int32_t v = in_type == 8 ? ((const int8_t*)xv)[i] : ((const uint8_t*)xv)[i];
+      m = v > m ? v : m;
+    }
+    for (c = 0; c < depth; ++c) {
+      const int64_t i = (int64_t)r * depth + c;
+      const int32_t diff = (in_type == 8 ? ((const int8_t*)xv)[i] : ((const uint8_t*)xv)[i]) - m;
+      if (diff >= diff_min) sum += weft_rdpot(weft_exp_negative_q5(weft_srdhm((int32_t)((uint32_t)diff << left), mult)), 12);
+    }
+    headroom = weft_clz32((uint32_t)sum);
+    bits_over_unit = 12 - headroom;
+    scale = weft_one_over_one_plus_x((int32_t)(((uint32_t)sum << headroom) - ((uint32_t)1 << 31)));
+    for (c = 0; c < depth; ++c) {
+      const int64_t i = (int64_t)r * depth + c;
+      const int32_t diff = (in_type == 8 ? ((const int8_t*)xv)[i] : ((const uint8_t*)xv)[i]) - m;
+      int32_t v = out_min;
+      if (diff >= diff_min) {
+        const int32_t e = weft_exp_negative_q5(weft_srdhm((int32_t)((uint32_t)diff << left), mult));
+        v = weft_rdpot(weft_srdhm(scale, e), bits_over_unit + 31 - out_bits) + out_min;
+      }
+      v = weft_clamp32(v, out_min, out_max);
+      if (out_type == 8) ((int8_t*)yv)[i] = (int8_t)v;
+      else if (out_type == 9) ((uint8_t*)yv)[i] = (uint8_t)v;
+      else ((int16_t*)yv)[i] = (int16_t)v;
+    }
+  }
+}

@@ -1,0 +1,768 @@
+// weft aot: a compiled model as a C99 module. Each node's op writes its own C through the emit
+// host functions (EmitSink below); this file plans the arena, names tensors and constants, and
+// writes the module around what the ops wrote:
+//   includes-api/<P>.h     the public API: context, tensor indices, status codes, init and run
+//   src/<P>.c              helpers, one init and one run function per node, <P>_init, <P>_run
+//   src/<P>_constants.c    the constant arrays (a file of their own, so code size is measurable)
+//   CMakeLists.txt         a static library <P> (and <P>_test with --test)
+//   test/                  with --test: golden inputs and outputs and a test program
+// docs/aot.md describes the module; nothing in it allocates or keeps mutable globals.
+#include "weft/aot.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "aot/arena_plan.h"
+#include "runtime/engine.h"
+
+namespace weft {
+namespace internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kAlign = 16;
+
+bool ValidPrefix(const std::string& p) {
+  if (p.empty() || p.size() > 32 || !std::isalpha(static_cast<unsigned char>(p[0]))) return false;
+  for (char c : p)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+// A name as part of a C identifier: [A-Za-z0-9_], at most `max` characters.
+std::string IdentPart(const std::string& s, size_t max) {
+  std::string out;
+  for (char c : s) {
+    if (out.size() >= max) break;
+    out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  }
+  if (out.empty()) out = "t";
+  return out;
+}
+
+// A string literal's contents: quotes, backslashes, non-printable bytes and '?' (trigraphs)
+// escaped, so any name from a model file is safe inside "...".
+std::string CString(const std::string& s) {
+  std::string out;
+  char buf[8];
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\' || c == '?') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 32 || c > 126) {
+      std::snprintf(buf, sizeof(buf), "\\%03o", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+// Text safe inside a /* */ comment.
+std::string CComment(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && out.size() < 200; ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 32 || c > 126) out += '?';
+    else if (c == '*' && i + 1 < s.size() && s[i + 1] == '/') out += "*_";
+    else if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') out += "/_";
+    else out += static_cast<char>(c);
+  }
+  return out;
+}
+
+const char* CType(DataType dt) {
+  switch (dt) {
+    case DT_FLOAT: return "float";
+    case DT_DOUBLE: return "double";
+    case DT_INT8: return "int8_t";
+    case DT_UINT8: return "uint8_t";
+    case DT_INT16: return "int16_t";
+    case DT_UINT16: return "uint16_t";
+    case DT_INT32: return "int32_t";
+    case DT_UINT32: return "uint32_t";
+    case DT_INT64: return "int64_t";
+    case DT_UINT64: return "uint64_t";
+    case DT_BOOL: return "uint8_t";
+    default: return nullptr;
+  }
+}
+
+// One element of `data` as a C literal.
+std::string Element(DataType dt, const void* data, size_t i) {
+  char buf[48];
+  switch (dt) {
+    case DT_FLOAT: {
+      float v;
+      std::memcpy(&v, static_cast<const uint8_t*>(data) + i * 4, 4);
+      if (std::isnan(v)) return "NAN";
+      if (std::isinf(v)) return v > 0 ? "HUGE_VALF" : "(-HUGE_VALF)";
+      std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(v));
+      std::string s = buf;
+      if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+      return s + "f";
+    }
+    case DT_DOUBLE: {
+      double v;
+      std::memcpy(&v, static_cast<const uint8_t*>(data) + i * 8, 8);
+      if (std::isnan(v)) return "NAN";
+      if (std::isinf(v)) return v > 0 ? "HUGE_VAL" : "(-HUGE_VAL)";
+      std::snprintf(buf, sizeof(buf), "%.17g", v);
+      std::string s = buf;
+      if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+      return s;
+    }
+    case DT_INT8: return std::to_string(static_cast<const int8_t*>(data)[i]);
+    case DT_UINT8: case DT_BOOL: return std::to_string(static_cast<const uint8_t*>(data)[i]);
+    case DT_INT16: return std::to_string(static_cast<const int16_t*>(data)[i]);
+    case DT_UINT16: return std::to_string(static_cast<const uint16_t*>(data)[i]);
+    case DT_INT32: {
+      int32_t v;
+      std::memcpy(&v, static_cast<const uint8_t*>(data) + i * 4, 4);
+      return v == INT32_MIN ? "INT32_MIN" : std::to_string(v);
+    }
+    case DT_UINT32: {
+      uint32_t v;
+      std::memcpy(&v, static_cast<const uint8_t*>(data) + i * 4, 4);
+      return std::to_string(v) + "u";
+    }
+    case DT_INT64: {
+      int64_t v;
+      std::memcpy(&v, static_cast<const uint8_t*>(data) + i * 8, 8);
+      return v == INT64_MIN ? "INT64_MIN" : "INT64_C(" + std::to_string(v) + ")";
+    }
+    case DT_UINT64: {
+      uint64_t v;
+      std::memcpy(&v, static_cast<const uint8_t*>(data) + i * 8, 8);
+      return "UINT64_C(" + std::to_string(v) + ")";
+    }
+    default: return "0";
+  }
+}
+
+// `count` elements as an initializer list, 16 to a line.
+void WriteElements(std::ostream& o, DataType dt, const void* data, uint64_t count) {
+  o << "{";
+  if (count == 0) o << "0";
+  for (uint64_t i = 0; i < count; ++i) {
+    if (i % 16 == 0) o << "\n  ";
+    o << Element(dt, data, static_cast<size_t>(i)) << (i + 1 < count ? ", " : "");
+  }
+  o << "}";
+}
+
+struct NodeCode {
+  std::string id, op_type, name;
+  std::string state, init, run;
+  std::vector<uint64_t> scratch;  // bytes of each scratch block
+};
+
+class Generator : public EmitSink {
+ public:
+  Generator(const ModelImpl& m, const AotOptions& o) : m_(m), o_(o), p_(o.prefix) {}
+
+  Expected<AotReport> Generate();
+
+  // ---- EmitSink: calls from the node being emitted ----
+  Status Code(int32_t part, const char* key, const char* text) override {
+    NodeCode& n = nodes_.back();
+    std::string t = text ? text : "";
+    switch (part) {
+      case WEFT_EMIT_INCLUDE: {
+        std::string h = key && *key ? key : t;
+        if (h.size() < 3 || !((h.front() == '<' && h.back() == '>') || (h.front() == '"' && h.back() == '"')) ||
+            h.find_first_of("\n\r") != std::string::npos)
+          return InvalidArgument("emit_code: an include must be <header> or \"header\", not '" + h + "'");
+        if (include_set_.insert(h).second) includes_.push_back(h);
+        return Status::Ok();
+      }
+      case WEFT_EMIT_HELPER: {
+        if (!key || !*key) return InvalidArgument("emit_code: a helper needs a key");
+        auto it = helper_text_.find(key);
+        if (it == helper_text_.end()) {
+          helper_text_[key] = t;
+          helpers_.push_back({key, t});
+        } else if (it->second != t) {
+          return InvalidArgument(std::string("emit_code: helper '") + key + "' was already emitted with different text");
+        }
+        return Status::Ok();
+      }
+      case WEFT_EMIT_STATE: n.state += t + (t.empty() || t.back() == '\n' ? "" : "\n"); return Status::Ok();
+      case WEFT_EMIT_INIT: n.init += t + (t.empty() || t.back() == '\n' ? "" : "\n"); return Status::Ok();
+      case WEFT_EMIT_RUN: n.run += t + (t.empty() || t.back() == '\n' ? "" : "\n"); return Status::Ok();
+      default: return InvalidArgument("emit_code: unknown part " + std::to_string(part));
+    }
+  }
+  Status Name(int32_t what, uint32_t index, std::string* out) override {
+    const CompiledNode& cn = *node_;
+    switch (what) {
+      case WEFT_EMIT_NAME_INPUT:
+      case WEFT_EMIT_NAME_OUTPUT: {
+        const std::vector<int>& ids = what == WEFT_EMIT_NAME_INPUT ? cn.in_values : cn.out_values;
+        if (index >= ids.size())
+          return InvalidArgument(std::string("emit_name: the node has no ") + (what == WEFT_EMIT_NAME_INPUT ? "input " : "output ") +
+                                 std::to_string(index));
+        const int id = ids[index];
+        if (m_.values[id].kind == ValueKind::kConstant) {
+          auto sym = ConstantSymbol(id);
+          if (!sym.ok()) return sym.status();
+          *out = "((const void*)" + sym.value() + ")";
+        } else {
+          *out = "(ctx->tensor_ptrs[" + tensor_enum_[id] + "])";
+        }
+        return Status::Ok();
+      }
+      case WEFT_EMIT_NAME_STATE:
+        if (nodes_.back().state.empty()) return InvalidArgument("emit_name: the node declared no state (WEFT_EMIT_STATE) before asking for it");
+        *out = "(&ctx->state." + nodes_.back().id + ")";
+        return Status::Ok();
+      case WEFT_EMIT_NAME_PREFIX: *out = p_; return Status::Ok();
+      case WEFT_EMIT_NAME_NODE: *out = nodes_.back().id; return Status::Ok();
+      default: return InvalidArgument("emit_name: unknown name kind " + std::to_string(what));
+    }
+  }
+  Status Const(const char* hint, int32_t dtype, const void* data, uint64_t count, std::string* out) override {
+    const DataType dt = static_cast<DataType>(dtype);
+    const char* ct = CType(dt);
+    if (!ct) return InvalidArgument("emit_const: data type " + std::to_string(dtype) + " has no C type here");
+    if (count > (uint64_t(1) << 32) || (count && !data)) return InvalidArgument("emit_const: no data, or more than 2^32 elements");
+    std::string name = nodes_.back().id + "_" + IdentPart(hint ? hint : "c", 24);
+    for (int k = 2; const_names_.count(name); ++k) name = nodes_.back().id + "_" + IdentPart(hint ? hint : "c", 24) + std::to_string(k);
+    DefineConst(name, dt, data, count);
+    *out = name;
+    return Status::Ok();
+  }
+  Status Scratch(uint64_t bytes, std::string* out) override {
+    if (bytes > (uint64_t(1) << 40)) return InvalidArgument("emit_scratch: " + std::to_string(bytes) + " bytes is not a plausible scratch size");
+    NodeCode& n = nodes_.back();
+    *out = n.id + "_scratch" + std::to_string(n.scratch.size());
+    n.scratch.push_back(bytes);
+    return Status::Ok();
+  }
+
+ private:
+  const void* ConstData(int id) const {
+    const Value& v = m_.values[id];
+    return static_cast<size_t>(v.index) < m_.constants.size() ? m_.constants[v.index].data() : m_.const_data[v.index];
+  }
+  Expected<std::string> ConstantSymbol(int id) {
+    auto it = const_of_value_.find(id);
+    if (it != const_of_value_.end()) return it->second;
+    const Value& v = m_.values[id];
+    if (!CType(v.dtype)) return InvalidArgument("constant '" + v.name + "' has type " + DataTypeName(v.dtype) + ", which the generated C does not hold");
+    std::string name = p_ + "_w" + std::to_string(const_of_value_.size()) + "_" + IdentPart(v.name, 24);
+    DefineConst(name, v.dtype, ConstData(id), static_cast<uint64_t>(v.shape.GetShapeSize()));
+    const_of_value_[id] = name;
+    return name;
+  }
+  void DefineConst(const std::string& name, DataType dt, const void* data, uint64_t count) {
+    const_names_.insert(name);
+    const uint64_t n = std::max<uint64_t>(count, 1);
+    constants_h_ << "extern const " << CType(dt) << " " << name << "[" << n << "];\n";
+    constants_c_ << "const " << CType(dt) << " " << name << "[" << n << "] " << p_ << "_CONST_ATTR = ";
+    WriteElements(constants_c_, dt, data, count);
+    constants_c_ << ";\n";
+    constant_bytes_ += count * DataTypeSize(dt);
+  }
+
+  Status Check();
+  Status NameTensors();
+  Status EmitNodes();
+  Status Plan(AotReport* r);
+  Status WriteFiles(AotReport* r);
+  std::string Header() const;
+  std::string Source() const;
+  std::string CMakeText() const;
+  Status WriteTest(AotReport* r);
+
+  const ModelImpl& m_;
+  const AotOptions& o_;
+  std::string p_;
+  std::vector<std::string> tensor_enum_;  // by value id; "" for constants and unused values
+  std::vector<int> tensor_ids_;           // value ids in enum order
+  std::map<int, std::string> const_of_value_;
+  std::set<std::string> const_names_;
+  std::ostringstream constants_c_, constants_h_;
+  uint64_t constant_bytes_ = 0;
+  std::vector<std::string> includes_;
+  std::set<std::string> include_set_;
+  std::vector<std::pair<std::string, std::string>> helpers_;
+  std::map<std::string, std::string> helper_text_;
+  std::vector<NodeCode> nodes_;
+  const CompiledNode* node_ = nullptr;
+  std::vector<uint64_t> tensor_offset_;                 // by enum position
+  std::vector<std::vector<uint64_t>> scratch_offset_;   // by node, block
+  ArenaPlan plan_;
+};
+
+Status Generator::Check() {
+  if (!ValidPrefix(p_))
+    return InvalidArgument("--prefix '" + p_ + "' must be a C identifier of at most 32 characters that starts with a letter");
+  if (o_.output_dir.empty()) return InvalidArgument("no output directory given");
+  if (m_.dynamic)
+    return InvalidArgument("the model has dynamic shapes; a C module needs them all known: give each input a concrete shape "
+                           "(--shape NAME=D0,D1,...)");
+  if (m_.nodes.empty()) return InvalidArgument("the model has no operators to emit");
+  std::string missing;
+  size_t count = 0;
+  for (auto& cn : m_.nodes) {
+    const WeftOpImpl* impl = cn->op->impl;
+    if (!cn->guards.empty())
+      return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] runs under a branch condition; weft aot does not emit control flow yet");
+    if ((impl->capabilities & WEFT_CAP_EMITTABLE) && impl->emit) continue;
+    if (count++ < 12) missing += std::string(missing.empty() ? "" : ", ") + "[" + cn->op_type + " '" + cn->name + "'] (from " + cn->op->origin + ")";
+  }
+  if (count)
+    return FailedPrecondition(std::to_string(count) + " node(s) have ops that cannot emit C: " + missing + (count > 12 ? ", ..." : "") +
+                              ". An op takes part in weft aot by implementing EmittableOp (docs/aot.md)");
+  for (int id : m_.output_ids)
+    if (m_.values[id].kind == ValueKind::kConstant)
+      return FailedPrecondition("graph output '" + m_.values[id].name + "' is a constant; weft aot needs every output computed by an operator");
+  for (auto& v : m_.values)
+    if (v.kind != ValueKind::kConstant && v.format != WEFT_FORMAT_ND)
+      return FailedPrecondition("tensor '" + v.name + "' is planned in a blocked layout; compile with option weft.graph_passes=none");
+  return Status::Ok();
+}
+
+Status Generator::NameTensors() {
+  tensor_enum_.assign(m_.values.size(), "");
+  std::vector<bool> used(m_.values.size(), false);
+  for (int id : m_.input_ids) used[id] = true;
+  for (int id : m_.output_ids) used[id] = true;
+  for (auto& cn : m_.nodes) {
+    for (int id : cn->in_values) used[id] = true;
+    for (int id : cn->out_values) used[id] = true;
+  }
+  static const char* const kReserved[] = {"init", "run", "context", "tensor_info", "op_callback", "op_name", "inputs", "outputs",
+                                          "num_tensors", "status_ok", "test_case_init", "test_case_run"};
+  std::set<std::string> taken;
+  for (const char* r : kReserved) taken.insert(p_ + "_" + r);
+  for (size_t id = 0; id < m_.values.size(); ++id) {
+    const Value& v = m_.values[id];
+    if (!used[id] || v.kind == ValueKind::kConstant) continue;
+    if (!CType(v.dtype)) return InvalidArgument("tensor '" + v.name + "' has type " + DataTypeName(v.dtype) + ", which the generated C does not hold");
+    // Names the module gives other things: P_status_*, P_n<k>... (nodes), P_w<k>... (constants).
+    auto clashes = [&](const std::string& n) {
+      if (taken.count(n) || n.rfind(p_ + "_status_", 0) == 0) return true;
+      const size_t at = p_.size() + 1;
+      return n.size() > at + 1 && (n[at] == 'n' || n[at] == 'w') && std::isdigit(static_cast<unsigned char>(n[at + 1]));
+    };
+    std::string base = p_ + "_" + IdentPart(v.name, 40), name = base;
+    if (clashes(name)) base = p_ + "_t_" + IdentPart(v.name, 40), name = base;
+    for (int k = 2; clashes(name); ++k) name = base + "_" + std::to_string(k);
+    taken.insert(name);
+    tensor_enum_[id] = name;
+    tensor_ids_.push_back(static_cast<int>(id));
+  }
+  return Status::Ok();
+}
+
+Status Generator::EmitNodes() {
+  std::vector<Tensor> meta(m_.values.size());
+  for (size_t k = 0; k < m_.values.size(); ++k) {
+    const Value& v = m_.values[k];
+    meta[k].dtype = v.dtype;
+    *Shape::View(&meta[k].shape) = v.shape;
+    meta[k].placement = WEFT_PLACEMENT_HOST;
+    meta[k].data = v.kind == ValueKind::kConstant ? const_cast<void*>(ConstData(static_cast<int>(k))) : nullptr;
+  }
+  for (size_t s = 0; s < m_.nodes.size(); ++s) {
+    const CompiledNode& cn = *m_.nodes[s];
+    node_ = &cn;
+    NodeCode nc;
+    nc.id = p_ + "_n" + std::to_string(s);
+    nc.op_type = cn.op_type;
+    nc.name = cn.name;
+    nodes_.push_back(std::move(nc));
+    std::vector<WeftTensor*> ins, outs;
+    for (int id : cn.in_values) ins.push_back(&meta[id]);
+    for (int id : cn.out_values) outs.push_back(&meta[id]);
+    std::string error;
+    CallState st;
+    st.node = &cn;
+    st.error = &error;
+    st.env = m_.env.get();
+    st.emit = this;
+    WeftKernelContext c;
+    BindContext(c, cn, WEFT_STAGE_EMIT, ins.data(), outs.data(), &st);
+    if (cn.op->impl->emit(cn.instance, &c) != WEFT_STATUS_OK)
+      return InvalidArgument(NodeError(cn, "Emit", error.empty() ? "failed without a message" : error));
+  }
+  return Status::Ok();
+}
+
+Status Generator::Plan(AotReport* r) {
+  const int steps = static_cast<int>(m_.nodes.size());
+  std::vector<int> first(m_.values.size(), -1), last(m_.values.size(), -1);
+  for (int id : m_.input_ids) first[id] = 0, last[id] = 0;
+  for (int s = 0; s < steps; ++s) {
+    for (int id : m_.nodes[s]->out_values)
+      if (first[id] < 0) first[id] = s, last[id] = s;
+    for (int id : m_.nodes[s]->in_values) last[id] = std::max(last[id], s);
+  }
+  for (int id : m_.output_ids) last[id] = steps;  // read by the caller after the run
+  std::vector<ArenaBuffer> bufs;
+  for (int id : tensor_ids_) {
+    ArenaBuffer b;
+    b.bytes = m_.values[id].bytes;
+    b.first = std::max(0, first[id]);
+    b.last = std::max(b.first, last[id]);
+    bufs.push_back(b);
+  }
+  for (size_t s = 0; s < nodes_.size(); ++s)
+    for (uint64_t bytes : nodes_[s].scratch) {
+      ArenaBuffer b;
+      b.bytes = bytes;
+      b.first = b.last = static_cast<int>(s);
+      bufs.push_back(b);
+    }
+  plan_ = PlanArenaBuffers(bufs, kAlign);
+  if (!ArenaPlanValid(bufs, plan_.arena_bytes)) return Internal("the arena plan overlaps live buffers (a planner bug)");
+  if (plan_.arena_bytes > UINT32_MAX) return InvalidArgument("the arena needs " + std::to_string(plan_.arena_bytes) + " bytes, more than 4 GiB");
+  size_t k = 0;
+  for (; k < tensor_ids_.size(); ++k) tensor_offset_.push_back(bufs[k].offset);
+  scratch_offset_.resize(nodes_.size());
+  for (size_t s = 0; s < nodes_.size(); ++s)
+    for (size_t j = 0; j < nodes_[s].scratch.size(); ++j) scratch_offset_[s].push_back(bufs[k++].offset);
+  r->arena_bytes = plan_.arena_bytes;
+  r->lower_bound_bytes = plan_.lower_bound_bytes;
+  r->algorithm = plan_.algorithm;
+  for (auto& t : plan_.trials) r->trials.push_back({t.algorithm, t.bytes});
+  return Status::Ok();
+}
+
+std::string Generator::Header() const {
+  std::string P = p_, U = p_;
+  std::transform(U.begin(), U.end(), U.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  std::ostringstream h;
+  h << "/* " << P << ": a C99 module generated by weft aot from graph '" << CComment(m_.graph_name) << "' (" << nodes_.size()
+    << " operators). Regenerate rather than edit. */\n"
+    << "#ifndef " << U << "_H_\n#define " << U << "_H_\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
+    << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  h << "/* Bytes of working memory the module needs (tensors and operator scratch), planned ahead of time;\n"
+    << " * the largest amount live at one time is " << plan_.lower_bound_bytes << " bytes. */\n"
+    << "#define " << P << "_ARENA_BYTES " << plan_.arena_bytes << "u\n"
+    << "/* An external arena must be aligned to this many bytes. */\n#define " << P << "_ARENA_ALIGN " << kAlign << "u\n"
+    << "#define " << P << "_NUM_OPS " << nodes_.size() << "\n#define " << P << "_NUM_INPUTS " << m_.input_ids.size() << "\n#define " << P
+    << "_NUM_OUTPUTS " << m_.output_ids.size() << "\n\n";
+  h << "/* What " << P << "_init and " << P << "_run return. An operator's own failure comes back unchanged, in\n"
+    << " * [" << P << "_status_custom_first, " << P << "_status_custom_last]; the module never uses that range. */\n"
+    << "enum {\n  " << P << "_status_ok = 0,\n  " << P << "_status_null_context = 1,\n  " << P << "_status_not_initialized = 2,\n  " << P
+    << "_status_arena_too_small = 3,\n  " << P << "_status_arena_misaligned = 4,\n  " << P
+    << "_status_op_failed = 5, /* an operator returned a code outside its range; failed_op says which */\n  " << P
+    << "_status_custom_first = 1000,\n  " << P << "_status_custom_last = 1999\n};\n\n";
+  h << "/* Indices into " << P << "_context.tensor_ptrs, one per tensor in the arena. */\nenum {\n";
+  for (size_t k = 0; k < tensor_ids_.size(); ++k) {
+    const Value& v = m_.values[tensor_ids_[k]];
+    h << "  " << tensor_enum_[tensor_ids_[k]] << " = " << k << ", /* " << CComment(v.name) << ": " << DataTypeName(v.dtype)
+      << v.shape.ToString() << " */\n";
+  }
+  h << "  " << P << "_num_tensors = " << tensor_ids_.size() << "\n};\n\n";
+  h << "/* A graph input or output. dtype is Weft's data type code (0 float32, 2 int8, 3 int32, 4 uint8,\n"
+    << " * 6 int16, 9 int64, 12 bool); type_name spells it. */\n"
+    << "typedef struct " << P << "_tensor_info {\n  const char* name;\n  int32_t index; /* into tensor_ptrs */\n  int32_t dtype;\n"
+    << "  const char* type_name;\n  int32_t rank;\n  int32_t dims[8];\n  uint32_t bytes;\n} " << P << "_tensor_info;\n"
+    << "extern const " << P << "_tensor_info " << P << "_inputs[" << P << "_NUM_INPUTS];\n"
+    << "extern const " << P << "_tensor_info " << P << "_outputs[" << P << "_NUM_OUTPUTS];\n\n";
+  h << "/* Called before (phase 0) and after (phase 1) every operator while set, e.g. for profiling. */\n"
+    << "typedef void (*" << P << "_op_callback)(void* user, int32_t op_index, const char* op_name, int32_t phase);\n\n";
+  bool any_state = false;
+  for (auto& n : nodes_) any_state = any_state || !n.state.empty();
+  h << "/* Everything one instance of the model owns; several instances may run side by side. */\n"
+    << "typedef struct " << P << "_context {\n  void* tensor_ptrs[" << P << "_num_tensors];\n  uint8_t* arena;\n  " << P
+    << "_op_callback op_callback;\n  void* op_callback_user;\n  int32_t initialized;\n  int32_t failed_op; /* the operator behind the "
+    << "last failure, or -1 */\n";
+  if (any_state) {
+    h << "  struct {\n";
+    for (auto& n : nodes_)
+      if (!n.state.empty()) h << "    struct {\n" << n.state << "    } " << n.id << ";\n";
+    h << "  } state; /* operators' state, kept between runs */\n";
+  }
+  if (!o_.external_arena) h << "  uint8_t arena_storage[" << P << "_ARENA_BYTES + " << P << "_ARENA_ALIGN];\n";
+  h << "} " << P << "_context;\n\n";
+  if (o_.external_arena)
+    h << "/* Binds `arena` (" << P << "_ARENA_BYTES bytes, aligned to " << P << "_ARENA_ALIGN) and runs every operator's init.\n"
+      << " * Call it again after moving the context. */\n";
+  else
+    h << "/* Prepares the context: the arena inside it, or `arena` (" << P << "_ARENA_BYTES bytes, aligned to\n * " << P
+      << "_ARENA_ALIGN) when not NULL; then every operator's init. Call it again after moving the context. */\n";
+  h << "int32_t " << P << "_init(" << P << "_context* ctx, void* arena, size_t arena_bytes);\n\n"
+    << "/* Runs the model once: write every input (tensor_ptrs[" << P << "_inputs[i].index]) before each call;\n"
+    << " * the outputs stay valid until the next call. */\nint32_t " << P << "_run(" << P << "_context* ctx);\n\n"
+    << "/* The name of operator `op_index` (its node in the source model), or NULL. */\nconst char* " << P << "_op_name(int32_t op_index);\n\n"
+    << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+  return h.str();
+}
+
+std::string Generator::Source() const {
+  const std::string& P = p_;
+  std::ostringstream c;
+  c << "/* " << P << ": generated by weft aot. Regenerate rather than edit. */\n#include \"" << P << ".h\"\n\n#include <string.h>\n";
+  for (auto& inc : includes_)
+    if (inc != "<string.h>") c << "#include " << inc << "\n";
+  c << "\n#include \"" << P << "_constants.h\"\n\n"
+    << "#if defined(__GNUC__)\n#define WEFT_AOT_UNUSED __attribute__((unused))\n#else\n#define WEFT_AOT_UNUSED\n#endif\n\n";
+  bool any_scratch = false;
+  for (size_t s = 0; s < nodes_.size(); ++s)
+    for (size_t j = 0; j < nodes_[s].scratch.size(); ++j) {
+      if (!any_scratch) c << "/* Operator scratch inside the arena. */\n";
+      any_scratch = true;
+      c << "#define " << nodes_[s].id << "_scratch" << j << " (ctx->arena + " << scratch_offset_[s][j] << "u)\n";
+    }
+  if (any_scratch) c << "\n";
+  for (auto& [key, text] : helpers_) c << "/* ---- " << CComment(key) << " ---- */\n" << text << (text.empty() || text.back() == '\n' ? "" : "\n") << "\n";
+  for (auto& n : nodes_) {
+    c << "/* " << CComment(n.op_type) << " '" << CComment(n.name) << "' */\n";
+    c << "static int32_t " << n.id << "_init(" << P << "_context* ctx) {\n  (void)ctx;\n" << n.init << "  return 0;\n}\n\n";
+    c << "static int32_t " << n.id << "_run(" << P << "_context* ctx) {\n  (void)ctx;\n" << n.run << "  return 0;\n}\n\n";
+  }
+  c << "typedef int32_t (*" << P << "_step_fn)(" << P << "_context* ctx);\n";
+  c << "static const " << P << "_step_fn " << P << "_step_init[" << P << "_NUM_OPS] = {";
+  for (size_t s = 0; s < nodes_.size(); ++s) c << (s ? ", " : "") << (s % 4 == 0 ? "\n  " : "") << nodes_[s].id << "_init";
+  c << "};\nstatic const " << P << "_step_fn " << P << "_step_run[" << P << "_NUM_OPS] = {";
+  for (size_t s = 0; s < nodes_.size(); ++s) c << (s ? ", " : "") << (s % 4 == 0 ? "\n  " : "") << nodes_[s].id << "_run";
+  c << "};\nstatic const char* const " << P << "_op_names[" << P << "_NUM_OPS] = {";
+  for (size_t s = 0; s < nodes_.size(); ++s) c << (s ? "," : "") << "\n  \"" << CString(nodes_[s].name) << "\"";
+  c << "};\nstatic const uint32_t " << P << "_tensor_offsets[" << P << "_num_tensors] = {";
+  for (size_t k = 0; k < tensor_offset_.size(); ++k) c << (k ? ", " : "") << (k % 8 == 0 ? "\n  " : "") << tensor_offset_[k] << "u";
+  c << "};\n\n";
+  auto info = [&](const char* what, const std::vector<int>& ids) {
+    c << "const " << P << "_tensor_info " << P << "_" << what << "[" << P << "_NUM_" << (std::string(what) == "inputs" ? "INPUTS" : "OUTPUTS")
+      << "] = {";
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const Value& v = m_.values[ids[k]];
+      c << (k ? "," : "") << "\n  {\"" << CString(v.name) << "\", " << tensor_enum_[ids[k]] << ", " << static_cast<int>(v.dtype) << ", \""
+        << DataTypeName(v.dtype) << "\", " << v.shape.GetDimNum() << ", {";
+      for (size_t d = 0; d < 8; ++d) c << (d ? ", " : "") << (d < v.shape.GetDimNum() ? v.shape.GetDim(d) : 0);
+      c << "}, " << v.bytes << "u}";
+    }
+    c << "};\n";
+  };
+  info("inputs", m_.input_ids);
+  info("outputs", m_.output_ids);
+  c << "\nstatic int32_t " << P << "_status_of(int32_t s) {\n  return s >= " << P << "_status_custom_first && s <= " << P
+    << "_status_custom_last ? s : " << P << "_status_op_failed;\n}\n\n";
+  c << "const char* " << P << "_op_name(int32_t op_index) {\n  return op_index >= 0 && op_index < " << P << "_NUM_OPS ? " << P
+    << "_op_names[op_index] : 0;\n}\n\n";
+  c << "int32_t " << P << "_init(" << P << "_context* ctx, void* arena, size_t arena_bytes) {\n  int32_t i;\n  uint8_t* base;\n"
+    << "  if (!ctx) return " << P << "_status_null_context;\n  ctx->initialized = 0;\n  ctx->failed_op = -1;\n";
+  if (o_.external_arena) {
+    c << "  if (!arena || arena_bytes < " << P << "_ARENA_BYTES) return " << P << "_status_arena_too_small;\n";
+  } else {
+    c << "  if (arena && arena_bytes < " << P << "_ARENA_BYTES) return " << P << "_status_arena_too_small;\n";
+  }
+  c << "  if (arena && (uintptr_t)arena % " << P << "_ARENA_ALIGN) return " << P << "_status_arena_misaligned;\n";
+  if (o_.external_arena) {
+    c << "  base = (uint8_t*)arena;\n";
+  } else {
+    c << "  if (arena) {\n    base = (uint8_t*)arena;\n  } else {\n    size_t misalign = (size_t)((uintptr_t)ctx->arena_storage % "
+      << P << "_ARENA_ALIGN);\n    base = ctx->arena_storage + (misalign ? " << P << "_ARENA_ALIGN - misalign : 0);\n  }\n";
+  }
+  c << "  ctx->arena = base;\n  for (i = 0; i < " << P << "_num_tensors; ++i) ctx->tensor_ptrs[i] = base + " << P << "_tensor_offsets[i];\n";
+  bool any_state = false;
+  for (auto& n : nodes_) any_state = any_state || !n.state.empty();
+  if (any_state) c << "  memset(&ctx->state, 0, sizeof ctx->state);\n";
+  c << "  for (i = 0; i < " << P << "_NUM_OPS; ++i) {\n    int32_t s = " << P << "_step_init[i](ctx);\n    if (s) {\n      ctx->failed_op = i;\n"
+    << "      return " << P << "_status_of(s);\n    }\n  }\n  ctx->initialized = 1;\n  return " << P << "_status_ok;\n}\n\n";
+  c << "int32_t " << P << "_run(" << P << "_context* ctx) {\n  int32_t i;\n  if (!ctx) return " << P << "_status_null_context;\n"
+    << "  if (!ctx->initialized) return " << P << "_status_not_initialized;\n  ctx->failed_op = -1;\n"
+    << "  for (i = 0; i < " << P << "_NUM_OPS; ++i) {\n    int32_t s;\n"
+    << "    if (ctx->op_callback) ctx->op_callback(ctx->op_callback_user, i, " << P << "_op_names[i], 0);\n"
+    << "    s = " << P << "_step_run[i](ctx);\n"
+    << "    if (ctx->op_callback) ctx->op_callback(ctx->op_callback_user, i, " << P << "_op_names[i], 1);\n"
+    << "    if (s) {\n      ctx->failed_op = i;\n      return " << P << "_status_of(s);\n    }\n  }\n  return " << P << "_status_ok;\n}\n";
+  return c.str();
+}
+
+std::string Generator::CMakeText() const {
+  const std::string& P = p_;
+  std::ostringstream t;
+  t << "# " << P << ": generated by weft aot. A static library; link it and include includes-api/" << P << ".h.\n"
+    << "cmake_minimum_required(VERSION 3.10)\nproject(" << P << " C)\n\n"
+    << "add_library(" << P << " STATIC src/" << P << ".c src/" << P << "_constants.c)\n"
+    << "target_include_directories(" << P << " PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/includes-api)\n"
+    << "set_target_properties(" << P << " PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)\n"
+    << "if(NOT MSVC)\n  target_link_libraries(" << P << " PUBLIC m)\nendif()\n";
+  if (o_.test)
+    t << "\n# The test program: golden inputs through " << P << "_run, outputs compared; exit status 0 when they match.\n"
+      << "add_executable(" << P << "_test test/" << P << "_test_case.c test/" << P << "_test_main.c)\n"
+      << "target_include_directories(" << P << "_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/test)\n"
+      << "target_link_libraries(" << P << "_test PRIVATE " << P << ")\n"
+      << "set_target_properties(" << P << "_test PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)\n";
+  return t.str();
+}
+
+// Random test inputs: floats in [-1, 1), integers over their type's range (index-like int32/int64
+// inputs over [0, 4)), booleans 0/1.
+HostTensor RandomInput(const ValueInfo& in, std::mt19937_64& rng) {
+  HostTensor t(in.dtype, in.shape);
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t r = rng();
+    switch (in.dtype) {
+      case DT_FLOAT: t.data_as<float>()[i] = static_cast<float>(static_cast<double>(r >> 11) / 9007199254740992.0 * 2.0 - 1.0); break;
+      case DT_DOUBLE: t.data_as<double>()[i] = static_cast<double>(r >> 11) / 9007199254740992.0 * 2.0 - 1.0; break;
+      case DT_INT8: t.data_as<int8_t>()[i] = static_cast<int8_t>(r); break;
+      case DT_UINT8: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(r); break;
+      case DT_INT16: t.data_as<int16_t>()[i] = static_cast<int16_t>(r); break;
+      case DT_UINT16: t.data_as<uint16_t>()[i] = static_cast<uint16_t>(r); break;
+      case DT_INT32: t.data_as<int32_t>()[i] = static_cast<int32_t>(r % 4); break;
+      case DT_INT64: t.data_as<int64_t>()[i] = static_cast<int64_t>(r % 4); break;
+      case DT_BOOL: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(r & 1); break;
+      default: break;
+    }
+  }
+  return t;
+}
+
+Status Generator::WriteTest(AotReport* r) {
+  const std::string& P = p_;
+  std::vector<HostTensor> inputs;
+  std::mt19937_64 rng(o_.seed);
+  std::set<std::string> names;
+  for (auto& in : m_.inputs()) names.insert(in.name);
+  for (auto& [name, t] : o_.test_inputs)
+    if (!names.count(name)) return InvalidArgument("test input '" + name + "': the model has no input of that name");
+  for (auto& in : m_.inputs()) {
+    auto it = o_.test_inputs.find(in.name);
+    if (it == o_.test_inputs.end()) {
+      inputs.push_back(RandomInput(in, rng));
+      continue;
+    }
+    if (it->second.dtype() != in.dtype || !(it->second.shape() == in.shape))
+      return InvalidArgument("test input '" + in.name + "' is " + DataTypeName(it->second.dtype()) + it->second.shape().ToString() +
+                             "; the model takes " + DataTypeName(in.dtype) + in.shape.ToString());
+    inputs.push_back(it->second);
+  }
+  auto outs = m_.Run(inputs);
+  if (!outs.ok()) return Status(outs.status().code(), "running the model for the golden outputs: " + outs.status().message());
+  std::ostringstream h, c, mainf;
+  h << "/* " << P << "'s test case: golden inputs and the outputs Weft's runtime gave for them. */\n#ifndef " << P << "_TEST_CASE_H_\n#define "
+    << P << "_TEST_CASE_H_\n\n#include \"" << P << ".h\"\n\n"
+    << "/* Writes the golden inputs into the context's input tensors. */\nint32_t " << P << "_test_case_init(" << P << "_context* ctx);\n"
+    << "/* Runs the model and compares every output element with the golden one (floats within the\n"
+    << " * tolerance, integers exactly); returns " << P << "_run's status and counts the elements. */\n"
+    << "int32_t " << P << "_test_case_run(" << P << "_context* ctx, uint32_t* mismatches, uint32_t* compared);\n\n#endif\n";
+  c << "/* " << P << "'s test case, generated by weft aot. */\n#include \"" << P << "_test_case.h\"\n\n#include <math.h>\n#include <string.h>\n\n";
+  const std::vector<ValueInfo>& ins = m_.inputs();
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    c << "static const " << CType(ins[k].dtype) << " " << P << "_golden_in" << k << "[" << std::max<int64_t>(1, inputs[k].numel()) << "] = ";
+    WriteElements(c, ins[k].dtype, inputs[k].data(), static_cast<uint64_t>(inputs[k].numel()));
+    c << ";\n";
+  }
+  const std::vector<ValueInfo>& os = m_.outputs();
+  for (size_t k = 0; k < outs.value().size(); ++k) {
+    const HostTensor& t = outs.value()[k];
+    if (!CType(t.dtype())) return InvalidArgument("output '" + os[k].name + "' has a type the generated C does not hold");
+    c << "static const " << CType(t.dtype()) << " " << P << "_golden_out" << k << "[" << std::max<int64_t>(1, t.numel()) << "] = ";
+    WriteElements(c, t.dtype(), t.data(), static_cast<uint64_t>(t.numel()));
+    c << ";\n";
+  }
+  c << "\nint32_t " << P << "_test_case_init(" << P << "_context* ctx) {\n";
+  for (size_t k = 0; k < inputs.size(); ++k)
+    c << "  memcpy(ctx->tensor_ptrs[" << P << "_inputs[" << k << "].index], " << P << "_golden_in" << k << ", " << inputs[k].bytes() << "u);\n";
+  c << "  return 0;\n}\n\n";
+  c << "int32_t " << P << "_test_case_run(" << P << "_context* ctx, uint32_t* mismatches, uint32_t* compared) {\n  uint32_t i, bad = 0, n = 0;\n"
+    << "  int32_t s = " << P << "_run(ctx);\n  if (s) return s;\n";
+  for (size_t k = 0; k < outs.value().size(); ++k) {
+    const HostTensor& t = outs.value()[k];
+    const char* ct = CType(t.dtype());
+    c << "  {\n    const " << ct << "* got = (const " << ct << "*)ctx->tensor_ptrs[" << P << "_outputs[" << k << "].index];\n"
+      << "    for (i = 0; i < " << t.numel() << "u; ++i, ++n) {\n";
+    if (t.dtype() == DT_FLOAT || t.dtype() == DT_DOUBLE) {
+      c << "      const double want = " << P << "_golden_out" << k << "[i], have = got[i];\n"
+        << "      if (want != want || have != have) { bad += (want == want) != (have == have); continue; }\n"
+        << "      if (fabs(have - want) > " << o_.atol << " + " << o_.rtol << " * fabs(want)) ++bad;\n";
+    } else {
+      c << "      if (got[i] != " << P << "_golden_out" << k << "[i]) ++bad;\n";
+    }
+    c << "    }\n  }\n";
+  }
+  c << "  if (mismatches) *mismatches = bad;\n  if (compared) *compared = n;\n  return 0;\n}\n";
+  mainf << "/* Runs " << P << "'s test case twice (the second run checks that the module runs again correctly).\n"
+        << " * Exit status: 0 all outputs match, 1 some differ, 2 the module failed. */\n"
+        << "#include <stdio.h>\n\n#include \"" << P << "_test_case.h\"\n\nstatic " << P << "_context ctx;\n";
+  if (o_.external_arena) mainf << "static union { uint8_t bytes[" << P << "_ARENA_BYTES]; double align[2]; } arena;\n";
+  mainf << "\nint main(void) {\n  uint32_t bad = 0, n = 0;\n  int run;\n  int32_t s = " << P << "_init(&ctx, "
+        << (o_.external_arena ? "arena.bytes, sizeof arena.bytes" : "0, 0") << ");\n"
+        << "  if (s) {\n    printf(\"" << P << ": init failed with status %d\\n\", (int)s);\n    return 2;\n  }\n"
+        << "  for (run = 0; run < 2; ++run) {\n    " << P << "_test_case_init(&ctx);\n    s = " << P << "_test_case_run(&ctx, &bad, &n);\n"
+        << "    if (s) {\n      printf(\"" << P << ": run failed with status %d at operator %d\\n\", (int)s, (int)ctx.failed_op);\n      return 2;\n    }\n"
+        << "    printf(\"" << P << ": run %d: %u of %u output values differ from the golden outputs\\n\", run + 1, (unsigned)bad, (unsigned)n);\n"
+        << "    if (bad) return 1;\n  }\n  return 0;\n}\n";
+  fs::create_directories(fs::path(o_.output_dir) / "test");
+  struct F { std::string rel, text; };
+  for (const F& f : {F{"test/" + P + "_test_case.h", h.str()}, F{"test/" + P + "_test_case.c", c.str()}, F{"test/" + P + "_test_main.c", mainf.str()}}) {
+    std::ofstream out(fs::path(o_.output_dir) / f.rel, std::ios::binary);
+    out << f.text;
+    if (!out.flush()) return Internal("cannot write '" + (fs::path(o_.output_dir) / f.rel).string() + "'");
+    r->files.push_back(f.rel);
+  }
+  return Status::Ok();
+}
+
+Status Generator::WriteFiles(AotReport* r) {
+  const std::string& P = p_;
+  std::error_code ec;
+  for (const char* sub : {"includes-api", "src"}) {
+    fs::create_directories(fs::path(o_.output_dir) / sub, ec);
+    if (ec) return InvalidArgument("cannot create '" + (fs::path(o_.output_dir) / sub).string() + "': " + ec.message());
+  }
+  std::string attr = "#define " + P + "_CONST_ATTR\n";
+  if (!o_.const_section.empty()) {
+    for (char ch : o_.const_section)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_')
+        return InvalidArgument("--const-section '" + o_.const_section + "' may hold only letters, digits, '.' and '_'");
+    attr = "#if defined(__GNUC__)\n#define " + P + "_CONST_ATTR __attribute__((section(\"" + o_.const_section + "\")))\n#else\n#define " + P +
+           "_CONST_ATTR\n#endif\n";
+  }
+  std::string consts_h = "/* " + P + "'s constant arrays (src/" + P + "_constants.c). */\n#ifndef " + P + "_CONSTANTS_H_\n#define " + P +
+                         "_CONSTANTS_H_\n\n#include <stdint.h>\n\n" + attr + "\n" + constants_h_.str() + "\n#endif\n";
+  std::string consts_c = "/* " + P + "'s constants, generated by weft aot. */\n#include <math.h>\n#include <stdint.h>\n\n#include \"" + P +
+                         "_constants.h\"\n\n" + constants_c_.str();
+  struct F { std::string rel, text; };
+  for (const F& f : {F{"includes-api/" + P + ".h", Header()}, F{"src/" + P + ".c", Source()}, F{"src/" + P + "_constants.h", consts_h},
+                     F{"src/" + P + "_constants.c", consts_c}, F{"CMakeLists.txt", CMakeText()}}) {
+    std::ofstream out(fs::path(o_.output_dir) / f.rel, std::ios::binary);
+    out << f.text;
+    if (!out.flush()) return Internal("cannot write '" + (fs::path(o_.output_dir) / f.rel).string() + "'");
+    r->files.push_back(f.rel);
+  }
+  if (o_.test) WEFT_RETURN_IF_ERROR(WriteTest(r));
+  return Status::Ok();
+}
+
+Expected<AotReport> Generator::Generate() {
+  AotReport r;
+  WEFT_RETURN_IF_ERROR(Check());
+  WEFT_RETURN_IF_ERROR(NameTensors());
+  WEFT_RETURN_IF_ERROR(EmitNodes());
+  WEFT_RETURN_IF_ERROR(Plan(&r));
+  WEFT_RETURN_IF_ERROR(WriteFiles(&r));
+  r.constant_bytes = constant_bytes_;
+  r.num_ops = nodes_.size();
+  r.num_tensors = tensor_ids_.size();
+  return r;
+}
+
+}  // namespace
+}  // namespace internal
+
+Expected<AotReport> GenerateC(const CompiledModel& model, const AotOptions& options) {
+  const auto* m = dynamic_cast<const internal::ModelImpl*>(&model);
+  if (!m) return Status(Status::Code::kInvalidArgument, "GenerateC: the model was not compiled by this library");
+  internal::Generator g(*m, options);
+  return g.Generate();
+}
+
+}  // namespace weft
