@@ -35,6 +35,35 @@ const char kTflKernels[] =
 #include "aot_tfl_kernels.inc"
     ;
 
+// "static const weft_bcast g = {...};" for an elementwise op over a and b giving y (the output's
+// dims and each input's strides along them, 0 where it broadcasts), or "" when both have y's shape.
+std::string EmitBroadcast(const Shape& a, const Shape& b, const Shape& y) {
+  if (a == y && b == y) return "";
+  const size_t r = y.GetDimNum();
+  if (r > 8) throw std::runtime_error("broadcasting over more than 8 dims in the generated C");
+  auto strides = [&](const Shape& s) {
+    std::vector<int64_t> st(r, 0);
+    int64_t acc = 1;
+    for (size_t k = 0; k < s.GetDimNum(); ++k) {
+      const size_t d = s.GetDimNum() - 1 - k, od = r - 1 - k;
+      st[od] = s.GetDim(d) == 1 ? 0 : acc;
+      acc *= s.GetDim(d);
+    }
+    return st;
+  };
+  auto list = [&](const std::vector<int64_t>& v) {
+    std::string t = "{";
+    for (size_t k = 0; k < 8; ++k) t += (k ? ", " : "") + aot::IntLit(k < v.size() ? v[k] : 0);
+    return t + "}";
+  };
+  std::vector<int64_t> dims;
+  for (size_t k = 0; k < r; ++k) dims.push_back(y.GetDim(k));
+  return "static const weft_bcast g = {" + std::to_string(r) + ", " + list(dims) + ", " + list(strides(a)) + ", " + list(strides(b)) + "};\n";
+}
+
+// The generated C's code for an 8/16-bit quantized type (weft_qload/weft_qstore), or 0.
+int QTypeCode(DataType t) { return t == DT_INT8 ? 8 : t == DT_UINT8 ? 9 : t == DT_INT16 ? 16 : t == DT_INT32 ? 32 : 0; }
+
 // ---- attributes ---------------------------------------------------------------------------------
 
 struct Quant {
@@ -1538,9 +1567,62 @@ class TflRsqrt : public EagerExecuteOp, public ShapeInferOp {
 // ---- elementwise -------------------------------------------------------------------------------
 
 // Add, Sub, Mul with NumPy broadcasting.
-class TflBinary : public EagerExecuteOp, public ShapeInferOp {
+class TflBinary : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastOutputShape(ctx); }
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    const Tensor* y = ctx->GetOutputTensor(0);
+    Activation act;
+    if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    std::string type = ctx->GetNodeType();
+    const int op = type == "TflAdd" ? 0 : type == "TflSub" ? 1 : 2;
+    const DataType dt = a->GetDataType();
+    if (b->GetDataType() != dt) return Fail(ctx, "both inputs must have the same type");
+    const std::string g = EmitBroadcast(a->GetShape(), b->GetShape(), y->GetShape());
+    const std::string gp = g.empty() ? "0" : "&g";
+    const std::string n = aot::IntLit(y->GetShapeSize());
+    if (dt == DT_FLOAT) {
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      aot::EmitHelper(ctx, kTflKernels, "weft_binary_f32");
+      ctx->Run(g + "weft_binary_f32(" + std::to_string(op) + ", " + n + ", " + gp + ", " + ctx->Input(0, "float") + ", " + ctx->Input(1, "float") +
+               ", " + aot::FloatLit(lo) + ", " + aot::FloatLit(hi) + ", " + ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    const int qt = QTypeCode(dt);
+    if (qt == 0 || qt == 32) return Fail(ctx, "the generated C takes float32, int8, uint8 or int16 here, not " + std::string(DataTypeName(dt)));
+    Quant qa = InputQuant(ctx, 0), qb = InputQuant(ctx, 1), qo = OutputQuant(ctx);
+    if (!qa.quantized() || !qb.quantized() || !qo.quantized()) return Fail(ctx, "quantized inputs and output need scales");
+    int32_t lo, hi;
+    if (dt == DT_INT8) QuantClamp<int8_t>(ctx, act, &lo, &hi);
+    else if (dt == DT_UINT8) QuantClamp<uint8_t>(ctx, act, &lo, &hi);
+    else QuantClamp<int16_t>(ctx, act, &lo, &hi);
+    const std::string tail = aot::IntLit(qo.zp) + ", " + aot::IntLit(lo) + ", " + aot::IntLit(hi) + ", " + ctx->Output(0, "void") + ");\n";
+    const std::string ins = ctx->Input(0, "void") + ", " + ctx->Input(1, "void") + ", " + aot::IntLit(qa.zp) + ", " + aot::IntLit(qb.zp) + ", ";
+    if (op == 2) {  // as Execute: the scale product in float
+      int32_t m;
+      int sh;
+      tfl::QuantizeMultiplier(static_cast<double>(qa.scale * qb.scale / qo.scale), &m, &sh);
+      aot::EmitHelper(ctx, kTflKernels, "weft_mul_q");
+      ctx->Run(g + "weft_mul_q(" + std::to_string(qt) + ", " + n + ", " + gp + ", " + ins + aot::IntLit(m) + ", " + std::to_string(sh) + ", " + tail);
+      return GRAPH_SUCCESS;
+    }
+    const int left = dt == DT_INT16 ? 15 : 20;
+    const double twice_max = 2 * static_cast<double>(std::max(qa.scale, qb.scale));
+    int32_t m1, m2, mo;
+    int s1, s2, so;
+    tfl::QuantizeMultiplier(static_cast<double>(qa.scale) / twice_max, &m1, &s1);
+    tfl::QuantizeMultiplier(static_cast<double>(qb.scale) / twice_max, &m2, &s2);
+    tfl::QuantizeMultiplier(twice_max / (static_cast<double>(1 << left) * static_cast<double>(qo.scale)), &mo, &so);
+    if (s1 > 0 || s2 > 0 || so > 0) return Fail(ctx, "the output scale is too small for TFLite's quantized add");
+    aot::EmitHelper(ctx, kTflKernels, "weft_add_q");
+    ctx->Run(g + "weft_add_q(" + std::to_string(qt) + ", " + (op == 0 ? "1" : "-1") + ", " + n + ", " + gp + ", " + ins + std::to_string(left) +
+             ", " + aot::IntLit(m1) + ", " + std::to_string(s1) + ", " + aot::IntLit(m2) + ", " + std::to_string(s2) + ", " + aot::IntLit(mo) +
+             ", " + std::to_string(so) + ", " + tail);
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(1);
@@ -1651,8 +1733,32 @@ class TflSameShape : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
-class TflLeakyRelu : public TflSameShape {
+class TflLeakyRelu : public TflSameShape, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const float* alpha = ctx->GetAttrs()->GetFloat("alpha");
+    if (!alpha) return GRAPH_FAILED;
+    const std::string n = aot::IntLit(x->GetShapeSize());
+    if (x->GetDataType() == DT_FLOAT) {
+      aot::EmitHelper(ctx, kTflKernels, "weft_leaky_relu_f32");
+      ctx->Run("weft_leaky_relu_f32(" + n + ", " + aot::FloatLit(*alpha) + ", " + ctx->Input(0, "float") + ", " + ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    const int qt = QTypeCode(x->GetDataType());
+    if (!qt || qt == 32) return Fail(ctx, "unsupported type");
+    Quant qi = InputQuant(ctx, 0), qo = OutputQuant(ctx);
+    if (!qi.quantized() || !qo.quantized()) return Fail(ctx, "quantized input and output need scales");
+    int32_t ma, mi;
+    int sa, si;
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale * *alpha / qo.scale), &ma, &sa);
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale / qo.scale), &mi, &si);
+    aot::EmitHelper(ctx, kTflKernels, "weft_leaky_relu_q");
+    ctx->Run("weft_leaky_relu_q(" + std::to_string(qt) + ", " + n + ", " + aot::IntLit(qi.zp) + ", " + aot::IntLit(qo.zp) + ", " + aot::IntLit(mi) +
+             ", " + std::to_string(si) + ", " + aot::IntLit(ma) + ", " + std::to_string(sa) + ", " + ctx->Input(0, "void") + ", " +
+             ctx->Output(0, "void") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
@@ -2011,8 +2117,33 @@ class TflResizeBilinear : public EagerExecuteOp, public ShapeInferOp {
 };
 
 // Quantize: float → integer (round(x / scale) + zero point) or integer → integer (requantize).
-class TflQuantize : public EagerExecuteOp, public ShapeInferOp {
+class TflQuantize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const DataType yt = ctx->GetOutputTensor(0)->GetDataType();
+    Quant qi = InputQuant(ctx, 0), qo = OutputQuant(ctx);
+    if (!qo.quantized()) return Fail(ctx, "the output needs a scale");
+    if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 1) return Fail(ctx, "per-channel quantization of the output is not supported");
+    const int ot = QTypeCode(yt), it = QTypeCode(x->GetDataType());
+    if (!ot) return Fail(ctx, "the output must be int8, uint8, int16 or int32");
+    aot::EmitHelper(ctx, kTflKernels, "weft_quantize");
+    const std::string n = aot::IntLit(x->GetShapeSize());
+    if (x->GetDataType() == DT_FLOAT) {
+      ctx->Include("<math.h>");
+      ctx->Run("weft_quantize_f32(" + std::to_string(ot) + ", " + n + ", " + aot::FloatLit(qo.scale) + ", " + aot::IntLit(qo.zp) + ", " +
+               ctx->Input(0, "float") + ", " + ctx->Output(0, "void") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    if (!it) return Fail(ctx, "the input must be float32, int8, uint8, int16 or int32");
+    if (!qi.quantized()) return Fail(ctx, "the input needs a scale");
+    int32_t m;
+    int sh;
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale) / static_cast<double>(qo.scale), &m, &sh);
+    ctx->Run("weft_requantize(" + std::to_string(it) + ", " + std::to_string(ot) + ", " + n + ", " + aot::IntLit(qi.zp) + ", " + aot::IntLit(m) + ", " +
+             std::to_string(sh) + ", " + aot::IntLit(qo.zp) + ", " + ctx->Input(0, "void") + ", " + ctx->Output(0, "void") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
     return GRAPH_SUCCESS;
@@ -2069,8 +2200,19 @@ class TflQuantize : public EagerExecuteOp, public ShapeInferOp {
 };
 
 // Dequantize: (q - zero point) * scale.
-class TflDequantize : public EagerExecuteOp, public ShapeInferOp {
+class TflDequantize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Quant q = InputQuant(ctx, 0);
+    if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 1) return Fail(ctx, "per-channel dequantization is not supported yet");
+    const int it = QTypeCode(x->GetDataType());
+    if (!it || it == 32) return Fail(ctx, "the input must be int8, uint8 or int16");
+    aot::EmitHelper(ctx, kTflKernels, "weft_dequantize");
+    ctx->Run("weft_dequantize(" + std::to_string(it) + ", " + aot::IntLit(x->GetShapeSize()) + ", " + aot::FloatLit(q.scale) + ", " +
+             aot::IntLit(q.zp) + ", " + ctx->Input(0, "void") + ", " + ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
     return GRAPH_SUCCESS;
@@ -2099,8 +2241,46 @@ class TflDequantize : public EagerExecuteOp, public ShapeInferOp {
 
 // Pad / PadV2: paddings int32/int64 [rank, 2]; PadV2's third input is the pad value. Quantized
 // tensors pad with the output zero point.
-class TflPad : public EagerExecuteOp, public ShapeInferOp {
+class TflPad : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& xs = x->GetShape();
+    const size_t rank = xs.GetDimNum();
+    std::vector<int64_t> pads;
+    if (!Pads(ctx, ctx->GetInputTensor(1), rank, &pads)) return GRAPH_FAILED;
+    const char* mode = HasAttr(ctx, "mode") ? ctx->GetAttrs()->GetStr("mode") : nullptr;
+    if (mode && std::string(mode) != "constant") return Fail(ctx, "the generated C pads with a constant only, not mode " + std::string(mode));
+    if (rank > 8) return Fail(ctx, "the generated C pads at most 8 dims");
+    const size_t elem = DataTypeSize(x->GetDataType());
+    if (elem > 8) return Fail(ctx, "the generated C pads elements of at most 8 bytes");
+    uint8_t value[16] = {0};
+    const Tensor* v = ctx->GetComputeNodeInputNum() > 2 ? ctx->GetOptionalInputTensor(2) : nullptr;
+    std::string value_expr;
+    if (v && v->GetShapeSize() >= 1 && v->GetDataType() == x->GetDataType()) {
+      value_expr = ctx->Input(2, "void");  // a constant or a tensor: its first element
+    } else {
+      if (OutputQuant(ctx).quantized()) {
+        int32_t zp = OutputQuant(ctx).zp;
+        if (elem == 1) value[0] = static_cast<uint8_t>(zp);
+        if (elem == 2) { int16_t z = static_cast<int16_t>(zp); std::memcpy(value, &z, 2); }
+      }
+      value_expr = ctx->Const("value", DT_UINT8, value, elem);
+    }
+    const Shape& ys = ctx->GetOutputTensor(0)->GetShape();
+    std::vector<int64_t> out_stride(rank, 1), dims;
+    for (size_t k = rank; k-- > 1;) out_stride[k - 1] = out_stride[k] * ys.GetDim(k);
+    int64_t base = 0;
+    for (size_t k = 0; k < rank; ++k) base += pads[2 * k] * out_stride[k], dims.push_back(xs.GetDim(k));
+    if (rank == 0) dims.push_back(1), out_stride.push_back(0);
+    ctx->Include("<string.h>");
+    aot::EmitHelper(ctx, kTflKernels, "weft_pad");
+    std::string d = ctx->Const("dims", DT_INT64, dims), st = ctx->Const("out_stride", DT_INT64, out_stride);
+    ctx->Run("weft_pad(" + std::to_string(elem) + ", " + std::to_string(dims.size()) + ", " + d + ", " + st + ", " + aot::IntLit(base) + ", " +
+             aot::IntLit(x->GetShapeSize()) + ", " + aot::IntLit(ys.GetShapeSize()) + ", " + value_expr + ", " + ctx->Input(0, "void") + ", " +
+             ctx->Output(0, "void") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   bool Pads(const KernelContextBase* ctx, const Tensor* p, size_t rank, std::vector<int64_t>* pads) const {
     if (!ReadInts(p, pads)) return Fail(ctx, "paddings must be a constant"), false;
     if (pads->size() != 2 * rank) return Fail(ctx, "paddings has " + std::to_string(pads->size()) + " entries for rank " + std::to_string(rank)), false;
@@ -2172,8 +2352,31 @@ class TflPad : public EagerExecuteOp, public ShapeInferOp {
 
 // StridedSlice with begin/end/strides int32 inputs and TFLite's masks (begin, end, shrink_axis,
 // offset; ellipsis and new_axis masks are not supported).
-class TflStridedSlice : public EagerExecuteOp, public ShapeInferOp {
+class TflStridedSlice : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Plan p;
+    if (!Build(ctx, x->GetShape(), ctx->GetInputTensor(1), ctx->GetInputTensor(2), ctx->GetInputTensor(3), &p)) return GRAPH_FAILED;
+    const size_t elem = DataTypeSize(x->GetDataType()), rank = p.full.GetDimNum();
+    if (rank > 8) return Fail(ctx, "the generated C slices at most 8 dims");
+    if (elem != 1 && elem != 2 && elem != 4 && elem != 8) return Fail(ctx, "the generated C copies 1, 2, 4 or 8-byte elements");
+    const Shape& xs = x->GetShape();
+    std::vector<int64_t> in_stride(rank, 1), dims, src;
+    for (size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
+    int64_t base = 0;
+    for (size_t k = 0; k < rank; ++k) {
+      dims.push_back(p.full.GetDim(k));
+      src.push_back(p.stride[k] * in_stride[k]);
+      base += p.start[k] * in_stride[k];
+    }
+    if (rank == 0) dims.push_back(1), src.push_back(0);
+    aot::EmitHelper(ctx, kTflKernels, "weft_strided_copy");
+    std::string d = ctx->Const("dims", DT_INT64, dims), st = ctx->Const("src_stride", DT_INT64, src);
+    ctx->Run("weft_strided_copy(" + std::to_string(elem) + ", " + std::to_string(dims.size()) + ", " + d + ", " + st + ", " + aot::IntLit(base) +
+             ", " + aot::IntLit(p.full.GetShapeSize()) + ", " + ctx->Input(0, "void") + ", " + ctx->Output(0, "void") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   struct Plan {
     std::vector<int64_t> start, stop, stride;
     Shape full, out;  // full: one dim per input axis; out: without the shrunk axes
@@ -2531,8 +2734,31 @@ class TflPool : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
 };
 
 // Transpose by a constant permutation.
-class TflTranspose : public EagerExecuteOp, public ShapeInferOp {
+class TflTranspose : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& xs = x->GetShape();
+    const size_t rank = xs.GetDimNum();
+    std::vector<int64_t> perm;
+    if (!Perm(ctx, ctx->GetInputTensor(1), rank, &perm)) return GRAPH_FAILED;
+    if (rank > 8) return Fail(ctx, "the generated C transposes at most 8 dims");
+    const size_t elem = DataTypeSize(x->GetDataType());
+    if (elem != 1 && elem != 2 && elem != 4 && elem != 8) return Fail(ctx, "the generated C transposes 1, 2, 4 or 8-byte elements");
+    std::vector<int64_t> in_stride(rank, 1);
+    for (size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
+    std::vector<int64_t> dims, src;
+    for (size_t k = 0; k < rank; ++k) {
+      dims.push_back(xs.GetDim(static_cast<size_t>(perm[k])));
+      src.push_back(in_stride[static_cast<size_t>(perm[k])]);
+    }
+    if (rank == 0) dims.push_back(1), src.push_back(0);
+    aot::EmitHelper(ctx, kTflKernels, "weft_strided_copy");
+    std::string d = ctx->Const("dims", DT_INT64, dims), st = ctx->Const("src_stride", DT_INT64, src);
+    ctx->Run("weft_strided_copy(" + std::to_string(elem) + ", " + std::to_string(dims.size()) + ", " + d + ", " + st + ", 0, " +
+             aot::IntLit(x->GetShapeSize()) + ", " + ctx->Input(0, "void") + ", " + ctx->Output(0, "void") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   bool Perm(const KernelContextBase* ctx, const Tensor* p, size_t rank, std::vector<int64_t>* perm) const {
     if (!ReadInts(p, perm)) return Fail(ctx, "perm must be a constant"), false;
     if (perm->size() != rank) return Fail(ctx, "perm has " + std::to_string(perm->size()) + " entries for rank " + std::to_string(rank)), false;
@@ -2617,8 +2843,57 @@ class TflTranspose : public EagerExecuteOp, public ShapeInferOp {
 
 // Mean over constant axes. Float: any axes. 8-bit: the 4-D mean over H and W with keep_dims,
 // rescaled and rounded as TFLite's reference kernel does.
-class TflMean : public EagerExecuteOp, public ShapeInferOp {
+class TflMean : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& xs = x->GetShape();
+    std::vector<char> reduce;
+    if (!Axes(ctx, ctx->GetInputTensor(1), xs.GetDimNum(), &reduce)) return GRAPH_FAILED;
+    const bool* keep = ctx->GetAttrs()->GetBool("keep_dims");
+    const size_t rank = xs.GetDimNum();
+    const int64_t total = x->GetShapeSize(), outs = ctx->GetOutputTensor(0)->GetShapeSize();
+    if (x->GetDataType() == DT_FLOAT) {
+      if (rank > 8) return Fail(ctx, "the generated C reduces at most 8 dims");
+      std::vector<int64_t> dims, ostride(rank, 0);
+      int64_t acc = 1;
+      for (size_t k = rank; k-- > 0;)
+        if (!reduce[k]) ostride[k] = acc, acc *= xs.GetDim(k);
+      for (size_t k = 0; k < rank; ++k) dims.push_back(xs.GetDim(k));
+      if (rank == 0) dims.push_back(1), ostride.push_back(0);
+      aot::EmitHelper(ctx, kTflKernels, "weft_mean_f32");
+      std::string d = ctx->Const("dims", DT_INT64, dims), st = ctx->Const("out_stride", DT_INT64, ostride);
+      const float count = outs ? static_cast<float>(total / outs) : 1.f;
+      ctx->Run("weft_mean_f32(" + std::to_string(dims.size()) + ", " + d + ", " + st + ", " + aot::IntLit(total) + ", " + aot::IntLit(outs) + ", " +
+               aot::FloatLit(count) + ", " + ctx->Input(0, "float") + ", " + ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    if (x->GetDataType() != DT_INT8 || rank != 4 || !(keep && *keep) || reduce != std::vector<char>{0, 1, 1, 0})
+      return Fail(ctx, "quantized MEAN is supported for int8 4-D inputs over axes 1 and 2 with keep_dims");
+    Quant qi = InputQuant(ctx, 0), qo = OutputQuant(ctx);
+    if (!qi.quantized() || !qo.quantized()) return Fail(ctx, "quantized input and output need scales");
+    int32_t m, mc;
+    int sh, shc;
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale) / static_cast<double>(qo.scale), &m, &sh);
+    const int64_t count = xs.GetDim(1) * xs.GetDim(2);
+    if (count > INT32_MAX / 256) return Fail(ctx, "too large for the generated C");
+    MeanMultiplier(m, sh, static_cast<int32_t>(count), &mc, &shc);
+    aot::EmitHelper(ctx, kTflKernels, "weft_mean_s8");
+    ctx->Run("weft_mean_s8(" + std::to_string(xs.GetDim(0)) + ", " + std::to_string(count) + ", " + std::to_string(xs.GetDim(3)) + ", " +
+             aot::IntLit(qi.zp) + ", " + aot::IntLit(mc) + ", " + std::to_string(shc) + ", " + aot::IntLit(qo.zp) + ", " + ctx->Input(0, "int8_t") +
+             ", " + ctx->Output(0, "int8_t") + ");\n");
+    return GRAPH_SUCCESS;
+  }
+  // The division by the count folded into the multiplier, with as many extra bits as it allows.
+  static void MeanMultiplier(int32_t m, int sh, int32_t count, int32_t* mc, int* shc) {
+    *mc = m;
+    *shc = sh;
+    if (count > 0) {
+      int extra = std::min({63 - __builtin_clzll(static_cast<uint64_t>(count)), 32, 31 + sh});
+      *mc = static_cast<int32_t>((static_cast<int64_t>(m) << extra) / count);
+      *shc = sh - extra;
+    }
+  }
   bool Axes(const KernelContextBase* ctx, const Tensor* t, size_t rank, std::vector<char>* reduce) const {
     std::vector<int64_t> axes;
     if (!ReadInts(t, &axes)) return Fail(ctx, "axis must be a constant"), false;
@@ -2682,14 +2957,9 @@ class TflMean : public EagerExecuteOp, public ShapeInferOp {
     tfl::QuantizeMultiplier(static_cast<double>(qi.scale) / static_cast<double>(qo.scale), &m, &sh);
     int64_t n = xs.GetDim(0), h = xs.GetDim(1), w = xs.GetDim(2), c = xs.GetDim(3);
     const int32_t count = static_cast<int32_t>(h * w);
-    // The division by the count folded into the multiplier, with as many extra bits as it allows.
-    int32_t mc = m;
-    int shc = sh;
-    if (count > 0) {
-      int extra = std::min({63 - __builtin_clzll(static_cast<uint64_t>(count)), 32, 31 + sh});
-      mc = static_cast<int32_t>((static_cast<int64_t>(m) << extra) / count);
-      shc = sh - extra;
-    }
+    int32_t mc;
+    int shc;
+    MeanMultiplier(m, sh, count, &mc, &shc);
     const int8_t* px = x->GetData<int8_t>();
     int8_t* py = y->GetData<int8_t>();
     for (int64_t b = 0; b < n; ++b)

@@ -347,3 +347,203 @@ static void weft_softmax_q(int32_t rows, int32_t depth, int in_type, int out_typ
     }
   }
 }
+
+/* @helper weft_broadcast */
+/* Where output element o reads its two inputs: dims of the output (rank at most 8) and each
+ * input's strides along them (0 where it broadcasts). */
+typedef struct weft_bcast {
+  int32_t rank;
+  int64_t dims[8], sa[8], sb[8];
+} weft_bcast;
+
+static void weft_bcast_index(const weft_bcast* g, int64_t o, int64_t* i, int64_t* j) {
+  int64_t ii = 0, jj = 0;
+  int32_t d;
+  for (d = g->rank - 1; d >= 0; --d) {
+    const int64_t c = o % g->dims[d];
+    o /= g->dims[d];
+    ii += c * g->sa[d];
+    jj += c * g->sb[d];
+  }
+  *i = ii;
+  *j = jj;
+}
+
+/* @helper weft_binary_f32 needs: weft_broadcast */
+/* op 0 add, 1 sub, 2 mul; g NULL when both inputs have the output's shape. */
+static void weft_binary_f32(int op, int64_t n, const weft_bcast* g, const float* a, const float* b, float lo, float hi, float* y) {
+  int64_t o, i = 0, j = 0;
+  for (o = 0; o < n; ++o) {
+    float v;
+    if (g) weft_bcast_index(g, o, &i, &j);
+    else i = j = o;
+    v = op == 0 ? a[i] + b[j] : op == 1 ? a[i] - b[j] : a[i] * b[j];
+    v = v < lo ? lo : v;
+    y[o] = v > hi ? hi : v;
+  }
+}
+
+/* @helper weft_qio */
+/* Loads and stores of 8- and 16-bit quantized elements: type 8 int8, 9 uint8, 16 int16. */
+static WEFT_AOT_UNUSED int32_t weft_qload(int type, const void* p, int64_t i) {
+  return type == 8 ? ((const int8_t*)p)[i] : type == 9 ? ((const uint8_t*)p)[i] : ((const int16_t*)p)[i];
+}
+
+static WEFT_AOT_UNUSED void weft_qstore(int type, void* p, int64_t i, int32_t v) {
+  if (type == 8) ((int8_t*)p)[i] = (int8_t)v;
+  else if (type == 9) ((uint8_t*)p)[i] = (uint8_t)v;
+  else ((int16_t*)p)[i] = (int16_t)v;
+}
+
+/* @helper weft_add_q needs: weft_fixed_point weft_broadcast weft_qio */
+/* Quantized add (sign 1) or sub (sign -1): both inputs shifted left by `left`, rescaled by
+ * multipliers below one, combined, rescaled to the output. */
+static void weft_add_q(int type, int32_t sign, int64_t n, const weft_bcast* g, const void* a, const void* b, int32_t a_zp, int32_t b_zp,
+                       int left, int32_t m1, int s1, int32_t m2, int s2, int32_t mo, int so, int32_t out_zp, int32_t lo, int32_t hi,
+                       void* y) {
+  int64_t o, i = 0, j = 0;
+  for (o = 0; o < n; ++o) {
+    int32_t x1, x2, v1, v2, v;
+    if (g) weft_bcast_index(g, o, &i, &j);
+    else i = j = o;
+    x1 = (weft_qload(type, a, i) - a_zp) * (1 << left);
+    x2 = (weft_qload(type, b, j) - b_zp) * (1 << left);
+    v1 = weft_rdpot(weft_srdhm(x1, m1), -s1);
+    v2 = weft_rdpot(weft_srdhm(x2, m2), -s2);
+    v = weft_rdpot(weft_srdhm(sign > 0 ? v1 + v2 : v1 - v2, mo), -so) + out_zp;
+    weft_qstore(type, y, o, weft_clamp32(v, lo, hi));
+  }
+}
+
+/* @helper weft_mul_q needs: weft_fixed_point weft_broadcast weft_qio */
+static void weft_mul_q(int type, int64_t n, const weft_bcast* g, const void* a, const void* b, int32_t a_zp, int32_t b_zp, int32_t m, int s,
+                       int32_t out_zp, int32_t lo, int32_t hi, void* y) {
+  int64_t o, i = 0, j = 0;
+  for (o = 0; o < n; ++o) {
+    int32_t prod;
+    if (g) weft_bcast_index(g, o, &i, &j);
+    else i = j = o;
+    prod = (weft_qload(type, a, i) - a_zp) * (weft_qload(type, b, j) - b_zp);
+    weft_qstore(type, y, o, weft_clamp32(weft_mbqm(prod, m, s) + out_zp, lo, hi));
+  }
+}
+
+/* @helper weft_strided_copy */
+/* Output element o (rank at most 8, dims `dims`) is input element base + sum(c_d * src_stride[d]),
+ * c the coordinates of o: transposes, slices with any strides. */
+static void weft_strided_copy(int32_t elem, int32_t rank, const int64_t* dims, const int64_t* src_stride, int64_t base, int64_t n,
+                              const void* x, void* y) {
+  int64_t o;
+  for (o = 0; o < n; ++o) {
+    int64_t rest = o, src = base;
+    int32_t d;
+    for (d = rank - 1; d >= 0; --d) {
+      src += (rest % dims[d]) * src_stride[d];
+      rest /= dims[d];
+    }
+    if (elem == 1) ((uint8_t*)y)[o] = ((const uint8_t*)x)[src];
+    else if (elem == 2) ((uint16_t*)y)[o] = ((const uint16_t*)x)[src];
+    else if (elem == 4) ((uint32_t*)y)[o] = ((const uint32_t*)x)[src];
+    else ((uint64_t*)y)[o] = ((const uint64_t*)x)[src];
+  }
+}
+
+/* @helper weft_pad */
+/* Every output element set to `value` (elem bytes), then input element i stored at output element
+ * base + sum(c_d * out_stride[d]), c the coordinates of i in the input (dims `dims`). */
+static void weft_pad(int32_t elem, int32_t rank, const int64_t* dims, const int64_t* out_stride, int64_t base, int64_t n_in, int64_t n_out,
+                     const void* value, const void* x, void* y) {
+  int64_t i;
+  for (i = 0; i < n_out; ++i) memcpy((uint8_t*)y + i * elem, value, (size_t)elem);
+  for (i = 0; i < n_in; ++i) {
+    int64_t rest = i, dst = base;
+    int32_t d;
+    for (d = rank - 1; d >= 0; --d) {
+      dst += (rest % dims[d]) * out_stride[d];
+      rest /= dims[d];
+    }
+    memcpy((uint8_t*)y + dst * elem, (const uint8_t*)x + i * elem, (size_t)elem);
+  }
+}
+
+/* @helper weft_leaky_relu_q needs: weft_fixed_point weft_qio */
+/* Quantized leaky ReLU: non-negative inputs rescaled by (mi, si), negative ones by (ma, sa). */
+static void weft_leaky_relu_q(int type, int64_t n, int32_t in_zp, int32_t out_zp, int32_t mi, int si, int32_t ma, int sa, const void* x, void* y) {
+  const int32_t lo = type == 8 ? -128 : type == 9 ? 0 : -32768, hi = type == 8 ? 127 : type == 9 ? 255 : 32767;
+  int64_t i;
+  for (i = 0; i < n; ++i) {
+    const int32_t v = weft_qload(type, x, i) - in_zp;
+    weft_qstore(type, y, i, weft_clamp32(out_zp + (v >= 0 ? weft_mbqm(v, mi, si) : weft_mbqm(v, ma, sa)), lo, hi));
+  }
+}
+
+/* @helper weft_leaky_relu_f32 */
+static void weft_leaky_relu_f32(int64_t n, float alpha, const float* x, float* y) {
+  int64_t i;
+  for (i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : x[i] * alpha;
+}
+
+/* @helper weft_mean_f32 */
+/* Float mean: input element i adds into output out_index(i) (dims and the output's strides along
+ * the input's axes, 0 on reduced axes), in input order; then each sum divided by `count`. */
+static void weft_mean_f32(int32_t rank, const int64_t* dims, const int64_t* out_stride, int64_t total, int64_t outs, float count,
+                          const float* x, float* y) {
+  int64_t i, o;
+  for (o = 0; o < outs; ++o) y[o] = 0.f;
+  for (i = 0; i < total; ++i) {
+    int64_t rest = i, at = 0;
+    int32_t d;
+    for (d = rank - 1; d >= 0; --d) {
+      at += (rest % dims[d]) * out_stride[d];
+      rest /= dims[d];
+    }
+    y[at] += x[i];
+  }
+  for (o = 0; o < outs; ++o) y[o] = y[o] / count;
+}
+
+/* @helper weft_mean_s8 needs: weft_fixed_point */
+/* int8 NHWC mean over H and W (keep_dims), the division folded into the multiplier. */
+static void weft_mean_s8(int32_t n, int32_t hw, int32_t c, int32_t in_zp, int32_t m, int s, int32_t out_zp, const int8_t* x, int8_t* y) {
+  int32_t b, d, i;
+  for (b = 0; b < n; ++b)
+    for (d = 0; d < c; ++d) {
+      int32_t acc = 0;
+      for (i = 0; i < hw; ++i) acc += x[((int64_t)b * hw + i) * c + d] - in_zp;
+      acc = hw == 0 ? 0 : weft_mbqm(acc, m, s);
+      y[(int64_t)b * c + d] = (int8_t)weft_clamp32(acc + out_zp, -128, 127);
+    }
+}
+
+/* @helper weft_quantize needs: weft_fixed_point weft_qio */
+/* Float to 8/16/32-bit (out_type 8, 9, 16, 32). */
+static WEFT_AOT_UNUSED void weft_quantize_f32(int out_type, int64_t n, float scale, int32_t zp, const float* x, void* y) {
+  int64_t i;
+  for (i = 0; i < n; ++i) {
+    const float r = roundf(x[i] / scale);
+    const int32_t q = r >= 2147483520.f ? INT32_MAX : r <= -2147483648.f ? INT32_MIN : (int32_t)r;
+    int64_t v = (int64_t)q + zp;
+    v = v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : v;
+    if (out_type == 32) ((int32_t*)y)[i] = (int32_t)v;
+    else weft_qstore(out_type, y, i, weft_clamp32((int32_t)v, out_type == 8 ? -128 : out_type == 9 ? 0 : -32768, out_type == 8 ? 127 : out_type == 9 ? 255 : 32767));
+  }
+}
+
+/* Requantization between integer types (in_type 8, 9, 16 or 32). */
+static WEFT_AOT_UNUSED void weft_requantize(int in_type, int out_type, int64_t n, int32_t in_zp, int32_t m, int s, int32_t out_zp, const void* x, void* y) {
+  int64_t i;
+  for (i = 0; i < n; ++i) {
+    const int32_t v = in_type == 32 ? ((const int32_t*)x)[i] : weft_qload(in_type, x, i);
+    const int32_t d = (int32_t)((uint32_t)v - (uint32_t)in_zp);
+    int64_t o = (int64_t)weft_mbqm(d, m, s) + out_zp;
+    o = o < INT32_MIN ? INT32_MIN : o > INT32_MAX ? INT32_MAX : o;
+    if (out_type == 32) ((int32_t*)y)[i] = (int32_t)o;
+    else weft_qstore(out_type, y, i, weft_clamp32((int32_t)o, out_type == 8 ? -128 : out_type == 9 ? 0 : -32768, out_type == 8 ? 127 : out_type == 9 ? 255 : 32767));
+  }
+}
+
+/* @helper weft_dequantize needs: weft_qio */
+static void weft_dequantize(int in_type, int64_t n, float scale, int32_t zp, const void* x, float* y) {
+  int64_t i;
+  for (i = 0; i < n; ++i) y[i] = scale * (float)(weft_qload(in_type, x, i) - zp);
+}
