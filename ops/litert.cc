@@ -1027,8 +1027,57 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
 };
 
 // TransposeConv: inputs output_shape (int32 [4]), weights [OC, KH, KW, IC], input NHWC, bias.
-class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp {
+class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* w = ctx->GetInputTensor(1);
+    const Tensor* x = ctx->GetInputTensor(2);
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    const Shape& ys = ctx->GetOutputTensor(0)->GetShape();
+    bool same;
+    int64_t sh, sw, dh, dw;
+    if (!ConvAttrs(ctx, &same, &sh, &sw, &dh, &dw)) return GRAPH_FAILED;
+    Activation act = Activation::kNone;
+    if (HasAttr(ctx, "fused_activation_function") && !ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    const Shape& ws = w->GetShape();
+    const Shape& xs = x->GetShape();
+    const int64_t oh = ys.GetDim(1), ow = ys.GetDim(2), kh = ws.GetDim(1), kw = ws.GetDim(2), oc = ws.GetDim(0);
+    const int64_t ph = tfl::ConvPadding(sh, 1, oh, kh, tfl::ConvOutSize(same, oh, kh, sh, 1));
+    const int64_t pw = tfl::ConvPadding(sw, 1, ow, kw, tfl::ConvOutSize(same, ow, kw, sw, 1));
+    std::string geom = "static const weft_tconv g = {";
+    for (int64_t v : {xs.GetDim(0), xs.GetDim(1), xs.GetDim(2), xs.GetDim(3), oh, ow, oc, kh, kw, sh, sw, ph, pw}) {
+      if (v > INT32_MAX / 4) return Fail(ctx, "a dimension is too large for the generated C (32-bit indices)");
+      geom += std::to_string(v) + ", ";
+    }
+    geom.resize(geom.size() - 2);
+    geom += "};\n";
+    const DataType xt = x->GetDataType();
+    if (xt == DT_FLOAT) {
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      aot::EmitHelper(ctx, kTflKernels, "weft_transpose_conv_f32");
+      ctx->Run(geom + "weft_transpose_conv_f32(&g, " + ctx->Input(2, "float") + ", " + ctx->Input(1, "float") + ", " +
+               (b ? ctx->Input(3, "float") : std::string("0")) + ", " + aot::FloatLit(lo) + ", " + aot::FloatLit(hi) + ", " +
+               ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    if (w->GetDataType() != DT_INT8 || (xt != DT_INT8 && xt != DT_INT16))
+      return Fail(ctx, "the generated C takes int8 or int16 input with int8 weights");
+    ChannelScales cs;
+    if (!ConvMultipliers(ctx, oc, 2, 1, &cs)) return GRAPH_FAILED;
+    int32_t lo, hi;
+    if (xt == DT_INT8) QuantClamp<int8_t>(ctx, act, &lo, &hi);
+    else QuantClamp<int16_t>(ctx, act, &lo, &hi);
+    const bool b32 = b && b->GetDataType() == DT_INT32, b64 = b && b->GetDataType() == DT_INT64;
+    aot::EmitHelper(ctx, kTflKernels, "weft_transpose_conv_q");
+    std::string mult = ctx->Const("mult", DT_INT32, cs.mult), shift = ctx->Const("shift", DT_INT32, cs.shift);
+    std::string acc = ctx->Scratch(static_cast<size_t>(ys.GetShapeSize()) * sizeof(int64_t));
+    ctx->Run(geom + "weft_transpose_conv_q(&g, " + (xt == DT_INT8 ? "8, " : "16, ") + ctx->Input(2, "void") + ", " + ctx->Input(1, "int8_t") +
+             ", " + (b32 ? ctx->Input(3, "int32_t") : std::string("0")) + ", " + (b64 ? ctx->Input(3, "int64_t") : std::string("0")) + ", " +
+             mult + ", " + shift + ", " + aot::IntLit(-InputQuant(ctx, 2).zp) + ", " + aot::IntLit(OutputQuant(ctx).zp) + ", " +
+             aot::IntLit(lo) + ", " + aot::IntLit(hi) + ", (int64_t*)(void*)" + acc + ", " + ctx->Output(0, "void") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   // The largest output H and W an input of `x` can come from: a convolution over H rows with
   // this stride and kernel gives x rows only when H < (x + 1) * stride + kernel.
   static Shape Bound(const Shape& w, const Shape& x, int64_t sh, int64_t sw) {

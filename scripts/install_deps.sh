@@ -17,6 +17,8 @@ PKGS=(
   libdnnl-dev opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev libonnx-testdata
+  # generated C modules (weft aot) are run under valgrind by the tests
+  valgrind
   # the LiteRT (.tflite) importer: flatbuffers runtime headers and the schema compiler
   libflatbuffers-dev flatbuffers-compiler
   # the Python environment's interpreter

@@ -323,9 +323,34 @@ int CompileCmd(const CompileArgs& a) {
   return 0;
 }
 
+// The graph with input `name` replaced by the constant `value` (its consumers see a constant, so
+// shapes that depend on its value become known).
+Expected<Graph> FreezeInput(const Graph& g, const std::string& name, HostTensor value) {
+  Graph out(g.name());
+  bool found = false;
+  for (const ValueInfo& in : g.inputs()) {
+    if (in.name != name) {
+      out.AddInput(in.name, in.dtype, in.shape);
+      continue;
+    }
+    found = true;
+    bool fits = value.dtype() == in.dtype && value.shape().GetDimNum() == in.shape.GetDimNum();
+    for (size_t d = 0; fits && d < in.shape.GetDimNum(); ++d) fits = in.shape.GetDim(d) < 0 || in.shape.GetDim(d) == value.shape().GetDim(d);
+    if (!fits)
+      return InvalidArgument("--freeze '" + name + "': the value is " + DataTypeName(value.dtype()) + value.shape().ToString() +
+                             "; the input is " + DataTypeName(in.dtype) + in.shape.ToString());
+  }
+  if (!found) return InvalidArgument("--freeze '" + name + "': the model has no input of that name");
+  for (auto& [n, t] : g.constants()) out.AddConstant(n, t);
+  out.AddConstant(name, std::move(value));
+  for (const Node& n : g.nodes()) out.AddNode(n);
+  for (const std::string& o : g.outputs()) out.AddOutput(o);
+  return out;
+}
+
 struct AotArgs {
   std::string graph, output, prefix;
-  std::vector<std::string> shapes, packages, test_inputs;
+  std::vector<std::string> shapes, packages, test_inputs, test_outputs, freeze;
   bool allow_override = false, test = false, external_arena = false, json = false;
   std::string const_section;
   uint64_t seed = 1;
@@ -344,7 +369,7 @@ int AotCmd(const AotArgs& a) {
   if (!session.ok()) return Fail(session.status().message());
   Expected<std::shared_ptr<CompiledModel>> model = Status(Status::Code::kInternal, "no model");
   if (IsModelFile(a.graph)) {
-    if (!shapes.empty()) return Fail("--shape applies to a graph, not to a compiled model file, whose shapes are fixed");
+    if (!shapes.empty() || !a.freeze.empty()) return Fail("--shape and --freeze apply to a graph, not to a compiled model file, whose shapes are fixed");
     model = session.value()->LoadModel(a.graph);
   } else {
     auto graph = LoadGraph(a.graph, shapes);
@@ -364,6 +389,14 @@ int AotCmd(const AotArgs& a) {
       graph = LoadGraph(a.graph, fixed);
       if (!graph.ok()) return Fail(graph.status().message());
     }
+    for (const std::string& spec : a.freeze) {
+      size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0) return Fail("--freeze '" + spec + "' must be NAME=FILE.npy");
+      auto t = ReadNpy(spec.substr(eq + 1));
+      if (!t.ok()) return Fail("--freeze '" + spec.substr(0, eq) + "': " + t.status().message());
+      graph = FreezeInput(graph.value(), spec.substr(0, eq), std::move(t).value());
+      if (!graph.ok()) return Fail(graph.status().message());
+    }
     model = session.value()->Compile(graph.value());
   }
   if (!model.ok()) return Fail(model.status().message());
@@ -378,7 +411,7 @@ int AotCmd(const AotArgs& a) {
   ao.output_dir = a.output;
   ao.const_section = a.const_section;
   ao.external_arena = a.external_arena;
-  ao.test = a.test || !a.test_inputs.empty();
+  ao.test = a.test || !a.test_inputs.empty() || !a.test_outputs.empty();
   ao.seed = a.seed;
   ao.atol = a.atol;
   ao.rtol = a.rtol;
@@ -388,6 +421,13 @@ int AotCmd(const AotArgs& a) {
     auto t = ReadNpy(spec.substr(eq + 1));
     if (!t.ok()) return Fail("--test-input '" + spec.substr(0, eq) + "': " + t.status().message());
     ao.test_inputs[spec.substr(0, eq)] = std::move(t).value();
+  }
+  for (const std::string& spec : a.test_outputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) return Fail("--test-output '" + spec + "' must be NAME=FILE.npy");
+    auto t = ReadNpy(spec.substr(eq + 1));
+    if (!t.ok()) return Fail("--test-output '" + spec.substr(0, eq) + "': " + t.status().message());
+    ao.test_outputs[spec.substr(0, eq)] = std::move(t).value();
   }
   auto r = GenerateC(*model.value(), ao);
   if (!r.ok()) return Fail(r.status().message());
@@ -579,8 +619,13 @@ int main(int argc, char** argv) {
   Repeatable(aot->add_option("-s,--shape", aa.shapes, "NAME=D0,D1,... concrete shape for an input (default: unknown dims become 1)"));
   Repeatable(aot->add_option("-p,--package", aa.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)"));
   aot->add_flag("--allow-override", aa.allow_override, kAllowOverrideHelp);
+  Repeatable(aot->add_option("--freeze", aa.freeze,
+                             "NAME=FILE.npy: make an input a constant with this value (e.g. an output_shape input), so that the "
+                             "shapes it decides are known"));
   aot->add_flag("--test", aa.test, "Also write test/: golden inputs and Weft's outputs, <prefix>_test_case_init/_run and a test program");
   Repeatable(aot->add_option("--test-input", aa.test_inputs, "NAME=FILE.npy: a test input (others are random; implies --test)"));
+  Repeatable(aot->add_option("--test-output", aa.test_outputs,
+                             "NAME=FILE.npy: the expected output (e.g. from another runtime; others are Weft's; implies --test)"));
   aot->add_option("--seed", aa.seed, "Seed of the random test inputs")->capture_default_str();
   aot->add_option("--atol", aa.atol, "Test tolerance for float outputs: absolute part")->capture_default_str();
   aot->add_option("--rtol", aa.rtol, "Test tolerance for float outputs: relative part")->capture_default_str();

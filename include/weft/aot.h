@@ -35,6 +35,8 @@ struct AotOptions {
   // Test inputs by input name; an input not given gets seeded random values (`seed`). The golden
   // outputs are Weft's runtime's on these inputs.
   std::map<std::string, HostTensor> test_inputs;
+  // Expected outputs by output name (e.g. another runtime's); an output not given takes Weft's.
+  std::map<std::string, HostTensor> test_outputs;
   uint64_t seed = 1;
   // Float outputs match when |c - golden| <= atol + rtol * |golden|; integer outputs exactly.
   double atol = 1e-5, rtol = 1e-4;

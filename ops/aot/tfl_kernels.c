@@ -547,3 +547,82 @@ static void weft_dequantize(int in_type, int64_t n, float scale, int32_t zp, con
   int64_t i;
   for (i = 0; i < n; ++i) y[i] = scale * (float)(weft_qload(in_type, x, i) - zp);
 }
+
+/* @helper weft_transpose_conv */
+/* A transposed convolution's geometry: input [n, ih, iw, ic], weights [oc, kh, kw, ic], output
+ * [n, oh, ow, oc]; each input pixel scattered through the filter (TFLite's reference order). */
+typedef struct weft_tconv {
+  int32_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, ph, pw;
+} weft_tconv;
+
+/* @helper weft_transpose_conv_f32 needs: weft_transpose_conv */
+static void weft_transpose_conv_f32(const weft_tconv* g, const float* x, const float* w, const float* bias, float lo, float hi, float* y) {
+  const int64_t total = (int64_t)g->n * g->oh * g->ow * g->oc;
+  int32_t b, iy, ix, ky, kx, o, c;
+  int64_t i;
+  for (i = 0; i < total; ++i) y[i] = 0.f;
+  for (b = 0; b < g->n; ++b)
+    for (iy = 0; iy < g->ih; ++iy)
+      for (ix = 0; ix < g->iw; ++ix)
+        for (ky = 0; ky < g->kh; ++ky) {
+          const int32_t oy = iy * g->sh - g->ph + ky;
+          if (oy < 0 || oy >= g->oh) continue;
+          for (kx = 0; kx < g->kw; ++kx) {
+            const int32_t ox = ix * g->sw - g->pw + kx;
+            float* out;
+            const float* in;
+            if (ox < 0 || ox >= g->ow) continue;
+            out = y + ((int64_t)(b * g->oh + oy) * g->ow + ox) * g->oc;
+            in = x + ((int64_t)(b * g->ih + iy) * g->iw + ix) * g->ic;
+            for (o = 0; o < g->oc; ++o) {
+              float s = out[o];
+              for (c = 0; c < g->ic; ++c) s += in[c] * w[(((int64_t)o * g->kh + ky) * g->kw + kx) * g->ic + c];
+              out[o] = s;
+            }
+          }
+        }
+  for (i = 0; i < total; ++i) {
+    float v = y[i] + (bias ? bias[i % g->oc] : 0.f);
+    v = v < lo ? lo : v;
+    y[i] = v > hi ? hi : v;
+  }
+}
+
+/* @helper weft_transpose_conv_q needs: weft_fixed_point weft_transpose_conv weft_qio */
+/* 8-bit (type 8) or 16-bit (type 16) input, int8 weights; acc: total int64 sums of scratch. */
+static void weft_transpose_conv_q(const weft_tconv* g, int type, const void* x, const int8_t* w, const int32_t* b32, const int64_t* b64,
+                                  const int32_t* mult, const int32_t* shift, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi,
+                                  int64_t* acc, void* y) {
+  const int64_t total = (int64_t)g->n * g->oh * g->ow * g->oc;
+  int32_t b, iy, ix, ky, kx, o, c;
+  int64_t i;
+  for (i = 0; i < total; ++i) acc[i] = 0;
+  for (b = 0; b < g->n; ++b)
+    for (iy = 0; iy < g->ih; ++iy)
+      for (ix = 0; ix < g->iw; ++ix)
+        for (ky = 0; ky < g->kh; ++ky) {
+          const int32_t oy = iy * g->sh - g->ph + ky;
+          if (oy < 0 || oy >= g->oh) continue;
+          for (kx = 0; kx < g->kw; ++kx) {
+            const int32_t ox = ix * g->sw - g->pw + kx;
+            int64_t* out;
+            int64_t in;
+            if (ox < 0 || ox >= g->ow) continue;
+            out = acc + ((int64_t)(b * g->oh + oy) * g->ow + ox) * g->oc;
+            in = ((int64_t)(b * g->ih + iy) * g->iw + ix) * g->ic;
+            for (o = 0; o < g->oc; ++o) {
+              int64_t s = out[o];
+              for (c = 0; c < g->ic; ++c)
+                s += (int64_t)(weft_qload(type, x, in + c) + in_off) * w[(((int64_t)o * g->kh + ky) * g->kw + kx) * g->ic + c];
+              out[o] = s;
+            }
+          }
+        }
+  for (i = 0; i < total; ++i) {
+    const int32_t ch = (int32_t)(i % g->oc);
+    int32_t v;
+    if (type == 16 && !b32) v = weft_mbqm64(acc[i] + (b64 ? b64[ch] : 0), mult[ch], shift[ch]);
+    else v = weft_mbqm((int32_t)acc[i] + (b32 ? b32[ch] : 0), mult[ch], shift[ch]);
+    weft_qstore(type, y, i, weft_clamp32(v + out_off, lo, hi));
+  }
+}

@@ -646,6 +646,24 @@ Status Generator::WriteTest(AotReport* r) {
   }
   auto outs = m_.Run(inputs);
   if (!outs.ok()) return Status(outs.status().code(), "running the model for the golden outputs: " + outs.status().message());
+  std::set<std::string> out_names;
+  for (size_t k = 0; k < m_.outputs().size(); ++k) {
+    const ValueInfo& info = m_.outputs()[k];
+    out_names.insert(info.name);
+    auto it = o_.test_outputs.find(info.name);
+    if (it == o_.test_outputs.end()) continue;
+    const HostTensor& mine = outs.value()[k];
+    // The same shape, or the values in row-major order as one flat list (golden files often are).
+    const bool flat = it->second.shape().GetDimNum() == 1 && it->second.numel() == mine.numel();
+    if (it->second.dtype() != mine.dtype() || !(it->second.shape() == mine.shape() || flat))
+      return InvalidArgument("test output '" + info.name + "' is " + DataTypeName(it->second.dtype()) + it->second.shape().ToString() +
+                             "; the model gives " + DataTypeName(mine.dtype()) + mine.shape().ToString());
+    auto same = HostTensor::FromBytes(mine.dtype(), mine.shape(), it->second.data(), it->second.bytes());
+    if (!same.ok()) return same.status();
+    outs.value()[k] = std::move(same).value();
+  }
+  for (auto& [name, t] : o_.test_outputs)
+    if (!out_names.count(name)) return InvalidArgument("test output '" + name + "': the model has no output of that name");
   std::ostringstream h, c, mainf;
   h << "/* " << P << "'s test case: golden inputs and the outputs Weft's runtime gave for them. */\n#ifndef " << P << "_TEST_CASE_H_\n#define "
     << P << "_TEST_CASE_H_\n\n#include \"" << P << ".h\"\n\n"

@@ -1,0 +1,280 @@
+"""weft aot on every model of the test corpora: convert, build as strict C99, run, compare.
+
+    python tests/aot/check_aot.py [--build DIR] [--corpora DIR] [--work DIR] [--only NAME,...]
+                                  [--valgrind auto|on|off] [--markdown FILE]
+
+For each .tflite file under <corpora>/tflite-micro:
+  1. `weft aot MODEL --test` writes the module and a test case: random inputs (seeded) with
+     Weft's runtime's outputs as golden values, or, for the seanet models, the corpora's own inputs
+     and TFLM's golden outputs (their int32 shape inputs are frozen with --freeze);
+  2. the module and its test program build with `cc -std=c99 -Wall -Wextra -Werror -pedantic`;
+  3. the object files are checked: no allocation function referenced, no writable globals
+     (no .data or .bss symbols: everything mutable lives in the caller's context);
+  4. the test program runs (twice through the model) and must report no differing output value:
+     integers bit-exact, floats within the module's tolerance; under valgrind as well when it is
+     installed (models whose constants source is under 3 MB; larger ones natively only).
+Models listed in EXPECTED_FAILURES must fail to convert with the error given there (so the list
+stays honest). Also checked: two different modules and two instances of one in one program, and
+one module built through its own CMakeLists.txt. Prints a table (ops, arena, lower bound, code
+size without constants); exits 1 on any failure.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# model file -> a fragment of the error `weft aot` must give.
+EXPECTED_FAILURES = {
+    "audio_preprocessor_float.tflite": "not registered",  # TFLM's signal library custom ops
+    "audio_preprocessor_int8.tflite": "not registered",
+    "person_detect_vela.tflite": "ETHOS_U",  # an Arm Ethos-U NPU command stream
+    "keyword_scrambled.tflite": "cannot emit C",  # SVDF: no emitter yet
+    "keyword_scrambled_8bit.tflite": "cannot emit C",
+    "trained_lstm.tflite": "cannot emit C",  # sequence LSTM: no emitter yet
+    "trained_lstm_int8.tflite": "cannot emit C",
+}
+CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1"]
+ALLOC = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "memalign", "valloc", "sbrk", "mmap"}
+CSV_TYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "float32": np.float32}
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def read_csv(path, dtype):
+    with open(path) as f:
+        text = f.read().strip()
+    return np.array([int(v) if dtype != np.float32 else float(v) for v in text.replace("\n", ",").split(",") if v.strip()], dtype=dtype)
+
+
+def seanet_args(model, work, graph_inputs, graph_outputs):
+    """--freeze / --test-input / --test-output for a seanet model from its CSV files."""
+    stem = os.path.splitext(model)[0]
+    args = []
+    for k, (name, dtype, shape) in enumerate(graph_inputs):
+        files = glob.glob(f"{stem}_input{k}_*.csv")
+        if len(files) != 1:
+            raise RuntimeError(f"expected one input{k} CSV for {model}")
+        dt = CSV_TYPES[files[0].rsplit("_", 1)[1][:-4]]
+        value = read_csv(files[0], dt).reshape(shape)
+        shape_input = dt == np.int32 and len(shape) == 1 and shape[0] <= 8  # e.g. an output_shape: frozen
+        path = os.path.join(work, f"in{k}.npy")
+        np.save(path, value)
+        args += ["--freeze" if shape_input else "--test-input", f"{name}={path}"]
+    golden = glob.glob(f"{stem}_golden_*.csv")
+    if len(golden) != 1 or len(graph_outputs) != 1:
+        raise RuntimeError(f"expected one golden CSV and one output for {model}")
+    name, _, shape = graph_outputs[0]
+    dt = CSV_TYPES[golden[0].rsplit("_", 1)[1][:-4]]
+    path = os.path.join(work, "golden.npy")
+    np.save(path, read_csv(golden[0], dt).reshape(shape))
+    return args + ["--test-output", f"{name}={path}"]
+
+
+def model_io(weft_cli, model):
+    """[(name, dtype, shape)] of the inputs and outputs, from `weft inspect`."""
+    out = run([weft_cli, "inspect", model])
+    ins, outs = [], []
+    for line in out.stdout.splitlines():
+        m = re.match(r"(input|output)\s+(.*?): (\w+)\[([-0-9,]*)\]$", line)
+        if m:
+            shape = [int(d) for d in m.group(4).split(",") if d]
+            (ins if m.group(1) == "input" else outs).append((m.group(2), m.group(3), shape))
+        else:
+            m = re.match(r"output\s+(.*)$", line)
+            if m:
+                outs.append((m.group(1), None, None))
+    return ins, outs
+
+
+def object_checks(objects, objdump):
+    """Problems with the module's objects: allocation functions called, writable data (objects in
+    .data or .bss; .data.rel.ro is read-only after relocation)."""
+    problems = []
+    for obj in objects:
+        out = run([objdump, "-t", obj]).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) < 4:
+                continue
+            name, section = parts[-1], next((p for p in parts if p.startswith(".") or p == "*UND*" or p == "*COM*"), "")
+            if section == "*UND*" and name in ALLOC:
+                problems.append(f"{os.path.basename(obj)} calls {name}")
+            writable = section in (".data", ".bss", "*COM*") or (section.startswith((".data.", ".bss.")) and not section.startswith(".data.rel.ro"))
+            if writable and " O " in f" {line} ":
+                problems.append(f"{os.path.basename(obj)} has writable data '{name}' in {section}")
+    return problems
+
+
+def code_size(obj, size_tool):
+    """text + rodata of an object (Berkeley `size` counts rodata in text)."""
+    out = run([size_tool, obj]).stdout.splitlines()
+    return int(out[1].split()[0]) if len(out) > 1 else -1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--corpora", default=os.path.join(ROOT, "..", "shared", "corpora"))
+    ap.add_argument("--work", default="", help="keep the generated modules here (default: a temporary directory)")
+    ap.add_argument("--only", default="", help="comma-separated model file names")
+    ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
+    ap.add_argument("--valgrind", default="auto", choices=["auto", "on", "off"])
+    ap.add_argument("--markdown", default="", help="also write the table here")
+    a = ap.parse_args()
+    weft_cli = os.path.join(a.build, "bin", "weft")
+    base = os.path.join(a.corpora, "tflite-micro")
+    if not os.path.isdir(base):
+        sys.exit(f"no tflite-micro corpus under {a.corpora} (--corpora)")
+    valgrind = shutil.which("valgrind") if a.valgrind != "off" else None
+    if a.valgrind == "on" and not valgrind:
+        sys.exit("--valgrind on: valgrind is not installed")
+    objdump, size_tool = shutil.which("objdump"), shutil.which("size")
+    work = a.work or tempfile.mkdtemp(prefix="weft-aot-")
+    os.makedirs(work, exist_ok=True)
+    only = set(x for x in a.only.split(",") if x)
+    models = sorted(glob.glob(os.path.join(base, "**", "*.tflite"), recursive=True))
+    failures, rows, converted = [], [], {}
+    for model in models:
+        fname = os.path.basename(model)
+        if only and fname not in only:
+            continue
+        stem = os.path.splitext(fname)[0]
+        prefix = re.sub(r"[^a-z0-9_]", "_", stem.lower())
+        if not prefix[0].isalpha():
+            prefix = "m_" + prefix
+        prefix = prefix[:32]
+        out_dir = os.path.join(work, prefix)
+        shutil.rmtree(out_dir, ignore_errors=True)
+        os.makedirs(out_dir)
+        extra = []
+        seanet = "/seanet/" in model
+        try:
+            if seanet:
+                ins, outs = model_io(weft_cli, model)
+                extra = seanet_args(model, out_dir, ins, outs)
+        except Exception as e:  # noqa: BLE001 - reported as this model's failure
+            failures.append(f"{fname}: preparing the seanet data: {e}")
+            continue
+        gen = run([weft_cli, "aot", model, "-o", out_dir, "--prefix", prefix, "--test", "--json"] + extra)
+        if fname in EXPECTED_FAILURES:
+            want = EXPECTED_FAILURES[fname]
+            if gen.returncode == 0:
+                failures.append(f"{fname}: converts now; remove it from EXPECTED_FAILURES")
+            elif want not in gen.stderr:
+                failures.append(f"{fname}: failed with an unexpected error: {gen.stderr.strip()[:300]}")
+            else:
+                rows.append((fname, "-", "-", "-", "-", "expected failure: " + gen.stderr.strip().split("error: ")[-1][:90]))
+            continue
+        if gen.returncode != 0:
+            failures.append(f"{fname}: weft aot failed: {gen.stderr.strip()[:400]}")
+            continue
+        report = json.loads(gen.stdout)
+        inc = ["-I", os.path.join(out_dir, "includes-api"), "-I", os.path.join(out_dir, "src"), "-I", os.path.join(out_dir, "test")]
+        objects, ok = [], True
+        for src in [f"src/{prefix}.c", f"src/{prefix}_constants.c", f"test/{prefix}_test_case.c", f"test/{prefix}_test_main.c"]:
+            obj = os.path.join(out_dir, os.path.basename(src)[:-2] + ".o")
+            cc = run([a.cc] + CFLAGS + inc + ["-c", os.path.join(out_dir, src), "-o", obj])
+            if cc.returncode != 0:
+                failures.append(f"{fname}: {src} does not build: {cc.stderr.strip()[:600]}")
+                ok = False
+                break
+            objects.append(obj)
+        if not ok:
+            continue
+        size_obj = os.path.join(out_dir, "size.o")  # code size as built for a device: -Os
+        run([a.cc, "-std=c99", "-Os"] + inc + ["-c", os.path.join(out_dir, f"src/{prefix}.c"), "-o", size_obj])
+        code = code_size(size_obj, size_tool) if size_tool else -1
+        if objdump:
+            for p in object_checks(objects[:2], objdump):
+                failures.append(f"{fname}: {p}")
+        exe = os.path.join(out_dir, "run_test")
+        link = run([a.cc] + objects + ["-o", exe, "-lm"])
+        if link.returncode != 0:
+            failures.append(f"{fname}: link failed: {link.stderr.strip()[:300]}")
+            continue
+        res = run([exe], timeout=600)
+        if res.returncode != 0:
+            failures.append(f"{fname}: the test program says: {(res.stdout + res.stderr).strip()[:400]}")
+            continue
+        status = res.stdout.strip().splitlines()[-1].split(": ", 2)[-1]
+        if valgrind and os.path.getsize(os.path.join(out_dir, f"src/{prefix}_constants.c")) < 3_000_000:
+            vg = run([valgrind, "--error-exitcode=9", "--quiet", exe], timeout=1800)
+            if vg.returncode != 0:
+                failures.append(f"{fname}: valgrind: {vg.stderr.strip()[:400]}")
+                continue
+            status += "; valgrind clean"
+        converted[prefix] = out_dir
+        rows.append((fname, report["ops"], report["arena_bytes"], report["lower_bound_bytes"], code, status))
+        print(f"{fname}: {report['ops']} ops, arena {report['arena_bytes']} (lower bound {report['lower_bound_bytes']}), "
+              f"code {code} bytes: {status}", flush=True)
+
+    # Two different modules and two instances of one, in one program.
+    pair = [p for p in ("hello_world_int8", "micro_speech_quantized") if p in converted]
+    if len(pair) == 2:
+        main_c = os.path.join(work, "two_models.c")
+        with open(main_c, "w") as f:
+            f.write('#include <stdio.h>\n#include "hello_world_int8_test_case.h"\n#include "micro_speech_quantized_test_case.h"\n'
+                    "static hello_world_int8_context a, b;\nstatic micro_speech_quantized_context c;\n"
+                    "int main(void) {\n  uint32_t bad = 0, n = 0, total = 0;\n"
+                    "  if (hello_world_int8_init(&a, 0, 0) || hello_world_int8_init(&b, 0, 0) || micro_speech_quantized_init(&c, 0, 0)) return 2;\n"
+                    "  hello_world_int8_test_case_init(&a);\n  micro_speech_quantized_test_case_init(&c);\n"
+                    "  hello_world_int8_test_case_init(&b);\n"
+                    "  if (hello_world_int8_test_case_run(&a, &bad, &n)) return 2;\n  total += bad;\n"
+                    "  if (micro_speech_quantized_test_case_run(&c, &bad, &n)) return 2;\n  total += bad;\n"
+                    "  if (hello_world_int8_test_case_run(&b, &bad, &n)) return 2;\n  total += bad;\n"
+                    '  printf("%u values differ\\n", (unsigned)total);\n  return total != 0;\n}\n')
+        srcs, incs = [main_c], []
+        for p in pair:
+            d = converted[p]
+            srcs += [f"{d}/src/{p}.c", f"{d}/src/{p}_constants.c", f"{d}/test/{p}_test_case.c"]
+            incs += ["-I", f"{d}/includes-api", "-I", f"{d}/src", "-I", f"{d}/test"]
+        exe = os.path.join(work, "two_models")
+        cc = run([a.cc] + CFLAGS + incs + srcs + ["-o", exe, "-lm"])
+        res = run([exe]) if cc.returncode == 0 else None
+        if cc.returncode != 0 or res.returncode != 0:
+            failures.append("two modules in one program: " + (cc.stderr if cc.returncode else res.stdout + res.stderr).strip()[:500])
+        else:
+            print("two modules and two instances of one in one program: " + res.stdout.strip())
+    # One module through its own CMakeLists.txt.
+    if "hello_world_int8" in converted and shutil.which("cmake"):
+        d = converted["hello_world_int8"]
+        b = os.path.join(d, "build")
+        steps = [["cmake", "-S", d, "-B", b, "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror -pedantic"],
+                 ["cmake", "--build", b], [os.path.join(b, "hello_world_int8_test")]]
+        for s in steps:
+            r = run(s)
+            if r.returncode != 0:
+                failures.append(f"hello_world_int8 through CMake: {' '.join(s[:2])}: {(r.stdout + r.stderr).strip()[-500:]}")
+                break
+        else:
+            print("hello_world_int8 through its CMakeLists.txt: built and passed")
+
+    table = ["| model | ops | arena (bytes) | lower bound | code, -Os (bytes) | result |", "|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        table.append("| " + " | ".join(str(x) for x in r) + " |")
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write("\n".join(table) + "\n")
+    ok_count = sum(1 for r in rows if r[1] != "-")
+    print(f"\n{ok_count} modules built and matched, {len(rows) - ok_count} expected failures, {len(failures)} failures")
+    for f in failures:
+        print("FAIL " + f)
+    if not a.work:
+        shutil.rmtree(work, ignore_errors=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
