@@ -1071,11 +1071,10 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp, public Emit
     const bool b32 = b && b->GetDataType() == DT_INT32, b64 = b && b->GetDataType() == DT_INT64;
     aot::EmitHelper(ctx, kTflKernels, "weft_transpose_conv_q");
     std::string mult = ctx->Const("mult", DT_INT32, cs.mult), shift = ctx->Const("shift", DT_INT32, cs.shift);
-    std::string acc = ctx->Scratch(static_cast<size_t>(ys.GetShapeSize()) * sizeof(int64_t));
     ctx->Run(geom + "weft_transpose_conv_q(&g, " + (xt == DT_INT8 ? "8, " : "16, ") + ctx->Input(2, "void") + ", " + ctx->Input(1, "int8_t") +
              ", " + (b32 ? ctx->Input(3, "int32_t") : std::string("0")) + ", " + (b64 ? ctx->Input(3, "int64_t") : std::string("0")) + ", " +
              mult + ", " + shift + ", " + aot::IntLit(-InputQuant(ctx, 2).zp) + ", " + aot::IntLit(OutputQuant(ctx).zp) + ", " +
-             aot::IntLit(lo) + ", " + aot::IntLit(hi) + ", (int64_t*)(void*)" + acc + ", " + ctx->Output(0, "void") + ");\n");
+             aot::IntLit(lo) + ", " + aot::IntLit(hi) + ", " + ctx->Output(0, "void") + ");\n");
     return GRAPH_SUCCESS;
   }
   // The largest output H and W an input of `x` can come from: a convolution over H rows with

@@ -339,13 +339,20 @@ class OpQueryContext : public KernelContextBase {
   const Tensor* GetOutputTensor(size_t i) const { return Output(i); }
 };
 
+// Thrown by an SDK call whose failure the engine has already explained (set_error): a callback
+// that lets it escape fails with the engine's message, not the exception's.
+class ErrorRecorded : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Emit (EmittableOp, for `weft aot`): the node's metadata as the compiled model has it — types,
 // static shapes, attributes, constant inputs with their data — plus the parts of the generated
 // C module the op writes to. Generated code reaches tensors through the expressions Input() and
 // Output() return; its init and run bodies see `ctx` (the module's context pointer) and return
 // an int32_t: 0, or a code from CustomStatus() that the module hands to its caller unchanged.
-// The string-returning methods throw std::runtime_error when the engine refuses (the SDK turns
-// that into the callback's error, naming the node).
+// The methods throw ErrorRecorded when the engine refuses (the callback then fails with the
+// engine's reason, naming the node); an emitter need not catch it.
 class EmitContext : public KernelContextBase {
  public:
   using KernelContextBase::KernelContextBase;
@@ -373,7 +380,7 @@ class EmitContext : public KernelContextBase {
     char buf[256];
     if (!WEFT_HOST_API_HAS(c_->api, emit_const) ||
         c_->api->emit_const(c_, hint.c_str(), dt, data, count, buf, sizeof(buf)) != WEFT_STATUS_OK)
-      throw std::runtime_error("emit_const('" + hint + "') was refused");
+      throw ErrorRecorded("emit_const('" + hint + "') was refused");
     return buf;
   }
   template <typename T>
@@ -382,7 +389,7 @@ class EmitContext : public KernelContextBase {
   std::string Scratch(size_t bytes) const {
     char buf[256];
     if (!WEFT_HOST_API_HAS(c_->api, emit_scratch) || c_->api->emit_scratch(c_, bytes, buf, sizeof(buf)) != WEFT_STATUS_OK)
-      throw std::runtime_error("emit_scratch(" + std::to_string(bytes) + ") was refused");
+      throw ErrorRecorded("emit_scratch(" + std::to_string(bytes) + ") was refused");
     return buf;
   }
   // The status code n (0 to 999) of this op's own failures, in the range the module reserves for
@@ -394,12 +401,12 @@ class EmitContext : public KernelContextBase {
     char buf[256];
     if (!WEFT_HOST_API_HAS(c_->api, emit_name) ||
         c_->api->emit_name(c_, what, static_cast<uint32_t>(index), buf, sizeof(buf)) != WEFT_STATUS_OK)
-      throw std::runtime_error("emit_name(" + std::to_string(what) + ", " + std::to_string(index) + ") was refused");
+      throw ErrorRecorded("emit_name(" + std::to_string(what) + ", " + std::to_string(index) + ") was refused");
     return buf;
   }
   void Code(int32_t part, const char* key, const std::string& text) const {
     if (!WEFT_HOST_API_HAS(c_->api, emit_code) || c_->api->emit_code(c_, part, key, text.c_str()) != WEFT_STATUS_OK)
-      throw std::runtime_error("emit_code(part " + std::to_string(part) + ") was refused");
+      throw ErrorRecorded("emit_code(part " + std::to_string(part) + ") was refused");
   }
 };
 
@@ -548,6 +555,8 @@ inline WeftStatus Guard(WeftKernelContext* ctx, const char* what, F&& f,
       return WEFT_STATUS_OK;
     }
     return WEFT_STATUS_FAILED;
+  } catch (const ErrorRecorded&) {
+    // the engine's own message stands
   } catch (const std::exception& e) {
     ctx->api->set_error(ctx, (std::string(what) + " threw: " + e.what()).c_str());
   } catch (...) {

@@ -589,40 +589,40 @@ static void weft_transpose_conv_f32(const weft_tconv* g, const float* x, const f
 }
 
 /* @helper weft_transpose_conv_q needs: weft_fixed_point weft_transpose_conv weft_qio */
-/* 8-bit (type 8) or 16-bit (type 16) input, int8 weights; acc: total int64 sums of scratch. */
+/* 8-bit (type 8) or 16-bit (type 16) input, int8 weights. Each output element gathers the input
+ * pixels the scatter would send it (iy * sh - ph + ky == oy) into an int64 sum: integer sums do
+ * not depend on the order, so this gives the reference's bits with no accumulator buffer. */
 static void weft_transpose_conv_q(const weft_tconv* g, int type, const void* x, const int8_t* w, const int32_t* b32, const int64_t* b64,
                                   const int32_t* mult, const int32_t* shift, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi,
-                                  int64_t* acc, void* y) {
-  const int64_t total = (int64_t)g->n * g->oh * g->ow * g->oc;
-  int32_t b, iy, ix, ky, kx, o, c;
-  int64_t i;
-  for (i = 0; i < total; ++i) acc[i] = 0;
+                                  void* y) {
+  int32_t b, oy, ox, o, ky, kx, c;
   for (b = 0; b < g->n; ++b)
-    for (iy = 0; iy < g->ih; ++iy)
-      for (ix = 0; ix < g->iw; ++ix)
-        for (ky = 0; ky < g->kh; ++ky) {
-          const int32_t oy = iy * g->sh - g->ph + ky;
-          if (oy < 0 || oy >= g->oh) continue;
-          for (kx = 0; kx < g->kw; ++kx) {
-            const int32_t ox = ix * g->sw - g->pw + kx;
-            int64_t* out;
-            int64_t in;
-            if (ox < 0 || ox >= g->ow) continue;
-            out = acc + ((int64_t)(b * g->oh + oy) * g->ow + ox) * g->oc;
-            in = ((int64_t)(b * g->ih + iy) * g->iw + ix) * g->ic;
-            for (o = 0; o < g->oc; ++o) {
-              int64_t s = out[o];
-              for (c = 0; c < g->ic; ++c)
-                s += (int64_t)(weft_qload(type, x, in + c) + in_off) * w[(((int64_t)o * g->kh + ky) * g->kw + kx) * g->ic + c];
-              out[o] = s;
+    for (oy = 0; oy < g->oh; ++oy)
+      for (ox = 0; ox < g->ow; ++ox)
+        for (o = 0; o < g->oc; ++o) {
+          int64_t acc = 0;
+          int32_t v;
+          for (ky = 0; ky < g->kh; ++ky) {
+            const int32_t ty = oy + g->ph - ky;
+            int32_t iy;
+            if (ty < 0 || ty % g->sh) continue;
+            iy = ty / g->sh;
+            if (iy >= g->ih) continue;
+            for (kx = 0; kx < g->kw; ++kx) {
+              const int32_t tx = ox + g->pw - kx;
+              int32_t ix;
+              int64_t in;
+              const int8_t* wr;
+              if (tx < 0 || tx % g->sw) continue;
+              ix = tx / g->sw;
+              if (ix >= g->iw) continue;
+              in = ((int64_t)(b * g->ih + iy) * g->iw + ix) * g->ic;
+              wr = w + (((int64_t)o * g->kh + ky) * g->kw + kx) * g->ic;
+              for (c = 0; c < g->ic; ++c) acc += (int64_t)(weft_qload(type, x, in + c) + in_off) * wr[c];
             }
           }
+          if (type == 16 && !b32) v = weft_mbqm64(acc + (b64 ? b64[o] : 0), mult[o], shift[o]);
+          else v = weft_mbqm((int32_t)acc + (b32 ? b32[o] : 0), mult[o], shift[o]);
+          weft_qstore(type, y, ((int64_t)(b * g->oh + oy) * g->ow + ox) * g->oc + o, weft_clamp32(v + out_off, lo, hi));
         }
-  for (i = 0; i < total; ++i) {
-    const int32_t ch = (int32_t)(i % g->oc);
-    int32_t v;
-    if (type == 16 && !b32) v = weft_mbqm64(acc[i] + (b64 ? b64[ch] : 0), mult[ch], shift[ch]);
-    else v = weft_mbqm((int32_t)acc[i] + (b32 ? b32[ch] : 0), mult[ch], shift[ch]);
-    weft_qstore(type, y, i, weft_clamp32(v + out_off, lo, hi));
-  }
 }
