@@ -3035,8 +3035,61 @@ class TflMean : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
 // Float: all float32. Integer (TFLite's integer SVDF): int8 input and weights_feature, int16
 // weights_time and state, int32 bias, int8 output; or, as TFLM also runs it, int8 weights_time
 // and an int8 state with a zero point.
-class TflSvdf : public EagerExecuteOp, public ShapeInferOp {
+class TflSvdf : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The state becomes a member of the node's state struct in the module's context: zero after
+  // <prefix>_init, or the zero point for an 8-bit state (filled by the node's init).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wf = ctx->GetInputTensor(1);
+    const Tensor* wt = ctx->GetInputTensor(2);
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    const int64_t batch = x->GetShape().GetDim(0), input_size = x->GetShape().GetDim(1);
+    const int64_t filters = wf->GetShape().GetDim(0), memory = wt->GetShape().GetDim(1);
+    const int64_t rank = IntAttr(ctx, "rank");
+    const int64_t cells = batch * filters * memory;
+    if (cells > INT32_MAX / 4 || input_size > INT32_MAX / 4 || rank <= 0) return Fail(ctx, "too large for the generated C");
+    Activation act;
+    if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
+    ctx->Include("<string.h>");
+    const std::string dims = std::to_string(batch) + ", " + std::to_string(input_size) + ", " + std::to_string(filters) + ", " +
+                             std::to_string(memory) + ", " + std::to_string(rank) + ", ";
+    if (x->GetDataType() == DT_FLOAT) {
+      if (wf->GetDataType() != DT_FLOAT || wt->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT))
+        return Fail(ctx, "float SVDF takes float32 weights and bias");
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      ctx->DeclareState("float svdf_state[" + std::to_string(cells) + "];\n");
+      aot::EmitHelper(ctx, kTflKernels, "weft_svdf_f32");
+      ctx->Run("weft_svdf_f32(" + dims + ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", " + ctx->Input(2, "float") + ", " +
+               (b ? ctx->Input(3, "float") : std::string("0")) + ", " + aot::FloatLit(lo) + ", " + aot::FloatLit(hi) + ", " + ctx->State() +
+               "->svdf_state, " + ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    const DataType st = wt->GetDataType();
+    if (x->GetDataType() != DT_INT8 || wf->GetDataType() != DT_INT8 || (st != DT_INT16 && st != DT_INT8) ||
+        (b && b->GetDataType() != DT_INT32) || ctx->GetOutputTensor(0)->GetDataType() != DT_INT8)
+      return Fail(ctx, "integer SVDF takes an int8 input and weights_feature, int16 or int8 weights_time, an int32 bias and gives int8");
+    Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), tq = InputQuant(ctx, 2), sq = InputQuant(ctx, 4), o = OutputQuant(ctx);
+    if (!in.quantized() || !fq.quantized() || !tq.quantized() || !sq.quantized() || !o.quantized())
+      return Fail(ctx, "integer SVDF needs the scales of its input, weights, state (input 4) and output");
+    if (st == DT_INT16 && sq.zp != 0) return Fail(ctx, "an int16 state must be symmetric (zero point 0)");
+    int32_t m1, m2;
+    int s1, s2;
+    tfl::QuantizeMultiplier(static_cast<double>(in.scale * fq.scale / sq.scale), &m1, &s1);
+    tfl::QuantizeMultiplier(static_cast<double>(sq.scale * tq.scale / o.scale), &m2, &s2);
+    const char* ct = st == DT_INT16 ? "int16_t" : "int8_t";
+    ctx->DeclareState(std::string(ct) + " svdf_state[" + std::to_string(cells) + "];\n");
+    if (sq.zp != 0)
+      ctx->Init("{\n  int32_t i;\n  for (i = 0; i < " + std::to_string(cells) + "; ++i) " + ctx->State() + "->svdf_state[i] = (" + ct + ")" +
+                aot::IntLit(sq.zp) + ";\n}\n");
+    aot::EmitHelper(ctx, kTflKernels, "weft_svdf_q");
+    ctx->Run(std::string("weft_svdf_q(") + (st == DT_INT16 ? "16, " : "8, ") + dims + ctx->Input(0, "int8_t") + ", " + ctx->Input(1, "int8_t") +
+             ", " + ctx->Input(2, "void") + ", " + (b ? ctx->Input(3, "int32_t") : std::string("0")) + ", " + aot::IntLit(in.zp) + ", " +
+             aot::IntLit(sq.zp) + ", " + aot::IntLit(o.zp) + ", " + aot::IntLit(m1) + ", " + std::to_string(s1) + ", " + aot::IntLit(m2) +
+             ", " + std::to_string(s2) + ", " + ctx->State() + "->svdf_state, " + ctx->Output(0, "int8_t") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
     const Shape& wf = *ctx->GetInputShape(1);

@@ -354,6 +354,7 @@ struct AotArgs {
   bool allow_override = false, test = false, external_arena = false, json = false;
   std::string const_section;
   uint64_t seed = 1;
+  int test_steps = 1;
   double atol = 1e-5, rtol = 1e-4;
 };
 
@@ -413,6 +414,7 @@ int AotCmd(const AotArgs& a) {
   ao.external_arena = a.external_arena;
   ao.test = a.test || !a.test_inputs.empty() || !a.test_outputs.empty();
   ao.seed = a.seed;
+  ao.test_steps = a.test_steps;
   ao.atol = a.atol;
   ao.rtol = a.rtol;
   for (const std::string& spec : a.test_inputs) {
@@ -627,6 +629,9 @@ int main(int argc, char** argv) {
   Repeatable(aot->add_option("--test-output", aa.test_outputs,
                              "NAME=FILE.npy: the expected output (e.g. from another runtime; others are Weft's; implies --test)"));
   aot->add_option("--seed", aa.seed, "Seed of the random test inputs")->capture_default_str();
+  aot->add_option("--test-steps", aa.test_steps,
+                  "Runs in a row in the test case, on one context (a model with state gets at least 8)")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
   aot->add_option("--atol", aa.atol, "Test tolerance for float outputs: absolute part")->capture_default_str();
   aot->add_option("--rtol", aa.rtol, "Test tolerance for float outputs: relative part")->capture_default_str();
   aot->add_option("--const-section", aa.const_section, "Place the constant arrays in this linker section (GCC/Clang)");

@@ -38,6 +38,12 @@ struct AotOptions {
   // Expected outputs by output name (e.g. another runtime's); an output not given takes Weft's.
   std::map<std::string, HostTensor> test_outputs;
   uint64_t seed = 1;
+  // Runs in the test case, one after another on one context; a model whose operators keep state
+  // gets at least 8 (so that what a run leaves for the next is compared too).
+  int test_steps = 1;
+  // Also compare every operator's outputs right after it runs (through the per-operator
+  // callback): 1 always, 0 never, -1 when they take at most 1 MiB over all runs.
+  int test_layers = -1;
   // Float outputs match when |c - golden| <= atol + rtol * |golden|; integer outputs exactly.
   double atol = 1e-5, rtol = 1e-4;
 };

@@ -626,3 +626,72 @@ static void weft_transpose_conv_q(const weft_tconv* g, int type, const void* x, 
           weft_qstore(type, y, ((int64_t)(b * g->oh + oy) * g->ow + ox) * g->oc + o, weft_clamp32(v + out_off, lo, hi));
         }
 }
+
+/* @helper weft_svdf_f32 */
+/* Float SVDF over its state [batch, filters, memory]: shifted left one step, the newest feature
+ * activation appended, then each unit sums `rank` filters' dots with weights_time. */
+static void weft_svdf_f32(int32_t batch, int32_t input_size, int32_t filters, int32_t memory, int32_t rank, const float* x,
+                          const float* wf, const float* wt, const float* bias, float lo, float hi, float* state, float* y) {
+  const int64_t cells = (int64_t)batch * filters * memory;
+  const int32_t units = filters / rank;
+  int32_t n, f, c, u, r, t;
+  memmove(state, state + 1, (size_t)(cells - 1) * sizeof(float));
+  for (n = 0; n < batch; ++n)
+    for (f = 0; f < filters; ++f) {
+      float acc = 0.f;
+      for (c = 0; c < input_size; ++c) acc += wf[(int64_t)f * input_size + c] * x[(int64_t)n * input_size + c];
+      state[((int64_t)n * filters + f) * memory + memory - 1] = acc;
+    }
+  for (n = 0; n < batch; ++n)
+    for (u = 0; u < units; ++u) {
+      float out = bias ? bias[u] : 0.f;
+      for (r = 0; r < rank; ++r) {
+        const int32_t fi = u * rank + r;
+        const float* m = state + ((int64_t)n * filters + fi) * memory;
+        float dot = 0.f;
+        for (t = 0; t < memory; ++t) dot += wt[(int64_t)fi * memory + t] * m[t];
+        out += dot;
+      }
+      out = out < lo ? lo : out;
+      y[(int64_t)n * units + u] = out > hi ? hi : out;
+    }
+}
+
+/* @helper weft_svdf_q needs: weft_fixed_point weft_qio */
+/* Integer SVDF: int8 input and weights_feature; weights_time and state int16 (type 16) or int8
+ * (type 8); int32 bias; int8 output. Sums wrap as TFLite's int32 arithmetic does. */
+static void weft_svdf_q(int type, int32_t batch, int32_t input_size, int32_t filters, int32_t memory, int32_t rank, const int8_t* x,
+                        const int8_t* wf, const void* wt, const int32_t* bias, int32_t in_zp, int32_t state_zp, int32_t out_zp,
+                        int32_t m1, int s1, int32_t m2, int s2, void* state, int8_t* y) {
+  const int64_t cells = (int64_t)batch * filters * memory;
+  const int32_t units = filters / rank;
+  const int32_t smin = type == 16 ? -32768 : -128, smax = type == 16 ? 32767 : 127;
+  const size_t elem = type == 16 ? 2u : 1u;
+  int32_t n, f, c, u, r, t;
+  memmove(state, (uint8_t*)state + elem, (size_t)(cells - 1) * elem);
+  for (n = 0; n < batch; ++n)
+    for (f = 0; f < filters; ++f) {
+      int32_t acc = 0, v;
+      for (c = 0; c < input_size; ++c) acc += (int32_t)wf[(int64_t)f * input_size + c] * ((int32_t)x[(int64_t)n * input_size + c] - in_zp);
+      v = weft_clamp32(weft_mbqm(acc, m1, s1), smin, smax);
+      /* clamped before the zero point is added and stored modulo 2^bits, as the reference does */
+      if (type == 16) ((int16_t*)state)[((int64_t)n * filters + f) * memory + memory - 1] = (int16_t)(uint16_t)(uint32_t)(v + state_zp);
+      else ((int8_t*)state)[((int64_t)n * filters + f) * memory + memory - 1] = (int8_t)(uint8_t)(uint32_t)(v + state_zp);
+    }
+  for (n = 0; n < batch; ++n)
+    for (u = 0; u < units; ++u) {
+      uint32_t out = bias ? (uint32_t)bias[u] : 0u;
+      for (r = 0; r < rank; ++r) {
+        const int32_t fi = u * rank + r;
+        const int64_t base = ((int64_t)n * filters + fi) * memory;
+        uint32_t dot = 0;
+        for (t = 0; t < memory; ++t) {
+          const int32_t w = type == 16 ? ((const int16_t*)wt)[(int64_t)fi * memory + t] : ((const int8_t*)wt)[(int64_t)fi * memory + t];
+          const int32_t s = type == 16 ? ((const int16_t*)state)[base + t] : ((const int8_t*)state)[base + t];
+          dot += (uint32_t)(w * (s - state_zp));
+        }
+        out += dot;
+      }
+      y[(int64_t)n * units + u] = (int8_t)weft_clamp32(weft_mbqm((int32_t)out, m2, s2) + out_zp, -128, 127);
+    }
+}

@@ -259,3 +259,53 @@ def test_lstm_int8_stream_is_bit_exact(tmp_path, variant):
         np.testing.assert_array_equal(g, w, err_msg=f"{variant} step {k}")
     assert len({w.tobytes() for w in want}) > 1  # outputs vary: the test sees real values
     assert any(np.count_nonzero((w != w.min()) & (w != w.max())) for w in want)  # not all saturated
+
+
+# ---- the same operators as generated C (weft aot) ---------------------------------------------
+
+def aot_module(tmp_path, model_path, prefix, steps=10):
+    """Converts the model with its test case (steps runs in a row on one context, every operator's
+    outputs compared after it runs), builds it as strict C99 and runs it; returns its report."""
+    import shutil
+    import subprocess
+
+    cli = os.environ.get("WEFT_CLI") or shutil.which("weft")
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if not cli or not cc:
+        pytest.skip("needs the weft command (WEFT_CLI) and a C compiler")
+    out = tmp_path / prefix
+    subprocess.run([cli, "aot", model_path, "-o", str(out), "--prefix", prefix, "--test", "--test-steps", str(steps)],
+                   check=True, capture_output=True, text=True)
+    exe = tmp_path / (prefix + "_test")
+    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", f"-I{out}/includes-api", f"-I{out}/src",
+                    f"-I{out}/test", *map(str, sorted(out.glob("src/*.c"))), *map(str, sorted(out.glob("test/*.c"))), "-o", str(exe),
+                    "-lm"], check=True, capture_output=True, text=True)
+    return subprocess.run([str(exe)], capture_output=True, text=True), out
+
+
+@pytest.mark.parametrize("batch,rank,act,bias", [(1, 1, NONE, True), (3, 4, RELU, False)])
+def test_svdf_float_as_c_carries_its_state(tmp_path, batch, rank, act, bias):
+    path = svdf_float(tmp_path, batch, 6, 8, 5, rank, act, bias)
+    res, _ = aot_module(tmp_path, path, "svdf")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "0 of" in res.stdout and "(10 runs, twice)" in res.stdout
+
+
+@pytest.mark.parametrize("state_type,state_zp", [("int16", 0), ("int8", 5)])
+def test_svdf_integer_as_c_is_bit_exact_over_a_stream(tmp_path, state_type, state_zp):
+    path = svdf_int(tmp_path, state_type, state_zp)
+    res, out = aot_module(tmp_path, path, "svdfq")
+    assert res.returncode == 0, res.stdout + res.stderr
+    # The test has power: a module whose state does not advance fails it.
+    src = out / "src" / "svdfq.c"
+    text = src.read_text()
+    shift = "memmove(state, (uint8_t*)state + elem, (size_t)(cells - 1) * elem);"
+    assert shift in text
+    src.write_text(text.replace(shift, "(void)elem;"))
+    import subprocess
+    exe = tmp_path / "broken"
+    subprocess.run(["cc", "-std=c99", "-O1", f"-I{out}/includes-api", f"-I{out}/src", f"-I{out}/test", *map(str, sorted(out.glob("src/*.c"))),
+                    *map(str, sorted(out.glob("test/*.c"))), "-o", str(exe), "-lm"], check=True)
+    broken = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert broken.returncode == 1, broken.stdout
+    assert "is the first whose output differs" in broken.stdout

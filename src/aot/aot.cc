@@ -625,34 +625,77 @@ HostTensor RandomInput(const ValueInfo& in, std::mt19937_64& rng) {
   return t;
 }
 
+// The test case: `steps` runs in a row on one context (a model with state gets several, so that
+// the state's carry from run to run is compared too), each with its inputs and golden outputs.
 Status Generator::WriteTest(AotReport* r) {
   const std::string& P = p_;
-  std::vector<HostTensor> inputs;
+  bool any_state = false;
+  for (auto& n : nodes_) any_state = any_state || !n.state.empty();
+  const int steps = any_state ? std::max(8, o_.test_steps) : std::max(1, o_.test_steps);
   std::mt19937_64 rng(o_.seed);
   std::set<std::string> names;
   for (auto& in : m_.inputs()) names.insert(in.name);
   for (auto& [name, t] : o_.test_inputs)
     if (!names.count(name)) return InvalidArgument("test input '" + name + "': the model has no input of that name");
-  for (auto& in : m_.inputs()) {
-    auto it = o_.test_inputs.find(in.name);
-    if (it == o_.test_inputs.end()) {
-      inputs.push_back(RandomInput(in, rng));
-      continue;
+  if (!o_.test_outputs.empty() && steps > 1)
+    return InvalidArgument("expected test outputs are for one run, and this test case has " + std::to_string(steps) +
+                           " (the model keeps state from run to run)");
+  std::vector<std::vector<HostTensor>> inputs(static_cast<size_t>(steps)), outputs(static_cast<size_t>(steps));
+  // Every operator's outputs in the arena, per run, when the test checks layers: the module's
+  // per-operator callback compares them right after each operator, so a difference is found where
+  // it starts, not only where it reaches an output.
+  uint64_t layer_bytes = 0;
+  for (auto& cn : m_.nodes)
+    for (int id : cn->out_values) layer_bytes += tensor_enum_[id].empty() ? 0 : m_.values[id].bytes;
+  const bool layers = o_.test_layers > 0 || (o_.test_layers < 0 && layer_bytes * static_cast<uint64_t>(steps) <= (uint64_t(1) << 20));
+  struct LayerRecorder : StepObserver {
+    std::vector<std::vector<HostTensor>> outs;  // by op: its outputs
+    bool failed = false;
+    void OnStep(const StepEvent& e) override {
+      if (outs.size() <= e.index) outs.resize(e.index + 1);
+      for (size_t k = 0; k < e.num_outputs; ++k) {
+        const Tensor& t = e.output(k);
+        auto h = HostTensor::FromBytes(t.GetDataType(), t.GetShape(), t.GetAddr(), t.GetShapeSize() * DataTypeSize(t.GetDataType()));
+        if (!h.ok()) failed = true;
+        else outs[e.index].push_back(std::move(h).value());
+      }
     }
-    if (it->second.dtype() != in.dtype || !(it->second.shape() == in.shape))
-      return InvalidArgument("test input '" + in.name + "' is " + DataTypeName(it->second.dtype()) + it->second.shape().ToString() +
-                             "; the model takes " + DataTypeName(in.dtype) + in.shape.ToString());
-    inputs.push_back(it->second);
+  };
+  std::vector<LayerRecorder> recorded(static_cast<size_t>(steps));
+  auto rc = m_.CreateRunContext();
+  for (int step = 0; step < steps; ++step) {
+    auto& ins = inputs[static_cast<size_t>(step)];
+    for (auto& in : m_.inputs()) {
+      auto it = o_.test_inputs.find(in.name);
+      if (it == o_.test_inputs.end()) {
+        ins.push_back(RandomInput(in, rng));
+        continue;
+      }
+      if (it->second.dtype() != in.dtype || !(it->second.shape() == in.shape))
+        return InvalidArgument("test input '" + in.name + "' is " + DataTypeName(it->second.dtype()) + it->second.shape().ToString() +
+                               "; the model takes " + DataTypeName(in.dtype) + in.shape.ToString());
+      ins.push_back(it->second);
+    }
+    std::vector<TensorRef> refs;
+    for (auto& t : ins) refs.push_back(TensorRef::Of(t));
+    if (layers) rc->SetStepObserver(&recorded[static_cast<size_t>(step)]);
+    auto views = m_.RunViews(*rc, refs.data(), refs.size());
+    rc->SetStepObserver(nullptr);
+    if (recorded[static_cast<size_t>(step)].failed) return Internal("could not record the operators' outputs for the test case");
+    if (!views.ok()) return Status(views.status().code(), "running the model for the golden outputs: " + views.status().message());
+    for (const TensorRef& v : views.value()) {
+      auto t = HostTensor::FromBytes(v.dtype, v.shape, v.data, v.bytes);
+      if (!t.ok()) return t.status();
+      outputs[static_cast<size_t>(step)].push_back(std::move(t).value());
+    }
   }
-  auto outs = m_.Run(inputs);
-  if (!outs.ok()) return Status(outs.status().code(), "running the model for the golden outputs: " + outs.status().message());
   std::set<std::string> out_names;
   for (size_t k = 0; k < m_.outputs().size(); ++k) {
     const ValueInfo& info = m_.outputs()[k];
     out_names.insert(info.name);
     auto it = o_.test_outputs.find(info.name);
     if (it == o_.test_outputs.end()) continue;
-    const HostTensor& mine = outs.value()[k];
+    const HostTensor& mine = outputs[0][k];
     // The same shape, or the values in row-major order as one flat list (golden files often are).
     const bool flat = it->second.shape().GetDimNum() == 1 && it->second.numel() == mine.numel();
     if (it->second.dtype() != mine.dtype() || !(it->second.shape() == mine.shape() || flat))
@@ -660,64 +703,144 @@ Status Generator::WriteTest(AotReport* r) {
                              "; the model gives " + DataTypeName(mine.dtype()) + mine.shape().ToString());
     auto same = HostTensor::FromBytes(mine.dtype(), mine.shape(), it->second.data(), it->second.bytes());
     if (!same.ok()) return same.status();
-    outs.value()[k] = std::move(same).value();
+    outputs[0][k] = std::move(same).value();
   }
   for (auto& [name, t] : o_.test_outputs)
     if (!out_names.count(name)) return InvalidArgument("test output '" + name + "': the model has no output of that name");
+
   std::ostringstream h, c, mainf;
-  h << "/* " << P << "'s test case: golden inputs and the outputs Weft's runtime gave for them. */\n#ifndef " << P << "_TEST_CASE_H_\n#define "
-    << P << "_TEST_CASE_H_\n\n#include \"" << P << ".h\"\n\n"
-    << "/* Writes the golden inputs into the context's input tensors. */\nint32_t " << P << "_test_case_init(" << P << "_context* ctx);\n"
-    << "/* Runs the model and compares every output element with the golden one (floats within the\n"
-    << " * tolerance, integers exactly); returns " << P << "_run's status and counts the elements. */\n"
-    << "int32_t " << P << "_test_case_run(" << P << "_context* ctx, uint32_t* mismatches, uint32_t* compared);\n\n#endif\n";
+  h << "/* " << P << "'s test case: golden inputs and the outputs expected for them";
+  if (steps > 1) h << ", " << steps << " runs in a row\n * on one context (the model keeps state between runs)";
+  h << ". */\n#ifndef " << P << "_TEST_CASE_H_\n#define " << P << "_TEST_CASE_H_\n\n#include \"" << P << ".h\"\n\n"
+    << "#define " << P << "_TEST_STEPS " << steps << "\n\n"
+    << "/* What one run of the test case found. Layers: every operator's outputs, compared right after it ran\n"
+    << " * (when the test case holds them: " << (layers ? "it does" : "it does not") << "). */\n"
+    << "typedef struct " << P << "_test_result {\n  uint32_t mismatches, compared;             /* model outputs */\n"
+    << "  uint32_t layer_mismatches, layers_compared; /* operator outputs */\n"
+    << "  int32_t first_bad_op;                      /* the first operator whose output differs, or -1 */\n} " << P << "_test_result;\n\n"
+    << "/* Writes run `step`'s golden inputs into the context's input tensors. */\nint32_t " << P << "_test_case_init(" << P
+    << "_context* ctx, int32_t step);\n"
+    << "/* Runs the model and compares with run `step`'s golden values (floats within the tolerance,\n"
+    << " * integers exactly); returns " << P << "_run's status. Uses, then restores, ctx->op_callback. */\n"
+    << "int32_t " << P << "_test_case_run(" << P << "_context* ctx, int32_t step, " << P << "_test_result* result);\n\n#endif\n";
   c << "/* " << P << "'s test case, generated by weft aot. */\n#include \"" << P << "_test_case.h\"\n\n#include <math.h>\n#include <string.h>\n\n";
   const std::vector<ValueInfo>& ins = m_.inputs();
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    c << "static const " << CType(ins[k].dtype) << " " << P << "_golden_in" << k << "[" << std::max<int64_t>(1, inputs[k].numel()) << "] = ";
-    WriteElements(c, ins[k].dtype, inputs[k].data(), static_cast<uint64_t>(inputs[k].numel()));
-    c << ";\n";
-  }
   const std::vector<ValueInfo>& os = m_.outputs();
-  for (size_t k = 0; k < outs.value().size(); ++k) {
-    const HostTensor& t = outs.value()[k];
-    if (!CType(t.dtype())) return InvalidArgument("output '" + os[k].name + "' has a type the generated C does not hold");
-    c << "static const " << CType(t.dtype()) << " " << P << "_golden_out" << k << "[" << std::max<int64_t>(1, t.numel()) << "] = ";
-    WriteElements(c, t.dtype(), t.data(), static_cast<uint64_t>(t.numel()));
-    c << ";\n";
-  }
-  c << "\nint32_t " << P << "_test_case_init(" << P << "_context* ctx) {\n";
-  for (size_t k = 0; k < inputs.size(); ++k)
-    c << "  memcpy(ctx->tensor_ptrs[" << P << "_inputs[" << k << "].index], " << P << "_golden_in" << k << ", " << inputs[k].bytes() << "u);\n";
-  c << "  return 0;\n}\n\n";
-  c << "int32_t " << P << "_test_case_run(" << P << "_context* ctx, uint32_t* mismatches, uint32_t* compared) {\n  uint32_t i, bad = 0, n = 0;\n"
-    << "  int32_t s = " << P << "_run(ctx);\n  if (s) return s;\n";
-  for (size_t k = 0; k < outs.value().size(); ++k) {
-    const HostTensor& t = outs.value()[k];
-    const char* ct = CType(t.dtype());
-    c << "  {\n    const " << ct << "* got = (const " << ct << "*)ctx->tensor_ptrs[" << P << "_outputs[" << k << "].index];\n"
-      << "    for (i = 0; i < " << t.numel() << "u; ++i, ++n) {\n";
-    if (t.dtype() == DT_FLOAT || t.dtype() == DT_DOUBLE) {
-      c << "      const double want = " << P << "_golden_out" << k << "[i], have = got[i];\n"
-        << "      if (want != want || have != have) { bad += (want == want) != (have == have); continue; }\n"
-        << "      if (fabs(have - want) > " << o_.atol << " + " << o_.rtol << " * fabs(want)) ++bad;\n";
-    } else {
-      c << "      if (got[i] != " << P << "_golden_out" << k << "[i]) ++bad;\n";
+  for (int step = 0; step < steps; ++step) {
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const HostTensor& t = inputs[static_cast<size_t>(step)][k];
+      c << "static const " << CType(ins[k].dtype) << " " << P << "_golden_in" << step << "_" << k << "[" << std::max<int64_t>(1, t.numel()) << "] = ";
+      WriteElements(c, ins[k].dtype, t.data(), static_cast<uint64_t>(t.numel()));
+      c << ";\n";
     }
-    c << "    }\n  }\n";
+    for (size_t k = 0; k < os.size(); ++k) {
+      const HostTensor& t = outputs[static_cast<size_t>(step)][k];
+      if (!CType(t.dtype())) return InvalidArgument("output '" + os[k].name + "' has a type the generated C does not hold");
+      c << "static const " << CType(t.dtype()) << " " << P << "_golden_out" << step << "_" << k << "[" << std::max<int64_t>(1, t.numel()) << "] = ";
+      WriteElements(c, t.dtype(), t.data(), static_cast<uint64_t>(t.numel()));
+      c << ";\n";
+    }
   }
-  c << "  if (mismatches) *mismatches = bad;\n  if (compared) *compared = n;\n  return 0;\n}\n";
-  mainf << "/* Runs " << P << "'s test case twice (the second run checks that the module runs again correctly).\n"
-        << " * Exit status: 0 all outputs match, 1 some differ, 2 the module failed. */\n"
+  // Comparison of `n` elements of type T at `got` with `want`, counted into *bad.
+  auto compare = [&](std::ostream& o, DataType dt, const std::string& got, const std::string& want, int64_t n, const std::string& bad,
+                     const std::string& count) {
+    const char* ct = CType(dt);
+    o << "  {\n    const " << ct << "* g = (const " << ct << "*)" << got << ";\n    uint32_t i;\n    for (i = 0; i < " << n << "u; ++i) {\n";
+    if (dt == DT_FLOAT || dt == DT_DOUBLE) {
+      o << "      const double w = " << want << "[i], h = g[i];\n"
+        << "      if (w != w || h != h) {\n        " << bad << " += (w == w) != (h == h);\n        continue;\n      }\n"
+        << "      if (fabs(h - w) > " << o_.atol << " + " << o_.rtol << " * fabs(w)) ++" << bad << ";\n";
+    } else {
+      o << "      if (g[i] != " << want << "[i]) ++" << bad << ";\n";
+    }
+    o << "    }\n    " << count << " += " << n << "u;\n  }\n";
+  };
+  if (layers) {
+    for (int step = 0; step < steps; ++step)
+      for (size_t op = 0; op < m_.nodes.size(); ++op) {
+        const auto& outs = recorded[static_cast<size_t>(step)].outs;
+        for (size_t k = 0; op < outs.size() && k < outs[op].size() && k < m_.nodes[op]->out_values.size(); ++k) {
+          if (tensor_enum_[m_.nodes[op]->out_values[k]].empty() || !CType(outs[op][k].dtype())) continue;
+          c << "static const " << CType(outs[op][k].dtype()) << " " << P << "_layer" << step << "_" << op << "_" << k << "["
+            << std::max<int64_t>(1, outs[op][k].numel()) << "] = ";
+          WriteElements(c, outs[op][k].dtype(), outs[op][k].data(), static_cast<uint64_t>(outs[op][k].numel()));
+          c << ";\n";
+        }
+      }
+    c << "\ntypedef struct " << P << "_layer_watch {\n  " << P << "_context* ctx;\n  int32_t step;\n  " << P << "_test_result* result;\n} "
+      << P << "_layer_watch;\n\n";
+    c << "/* After each operator: its outputs against the golden ones of this run. */\nstatic void " << P
+      << "_check_layer(void* user, int32_t op, const char* name, int32_t phase) {\n  " << P << "_layer_watch* w = (" << P
+      << "_layer_watch*)user;\n  " << P << "_context* ctx = w->ctx;\n  uint32_t bad = 0, n = 0;\n  (void)name;\n  if (phase != 1) return;\n"
+      << "  switch (w->step * " << m_.nodes.size() << " + op) {\n";
+    for (int step = 0; step < steps; ++step)
+      for (size_t op = 0; op < m_.nodes.size(); ++op) {
+        const auto& outs = recorded[static_cast<size_t>(step)].outs;
+        std::ostringstream body;
+        for (size_t k = 0; op < outs.size() && k < outs[op].size() && k < m_.nodes[op]->out_values.size(); ++k) {
+          const int id = m_.nodes[op]->out_values[k];
+          if (tensor_enum_[id].empty() || !CType(outs[op][k].dtype())) continue;
+          compare(body, outs[op][k].dtype(), "ctx->tensor_ptrs[" + tensor_enum_[id] + "]",
+                  P + "_layer" + std::to_string(step) + "_" + std::to_string(op) + "_" + std::to_string(k), outs[op][k].numel(), "bad", "n");
+        }
+        if (body.str().empty()) continue;
+        c << "    case " << step * static_cast<int>(m_.nodes.size()) + static_cast<int>(op) << ":\n" << body.str() << "      break;\n";
+      }
+    c << "    default:\n      break;\n  }\n  w->result->layer_mismatches += bad;\n  w->result->layers_compared += n;\n"
+      << "  if (bad && w->result->first_bad_op < 0) w->result->first_bad_op = op;\n}\n";
+  }
+  c << "\nint32_t " << P << "_test_case_init(" << P << "_context* ctx, int32_t step) {\n  switch (step) {\n";
+  for (int step = 0; step < steps; ++step) {
+    c << "    case " << step << ":\n";
+    for (size_t k = 0; k < ins.size(); ++k)
+      c << "      memcpy(ctx->tensor_ptrs[" << P << "_inputs[" << k << "].index], " << P << "_golden_in" << step << "_" << k << ", "
+        << inputs[static_cast<size_t>(step)][k].bytes() << "u);\n";
+    c << "      return 0;\n";
+  }
+  c << "    default:\n      return -1;\n  }\n}\n\n";
+  c << "int32_t " << P << "_test_case_run(" << P << "_context* ctx, int32_t step, " << P << "_test_result* result) {\n"
+    << "  int32_t s;\n  uint32_t bad = 0, n = 0;\n";
+  if (layers)
+    c << "  " << P << "_layer_watch watch;\n  " << P << "_op_callback saved = ctx->op_callback;\n  void* saved_user = ctx->op_callback_user;\n";
+  c << "  if (step < 0 || step >= " << P << "_TEST_STEPS || !result) return -1;\n  memset(result, 0, sizeof *result);\n"
+    << "  result->first_bad_op = -1;\n";
+  if (layers)
+    c << "  watch.ctx = ctx;\n  watch.step = step;\n  watch.result = result;\n  ctx->op_callback = " << P
+      << "_check_layer;\n  ctx->op_callback_user = &watch;\n  s = " << P << "_run(ctx);\n  ctx->op_callback = saved;\n"
+      << "  ctx->op_callback_user = saved_user;\n";
+  else
+    c << "  s = " << P << "_run(ctx);\n";
+  c << "  if (s) return s;\n  switch (step) {\n";
+  for (int step = 0; step < steps; ++step) {
+    c << "    case " << step << ":\n";
+    for (size_t k = 0; k < os.size(); ++k) {
+      std::ostringstream body;
+      compare(body, outputs[static_cast<size_t>(step)][k].dtype(), "ctx->tensor_ptrs[" + P + "_outputs[" + std::to_string(k) + "].index]",
+              P + "_golden_out" + std::to_string(step) + "_" + std::to_string(k), outputs[static_cast<size_t>(step)][k].numel(), "bad", "n");
+      c << body.str();
+    }
+    c << "      break;\n";
+  }
+  c << "    default:\n      break;\n  }\n  result->mismatches = bad;\n  result->compared = n;\n  return 0;\n}\n";
+  mainf << "/* Runs " << P << "'s test case twice from " << P << "_init (the second pass checks that a context\n"
+        << " * starts over cleanly). Exit status: 0 all outputs match, 1 some differ, 2 the module failed. */\n"
         << "#include <stdio.h>\n\n#include \"" << P << "_test_case.h\"\n\nstatic " << P << "_context ctx;\n";
   if (o_.external_arena) mainf << "static union { uint8_t bytes[" << P << "_ARENA_BYTES]; double align[2]; } arena;\n";
-  mainf << "\nint main(void) {\n  uint32_t bad = 0, n = 0;\n  int run;\n  int32_t s = " << P << "_init(&ctx, "
-        << (o_.external_arena ? "arena.bytes, sizeof arena.bytes" : "0, 0") << ");\n"
-        << "  if (s) {\n    printf(\"" << P << ": init failed with status %d\\n\", (int)s);\n    return 2;\n  }\n"
-        << "  for (run = 0; run < 2; ++run) {\n    " << P << "_test_case_init(&ctx);\n    s = " << P << "_test_case_run(&ctx, &bad, &n);\n"
-        << "    if (s) {\n      printf(\"" << P << ": run failed with status %d at operator %d\\n\", (int)s, (int)ctx.failed_op);\n      return 2;\n    }\n"
-        << "    printf(\"" << P << ": run %d: %u of %u output values differ from the golden outputs\\n\", run + 1, (unsigned)bad, (unsigned)n);\n"
-        << "    if (bad) return 1;\n  }\n  return 0;\n}\n";
+  mainf << "\nint main(void) {\n  uint32_t total_bad = 0, total = 0, layer_bad = 0, layers = 0;\n  int pass;\n  int32_t step, s;\n"
+        << "  " << P << "_test_result r;\n"
+        << "  for (pass = 0; pass < 2; ++pass) {\n    s = " << P << "_init(&ctx, " << (o_.external_arena ? "arena.bytes, sizeof arena.bytes" : "0, 0")
+        << ");\n    if (s) {\n      printf(\"" << P << ": init failed with status %d\\n\", (int)s);\n      return 2;\n    }\n"
+        << "    for (step = 0; step < " << P << "_TEST_STEPS; ++step) {\n      " << P << "_test_case_init(&ctx, step);\n      s = " << P
+        << "_test_case_run(&ctx, step, &r);\n"
+        << "      if (s) {\n        printf(\"" << P << ": run failed with status %d at operator %d\\n\", (int)s, (int)ctx.failed_op);\n        return 2;\n      }\n"
+        << "      if (r.first_bad_op >= 0 && layer_bad == 0)\n        printf(\"" << P
+        << ": run %d: operator %d ('%s') is the first whose output differs\\n\", (int)step + 1, (int)r.first_bad_op, " << P
+        << "_op_name(r.first_bad_op));\n"
+        << "      total_bad += r.mismatches;\n      total += r.compared;\n      layer_bad += r.layer_mismatches;\n      layers += r.layers_compared;\n"
+        << "    }\n  }\n"
+        << "  printf(\"" << P << ": %u of %u output values and %u of %u operator output values differ from the golden ones (%d runs, twice)\\n\", "
+        << "(unsigned)total_bad, (unsigned)total, (unsigned)layer_bad, (unsigned)layers, " << P << "_TEST_STEPS);\n"
+        << "  return total_bad || layer_bad ? 1 : 0;\n}\n";
   fs::create_directories(fs::path(o_.output_dir) / "test");
   struct F { std::string rel, text; };
   for (const F& f : {F{"test/" + P + "_test_case.h", h.str()}, F{"test/" + P + "_test_case.c", c.str()}, F{"test/" + P + "_test_main.c", mainf.str()}}) {
