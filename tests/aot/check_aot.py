@@ -225,13 +225,14 @@ def main():
         with open(main_c, "w") as f:
             f.write('#include <stdio.h>\n#include "hello_world_int8_test_case.h"\n#include "micro_speech_quantized_test_case.h"\n'
                     "static hello_world_int8_context a, b;\nstatic micro_speech_quantized_context c;\n"
-                    "int main(void) {\n  uint32_t bad = 0, n = 0, total = 0;\n"
+                    "int main(void) {\n  uint32_t total = 0;\n  hello_world_int8_test_result r1, r3;\n  micro_speech_quantized_test_result r2;\n"
                     "  if (hello_world_int8_init(&a, 0, 0) || hello_world_int8_init(&b, 0, 0) || micro_speech_quantized_init(&c, 0, 0)) return 2;\n"
                     "  hello_world_int8_test_case_init(&a, 0);\n  micro_speech_quantized_test_case_init(&c, 0);\n"
                     "  hello_world_int8_test_case_init(&b, 0);\n"
-                    "  if (hello_world_int8_test_case_run(&a, 0, &bad, &n)) return 2;\n  total += bad;\n"
-                    "  if (micro_speech_quantized_test_case_run(&c, 0, &bad, &n)) return 2;\n  total += bad;\n"
-                    "  if (hello_world_int8_test_case_run(&b, 0, &bad, &n)) return 2;\n  total += bad;\n"
+                    "  if (hello_world_int8_test_case_run(&a, 0, &r1)) return 2;\n"
+                    "  if (micro_speech_quantized_test_case_run(&c, 0, &r2)) return 2;\n"
+                    "  if (hello_world_int8_test_case_run(&b, 0, &r3)) return 2;\n"
+                    "  total = r1.mismatches + r1.layer_mismatches + r2.mismatches + r2.layer_mismatches + r3.mismatches + r3.layer_mismatches;\n"
                     '  printf("%u values differ\\n", (unsigned)total);\n  return total != 0;\n}\n')
         srcs, incs = [main_c], []
         for p in pair:
