@@ -9,6 +9,7 @@
 
 #include "weft/litert.h"
 #include "weft/onnx.h"
+#include "weft/aot.h"
 #include "weft/weft.h"
 
 namespace py = pybind11;
@@ -458,6 +459,55 @@ PYBIND11_MODULE(_weft, m) {
         return py::capsule(new std::shared_ptr<Session>(std::move(s)), "weft.Session",
                            [](PyObject* c) { delete static_cast<std::shared_ptr<Session>*>(PyCapsule_GetPointer(c, "weft.Session")); });
       });
+
+  m.def("_generate_c", [](const Graph& g, const std::string& output_dir, const std::string& prefix, const std::vector<std::string>& packages,
+                          bool allow_override, bool test, const std::map<std::string, py::array>& test_inputs,
+                          const std::map<std::string, py::array>& test_outputs, int test_steps, uint64_t seed, double atol, double rtol,
+                          const std::string& const_section, bool external_arena) {
+    SessionOptions so;
+    so.package_paths = packages;
+    so.allow_override = allow_override;
+    so.options["weft.graph_passes"] = "none";
+    auto session = Get(Session::Create(so));
+    AotOptions o;
+    o.prefix = prefix;
+    o.output_dir = output_dir;
+    o.test = test || !test_inputs.empty() || !test_outputs.empty();
+    o.test_steps = test_steps;
+    o.seed = seed;
+    o.atol = atol;
+    o.rtol = rtol;
+    o.const_section = const_section;
+    o.external_arena = external_arena;
+    auto host = [](const py::array& a, const std::string& name) {
+      TensorRef r = RefOf(py::array::ensure(a, py::array::c_style), ("test tensor '" + name + "'").c_str());
+      return Get(HostTensor::FromBytes(r.dtype, r.shape, r.data, r.bytes));
+    };
+    for (auto& [name, a] : test_inputs) o.test_inputs[name] = host(a, name);
+    for (auto& [name, a] : test_outputs) o.test_outputs[name] = host(a, name);
+    AotReport r;
+    {
+      py::gil_scoped_release nogil;
+      auto model = session->Compile(g);
+      Expected<AotReport> rep = model.ok() ? GenerateC(*model.value(), o) : Expected<AotReport>(model.status());
+      py::gil_scoped_acquire gil;
+      r = Get(std::move(rep));
+    }
+    py::dict d;
+    d["prefix"] = prefix;
+    d["output_dir"] = output_dir;
+    d["ops"] = r.num_ops;
+    d["tensors"] = r.num_tensors;
+    d["arena_bytes"] = r.arena_bytes;
+    d["lower_bound_bytes"] = r.lower_bound_bytes;
+    d["algorithm"] = r.algorithm;
+    py::list trials;
+    for (auto& t : r.trials) trials.append(py::make_tuple(t.algorithm, t.bytes));
+    d["trials"] = trials;
+    d["constant_bytes"] = r.constant_bytes;
+    d["files"] = r.files;
+    return d;
+  });
 
   m.def("default_session", [] { return Get(Session::Default()); },
         "The process-wide session (built-ins + WEFT_CUSTOM_OPP_PATH unless set_default_session gave one).");

@@ -20,9 +20,9 @@ import os as _os
 
 import numpy as _np
 
-from ._weft import Graph, Model, Session, default_session, kernel_cache_stats, litert_custom_op_key, set_default_session
+from ._weft import Graph, Model, Session, _generate_c, default_session, kernel_cache_stats, litert_custom_op_key, set_default_session
 
-__all__ = ["Graph", "Model", "NotFoundError", "Session", "kernel_cache_stats", "import_onnx", "import_litert", "import_model", "litert_custom_op_key", "default_session", "run", "as_array",
+__all__ = ["Graph", "Model", "NotFoundError", "Session", "kernel_cache_stats", "generate_c", "import_onnx", "import_litert", "import_model", "litert_custom_op_key", "default_session", "run", "as_array",
            "cmake_prefix_path", "set_default_session"]
 __version__ = "0.1.0"
 
@@ -57,6 +57,20 @@ def import_model(path, input_shapes=None):
     if ext == ".tflite":
         return import_litert(path, input_shapes)
     return Graph.from_json(path)
+
+
+def generate_c(model, output_dir, prefix="model", input_shapes=None, packages=(), allow_override=False, test=False,
+               test_inputs=None, test_outputs=None, test_steps=1, seed=1, atol=1e-5, rtol=1e-4, const_section="",
+               external_arena=False):
+    """Writes a dependency-free C99 module for `model` (a Graph, or a .tflite/.onnx/.json path) into
+    `output_dir`, as `weft aot` does (docs/aot.md): includes-api/<prefix>.h, src/, CMakeLists.txt,
+    and with `test` (or test_inputs/test_outputs, dicts of name -> array) a test case under test/.
+    Every operator must emit C (EmittableOp); `input_shapes` fixes unknown dims. Returns the report:
+    ops, tensors, arena_bytes, lower_bound_bytes, algorithm, trials, constant_bytes, files."""
+    graph = import_model(model, input_shapes) if isinstance(model, (str, _os.PathLike)) else model
+    return _generate_c(graph, str(output_dir), prefix, list(packages), allow_override, test, dict(test_inputs or {}),
+                       dict(test_outputs or {}), int(test_steps), int(seed), float(atol), float(rtol), const_section,
+                       external_arena)
 
 
 def _is_torch(x):

@@ -311,7 +311,7 @@ Status Generator::Check() {
   if (o_.output_dir.empty()) return InvalidArgument("no output directory given");
   if (m_.dynamic)
     return InvalidArgument("the model has dynamic shapes; a C module needs them all known: give each input a concrete shape "
-                           "(--shape NAME=D0,D1,...)");
+                           "(weft aot --shape NAME=D0,D1,..., or input_shapes in Python)");
   if (m_.nodes.empty()) return InvalidArgument("the model has no operators to emit");
   std::string missing;
   size_t count = 0;
