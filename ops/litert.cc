@@ -10,6 +10,7 @@
 // quantized_dimension for weights quantized per channel), and its builtin options by their names
 // in the format.
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 #define XXH_INLINE_ALL
@@ -3250,9 +3251,108 @@ WEFT_VMATH_CLONES void LstmTanhCell(const float* __restrict g, const float* __re
 // recurrent_to_{...}_weights [cell, output]; cell_to_{input,forget,output}_weights [cell];
 // {input,forget,cell,output}_gate_bias [cell]; projection_weights [output, cell];
 // projection_bias [output]; four layer-norm coefficient vectors (not supported).
-class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp {
+class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   enum { kX, kWxi, kWxf, kWxc, kWxo, kWhi, kWhf, kWhc, kWho, kPi, kPf, kPo, kBi, kBf, kBc, kBo, kProj, kProjBias, kLn0 };
+  // Float: weft_lstm_f32 with the states (h, c) in the node's state struct, zero after
+  // <prefix>_init as in a new run context; arena scratch only for a projection's input.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetRequiredInputTensor(kX);
+    if (x->GetDataType() == DT_INT8) return EmitInteger(ctx, x);
+    for (size_t k = kWxi; k < kLn0 + 4; ++k) {
+      const Tensor* t = ctx->GetOptionalInputTensor(k);
+      if (t && t->GetDataType() != DT_FLOAT) return Fail(ctx, "input " + std::to_string(k) + " must be float32");
+    }
+    for (size_t k = kLn0; k < kLn0 + 4; ++k)
+      if (ctx->GetOptionalInputTensor(k)) return Fail(ctx, "layer-normalized LSTMs are not supported");
+    const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
+    const char* act_s = ctx->GetAttrs()->GetStr("fused_activation_function");
+    const std::string act = act_s ? act_s : "TANH";
+    const int act_code = act == "NONE" ? 0 : act == "RELU" ? 1 : act == "RELU6" ? 2 : act == "RELU_N1_TO_1" ? 3 : act == "TANH" ? 4 : -1;
+    if (act_code < 0) return Fail(ctx, "activation " + act + " is not supported");
+    const float* cell_clip = ctx->GetAttrs()->GetFloat("cell_clip");
+    const float* proj_clip = ctx->GetAttrs()->GetFloat("proj_clip");
+    const Shape& xs = x->GetShape();
+    const int64_t batch = time_major ? xs.GetDim(1) : xs.GetDim(0), steps = time_major ? xs.GetDim(0) : xs.GetDim(1);
+    const int64_t in = xs.GetDim(2);
+    const int64_t cell = ctx->GetRequiredInputTensor(kWxo)->GetShape().GetDim(0), out = ctx->GetRequiredInputTensor(kWho)->GetShape().GetDim(1);
+    for (int64_t v : {batch, steps, in, cell, out})
+      if (v > INT32_MAX / 8) return Fail(ctx, "too large for the generated C");
+    const bool cifg = !ctx->GetOptionalInputTensor(kWxi);
+    if (cifg != !ctx->GetOptionalInputTensor(kWhi)) return Fail(ctx, "input_to_input_weights and recurrent_to_input_weights must be both present or both absent (CIFG)");
+    auto ptr = [&](int k) { return ctx->GetOptionalInputTensor(static_cast<size_t>(k)) ? ctx->Input(IrIndex(ctx, k), "float") : std::string("0"); };
+    ctx->Include("<string.h>");
+    ctx->DeclareState("float h[" + std::to_string(batch * out) + "];\nfloat c[" + std::to_string(batch * cell) + "];\n");
+    aot::EmitHelper(ctx, kTflKernels, "weft_lstm_f32");
+    const bool proj = ctx->GetOptionalInputTensor(kProj) != nullptr;
+    std::string gate = proj ? "(float*)(void*)" + ctx->Scratch(static_cast<size_t>(cell) * sizeof(float)) : std::string("0");
+    std::ostringstream r;
+    r << "{\n  weft_lstm_f32_args a;\n  a.batch = " << batch << ";\n  a.steps = " << steps << ";\n  a.in = " << in << ";\n  a.cell = " << cell
+      << ";\n  a.out = " << out << ";\n  a.time_major = " << (time_major ? 1 : 0) << ";\n  a.cifg = " << (cifg ? 1 : 0) << ";\n  a.act = " << act_code
+      << ";\n  a.cell_clip = " << aot::FloatLit(cell_clip ? *cell_clip : 0.f) << ";\n  a.proj_clip = " << aot::FloatLit(proj_clip ? *proj_clip : 0.f)
+      << ";\n";
+    const int wx[4] = {kWxi, kWxf, kWxc, kWxo}, wh[4] = {kWhi, kWhf, kWhc, kWho}, bias[4] = {kBi, kBf, kBc, kBo}, peep[4] = {kPi, kPf, -1, kPo};
+    for (int g = 0; g < 4; ++g) {
+      r << "  a.wx[" << g << "] = " << ptr(wx[g]) << ";\n  a.wh[" << g << "] = " << ptr(wh[g]) << ";\n  a.bias[" << g << "] = " << ptr(bias[g])
+        << ";\n  a.peep[" << g << "] = " << (peep[g] < 0 ? std::string("0") : ptr(peep[g])) << ";\n";
+    }
+    r << "  a.proj = " << ptr(kProj) << ";\n  a.proj_bias = " << ptr(kProjBias) << ";\n  weft_lstm_f32(&a, " << ctx->Input(0, "float") << ", "
+      << ctx->Output(0, "float") << ", " << ctx->State() << "->h, " << ctx->State() << "->c, " << gate << ");\n}\n";
+    ctx->Run(r.str());
+    return GRAPH_SUCCESS;
+  }
+  // Integer: weft_lstm_q with the constants of PlanInteger/FoldInteger (the folded biases as
+  // arrays), the states in the node's state struct, set to their zero points by the node's init.
+  graphStatus EmitInteger(EmitContext* ctx, const Tensor* x) {
+    IntPlan p;
+    if (!PlanInteger(ctx, x, &p)) return GRAPH_FAILED;
+    for (int64_t v : {p.batch, p.steps, p.n_in, p.n_cell, p.n_out})
+      if (v > INT32_MAX / 8) return Fail(ctx, "too large for the generated C");
+    std::vector<int32_t> folded(p.FoldedInts());
+    FoldInteger(ctx, folded.data(), &p);
+    auto ptr = [&](int k, const char* ct) {
+      return ctx->GetOptionalInputTensor(static_cast<size_t>(k)) ? ctx->Input(IrIndex(ctx, k), ct) : std::string("0");
+    };
+    auto folded_const = [&](const int32_t* v, int64_t n, const char* hint) {
+      return v ? ctx->Const(hint, DT_INT32, v, static_cast<size_t>(n)) : std::string("0");
+    };
+    const int64_t cells = p.batch * p.n_cell, outs = p.batch * p.n_out, nb_max = p.time_major ? p.batch : 1;
+    ctx->Include("<string.h>");
+    ctx->DeclareState("int8_t h[" + std::to_string(outs) + "];\nint16_t c[" + std::to_string(cells) + "];\n");
+    ctx->Init("{\n  int32_t i;\n  for (i = 0; i < " + std::to_string(outs) + "; ++i) " + ctx->State() + "->h[i] = (int8_t)" + aot::IntLit(p.hq.zp) +
+              ";\n  for (i = 0; i < " + std::to_string(cells) + "; ++i) " + ctx->State() + "->c[i] = (int16_t)" + aot::IntLit(p.cq.zp) + ";\n}\n");
+    aot::EmitHelper(ctx, kTflKernels, "weft_lstm_q");
+    std::string gate = ctx->Scratch(static_cast<size_t>(5 * nb_max * p.n_cell) * sizeof(int16_t));
+    std::ostringstream r;
+    r << "{\n  weft_lstm_q_args a;\n  a.batch = " << p.batch << ";\n  a.steps = " << p.steps << ";\n  a.n_in = " << p.n_in << ";\n  a.n_cell = "
+      << p.n_cell << ";\n  a.n_out = " << p.n_out << ";\n  a.time_major = " << (p.time_major ? 1 : 0) << ";\n  a.cifg = " << (p.cifg ? 1 : 0)
+      << ";\n  a.cell_scale = " << p.cell_scale << ";\n  a.hidden_zp = " << aot::IntLit(p.hidden_zp) << ";\n  a.h_zp = " << aot::IntLit(p.hq.zp)
+      << ";\n  a.cell_clip = " << p.cell_clip << ";\n  a.proj_clip = " << static_cast<int>(p.proj_clip) << ";\n";
+    const int wx[4] = {kWxi, kWxf, kWxc, kWxo}, wh[4] = {kWhi, kWhf, kWhc, kWho}, peep[4] = {kPi, kPf, -1, kPo};
+    for (int g = 0; g < 4; ++g) {
+      const IntGate& G = p.gates[g];
+      const bool on = !(g == 0 && p.cifg);
+      r << "  a.gates[" << g << "].wx = " << (on ? ptr(wx[g], "int8_t") : "0") << ";\n  a.gates[" << g << "].wh = " << (on ? ptr(wh[g], "int8_t") : "0")
+        << ";\n  a.gates[" << g << "].peep = " << (on && peep[g] >= 0 && G.peep ? ptr(peep[g], "int16_t") : "0") << ";\n  a.gates[" << g
+        << "].bx = " << (on ? folded_const(G.bx, p.n_cell, "bx") : "0") << ";\n  a.gates[" << g << "].bh = "
+        << (on ? folded_const(G.bh, p.n_cell, "bh") : "0") << ";\n  a.gates[" << g << "].mx = " << aot::IntLit(G.mx.m) << ";\n  a.gates[" << g
+        << "].sx = " << G.mx.s << ";\n  a.gates[" << g << "].mh = " << aot::IntLit(G.mh.m) << ";\n  a.gates[" << g << "].sh = " << G.mh.s
+        << ";\n  a.gates[" << g << "].mc = " << aot::IntLit(G.mc.m) << ";\n  a.gates[" << g << "].sc = " << G.mc.s << ";\n";
+    }
+    r << "  a.proj = " << (p.proj ? ptr(kProj, "int8_t") : "0") << ";\n  a.proj_bias = " << folded_const(p.proj_bias, p.n_out, "proj_bias")
+      << ";\n  a.m_proj = " << aot::IntLit(p.m_proj.m) << ";\n  a.s_proj = " << p.m_proj.s << ";\n  a.m_hidden = " << aot::IntLit(p.m_hidden.m)
+      << ";\n  a.s_hidden = " << p.m_hidden.s << ";\n  weft_lstm_q(&a, " << ctx->Input(0, "int8_t") << ", " << ctx->Output(0, "int8_t") << ", "
+      << ctx->State() << "->h, " << ctx->State() << "->c, (int16_t*)(void*)" << gate << ");\n}\n";
+    ctx->Run(r.str());
+    return GRAPH_SUCCESS;
+  }
+
+  // The instance index of IR input k (present), for EmitContext::Input.
+  static size_t IrIndex(const EmitContext* ctx, int k) {
+    size_t at = 0;
+    for (int i = 0; i < k; ++i) at += ctx->GetIrInputInstanceNum(static_cast<size_t>(i));
+    return at;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetOptionalInputShape(kX);
     const Shape& wxo = *ctx->GetOptionalInputShape(kWxo);
@@ -3443,71 +3543,94 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
   // 16-bit fixed-point sigmoid and tanh, int32 biases with the zero points folded in. Matches
   // the reference bit for bit, including how it walks the peephole weights (over n_output
   // entries per batch row).
-  graphStatus ExecuteInteger(EagerOpExecutionContext* ctx, const Tensor* x) {
-    using tfl::q16::Wrap;
+  // The integer LSTM's constants, as TFLite's Prepare computes them (the scale products in float);
+  // Execute and Emit share them.
+  struct IntMultiplier {
+    int32_t m = 0;
+    int s = 0;
+  };
+  // Per gate (input, forget, cell, output): weights, effective scales and biases with the zero
+  // points folded in.
+  struct IntGate {
+    const int8_t *wx = nullptr, *wh = nullptr;
+    const int16_t* peep = nullptr;
+    IntMultiplier mx, mh, mc;
+    const int32_t *bx = nullptr, *bh = nullptr;
+  };
+  struct IntPlan {
+    bool time_major = false, cifg = false;
+    int64_t batch = 0, steps = 0, n_in = 0, n_cell = 0, n_out = 0;
+    Quant in, hq, cq, oq;
+    int cell_scale = 0;
+    int16_t cell_clip = 0;
+    int8_t proj_clip = 0;
+    int32_t hidden_zp = 0;
+    float hidden_scale = 0.f;
+    IntGate gates[4];
+    const int8_t* proj = nullptr;
+    IntMultiplier m_proj, m_hidden;
+    const int32_t* proj_bias = nullptr;
+    size_t FoldedInts() const { return static_cast<size_t>(8 * n_cell + n_out); }
+  };
+  static IntMultiplier Quantized(double v) {
+    IntMultiplier r;
+    tfl::QuantizeMultiplier(v, &r.m, &r.s);
+    return r;
+  }
+
+  // Types, dims, scales and clips of the integer LSTM, checked.
+  bool PlanInteger(const KernelContextBase* ctx, const Tensor* x, IntPlan* p) const {
     for (size_t k = kLn0; k < kLn0 + 4; ++k)
-      if (ctx->GetOptionalInputTensor(k)) return Fail(ctx, "layer-normalized LSTMs are not supported");
-    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_INT8);
-    if (!y) return GRAPH_FAILED;
+      if (ctx->GetOptionalInputTensor(k)) return Fail(ctx, "layer-normalized LSTMs are not supported"), false;
     auto tensor = [&](int k) { return ctx->GetOptionalInputTensor(static_cast<size_t>(k)); };
     auto typed = [&](int k, DataType want) -> bool {
       const Tensor* t = tensor(k);
       return !t || t->GetDataType() == want;
     };
     for (int k = kWxi; k <= kWho; ++k)
-      if (!typed(k, DT_INT8)) return Fail(ctx, "input " + std::to_string(k) + " of the integer LSTM must be int8");
+      if (!typed(k, DT_INT8)) return Fail(ctx, "input " + std::to_string(k) + " of the integer LSTM must be int8"), false;
     for (int k : {kPi, kPf, kPo})
-      if (!typed(k, DT_INT16)) return Fail(ctx, "the integer LSTM's peephole weights must be int16");
+      if (!typed(k, DT_INT16)) return Fail(ctx, "the integer LSTM's peephole weights must be int16"), false;
     for (int k : {kBi, kBf, kBc, kBo, kProjBias})
-      if (!typed(k, DT_INT32)) return Fail(ctx, "the integer LSTM's biases must be int32");
-    if (!typed(kProj, DT_INT8)) return Fail(ctx, "the integer LSTM's projection weights must be int8");
-    const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
+      if (!typed(k, DT_INT32)) return Fail(ctx, "the integer LSTM's biases must be int32"), false;
+    if (!typed(kProj, DT_INT8)) return Fail(ctx, "the integer LSTM's projection weights must be int8"), false;
+    p->time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
     const Shape& xs = x->GetShape();
-    const int64_t batch = time_major ? xs.GetDim(1) : xs.GetDim(0), steps = time_major ? xs.GetDim(0) : xs.GetDim(1);
-    const int64_t n_in = xs.GetDim(2);
-    const int64_t n_cell = tensor(kWxo)->GetShape().GetDim(0), n_out = tensor(kWho)->GetShape().GetDim(1);
+    p->batch = p->time_major ? xs.GetDim(1) : xs.GetDim(0);
+    p->steps = p->time_major ? xs.GetDim(0) : xs.GetDim(1);
+    p->n_in = xs.GetDim(2);
+    p->n_cell = tensor(kWxo)->GetShape().GetDim(0);
+    p->n_out = tensor(kWho)->GetShape().GetDim(1);
     // Scales: the operator's inputs by their LiteRT index (18: output state, 19: cell state).
-    Quant in = InputQuant(ctx, 0), hq = InputQuant(ctx, 18), cq = InputQuant(ctx, 19), oq = OutputQuant(ctx);
+    p->in = InputQuant(ctx, 0), p->hq = InputQuant(ctx, 18), p->cq = InputQuant(ctx, 19), p->oq = OutputQuant(ctx);
     ListView<float> ims = ctx->GetAttrs()->GetListFloat("intermediate_scale");
     ListView<int64_t> imz = ctx->GetAttrs()->GetListInt("intermediate_zero_point");
-    if (!in.quantized() || !hq.quantized() || !cq.quantized() || !oq.quantized() || ims.size() != 5)
-      return Fail(ctx, "the integer LSTM needs the scales of its input, output and cell states, output and intermediates");
-    const float cell_log2 = std::log(cq.scale) * (1.0f / std::log(2.0f));
-    const int cell_scale = static_cast<int>(std::round(cell_log2));
-    if (std::abs(cell_log2 - std::round(cell_log2)) >= 1e-3f || cell_scale > -9)
-      return Fail(ctx, "the cell state's scale must be a power of two no larger than 2^-9, not " + std::to_string(cq.scale));
-    const float hidden_scale = ims[4];
-    if (!(hidden_scale > 0.f) || std::isinf(hidden_scale))
-      return Fail(ctx, "the integer LSTM's fifth intermediate tensor (the hidden state) needs a positive scale");
-    const int32_t hidden_zp = imz.size() > 4 ? static_cast<int32_t>(imz[4]) : 0;
-    const float gate_scale = 1.0f / 4096.0f;  // Q3.12
-    struct Multiplier {
-      int32_t m = 0;
-      int s = 0;
-    };
-    auto quantize = [](double v) {
-      Multiplier r;
-      tfl::QuantizeMultiplier(v, &r.m, &r.s);
-      return r;
-    };
+    if (!p->in.quantized() || !p->hq.quantized() || !p->cq.quantized() || !p->oq.quantized() || ims.size() != 5)
+      return Fail(ctx, "the integer LSTM needs the scales of its input, output and cell states, output and intermediates"), false;
+    const float cell_log2 = std::log(p->cq.scale) * (1.0f / std::log(2.0f));
+    p->cell_scale = static_cast<int>(std::round(cell_log2));
+    if (std::abs(cell_log2 - std::round(cell_log2)) >= 1e-3f || p->cell_scale > -9)
+      return Fail(ctx, "the cell state's scale must be a power of two no larger than 2^-9, not " + std::to_string(p->cq.scale)), false;
+    p->hidden_scale = ims[4];
+    if (!(p->hidden_scale > 0.f) || std::isinf(p->hidden_scale))
+      return Fail(ctx, "the integer LSTM's fifth intermediate tensor (the hidden state) needs a positive scale"), false;
+    p->hidden_zp = imz.size() > 4 ? static_cast<int32_t>(imz[4]) : 0;
     const float* cc = ctx->GetAttrs()->GetFloat("cell_clip");
     const float* pc = ctx->GetAttrs()->GetFloat("proj_clip");
-    const int16_t cell_clip = cc && *cc > 0.f ? static_cast<int16_t>(std::min(std::max(*cc / cq.scale, -32768.0f), 32767.0f)) : 0;
-    const int8_t proj_clip = pc && *pc > 0.f ? static_cast<int8_t>(std::min(std::max(*pc / oq.scale, -128.0f), 127.0f)) : 0;
-    // Per gate (input, forget, cell, output): weights, effective scales and biases with the zero
-    // points folded in, computed as TFLite's Prepare does (the scale products in float).
-    struct Gate {
-      const int8_t *wx = nullptr, *wh = nullptr;
-      const int16_t* peep = nullptr;
-      Multiplier mx, mh, mc;
-      const int32_t *bx = nullptr, *bh = nullptr;
-    } gates[4];
-    const int wx_k[4] = {kWxi, kWxf, kWxc, kWxo}, wh_k[4] = {kWhi, kWhf, kWhc, kWho}, p_k[4] = {kPi, kPf, -1, kPo}, b_k[4] = {kBi, kBf, kBc, kBo};
-    const bool cifg = tensor(kWxi) == nullptr;
-    if (cifg != (tensor(kWhi) == nullptr)) return Fail(ctx, "input_to_input_weights and recurrent_to_input_weights must be both present or both absent (CIFG)");
-    // The biases with the zero points folded in (bias + scalar * row sum), in workspace memory.
-    auto* folded = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(8 * n_cell + n_out) * sizeof(int32_t)));
-    if (!folded) return GRAPH_FAILED;
+    p->cell_clip = cc && *cc > 0.f ? static_cast<int16_t>(std::min(std::max(*cc / p->cq.scale, -32768.0f), 32767.0f)) : 0;
+    p->proj_clip = pc && *pc > 0.f ? static_cast<int8_t>(std::min(std::max(*pc / p->oq.scale, -128.0f), 127.0f)) : 0;
+    p->cifg = tensor(kWxi) == nullptr;
+    if (p->cifg != (tensor(kWhi) == nullptr))
+      return Fail(ctx, "input_to_input_weights and recurrent_to_input_weights must be both present or both absent (CIFG)"), false;
+    if (!tensor(kProj) && p->n_out != p->n_cell) return Fail(ctx, "without projection the output size must equal the cell size"), false;
+    return true;
+  }
+
+  // The gates' multipliers and weights, and the biases with the zero points folded in (bias +
+  // scalar * row sum) written to `folded` (FoldedInts() of them).
+  void FoldInteger(const KernelContextBase* ctx, int32_t* folded, IntPlan* p) const {
+    auto tensor = [&](int k) { return ctx->GetOptionalInputTensor(static_cast<size_t>(k)); };
+    const float gate_scale = 1.0f / 4096.0f;  // Q3.12
     auto row_sums = [&](const int8_t* w, int64_t rows, int64_t cols, int32_t scalar, const int32_t* bias) {
       int32_t* out = folded;
       folded += rows;
@@ -3518,32 +3641,57 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
       }
       return static_cast<const int32_t*>(out);
     };
+    const int wx_k[4] = {kWxi, kWxf, kWxc, kWxo}, wh_k[4] = {kWhi, kWhf, kWhc, kWho}, p_k[4] = {kPi, kPf, -1, kPo}, b_k[4] = {kBi, kBf, kBc, kBo};
     for (int g = 0; g < 4; ++g) {
-      if (g == 0 && cifg) continue;
-      Gate& G = gates[g];
+      if (g == 0 && p->cifg) continue;
+      IntGate& G = p->gates[g];
       G.wx = tensor(wx_k[g])->GetData<int8_t>();
       G.wh = tensor(wh_k[g])->GetData<int8_t>();
       const float sx = InputQuant(ctx, static_cast<size_t>(wx_k[g])).scale, sh = InputQuant(ctx, static_cast<size_t>(wh_k[g])).scale;
-      G.mx = quantize(static_cast<float>(sx * in.scale / gate_scale));
-      G.mh = quantize(static_cast<float>(sh * hq.scale / gate_scale));
+      G.mx = Quantized(static_cast<float>(sx * p->in.scale / gate_scale));
+      G.mh = Quantized(static_cast<float>(sh * p->hq.scale / gate_scale));
       if (p_k[g] >= 0 && tensor(p_k[g])) {
         G.peep = tensor(p_k[g])->GetData<int16_t>();
         const float sp = InputQuant(ctx, static_cast<size_t>(p_k[g])).scale;
-        G.mc = quantize(static_cast<float>(std::pow(2.0, cell_scale) * sp / gate_scale));
+        G.mc = Quantized(static_cast<float>(std::pow(2.0, p->cell_scale) * sp / gate_scale));
       }
       const Tensor* b = tensor(b_k[g]);
-      G.bx = row_sums(G.wx, n_cell, n_in, -in.zp, b ? b->GetData<int32_t>() : nullptr);
-      G.bh = row_sums(G.wh, n_cell, n_out, -hq.zp, nullptr);
+      G.bx = row_sums(G.wx, p->n_cell, p->n_in, -p->in.zp, b ? b->GetData<int32_t>() : nullptr);
+      G.bh = row_sums(G.wh, p->n_cell, p->n_out, -p->hq.zp, nullptr);
     }
-    const int8_t* proj = tensor(kProj) ? tensor(kProj)->GetData<int8_t>() : nullptr;
-    Multiplier m_proj, m_hidden = quantize(static_cast<float>(std::pow(2.0, -15) / hidden_scale * std::pow(2.0, -15)));
-    const int32_t* proj_bias = nullptr;
-    if (proj) {
-      m_proj = quantize(static_cast<float>(InputQuant(ctx, kProj).scale * hidden_scale / hq.scale));
-      proj_bias = row_sums(proj, n_out, n_cell, hidden_zp, tensor(kProjBias) ? tensor(kProjBias)->GetData<int32_t>() : nullptr);
-    } else if (n_out != n_cell) {
-      return Fail(ctx, "without projection the output size must equal the cell size");
+    p->proj = tensor(kProj) ? tensor(kProj)->GetData<int8_t>() : nullptr;
+    p->m_hidden = Quantized(static_cast<float>(std::pow(2.0, -15) / p->hidden_scale * std::pow(2.0, -15)));
+    if (p->proj) {
+      p->m_proj = Quantized(static_cast<float>(InputQuant(ctx, kProj).scale * p->hidden_scale / p->hq.scale));
+      p->proj_bias = row_sums(p->proj, p->n_out, p->n_cell, p->hidden_zp, tensor(kProjBias) ? tensor(kProjBias)->GetData<int32_t>() : nullptr);
     }
+  }
+
+  // TFLite's integer LSTM (8x8->16): int8 input, weights and output state, int16 cell state with
+  // a power-of-two scale, gates in Q3.12 (the intermediates' default without layer norm), the
+  // 16-bit fixed-point sigmoid and tanh, int32 biases with the zero points folded in. Matches
+  // the reference bit for bit, including how it walks the peephole weights (over n_output
+  // entries per batch row).
+  graphStatus ExecuteInteger(EagerOpExecutionContext* ctx, const Tensor* x) {
+    using tfl::q16::Wrap;
+    IntPlan plan;
+    if (!PlanInteger(ctx, x, &plan)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_INT8);
+    if (!y) return GRAPH_FAILED;
+    auto* folded = static_cast<int32_t*>(ctx->MallocWorkSpace(plan.FoldedInts() * sizeof(int32_t)));
+    if (!folded) return GRAPH_FAILED;
+    FoldInteger(ctx, folded, &plan);
+    const bool time_major = plan.time_major, cifg = plan.cifg;
+    const int64_t batch = plan.batch, steps = plan.steps, n_in = plan.n_in, n_cell = plan.n_cell, n_out = plan.n_out;
+    const Quant hq = plan.hq, cq = plan.cq;
+    const int cell_scale = plan.cell_scale;
+    const int16_t cell_clip = plan.cell_clip;
+    const int8_t proj_clip = plan.proj_clip;
+    const int32_t hidden_zp = plan.hidden_zp;
+    const IntGate* gates = plan.gates;
+    const int8_t* proj = plan.proj;
+    const IntMultiplier m_proj = plan.m_proj, m_hidden = plan.m_hidden;
+    const int32_t* proj_bias = plan.proj_bias;
     // State: the cell state (int16), the output state (int8), a byte that says both hold values
     // (initially the zero points).
     const size_t cell_bytes = static_cast<size_t>(batch * n_cell) * sizeof(int16_t), out_bytes = static_cast<size_t>(batch * n_out);
@@ -3563,7 +3711,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     for (int g = 0; g < 4; ++g) gate_buf[g] = scratch + static_cast<size_t>(g) * nb_max * static_cast<size_t>(n_cell);
     auto* hidden = reinterpret_cast<int8_t*>(scratch + 4 * nb_max * static_cast<size_t>(n_cell));
     // acc = bias + w·v, rescaled, + zp, + what the output holds, saturated to T.
-    auto matvec = [&](const int8_t* v, const int32_t* bias, const int8_t* w, Multiplier m, int64_t nb, int64_t cols,
+    auto matvec = [&](const int8_t* v, const int32_t* bias, const int8_t* w, IntMultiplier m, int64_t nb, int64_t cols,
                       int64_t rows, int32_t zp, auto* out) {
       using T = std::remove_pointer_t<decltype(out)>;
       for (int64_t b = 0; b < nb; ++b)
@@ -3578,7 +3726,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
       const int64_t n = nb * n_cell;
       for (int g = 0; g < 4; ++g) {
         if (g == 0 && cifg) continue;
-        const Gate& G = gates[g];
+        const IntGate& G = gates[g];
         int16_t* gb = gate_buf[g];
         std::fill(gb, gb + n, int16_t{0});
         matvec(xt, G.bx, G.wx, G.mx, nb, n_in, n_cell, 0, gb);

@@ -695,3 +695,275 @@ static void weft_svdf_q(int type, int32_t batch, int32_t input_size, int32_t fil
       y[(int64_t)n * units + u] = (int8_t)weft_clamp32(weft_mbqm((int32_t)out, m2, s2) + out_zp, -128, 127);
     }
 }
+
+/* @helper weft_lstm_f32 */
+/* A float LSTM over a sequence (UNIDIRECTIONAL_SEQUENCE_LSTM): gates [input, forget, cell,
+ * output], optional CIFG (input gate absent: i = 1 - f), peepholes, projection and clips. The
+ * output state h [batch, out] and cell state c [batch, cell] are carried between runs. */
+typedef struct weft_lstm_f32_args {
+  int32_t batch, steps, in, cell, out, time_major, cifg;
+  int32_t act; /* the cell activation: 0 none, 1 relu, 2 relu6, 3 relu_n1_to_1, 4 tanh */
+  float cell_clip, proj_clip;
+  const float* wx[4];
+  const float* wh[4];
+  const float* bias[4];
+  const float* peep[4];
+  const float* proj;
+  const float* proj_bias;
+} weft_lstm_f32_args;
+
+static float weft_lstm_act(int32_t act, float v) {
+  switch (act) {
+    case 1: return v > 0.f ? v : 0.f;
+    case 2: return v < 0.f ? 0.f : v > 6.f ? 6.f : v;
+    case 3: return v < -1.f ? -1.f : v > 1.f ? 1.f : v;
+    case 4: return tanhf(v);
+    default: return v;
+  }
+}
+
+static float weft_sigmoidf(float v) { return 1.f / (1.f + expf(-v)); }
+
+/* Cell by cell: the four gate sums of cell j (each in the order bias, input, recurrent), then its
+ * state; the gated output m goes straight into the output row, or into `m` (cell floats of
+ * scratch) when a projection follows. h is read for every cell before it changes. */
+static void weft_lstm_f32(const weft_lstm_f32_args* a, const float* x, float* y, float* h_state, float* c_state, float* m_scratch) {
+  int32_t b, t, g, j, k;
+  for (b = 0; b < a->batch; ++b) {
+    float* h = h_state + (int64_t)b * a->out;
+    float* c = c_state + (int64_t)b * a->cell;
+    for (t = 0; t < a->steps; ++t) {
+      const int64_t row = a->time_major ? (int64_t)t * a->batch + b : (int64_t)b * a->steps + t;
+      const float* xt = x + row * a->in;
+      float* yt = y + row * a->out;
+      float* m = a->proj ? m_scratch : yt;
+      for (j = 0; j < a->cell; ++j) {
+        float acc[4] = {0.f, 0.f, 0.f, 0.f}, f, i, cn, o;
+        for (g = 0; g < 4; ++g) {
+          float v;
+          const float* rx;
+          const float* rh;
+          if (g == 0 && a->cifg) continue;
+          v = a->bias[g] ? a->bias[g][j] : 0.f;
+          rx = a->wx[g] + (int64_t)j * a->in;
+          rh = a->wh[g] + (int64_t)j * a->out;
+          for (k = 0; k < a->in; ++k) v += rx[k] * xt[k];
+          for (k = 0; k < a->out; ++k) v += rh[k] * h[k];
+          acc[g] = v;
+        }
+        f = weft_sigmoidf(acc[1] + (a->peep[1] ? a->peep[1][j] * c[j] : 0.f));
+        i = a->cifg ? 1.f - f : weft_sigmoidf(acc[0] + (a->peep[0] ? a->peep[0][j] * c[j] : 0.f));
+        cn = c[j] * f + i * weft_lstm_act(a->act, acc[2]);
+        if (a->cell_clip > 0.f) cn = cn < -a->cell_clip ? -a->cell_clip : cn > a->cell_clip ? a->cell_clip : cn;
+        c[j] = cn;
+        o = weft_sigmoidf(acc[3] + (a->peep[3] ? a->peep[3][j] * cn : 0.f));
+        m[j] = o * weft_lstm_act(a->act, cn);
+      }
+      if (a->proj) {
+        for (k = 0; k < a->out; ++k) {
+          float v = a->proj_bias ? a->proj_bias[k] : 0.f;
+          for (j = 0; j < a->cell; ++j) v += a->proj[(int64_t)k * a->cell + j] * m[j];
+          if (a->proj_clip > 0.f) v = v < -a->proj_clip ? -a->proj_clip : v > a->proj_clip ? a->proj_clip : v;
+          yt[k] = v;
+        }
+      }
+      memcpy(h, yt, (size_t)a->out * sizeof(float));
+    }
+  }
+}
+
+/* @helper weft_q16 needs: weft_fixed_point */
+/* 16-bit fixed point (Qm.(15-m)) for the integer LSTM's gates: additions wrap modulo 2^16 unless
+ * said otherwise, products round to nearest and saturate only (-1) * (-1). */
+static WEFT_AOT_UNUSED int16_t weft_q16_wrap(int32_t v) { return (int16_t)(uint16_t)(uint32_t)v; }
+
+static int16_t weft_q16_mul(int16_t a, int16_t b) {
+  int32_t ab, nudge;
+  if (a == b && a == INT16_MIN) return INT16_MAX;
+  ab = (int32_t)a * (int32_t)b;
+  nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
+  return (int16_t)((ab + nudge) / (1 << 15));
+}
+
+static int16_t weft_q16_round_shift(int16_t x, int exponent) {
+  const int32_t mask = (1 << exponent) - 1;
+  const int32_t remainder = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return weft_q16_wrap((x >> exponent) + (remainder > threshold ? 1 : 0));
+}
+
+static int16_t weft_q16_mul_pot(int16_t x, int exponent) {
+  int32_t threshold;
+  if (exponent < 0) return weft_q16_round_shift(x, -exponent);
+  if (exponent == 0) return x;
+  threshold = (1 << (15 - exponent)) - 1;
+  if (x > threshold) return INT16_MAX;
+  if (x < -threshold) return INT16_MIN;
+  return weft_q16_wrap((int32_t)x * (1 << exponent));
+}
+
+static int16_t weft_q16_const(int32_t raw32) { return weft_q16_wrap(weft_rdpot(raw32, 16)); }
+
+static int16_t weft_q16_sat_add(int16_t a, int16_t b) {
+  const int32_t s = (int32_t)a + (int32_t)b;
+  return (int16_t)(s > 32767 ? 32767 : s < -32768 ? -32768 : s);
+}
+
+static int16_t weft_q16_half_sum(int16_t a, int16_t b) {
+  const int32_t sum = (int32_t)a + (int32_t)b;
+  return (int16_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
+}
+
+static int16_t weft_q16_exp_quarter(int16_t a) {
+  const int16_t c = weft_q16_const(1895147668), third = weft_q16_const(715827883);
+  const int16_t x = weft_q16_wrap(a + (1 << 12));
+  const int16_t x2 = weft_q16_mul(x, x), x3 = weft_q16_mul(x2, x), x4 = weft_q16_mul(x2, x2);
+  const int16_t x4_over_4 = weft_q16_mul_pot(x4, -2);
+  const int16_t poly = weft_q16_mul_pot(weft_q16_wrap(weft_q16_mul(weft_q16_wrap(x4_over_4 + x3), third) + x2), -1);
+  return weft_q16_sat_add(c, weft_q16_mul(c, weft_q16_wrap(x + poly)));
+}
+
+static int16_t weft_q16_exp_negative(int16_t a, int bits) {
+  static const int32_t exp_neg_pow2[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
+  const int frac = 15 - bits;
+  const int16_t quarter = (int16_t)(1 << (frac - 2));
+  const int16_t a_mod_quarter_minus_quarter = weft_q16_wrap((a & (quarter - 1)) - quarter);
+  int16_t result = weft_q16_exp_quarter(weft_q16_mul_pot(a_mod_quarter_minus_quarter, bits));
+  const int16_t remainder = weft_q16_wrap(a_mod_quarter_minus_quarter - a);
+  int k;
+  for (k = -2; k <= 4; ++k)
+    if (bits > k && (remainder & (1 << (frac + k)))) result = weft_q16_mul(result, weft_q16_const(exp_neg_pow2[k + 2]));
+  if (bits > 5 && a < weft_q16_const(-(1 << (36 - bits)))) result = 0;
+  if (a == 0) result = INT16_MAX;
+  return result;
+}
+
+static int16_t weft_q16_two_over_one_plus_x(int16_t a) {
+  const int16_t half_denominator = weft_q16_half_sum(a, INT16_MAX);
+  const int16_t c48_17 = weft_q16_const(1515870810), cneg32_17 = weft_q16_const(-1010580540);
+  int16_t x = weft_q16_wrap(c48_17 + weft_q16_mul(half_denominator, cneg32_17));
+  int i;
+  for (i = 0; i < 3; ++i) {
+    const int16_t one_minus = weft_q16_wrap((1 << 13) - weft_q16_mul(half_denominator, x));
+    x = weft_q16_wrap(x + weft_q16_mul_pot(weft_q16_mul(x, one_minus), 2));
+  }
+  return x;
+}
+
+static int16_t weft_q16_logistic(int16_t a, int bits) {
+  int16_t abs_a, positive;
+  if (a == 0) return weft_q16_const(1 << 30);
+  abs_a = a > 0 ? a : weft_q16_wrap(-a);
+  positive = weft_q16_mul_pot(weft_q16_two_over_one_plus_x(weft_q16_exp_negative(weft_q16_wrap(-abs_a), bits)), 1);
+  return a > 0 ? positive : weft_q16_wrap(INT16_MAX - positive);
+}
+
+static int16_t weft_q16_tanh(int16_t a, int bits) {
+  int16_t negative_abs, t;
+  if (a == 0) return 0;
+  negative_abs = a < 0 ? a : weft_q16_wrap(-a);
+  t = weft_q16_mul_pot(weft_q16_wrap(weft_q16_two_over_one_plus_x(weft_q16_exp_negative(negative_abs, bits + 1)) - (1 << 13)), 2);
+  return a < 0 ? weft_q16_wrap(-t) : t;
+}
+
+/* @helper weft_lstm_q needs: weft_fixed_point weft_q16 */
+/* TFLite's integer LSTM (8x8->16): int8 input, weights and output state h, int16 cell state c
+ * with scale 2^cell_scale, gates in Q3.12; biases with the zero points folded in. */
+typedef struct weft_lstm_q_gate {
+  const int8_t* wx;
+  const int8_t* wh;
+  const int16_t* peep;
+  const int32_t* bx;
+  const int32_t* bh;
+  int32_t mx, sx, mh, sh, mc, sc;
+} weft_lstm_q_gate;
+
+typedef struct weft_lstm_q_args {
+  int32_t batch, steps, n_in, n_cell, n_out, time_major, cifg, cell_scale, hidden_zp, h_zp, cell_clip, proj_clip;
+  weft_lstm_q_gate gates[4];
+  const int8_t* proj;
+  const int32_t* proj_bias;
+  int32_t m_proj, s_proj, m_hidden, s_hidden;
+} weft_lstm_q_args;
+
+/* out[b][r] = saturate(rescale(bias[r] + w[r] . v[b]) + zp + out[b][r]) into int16 (wide) or int8. */
+static void weft_lstm_q_matvec(const int8_t* v, const int32_t* bias, const int8_t* w, int32_t m, int32_t s, int32_t nb, int32_t cols,
+                               int32_t rows, int32_t zp, int wide, void* out) {
+  int32_t b, r, c;
+  for (b = 0; b < nb; ++b)
+    for (r = 0; r < rows; ++r) {
+      const int64_t o = (int64_t)b * rows + r;
+      uint32_t acc = (uint32_t)bias[r];
+      int32_t a;
+      for (c = 0; c < cols; ++c) acc += (uint32_t)((int32_t)v[(int64_t)b * cols + c] * (int32_t)w[(int64_t)r * cols + c]);
+      a = weft_mbqm((int32_t)acc, m, s) + zp + (wide ? ((int16_t*)out)[o] : ((int8_t*)out)[o]);
+      if (wide) ((int16_t*)out)[o] = (int16_t)weft_clamp32(a, -32768, 32767);
+      else ((int8_t*)out)[o] = (int8_t)weft_clamp32(a, -128, 127);
+    }
+}
+
+/* One time step for nb batch rows. gate: 4 blocks of nb * n_cell int16, then nb * n_cell int8. */
+static void weft_lstm_q_step(const weft_lstm_q_args* a, int32_t nb, const int8_t* xt, int8_t* h, int16_t* c, int8_t* yt, int16_t* gate) {
+  const int64_t n = (int64_t)nb * a->n_cell;
+  int8_t* hidden = (int8_t*)(gate + 4 * n);
+  int16_t* og = gate + 3 * n;
+  int64_t k;
+  int g;
+  for (g = 0; g < 4; ++g) {
+    const weft_lstm_q_gate* G = &a->gates[g];
+    int16_t* gb = gate + g * n;
+    if (g == 0 && a->cifg) continue;
+    for (k = 0; k < n; ++k) gb[k] = 0;
+    weft_lstm_q_matvec(xt, G->bx, G->wx, G->mx, G->sx, nb, a->n_in, a->n_cell, 0, 1, gb);
+    weft_lstm_q_matvec(h, G->bh, G->wh, G->mh, G->sh, nb, a->n_out, a->n_cell, 0, 1, gb);
+    if (G->peep) { /* the reference walks n_output weights per batch row over the flat state */
+      int32_t b, v;
+      for (b = 0, k = 0; b < nb; ++b)
+        for (v = 0; v < a->n_out; ++v, ++k) {
+          const int32_t prod = weft_mbqm((int32_t)G->peep[v] * (int32_t)c[k], G->mc, G->sc);
+          gb[k] = (int16_t)weft_clamp32(prod + gb[k], -32768, 32767);
+        }
+    }
+    for (k = 0; k < n; ++k) gb[k] = g == 2 ? weft_q16_tanh(gb[k], 3) : weft_q16_logistic(gb[k], 3);
+    if (g == 2) { /* the cell update comes before the output gate, which reads the new cell */
+      const int16_t *ig = gate, *fg = gate + n, *cg = gate + 2 * n;
+      for (k = 0; k < n; ++k) {
+        int16_t i_k, upd;
+        int32_t sum;
+        c[k] = weft_q16_wrap(weft_rdpot((int32_t)fg[k] * (int32_t)c[k], 15));
+        i_k = a->cifg ? weft_q16_wrap(32767 - fg[k]) : ig[k];
+        upd = weft_q16_wrap(weft_rdpot((int32_t)i_k * (int32_t)cg[k], 30 + a->cell_scale));
+        sum = weft_clamp32((int32_t)c[k] + (int32_t)upd, -32768, 32767);
+        if (a->cell_clip > 0) sum = weft_clamp32(sum, -a->cell_clip, a->cell_clip);
+        c[k] = (int16_t)sum;
+      }
+    }
+  }
+  for (k = 0; k < n; ++k) {
+    const int16_t t = weft_q16_tanh(c[k], 15 + a->cell_scale);
+    const int32_t v = weft_mbqm((int32_t)og[k] * (int32_t)t, a->m_hidden, a->s_hidden) - a->hidden_zp;
+    hidden[k] = (int8_t)weft_clamp32(v, -128, 127);
+  }
+  if (a->proj) {
+    for (k = 0; k < (int64_t)nb * a->n_out; ++k) h[k] = 0;
+    weft_lstm_q_matvec(hidden, a->proj_bias, a->proj, a->m_proj, a->s_proj, nb, a->n_cell, a->n_out, a->h_zp, 0, h);
+    if (a->proj_clip > 0)
+      for (k = 0; k < (int64_t)nb * a->n_out; ++k) h[k] = (int8_t)weft_clamp32(h[k], -a->proj_clip, a->proj_clip);
+  } else {
+    memcpy(h, hidden, (size_t)(nb * a->n_out));
+  }
+  memcpy(yt, h, (size_t)(nb * a->n_out));
+}
+
+static void weft_lstm_q(const weft_lstm_q_args* a, const int8_t* x, int8_t* y, int8_t* h_state, int16_t* c_state, int16_t* gate) {
+  int32_t b, t;
+  if (a->time_major) {
+    for (t = 0; t < a->steps; ++t)
+      weft_lstm_q_step(a, a->batch, x + (int64_t)t * a->batch * a->n_in, h_state, c_state, y + (int64_t)t * a->batch * a->n_out, gate);
+  } else {
+    for (b = 0; b < a->batch; ++b)
+      for (t = 0; t < a->steps; ++t)
+        weft_lstm_q_step(a, 1, x + ((int64_t)b * a->steps + t) * a->n_in, h_state + (int64_t)b * a->n_out, c_state + (int64_t)b * a->n_cell,
+                         y + ((int64_t)b * a->steps + t) * a->n_out, gate);
+  }
+}

@@ -309,3 +309,27 @@ def test_svdf_integer_as_c_is_bit_exact_over_a_stream(tmp_path, state_type, stat
     broken = subprocess.run([str(exe)], capture_output=True, text=True)
     assert broken.returncode == 1, broken.stdout
     assert "is the first whose output differs" in broken.stdout
+
+
+FLOAT_LSTM_VARIANTS = {"plain": {}, "cifg": {"cifg": True, "peephole": True}, "peephole": {"peephole": True},
+                       "projection_clips": {"projection": True, "cell_clip": 0.8, "proj_clip": 0.5}, "time_major": {"time_major": True}}
+INT8_LSTM_VARIANTS = {"plain": {}, "cifg_peephole": {"cifg": True, "peephole": True}, "peephole": {"peephole": True},
+                      "projection_clips": {"projection": True, "cell_clip": 1.5, "proj_clip": 1.2, "hidden_zp": 0},
+                      "time_major": {"time_major": True, "peephole": True},
+                      "state_zero_points": {"projection": True, "h_zp": -5, "hidden_zp": 4}}
+
+
+@pytest.mark.parametrize("variant", sorted(FLOAT_LSTM_VARIANTS))
+def test_lstm_float_as_c_carries_its_state(tmp_path, variant):
+    path, _ = lstm_float(tmp_path, **FLOAT_LSTM_VARIANTS[variant])
+    res, _ = aot_module(tmp_path, path, "lstm")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "(10 runs, twice)" in res.stdout
+
+
+@pytest.mark.parametrize("variant", sorted(INT8_LSTM_VARIANTS))
+def test_lstm_int8_as_c_is_bit_exact_over_a_stream(tmp_path, variant):
+    path, _ = lstm_int8(tmp_path, **INT8_LSTM_VARIANTS[variant])
+    res, _ = aot_module(tmp_path, path, "lstmq")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert " 0 of " in res.stdout and "(10 runs, twice)" in res.stdout

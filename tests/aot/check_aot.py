@@ -38,8 +38,6 @@ EXPECTED_FAILURES = {
     "audio_preprocessor_float.tflite": "not registered",  # TFLM's signal library custom ops
     "audio_preprocessor_int8.tflite": "not registered",
     "person_detect_vela.tflite": "ETHOS_U",  # an Arm Ethos-U NPU command stream
-    "trained_lstm.tflite": "cannot emit C",  # sequence LSTM: no emitter yet
-    "trained_lstm_int8.tflite": "cannot emit C",
 }
 CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1"]
 ALLOC = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "memalign", "valloc", "sbrk", "mmap"}
