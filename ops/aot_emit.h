@@ -46,6 +46,59 @@ inline void EmitHelper(const EmitContext* ctx, const char* text, const std::stri
   ctx->Helper(name, all.substr(line_end + 1, end == std::string::npos ? std::string::npos : end - line_end - 1));
 }
 
+// The kernel text (ops/aot/kernels.c) every built-in emitter takes its helpers from.
+inline const char* Kernels() {
+  static const char text[] =
+#include "aot_kernels.inc"
+      ;
+  return text;
+}
+
+// Output 0 as input 0's bytes (reshape, flatten, identity, ...): a copy, or nothing when the
+// planner gave both the same place.
+inline graphStatus EmitCopy(const EmitContext* ctx) {
+  const Tensor* x = ctx->GetInputTensor(0);
+  ctx->Include("<string.h>");
+  ctx->Run("{\n  const void* src = " + ctx->Input(0, "uint8_t") + ";\n  void* dst = " + ctx->Output(0, "uint8_t") +
+           ";\n  if (dst != src) memcpy(dst, src, " + std::to_string(x->GetShapeSize() * static_cast<int64_t>(DataTypeSize(x->GetDataType()))) +
+           "u);\n}\n");
+  return GRAPH_SUCCESS;
+}
+
+// An integer as a C literal of at least its width (INT32_MIN and INT64_MIN spelled safely).
+inline std::string IntLit(int64_t v) {
+  if (v == INT64_MIN) return "INT64_MIN";
+  if (v < INT32_MIN || v > INT32_MAX) return "INT64_C(" + std::to_string(v) + ")";
+  if (v == INT32_MIN) return "INT32_MIN";
+  return std::to_string(v);
+}
+
+// "static const weft_bcast g = {...};" for an elementwise op over a and b giving y (the output's
+// dims and each input's strides along them, 0 where it broadcasts), or "" when both have y's shape.
+inline std::string Broadcast(const Shape& a, const Shape& b, const Shape& y) {
+  if (a == y && b == y) return "";
+  const size_t r = y.GetDimNum();
+  if (r > 8) throw std::runtime_error("broadcasting over more than 8 dims in the generated C");
+  auto strides = [&](const Shape& s) {
+    std::vector<int64_t> st(r, 0);
+    int64_t acc = 1;
+    for (size_t k = 0; k < s.GetDimNum(); ++k) {
+      const size_t d = s.GetDimNum() - 1 - k, od = r - 1 - k;
+      st[od] = s.GetDim(d) == 1 ? 0 : acc;
+      acc *= s.GetDim(d);
+    }
+    return st;
+  };
+  auto list = [&](const std::vector<int64_t>& v) {
+    std::string t = "{";
+    for (size_t k = 0; k < 8; ++k) t += (k ? ", " : "") + IntLit(k < v.size() ? v[k] : 0);
+    return t + "}";
+  };
+  std::vector<int64_t> dims;
+  for (size_t k = 0; k < r; ++k) dims.push_back(y.GetDim(k));
+  return "static const weft_bcast g = {" + std::to_string(r) + ", " + list(dims) + ", " + list(strides(a)) + ", " + list(strides(b)) + "};\n";
+}
+
 // A float as a C literal that converts back to the same float (inf and NaN through math.h).
 inline std::string FloatLit(float v) {
   if (std::isnan(v)) return "NAN";
@@ -55,14 +108,6 @@ inline std::string FloatLit(float v) {
   std::string s = buf;
   if (s.find_first_of(".eE") == std::string::npos) s += ".0";
   return s + "f";
-}
-
-// An integer as a C literal of at least its width (INT32_MIN and INT64_MIN spelled safely).
-inline std::string IntLit(int64_t v) {
-  if (v == INT64_MIN) return "INT64_MIN";
-  if (v < INT32_MIN || v > INT32_MAX) return "INT64_C(" + std::to_string(v) + ")";
-  if (v == INT32_MIN) return "INT32_MIN";
-  return std::to_string(v);
 }
 
 }  // namespace weft::ops::aot

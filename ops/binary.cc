@@ -1,4 +1,5 @@
 // Add, Sub, Mul, Div with ONNX broadcasting.
+#include "aot_emit.h"
 #include "elementwise.h"
 #include "op_util.h"
 
@@ -25,8 +26,22 @@ bool PerChannel(const Shape& s, const Shape& full) {
 
 template <typename Fn>
 class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, public LayoutAwareOp, public CompilableOp,
-                 public RebuildOnLoad {
+                 public RebuildOnLoad, public EmittableOp {
  public:
+  // float32, broadcasting as ONNX does (weft_binary_f32).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    const Tensor* y = ctx->GetOutputTensor(0);
+    if (a->GetDataType() != DT_FLOAT || b->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes float32 here");
+    const std::string name = Fn::kName;
+    const int op = name == "Add" ? 0 : name == "Sub" ? 1 : name == "Mul" ? 2 : 3;
+    const std::string g = aot::Broadcast(a->GetShape(), b->GetShape(), y->GetShape());
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_binary_f32");
+    ctx->Run(g + "weft_binary_f32(" + std::to_string(op) + ", " + aot::IntLit(y->GetShapeSize()) + ", " + (g.empty() ? "0" : "&g") + ", " +
+             ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", -HUGE_VALF, HUGE_VALF, " + ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   // float32 4-D Add/Sub/Mul between channel-blocked convolutions: both operands of the output's
   // shape, or one of them with one value per channel (a squeeze-and-excitation gate), which stays
   // plain.

@@ -8,6 +8,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "aot_emit.h"
 #include "dnnl_runner.h"
 #include "op_util.h"
 
@@ -158,7 +159,23 @@ bool BiasFits(const InferShapeContext* ctx, int64_t out_channels, std::string* e
   return true;
 }
 
-class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad,
+// "static const weft_nchw g = {...};" for a 1-D or 2-D window over x (1-D as a height of 1), with
+// m output channels; "" when the window has more spatial dims.
+std::string NchwGeometry(const Shape& x, const Window& w, int64_t m, int64_t group) {
+  if (w.nd != 1 && w.nd != 2) return "";
+  const bool one = w.nd == 1;
+  const int64_t v[] = {x.GetDim(0), x.GetDim(1), one ? 1 : w.in[0], w.in[one ? 0 : 1], m, one ? 1 : w.out[0], w.out[one ? 0 : 1],
+                       one ? 1 : w.k[0], w.k[one ? 0 : 1], one ? 1 : w.s[0], w.s[one ? 0 : 1], one ? 1 : w.d[0], w.d[one ? 0 : 1],
+                       one ? 0 : w.pb[0], w.pb[one ? 0 : 1], group, one ? 0 : w.pe[0], w.pe[one ? 0 : 1]};
+  std::string g = "static const weft_nchw g = {";
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i) {
+    if (v[i] > INT32_MAX / 4 || v[i] < -(INT32_MAX / 4)) return "";
+    g += (i ? ", " : "") + std::to_string(v[i]);
+  }
+  return g + "};\n";
+}
+
+class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public EmittableOp,
              public FusibleOp, public LayoutAwareOp {
  public:
   // Conv [+ Add] [+ activation]: input Sum takes the residual addend; any activation on float.
@@ -372,6 +389,23 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       }
     }
     return MakeWindow(ctx, x, kernel, false, false, w, err);
+  }
+  // float32 1-D and 2-D convolutions with groups through weft_conv_nchw_f32 (no fused sum or
+  // activation: weft aot compiles without fusion).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetInputTensor(1);
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err)) return Fail(ctx, err);
+    if (x->GetDataType() != DT_FLOAT || ctx->GetOptionalInputTensor(3) || ctx->GetEpilogue().activation != WEFT_ACT_NONE)
+      return Fail(ctx, "the generated C takes float32 convolutions without fused operations");
+    const std::string g = NchwGeometry(x->GetShape(), w, wt->GetShape().GetDim(0), *ctx->GetAttrs()->GetInt("group"));
+    if (g.empty()) return Fail(ctx, "the generated C convolves 1-D and 2-D inputs of moderate size only");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_conv_nchw_f32");
+    ctx->Run(g + "weft_conv_nchw_f32(&g, " + ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", " +
+             (ctx->GetOptionalInputTensor(2) ? ctx->Input(2, "float") : std::string("0")) + ", " + ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
   }
   graphStatus InferShape(InferShapeContext* ctx) override {
     Window w;
@@ -729,8 +763,24 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
 };
 
 template <bool kMax>
-class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public LayoutAwareOp {
+class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public LayoutAwareOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), &w, &err)) return Fail(ctx, err);
+    if (x->GetDataType() != DT_FLOAT || ctx->GetComputeNodeOutputNum() > 1)
+      return Fail(ctx, "the generated C pools float32 without an Indices output");
+    const bool include_pad = !kMax && *ctx->GetAttrs()->GetInt("count_include_pad") != 0;
+    const std::string g = NchwGeometry(x->GetShape(), w, x->GetShape().GetDim(1), 1);
+    if (g.empty()) return Fail(ctx, "the generated C pools 1-D and 2-D inputs of moderate size only");
+    ctx->Include("<math.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_pool_nchw_f32");
+    ctx->Run(g + "weft_pool_nchw_f32(&g, " + (kMax ? "1" : "0") + ", " + (include_pad ? "1" : "0") + ", " + ctx->Input(0, "float") + ", " +
+             ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   // Between channel-blocked Convs a float32 2-D pooling (oneDNN path) keeps the blocked layout:
   // it reads and writes it, or neither.
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
@@ -927,8 +977,24 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
 };
 
 template <bool kMax>
-class GlobalPool : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp {
+class GlobalPool : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public EmittableOp {
  public:
+  // A pooling window over the whole 1-D or 2-D extent.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& xs = x->GetShape();
+    if (x->GetDataType() != DT_FLOAT || (xs.GetDimNum() != 3 && xs.GetDimNum() != 4))
+      return Fail(ctx, "the generated C pools float32 1-D and 2-D inputs only");
+    Window w;
+    w.nd = xs.GetDimNum() - 2;
+    for (size_t i = 0; i < w.nd; ++i) w.in[i] = w.k[i] = xs.GetDim(i + 2), w.out[i] = w.s[i] = w.d[i] = 1, w.pb[i] = w.pe[i] = 0;
+    const std::string g = NchwGeometry(xs, w, xs.GetDim(1), 1);
+    if (g.empty()) return Fail(ctx, "too large for the generated C");
+    ctx->Include("<math.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_pool_nchw_f32");
+    ctx->Run(g + "weft_pool_nchw_f32(&g, " + (kMax ? "1" : "0") + ", 0, " + ctx->Input(0, "float") + ", " + ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   // A float32 4-D input may arrive channel-blocked (the output, [N, C, 1, 1], stays plain): the
   // squeeze-and-excitation blocks of mobile networks read a blocked depthwise convolution's
   // output both here and in the Mul that applies the gate.

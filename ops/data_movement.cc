@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "aot_emit.h"
 #include "elementwise.h"
 #include "op_util.h"
 
@@ -18,8 +19,33 @@ void Split3(const Shape& s, int64_t axis, int64_t* outer, int64_t* inner) {
   for (size_t k = static_cast<size_t>(axis) + 1; k < s.GetDimNum(); ++k) *inner *= s.GetDim(k);
 }
 
-class Concat : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
+class Concat : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad, public EmittableOp {
  public:
+  // Each input's rows of (its axis extent x the dims after it) elements copied into its column
+  // range of the output's rows.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Shape& out = ctx->GetOutputTensor(0)->GetShape();
+    int64_t axis = 0;
+    if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(out.GetDimNum()), &axis))
+      return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(out.GetDimNum())));
+    const int64_t elem = static_cast<int64_t>(DataTypeSize(ctx->GetOutputTensor(0)->GetDataType()));
+    int64_t outer = 1, inner = elem;
+    for (int64_t k = 0; k < axis; ++k) outer *= out.GetDim(static_cast<size_t>(k));
+    for (size_t k = static_cast<size_t>(axis) + 1; k < out.GetDimNum(); ++k) inner *= out.GetDim(k);
+    const int64_t out_row = out.GetDim(static_cast<size_t>(axis)) * inner;
+    ctx->Include("<string.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_concat");
+    std::string code;
+    int64_t offset = 0;
+    for (size_t i = 0; i < ctx->GetComputeNodeInputNum(); ++i) {
+      const int64_t row = ctx->GetInputTensor(i)->GetShape().GetDim(static_cast<size_t>(axis)) * inner;
+      if (row) code += "weft_concat_part(" + aot::IntLit(outer) + ", " + aot::IntLit(row) + ", " + aot::IntLit(out_row) + ", " + aot::IntLit(offset) +
+                       ", " + ctx->Input(i, "void") + ", " + ctx->Output(0, "void") + ");\n";
+      offset += row;
+    }
+    ctx->Run(code);
+    return GRAPH_SUCCESS;
+  }
   // Along the channels of float32 4-D tensors whose channel counts are multiples of 16, the
   // channel-blocked layout concatenates exactly as the plain one does (whole blocks per image),
   // so the branches of Inception-, Fire- and DenseNet-style blocks stay blocked.

@@ -1,13 +1,15 @@
 // Identity: copies its input.
 #include <cstring>
 
+#include "aot_emit.h"
 #include "weft/custom_op.h"
 
 namespace weft::ops {
 namespace {
 
-class Identity : public EagerExecuteOp {
+class Identity : public EagerExecuteOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override { return aot::EmitCopy(ctx); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());

@@ -31,36 +31,8 @@ namespace {
 
 using tfl::Activation;
 
-// The portable C kernels the emitters below call in generated modules (ops/aot/tfl_kernels.c).
-const char kTflKernels[] =
-#include "aot_tfl_kernels.inc"
-    ;
-
-// "static const weft_bcast g = {...};" for an elementwise op over a and b giving y (the output's
-// dims and each input's strides along them, 0 where it broadcasts), or "" when both have y's shape.
-std::string EmitBroadcast(const Shape& a, const Shape& b, const Shape& y) {
-  if (a == y && b == y) return "";
-  const size_t r = y.GetDimNum();
-  if (r > 8) throw std::runtime_error("broadcasting over more than 8 dims in the generated C");
-  auto strides = [&](const Shape& s) {
-    std::vector<int64_t> st(r, 0);
-    int64_t acc = 1;
-    for (size_t k = 0; k < s.GetDimNum(); ++k) {
-      const size_t d = s.GetDimNum() - 1 - k, od = r - 1 - k;
-      st[od] = s.GetDim(d) == 1 ? 0 : acc;
-      acc *= s.GetDim(d);
-    }
-    return st;
-  };
-  auto list = [&](const std::vector<int64_t>& v) {
-    std::string t = "{";
-    for (size_t k = 0; k < 8; ++k) t += (k ? ", " : "") + aot::IntLit(k < v.size() ? v[k] : 0);
-    return t + "}";
-  };
-  std::vector<int64_t> dims;
-  for (size_t k = 0; k < r; ++k) dims.push_back(y.GetDim(k));
-  return "static const weft_bcast g = {" + std::to_string(r) + ", " + list(dims) + ", " + list(strides(a)) + ", " + list(strides(b)) + "};\n";
-}
+// The portable C kernels the emitters below call in generated modules (ops/aot/kernels.c).
+const char* const kTflKernels = aot::Kernels();
 
 // The generated C's code for an 8/16-bit quantized type (weft_qload/weft_qstore), or 0.
 int QTypeCode(DataType t) { return t == DT_INT8 ? 8 : t == DT_UINT8 ? 9 : t == DT_INT16 ? 16 : t == DT_INT32 ? 32 : 0; }
@@ -1629,7 +1601,7 @@ class TflBinary : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     const int op = type == "TflAdd" ? 0 : type == "TflSub" ? 1 : 2;
     const DataType dt = a->GetDataType();
     if (b->GetDataType() != dt) return Fail(ctx, "both inputs must have the same type");
-    const std::string g = EmitBroadcast(a->GetShape(), b->GetShape(), y->GetShape());
+    const std::string g = aot::Broadcast(a->GetShape(), b->GetShape(), y->GetShape());
     const std::string gp = g.empty() ? "0" : "&g";
     const std::string n = aot::IntLit(y->GetShapeSize());
     if (dt == DT_FLOAT) {
@@ -2507,13 +2479,7 @@ class TflStridedSlice : public EagerExecuteOp, public ShapeInferOp, public Emitt
 // Reshape: the shape input (or the new_shape option); one -1 dim is inferred.
 class TflReshape : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
-  graphStatus Emit(EmitContext* ctx) override {
-    const Tensor* x = ctx->GetInputTensor(0);
-    ctx->Include("<string.h>");
-    ctx->Run("{\n  const void* src = " + ctx->Input(0, "uint8_t") + ";\n  void* dst = " + ctx->Output(0, "uint8_t") +
-             ";\n  if (dst != src) memcpy(dst, src, " + std::to_string(x->GetShapeSize() * DataTypeSize(x->GetDataType())) + "u);\n}\n");
-    return GRAPH_SUCCESS;
-  }
+  graphStatus Emit(EmitContext* ctx) override { return aot::EmitCopy(ctx); }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& in = *ctx->GetInputShape(0);
     std::vector<int64_t> want;

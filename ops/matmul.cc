@@ -1,4 +1,5 @@
 // MatMul with NumPy semantics: 1-D operands are promoted, batch dims broadcast.
+#include "aot_emit.h"
 #include "dnnl_matmul.h"
 #include "elementwise.h"
 #include "op_util.h"
@@ -61,8 +62,36 @@ void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n, C* row)
   }
 }
 
-class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public FusibleOp {
+class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public FusibleOp, public EmittableOp {
  public:
+  // float32 through weft_gemm_f32: one product when B is 2-D (A's batch dims folded into M), else
+  // one per batch when both operands have the same batch dims.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    MatMulDims d;
+    std::string err;
+    if (!Plan(a->GetShape(), b->GetShape(), &d, &err)) return Fail(ctx, err);
+    if (a->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes float32 MatMul only");
+    const size_t ra = a->GetShape().GetDimNum(), rb = b->GetShape().GetDimNum();
+    int64_t batches = 1, rows = d.m;
+    if (rb <= 2) {
+      rows = d.k ? a->GetShapeSize() / d.k : 0;
+    } else {
+      if (ra != rb) return Fail(ctx, "the generated C multiplies batches of equal rank only");
+      for (size_t i = 0; i + 2 < ra; ++i)
+        if (a->GetShape().GetDim(i) != b->GetShape().GetDim(i)) return Fail(ctx, "the generated C does not broadcast MatMul batches");
+      batches = d.batch.GetShapeSize();
+    }
+    for (int64_t v : {rows, d.k, d.n, batches})
+      if (v > INT32_MAX / 4) return Fail(ctx, "too large for the generated C");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_gemm_f32");
+    ctx->Run("{\n  int64_t i;\n  for (i = 0; i < " + std::to_string(batches) + "; ++i)\n    weft_gemm_f32(" + std::to_string(rows) + ", " +
+             std::to_string(d.n) + ", " + std::to_string(d.k) + ", 0, 0, 1.f, 0.f, " + ctx->Input(0, "float") + " + i * " + std::to_string(rows * d.k) +
+             ", " + ctx->Input(1, "float") + " + i * " + std::to_string(rb <= 2 ? 0 : d.k * d.n) + ", 0, 1, 1, " + ctx->Output(0, "float") + " + i * " +
+             std::to_string(rows * d.n) + ");\n}\n");
+    return GRAPH_SUCCESS;
+  }
   // MatMul [+ Add of a constant over the last dim] [+ activation on floats].
   graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
     s.BiasInput(2);

@@ -2,14 +2,41 @@
 // MeanVarianceNormalization) and PRelu.
 #include <algorithm>
 
+#include "aot_emit.h"
 #include "dnnl_matmul.h"
 #include "op_util.h"
 
 namespace weft::ops {
 namespace {
 
-class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public FusibleOp {
+class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public FusibleOp, public EmittableOp {
  public:
+  // float32 through weft_gemm_f32; C broadcast as [1 or M, 1 or N] (or [N]).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    const Tensor* c = ctx->GetOptionalInputTensor(2);
+    int64_t m, k, n;
+    std::string err;
+    if (!Dims(ctx, a->GetShape(), b->GetShape(), &m, &k, &n, &err)) return Fail(ctx, err);
+    if (a->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes float32 Gemm only");
+    int64_t c_rows = 1, c_cols = 1;
+    if (c) {
+      const Shape& cs = c->GetShape();
+      if (cs.GetDimNum() == 2) c_rows = cs.GetDim(0), c_cols = cs.GetDim(1);
+      else if (cs.GetDimNum() == 1) c_cols = cs.GetDim(0);
+      if ((c_rows != 1 && c_rows != m) || (c_cols != 1 && c_cols != n)) return Fail(ctx, "C " + cs.ToString() + " does not broadcast to the output");
+    }
+    for (int64_t v : {m, k, n})
+      if (v > INT32_MAX / 4) return Fail(ctx, "too large for the generated C");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_gemm_f32");
+    ctx->Run("weft_gemm_f32(" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " +
+             std::to_string(*ctx->GetAttrs()->GetInt("transA") != 0) + ", " + std::to_string(*ctx->GetAttrs()->GetInt("transB") != 0) + ", " +
+             aot::FloatLit(*ctx->GetAttrs()->GetFloat("alpha")) + ", " + aot::FloatLit(*ctx->GetAttrs()->GetFloat("beta")) + ", " +
+             ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", " + (c ? ctx->Input(2, "float") : std::string("0")) + ", " +
+             std::to_string(c_rows) + ", " + std::to_string(c_cols) + ", " + ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   // Gemm [+ activation on floats].
   graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
     if (IsFloating(ctx->GetInputDataType(0))) AbsorbAllActivations(s);
@@ -125,8 +152,31 @@ class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
 };
 
 // y = scale * (x - mean) / sqrt(var + eps) + B, per channel (axis 1).
-class BatchNormalization : public EagerExecuteOp, public ShapeInferOp {
+class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Inference: y = x * scale[c] + shift[c], the two folded from constant parameters in double as
+  // Execute folds them.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    if (x->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C normalizes float32 only");
+    for (size_t i = 1; i < 5; ++i)
+      if (!ctx->GetInputTensor(i)->GetAddr() || ctx->GetInputTensor(i)->GetDataType() != DT_FLOAT)
+        return Fail(ctx, "the generated C needs float32 constant scale, B, mean and var");
+    const float eps = *ctx->GetAttrs()->GetFloat("epsilon");
+    const int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), sp = x->GetShapeSize() / std::max<int64_t>(n * c, 1);
+    std::vector<float> scale(static_cast<size_t>(c)), shift(static_cast<size_t>(c));
+    auto val = [&](size_t in, int64_t ch) { return static_cast<double>(ctx->GetInputTensor(in)->GetData<float>()[ch]); };
+    for (int64_t ch = 0; ch < c; ++ch) {
+      scale[static_cast<size_t>(ch)] = static_cast<float>(val(1, ch) / std::sqrt(val(4, ch) + eps));
+      shift[static_cast<size_t>(ch)] = static_cast<float>(val(2, ch) - val(3, ch) * scale[static_cast<size_t>(ch)]);
+    }
+    const std::string sc = ctx->Const("scale", DT_FLOAT, scale), sh = ctx->Const("shift", DT_FLOAT, shift);
+    ctx->Run("{\n  const float* x = " + ctx->Input(0, "float") + ";\n  float* y = " + ctx->Output(0, "float") + ";\n  int64_t b, ch, i;\n  for (b = 0; b < " +
+             std::to_string(n) + "; ++b)\n    for (ch = 0; ch < " + std::to_string(c) + "; ++ch)\n      for (i = 0; i < " + std::to_string(sp) +
+             "; ++i) {\n        const int64_t at = (b * " + std::to_string(c) + " + ch) * " + std::to_string(sp) + " + i;\n        y[at] = x[at] * " + sc +
+             "[ch] + " + sh + "[ch];\n      }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
     if (x.GetDimNum() < 2) return Fail(ctx, "X must be [N, C, ...]");

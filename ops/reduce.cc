@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "aot_emit.h"
 #include "op_util.h"
 #include "vector_math.h"
 
@@ -49,8 +50,32 @@ Shape ReducedShape(const Shape& in, const std::vector<bool>& mask, bool keep) {
 enum class Red { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
 
 template <Red R>
-class Reduce : public EagerExecuteOp, public ShapeInferOp {
+class Reduce : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // float32 ReduceMean and ReduceSum over constant axes (weft_mean_f32, a count of 1 for the sum).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& in = x->GetShape();
+    std::vector<bool> mask;
+    std::string err;
+    if ((R != Red::kMean && R != Red::kSum) || x->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C has float32 ReduceMean and ReduceSum only");
+    if (!ReduceAxes(ctx, in.GetDimNum(), &mask, &err) || !err.empty()) return Fail(ctx, err.empty() ? "the axes must be constants" : err);
+    const size_t r = in.GetDimNum();
+    if (r > 8) return Fail(ctx, "the generated C reduces at most 8 dims");
+    std::vector<int64_t> dims, ost(r, 0);
+    int64_t acc = 1;
+    for (size_t k = r; k-- > 0;)
+      if (!mask[k]) ost[k] = acc, acc *= in.GetDim(k);
+    for (size_t k = 0; k < r; ++k) dims.push_back(in.GetDim(k));
+    if (r == 0) dims.push_back(1), ost.push_back(0);
+    const int64_t total = in.GetShapeSize(), outs = acc;
+    const float count = R == Red::kMean && outs ? static_cast<float>(total / outs) : 1.f;
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_mean_f32");
+    ctx->Run("weft_mean_f32(" + std::to_string(dims.size()) + ", " + ctx->Const("dims", DT_INT64, dims) + ", " + ctx->Const("out_stride", DT_INT64, ost) +
+             ", " + aot::IntLit(total) + ", " + aot::IntLit(outs) + ", " + aot::FloatLit(count) + ", " + ctx->Input(0, "float") + ", " +
+             ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& in = *ctx->GetInputShape(0);
     std::vector<bool> mask;
@@ -276,8 +301,25 @@ WEFT_CPU_CLONES void SoftmaxRow(const float* in, float* out, int64_t n) {
 // set (how opsets < 13 defined it; the ONNX importer sets it).
 enum class Sm { kSoftmax, kLogSoftmax, kHardmax };
 template <Sm S>
-class SoftmaxOp : public EagerExecuteOp {
+class SoftmaxOp : public EagerExecuteOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& in = x->GetShape();
+    int64_t r = static_cast<int64_t>(in.GetDimNum()), axis;
+    if (S == Sm::kHardmax || x->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C has float32 Softmax and LogSoftmax only");
+    if (r == 0) return Fail(ctx, "input must have rank >= 1");
+    if (!NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), r, &axis)) return Fail(ctx, AxisError(*ctx->GetAttrs()->GetInt("axis"), r));
+    int64_t outer = 1, inner = 1, n = in.GetDim(static_cast<size_t>(axis));
+    for (int64_t k = 0; k < axis; ++k) outer *= in.GetDim(k);
+    for (size_t k = static_cast<size_t>(axis) + 1; k < in.GetDimNum(); ++k) inner *= in.GetDim(k);
+    if (*ctx->GetAttrs()->GetInt("coerce_2d")) n *= inner, inner = 1;
+    ctx->Include("<math.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_softmax_axis_f32");
+    ctx->Run("weft_softmax_axis_f32(" + aot::IntLit(outer) + ", " + aot::IntLit(n) + ", " + aot::IntLit(inner) + ", " +
+             (S == Sm::kLogSoftmax ? "1" : "0") + ", " + ctx->Input(0, "float") + ", " + ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());

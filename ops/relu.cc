@@ -1,11 +1,19 @@
 // Relu: max(x, 0); NaN propagates.
+#include "aot_emit.h"
 #include "elementwise.h"
 
 namespace weft::ops {
 namespace {
 
-class Relu : public EagerExecuteOp, public FusibleOp {
+class Relu : public EagerExecuteOp, public FusibleOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    if (x->GetDataType() != DT_FLOAT) return ctx->SetError("the generated C takes float32 Relu only"), GRAPH_FAILED;
+    ctx->Run("{\n  const float* x = " + ctx->Input(0, "float") + ";\n  float* y = " + ctx->Output(0, "float") + ";\n  int64_t i;\n  for (i = 0; i < " +
+             std::to_string(x->GetShapeSize()) + "; ++i) y[i] = x[i] < 0.f ? 0.f : x[i];\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus QueryFusion(OpQueryContext*, FusionSupport& s) override {
     s.IsActivation(WEFT_ACT_RELU);
     return GRAPH_SUCCESS;

@@ -4,14 +4,16 @@
 #include <algorithm>
 #include <numeric>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
 namespace {
 
 // Ops whose output is the input bytes under a new shape.
-class CopyExecute : public EagerExecuteOp {
+class CopyExecute : public EagerExecuteOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override { return aot::EmitCopy(ctx); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
@@ -133,8 +135,27 @@ class Unsqueeze : public CopyExecute, public ShapeInferOp {
   }
 };
 
-class Transpose : public EagerExecuteOp, public ShapeInferOp {
+class Transpose : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& xs = x->GetShape();
+    const size_t r = xs.GetDimNum();
+    int64_t perm[WEFT_MAX_DIMS];
+    std::string err;
+    if (!Perm(ctx, r, perm, &err)) return Fail(ctx, err);
+    const size_t elem = DataTypeSize(x->GetDataType());
+    if (r > 8 || (elem != 1 && elem != 2 && elem != 4 && elem != 8)) return Fail(ctx, "the generated C transposes up to 8 dims of 1-8 byte elements");
+    std::vector<int64_t> in_stride(r, 1), dims, src;
+    for (size_t k = r; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
+    for (size_t k = 0; k < r; ++k) dims.push_back(xs.GetDim(static_cast<size_t>(perm[k]))), src.push_back(in_stride[static_cast<size_t>(perm[k])]);
+    if (r == 0) dims.push_back(1), src.push_back(0);
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_strided_copy");
+    ctx->Run("weft_strided_copy(" + std::to_string(elem) + ", " + std::to_string(dims.size()) + ", " + ctx->Const("dims", DT_INT64, dims) + ", " +
+             ctx->Const("src_stride", DT_INT64, src) + ", 0, " + aot::IntLit(x->GetShapeSize()) + ", " + ctx->Input(0, "void") + ", " +
+             ctx->Output(0, "void") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   static bool Perm(const KernelContextBase* ctx, size_t r, int64_t* perm, std::string* err) {
     ListView<int64_t> p = ctx->GetAttrs()->GetListInt("perm");
     if (p.size() == 0) {

@@ -1,4 +1,5 @@
 // Elementwise unary operators (ONNX semantics). Floating ops compute 16-bit types in float.
+#include "aot_emit.h"
 #include "op_util.h"
 #include "vector_math.h"
 
@@ -130,9 +131,49 @@ template <> constexpr void (*kFloatSpan<ExpFn>)(const float*, float*, int64_t) =
 template <> constexpr void (*kFloatSpan<SigmoidFn>)(const float*, float*, int64_t) = SigmoidSpan;
 template <> constexpr void (*kFloatSpan<TanhFn>)(const float*, float*, int64_t) = TanhSpan;
 
+// The float32 C expression of a unary op over `x` for generated modules (weft aot), its attributes
+// as literals; "" for ops the generated C does not have.
+std::string UnaryC(const std::string& op, const RuntimeAttrs* a) {
+  auto f = [&](const char* name) { return aot::FloatLit(*a->GetFloat(name)); };
+  if (op == "Sqrt") return "sqrtf(x)";
+  if (op == "Exp") return "expf(x)";
+  if (op == "Log") return "logf(x)";
+  if (op == "Reciprocal") return "1.f / x";
+  if (op == "Erf") return "erff(x)";
+  if (op == "Tanh") return "tanhf(x)";
+  if (op == "Sin") return "sinf(x)";
+  if (op == "Cos") return "cosf(x)";
+  if (op == "Ceil") return "ceilf(x)";
+  if (op == "Floor") return "floorf(x)";
+  if (op == "Softsign") return "x / (1.f + fabsf(x))";
+  if (op == "Softplus") return "x > 20.f ? x : log1pf(expf(x))";
+  if (op == "Sigmoid") return "x >= 0.f ? 1.f / (1.f + expf(-x)) : expf(x) / (1.f + expf(x))";
+  if (op == "HardSwish") return "x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f))";
+  if (op == "Neg") return "-x";
+  if (op == "Abs") return "fabsf(x)";
+  if (op == "LeakyRelu") return "x >= 0.f ? x : " + f("alpha") + " * x";
+  if (op == "Elu") return "x >= 0.f ? x : " + f("alpha") + " * (expf(x) - 1.f)";
+  if (op == "HardSigmoid") return "fmaxf(0.f, fminf(1.f, " + f("alpha") + " * x + " + f("beta") + "))";
+  if (op == "Selu") return "x > 0.f ? " + f("gamma") + " * x : " + f("gamma") + " * (" + f("alpha") + " * expf(x) - " + f("alpha") + ")";
+  if (op == "Gelu")
+    return std::string(a->GetStr("approximate")) == "tanh" ? "0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)))"
+                                                           : "0.5f * x * (1.f + erff(x * 0.7071067811865476f))";
+  return "";
+}
+
 template <typename Fn, bool kIntegers>
-class UnaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp {
+class UnaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const std::string expr = UnaryC(Fn::kName, ctx->GetAttrs());
+    if (expr.empty() || x->GetDataType() != DT_FLOAT)
+      return Fail(ctx, std::string("the generated C has no ") + DataTypeName(x->GetDataType()) + " " + Fn::kName);
+    ctx->Include("<math.h>");
+    ctx->Run("{\n  const float* in = " + ctx->Input(0, "float") + ";\n  float* out = " + ctx->Output(0, "float") + ";\n  int64_t i;\n  for (i = 0; i < " +
+             std::to_string(x->GetShapeSize()) + "; ++i) {\n    const float x = in[i];\n    out[i] = " + expr + ";\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   // The shape is the input's; what this checks is the attributes (Fn::Check, where there is one).
   graphStatus InferShape(InferShapeContext* ctx) override {
     if constexpr (requires { Fn::Check(ctx); })
@@ -225,8 +266,24 @@ class Not : public EagerExecuteOp {
 
 // Clip(input, min?, max?): bounds from optional scalar inputs (the importer turns opset < 11
 // attributes into those inputs).
-class Clip : public EagerExecuteOp, public ShapeInferOp, public FusibleOp {
+class Clip : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, public EmittableOp {
  public:
+  // min(max(x, lo), hi) with each bound read at run time (a constant or a tensor), or absent.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    if (x->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C clips float32 only");
+    auto bound = [&](size_t ir, const char* none) {
+      if (!ctx->GetOptionalInputTensor(ir) || ctx->GetOptionalInputTensor(ir)->GetShapeSize() == 0) return std::string(none);
+      size_t at = 0;
+      for (size_t i = 0; i < ir; ++i) at += ctx->GetIrInputInstanceNum(i);
+      return ctx->Input(at, "float") + "[0]";
+    };
+    ctx->Include("<math.h>");
+    ctx->Run("{\n  const float* in = " + ctx->Input(0, "float") + ";\n  float* out = " + ctx->Output(0, "float") + ";\n  const float lo = " +
+             bound(1, "-HUGE_VALF") + ", hi = " + bound(2, "HUGE_VALF") + ";\n  int64_t i;\n  for (i = 0; i < " + std::to_string(x->GetShapeSize()) +
+             "; ++i) {\n    const float m = in[i] < lo ? lo : in[i];\n    out[i] = m > hi ? hi : m;\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     for (size_t ir = 1; ir < 3; ++ir) {
       const Shape* s = ctx->GetOptionalInputShape(ir);

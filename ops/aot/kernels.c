@@ -1,10 +1,11 @@
-/* Portable C99 kernels that the Tfl* operators' emitters call from generated modules (weft aot).
+/* Portable C99 kernels that the built-in operators' emitters call from generated modules (weft aot).
  *
  * This file is text to the op library: it is split at the "@helper NAME [needs: A B]" markers
  * and each section is emitted, once per module, into the modules whose operators ask for it (the
  * sections a helper needs first). Everything is static: a program may link several modules.
- * The arithmetic is TFLite's reference arithmetic, the same as the runtime kernels in
- * ops/litert.cc and ops/litert_quant.h, so integer results are identical bit for bit.
+ * The Tfl* kernels use TFLite's reference arithmetic, the same as the runtime kernels in
+ * ops/litert.cc and ops/litert_quant.h, so integer results are identical bit for bit; the others
+ * compute ONNX's semantics in float.
  * WEFT_AOT_UNUSED is defined by the module before any helper. */
 
 /* @helper weft_fixed_point */
@@ -370,14 +371,14 @@ static void weft_bcast_index(const weft_bcast* g, int64_t o, int64_t* i, int64_t
 }
 
 /* @helper weft_binary_f32 needs: weft_broadcast */
-/* op 0 add, 1 sub, 2 mul; g NULL when both inputs have the output's shape. */
+/* op 0 add, 1 sub, 2 mul, 3 div; g NULL when both inputs have the output's shape. */
 static void weft_binary_f32(int op, int64_t n, const weft_bcast* g, const float* a, const float* b, float lo, float hi, float* y) {
   int64_t o, i = 0, j = 0;
   for (o = 0; o < n; ++o) {
     float v;
     if (g) weft_bcast_index(g, o, &i, &j);
     else i = j = o;
-    v = op == 0 ? a[i] + b[j] : op == 1 ? a[i] - b[j] : a[i] * b[j];
+    v = op == 0 ? a[i] + b[j] : op == 1 ? a[i] - b[j] : op == 2 ? a[i] * b[j] : a[i] / b[j];
     v = v < lo ? lo : v;
     y[o] = v > hi ? hi : v;
   }
@@ -966,4 +967,114 @@ static void weft_lstm_q(const weft_lstm_q_args* a, const int8_t* x, int8_t* y, i
         weft_lstm_q_step(a, 1, x + ((int64_t)b * a->steps + t) * a->n_in, h_state + (int64_t)b * a->n_out, c_state + (int64_t)b * a->n_cell,
                          y + ((int64_t)b * a->steps + t) * a->n_out, gate);
   }
+}
+
+/* @helper weft_gemm_f32 */
+/* ONNX Gemm: y[m][n] = alpha * sum_k A'[m][k] * B'[k][n] + beta * C[m % c_rows][n % c_cols], A' and
+ * B' transposed when trans_a / trans_b; c may be NULL. Also MatMul (alpha 1, no C). */
+static void weft_gemm_f32(int32_t m, int32_t n, int32_t k, int trans_a, int trans_b, float alpha, float beta, const float* a,
+                          const float* b, const float* c, int32_t c_rows, int32_t c_cols, float* y) {
+  int32_t i, j, p;
+  for (i = 0; i < m; ++i)
+    for (j = 0; j < n; ++j) {
+      float acc = 0.f;
+      for (p = 0; p < k; ++p)
+        acc += (trans_a ? a[(int64_t)p * m + i] : a[(int64_t)i * k + p]) * (trans_b ? b[(int64_t)j * k + p] : b[(int64_t)p * n + j]);
+      acc *= alpha;
+      if (c) acc += beta * c[(int64_t)(i % c_rows) * c_cols + (j % c_cols)];
+      y[(int64_t)i * n + j] = acc;
+    }
+}
+
+/* @helper weft_softmax_axis_f32 */
+/* Softmax over the middle dim of [outer, n, inner] (log_softmax when log != 0). */
+static void weft_softmax_axis_f32(int64_t outer, int64_t n, int64_t inner, int log, const float* x, float* y) {
+  int64_t o, i, j;
+  for (o = 0; o < outer; ++o)
+    for (i = 0; i < inner; ++i) {
+      float mx = -HUGE_VALF, sum = 0.f;
+      for (j = 0; j < n; ++j) mx = x[(o * n + j) * inner + i] > mx ? x[(o * n + j) * inner + i] : mx;
+      for (j = 0; j < n; ++j) sum += expf(x[(o * n + j) * inner + i] - mx);
+      for (j = 0; j < n; ++j) {
+        const float v = x[(o * n + j) * inner + i] - mx;
+        y[(o * n + j) * inner + i] = log ? v - logf(sum) : expf(v) / sum;
+      }
+    }
+}
+
+/* @helper weft_conv_nchw */
+/* Convolution and pooling windows on NCHW (1-D as H = 1): input [n, c, ih, iw], output
+ * [n, m, oh, ow], kernel kh x kw with strides, dilations and leading pads. */
+typedef struct weft_nchw {
+  int32_t n, c, ih, iw, m, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw, group;
+  int32_t pe_h, pe_w; /* trailing pads (pooling counts them with count_include_pad) */
+} weft_nchw;
+
+/* @helper weft_conv_nchw_f32 needs: weft_conv_nchw */
+static void weft_conv_nchw_f32(const weft_nchw* g, const float* x, const float* w, const float* bias, float* y) {
+  const int32_t cg = g->c / g->group, mg = g->m / g->group;
+  int32_t b, mm, oy, ox, ic, ky, kx;
+  for (b = 0; b < g->n; ++b)
+    for (mm = 0; mm < g->m; ++mm) {
+      const int32_t grp = mm / mg;
+      for (oy = 0; oy < g->oh; ++oy)
+        for (ox = 0; ox < g->ow; ++ox) {
+          float acc = bias ? bias[mm] : 0.f;
+          for (ic = 0; ic < cg; ++ic) {
+            const float* xc = x + ((int64_t)b * g->c + grp * cg + ic) * g->ih * g->iw;
+            const float* wc = w + ((int64_t)mm * cg + ic) * g->kh * g->kw;
+            for (ky = 0; ky < g->kh; ++ky) {
+              const int32_t iy = oy * g->sh - g->ph + ky * g->dh;
+              if (iy < 0 || iy >= g->ih) continue;
+              for (kx = 0; kx < g->kw; ++kx) {
+                const int32_t ix = ox * g->sw - g->pw + kx * g->dw;
+                if (ix < 0 || ix >= g->iw) continue;
+                acc += xc[(int64_t)iy * g->iw + ix] * wc[ky * g->kw + kx];
+              }
+            }
+          }
+          y[(((int64_t)b * g->m + mm) * g->oh + oy) * g->ow + ox] = acc;
+        }
+    }
+}
+
+/* @helper weft_pool_nchw_f32 needs: weft_conv_nchw */
+/* Max (max != 0) or average pooling; the average divides by the taps inside the input, or with
+ * include_pad by those inside the padded extent [-ph, ih + pe_h). */
+static void weft_pool_nchw_f32(const weft_nchw* g, int max, int include_pad, const float* x, float* y) {
+  int32_t b, ch, oy, ox, ky, kx;
+  for (b = 0; b < g->n; ++b)
+    for (ch = 0; ch < g->c; ++ch) {
+      const float* xc = x + ((int64_t)b * g->c + ch) * g->ih * g->iw;
+      for (oy = 0; oy < g->oh; ++oy)
+        for (ox = 0; ox < g->ow; ++ox) {
+          float acc = max ? -HUGE_VALF : 0.f;
+          int32_t count = 0;
+          for (ky = 0; ky < g->kh; ++ky) {
+            const int32_t iy = oy * g->sh - g->ph + ky * g->dh;
+            const int in_y = iy >= 0 && iy < g->ih, pad_y = iy >= -g->ph && iy < g->ih + g->pe_h;
+            for (kx = 0; kx < g->kw; ++kx) {
+              const int32_t ix = ox * g->sw - g->pw + kx * g->dw;
+              const int in_x = ix >= 0 && ix < g->iw, pad_x = ix >= -g->pw && ix < g->iw + g->pe_w;
+              if (in_y && in_x) {
+                const float v = xc[(int64_t)iy * g->iw + ix];
+                if (max) acc = v > acc || v != v ? v : acc;
+                else acc += v;
+                ++count;
+              } else if (include_pad && pad_y && pad_x) {
+                ++count;
+              }
+            }
+          }
+          y[(((int64_t)b * g->c + ch) * g->oh + oy) * g->ow + ox] = max ? acc : (count ? acc / (float)count : 0.f);
+        }
+    }
+}
+
+/* @helper weft_concat */
+/* Concatenation along an axis: each input is [outer, len_k * inner] bytes-wise (len in bytes of
+ * one outer row), copied into its column range of the output rows. */
+static WEFT_AOT_UNUSED void weft_concat_part(int64_t outer, int64_t part_row, int64_t out_row, int64_t offset, const void* x, void* y) {
+  int64_t o;
+  for (o = 0; o < outer; ++o) memcpy((uint8_t*)y + o * out_row + offset, (const uint8_t*)x + o * part_row, (size_t)part_row);
 }
