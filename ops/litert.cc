@@ -3288,7 +3288,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     ctx->Init("{\n  int32_t i;\n  for (i = 0; i < " + std::to_string(outs) + "; ++i) " + ctx->State() + "->h[i] = (int8_t)" + aot::IntLit(p.hq.zp) +
               ";\n  for (i = 0; i < " + std::to_string(cells) + "; ++i) " + ctx->State() + "->c[i] = (int16_t)" + aot::IntLit(p.cq.zp) + ";\n}\n");
     aot::EmitHelper(ctx, kTflKernels, "weft_lstm_q");
-    std::string gate = ctx->Scratch(static_cast<size_t>(5 * nb_max * p.n_cell) * sizeof(int16_t));
+    std::string gate = ctx->Scratch(static_cast<size_t>((p.proj ? 5 : 4) * nb_max * p.n_cell) * sizeof(int16_t));
     std::ostringstream r;
     r << "{\n  weft_lstm_q_args a;\n  a.batch = " << p.batch << ";\n  a.steps = " << p.steps << ";\n  a.n_in = " << p.n_in << ";\n  a.n_cell = "
       << p.n_cell << ";\n  a.n_out = " << p.n_out << ";\n  a.time_major = " << (p.time_major ? 1 : 0) << ";\n  a.cifg = " << (p.cifg ? 1 : 0)

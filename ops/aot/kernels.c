@@ -903,10 +903,11 @@ static void weft_lstm_q_matvec(const int8_t* v, const int32_t* bias, const int8_
     }
 }
 
-/* One time step for nb batch rows. gate: 4 blocks of nb * n_cell int16, then nb * n_cell int8. */
+/* One time step for nb batch rows. gate: 4 blocks of nb * n_cell int16, then (with a projection)
+ * nb * n_cell int8 for the hidden state; without one it goes straight into the output rows. */
 static void weft_lstm_q_step(const weft_lstm_q_args* a, int32_t nb, const int8_t* xt, int8_t* h, int16_t* c, int8_t* yt, int16_t* gate) {
   const int64_t n = (int64_t)nb * a->n_cell;
-  int8_t* hidden = (int8_t*)(gate + 4 * n);
+  int8_t* hidden = a->proj ? (int8_t*)(gate + 4 * n) : yt;
   int16_t* og = gate + 3 * n;
   int64_t k;
   int g;
@@ -950,10 +951,10 @@ static void weft_lstm_q_step(const weft_lstm_q_args* a, int32_t nb, const int8_t
     weft_lstm_q_matvec(hidden, a->proj_bias, a->proj, a->m_proj, a->s_proj, nb, a->n_cell, a->n_out, a->h_zp, 0, h);
     if (a->proj_clip > 0)
       for (k = 0; k < (int64_t)nb * a->n_out; ++k) h[k] = (int8_t)weft_clamp32(h[k], -a->proj_clip, a->proj_clip);
+    memcpy(yt, h, (size_t)(nb * a->n_out));
   } else {
-    memcpy(h, hidden, (size_t)(nb * a->n_out));
+    memcpy(h, yt, (size_t)(nb * a->n_out));
   }
-  memcpy(yt, h, (size_t)(nb * a->n_out));
 }
 
 static void weft_lstm_q(const weft_lstm_q_args* a, const int8_t* x, int8_t* y, int8_t* h_state, int16_t* c_state, int16_t* gate) {
