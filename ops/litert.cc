@@ -3222,15 +3222,21 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
   enum { kX, kWxi, kWxf, kWxc, kWxo, kWhi, kWhf, kWhc, kWho, kPi, kPf, kPo, kBi, kBf, kBc, kBo, kProj, kProjBias, kLn0 };
   // Float: weft_lstm_f32 with the states (h, c) in the node's state struct, zero after
   // <prefix>_init as in a new run context; arena scratch only for a projection's input.
+  // The float LSTM's inputs: all float32, no layer norm.
+  static bool FloatInputsSupported(const KernelContextBase* ctx) {
+    for (size_t k = kWxi; k < kLn0 + 4; ++k) {
+      const Tensor* t = ctx->GetOptionalInputTensor(k);
+      if (t && t->GetDataType() != DT_FLOAT)
+        return Fail(ctx, "input " + std::to_string(k) + " must be float32 (hybrid LSTMs with quantized weights are not supported)"), false;
+    }
+    for (size_t k = kLn0; k < kLn0 + 4; ++k)
+      if (ctx->GetOptionalInputTensor(k)) return Fail(ctx, "layer-normalized LSTMs are not supported"), false;
+    return true;
+  }
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetRequiredInputTensor(kX);
     if (x->GetDataType() == DT_INT8) return EmitInteger(ctx, x);
-    for (size_t k = kWxi; k < kLn0 + 4; ++k) {
-      const Tensor* t = ctx->GetOptionalInputTensor(k);
-      if (t && t->GetDataType() != DT_FLOAT) return Fail(ctx, "input " + std::to_string(k) + " must be float32");
-    }
-    for (size_t k = kLn0; k < kLn0 + 4; ++k)
-      if (ctx->GetOptionalInputTensor(k)) return Fail(ctx, "layer-normalized LSTMs are not supported");
+    if (!FloatInputsSupported(ctx)) return GRAPH_FAILED;
     const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
     const char* act_s = ctx->GetAttrs()->GetStr("fused_activation_function");
     const std::string act = act_s ? act_s : "TANH";
@@ -3361,12 +3367,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetRequiredInputTensor(kX);
     if (x->GetDataType() == DT_INT8) return ExecuteInteger(ctx, x);
-    for (size_t k = kWxi; k < kLn0 + 4; ++k) {
-      const Tensor* t = ctx->GetOptionalInputTensor(k);
-      if (t && t->GetDataType() != DT_FLOAT) return Fail(ctx, "input " + std::to_string(k) + " must be float32 (hybrid LSTMs with quantized weights are not supported)");
-    }
-    for (size_t k = kLn0; k < kLn0 + 4; ++k)
-      if (ctx->GetOptionalInputTensor(k)) return Fail(ctx, "layer-normalized LSTMs are not supported");
+    if (!FloatInputsSupported(ctx)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_FLOAT);
     if (!y) return GRAPH_FAILED;
     const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();

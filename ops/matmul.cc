@@ -72,7 +72,8 @@ class MatMul : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, 
     MatMulDims d;
     std::string err;
     if (!Plan(a->GetShape(), b->GetShape(), &d, &err)) return Fail(ctx, err);
-    if (a->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes float32 MatMul only");
+    if (a->GetDataType() != DT_FLOAT || ctx->GetOptionalInputTensor(2) || ctx->GetEpilogue().activation != WEFT_ACT_NONE)
+      return Fail(ctx, "the generated C takes float32 MatMul without fused operations only");
     const size_t ra = a->GetShape().GetDimNum(), rb = b->GetShape().GetDimNum();
     int64_t batches = 1, rows = d.m;
     if (rb <= 2) {

@@ -19,7 +19,8 @@ class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     int64_t m, k, n;
     std::string err;
     if (!Dims(ctx, a->GetShape(), b->GetShape(), &m, &k, &n, &err)) return Fail(ctx, err);
-    if (a->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes float32 Gemm only");
+    if (a->GetDataType() != DT_FLOAT || ctx->GetEpilogue().activation != WEFT_ACT_NONE)
+      return Fail(ctx, "the generated C takes float32 Gemm without a fused activation only");
     int64_t c_rows = 1, c_cols = 1;
     if (c) {
       const Shape& cs = c->GetShape();

@@ -270,17 +270,17 @@ TEST(Aot, ModelsItCannotEmitAreRefusedWithTheReason) {
   {  // ops without an emitter, all listed
     Graph g;
     g.AddInput("x", DT_FLOAT, Shape({3}));
-    g.AddNode("Relu", "r1", {"x"}, {"a"});
-    g.AddNode("EmitCounter", "c", {"a"}, {"b"});
-    g.AddNode("Sigmoid", "s1", {"b"}, {"y"});
+    g.AddNode("EmitCounter", "c", {"x"}, {"a"});
+    g.AddNode("IsNaN", "n1", {"a"}, {"b"});
+    g.AddNode("Not", "n2", {"b"}, {"y"});
     g.AddOutput("y");
     auto m = CompileOrDie(*s, g);
     ASSERT_TRUE(m);
     auto r = GenerateC(*m, o);
     ASSERT_FALSE(r.ok());
     EXPECT_TRUE(Contains(r.status().message(), "2 node(s)")) << r.status().message();
-    EXPECT_TRUE(Contains(r.status().message(), "[Relu 'r1']")) << r.status().message();
-    EXPECT_TRUE(Contains(r.status().message(), "[Sigmoid 's1']")) << r.status().message();
+    EXPECT_TRUE(Contains(r.status().message(), "[IsNaN 'n1']")) << r.status().message();
+    EXPECT_TRUE(Contains(r.status().message(), "[Not 'n2']")) << r.status().message();
     EXPECT_TRUE(Contains(r.status().message(), "EmittableOp")) << r.status().message();
   }
   {  // dynamic shapes
@@ -317,6 +317,30 @@ TEST(Aot, ModelsItCannotEmitAreRefusedWithTheReason) {
     EXPECT_TRUE(Contains(r.status().message(), "the model takes float32[5]")) << r.status().message();
   }
   fs::remove_all(dir);
+}
+
+TEST(Aot, FusedNodesFromAModelCompiledWithPassesAreRefused) {
+  // Compiled with the graph passes (as `weft compile` does), Relu fuses into the MatMul: its C
+  // would lose the activation, so the generator refuses the node instead.
+  SessionOptions so;
+  so.use_env_path = false;
+  auto s = Session::Create(so);
+  ASSERT_TRUE(s.ok());
+  Graph g;
+  g.AddInput("x", DT_FLOAT, Shape({2, 3}));
+  HostTensor w(DT_FLOAT, Shape({3, 4}));
+  g.AddConstant("w", w);
+  g.AddNode("MatMul", "mm", {"x", "w"}, {"t"});
+  g.AddNode("Relu", "r", {"t"}, {"y"});
+  g.AddOutput("y");
+  auto m = CompileOrDie(*s.value(), g);
+  ASSERT_TRUE(m);
+  AotOptions o;
+  o.output_dir = TempDir("fused");
+  auto r = GenerateC(*m, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "[MatMul 'mm'] carries a fused activation")) << r.status().message();
+  fs::remove_all(o.output_dir);
 }
 
 }  // namespace

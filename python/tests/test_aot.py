@@ -70,9 +70,9 @@ def test_generate_c_errors_name_the_problem(tmp_path):
         weft.generate_c(path, tmp_path / "bad", prefix="1x")
     with pytest.raises(ValueError, match="test input 'nope'"):
         weft.generate_c(path, tmp_path / "bad", test_inputs={"nope": np.zeros((2, 6), np.float32)})
-    g = weft.Graph("relu")
+    g = weft.Graph("isnan")
     g.add_input("x", "float32", [3])
-    g.add_node("Relu", "r", ["x"], ["y"])
+    g.add_node("IsNaN", "n", ["x"], ["y"])
     g.add_output("y")
-    with pytest.raises(Exception, match=r"\[Relu 'r'\]"):
-        weft.generate_c(g, tmp_path / "relu")
+    with pytest.raises(Exception, match=r"\[IsNaN 'n'\]"):
+        weft.generate_c(g, tmp_path / "isnan")

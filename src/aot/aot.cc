@@ -319,6 +319,9 @@ Status Generator::Check() {
     const WeftOpImpl* impl = cn->op->impl;
     if (!cn->guards.empty())
       return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] runs under a branch condition; weft aot does not emit control flow yet");
+    if (cn->epilogue.activation != WEFT_ACT_NONE)
+      return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] carries a fused activation (a model file compiled with graph "
+                                "passes); convert the source model, or compile it with the option weft.graph_passes=none");
     if ((impl->capabilities & WEFT_CAP_EMITTABLE) && impl->emit) continue;
     if (count++ < 12) missing += std::string(missing.empty() ? "" : ", ") + "[" + cn->op_type + " '" + cn->name + "'] (from " + cn->op->origin + ")";
   }
