@@ -60,7 +60,6 @@ struct AotReport {
   std::string algorithm;           // the trial that won
   std::vector<AotArenaTrial> trials;
   uint64_t constant_bytes = 0;
-  uint64_t state_bytes_estimate = 0;
   size_t num_ops = 0;
   size_t num_tensors = 0;          // tensors in tensor_ptrs
   std::vector<std::string> files;  // written, relative to output_dir
