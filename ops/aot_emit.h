@@ -99,6 +99,32 @@ inline std::string Broadcast(const Shape& a, const Shape& b, const Shape& y) {
   return "static const weft_bcast g = {" + std::to_string(r) + ", " + list(dims) + ", " + list(strides(a)) + ", " + list(strides(b)) + "};\n";
 }
 
+// Output 0 as a gather from input 0 through weft_strided_copy (transposes and slices): output axis
+// k has extent dims[k] and walks input axis axis[k] in steps of step[k]; input axis a starts at
+// start[a] (start empty: at 0).
+inline graphStatus EmitStridedCopy(const EmitContext* ctx, std::vector<int64_t> dims, const std::vector<int64_t>& axis,
+                                   const std::vector<int64_t>& step, const std::vector<int64_t>& start) {
+  const Tensor* x = ctx->GetInputTensor(0);
+  const Shape& xs = x->GetShape();
+  const size_t rank = xs.GetDimNum(), elem = DataTypeSize(x->GetDataType());
+  if (rank > 8 || dims.size() > 8 || (elem != 1 && elem != 2 && elem != 4 && elem != 8))
+    return ctx->SetError("the generated C copies at most 8 dims of 1, 2, 4 or 8-byte elements"), GRAPH_FAILED;
+  std::vector<int64_t> in_stride(rank, 1), src;
+  for (size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
+  int64_t base = 0, count = 1;
+  for (size_t a = 0; a < start.size() && a < rank; ++a) base += start[a] * in_stride[a];
+  for (size_t k = 0; k < dims.size(); ++k) {
+    src.push_back(step[k] * in_stride[static_cast<size_t>(axis[k])]);
+    count *= dims[k];
+  }
+  if (dims.empty()) dims.push_back(1), src.push_back(0);
+  EmitHelper(ctx, Kernels(), "weft_strided_copy");
+  ctx->Run("weft_strided_copy(" + std::to_string(elem) + ", " + std::to_string(dims.size()) + ", " + ctx->Const("dims", DT_INT64, dims) + ", " +
+           ctx->Const("src_stride", DT_INT64, src) + ", " + IntLit(base) + ", " + IntLit(count) + ", " + ctx->Input(0, "void") + ", " +
+           ctx->Output(0, "void") + ");\n");
+  return GRAPH_SUCCESS;
+}
+
 // A float as a C literal that converts back to the same float (inf and NaN through math.h).
 inline std::string FloatLit(float v) {
   if (std::isnan(v)) return "NAN";

@@ -192,22 +192,10 @@ class Slice : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     std::string err;
     if (!MakePlan(ctx, xs, &p, &err)) return Fail(ctx, "the generated C needs constant starts, ends, axes and steps");
     if (!err.empty()) return Fail(ctx, err);
-    const size_t r = xs.GetDimNum(), elem = DataTypeSize(x->GetDataType());
-    if (r > 8 || (elem != 1 && elem != 2 && elem != 4 && elem != 8)) return Fail(ctx, "the generated C slices up to 8 dims of 1-8 byte elements");
-    std::vector<int64_t> in_stride(r, 1), dims, src;
-    for (size_t k = r; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
-    int64_t base = 0;
-    for (size_t k = 0; k < r; ++k) {
-      dims.push_back(p.out.GetDim(k));
-      src.push_back(p.step[k] * in_stride[k]);
-      base += p.start[k] * in_stride[k];
-    }
-    if (r == 0) dims.push_back(1), src.push_back(0);
-    aot::EmitHelper(ctx, aot::Kernels(), "weft_strided_copy");
-    ctx->Run("weft_strided_copy(" + std::to_string(elem) + ", " + std::to_string(dims.size()) + ", " + ctx->Const("dims", DT_INT64, dims) + ", " +
-             ctx->Const("src_stride", DT_INT64, src) + ", " + aot::IntLit(base) + ", " + aot::IntLit(p.out.GetShapeSize()) + ", " +
-             ctx->Input(0, "void") + ", " + ctx->Output(0, "void") + ");\n");
-    return GRAPH_SUCCESS;
+    const size_t r = xs.GetDimNum();
+    std::vector<int64_t> dims, axis, step(p.step, p.step + r), start(p.start, p.start + r);
+    for (size_t k = 0; k < r; ++k) dims.push_back(p.out.GetDim(k)), axis.push_back(static_cast<int64_t>(k));
+    return aot::EmitStridedCopy(ctx, dims, axis, step, start);
   }
   struct Plan {
     int64_t start[WEFT_MAX_DIMS], step[WEFT_MAX_DIMS];

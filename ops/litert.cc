@@ -2379,24 +2379,9 @@ class TflStridedSlice : public EagerExecuteOp, public ShapeInferOp, public Emitt
     const Tensor* x = ctx->GetInputTensor(0);
     Plan p;
     if (!Build(ctx, x->GetShape(), ctx->GetInputTensor(1), ctx->GetInputTensor(2), ctx->GetInputTensor(3), &p)) return GRAPH_FAILED;
-    const size_t elem = DataTypeSize(x->GetDataType()), rank = p.full.GetDimNum();
-    if (rank > 8) return Fail(ctx, "the generated C slices at most 8 dims");
-    if (elem != 1 && elem != 2 && elem != 4 && elem != 8) return Fail(ctx, "the generated C copies 1, 2, 4 or 8-byte elements");
-    const Shape& xs = x->GetShape();
-    std::vector<int64_t> in_stride(rank, 1), dims, src;
-    for (size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
-    int64_t base = 0;
-    for (size_t k = 0; k < rank; ++k) {
-      dims.push_back(p.full.GetDim(k));
-      src.push_back(p.stride[k] * in_stride[k]);
-      base += p.start[k] * in_stride[k];
-    }
-    if (rank == 0) dims.push_back(1), src.push_back(0);
-    aot::EmitHelper(ctx, kTflKernels, "weft_strided_copy");
-    std::string d = ctx->Const("dims", DT_INT64, dims), st = ctx->Const("src_stride", DT_INT64, src);
-    ctx->Run("weft_strided_copy(" + std::to_string(elem) + ", " + std::to_string(dims.size()) + ", " + d + ", " + st + ", " + aot::IntLit(base) +
-             ", " + aot::IntLit(p.full.GetShapeSize()) + ", " + ctx->Input(0, "void") + ", " + ctx->Output(0, "void") + ");\n");
-    return GRAPH_SUCCESS;
+    std::vector<int64_t> dims, axis;
+    for (size_t k = 0; k < p.full.GetDimNum(); ++k) dims.push_back(p.full.GetDim(k)), axis.push_back(static_cast<int64_t>(k));
+    return aot::EmitStridedCopy(ctx, dims, axis, p.stride, p.start);
   }
   struct Plan {
     std::vector<int64_t> start, stop, stride;
@@ -2757,22 +2742,9 @@ class TflTranspose : public EagerExecuteOp, public ShapeInferOp, public Emittabl
     const size_t rank = xs.GetDimNum();
     std::vector<int64_t> perm;
     if (!Perm(ctx, ctx->GetInputTensor(1), rank, &perm)) return GRAPH_FAILED;
-    if (rank > 8) return Fail(ctx, "the generated C transposes at most 8 dims");
-    const size_t elem = DataTypeSize(x->GetDataType());
-    if (elem != 1 && elem != 2 && elem != 4 && elem != 8) return Fail(ctx, "the generated C transposes 1, 2, 4 or 8-byte elements");
-    std::vector<int64_t> in_stride(rank, 1);
-    for (size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
-    std::vector<int64_t> dims, src;
-    for (size_t k = 0; k < rank; ++k) {
-      dims.push_back(xs.GetDim(static_cast<size_t>(perm[k])));
-      src.push_back(in_stride[static_cast<size_t>(perm[k])]);
-    }
-    if (rank == 0) dims.push_back(1), src.push_back(0);
-    aot::EmitHelper(ctx, kTflKernels, "weft_strided_copy");
-    std::string d = ctx->Const("dims", DT_INT64, dims), st = ctx->Const("src_stride", DT_INT64, src);
-    ctx->Run("weft_strided_copy(" + std::to_string(elem) + ", " + std::to_string(dims.size()) + ", " + d + ", " + st + ", 0, " +
-             aot::IntLit(x->GetShapeSize()) + ", " + ctx->Input(0, "void") + ", " + ctx->Output(0, "void") + ");\n");
-    return GRAPH_SUCCESS;
+    std::vector<int64_t> dims;
+    for (int64_t k : perm) dims.push_back(xs.GetDim(static_cast<size_t>(k)));
+    return aot::EmitStridedCopy(ctx, dims, perm, std::vector<int64_t>(rank, 1), {});
   }
   bool Perm(const KernelContextBase* ctx, const Tensor* p, size_t rank, std::vector<int64_t>* perm) const {
     if (!ReadInts(p, perm)) return Fail(ctx, "perm must be a constant"), false;

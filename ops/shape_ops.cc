@@ -144,17 +144,9 @@ class Transpose : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     int64_t perm[WEFT_MAX_DIMS];
     std::string err;
     if (!Perm(ctx, r, perm, &err)) return Fail(ctx, err);
-    const size_t elem = DataTypeSize(x->GetDataType());
-    if (r > 8 || (elem != 1 && elem != 2 && elem != 4 && elem != 8)) return Fail(ctx, "the generated C transposes up to 8 dims of 1-8 byte elements");
-    std::vector<int64_t> in_stride(r, 1), dims, src;
-    for (size_t k = r; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
-    for (size_t k = 0; k < r; ++k) dims.push_back(xs.GetDim(static_cast<size_t>(perm[k]))), src.push_back(in_stride[static_cast<size_t>(perm[k])]);
-    if (r == 0) dims.push_back(1), src.push_back(0);
-    aot::EmitHelper(ctx, aot::Kernels(), "weft_strided_copy");
-    ctx->Run("weft_strided_copy(" + std::to_string(elem) + ", " + std::to_string(dims.size()) + ", " + ctx->Const("dims", DT_INT64, dims) + ", " +
-             ctx->Const("src_stride", DT_INT64, src) + ", 0, " + aot::IntLit(x->GetShapeSize()) + ", " + ctx->Input(0, "void") + ", " +
-             ctx->Output(0, "void") + ");\n");
-    return GRAPH_SUCCESS;
+    std::vector<int64_t> dims, axis(perm, perm + r);
+    for (size_t k = 0; k < r; ++k) dims.push_back(xs.GetDim(static_cast<size_t>(perm[k])));
+    return aot::EmitStridedCopy(ctx, dims, axis, std::vector<int64_t>(r, 1), {});
   }
   static bool Perm(const KernelContextBase* ctx, size_t r, int64_t* perm, std::string* err) {
     ListView<int64_t> p = ctx->GetAttrs()->GetListInt("perm");
