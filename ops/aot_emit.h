@@ -125,6 +125,44 @@ inline graphStatus EmitStridedCopy(const EmitContext* ctx, std::vector<int64_t> 
   return GRAPH_SUCCESS;
 }
 
+// The C type of a tensor element in generated code ("" for types the generated C does not take:
+// float16, bfloat16, strings). bool is uint8_t (0 or 1).
+inline std::string CType(DataType t) {
+  switch (t) {
+    case DT_FLOAT: return "float";
+    case DT_DOUBLE: return "double";
+    case DT_INT8: return "int8_t";
+    case DT_INT16: return "int16_t";
+    case DT_INT32: return "int32_t";
+    case DT_INT64: return "int64_t";
+    case DT_UINT8: case DT_BOOL: return "uint8_t";
+    case DT_UINT16: return "uint16_t";
+    case DT_UINT32: return "uint32_t";
+    case DT_UINT64: return "uint64_t";
+    default: return "";
+  }
+}
+
+// Output 0 = `expr` over `a` (an element of input 0) and `b` (of input 1), elementwise with ONNX
+// broadcasting, stored as `out_type`.
+inline graphStatus EmitMap2(const EmitContext* ctx, const std::string& expr, const std::string& out_type) {
+  const Tensor* a = ctx->GetInputTensor(0);
+  const Tensor* b = ctx->GetInputTensor(1);
+  const Tensor* y = ctx->GetOutputTensor(0);
+  const std::string ta = CType(a->GetDataType()), tb = CType(b->GetDataType());
+  if (ta.empty() || tb.empty() || out_type.empty())
+    return ctx->SetError(std::string("the generated C has no ") + DataTypeName(a->GetDataType()) + " x " + DataTypeName(b->GetDataType()) +
+                         " form of this op"), GRAPH_FAILED;
+  const std::string g = Broadcast(a->GetShape(), b->GetShape(), y->GetShape());
+  ctx->Include("<math.h>");
+  if (!g.empty()) EmitHelper(ctx, Kernels(), "weft_broadcast");
+  ctx->Run("{\n  " + g + "  const " + ta + "* pa = " + ctx->Input(0, ta.c_str()) + ";\n  const " + tb + "* pb = " + ctx->Input(1, tb.c_str()) + ";\n  " + out_type +
+           "* py = " + ctx->Output(0, out_type.c_str()) + ";\n  int64_t o, i = 0, j = 0;\n  for (o = 0; o < " + IntLit(y->GetShapeSize()) + "; ++o) {\n    " +
+           (g.empty() ? std::string("i = j = o;") : std::string("weft_bcast_index(&g, o, &i, &j);")) + "\n    {\n      const " + ta +
+           " a = pa[i];\n      const " + tb + " b = pb[j];\n      py[o] = (" + out_type + ")(" + expr + ");\n    }\n  }\n}\n");
+  return GRAPH_SUCCESS;
+}
+
 // A float as a C literal that converts back to the same float (inf and NaN through math.h).
 inline std::string FloatLit(float v) {
   if (std::isnan(v)) return "NAN";

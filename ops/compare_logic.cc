@@ -2,6 +2,7 @@
 // variadic Min / Max / Sum / Mean.
 #include <limits>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -31,9 +32,22 @@ struct AndFn { static constexpr const char* kName = "And"; template <typename C>
 struct OrFn { static constexpr const char* kName = "Or"; template <typename C> static bool Apply(C a, C b) { return a || b; } };
 struct XorFn { static constexpr const char* kName = "Xor"; template <typename C> static bool Apply(C a, C b) { return (a != 0) != (b != 0); } };
 
+// The C expression of a comparison or logical op over elements a and b.
+std::string CompareC(const std::string& op) {
+  if (op == "Equal") return "a == b";
+  if (op == "Less") return "a < b";
+  if (op == "LessOrEqual") return "a <= b";
+  if (op == "Greater") return "a > b";
+  if (op == "GreaterOrEqual") return "a >= b";
+  if (op == "And") return "a && b";
+  if (op == "Or") return "a || b";
+  return "(a != 0) != (b != 0)";  // Xor
+}
+
 template <typename Fn>
-class CompareOp : public EagerExecuteOp, public ShapeInferOp {
+class CompareOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override { return aot::EmitMap2(ctx, CompareC(Fn::kName), "uint8_t"); }
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, Fn::kName); }
   graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, DT_BOOL); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
@@ -60,8 +74,15 @@ OpEntry CompareEntry(const TensorType& t) {
 }
 
 // Pow(X: T, Y: T1) -> T, computed in double.
-class Pow : public EagerExecuteOp, public ShapeInferOp {
+class Pow : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Floating bases: pow() in double, as Execute computes it.
+  graphStatus Emit(EmitContext* ctx) override {
+    const DataType t = ctx->GetInputTensor(0)->GetDataType();
+    if (t != DT_FLOAT && t != DT_DOUBLE) return Fail(ctx, std::string("the generated C raises float32 or float64 bases only, not ") + DataTypeName(t));
+    const std::string ct = aot::CType(t);
+    return aot::EmitMap2(ctx, "(" + ct + ")pow((double)a, (double)b)", ct);
+  }
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, "Pow"); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
@@ -177,8 +198,25 @@ class BitShift : public EagerExecuteOp, public ShapeInferOp {
 };
 
 // Where(condition, X, Y) with three-way broadcasting.
-class Where : public EagerExecuteOp, public ShapeInferOp {
+class Where : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Element copies by size, each operand through its own broadcast strides.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Shape& so = ctx->GetOutputTensor(0)->GetShape();
+    const size_t elem = DataTypeSize(ctx->GetInputTensor(1)->GetDataType());
+    if (elem != 1 && elem != 2 && elem != 4 && elem != 8) return Fail(ctx, "the generated C selects elements of 1, 2, 4 or 8 bytes");
+    const std::string t = "uint" + std::to_string(elem * 8) + "_t";
+    std::string g1 = aot::Broadcast(ctx->GetInputTensor(0)->GetShape(), ctx->GetInputTensor(1)->GetShape(), so);
+    std::string g2 = aot::Broadcast(ctx->GetInputTensor(2)->GetShape(), ctx->GetInputTensor(2)->GetShape(), so);
+    if (!g2.empty()) g2.replace(g2.find(" g = "), 5, " g2 = ");
+    if (!g1.empty() || !g2.empty()) aot::EmitHelper(ctx, aot::Kernels(), "weft_broadcast");
+    ctx->Run("{\n  " + g1 + g2 + "  const uint8_t* pc = " + ctx->Input(0, "uint8_t") + ";\n  const " + t + "* px = " + ctx->Input(1, t.c_str()) +
+             ";\n  const " + t + "* py = " + ctx->Input(2, t.c_str()) + ";\n  " + t + "* out = " + ctx->Output(0, t.c_str()) +
+             ";\n  int64_t o, ic = 0, ix = 0, iy = 0, unused = 0;\n  for (o = 0; o < " + aot::IntLit(so.GetShapeSize()) + "; ++o) {\n    " +
+             (g1.empty() ? "ic = ix = o;" : "weft_bcast_index(&g, o, &ic, &ix);") + "\n    " +
+             (g2.empty() ? "iy = o;" : "weft_bcast_index(&g2, o, &iy, &unused);") + "\n    out[o] = pc[ic] ? px[ix] : py[iy];\n  }\n  (void)unused;\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, "Where"); }
   graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(1)); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {

@@ -103,8 +103,29 @@ class Concat : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp,
   }
 };
 
-class Split : public EagerExecuteOp, public ShapeInferOp {
+class Split : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Each output's column range of the input's rows (weft_split_part).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    int64_t axis = 0, outer = 1, inner = 1;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(x->GetShape().GetDimNum()), &axis);
+    Split3(x->GetShape(), axis, &outer, &inner);
+    inner *= static_cast<int64_t>(DataTypeSize(x->GetDataType()));
+    const int64_t in_row = x->GetShape().GetDim(static_cast<size_t>(axis)) * inner;
+    std::string code;
+    int64_t offset = 0;
+    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) {
+      const int64_t row = ctx->GetOutputTensor(k)->GetShape().GetDim(static_cast<size_t>(axis)) * inner;
+      if (row) code += "weft_split_part(" + aot::IntLit(outer) + ", " + aot::IntLit(row) + ", " + aot::IntLit(in_row) + ", " + aot::IntLit(offset) +
+                       ", " + ctx->Input(0, "void") + ", " + ctx->Output(k, "void") + ");\n";
+      offset += row;
+    }
+    ctx->Include("<string.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_concat");
+    ctx->Run(code);
+    return GRAPH_SUCCESS;
+  }
   // Sizes of the pieces along the axis; false when they depend on an unknown value.
   static bool Sizes(const KernelContextBase* ctx, const Shape& in, int64_t axis, std::vector<int64_t>* sizes, std::string* err) {
     size_t n = ctx->GetComputeNodeOutputNum();
@@ -307,8 +328,24 @@ class Slice : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   }
 };
 
-class Gather : public EagerExecuteOp, public ShapeInferOp {
+class Gather : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Rows copied by index (weft_gather); an index out of range fails the run (status op_failed).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* d = ctx->GetInputTensor(0);
+    const Tensor* ix = ctx->GetInputTensor(1);
+    if (ix->GetDataType() != DT_INT64 && ix->GetDataType() != DT_INT32) return Fail(ctx, "indices must be int32 or int64");
+    int64_t axis = 0, outer = 1, inner = 1;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(d->GetShape().GetDimNum()), &axis);
+    Split3(d->GetShape(), axis, &outer, &inner);
+    const int64_t dim = d->GetShape().GetDim(static_cast<size_t>(axis)), row = inner * static_cast<int64_t>(DataTypeSize(d->GetDataType()));
+    ctx->Include("<string.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_gather");
+    ctx->Run("if (weft_gather(" + aot::IntLit(outer) + ", " + aot::IntLit(dim) + ", " + aot::IntLit(row) + ", " + aot::IntLit(ix->GetShapeSize()) +
+             ", " + (ix->GetDataType() == DT_INT32 ? "1" : "0") + ", " + ctx->Input(1, "void") + ", " + ctx->Input(0, "void") + ", " +
+             ctx->Output(0, "void") + ")) return 1;\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& d = *ctx->GetInputShape(0);
     const Shape& ix = *ctx->GetInputShape(1);
@@ -597,7 +634,7 @@ class ScatterElements : public EagerExecuteOp, public ShapeInferOp {
 
 class Scatter : public ScatterElements {};  // the opset 9-10 name
 
-class Pad : public EagerExecuteOp, public ShapeInferOp {
+class Pad : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   static bool Pads(const KernelContextBase* ctx, const Shape& in, std::vector<int64_t>* pads, std::string* err) {
     std::vector<int64_t> raw, axes;
@@ -661,23 +698,9 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
-  graphStatus Execute(EagerOpExecutionContext* ctx) override {
-    const Tensor* x = ctx->GetInputTensor(0);
-    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
-    if (!y) return GRAPH_FAILED;
-    std::vector<int64_t> pads;
-    std::string err;
-    Pads(ctx, x->GetShape(), &pads, &err);
-    std::string mode = ctx->GetAttrs()->GetStr("mode");
-    const Tensor* cv = ctx->GetOptionalInputTensor(2);
-    const Shape& in = x->GetShape();
-    const Shape& os = y->GetShape();
-    size_t r = in.GetDimNum(), elem = DataTypeSize(x->GetDataType());
-    uint8_t zero[8] = {0};
-    const uint8_t* fill = cv && cv->GetShapeSize() ? cv->GetData<uint8_t>() : zero;
-    int64_t st[WEFT_MAX_DIMS];
-    Strides(in, st);
-    // Per dim and output coordinate: the input coordinate it reads, or -1 (the fill value).
+  // Per dim and output coordinate: the input coordinate it reads, or -1 (the fill value).
+  static std::vector<std::vector<int64_t>> Maps(const Shape& in, const Shape& os, const std::vector<int64_t>& pads, const std::string& mode) {
+    const size_t r = in.GetDimNum();
     std::vector<std::vector<int64_t>> map(r);
     for (size_t k = 0; k < r; ++k) {
       // Over the cropped extent [lo, lo + d) of the input dim (negative pads crop).
@@ -706,6 +729,56 @@ class Pad : public EagerExecuteOp, public ShapeInferOp {
         map[k][static_cast<size_t>(o)] = lo + c;
       }
     }
+    return map;
+  }
+  // Constant pads: each dim's map as constants, then weft_pad_map (every mode).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& in = x->GetShape();
+    const Shape& os = ctx->GetOutputTensor(0)->GetShape();
+    std::vector<int64_t> pads;
+    std::string err;
+    if (!Pads(ctx, in, &pads, &err)) return Fail(ctx, "the generated C needs constant pads and axes");
+    if (!err.empty()) return Fail(ctx, err);
+    const size_t r = in.GetDimNum(), elem = DataTypeSize(x->GetDataType());
+    if (r == 0 || r > 8 || elem == 0 || elem > 8) return Fail(ctx, "the generated C pads 1 to 8 dims of elements up to 8 bytes");
+    const std::vector<std::vector<int64_t>> map = Maps(in, os, pads, ctx->GetAttrs()->GetStr("mode"));
+    std::vector<int64_t> dims, stride(r, 1), off, flat;
+    for (size_t k = r; k-- > 1;) stride[k - 1] = stride[k] * in.GetDim(k);
+    for (size_t k = 0; k < r; ++k) {
+      dims.push_back(os.GetDim(k));
+      off.push_back(static_cast<int64_t>(flat.size()));
+      flat.insert(flat.end(), map[k].begin(), map[k].end());
+    }
+    if (flat.empty()) flat.push_back(0);
+    const Tensor* cv = ctx->GetOptionalInputTensor(2);
+    std::string fill = "zero";
+    if (cv && cv->GetShapeSize()) fill = ctx->Input(2, "void");
+    ctx->Include("<string.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_pad_map");
+    ctx->Run("{\n  const uint64_t zero = 0;\n  weft_pad_map(" + std::to_string(elem) + ", " + std::to_string(r) + ", " +
+             ctx->Const("dims", DT_INT64, dims) + ", " + ctx->Const("in_stride", DT_INT64, stride) + ", " + ctx->Const("map_at", DT_INT64, off) +
+             ", " + ctx->Const("map", DT_INT64, flat) + ", " + aot::IntLit(os.GetShapeSize()) + ", " + (fill == "zero" ? "&zero" : fill) + ", " +
+             ctx->Input(0, "void") + ", " + ctx->Output(0, "void") + ");\n  (void)zero;\n}\n");
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    std::vector<int64_t> pads;
+    std::string err;
+    Pads(ctx, x->GetShape(), &pads, &err);
+    std::string mode = ctx->GetAttrs()->GetStr("mode");
+    const Tensor* cv = ctx->GetOptionalInputTensor(2);
+    const Shape& in = x->GetShape();
+    const Shape& os = y->GetShape();
+    size_t r = in.GetDimNum(), elem = DataTypeSize(x->GetDataType());
+    uint8_t zero[8] = {0};
+    const uint8_t* fill = cv && cv->GetShapeSize() ? cv->GetData<uint8_t>() : zero;
+    int64_t st[WEFT_MAX_DIMS];
+    Strides(in, st);
+    const std::vector<std::vector<int64_t>> map = Maps(in, os, pads, mode);
     // Row by row over the last dim: the runs of it that read consecutive input elements are
     // copied at once.
     const int64_t w = r ? os.GetDim(r - 1) : 1, rows = w ? os.GetShapeSize() / w : 0;
@@ -778,8 +851,42 @@ void CastData(const Tensor* x, Tensor* y) {
   });
 }
 
-class Cast : public EagerExecuteOp, public ShapeInferOp {
+// One element of type `from` (C expression x) as type `to`, in C, as Convert and CastData do it.
+std::string CastC(DataType from, DataType to) {
+  const std::string ct = aot::CType(to);
+  const bool int_to = to != DT_FLOAT && to != DT_DOUBLE, float_from = from == DT_FLOAT || from == DT_DOUBLE;
+  if (to == DT_BOOL) return "(uint8_t)((double)x != 0.0)";
+  if (from == DT_BOOL) return "(" + ct + ")(x != 0)";
+  if (int_to && float_from) {
+    double lo = 0, hi = 0;
+    DispatchAll(to, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_integral<T>::value) {
+        lo = static_cast<double>(std::numeric_limits<T>::lowest()) - 1.0;
+        hi = static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
+      }
+    });
+    char l[40], h[40];
+    std::snprintf(l, sizeof(l), "%.17g", lo);
+    std::snprintf(h, sizeof(h), "%.17g", hi);
+    return "((d != d || d <= " + std::string(l) + " || d >= " + h + ") ? (" + ct + ")0 : (" + ct + ")d)";
+  }
+  if (int_to) return "(" + ct + ")x";
+  return "(" + ct + ")(double)x";
+}
+
+class Cast : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const DataType from = x->GetDataType(), to = ctx->GetOutputTensor(0)->GetDataType();
+    const std::string cf = aot::CType(from), ct = aot::CType(to);
+    if (cf.empty() || ct.empty()) return Fail(ctx, std::string("the generated C has no cast from ") + DataTypeName(from) + " to " + DataTypeName(to));
+    ctx->Run("{\n  const " + cf + "* in = " + ctx->Input(0, cf.c_str()) + ";\n  " + ct + "* out = " + ctx->Output(0, ct.c_str()) + ";\n  int64_t i;\n  for (i = 0; i < " +
+             aot::IntLit(x->GetShapeSize()) + "; ++i) {\n    const " + cf + " x = in[i];\n    const double d = (double)x;\n    (void)d;\n    out[i] = " +
+             CastC(from, to) + ";\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override { *ctx->GetOutputShape(0) = *ctx->GetInputShape(0); return GRAPH_SUCCESS; }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
     if (ctx->GetComputeNodeInputNum() > 1) return ctx->SetOutputDataType(0, ctx->GetInputDataType(1));  // CastLike
@@ -850,9 +957,23 @@ class Trilu : public EagerExecuteOp {
 };
 
 // DepthToSpace (DCR/CRD) and SpaceToDepth on NCHW.
-class DepthToSpace : public EagerExecuteOp, public ShapeInferOp {
+class DepthToSpace : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   bool to_space() const { return true; }
+  // A 6-D strided gather: DepthToSpace writes [N, C, H, b, W, b] from the deep input's channels,
+  // SpaceToDepth writes [N, b, b, C, H, W] from the shallow input's rows and columns.
+  graphStatus Emit(EmitContext* ctx) override {
+    const int64_t b = *ctx->GetAttrs()->GetInt("blocksize");
+    const Shape& os = ctx->GetOutputTensor(0)->GetShape();
+    if (std::string(ctx->GetNodeType()) == "DepthToSpace") {
+      const int64_t c = os.GetDim(1), h = os.GetDim(2) / b, w = os.GetDim(3) / b;
+      const bool crd = std::string(ctx->GetAttrs()->GetStr("mode")) == "CRD";
+      return aot::EmitStridedCopy(ctx, {os.GetDim(0), c, h, b, w, b}, {0, 1, 2, 1, 3, 1},
+                                  {1, crd ? b * b : 1, 1, crd ? b : b * c, 1, crd ? 1 : c}, {});
+    }
+    const Shape& xs = ctx->GetInputTensor(0)->GetShape();
+    return aot::EmitStridedCopy(ctx, {xs.GetDim(0), b, b, xs.GetDim(1), os.GetDim(2), os.GetDim(3)}, {0, 2, 3, 1, 2, 3}, {1, 1, 1, 1, b, b}, {});
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& s = *ctx->GetInputShape(0);
     int64_t b = *ctx->GetAttrs()->GetInt("blocksize");

@@ -257,8 +257,23 @@ double ParamAt(const Tensor* t, int64_t i) {
   return r;
 }
 
-class InstanceNormalization : public EagerExecuteOp {
+class InstanceNormalization : public EagerExecuteOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const int64_t c = x->GetShape().GetDimNum() >= 3 ? x->GetShape().GetDim(1) : -1;
+    if (x->GetDataType() != DT_FLOAT || ctx->GetInputTensor(1)->GetDataType() != DT_FLOAT || ctx->GetInputTensor(2)->GetDataType() != DT_FLOAT)
+      return Fail(ctx, "the generated C normalizes float32 only");
+    if (c < 0 || ctx->GetInputTensor(1)->GetShapeSize() != c || ctx->GetInputTensor(2)->GetShapeSize() != c)
+      return Fail(ctx, "needs [N, C, spatial...] with C-element scale and B");
+    const int64_t groups = x->GetShape().GetDim(0) * c, count = x->GetShapeSize() / std::max<int64_t>(groups, 1);
+    ctx->Include("<math.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_instance_norm_f32");
+    ctx->Run("weft_instance_norm_f32(" + aot::IntLit(groups) + ", " + aot::IntLit(c) + ", " + aot::IntLit(count) + ", " +
+             aot::FloatLit(*ctx->GetAttrs()->GetFloat("epsilon")) + ", " + ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", " +
+             ctx->Input(2, "float") + ", " + ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* scale = ctx->GetInputTensor(1);
@@ -280,8 +295,34 @@ class InstanceNormalization : public EagerExecuteOp {
   }
 };
 
-class LayerNormalization : public EagerExecuteOp, public ShapeInferOp {
+class LayerNormalization : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // float32 with Scale and B one value per element of the normalized row (the common form).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* scale = ctx->GetInputTensor(1);
+    const Tensor* bias = ctx->GetOptionalInputTensor(2);
+    const Shape& s = x->GetShape();
+    int64_t axis = 0, outer = 1, inner = 1;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(s.GetDimNum()), &axis);
+    for (size_t k = 0; k < s.GetDimNum(); ++k) (static_cast<int64_t>(k) < axis ? outer : inner) *= s.GetDim(k);
+    auto per_row = [&](const Tensor* p) {
+      if (p->GetDataType() != DT_FLOAT || p->GetShapeSize() != inner) return false;
+      for (size_t k = 0; k < p->GetShape().GetDimNum(); ++k)
+        if (p->GetShape().GetDim(k) != 1 && p->GetShape().GetDimNum() - k > s.GetDimNum() - static_cast<size_t>(axis)) return false;
+      return true;
+    };
+    if (x->GetDataType() != DT_FLOAT || !per_row(scale) || (bias && !per_row(bias)))
+      return Fail(ctx, "the generated C normalizes float32 with Scale and B of one value per element of the normalized dims only");
+    const size_t outs = ctx->GetComputeNodeOutputNum();
+    ctx->Include("<math.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_layer_norm_f32");
+    ctx->Run("weft_layer_norm_f32(" + aot::IntLit(outer) + ", " + aot::IntLit(inner) + ", " + aot::FloatLit(*ctx->GetAttrs()->GetFloat("epsilon")) +
+             ", " + ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", " + (bias ? ctx->Input(2, "float") : std::string("0")) + ", " +
+             ctx->Output(0, "float") + ", " + (outs > 1 ? ctx->Output(1, "float") : std::string("0")) + ", " +
+             (outs > 2 ? ctx->Output(2, "float") : std::string("0")) + ");\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
     int64_t axis = 0;

@@ -1079,3 +1079,89 @@ static WEFT_AOT_UNUSED void weft_concat_part(int64_t outer, int64_t part_row, in
   int64_t o;
   for (o = 0; o < outer; ++o) memcpy((uint8_t*)y + o * out_row + offset, (const uint8_t*)x + o * part_row, (size_t)part_row);
 }
+
+/* The reverse (Split): each output row is part_row bytes at `offset` in the input's in_row-byte rows. */
+static WEFT_AOT_UNUSED void weft_split_part(int64_t outer, int64_t part_row, int64_t in_row, int64_t offset, const void* x, void* y) {
+  int64_t o;
+  for (o = 0; o < outer; ++o) memcpy((uint8_t*)y + o * part_row, (const uint8_t*)x + o * in_row + offset, (size_t)part_row);
+}
+
+/* @helper weft_pad_map */
+/* Output element o (rank at most 8, dims `dims`) is input element sum(map[off[d] + c_d] * in_stride[d]),
+ * c the coordinates of o, or `fill` (elem bytes) when any map entry is -1 (every ONNX Pad mode:
+ * the per-dim maps say which input coordinate each output coordinate reads). */
+static void weft_pad_map(int32_t elem, int32_t rank, const int64_t* dims, const int64_t* in_stride, const int64_t* off, const int64_t* map,
+                         int64_t n_out, const void* fill, const void* x, void* y) {
+  int64_t o;
+  for (o = 0; o < n_out; ++o) {
+    int64_t rest = o, src = 0;
+    int32_t d, outside = 0;
+    for (d = rank - 1; d >= 0; --d) {
+      const int64_t c = map[off[d] + rest % dims[d]];
+      rest /= dims[d];
+      if (c < 0) outside = 1;
+      src += c * in_stride[d];
+    }
+    memcpy((uint8_t*)y + o * elem, outside ? fill : (const void*)((const uint8_t*)x + src * elem), (size_t)elem);
+  }
+}
+
+/* @helper weft_gather */
+/* Gather along an axis: data is [outer, dim, row bytes]; index j (int32 when idx32, else int64)
+ * picks a row, negative from the end. Returns 1 (and writes nothing) when an index is out of range. */
+static int32_t weft_gather(int64_t outer, int64_t dim, int64_t row, int64_t n, int idx32, const void* indices, const void* x, void* y) {
+  int64_t o, j;
+  for (j = 0; j < n; ++j) {
+    const int64_t v = idx32 ? (int64_t)((const int32_t*)indices)[j] : ((const int64_t*)indices)[j];
+    if (v < -dim || v >= dim) return 1;
+  }
+  for (o = 0; o < outer; ++o)
+    for (j = 0; j < n; ++j) {
+      int64_t v = idx32 ? (int64_t)((const int32_t*)indices)[j] : ((const int64_t*)indices)[j];
+      if (v < 0) v += dim;
+      memcpy((uint8_t*)y + (o * n + j) * row, (const uint8_t*)x + (o * dim + v) * row, (size_t)row);
+    }
+  return 0;
+}
+
+/* @helper weft_layer_norm_f32 */
+/* Each of `outer` rows of `inner` floats: mean and variance in double, then
+ * (x - mean) * inv_std * scale[i] + bias[i] in float; mean and inv_std per row when asked for. */
+static void weft_layer_norm_f32(int64_t outer, int64_t inner, double eps, const float* x, const float* scale, const float* bias, float* y,
+                                float* mean_out, float* inv_out) {
+  int64_t g, i;
+  for (g = 0; g < outer; ++g) {
+    const float* row = x + g * inner;
+    float* out = y + g * inner;
+    double sum = 0, sq = 0, mu, iv;
+    float fm, fi;
+    for (i = 0; i < inner; ++i) sum += row[i];
+    mu = sum / (double)inner;
+    for (i = 0; i < inner; ++i) sq += (row[i] - mu) * (row[i] - mu);
+    iv = 1.0 / sqrt(sq / (double)inner + eps);
+    fm = (float)mu;
+    fi = (float)iv;
+    for (i = 0; i < inner; ++i) out[i] = (row[i] - fm) * fi * scale[i] + (bias ? bias[i] : 0.f);
+    if (mean_out) mean_out[g] = (float)mu;
+    if (inv_out) inv_out[g] = (float)iv;
+  }
+}
+
+/* @helper weft_instance_norm_f32 */
+/* [N, C, spatial]: each (n, c) group of `count` floats normalized in double with scale[c], bias[c]. */
+static void weft_instance_norm_f32(int64_t groups, int64_t channels, int64_t count, double eps, const float* x, const float* scale,
+                                   const float* bias, float* y) {
+  int64_t g, i;
+  for (g = 0; g < groups; ++g) {
+    const float* gx = x + g * count;
+    const double s = scale[g % channels], b = bias[g % channels];
+    double mean = 0, var = 0, inv;
+    const double n = (double)(count > 1 ? count : 1);
+    for (i = 0; i < count; ++i) mean += (double)gx[i];
+    mean /= n;
+    for (i = 0; i < count; ++i) var += ((double)gx[i] - mean) * ((double)gx[i] - mean);
+    var /= n;
+    inv = 1.0 / sqrt(var + eps);
+    for (i = 0; i < count; ++i) y[g * count + i] = (float)(((double)gx[i] - mean) * inv * s + b);
+  }
+}

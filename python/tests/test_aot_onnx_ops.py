@@ -1,0 +1,193 @@
+"""weft aot on ONNX data-movement, comparison and normalization operators: each small model's C
+module, built as strict C99, must reproduce ONNX Runtime's outputs (aot_onnx_check.py)."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from aot_onnx_check import check_onnx_model  # noqa: E402
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+F = TensorProto.FLOAT
+RNG = np.random.default_rng(11)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=18):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def vi(name, shape, t=F):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("exponent", [np.float32(2.0), np.float32(0.5), np.float32(3.0), np.float32(-1.5)])
+def test_pow_scalar_exponent(tmp_path, exponent):
+    e = numpy_helper.from_array(np.array(exponent, np.float32), "e")
+    m = model([helper.make_node("Pow", ["x", "e"], ["y"])], [vi("x", [2, 3, 5])], [vi("y", [2, 3, 5])], [e])
+    x = np.abs(rand(2, 3, 5)) + 0.1
+    check_onnx_model(tmp_path, m, {"x": x})
+
+
+def test_pow_broadcast_tensor_exponent(tmp_path):
+    m = model([helper.make_node("Pow", ["x", "e"], ["y"])], [vi("x", [2, 3, 4]), vi("e", [3, 1])], [vi("y", [2, 3, 4])])
+    check_onnx_model(tmp_path, m, {"x": np.abs(rand(2, 3, 4)) + 0.5, "e": rand(3, 1)})
+
+
+@pytest.mark.parametrize("op", ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"])
+def test_comparisons_feed_where(tmp_path, op):
+    # The bool result selects between two broadcast operands.
+    nodes = [helper.make_node(op, ["a", "b"], ["c"]), helper.make_node("Where", ["c", "x", "y"], ["out"])]
+    m = model(nodes, [vi("a", [3, 1, 4]), vi("b", [1, 5, 4]), vi("x", [5, 4]), vi("y", [3, 1, 1])], [vi("out", [3, 5, 4])])
+    a = np.round(rand(3, 1, 4))
+    b = np.round(rand(1, 5, 4))  # rounded, so Equal is true somewhere
+    check_onnx_model(tmp_path, m, {"a": a, "b": b, "x": rand(5, 4), "y": rand(3, 1, 1)})
+
+
+def test_logical_ops_and_bool_output(tmp_path):
+    nodes = [helper.make_node("Greater", ["a", "b"], ["g"]), helper.make_node("Less", ["a", "c"], ["l"]),
+             helper.make_node("And", ["g", "l"], ["both"]), helper.make_node("Or", ["g", "l"], ["either"]),
+             helper.make_node("Xor", ["both", "either"], ["x"])]
+    m = model(nodes, [vi("a", [4, 6]), vi("b", [6]), vi("c", [4, 1])],
+              [vi("both", [4, 6], TensorProto.BOOL), vi("x", [4, 6], TensorProto.BOOL)])
+    check_onnx_model(tmp_path, m, {"a": rand(4, 6), "b": rand(6), "c": rand(4, 1)})
+
+
+@pytest.mark.parametrize("to", [TensorProto.INT32, TensorProto.INT64, TensorProto.INT8, TensorProto.UINT8, TensorProto.BOOL, TensorProto.DOUBLE])
+def test_cast_there_and_back(tmp_path, to):
+    nodes = [helper.make_node("Cast", ["x"], ["i"], to=to), helper.make_node("Cast", ["i"], ["y"], to=F)]
+    m = model(nodes, [vi("x", [3, 7])], [vi("y", [3, 7])])
+    # Within every target's range: out-of-range conversions are implementation-defined in ONNX.
+    x = np.clip(rand(3, 7) * 40, -120, 120)
+    if to == TensorProto.UINT8:
+        x = np.abs(x)
+    check_onnx_model(tmp_path, m, {"x": x})
+
+
+@pytest.mark.parametrize("axis,indices", [(0, [[0, 3], [2, 1]]), (1, [-1, 0, 2]), (2, [1])])
+def test_gather(tmp_path, axis, indices):
+    idx = np.array(indices, np.int64)
+    shape = [4, 3, 5]
+    out = shape[:axis] + list(idx.shape) + shape[axis + 1:]
+    m = model([helper.make_node("Gather", ["x", "i"], ["y"], axis=axis)], [vi("x", shape), vi("i", list(idx.shape), TensorProto.INT64)],
+              [vi("y", out)])
+    check_onnx_model(tmp_path, m, {"x": rand(*shape), "i": idx})
+
+
+def test_gather_out_of_range_index_fails_the_run(tmp_path):
+    """An index outside the axis makes P_run return op_failed with failed_op set, not read out of bounds."""
+    import glob
+    import shutil
+    import subprocess
+
+    import weft
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if not cc:
+        pytest.skip("needs a C compiler")
+    m = model([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], [vi("x", [4, 2]), vi("i", [2], TensorProto.INT64)], [vi("y", [2, 2])])
+    path = str(tmp_path / "g.onnx")
+    onnx.save(m, path)
+    out = tmp_path / "c"
+    weft.generate_c(path, out, prefix="g")
+    main = tmp_path / "main.c"
+    main.write_text("""
+#include <stdio.h>
+#include "g.h"
+int main(void) {
+  static g_context ctx;
+  int64_t* idx;
+  int32_t s = g_init(&ctx, 0, 0);
+  if (s) return 10;
+  idx = (int64_t*)ctx.tensor_ptrs[g_i];
+  idx[0] = 1; idx[1] = -4;
+  if (g_run(&ctx) != g_status_ok) return 11;
+  idx[1] = 4;
+  s = g_run(&ctx);
+  printf("%d %d\\n", (int)s, (int)ctx.failed_op);
+  return s == g_status_op_failed && ctx.failed_op == 0 ? 0 : 12;
+}
+""")
+    exe = str(tmp_path / "t")
+    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{out}/includes-api", f"-I{out}/src",
+                    *sorted(glob.glob(f"{out}/src/*.c")), str(main), "-o", exe, "-lm"], check=True)
+    res = subprocess.run([exe], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout
+
+
+@pytest.mark.parametrize("split,axis", [(None, 1), ([1, 4, 1], 1), ([2, 1], 0), ([3, 3, 2], -1)])
+def test_split(tmp_path, split, axis):
+    shape = [3, 6, 8]
+    a = axis % 3
+    sizes = split or [shape[a] // 3] * 3
+    inits, ins = [], ["x"]
+    if split:
+        inits.append(numpy_helper.from_array(np.array(split, np.int64), "s"))
+        ins.append("s")
+    outs = [f"y{k}" for k in range(len(sizes))]
+    kw = {} if split else {"num_outputs": 3}
+    m = model([helper.make_node("Split", ins, outs, axis=axis, **kw)], [vi("x", shape)],
+              [vi(o, shape[:a] + [s] + shape[a + 1:]) for o, s in zip(outs, sizes)], inits)
+    check_onnx_model(tmp_path, m, {"x": rand(*shape)})
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+def test_pad_modes(tmp_path, mode):
+    pads = np.array([0, 1, 2, 0, 0, 2, 1, 3], np.int64)  # begins then ends, for 4 dims
+    inits = [numpy_helper.from_array(pads, "p")]
+    ins = ["x", "p"]
+    if mode == "constant":
+        inits.append(numpy_helper.from_array(np.array(1.5, np.float32), "v"))
+        ins.append("v")
+    m = model([helper.make_node("Pad", ins, ["y"], mode=mode)], [vi("x", [1, 3, 4, 5])], [vi("y", [1, 6, 7, 8])], inits, opset=19)
+    check_onnx_model(tmp_path, m, {"x": rand(1, 3, 4, 5)})
+
+
+def test_pad_negative_crops_and_axes(tmp_path):
+    inits = [numpy_helper.from_array(np.array([-1, 2, 1, -2], np.int64), "p"), numpy_helper.from_array(np.array([1, 3], np.int64), "a")]
+    m = model([helper.make_node("Pad", ["x", "p", "", "a"], ["y"])], [vi("x", [2, 4, 3, 6])], [vi("y", [2, 4, 3, 6])], inits, opset=19)
+    check_onnx_model(tmp_path, m, {"x": rand(2, 4, 3, 6)})
+
+
+@pytest.mark.parametrize("op,mode", [("DepthToSpace", "DCR"), ("DepthToSpace", "CRD"), ("SpaceToDepth", None)])
+def test_depth_space(tmp_path, op, mode):
+    kw = {"blocksize": 2}
+    if mode:
+        kw["mode"] = mode
+    if op == "DepthToSpace":
+        shape_in, shape_out = [2, 12, 3, 4], [2, 3, 6, 8]
+    else:
+        shape_in, shape_out = [2, 3, 6, 8], [2, 12, 3, 4]
+    m = model([helper.make_node(op, ["x"], ["y"], **kw)], [vi("x", shape_in)], [vi("y", shape_out)])
+    check_onnx_model(tmp_path, m, {"x": rand(*shape_in)})
+
+
+@pytest.mark.parametrize("axis,bias,stats", [(-1, True, False), (1, False, False), (2, True, True)])
+def test_layer_normalization(tmp_path, axis, bias, stats):
+    shape = [2, 3, 8]
+    a = axis % 3
+    norm = shape[a:]
+    inits = [numpy_helper.from_array(rand(*norm), "s")]
+    ins = ["x", "s"]
+    if bias:
+        inits.append(numpy_helper.from_array(rand(*norm), "b"))
+        ins.append("b")
+    outs = ["y"] + (["mean", "inv"] if stats else [])
+    stat_shape = shape[:a] + [1] * (3 - a)
+    m = model([helper.make_node("LayerNormalization", ins, outs, axis=axis, epsilon=1e-3)], [vi("x", shape)],
+              [vi("y", shape)] + ([vi("mean", stat_shape), vi("inv", stat_shape)] if stats else []), inits)
+    check_onnx_model(tmp_path, m, {"x": rand(*shape) * 3 + 1})
+
+
+def test_instance_normalization(tmp_path):
+    inits = [numpy_helper.from_array(rand(4), "s"), numpy_helper.from_array(rand(4), "b")]
+    m = model([helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-4)], [vi("x", [2, 4, 5, 3])],
+              [vi("y", [2, 4, 5, 3])], inits)
+    check_onnx_model(tmp_path, m, {"x": rand(2, 4, 5, 3) * 2 - 1})
