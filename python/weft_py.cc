@@ -463,7 +463,7 @@ PYBIND11_MODULE(_weft, m) {
   m.def("_generate_c", [](const Graph& g, const std::string& output_dir, const std::string& prefix, const std::vector<std::string>& packages,
                           bool allow_override, bool test, const std::map<std::string, py::array>& test_inputs,
                           const std::map<std::string, py::array>& test_outputs, int test_steps, uint64_t seed, double atol, double rtol,
-                          const std::string& const_section, bool external_arena) {
+                          const std::string& const_section, bool external_arena, const std::string& config) {
     SessionOptions so;
     so.package_paths = packages;
     so.allow_override = allow_override;
@@ -485,16 +485,22 @@ PYBIND11_MODULE(_weft, m) {
     };
     for (auto& [name, a] : test_inputs) o.test_inputs[name] = host(a, name);
     for (auto& [name, a] : test_outputs) o.test_outputs[name] = host(a, name);
+    Graph graph = g;
+    if (!config.empty()) {
+      AotConfig c = Get(LoadAotConfig(config));
+      Status st = ApplyAotConfig(c, *session, &graph, &o);
+      if (!st.ok()) Raise(st);
+    }
     AotReport r;
     {
       py::gil_scoped_release nogil;
-      auto model = session->Compile(g);
+      auto model = session->Compile(graph);
       Expected<AotReport> rep = model.ok() ? GenerateC(*model.value(), o) : Expected<AotReport>(model.status());
       py::gil_scoped_acquire gil;
       r = Get(std::move(rep));
     }
     py::dict d;
-    d["prefix"] = prefix;
+    d["prefix"] = o.prefix;
     d["output_dir"] = output_dir;
     d["ops"] = r.num_ops;
     d["tensors"] = r.num_tensors;

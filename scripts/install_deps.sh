@@ -21,6 +21,8 @@ PKGS=(
   valgrind
   # the LiteRT (.tflite) importer: flatbuffers runtime headers and the schema compiler
   libflatbuffers-dev flatbuffers-compiler
+  # weft aot's config files (YAML)
+  libyaml-cpp-dev
   # the Python environment's interpreter
   python3 python3-dev python3-venv
 )

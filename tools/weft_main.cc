@@ -352,7 +352,7 @@ struct AotArgs {
   std::string graph, output, prefix;
   std::vector<std::string> shapes, packages, test_inputs, test_outputs, freeze;
   bool allow_override = false, test = false, external_arena = false, json = false;
-  std::string const_section;
+  std::string const_section, config;
   uint64_t seed = 1;
   int test_steps = 1;
   double atol = 1e-5, rtol = 1e-4;
@@ -369,8 +369,17 @@ int AotCmd(const AotArgs& a) {
   auto session = Session::Create(o);
   if (!session.ok()) return Fail(session.status().message());
   Expected<std::shared_ptr<CompiledModel>> model = Status(Status::Code::kInternal, "no model");
+  AotOptions ao;
+  AotConfig config;
+  if (!a.config.empty()) {
+    auto c = LoadAotConfig(a.config);
+    if (!c.ok()) return Fail(c.status().message());
+    config = std::move(c).value();
+  }
   if (IsModelFile(a.graph)) {
     if (!shapes.empty() || !a.freeze.empty()) return Fail("--shape and --freeze apply to a graph, not to a compiled model file, whose shapes are fixed");
+    if (!config.rules.empty())
+      return Fail("--config: the attribute rules of " + a.config + " apply to a graph (.onnx, .tflite, .json), not to a compiled model file");
     model = session.value()->LoadModel(a.graph);
   } else {
     auto graph = LoadGraph(a.graph, shapes);
@@ -398,11 +407,15 @@ int AotCmd(const AotArgs& a) {
       graph = FreezeInput(graph.value(), spec.substr(0, eq), std::move(t).value());
       if (!graph.ok()) return Fail(graph.status().message());
     }
+    if (!a.config.empty()) {
+      Status st = ApplyAotConfig(config, *session.value(), &graph.value(), &ao);
+      if (!st.ok()) return Fail(st.message());
+    }
     model = session.value()->Compile(graph.value());
   }
   if (!model.ok()) return Fail(model.status().message());
-  AotOptions ao;
-  ao.prefix = a.prefix;
+  // Command-line options win over the config file's.
+  ao.prefix = a.prefix.empty() ? config.prefix : a.prefix;
   if (ao.prefix.empty()) {  // from the file name: a C identifier starting with a letter
     std::string stem = fs::path(a.graph).stem().string(), p;
     for (char c : stem) p += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : '_';
@@ -410,8 +423,8 @@ int AotCmd(const AotArgs& a) {
     ao.prefix = p.substr(0, 32);
   }
   ao.output_dir = a.output;
-  ao.const_section = a.const_section;
-  ao.external_arena = a.external_arena;
+  ao.const_section = a.const_section.empty() ? config.const_section : a.const_section;
+  ao.external_arena = a.external_arena || config.external_arena == 1;
   ao.test = a.test || !a.test_inputs.empty() || !a.test_outputs.empty();
   ao.seed = a.seed;
   ao.test_steps = a.test_steps;
@@ -636,6 +649,9 @@ int main(int argc, char** argv) {
   aot->add_option("--rtol", aa.rtol, "Test tolerance for float outputs: relative part")->capture_default_str();
   aot->add_option("--const-section", aa.const_section, "Place the constant arrays in this linker section (GCC/Clang)");
   aot->add_flag("--external-arena", aa.external_arena, "The caller passes the arena to <prefix>_init (the context holds none)");
+  aot->add_option("--config", aa.config,
+                  "YAML file of attribute rules (operators: - type/name/attributes), checked against each op's schema, and module options "
+                  "(docs/aot.md)");
   aot->add_flag("--json", aa.json, "Print the report as JSON");
 
   InspectArgs ia;

@@ -46,7 +46,37 @@ struct AotOptions {
   int test_layers = -1;
   // Float outputs match when |c - golden| <= atol + rtol * |golden|; integer outputs exactly.
   double atol = 1e-5, rtol = 1e-4;
+  // Linker sections for operators' code, by node name (GCC/Clang section attribute on the node's
+  // init and run functions); set from a config file's `code_section` rules.
+  std::map<std::string, std::string> code_sections;
 };
+
+// A config file for weft aot (docs/aot.md, "Config file"): rules that set attributes on the nodes
+// they reach, checked against each op's schema (its OpDef), plus module options.
+struct AotConfigValue {
+  bool list = false;                // written as a sequence
+  std::vector<std::string> items;   // the scalars as written (one when not a list)
+};
+struct AotRule {
+  std::string type = "*";  // op type, or "*" for every op
+  std::string name;        // glob over node names ('*', '?', [...]); "" = every node
+  std::map<std::string, AotConfigValue> attributes;
+  int line = 0;            // where the rule starts in the file (1-based)
+};
+struct AotConfig {
+  std::string origin;  // the file, for messages
+  std::vector<AotRule> rules;
+  std::string prefix, const_section;
+  int external_arena = -1;  // -1: not given
+};
+
+// Reads a config file (YAML). Errors name the line and the unknown key with the nearest valid one.
+WEFT_API Expected<AotConfig> LoadAotConfig(const std::string& path);
+WEFT_API Expected<AotConfig> ParseAotConfig(const std::string& yaml_text, const std::string& origin = "config");
+// Applies the rules to `graph` (attributes, typed by the op's schema in `session`) and to `options`
+// (code sections; the file's prefix/const_section/external_arena where `options` has defaults).
+// Errors name the rule, its line, the key and the nearest valid key.
+WEFT_API Status ApplyAotConfig(const AotConfig& config, const Session& session, Graph* graph, AotOptions* options);
 
 // How one arena planning algorithm did.
 struct AotArenaTrial {

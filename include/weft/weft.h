@@ -192,6 +192,8 @@ class WEFT_API Graph {
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
   const std::vector<std::pair<std::string, HostTensor>>& constants() const { return constants_; }
   const std::vector<Node>& nodes() const { return nodes_; }
+  // For passes that edit nodes in place (attribute rules, rewrites).
+  std::vector<Node>& mutable_nodes() { return nodes_; }
   const std::vector<std::string>& outputs() const { return outputs_; }
 
   // Reads the JSON graph format (docs/graph_format.md). Relative "file" paths of constants are

@@ -61,16 +61,18 @@ def import_model(path, input_shapes=None):
 
 def generate_c(model, output_dir, prefix="model", input_shapes=None, packages=(), allow_override=False, test=False,
                test_inputs=None, test_outputs=None, test_steps=1, seed=1, atol=1e-5, rtol=1e-4, const_section="",
-               external_arena=False):
+               external_arena=False, config=None):
     """Writes a dependency-free C99 module for `model` (a Graph, or a .tflite/.onnx/.json path) into
     `output_dir`, as `weft aot` does (docs/aot.md): includes-api/<prefix>.h, src/, CMakeLists.txt,
     and with `test` (or test_inputs/test_outputs, dicts of name -> array) a test case under test/.
-    Every operator must emit C (EmittableOp); `input_shapes` fixes unknown dims. Returns the report:
-    ops, tensors, arena_bytes, lower_bound_bytes, algorithm, trials, constant_bytes, files."""
+    Every operator must emit C (EmittableOp); `input_shapes` fixes unknown dims. `config` is a
+    YAML file of attribute rules and module options, as `weft aot --config` takes (docs/aot.md).
+    Returns the report: prefix, ops, tensors, arena_bytes, lower_bound_bytes, algorithm, trials,
+    constant_bytes, files."""
     graph = import_model(model, input_shapes) if isinstance(model, (str, _os.PathLike)) else model
     return _generate_c(graph, str(output_dir), prefix, list(packages), allow_override, test, dict(test_inputs or {}),
                        dict(test_outputs or {}), int(test_steps), int(seed), float(atol), float(rtol), const_section,
-                       external_arena)
+                       external_arena, str(config) if config else "")
 
 
 def _is_torch(x):

@@ -524,10 +524,21 @@ std::string Generator::Source() const {
     }
   if (any_scratch) c << "\n";
   for (auto& [key, text] : helpers_) c << "/* ---- " << CComment(key) << " ---- */\n" << text << (text.empty() || text.back() == '\n' ? "" : "\n") << "\n";
+  // Operators placed in linker sections (config file: code_section), one macro per section.
+  std::map<std::string, std::string> section_macro;
+  for (auto& [node, section] : o_.code_sections)
+    if (!section_macro.count(section)) {
+      const std::string m = P + "_CODE_SECTION_" + std::to_string(section_macro.size());
+      section_macro[section] = m;
+      c << "#if defined(__GNUC__)\n#define " << m << " __attribute__((section(\"" << section << "\")))\n#else\n#define " << m << "\n#endif\n";
+    }
+  if (!section_macro.empty()) c << "\n";
   for (auto& n : nodes_) {
+    auto sec = o_.code_sections.find(n.name);
+    const std::string place = sec == o_.code_sections.end() ? "" : section_macro[sec->second] + " ";
     c << "/* " << CComment(n.op_type) << " '" << CComment(n.name) << "' */\n";
-    c << "static int32_t " << n.id << "_init(" << P << "_context* ctx) {\n  (void)ctx;\n" << n.init << "  return 0;\n}\n\n";
-    c << "static int32_t " << n.id << "_run(" << P << "_context* ctx) {\n  (void)ctx;\n" << n.run << "  return 0;\n}\n\n";
+    c << "static " << place << "int32_t " << n.id << "_init(" << P << "_context* ctx) {\n  (void)ctx;\n" << n.init << "  return 0;\n}\n\n";
+    c << "static " << place << "int32_t " << n.id << "_run(" << P << "_context* ctx) {\n  (void)ctx;\n" << n.run << "  return 0;\n}\n\n";
   }
   c << "typedef int32_t (*" << P << "_step_fn)(" << P << "_context* ctx);\n";
   c << "static const " << P << "_step_fn " << P << "_step_init[" << P << "_NUM_OPS] = {";
@@ -606,7 +617,7 @@ std::string Generator::CMakeText() const {
 }
 
 // Random test inputs: floats in [-1, 1), integers over their type's range (index-like int32/int64
-// inputs over [0, 4)), booleans 0/1.
+// inputs over [0, 2), valid for any axis they index that has two entries or more), booleans 0/1.
 HostTensor RandomInput(const ValueInfo& in, std::mt19937_64& rng) {
   HostTensor t(in.dtype, in.shape);
   const int64_t n = t.numel();
@@ -619,8 +630,8 @@ HostTensor RandomInput(const ValueInfo& in, std::mt19937_64& rng) {
       case DT_UINT8: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(r); break;
       case DT_INT16: t.data_as<int16_t>()[i] = static_cast<int16_t>(r); break;
       case DT_UINT16: t.data_as<uint16_t>()[i] = static_cast<uint16_t>(r); break;
-      case DT_INT32: t.data_as<int32_t>()[i] = static_cast<int32_t>(r % 4); break;
-      case DT_INT64: t.data_as<int64_t>()[i] = static_cast<int64_t>(r % 4); break;
+      case DT_INT32: t.data_as<int32_t>()[i] = static_cast<int32_t>(r % 2); break;
+      case DT_INT64: t.data_as<int64_t>()[i] = static_cast<int64_t>(r % 2); break;
       case DT_BOOL: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(r & 1); break;
       default: break;
     }
@@ -861,6 +872,14 @@ Status Generator::WriteFiles(AotReport* r) {
   for (const char* sub : {"includes-api", "src"}) {
     fs::create_directories(fs::path(o_.output_dir) / sub, ec);
     if (ec) return InvalidArgument("cannot create '" + (fs::path(o_.output_dir) / sub).string() + "': " + ec.message());
+  }
+  for (auto& [node, section] : o_.code_sections) {
+    bool found = false;
+    for (auto& n : nodes_) found = found || n.name == node;
+    if (!found) return InvalidArgument("code_section for node '" + node + "': the model has no node of that name");
+    for (char ch : section)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_')
+        return InvalidArgument("code_section '" + section + "' of node '" + node + "' may hold only letters, digits, '.' and '_'");
   }
   std::string attr = "#define " + P + "_CONST_ATTR\n";
   if (!o_.const_section.empty()) {

@@ -45,6 +45,12 @@ EXPECTED_FAILURES = {
 # smallest weights (a module's constants are C source: 3-4 bytes of text per weight byte); alexnet,
 # efficientnet_b0, googlenet, mnasnet1_0, resnet18 and others convert too (bench/aot/RESULTS.md).
 ONNX_MUST = ["densenet121", "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2_x1_0", "squeezenet1_1"]
+# Float tolerances wider than the default (atol 1e-5, rtol 1e-4) for zoo models whose random
+# weights make outputs so large that float32 summation order alone moves them further: the same
+# inputs through Weft's runtime and ONNX Runtime differ by as much (measured, in the reason).
+ONNX_TOLERANCE = {
+    "blazeface": (1e-4, 2e-3, "outputs up to ~120; Weft's runtime and ONNX Runtime differ by up to 1.1e-3 relative, 0.043 absolute"),
+}
 CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1"]
 ALLOC = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "memalign", "valloc", "sbrk", "mmap"}
 CSV_TYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "float32": np.float32}
@@ -149,6 +155,7 @@ def main():
     work = a.work or tempfile.mkdtemp(prefix="weft-aot-")
     os.makedirs(work, exist_ok=True)
     only = set(x for x in a.only.split(",") if x)
+    failures, rows, converted = [], [], {}
     models = [] if a.no_corpora else sorted(glob.glob(os.path.join(base, "**", "*.tflite"), recursive=True))
     if a.onnx_zoo:
         zoo = sorted(glob.glob(os.path.join(a.onnx_zoo, "*.small.static.onnx")))
@@ -159,7 +166,6 @@ def main():
             if name not in found:
                 failures.append(f"{name}: not in the zoo at {a.onnx_zoo}")
         models += [z for z in zoo if not a.onnx_must_only or os.path.basename(z).split(".")[0] in ONNX_MUST]
-    failures, rows, converted = [], [], {}
     for model in models:
         fname = os.path.basename(model)
         if only and fname not in only:
@@ -181,6 +187,8 @@ def main():
         except Exception as e:  # noqa: BLE001 - reported as this model's failure
             failures.append(f"{fname}: preparing the seanet data: {e}")
             continue
+        if fname.endswith(".onnx") and stem in ONNX_TOLERANCE:
+            extra += ["--atol", str(ONNX_TOLERANCE[stem][0]), "--rtol", str(ONNX_TOLERANCE[stem][1])]
         gen = run([weft_cli, "aot", model, "-o", out_dir, "--prefix", prefix, "--test", "--json"] + extra)
         if fname in EXPECTED_FAILURES:
             want = EXPECTED_FAILURES[fname]
