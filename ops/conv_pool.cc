@@ -475,8 +475,46 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
   dnnl::memory weights_, bias_;
 };
 
-class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
+class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public EmittableOp {
  public:
+  // float32 1-D, 2-D and 3-D transposed convolutions with groups, dilations, pads, output_padding
+  // and output_shape through weft_conv_transpose_f32 (ops/aot/conv_transpose.c), on the geometry
+  // InferShape and Execute take (Geometry).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetInputTensor(1);
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err)) return Fail(ctx, err);
+    if (x->GetDataType() != DT_FLOAT || wt->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT) ||
+        ctx->GetEpilogue().activation != WEFT_ACT_NONE)
+      return Fail(ctx, "the generated C takes float32 transposed convolutions without fused operations");
+    if (w.nd < 1 || w.nd > 3) return Fail(ctx, "the generated C takes transposed convolutions of 1 to 3 spatial dims only");
+    const int64_t group = *ctx->GetAttrs()->GetInt("group");
+    const Shape& xs = x->GetShape();
+    const size_t lead = 3 - w.nd;  // 1-D and 2-D as leading spatial dims of 1
+    bool fits = true;
+    auto lit = [&](int64_t v) {
+      fits = fits && v <= INT32_MAX / 4 && v >= -(INT32_MAX / 4);
+      return std::to_string(v);
+    };
+    auto dims = [&](const int64_t* a, int64_t one) {
+      std::string t;
+      for (size_t i = 0; i < 3; ++i) t += (i ? ", " : "") + lit(i < lead ? one : a[i - lead]);
+      return ", {" + t + "}";
+    };
+    std::string g = "static const weft_convt g = {" + lit(xs.GetDim(0)) + ", " + lit(xs.GetDim(1)) + ", " +
+                    lit(wt->GetShape().GetDim(1) * group) + ", " + lit(group) + dims(w.in, 1) + dims(w.out, 1) + dims(w.k, 1) +
+                    dims(w.s, 1) + dims(w.d, 1) + dims(w.pb, 0) + "};\n";
+    for (size_t i = 0; i < w.nd; ++i)  // the numerators o + p - t * d stay within int32
+      lit(w.out[i] + std::abs(w.pb[i]) + (w.k[i] - 1) * w.d[i]);
+    if (!fits) return Fail(ctx, "the generated C takes transposed convolutions of moderate size only");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_conv_transpose_f32");
+    ctx->Run(g + "weft_conv_transpose_f32(&g, " + ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", " +
+             (b ? ctx->Input(2, "float") : std::string("0")) + ", " + ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
+  }
   // float32 fast path: oneDNN's deconvolution with the weights reordered once (1-3 spatial dims,
   // any group, stride, dilation and padding that is not negative). Anything else runs the
   // reference loops below.

@@ -1,9 +1,11 @@
 // Resize (ONNX opsets 11-18 semantics): nearest / linear / cubic on any number of dims, every
 // coordinate_transformation_mode and nearest_mode, roi for tf_crop_and_resize, sizes or scales,
 // axes and keep_aspect_ratio_policy. The importer rewrites opset 10 Resize and Upsample to it.
+// float32 emits C (weft aot) through the same taps.
 #include <algorithm>
 #include <cmath>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -102,6 +104,82 @@ struct Tap {
   double weight;
 };
 
+// Per dim and output coordinate: the input indices and weights that make the output (1 tap for
+// nearest, up to 2 for linear, up to 4 for cubic), or an empty list meaning "extrapolate"
+// (tf_crop_and_resize outside the input). False with *err on attributes it cannot take. Execute
+// and the emitter (weft aot) both resize through these taps.
+bool MakeTaps(const RuntimeAttrs* a, const Shape& in, const Plan& p, std::vector<std::vector<std::vector<Tap>>>* taps, std::string* err) {
+  std::string mode = a->GetStr("mode"), ctm = a->GetStr("coordinate_transformation_mode"), nm = a->GetStr("nearest_mode");
+  double cubic_a = *a->GetFloat("cubic_coeff_a");
+  bool exclude = *a->GetInt("exclude_outside") != 0;
+  if (*a->GetInt("antialias")) return *err = "antialias=1 is not supported", false;
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") return *err = "unknown mode '" + mode + "'", false;
+  size_t r = in.GetDimNum();
+  taps->assign(r, {});
+  for (size_t d = 0; d < r; ++d) {
+    int64_t n_in = in.GetDim(d), n_out = p.out.GetDim(d);
+    double s = p.scale[d];
+    (*taps)[d].resize(static_cast<size_t>(n_out));
+    for (int64_t o = 0; o < n_out; ++o) {
+      double xo = static_cast<double>(o), xi;
+      // The unrounded resized length, as ONNX's reference implementation and node tests have it
+      // (ONNX Runtime takes the output length; the two differ only when scale * n_in is fractional).
+      double len = static_cast<double>(n_in) * s;
+      if (ctm == "half_pixel") xi = (xo + 0.5) / s - 0.5;
+      else if (ctm == "pytorch_half_pixel") xi = len > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
+      else if (ctm == "align_corners") xi = len == 1 ? 0.0 : xo * static_cast<double>(n_in - 1) / (len - 1);
+      else if (ctm == "asymmetric") xi = xo / s;
+      else if (ctm == "tf_half_pixel_for_nn") xi = (xo + 0.5) / s;
+      else if (ctm == "half_pixel_symmetric") {
+        double adj = static_cast<double>(n_out) / (s * static_cast<double>(n_in));
+        double center = static_cast<double>(n_in) / 2.0;
+        xi = center * (1 - adj) + (xo + 0.5) / s - 0.5;
+      } else if (ctm == "tf_crop_and_resize") {
+        double lo = p.roi_lo[d], hi = p.roi_hi[d];
+        xi = n_out > 1 ? lo * static_cast<double>(n_in - 1) + xo * (hi - lo) * static_cast<double>(n_in - 1) / static_cast<double>(n_out - 1)
+                       : 0.5 * (lo + hi) * static_cast<double>(n_in - 1);
+        if (xi < 0 || xi > static_cast<double>(n_in - 1)) continue;  // extrapolated
+      } else {
+        return *err = "unknown coordinate_transformation_mode '" + ctm + "'", false;
+      }
+      auto& t = (*taps)[d][static_cast<size_t>(o)];
+      if (mode == "nearest") {
+        double f = std::floor(xi);
+        int64_t idx;
+        if (nm == "floor") idx = static_cast<int64_t>(f);
+        else if (nm == "ceil") idx = static_cast<int64_t>(std::ceil(xi));
+        else if (nm == "round_prefer_ceil") idx = static_cast<int64_t>(xi - f == 0.5 ? f + 1 : std::round(xi));
+        else idx = static_cast<int64_t>(xi - f == 0.5 ? f : std::round(xi));  // round_prefer_floor
+        t.push_back({std::clamp<int64_t>(idx, 0, n_in - 1), 1.0});
+      } else if (mode == "linear") {
+        double xc = std::clamp(xi, 0.0, static_cast<double>(n_in - 1));
+        int64_t i0 = static_cast<int64_t>(std::floor(xc));
+        int64_t i1 = std::min(i0 + 1, n_in - 1);
+        double w1 = xc - static_cast<double>(i0);
+        t.push_back({i0, 1.0 - w1});
+        if (w1 > 0) t.push_back({i1, w1});
+      } else {  // cubic
+        int64_t i0 = static_cast<int64_t>(std::floor(xi));
+        double frac = xi - static_cast<double>(i0);
+        double dist[4] = {1 + frac, frac, 1 - frac, 2 - frac};
+        double sum = 0;
+        for (int k = 0; k < 4; ++k) {
+          double z = std::fabs(dist[k]);
+          double w = z <= 1 ? ((cubic_a + 2) * z - (cubic_a + 3)) * z * z + 1
+                            : ((cubic_a * z - 5 * cubic_a) * z + 8 * cubic_a) * z - 4 * cubic_a;
+          int64_t idx = i0 - 1 + k;
+          if (exclude && (idx < 0 || idx >= n_in)) continue;
+          t.push_back({std::clamp<int64_t>(idx, 0, n_in - 1), w});
+          sum += w;
+        }
+        if (exclude && sum != 0)
+          for (auto& tp : t) tp.weight /= sum;
+      }
+    }
+  }
+  return true;
+}
+
 // float32 when only the last two dims change (every other dim maps each index to itself) and no
 // output falls outside the input: per plane, a horizontal pass over the input rows, then a
 // vertical one, each over precomputed taps; planes split over the intra-op threads. False when
@@ -187,8 +265,68 @@ bool ResizeLastTwo(const KernelContextBase* ctx, const Shape& in, const Shape& o
   return true;
 }
 
-class Resize : public EagerExecuteOp, public ShapeInferOp {
+class Resize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // float32 of any rank (1 to 8) through weft_resize_f32 (ops/aot/resize.c): the per-axis taps of
+  // MakeTaps as constant tables, so the C computes what Execute's general loop computes.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& in = x->GetShape();
+    const Shape& want = ctx->GetOutputTensor(0)->GetShape();
+    const size_t r = in.GetDimNum();
+    if (x->GetDataType() != DT_FLOAT || ctx->GetOutputTensor(0)->GetDataType() != DT_FLOAT)
+      return Fail(ctx, "the generated C resizes float32 tensors only");
+    if (r < 1 || r > 8) return Fail(ctx, "the generated C resizes tensors of rank 1 to 8 only");
+    const RuntimeAttrs* a = ctx->GetAttrs();
+    Plan p;
+    std::string err;
+    if (!MakePlan(ctx, in, &p, &err)) {
+      // A value is not constant. Only sizes with the stretch policy can be read off the output
+      // shape (scale = size / input, as MakePlan has it); roi matters to tf_crop_and_resize only.
+      const Tensor* scales_t = ctx->GetOptionalInputTensor(2);
+      const Tensor* sizes_t = ctx->GetOptionalInputTensor(3);
+      if (std::string(a->GetStr("coordinate_transformation_mode")) == "tf_crop_and_resize")
+        return Fail(ctx, "the generated C needs tf_crop_and_resize's roi and the scales or sizes as constants");
+      if ((scales_t && scales_t->GetShapeSize()) || !sizes_t || std::string(a->GetStr("keep_aspect_ratio_policy")) != "stretch" ||
+          want.IsUnknown() || want.GetDimNum() != r)
+        return Fail(ctx, "the generated C needs Resize's scales (or sizes with keep_aspect_ratio_policy other than stretch) as constants");
+      p.out = want;
+      p.scale.assign(r, 1.0);
+      p.roi_lo.assign(r, 0.0);
+      p.roi_hi.assign(r, 1.0);
+      for (size_t d = 0; d < r; ++d)
+        if (want.GetDim(d) != in.GetDim(d)) p.scale[d] = static_cast<double>(want.GetDim(d)) / static_cast<double>(in.GetDim(d));
+    }
+    if (!err.empty()) return Fail(ctx, err);
+    if (p.out != want) return Fail(ctx, "the output shape " + want.ToString() + " differs from Resize's plan " + p.out.ToString());
+    std::vector<std::vector<std::vector<Tap>>> taps;
+    if (!MakeTaps(a, in, p, &taps, &err)) return Fail(ctx, err);
+    if (p.out.GetShapeSize() == 0) return GRAPH_SUCCESS;
+    int64_t st[WEFT_MAX_DIMS];
+    Strides(in, st);
+    std::vector<int64_t> dims, off;
+    std::vector<int32_t> start;
+    std::vector<double> w;
+    for (size_t d = 0; d < r; ++d) {
+      dims.push_back(p.out.GetDim(d));
+      for (const auto& t : taps[d]) {
+        start.push_back(static_cast<int32_t>(off.size()));
+        for (const Tap& tp : t) off.push_back(tp.index * st[d]), w.push_back(tp.weight);
+      }
+      start.push_back(static_cast<int32_t>(off.size()));
+      if (off.size() > static_cast<size_t>(INT32_MAX / 2)) return Fail(ctx, "the generated C takes fewer taps");
+    }
+    if (off.empty()) off.push_back(0), w.push_back(0.0);  // every output extrapolated: no C array is empty
+    const float extrap = static_cast<float>(*a->GetFloat("extrapolation_value"));
+    if (!std::isfinite(extrap)) ctx->Include("<math.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_resize_f32");
+    ctx->Run("weft_resize_f32(" + std::to_string(r) + ", " + ctx->Const("out_dims", DT_INT64, dims) + ", " +
+             ctx->Const("tap_start", DT_INT32, start) + ", " + ctx->Const("tap_offset", DT_INT64, off) + ", " +
+             ctx->Const("tap_weight", DT_DOUBLE, w) + ", " + aot::FloatLit(extrap) + ", " + ctx->Input(0, "float") + ", " +
+             ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
+  }
+
   graphStatus InferShape(InferShapeContext* ctx) override {
     if (CheckOneOf(ctx, "mode", {"nearest", "linear", "cubic"}) != GRAPH_SUCCESS ||
         CheckOneOf(ctx, "coordinate_transformation_mode", {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
@@ -217,75 +355,10 @@ class Resize : public EagerExecuteOp, public ShapeInferOp {
     Tensor* y = ctx->MallocOutputTensor(0, p.out, x->GetDataType());
     if (!y) return GRAPH_FAILED;
     const RuntimeAttrs* a = ctx->GetAttrs();
-    std::string mode = a->GetStr("mode"), ctm = a->GetStr("coordinate_transformation_mode"), nm = a->GetStr("nearest_mode");
-    double cubic_a = *a->GetFloat("cubic_coeff_a"), extrap = *a->GetFloat("extrapolation_value");
-    bool exclude = *a->GetInt("exclude_outside") != 0;
-    if (*a->GetInt("antialias")) return Fail(ctx, "antialias=1 is not supported");
-    if (mode != "nearest" && mode != "linear" && mode != "cubic") return Fail(ctx, "unknown mode '" + mode + "'");
+    const double extrap = *a->GetFloat("extrapolation_value");
+    std::vector<std::vector<std::vector<Tap>>> taps;
+    if (!MakeTaps(a, in, p, &taps, &err)) return Fail(ctx, err);
     size_t r = in.GetDimNum();
-    // Per dim and output coordinate: the taps, or an empty list meaning "extrapolate".
-    std::vector<std::vector<std::vector<Tap>>> taps(r);
-    for (size_t d = 0; d < r; ++d) {
-      int64_t n_in = in.GetDim(d), n_out = p.out.GetDim(d);
-      double s = p.scale[d];
-      taps[d].resize(static_cast<size_t>(n_out));
-      for (int64_t o = 0; o < n_out; ++o) {
-        double xo = static_cast<double>(o), xi;
-        // The unrounded resized length, as ONNX's reference implementation and node tests have it
-        // (ONNX Runtime takes the output length; the two differ only when scale * n_in is fractional).
-        double len = static_cast<double>(n_in) * s;
-        if (ctm == "half_pixel") xi = (xo + 0.5) / s - 0.5;
-        else if (ctm == "pytorch_half_pixel") xi = len > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
-        else if (ctm == "align_corners") xi = len == 1 ? 0.0 : xo * static_cast<double>(n_in - 1) / (len - 1);
-        else if (ctm == "asymmetric") xi = xo / s;
-        else if (ctm == "tf_half_pixel_for_nn") xi = (xo + 0.5) / s;
-        else if (ctm == "half_pixel_symmetric") {
-          double adj = static_cast<double>(n_out) / (s * static_cast<double>(n_in));
-          double center = static_cast<double>(n_in) / 2.0;
-          xi = center * (1 - adj) + (xo + 0.5) / s - 0.5;
-        } else if (ctm == "tf_crop_and_resize") {
-          double lo = p.roi_lo[d], hi = p.roi_hi[d];
-          xi = n_out > 1 ? lo * static_cast<double>(n_in - 1) + xo * (hi - lo) * static_cast<double>(n_in - 1) / static_cast<double>(n_out - 1)
-                         : 0.5 * (lo + hi) * static_cast<double>(n_in - 1);
-          if (xi < 0 || xi > static_cast<double>(n_in - 1)) continue;  // extrapolated
-        } else {
-          return Fail(ctx, "unknown coordinate_transformation_mode '" + ctm + "'");
-        }
-        auto& t = taps[d][static_cast<size_t>(o)];
-        if (mode == "nearest") {
-          double f = std::floor(xi);
-          int64_t idx;
-          if (nm == "floor") idx = static_cast<int64_t>(f);
-          else if (nm == "ceil") idx = static_cast<int64_t>(std::ceil(xi));
-          else if (nm == "round_prefer_ceil") idx = static_cast<int64_t>(xi - f == 0.5 ? f + 1 : std::round(xi));
-          else idx = static_cast<int64_t>(xi - f == 0.5 ? f : std::round(xi));  // round_prefer_floor
-          t.push_back({std::clamp<int64_t>(idx, 0, n_in - 1), 1.0});
-        } else if (mode == "linear") {
-          double xc = std::clamp(xi, 0.0, static_cast<double>(n_in - 1));
-          int64_t i0 = static_cast<int64_t>(std::floor(xc));
-          int64_t i1 = std::min(i0 + 1, n_in - 1);
-          double w1 = xc - static_cast<double>(i0);
-          t.push_back({i0, 1.0 - w1});
-          if (w1 > 0) t.push_back({i1, w1});
-        } else {  // cubic
-          int64_t i0 = static_cast<int64_t>(std::floor(xi));
-          double frac = xi - static_cast<double>(i0);
-          double dist[4] = {1 + frac, frac, 1 - frac, 2 - frac};
-          double sum = 0;
-          for (int k = 0; k < 4; ++k) {
-            double z = std::fabs(dist[k]);
-            double w = z <= 1 ? ((cubic_a + 2) * z - (cubic_a + 3)) * z * z + 1
-                              : ((cubic_a * z - 5 * cubic_a) * z + 8 * cubic_a) * z - 4 * cubic_a;
-            int64_t idx = i0 - 1 + k;
-            if (exclude && (idx < 0 || idx >= n_in)) continue;
-            t.push_back({std::clamp<int64_t>(idx, 0, n_in - 1), w});
-            sum += w;
-          }
-          if (exclude && sum != 0)
-            for (auto& tp : t) tp.weight /= sum;
-        }
-      }
-    }
     if (x->GetDataType() == DT_FLOAT && ResizeLastTwo(ctx, in, p.out, taps, x->GetData<float>(), y->GetData<float>()))
       return GRAPH_SUCCESS;
     int64_t st[WEFT_MAX_DIMS];
