@@ -1,10 +1,12 @@
 // Recurrent layers: RNN, GRU and LSTM with ONNX semantics (directions, sequence_lens, initial
-// states, peepholes, clip, custom activations, layout 0 and 1).
+// states, peepholes, clip, custom activations, layout 0 and 1); float32 also as C for weft aot.
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "aot_emit.h"
 #include "dnnl_runner.h"
 #include "op_util.h"
 #include "vector_math.h"
@@ -71,7 +73,7 @@ bool KnownActivation(const std::string& n) {
 }
 
 template <Kind K>
-class Recurrent : public EagerExecuteOp, public ShapeInferOp {
+class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   static constexpr int kGates = K == Kind::kLstm ? 4 : K == Kind::kGru ? 3 : 1;
 
@@ -124,6 +126,99 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp {
     return true;
   }
 
+  // Activations: per direction f, g (and h for LSTM), with alpha/beta consumed in order.
+  static bool GetActivations(const KernelContextBase* ctx, int64_t dirs, std::vector<Activation>* acts, std::string* err) {
+    const int per_dir = K == Kind::kLstm ? 3 : K == Kind::kGru ? 2 : 1;
+    const RuntimeAttrs* a = ctx->GetAttrs();
+    ListView<const char*> names = a->GetListString("activations");
+    ListView<float> alphas = a->GetListFloat("activation_alpha"), betas = a->GetListFloat("activation_beta");
+    size_t ai = 0, bi = 0;
+    for (int64_t k = 0; k < per_dir * dirs; ++k) {
+      Activation act;
+      act.name = names.size() > static_cast<size_t>(k) ? names[k] : (k % per_dir == 0 && K != Kind::kRnn ? "Sigmoid" : "Tanh");
+      if (!KnownActivation(act.name)) {
+        *err = "unknown activation '" + act.name + "'";
+        return false;
+      }
+      bool takes_alpha = act.name == "HardSigmoid" || act.name == "LeakyRelu" || act.name == "ThresholdedRelu" || act.name == "ScaledTanh" ||
+                         act.name == "Affine" || act.name == "Elu";
+      bool takes_beta = act.name == "HardSigmoid" || act.name == "ScaledTanh" || act.name == "Affine";
+      if (act.name == "HardSigmoid") act.alpha = 0.2f, act.beta = 0.5f;
+      if (act.name == "LeakyRelu") act.alpha = 0.01f;
+      if (act.name == "ThresholdedRelu" || act.name == "Elu") act.alpha = 1.0f;
+      if (takes_alpha && ai < alphas.size()) act.alpha = alphas[ai++];
+      if (takes_beta && bi < betas.size()) act.beta = betas[bi++];
+      acts->push_back(act);
+    }
+    return true;
+  }
+
+  // float32 through weft_rnn_f32 (ops/aot/rnn.c), one row of the batch at a time; sequence_lens
+  // must be constant.
+  graphStatus Emit(EmitContext* ctx) override {
+    Dims d;
+    std::string err;
+    if (!GetDims(ctx, &d, &err)) return Fail(ctx, err);
+    if (ctx->GetInputTensor(0)->GetDataType() != DT_FLOAT)
+      return Fail(ctx, std::string("the generated C takes float32 only, not ") + DataTypeName(ctx->GetInputTensor(0)->GetDataType()));
+    if (d.seq > INT32_MAX || d.batch > INT32_MAX || d.input > INT32_MAX || kGates * d.hidden > INT32_MAX)
+      return Fail(ctx, "too large for the generated C");
+    std::vector<Activation> acts;
+    if (!GetActivations(ctx, d.dirs, &acts, &err)) return Fail(ctx, err);
+    static const char* const kCodes[] = {"Sigmoid", "Tanh", "Relu", "HardSigmoid", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "Affine",
+                                         "Elu", "Softsign", "Softplus"};
+    auto code = [&](const Activation& act) {
+      for (int k = 0; k < 11; ++k)
+        if (act.name == kCodes[k]) return k;
+      return -1;
+    };
+    for (const Activation& act : acts)
+      if (code(act) < 0) return Fail(ctx, "activation '" + act.name + "' has no C implementation");
+    const int per_dir = K == Kind::kLstm ? 3 : K == Kind::kGru ? 2 : 1;
+    std::string lens = "0";
+    if (const Tensor* l = ctx->GetOptionalInputTensor(4)) {
+      if (!l->GetAddr()) return Fail(ctx, "the generated C needs a constant sequence_lens");
+      std::vector<int64_t> v(static_cast<size_t>(d.batch));
+      for (int64_t b = 0; b < d.batch; ++b) {
+        v[b] = l->GetDataType() == DT_INT64 ? l->GetData<int64_t>()[b] : l->GetData<int32_t>()[b];
+        if (v[b] < 0 || v[b] > d.seq) return Fail(ctx, "sequence_lens values must lie in [0, " + std::to_string(d.seq) + "]");
+      }
+      lens = ctx->Const("seq_lens", DT_INT64, v);
+    }
+    auto in = [&](size_t ir) {
+      return ctx->GetOptionalInputTensor(ir) ? ctx->Input(IrIndex(ctx, ir), "float") : std::string("0");
+    };
+    auto out = [&](size_t k) { return k < ctx->GetComputeNodeOutputNum() ? ctx->Output(k, "float") : std::string("0"); };
+    const std::string dir = ctx->GetAttrs()->GetStr("direction");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_rnn_f32");
+    std::ostringstream r;
+    r << "{\n  weft_rnn_f32_args a;\n  a.kind = " << static_cast<int>(K) << ";\n  a.seq = " << d.seq << ";\n  a.batch = " << d.batch
+      << ";\n  a.in = " << d.input << ";\n  a.hidden = " << d.hidden << ";\n  a.dirs = " << d.dirs << ";\n  a.batch_first = " << d.batch_first
+      << ";\n  a.reverse = " << (dir == "reverse") << ";\n  a.linear_before_reset = "
+      << (K == Kind::kGru && *ctx->GetAttrs()->GetInt("linear_before_reset") != 0)
+      << ";\n  a.input_forget = " << (K == Kind::kLstm && *ctx->GetAttrs()->GetInt("input_forget") != 0)
+      << ";\n  a.clip = " << aot::FloatLit(*ctx->GetAttrs()->GetFloat("clip")) << ";\n";
+    for (int64_t dd = 0; dd < 2; ++dd)
+      for (int k = 0; k < 3; ++k) {
+        // Unused slots (RNN's g and h, GRU's h, a second direction) repeat the last used one.
+        const Activation& act = acts[static_cast<size_t>(std::min(dd, d.dirs - 1) * per_dir + std::min(k, per_dir - 1))];
+        r << "  a.act[" << dd << "][" << k << "].kind = " << code(act) << ";\n  a.act[" << dd << "][" << k << "].alpha = " << aot::FloatLit(act.alpha)
+          << ";\n  a.act[" << dd << "][" << k << "].beta = " << aot::FloatLit(act.beta) << ";\n";
+      }
+    r << "  a.x = " << ctx->Input(0, "float") << ";\n  a.w = " << in(1) << ";\n  a.r = " << in(2) << ";\n  a.b = " << in(3) << ";\n  a.p = "
+      << (K == Kind::kLstm ? in(7) : "0") << ";\n  a.h0 = " << in(5) << ";\n  a.c0 = " << (K == Kind::kLstm ? in(6) : "0")
+      << ";\n  a.lens = " << lens << ";\n  a.y = " << out(0) << ";\n  a.y_h = " << out(1) << ";\n  a.y_c = " << out(2)
+      << ";\n  weft_rnn_f32(&a, (float*)(void*)" << ctx->Scratch(static_cast<size_t>((kGates + 3) * d.hidden) * sizeof(float)) << ");\n}\n";
+    ctx->Run(r.str());
+    return GRAPH_SUCCESS;
+  }
+  // The instance index of IR input ir (present), for EmitContext::Input.
+  static size_t IrIndex(const EmitContext* ctx, size_t ir) {
+    size_t at = 0;
+    for (size_t i = 0; i < ir; ++i) at += ctx->GetIrInputInstanceNum(i);
+    return at;
+  }
+
   graphStatus InferShape(InferShapeContext* ctx) override {
     Dims d;
     std::string err;
@@ -144,26 +239,9 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp {
     std::string err;
     if (!GetDims(ctx, &d, &err)) return Fail(ctx, err);
     const RuntimeAttrs* a = ctx->GetAttrs();
-    // Activations: per direction f, g (and h for LSTM), with alpha/beta consumed in order.
     const int per_dir = K == Kind::kLstm ? 3 : K == Kind::kGru ? 2 : 1;
     std::vector<Activation> acts;
-    ListView<const char*> names = a->GetListString("activations");
-    ListView<float> alphas = a->GetListFloat("activation_alpha"), betas = a->GetListFloat("activation_beta");
-    size_t ai = 0, bi = 0;
-    for (int64_t k = 0; k < per_dir * d.dirs; ++k) {
-      Activation act;
-      act.name = names.size() > static_cast<size_t>(k) ? names[k] : (k % per_dir == 0 && K != Kind::kRnn ? "Sigmoid" : "Tanh");
-      if (!KnownActivation(act.name)) return Fail(ctx, "unknown activation '" + act.name + "'");
-      bool takes_alpha = act.name == "HardSigmoid" || act.name == "LeakyRelu" || act.name == "ThresholdedRelu" || act.name == "ScaledTanh" ||
-                         act.name == "Affine" || act.name == "Elu";
-      bool takes_beta = act.name == "HardSigmoid" || act.name == "ScaledTanh" || act.name == "Affine";
-      if (act.name == "HardSigmoid") act.alpha = 0.2f, act.beta = 0.5f;
-      if (act.name == "LeakyRelu") act.alpha = 0.01f;
-      if (act.name == "ThresholdedRelu" || act.name == "Elu") act.alpha = 1.0f;
-      if (takes_alpha && ai < alphas.size()) act.alpha = alphas[ai++];
-      if (takes_beta && bi < betas.size()) act.beta = betas[bi++];
-      acts.push_back(act);
-    }
+    if (!GetActivations(ctx, d.dirs, &acts, &err)) return Fail(ctx, err);
     float clip = *a->GetFloat("clip");
     bool input_forget = K == Kind::kLstm && *a->GetInt("input_forget") != 0;
     bool linear_before_reset = K == Kind::kGru && *a->GetInt("linear_before_reset") != 0;
