@@ -868,24 +868,29 @@ Status Generator::WriteTest(AotReport* r) {
 
 Status Generator::WriteFiles(AotReport* r) {
   const std::string& P = p_;
+  // Section names go into the C source: letters, digits, '.' and '_' only. Checked before
+  // anything is written.
+  auto section_ok = [](const std::string& s) {
+    for (char ch : s)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_') return false;
+    return true;
+  };
+  if (!section_ok(o_.const_section))
+    return InvalidArgument("--const-section '" + o_.const_section + "' may hold only letters, digits, '.' and '_'");
+  for (auto& [node, section] : o_.code_sections) {
+    bool found = false;
+    for (auto& n : nodes_) found = found || n.name == node;
+    if (!found) return InvalidArgument("code_section for node '" + node + "': the model has no node of that name");
+    if (section.empty() || !section_ok(section))
+      return InvalidArgument("code_section '" + section + "' of node '" + node + "' may hold only letters, digits, '.' and '_'");
+  }
   std::error_code ec;
   for (const char* sub : {"includes-api", "src"}) {
     fs::create_directories(fs::path(o_.output_dir) / sub, ec);
     if (ec) return InvalidArgument("cannot create '" + (fs::path(o_.output_dir) / sub).string() + "': " + ec.message());
   }
-  for (auto& [node, section] : o_.code_sections) {
-    bool found = false;
-    for (auto& n : nodes_) found = found || n.name == node;
-    if (!found) return InvalidArgument("code_section for node '" + node + "': the model has no node of that name");
-    for (char ch : section)
-      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_')
-        return InvalidArgument("code_section '" + section + "' of node '" + node + "' may hold only letters, digits, '.' and '_'");
-  }
   std::string attr = "#define " + P + "_CONST_ATTR\n";
   if (!o_.const_section.empty()) {
-    for (char ch : o_.const_section)
-      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_')
-        return InvalidArgument("--const-section '" + o_.const_section + "' may hold only letters, digits, '.' and '_'");
     attr = "#if defined(__GNUC__)\n#define " + P + "_CONST_ATTR __attribute__((section(\"" + o_.const_section + "\")))\n#else\n#define " + P +
            "_CONST_ATTR\n#endif\n";
   }
