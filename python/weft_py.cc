@@ -5,11 +5,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <mutex>
 
 #include "weft/litert.h"
 #include "weft/onnx.h"
 #include "weft/aot.h"
+#include "weft/custom_op.h"
+#include "weft/registry_context.h"
 #include "weft/weft.h"
 
 namespace py = pybind11;
@@ -278,11 +281,394 @@ py::dict SchemaDict(const OpSchema& s) {
   return d;
 }
 
+
+// ---- the conversion's registry context (weft/registry_context.h) --------------------------------
+
+// A Python callable held by C++ parts; dropped under the GIL.
+struct PyFn {
+  py::object f;
+  explicit PyFn(py::object o) : f(std::move(o)) {}
+  PyFn(const PyFn&) = delete;
+  ~PyFn() {
+    if (Py_IsInitialized()) {
+      py::gil_scoped_acquire gil;
+      f = py::object();
+    } else {
+      f.release();  // the interpreter is gone; nothing to release into
+    }
+  }
+};
+
+// The Python error a part raised, as a Status (type and message, without pybind11's trace).
+Status PyStatus(const std::exception& e) {
+  std::string m = e.what();
+  size_t at = m.find("\n\nAt:");
+  if (at != std::string::npos) m.resize(at);
+  return InvalidArgument("raised " + m);
+}
+
+template <typename F>
+Status CallPy(F&& f) {
+  py::gil_scoped_acquire gil;
+  try {
+    return f();
+  } catch (const py::error_already_set& e) {
+    return PyStatus(e);
+  } catch (const std::exception& e) {
+    return PyStatus(e);
+  }
+}
+
+py::dict NodeDict(const Node& n, py::dict* originals) {
+  py::dict d, attrs;
+  d["name"] = n.name;
+  d["op_type"] = n.op_type;
+  d["inputs"] = n.inputs;
+  d["outputs"] = n.outputs;
+  d["domain"] = n.domain;
+  for (auto& [k, v] : n.attrs) {
+    py::object o = v.type() == WEFT_ATTR_TENSOR || v.type() == WEFT_ATTR_TYPE ? py::object(py::none()) : FromAttr(v);
+    if (o.is_none()) o = py::capsule(&v, "weft.attr");  // kept as it is unless replaced
+    attrs[py::str(k)] = o;
+    if (originals) (*originals)[py::str(k)] = o;
+  }
+  d["attrs"] = attrs;
+  return d;
+}
+
+// `d` back into `n`: an attribute whose object is the one NodeDict gave keeps its exact value.
+void NodeFromDict(const py::dict& d, const py::dict& originals, Node* n) {
+  if (d.contains("name")) n->name = d["name"].cast<std::string>();
+  if (d.contains("op_type")) n->op_type = d["op_type"].cast<std::string>();
+  if (d.contains("inputs")) n->inputs = d["inputs"].cast<std::vector<std::string>>();
+  if (d.contains("outputs")) n->outputs = d["outputs"].cast<std::vector<std::string>>();
+  if (d.contains("domain")) n->domain = d["domain"].cast<std::string>();
+  if (!d.contains("attrs")) return;
+  std::map<std::string, AttrValue> out;
+  for (auto [k, v] : d["attrs"].cast<py::dict>()) {
+    std::string key = py::str(k);
+    if (originals.contains(k) && originals[k].ptr() == v.ptr()) {
+      out[key] = n->attrs.at(key);
+      continue;
+    }
+    out[key] = ToAttr(v, key);
+  }
+  n->attrs = std::move(out);
+}
+
+WeftAttrType AttrTypeFromPy(const py::handle& t, const std::string& name) {
+  if (t.is(py::type::of(py::int_()))) return WEFT_ATTR_INT;
+  if (t.is(py::type::of(py::float_()))) return WEFT_ATTR_FLOAT;
+  if (t.is(py::type::of(py::bool_()))) return WEFT_ATTR_BOOL;
+  if (t.is(py::type::of(py::str()))) return WEFT_ATTR_STRING;
+  static const std::map<std::string, WeftAttrType> kNames = {
+      {"int", WEFT_ATTR_INT},           {"float", WEFT_ATTR_FLOAT},           {"bool", WEFT_ATTR_BOOL},
+      {"string", WEFT_ATTR_STRING},     {"str", WEFT_ATTR_STRING},            {"list_int", WEFT_ATTR_LIST_INT},
+      {"list_float", WEFT_ATTR_LIST_FLOAT}, {"list_string", WEFT_ATTR_LIST_STRING}, {"list_bool", WEFT_ATTR_LIST_BOOL}};
+  if (py::isinstance<py::str>(t)) {
+    auto it = kNames.find(t.cast<std::string>());
+    if (it != kNames.end()) return it->second;
+  }
+  throw py::value_error("option '" + name + "': type " + std::string(py::repr(t)) +
+                        " is not one of int, float, bool, str, 'list_int', 'list_float', 'list_string', 'list_bool'");
+}
+
+// {"stride": int, "mode": {"type": "string", "default": "same", "doc": "..."}, "k": {"type": int, "required": True}}
+OptionSchema SchemaFromPy(const py::object& spec, bool allow_extra) {
+  OptionSchema s;
+  s.allow_extra = allow_extra;
+  if (spec.is_none()) return s;
+  for (auto [k, v] : spec.cast<py::dict>()) {
+    OptionField f;
+    f.name = py::str(k);
+    if (py::isinstance<py::dict>(v)) {
+      py::dict d = v.cast<py::dict>();
+      for (auto [dk, dv] : d) {
+        std::string key = py::str(dk);
+        if (key != "type" && key != "default" && key != "required" && key != "doc")
+          throw py::value_error("option '" + f.name + "': unknown key '" + key + "' (type, default, required, doc)");
+      }
+      if (!d.contains("type")) throw py::value_error("option '" + f.name + "': no 'type'");
+      f.type = AttrTypeFromPy(d["type"], f.name);
+      f.required = d.contains("required") && d["required"].cast<bool>();
+      if (d.contains("doc")) f.doc = d["doc"].cast<std::string>();
+      if (d.contains("default") && !d["default"].is_none()) {
+        std::map<std::string, AttrValue> one = {{f.name, ToAttr(d["default"], f.name)}};
+        OptionSchema single;
+        single.fields.push_back(f);
+        Status st = CheckOptions(single, "option '" + f.name + "' default", &one);
+        if (!st.ok()) Raise(st);
+        f.default_value = one.at(f.name);
+      }
+    } else {
+      f.type = AttrTypeFromPy(v, f.name);
+    }
+    s.fields.push_back(std::move(f));
+  }
+  return s;
+}
+
+py::dict SchemaToPy(const OptionSchema& s) {
+  py::dict d;
+  for (const OptionField& f : s.fields) {
+    py::dict e;
+    e["type"] = AttrTypeName(f.type);
+    e["required"] = f.required;
+    e["default"] = f.default_value.empty() ? py::object(py::none()) : FromAttr(f.default_value);
+    e["doc"] = f.doc;
+    d[py::str(f.name)] = e;
+  }
+  return d;
+}
+
+// What a Python emitter is given: the node being emitted; usable only during the call.
+struct PyEmitCall {
+  AotEmitCall* call = nullptr;
+  AotEmitCall& get() const {
+    if (!call) throw py::value_error("this EmitCall is over: use it only inside the emitter it was passed to");
+    return *call;
+  }
+  EmitContext& ctx() const { return get().ctx(); }
+};
+
+py::tuple TensorInfo(const Tensor* t) {
+  if (!t) return py::make_tuple(py::none(), py::none());
+  return py::make_tuple(std::string(DataTypeName(t->GetDataType())), FromShape(t->GetShape()));
+}
+
+template <typename T>
+py::class_<PartRegistry<T>> BindPart(py::module_& m, const char* name, const char* doc) {
+  return py::class_<PartRegistry<T>>(m, name, doc)
+      .def("keys", &PartRegistry<T>::Keys, "The keys, in registration order (built-ins first).")
+      .def("__contains__", &PartRegistry<T>::Has)
+      .def("__len__", [](const PartRegistry<T>& r) { return r.Keys().size(); })
+      .def("__iter__", [](const PartRegistry<T>& r) { return py::iter(py::cast(r.Keys())); })
+      .def("is_builtin", &PartRegistry<T>::IsBuiltin, py::arg("key"))
+      .def("remove", [](PartRegistry<T>& r, const std::string& key) {
+        Status st = r.Remove(key);
+        if (!st.ok()) Raise(st);
+      }, py::arg("key"), "Removes a part (a built-in needs the context's allow_override).")
+      .def_property_readonly("name", &PartRegistry<T>::name);
+}
+
+template <typename T>
+void RegisterOrRaise(PartRegistry<T>& r, const std::string& key, T part, bool overwrite) {
+  Status st = r.Register(key, std::move(part), overwrite);
+  if (!st.ok()) Raise(st);
+}
+
+void BindRegistry(py::module_& m) {
+  py::class_<PyEmitCall, std::shared_ptr<PyEmitCall>>(m, "EmitCall",
+      "One node being emitted by a registered emitter (weft aot). Valid only during the emitter's call.")
+      .def_property_readonly("op_type", [](const PyEmitCall& c) { return c.get().op_type(); })
+      .def_property_readonly("node_name", [](const PyEmitCall& c) { return c.get().node_name(); })
+      .def_property_readonly("attrs", [](const PyEmitCall& c) {
+        py::dict d;
+        for (auto& [k, v] : c.get().attrs()) d[py::str(k)] = FromAttr(v);
+        return d;
+      }, "The node's attributes, defaults filled in.")
+      .def_property_readonly("inputs", [](const PyEmitCall& c) {
+        py::list l;
+        for (size_t i = 0; i < c.ctx().GetComputeNodeInputNum(); ++i) l.append(TensorInfo(c.ctx().GetInputTensor(i)));
+        return l;
+      }, "(dtype, shape) of each present input.")
+      .def_property_readonly("outputs", [](const PyEmitCall& c) {
+        py::list l;
+        for (size_t i = 0; i < c.ctx().GetComputeNodeOutputNum(); ++i) l.append(TensorInfo(c.ctx().GetOutputTensor(i)));
+        return l;
+      }, "(dtype, shape) of each output.")
+      .def("input_value", [](const PyEmitCall& c, size_t i) -> py::object {
+        const Tensor* t = c.ctx().GetInputTensor(i);
+        if (!t) throw py::index_error("the node has no input " + std::to_string(i));
+        if (!t->GetAddr()) return py::none();
+        std::vector<int64_t> dims = FromShape(t->GetShape());
+        py::array a(ToNumpy(t->GetDataType()), dims);
+        std::memcpy(a.mutable_data(), t->GetAddr(), static_cast<size_t>(a.nbytes()));
+        return std::move(a);
+      }, py::arg("i"), "A constant input's value (a copy), or None when it is computed at run time.")
+      .def("input", [](const PyEmitCall& c, size_t i, const std::string& ctype) { return c.ctx().Input(i, ctype.c_str()); },
+           py::arg("i"), py::arg("ctype") = "float", "C expression for input i: ((const T*)...).")
+      .def("output", [](const PyEmitCall& c, size_t i, const std::string& ctype) { return c.ctx().Output(i, ctype.c_str()); },
+           py::arg("i"), py::arg("ctype") = "float", "C expression for output i: ((T*)...).")
+      .def_property_readonly("prefix", [](const PyEmitCall& c) { return c.ctx().Prefix(); })
+      .def_property_readonly("node_id", [](const PyEmitCall& c) { return c.ctx().NodeId(); }, "A C identifier unique to the node.")
+      .def("state", [](const PyEmitCall& c) { return c.ctx().State(); }, "C expression: pointer to the node's state struct.")
+      .def("include", [](const PyEmitCall& c, const std::string& h) { c.ctx().Include(h); }, py::arg("header"))
+      .def("helper", [](const PyEmitCall& c, const std::string& k, const std::string& code) { c.ctx().Helper(k, code); },
+           py::arg("key"), py::arg("code"), "File-scope C, once per module under `key`.")
+      .def("declare_state", [](const PyEmitCall& c, const std::string& members) { c.ctx().DeclareState(members); }, py::arg("members"))
+      .def("init", [](const PyEmitCall& c, const std::string& code) { c.ctx().Init(code); }, py::arg("code"))
+      .def("run", [](const PyEmitCall& c, const std::string& code) { c.ctx().Run(code); }, py::arg("code"))
+      .def("const", [](const PyEmitCall& c, const std::string& hint, const py::array& value) {
+        py::array a = py::array::ensure(value, py::array::c_style);
+        if (!a) throw py::value_error("const '" + hint + "': not an array");
+        return c.ctx().Const(hint, FromNumpy(a.dtype()), a.data(), static_cast<size_t>(a.size()));
+      }, py::arg("hint"), py::arg("value"), "A read-only C array of the values; returns its name.")
+      .def("scratch", [](const PyEmitCall& c, size_t bytes) { return c.ctx().Scratch(bytes); }, py::arg("bytes"),
+           "Arena scratch for the run function: a uint8_t* expression.")
+      .def_static("custom_status", &EmitContext::CustomStatus, py::arg("n"), "1000 + n: the op's own failure code n (0-999).")
+      .def_property_readonly("has_own", [](const PyEmitCall& c) { return c.get().HasOwn(); })
+      .def("emit_own", [](const PyEmitCall& c) {
+        Status st = c.get().EmitOwn();
+        if (!st.ok()) Raise(st);
+      }, "Emits the op's own C (its class's emitter), as a subclass calling its base would.");
+
+  BindPart<ModelHook>(m, "ModelHookRegistry", "Rewrites of a model file's bytes before parsing, by name.")
+      .def("register", [](PartRegistry<ModelHook>& r, const std::string& name, py::object fn, bool overwrite) {
+        auto h = std::make_shared<PyFn>(std::move(fn));
+        RegisterOrRaise<ModelHook>(r, name, [h](std::string* bytes) {
+          return CallPy([&]() -> Status {
+            py::object out = h->f(py::bytes(*bytes));
+            if (py::isinstance<py::bytes>(out)) *bytes = out.cast<std::string>();
+            else if (py::isinstance<py::bytearray>(out)) *bytes = std::string(PyByteArray_AsString(out.ptr()), static_cast<size_t>(PyByteArray_Size(out.ptr())));
+            else return InvalidArgument("returned " + std::string(py::str(py::type::of(out).attr("__name__"))) + "; a model hook returns the model's bytes");
+            return Status::Ok();
+          });
+        }, overwrite);
+      }, py::arg("name"), py::arg("hook"), py::arg("overwrite") = false, "hook(data: bytes) -> bytes");
+
+  BindPart<LiteRtParser>(m, "LiteRtParserRegistry", "What a LiteRT operator becomes, by operator key (\"CONV_2D\", \"MY_OP\").")
+      .def("register", [](PartRegistry<LiteRtParser>& r, const std::string& key, py::object fn, bool overwrite) {
+        auto h = std::make_shared<PyFn>(std::move(fn));
+        RegisterOrRaise<LiteRtParser>(r, key, [h](const LiteRtOperator& op, Node* node) {
+          return CallPy([&]() -> Status {
+            py::dict o;
+            o["subgraph"] = op.subgraph;
+            o["index"] = op.index;
+            o["builtin_code"] = op.builtin_code;
+            o["key"] = op.key;
+            o["custom_code"] = op.custom_code;
+            o["version"] = op.version;
+            o["custom_options"] = py::bytes(op.custom_options);
+            o["custom_options_format"] = op.custom_options_format;
+            py::list it, is, ot, os;
+            for (size_t k = 0; k < op.input_types.size(); ++k) it.append(DataTypeName(op.input_types[k])), is.append(FromShape(op.input_shapes[k]));
+            for (size_t k = 0; k < op.output_types.size(); ++k) ot.append(DataTypeName(op.output_types[k])), os.append(FromShape(op.output_shapes[k]));
+            o["input_types"] = it;
+            o["input_shapes"] = is;
+            o["output_types"] = ot;
+            o["output_shapes"] = os;
+            py::dict originals;
+            py::dict nd = NodeDict(*node, &originals);
+            py::object ret = h->f(o, nd);
+            if (!ret.is_none() && !py::isinstance<py::dict>(ret)) return InvalidArgument("returned neither None nor a node dict");
+            NodeFromDict(ret.is_none() ? nd : ret.cast<py::dict>(), originals, node);
+            return Status::Ok();
+          });
+        }, overwrite);
+      }, py::arg("key"), py::arg("parser"), py::arg("overwrite") = false,
+         "parser(op: dict, node: dict) -> None (node edited in place) or a node dict. `op` has subgraph, index, builtin_code, key,\n"
+         "custom_code, version, custom_options (bytes), custom_options_format, input/output_types and _shapes; `node` has name,\n"
+         "op_type, inputs, outputs, domain and attrs.");
+
+  BindPart<OptionSchema>(m, "OptionsRegistry", "Typed options of a parsed operator, by operator key.")
+      .def("register", [](PartRegistry<OptionSchema>& r, const std::string& key, const py::object& schema, bool allow_extra, bool overwrite) {
+        RegisterOrRaise<OptionSchema>(r, key, SchemaFromPy(schema, allow_extra), overwrite);
+      }, py::arg("key"), py::arg("schema"), py::arg("allow_extra") = false, py::arg("overwrite") = false,
+         "schema: {name: type} or {name: {\"type\": ..., \"default\": ..., \"required\": bool, \"doc\": str}}; types int, float,\n"
+         "bool, str or 'list_int', 'list_float', 'list_string', 'list_bool'.")
+      .def("get", [](const PartRegistry<OptionSchema>& r, const std::string& key) -> py::object {
+        const OptionSchema* s = r.Get(key);
+        return s ? py::object(SchemaToPy(*s)) : py::object(py::none());
+      }, py::arg("key"));
+
+  BindPart<AotEmitter>(m, "EmitterRegistry", "The C an op type emits in weft aot, by op type.")
+      .def("register", [](PartRegistry<AotEmitter>& r, const std::string& op_type, py::object fn, bool overwrite) {
+        auto h = std::make_shared<PyFn>(std::move(fn));
+        RegisterOrRaise<AotEmitter>(r, op_type, [h](AotEmitCall& call) {
+          return CallPy([&]() -> Status {
+            auto pc = std::make_shared<PyEmitCall>();
+            pc->call = &call;
+            struct Over {
+              std::shared_ptr<PyEmitCall> pc;
+              ~Over() { pc->call = nullptr; }
+            } over{pc};
+            h->f(pc);
+            return Status::Ok();
+          });
+        }, overwrite);
+      }, py::arg("op_type"), py::arg("emitter"), py::arg("overwrite") = false, "emitter(call: weft.EmitCall) -> None");
+
+  BindPart<GraphTransform>(m, "TransformRegistry", "Graph rewrites, by name.")
+      .def("register", [](PartRegistry<GraphTransform>& r, const std::string& name, py::object fn, const py::object& options, bool allow_extra,
+                          const std::string& doc, bool overwrite) {
+        auto h = std::make_shared<PyFn>(std::move(fn));
+        GraphTransform t;
+        t.options = SchemaFromPy(options, allow_extra);
+        t.doc = doc;
+        t.run = [h](Graph* g, const std::map<std::string, AttrValue>& opts) {
+          return CallPy([&]() -> Status {
+            py::dict o;
+            for (auto& [k, v] : opts) o[py::str(k)] = FromAttr(v);
+            py::object pg = py::cast(*g);
+            py::object ret = h->f(pg, o);
+            if (!ret.is_none() && !py::isinstance<Graph>(ret)) return InvalidArgument("returned neither None nor a weft.Graph");
+            *g = (ret.is_none() ? pg : ret).cast<Graph>();
+            return Status::Ok();
+          });
+        };
+        RegisterOrRaise<GraphTransform>(r, name, std::move(t), overwrite);
+      }, py::arg("name"), py::arg("transform"), py::arg("options") = py::none(), py::arg("allow_extra") = false, py::arg("doc") = "",
+         py::arg("overwrite") = false,
+         "transform(graph: weft.Graph, options: dict) -> None (graph edited) or a new Graph. `options` is its schema, as\n"
+         "options.register takes; without one it takes no options (allow_extra passes undeclared ones through).")
+      .def("doc", [](const PartRegistry<GraphTransform>& r, const std::string& name) {
+        const GraphTransform* t = r.Get(name);
+        if (!t) Raise(NotFound("transforms: nothing is registered as '" + name + "'"));
+        return t->doc;
+      }, py::arg("name"))
+      .def("options", [](const PartRegistry<GraphTransform>& r, const std::string& name) {
+        const GraphTransform* t = r.Get(name);
+        if (!t) Raise(NotFound("transforms: nothing is registered as '" + name + "'"));
+        return SchemaToPy(t->options);
+      }, py::arg("name"));
+
+  py::class_<RegistryContext, std::shared_ptr<RegistryContext>>(m, "RegistryContext",
+      "The parts a conversion is made of (docs/aot.md, \"Registry\"): litert_model_hooks, onnx_model_hooks, litert_parsers,\n"
+      "options, emitters, transforms. RegistryContext(customizers=[f, ...], allow_override=False) starts from the built-ins\n"
+      "and calls each f(context); replacing or removing a built-in needs allow_override=True.")
+      .def(py::init([](const std::vector<py::object>& customizers, bool allow_override) {
+        auto ctx = Get(BuildDefaultRegistryContext({}, allow_override));
+        for (size_t k = 0; k < customizers.size(); ++k) {
+          try {
+            customizers[k](ctx);
+          } catch (py::error_already_set& e) {
+            std::string name = py::hasattr(customizers[k], "__name__") ? py::str(customizers[k].attr("__name__")).cast<std::string>() : "?";
+            py::raise_from(e, PyExc_ValueError, ("registry customizer #" + std::to_string(k + 1) + " (" + name + ") failed").c_str());
+            throw py::error_already_set();
+          }
+        }
+        return ctx;
+      }), py::arg("customizers") = std::vector<py::object>{}, py::arg("allow_override") = false)
+      .def_property_readonly("allow_override", &RegistryContext::allow_override)
+      .def_property_readonly("litert_model_hooks", [](RegistryContext& c) -> PartRegistry<ModelHook>& { return c.litert_model_hooks; },
+                             py::return_value_policy::reference_internal)
+      .def_property_readonly("onnx_model_hooks", [](RegistryContext& c) -> PartRegistry<ModelHook>& { return c.onnx_model_hooks; },
+                             py::return_value_policy::reference_internal)
+      .def_property_readonly("litert_parsers", [](RegistryContext& c) -> PartRegistry<LiteRtParser>& { return c.litert_parsers; },
+                             py::return_value_policy::reference_internal)
+      .def_property_readonly("options", [](RegistryContext& c) -> PartRegistry<OptionSchema>& { return c.options; },
+                             py::return_value_policy::reference_internal)
+      .def_property_readonly("emitters", [](RegistryContext& c) -> PartRegistry<AotEmitter>& { return c.emitters; },
+                             py::return_value_policy::reference_internal)
+      .def_property_readonly("transforms", [](RegistryContext& c) -> PartRegistry<GraphTransform>& { return c.transforms; },
+                             py::return_value_policy::reference_internal)
+      .def("apply_transform", [](const RegistryContext& c, const std::string& name, const Graph& g, const py::dict& options) {
+        std::map<std::string, AttrValue> o;
+        for (auto [k, v] : options) o[py::str(k)] = ToAttr(v, py::str(k));
+        Graph out = g;
+        Status st = c.ApplyTransform(name, o, &out);
+        if (!st.ok()) Raise(st);
+        return out;
+      }, py::arg("name"), py::arg("graph"), py::arg("options") = py::dict(), "Runs a transform on a copy of `graph`; returns the copy.");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_weft, m) {
 
   m.doc() = "Weft: a graph engine in which every operator is a plugin (native core).";
+  BindRegistry(m);
 
   py::class_<Graph>(m, "Graph")
       .def(py::init<std::string>(), py::arg("name") = "graph")
@@ -325,20 +711,56 @@ PYBIND11_MODULE(_weft, m) {
       })
       .def_property_readonly("outputs", &Graph::outputs)
       .def_property_readonly("num_nodes", [](const Graph& g) { return g.nodes().size(); })
+      .def_property_readonly("nodes", [](const Graph& g) {
+        py::list l;
+        for (const Node& n : g.nodes()) {
+          py::dict d = NodeDict(n, nullptr);
+          if (!n.when.empty()) d["when"] = n.when;
+          l.append(d);
+        }
+        return l;
+      }, "The nodes as dicts (name, op_type, inputs, outputs, domain, attrs; a copy). Tensor and type attributes appear as\n"
+         "opaque values that set_nodes keeps as they were.")
+      .def("set_nodes", [](Graph& g, const py::list& nodes) {
+        std::map<std::string, const Node*> by_name;
+        for (const Node& n : g.nodes()) by_name[n.name] = &n;
+        std::vector<Node> out;
+        for (auto item : nodes) {
+          py::dict d = item.cast<py::dict>();
+          Node n;
+          if (d.contains("name")) {
+            auto it = by_name.find(d["name"].cast<std::string>());
+            if (it != by_name.end()) n = *it->second;  // keeps what the dict cannot say
+          }
+          py::dict originals;
+          if (d.contains("attrs"))
+            for (auto [k, v] : d["attrs"].cast<py::dict>())
+              if (py::isinstance<py::capsule>(v) && n.attrs.count(py::str(k).cast<std::string>())) originals[k] = v;
+          NodeFromDict(d, originals, &n);
+          if (d.contains("when")) n.when = d["when"].cast<std::vector<std::pair<std::string, bool>>>();
+          if (n.name.empty() || n.op_type.empty()) throw py::value_error("set_nodes: every node needs a name and an op_type");
+          out.push_back(std::move(n));
+        }
+        g.mutable_nodes() = std::move(out);
+      }, py::arg("nodes"), "Replaces the nodes (dicts as `nodes` gives them; a node named as an existing one keeps what the dict\n"
+         "leaves out).")
       .def_static("from_json", [](const std::string& path) { return Get(Graph::FromJsonFile(path)); })
-      .def_static("from_onnx", [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes) {
+      .def_static("from_onnx", [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes,
+                                  std::shared_ptr<RegistryContext> registry) {
         OnnxImportOptions o;
         for (auto& [k, v] : shapes) o.input_shapes[k] = ToShape(v);
+        o.registry = registry;
         return Get(ImportOnnx(path, o));
-      }, py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{})
+      }, py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("registry") = nullptr)
       .def_static("from_litert", [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes,
-                                    const std::map<std::string, std::string>& op_map) {
+                                    const std::map<std::string, std::string>& op_map, std::shared_ptr<RegistryContext> registry) {
         LiteRtImportOptions o;
         for (auto& [k, v] : shapes) o.input_shapes[k] = ToShape(v);
         o.op_map = op_map;
+        o.registry = registry;
         return Get(ImportLiteRt(path, o));
       }, py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
-         py::arg("op_map") = std::map<std::string, std::string>{});
+         py::arg("op_map") = std::map<std::string, std::string>{}, py::arg("registry") = nullptr);
 
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
       .def("run", &PyModel::Run, py::arg("inputs"),
@@ -463,7 +885,8 @@ PYBIND11_MODULE(_weft, m) {
   m.def("_generate_c", [](const Graph& g, const std::string& output_dir, const std::string& prefix, const std::vector<std::string>& packages,
                           bool allow_override, bool test, const std::map<std::string, py::array>& test_inputs,
                           const std::map<std::string, py::array>& test_outputs, int test_steps, uint64_t seed, double atol, double rtol,
-                          const std::string& const_section, bool external_arena, const std::string& config) {
+                          const std::string& const_section, bool external_arena, const std::string& config,
+                          std::shared_ptr<RegistryContext> registry) {
     SessionOptions so;
     so.package_paths = packages;
     so.allow_override = allow_override;
@@ -479,6 +902,7 @@ PYBIND11_MODULE(_weft, m) {
     o.rtol = rtol;
     o.const_section = const_section;
     o.external_arena = external_arena;
+    o.registry = registry;
     auto host = [](const py::array& a, const std::string& name) {
       TensorRef r = RefOf(py::array::ensure(a, py::array::c_style), ("test tensor '" + name + "'").c_str());
       return Get(HostTensor::FromBytes(r.dtype, r.shape, r.data, r.bytes));

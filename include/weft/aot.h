@@ -14,12 +14,15 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "weft/weft.h"
 
 namespace weft {
+
+class RegistryContext;
 
 struct AotOptions {
   // C identifier that starts every public name of the module: <prefix>_init, <prefix>_run, ...
@@ -49,6 +52,10 @@ struct AotOptions {
   // Linker sections for operators' code, by node name (GCC/Clang section attribute on the node's
   // init and run functions); set from a config file's `code_section` rules.
   std::map<std::string, std::string> code_sections;
+  // The conversion's parts (weft/registry_context.h): a node whose op type has a registered
+  // emitter is emitted by it (the default context's built-in entries are the ops' own emitters);
+  // a config file's transforms and option schemas come from it too. Null: the built-ins.
+  std::shared_ptr<const RegistryContext> registry;
 };
 
 // A config file for weft aot (docs/aot.md, "Config file"): rules that set attributes on the nodes
@@ -63,8 +70,14 @@ struct AotRule {
   std::map<std::string, AotConfigValue> attributes;
   int line = 0;            // where the rule starts in the file (1-based)
 };
+struct AotTransformUse {
+  std::string name;  // a transform of the registry context
+  std::map<std::string, AotConfigValue> options;
+  int line = 0;
+};
 struct AotConfig {
   std::string origin;  // the file, for messages
+  std::vector<AotTransformUse> transforms;  // run in order, before the rules
   std::vector<AotRule> rules;
   std::string prefix, const_section;
   int external_arena = -1;  // -1: not given
@@ -73,7 +86,9 @@ struct AotConfig {
 // Reads a config file (YAML). Errors name the line and the unknown key with the nearest valid one.
 WEFT_API Expected<AotConfig> LoadAotConfig(const std::string& path);
 WEFT_API Expected<AotConfig> ParseAotConfig(const std::string& yaml_text, const std::string& origin = "config");
-// Applies the rules to `graph` (attributes, typed by the op's schema in `session`) and to `options`
+// Runs the file's transforms (from options->registry, or the built-ins; each one's options checked
+// against its schema), then applies the rules to `graph` (attributes, typed by the op's schema in
+// `session`, or by the registry's options schema for the op type) and to `options`
 // (code sections; the file's prefix/const_section/external_arena where `options` has defaults).
 // Errors name the rule, its line, the key and the nearest valid key.
 WEFT_API Status ApplyAotConfig(const AotConfig& config, const Session& session, Graph* graph, AotOptions* options);

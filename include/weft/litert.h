@@ -20,17 +20,23 @@
 #define WEFT_LITERT_H_
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "weft/weft.h"
 
 namespace weft {
 
+class RegistryContext;
+
 struct LiteRtImportOptions {
   // Concrete shapes for inputs, overriding the model's (dynamic dims are -1 otherwise).
   std::map<std::string, Shape> input_shapes;
   // customCode (or its canonical key) → op type, on top of the packages' op_map.json files.
   std::map<std::string, std::string> op_map;
+  // The conversion's parts (weft/registry_context.h): its litert_model_hooks rewrite the file's
+  // bytes first, its litert_parsers and options shape each operator's node. Null: the built-ins.
+  std::shared_ptr<const RegistryContext> registry;
 };
 
 WEFT_API Expected<Graph> ImportLiteRt(const std::string& path, const LiteRtImportOptions& options = {});

@@ -12,15 +12,21 @@
 #define WEFT_ONNX_H_
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "weft/weft.h"
 
 namespace weft {
 
+class RegistryContext;
+
 struct OnnxImportOptions {
   // Concrete shapes for inputs, overriding the model's (dynamic dims are -1 otherwise).
   std::map<std::string, Shape> input_shapes;
+  // The conversion's parts (weft/registry_context.h): its onnx_model_hooks rewrite the file's
+  // bytes before they are parsed. Null: none.
+  std::shared_ptr<const RegistryContext> registry;
 };
 
 WEFT_API Expected<Graph> ImportOnnx(const std::string& path, const OnnxImportOptions& options = {});

@@ -20,9 +20,10 @@ import os as _os
 
 import numpy as _np
 
-from ._weft import Graph, Model, Session, _generate_c, default_session, kernel_cache_stats, litert_custom_op_key, set_default_session
+from ._weft import (EmitCall, Graph, Model, RegistryContext, Session, _generate_c, default_session, kernel_cache_stats,
+                    litert_custom_op_key, set_default_session)
 
-__all__ = ["Graph", "Model", "NotFoundError", "Session", "kernel_cache_stats", "generate_c", "import_onnx", "import_litert", "import_model", "litert_custom_op_key", "default_session", "run", "as_array",
+__all__ = ["EmitCall", "Graph", "Model", "NotFoundError", "RegistryContext", "Session", "kernel_cache_stats", "generate_c", "import_onnx", "import_litert", "import_model", "litert_custom_op_key", "default_session", "run", "as_array",
            "cmake_prefix_path", "set_default_session"]
 __version__ = "0.1.0"
 
@@ -38,41 +39,46 @@ class NotFoundError(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-def import_onnx(path, input_shapes=None):
-    """Reads an ONNX model into a Graph; `input_shapes` fixes dims ({"input": [1, 3, 224, 224]})."""
-    return Graph.from_onnx(path, dict(input_shapes or {}))
+def import_onnx(path, input_shapes=None, registry=None):
+    """Reads an ONNX model into a Graph; `input_shapes` fixes dims ({"input": [1, 3, 224, 224]}).
+    `registry` (a RegistryContext) supplies onnx_model_hooks, run on the file's bytes first."""
+    return Graph.from_onnx(str(path), dict(input_shapes or {}), registry)
 
 
-def import_litert(path, input_shapes=None, op_map=None):
+def import_litert(path, input_shapes=None, op_map=None, registry=None):
     """Reads a LiteRT (.tflite) model into a Graph; `input_shapes` fixes dims, `op_map` maps a custom
-    operator's customCode (or its canonical key) to a Weft op type."""
-    return Graph.from_litert(path, dict(input_shapes or {}), dict(op_map or {}))
+    operator's customCode (or its canonical key) to a Weft op type. `registry` (a RegistryContext)
+    supplies litert_model_hooks, litert_parsers and options schemas (docs/aot.md, "Registry")."""
+    return Graph.from_litert(str(path), dict(input_shapes or {}), dict(op_map or {}), registry)
 
 
-def import_model(path, input_shapes=None):
+def import_model(path, input_shapes=None, registry=None):
     """Reads a model by its extension: .onnx, .tflite, or a JSON graph."""
+    path = str(path)
     ext = _os.path.splitext(path)[1].lower()
     if ext == ".onnx":
-        return import_onnx(path, input_shapes)
+        return import_onnx(path, input_shapes, registry=registry)
     if ext == ".tflite":
-        return import_litert(path, input_shapes)
+        return import_litert(path, input_shapes, registry=registry)
     return Graph.from_json(path)
 
 
 def generate_c(model, output_dir, prefix="model", input_shapes=None, packages=(), allow_override=False, test=False,
                test_inputs=None, test_outputs=None, test_steps=1, seed=1, atol=1e-5, rtol=1e-4, const_section="",
-               external_arena=False, config=None):
+               external_arena=False, config=None, registry=None):
     """Writes a dependency-free C99 module for `model` (a Graph, or a .tflite/.onnx/.json path) into
     `output_dir`, as `weft aot` does (docs/aot.md): includes-api/<prefix>.h, src/, CMakeLists.txt,
     and with `test` (or test_inputs/test_outputs, dicts of name -> array) a test case under test/.
     Every operator must emit C (EmittableOp); `input_shapes` fixes unknown dims. `config` is a
-    YAML file of attribute rules and module options, as `weft aot --config` takes (docs/aot.md).
+    YAML file of attribute rules, transforms and module options, as `weft aot --config` takes
+    (docs/aot.md). `registry` (a RegistryContext) supplies the conversion's parts: model hooks and
+    parsers (when `model` is a path), transforms and option schemas (for `config`), and emitters.
     Returns the report: prefix, ops, tensors, arena_bytes, lower_bound_bytes, algorithm, trials,
     constant_bytes, files."""
-    graph = import_model(model, input_shapes) if isinstance(model, (str, _os.PathLike)) else model
+    graph = import_model(model, input_shapes, registry) if isinstance(model, (str, _os.PathLike)) else model
     return _generate_c(graph, str(output_dir), prefix, list(packages), allow_override, test, dict(test_inputs or {}),
                        dict(test_outputs or {}), int(test_steps), int(seed), float(atol), float(rtol), const_section,
-                       external_arena, str(config) if config else "")
+                       external_arena, str(config) if config else "", registry)
 
 
 def _is_torch(x):

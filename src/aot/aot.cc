@@ -22,6 +22,8 @@
 
 #include "aot/arena_plan.h"
 #include "runtime/engine.h"
+#include "weft/custom_op.h"
+#include "weft/registry_context.h"
 
 namespace weft {
 namespace internal {
@@ -285,8 +287,11 @@ class Generator : public EmitSink {
   std::string CMakeText() const;
   Status WriteTest(AotReport* r);
 
+  const AotEmitter* Emitter(const std::string& op_type) const { return registry_->emitters.Get(op_type); }
+
   const ModelImpl& m_;
   const AotOptions& o_;
+  std::shared_ptr<const RegistryContext> registry_ = o_.registry ? o_.registry : DefaultRegistryContext();
   std::string p_;
   std::vector<std::string> tensor_enum_;  // by value id; "" for constants and unused values
   std::vector<int> tensor_ids_;           // value ids in enum order
@@ -322,12 +327,13 @@ Status Generator::Check() {
     if (cn->epilogue.activation != WEFT_ACT_NONE)
       return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] carries a fused activation (a model file compiled with graph "
                                 "passes); convert the source model, or compile it with the option weft.graph_passes=none");
-    if ((impl->capabilities & WEFT_CAP_EMITTABLE) && impl->emit) continue;
+    if (Emitter(cn->op_type) || ((impl->capabilities & WEFT_CAP_EMITTABLE) && impl->emit)) continue;
     if (count++ < 12) missing += std::string(missing.empty() ? "" : ", ") + "[" + cn->op_type + " '" + cn->name + "'] (from " + cn->op->origin + ")";
   }
   if (count)
     return FailedPrecondition(std::to_string(count) + " node(s) have ops that cannot emit C: " + missing + (count > 12 ? ", ..." : "") +
-                              ". An op takes part in weft aot by implementing EmittableOp (docs/aot.md)");
+                              ". An op takes part in weft aot by implementing EmittableOp, or through an emitter registered for its type "
+                              "(docs/aot.md)");
   for (int id : m_.output_ids)
     if (m_.values[id].kind == ValueKind::kConstant)
       return FailedPrecondition("graph output '" + m_.values[id].name + "' is a constant; weft aot needs every output computed by an operator");
@@ -398,8 +404,51 @@ Status Generator::EmitNodes() {
     st.emit = this;
     WeftKernelContext c;
     BindContext(c, cn, WEFT_STAGE_EMIT, ins.data(), outs.data(), &st);
-    if (cn.op->impl->emit(cn.instance, &c) != WEFT_STATUS_OK)
-      return InvalidArgument(NodeError(cn, "Emit", error.empty() ? "failed without a message" : error));
+    const bool has_own = (cn.op->impl->capabilities & WEFT_CAP_EMITTABLE) && cn.op->impl->emit;
+    auto emit_own = [&]() -> Status {
+      if (!has_own) return FailedPrecondition("the op " + cn.op_type + " (from " + cn.op->origin + ") emits no C of its own");
+      if (cn.op->impl->emit(cn.instance, &c) != WEFT_STATUS_OK) {
+        Status st = InvalidArgument(NodeError(cn, "Emit", error.empty() ? "failed without a message" : error));
+        error.clear();
+        return st;
+      }
+      return Status::Ok();
+    };
+    const AotEmitter* emitter = Emitter(cn.op_type);
+    if (!emitter || registry_->emitters.IsBuiltin(cn.op_type)) {
+      WEFT_RETURN_IF_ERROR(emit_own());
+      continue;
+    }
+    // A registered emitter: it writes the node's C, through the same context, and may call the
+    // op's own emitter.
+    struct Call : AotEmitCall {
+      EmitContext ec;
+      const CompiledNode& node;
+      bool own;
+      std::function<Status()> own_fn;
+      Call(WeftKernelContext* c, const CompiledNode& n, bool o, std::function<Status()> f) : ec(c), node(n), own(o), own_fn(std::move(f)) {}
+      EmitContext& ctx() override { return ec; }
+      const std::string& op_type() const override { return node.op_type; }
+      const std::string& node_name() const override { return node.name; }
+      const std::map<std::string, AttrValue>& attrs() const override {
+        if (attr_map.empty())
+          for (size_t a = 0; a < node.attrs.size() && a < node.attr_names.size(); ++a) attr_map[node.attr_names[a]] = node.attrs[a];
+        return attr_map;
+      }
+      mutable std::map<std::string, AttrValue> attr_map;
+      bool HasOwn() const override { return own; }
+      Status EmitOwn() override { return own_fn(); }
+    } call(&c, cn, has_own, emit_own);
+    Status est;
+    try {
+      est = (*emitter)(call);
+    } catch (const std::exception& e) {
+      est = Internal(std::string("threw: ") + e.what() + (error.empty() ? "" : " (" + error + ")"));
+    } catch (...) {
+      est = Internal("threw an exception that is not a std::exception");
+    }
+    if (!est.ok())
+      return Status(est.code(), "[" + cn.op_type + " '" + cn.name + "'] emitters['" + cn.op_type + "']: " + est.message());
   }
   return Status::Ok();
 }

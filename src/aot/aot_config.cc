@@ -18,6 +18,7 @@
 #include "core/file_io.h"
 #include "core/suggest.h"
 #include "weft/aot.h"
+#include "weft/registry_context.h"
 
 namespace weft {
 namespace {
@@ -144,6 +145,20 @@ bool Convert(const AotConfigValue& v, WeftAttrType t, AttrValue* out) {
   }
 }
 
+// A value with no declared type: a list or scalar of bools, ints, floats, else strings.
+AttrValue Guess(const AotConfigValue& v) {
+  for (WeftAttrType t : {WEFT_ATTR_BOOL, WEFT_ATTR_INT, WEFT_ATTR_FLOAT}) {
+    AttrValue out;
+    WeftAttrType want = t;
+    if (v.list) want = t == WEFT_ATTR_BOOL ? WEFT_ATTR_LIST_BOOL : t == WEFT_ATTR_INT ? WEFT_ATTR_LIST_INT : WEFT_ATTR_LIST_FLOAT;
+    bool b;
+    if (t == WEFT_ATTR_BOOL && !v.items.empty() && !ParseBool(v.items[0], &b)) continue;
+    if (t == WEFT_ATTR_BOOL && !v.items.empty() && (v.items[0] == "0" || v.items[0] == "1")) continue;  // numbers, not bools
+    if (Convert(v, want, &out)) return out;
+  }
+  return v.list ? AttrValue::ListString(v.items) : AttrValue::String(v.items[0]);
+}
+
 std::string Written(const AotConfigValue& v) {
   if (!v.list) return "'" + v.items[0] + "'";
   std::string s = "[";
@@ -164,9 +179,9 @@ Expected<AotConfig> ParseAotConfig(const std::string& text, const std::string& o
     return InvalidArgument(origin + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }
   if (root.IsNull()) return c;
-  if (!root.IsMap()) return InvalidArgument(origin + ": the top level must be a mapping (operators, prefix, const_section, external_arena)");
+  if (!root.IsMap()) return InvalidArgument(origin + ": the top level must be a mapping (operators, transforms, prefix, const_section, external_arena)");
   if (TooDeep(root, 0)) return InvalidArgument(origin + ": nested deeper than a config file needs");
-  static const std::vector<std::string> kTop = {"const_section", "external_arena", "operators", "prefix"};
+  static const std::vector<std::string> kTop = {"const_section", "external_arena", "operators", "prefix", "transforms"};
   static const std::vector<std::string> kRule = {"attributes", "name", "type"};
   try {
     for (auto it = root.begin(); it != root.end(); ++it) {
@@ -180,6 +195,39 @@ Expected<AotConfig> ParseAotConfig(const std::string& text, const std::string& o
         bool b;
         if (!v.IsScalar() || !ParseBool(v.Scalar(), &b)) return InvalidArgument(where + ": 'external_arena' is true or false");
         c.external_arena = b ? 1 : 0;
+      } else if (key == "transforms") {
+        if (!v.IsSequence()) return InvalidArgument(where + ": 'transforms' is a list (- name: ..., options: {...})");
+        for (const YAML::Node& t : v) {
+          const std::string tw = At(c, t.Mark().line + 1);
+          AotTransformUse use;
+          use.line = t.Mark().line + 1;
+          if (t.IsScalar()) {  // - remove_identity
+            use.name = t.Scalar();
+          } else if (t.IsMap()) {
+            for (auto f = t.begin(); f != t.end(); ++f) {
+              const std::string fk = f->first.Scalar();
+              const std::string fw = At(c, f->first.Mark().line + 1);
+              if (fk == "name") {
+                if (!f->second.IsScalar()) return InvalidArgument(fw + ": 'name' is a string");
+                use.name = f->second.Scalar();
+              } else if (fk == "options") {
+                if (!f->second.IsMap()) return InvalidArgument(fw + ": 'options' maps option names to values");
+                for (auto a = f->second.begin(); a != f->second.end(); ++a) {
+                  auto val = ReadValue(a->second, At(c, a->first.Mark().line + 1));
+                  if (!val.ok()) return val.status();
+                  if (!use.options.emplace(a->first.Scalar(), std::move(val).value()).second)
+                    return InvalidArgument(At(c, a->first.Mark().line + 1) + ": option '" + a->first.Scalar() + "' given twice");
+                }
+              } else {
+                return UnknownKey(fw, "transform key", fk, {"name", "options"});
+              }
+            }
+          } else {
+            return InvalidArgument(tw + ": a transform is a name, or a mapping with name and options");
+          }
+          if (use.name.empty()) return InvalidArgument(tw + ": the transform has no name");
+          c.transforms.push_back(std::move(use));
+        }
       } else if (key == "operators") {
         if (!v.IsSequence()) return InvalidArgument(where + ": 'operators' is a list of rules (- type: ..., attributes: {...})");
         for (const YAML::Node& r : v) {
@@ -231,6 +279,50 @@ Status ApplyAotConfig(const AotConfig& c, const Session& session, Graph* graph, 
   if (!c.prefix.empty() && (options->prefix.empty() || options->prefix == "model")) options->prefix = c.prefix;
   if (!c.const_section.empty() && options->const_section.empty()) options->const_section = c.const_section;
   if (c.external_arena == 1) options->external_arena = true;
+  std::shared_ptr<const RegistryContext> registry = options->registry ? options->registry : DefaultRegistryContext();
+  for (const AotTransformUse& use : c.transforms) {
+    const std::string where = At(c, use.line) + ": transform '" + use.name + "'";
+    const GraphTransform* t = registry->transforms.Get(use.name);
+    if (!t) {
+      std::string m = where + " is not registered";
+      auto keys = registry->transforms.Keys();
+      auto near = internal::NearestNames(use.name, keys);
+      if (!near.empty()) m += "; " + internal::DidYouMean(near);
+      m += " (registered: ";
+      for (size_t i = 0; i < keys.size(); ++i) m += (i ? ", " : "") + keys[i];
+      return InvalidArgument(m + ")");
+    }
+    std::map<std::string, AttrValue> typed;
+    std::vector<std::string> declared;
+    for (const OptionField& f : t->options.fields) declared.push_back(f.name);
+    for (const auto& [key, value] : use.options) {
+      const OptionField* field = nullptr;
+      for (const OptionField& f : t->options.fields)
+        if (f.name == key) field = &f;
+      if (!field && !t->options.allow_extra) {
+        std::string m = where + ": unknown option '" + key + "'";
+        auto near = internal::NearestNames(key, declared);
+        if (!near.empty()) m += "; " + internal::DidYouMean(near);
+        if (declared.empty()) m += " (it takes no options)";
+        else {
+          m += " (valid: ";
+          for (size_t i = 0; i < declared.size(); ++i) m += (i ? ", " : "") + declared[i];
+          m += ")";
+        }
+        return InvalidArgument(m);
+      }
+      AttrValue v;
+      if (field) {
+        if (!Convert(value, field->type, &v))
+          return InvalidArgument(where + ": option '" + key + "' takes " + TypeWords(field->type) + "; the file gives " + Written(value));
+      } else {  // undeclared, passed on: the narrowest type that reads it
+        v = Guess(value);
+      }
+      typed[key] = std::move(v);
+    }
+    Status st = registry->ApplyTransform(use.name, typed, graph);
+    if (!st.ok()) return Status(st.code(), At(c, use.line) + ": " + st.message());
+  }
   std::vector<std::string> known_types;
   for (const OpInfo& op : session.ListOps()) known_types.push_back(op.op_type);
   for (size_t ri = 0; ri < c.rules.size(); ++ri) {
@@ -265,6 +357,7 @@ Status ApplyAotConfig(const AotConfig& c, const Session& session, Graph* graph, 
       }
       size_t applied = 0;
       std::set<std::string> valid = {kCodeSection};
+      const OpSchema::Attr a_from_options{};  // marks a key found in the registry's options schema
       for (Node* n : hit) {
         const OpSchema& s = schemas.at(n->op_type);
         const OpSchema::Attr* def = nullptr;
@@ -272,10 +365,17 @@ Status ApplyAotConfig(const AotConfig& c, const Session& session, Graph* graph, 
           valid.insert(a.name);
           if (a.name == key) def = &a;
         }
+        WeftAttrType type = def ? def->type : WEFT_ATTR_INT;
+        if (const OptionSchema* os = registry->options.Get(n->op_type)) {  // the op type's typed options
+          for (const OptionField& f : os->fields) {
+            valid.insert(f.name);
+            if (f.name == key && !def) type = f.type, def = &a_from_options;
+          }
+        }
         if (!def) continue;  // a "*" rule sets a key on the ops that declare it
         AttrValue v;
-        if (!Convert(value, def->type, &v))
-          return InvalidArgument(where + ": attribute '" + key + "' of " + n->op_type + " takes " + TypeWords(def->type) + "; the rule gives " +
+        if (!Convert(value, type, &v))
+          return InvalidArgument(where + ": attribute '" + key + "' of " + n->op_type + " takes " + TypeWords(type) + "; the rule gives " +
                                  Written(value));
         n->attrs[key] = v;
         ++applied;

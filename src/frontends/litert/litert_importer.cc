@@ -15,8 +15,10 @@
 #include <flatbuffers/flexbuffers.h>
 
 #include "core/file_io.h"
+#include "frontends/model_hooks.h"
 #include "litert_subset_generated.h"
 #include "weft/litert.h"
+#include "weft/registry_context.h"
 
 namespace weft {
 namespace {
@@ -479,9 +481,21 @@ class Importer {
       n.domain = "litert";
       n.opset = oc->version();
       n.attrs["version"] = AttrValue::Int(oc->version());
+      std::set<std::string> option_keys;  // attributes decoded from the operator's options
+      std::string op_key = code == kCustom ? "" : BuiltinName(code), custom_options;
+      auto note_options = [&](const std::set<std::string>& before) {
+        for (auto& [name, v] : n.attrs)
+          if (!before.count(name)) option_keys.insert(name);
+      };
+      auto attr_names = [&] {
+        std::set<std::string> names;
+        for (auto& [name, v] : n.attrs) names.insert(name);
+        return names;
+      };
       if (code == kCustom) {
         std::string custom = oc->custom_code() ? oc->custom_code()->str() : "";
         std::string key = LiteRtCustomOpKey(custom);
+        op_key = key;
         n.op_type = key;
         for (const std::string& c : {custom, key})
           if (auto it = opts_.op_map.find(c); it != opts_.op_map.end()) {
@@ -498,7 +512,11 @@ class Importer {
           opt = data_ + off;
           opt_n = static_cast<size_t>(sz);
         }
-        if (opt_n && !(op->custom_options_format() == 0 && DecodeFlexbufferMap(opt, opt_n, &n.attrs)))
+        const std::set<std::string> before = attr_names();
+        const bool decoded = opt_n && op->custom_options_format() == 0 && DecodeFlexbufferMap(opt, opt_n, &n.attrs);
+        note_options(before);
+        custom_options.assign(reinterpret_cast<const char*>(opt ? opt : data_), opt_n);
+        if (opt_n && !decoded)
           n.attrs["custom_options"] = AttrValue::TensorValue(DT_UINT8, Shape({static_cast<int64_t>(opt_n)}), std::vector<uint8_t>(opt, opt + opt_n));
       } else {
         n.op_type = LiteRtBuiltinOpType(code);
@@ -509,8 +527,10 @@ class Importer {
         flatbuffers::Verifier v(data_, std::min<size_t>(size_, FLATBUFFERS_MAX_BUFFER_SIZE - 1));
         std::string err;
         auto table = reinterpret_cast<const flatbuffers::Table*>(op->builtin_options());
+        const std::set<std::string> before = attr_names();
         if (table && !DecodeOptions(table, op->builtin_options_type(), v, &n.attrs, &err))
           return InvalidArgument(where + " (" + BuiltinName(code) + "): " + err);
+        note_options(before);
       }
       n.name = (op->outputs() && op->outputs()->size() && op->outputs()->Get(0) >= 0 && static_cast<size_t>(op->outputs()->Get(0)) < nt
                     ? names_[static_cast<size_t>(op->outputs()->Get(0))]
@@ -570,6 +590,9 @@ class Importer {
         return Unsupported(what + " runs a subgraph as " + BuiltinName(code) +
                            ", which Weft does not support yet (IF, WHILE and STABLEHLO_COMPOSITE it does)");
       WEFT_RETURN_IF_ERROR(AddQuantization(op, what, &n));
+      bool parsed = false;
+      WEFT_RETURN_IF_ERROR(Parse(op, k, code, op_key, custom_options, option_keys, what, &n, &parsed));
+      if (parsed) code = kCustom;  // the node is the parser's: no lowering or folding of the builtin
       // PAD (zeros, or the zero point: what a convolution's own padding adds) of H and W only,
       // read by one operator: it may fold into a VALID convolution.
       if (code == 34 && n.inputs.size() == 2 && n.outputs.size() == 1 && uses[static_cast<size_t>(op->outputs()->Get(0))] == 1) {
@@ -750,6 +773,60 @@ class Importer {
   // absent tensor; for a tensor quantized per channel, its first channel), and for the first
   // input quantized per channel (the weights) channel_scales, channel_zero_points, channel_input
   // (its index) and quantized_dimension.
+  // The key's typed options, then the registry's parser for the operator's key (a registered one;
+  // the built-ins' conversion is what made `n`).
+  Status Parse(const fb::Operator* op, size_t index, int32_t code, const std::string& key, const std::string& custom_options,
+               const std::set<std::string>& option_keys, const std::string& what, Node* n, bool* parsed) {
+    const RegistryContext* reg = opts_.registry.get();
+    if (!reg) return Status::Ok();
+    std::vector<std::string> exempt;  // what the importer adds beside the options (version, quantization, ...)
+    for (auto& [name, v] : n->attrs)
+      if (!option_keys.count(name)) exempt.push_back(name);
+    // The key's typed options: the operator's decoded options, checked and given their defaults
+    // before the parser sees them.
+    if (const OptionSchema* schema = reg->options.Get(key))
+      WEFT_RETURN_IF_ERROR(CheckOptions(*schema, what + " options['" + key + "']", &n->attrs, exempt));
+    const LiteRtParser* parser = reg->litert_parsers.Get(key);
+    if (parser && !reg->litert_parsers.IsBuiltin(key)) {
+      LiteRtOperator info;
+      info.subgraph = stack_.empty() ? 0 : stack_.back();
+      info.index = index;
+      info.builtin_code = code;
+      info.key = key;
+      info.custom_code = code == kCustom && n->attrs.count("custom_code") ? n->attrs["custom_code"].s() : "";
+      info.version = static_cast<int32_t>(n->opset);
+      info.custom_options = custom_options;
+      info.custom_options_format = op->custom_options_format();
+      auto tensors = [&](const flatbuffers::Vector<int32_t>* list, std::vector<DataType>* types, std::vector<Shape>* shapes) {
+        if (!list) return;
+        for (int32_t t : *list) {
+          const bool ok = t >= 0 && static_cast<size_t>(t) < types_.size();
+          types->push_back(ok ? types_[static_cast<size_t>(t)] : DT_UNDEFINED);
+          shapes->push_back(ok ? shapes_[static_cast<size_t>(t)] : Shape());
+        }
+      };
+      tensors(op->inputs(), &info.input_types, &info.input_shapes);
+      tensors(op->outputs(), &info.output_types, &info.output_shapes);
+      const std::string name = n->name;
+      const std::vector<std::string> inputs = n->inputs, outputs = n->outputs;
+      Status st;
+      try {
+        st = (*parser)(info, n);
+      } catch (const std::exception& e) {
+        st = Internal(std::string("threw: ") + e.what());
+      } catch (...) {
+        st = Internal("threw an exception that is not a std::exception");
+      }
+      if (!st.ok()) return Status(st.code(), what + ": litert_parsers['" + key + "']: " + st.message());
+      if (n->op_type.empty()) return InvalidArgument(what + ": litert_parsers['" + key + "'] left the node without an op type");
+      if (n->inputs != inputs || n->outputs != outputs || n->name != name)
+        return InvalidArgument(what + ": litert_parsers['" + key + "'] changed the node's name, inputs or outputs; a parser sets its op type and attributes "
+                               "(a graph transform may rewire)");
+      *parsed = true;
+    }
+    return Status::Ok();
+  }
+
   Status AddQuantization(const fb::Operator* op, const std::string& what, Node* n) {
     auto tensors = sg_->tensors();
     bool any = false;
@@ -1231,7 +1308,11 @@ std::string LiteRtBuiltinOpType(int32_t code) {
   return out;
 }
 
-Expected<Graph> ImportLiteRtBytes(const std::string& bytes, const LiteRtImportOptions& options) {
+Expected<Graph> ImportLiteRtBytes(const std::string& file_bytes, const LiteRtImportOptions& options) {
+  std::string hooked;
+  auto applied = internal::ApplyModelHooks(options.registry.get(), true, file_bytes, &hooked, "LiteRT model");
+  if (!applied.ok()) return applied.status();
+  const std::string& bytes = applied.value() ? hooked : file_bytes;
   // flatbuffers reads scalars through aligned loads; keep the data 16-byte aligned.
   std::vector<uint64_t> aligned((bytes.size() + 7) / 8 + 1);
   std::memcpy(aligned.data(), bytes.data(), bytes.size());

@@ -8,6 +8,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "frontends/model_hooks.h"
 #include "core/file_io.h"
 #include "weft/onnx.h"
 
@@ -553,7 +554,10 @@ Expected<Graph> ImportModelProto(const std::string& bytes, const std::string& ba
 // Nothing escapes as an exception, whatever the bytes (running out of memory included).
 Expected<Graph> ImportOnnxBytes(const std::string& bytes, const std::string& base_dir, const OnnxImportOptions& options) {
   try {
-    return ImportModelProto(bytes, base_dir, options);
+    std::string hooked;
+    auto applied = internal::ApplyModelHooks(options.registry.get(), false, bytes, &hooked, "ONNX model");
+    if (!applied.ok()) return applied.status();
+    return ImportModelProto(applied.value() ? hooked : bytes, base_dir, options);
   } catch (const std::bad_alloc&) {
     return IoError("ONNX import: out of memory");
   } catch (const std::exception& e) {
