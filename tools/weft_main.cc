@@ -17,6 +17,7 @@
 
 #include "commands.h"
 #include "weft/aot.h"
+#include "weft/registry_context.h"
 #include "weft/litert.h"
 #include "weft/onnx.h"
 
@@ -351,7 +352,7 @@ Expected<Graph> FreezeInput(const Graph& g, const std::string& name, HostTensor 
 struct AotArgs {
   std::string graph, output, prefix;
   std::vector<std::string> shapes, packages, test_inputs, test_outputs, freeze;
-  bool allow_override = false, test = false, external_arena = false, json = false;
+  bool allow_override = false, test = false, external_arena = false, json = false, list_parts = false;
   std::string const_section, config;
   uint64_t seed = 1;
   int test_steps = 1;
@@ -360,6 +361,31 @@ struct AotArgs {
 
 // The model as a C99 module: every node emits its C (EmittableOp), the arena is planned here.
 int AotCmd(const AotArgs& a) {
+  if (a.list_parts) {  // the default registry context (weft/registry_context.h)
+    auto ctx = DefaultRegistryContext();
+    auto list = [](const char* title, const std::vector<std::string>& keys) {
+      std::printf("%s (%zu):\n ", title, keys.size());
+      size_t col = 1;
+      for (const std::string& k : keys) {
+        if (col + k.size() + 1 > 100) std::printf("\n "), col = 1;
+        std::printf(" %s", k.c_str());
+        col += k.size() + 1;
+      }
+      std::printf("\n");
+    };
+    list("litert_parsers: LiteRT builtin operators", ctx->litert_parsers.Keys());
+    list("emitters: built-in op types that emit C", ctx->emitters.Keys());
+    std::printf("transforms (a config file's `transforms:` names them):\n");
+    for (const std::string& k : ctx->transforms.Keys()) {
+      const GraphTransform* t = ctx->transforms.Get(k);
+      std::printf("  %s: %s\n", k.c_str(), t->doc.c_str());
+      for (const OptionField& f : t->options.fields) std::printf("    %s (%s): %s\n", f.name.c_str(), AttrTypeName(f.type), f.doc.c_str());
+    }
+    std::printf("A package op emits its own C (EmittableOp). Model hooks, parsers, option schemas, emitters and transforms of your own\n"
+                "are registered from C++ or Python (weft.RegistryContext); see docs/aot.md, \"Registry\".\n");
+    return 0;
+  }
+  if (a.graph.empty() || a.output.empty()) return Fail("weft aot needs a model and -o DIR (see weft aot --help)");
   std::map<std::string, Shape> shapes;
   if (!ParseShapeSpecs(a.shapes, &shapes)) return 1;
   SessionOptions o;
@@ -628,8 +654,10 @@ int main(int argc, char** argv) {
   AotArgs aa;
   auto* aot = app.add_subcommand("aot", "Generate a dependency-free C99 module for a model (docs/aot.md): <prefix>_init, <prefix>_run, "
                                         "a statically planned arena, constants in const arrays");
-  aot->add_option("model", aa.graph, "LiteRT model (.tflite), ONNX model (.onnx), graph file (JSON) or compiled model file (.weft)")->required();
-  aot->add_option("-o,--output", aa.output, "Directory for includes-api/, src/, CMakeLists.txt (and test/)")->required();
+  aot->add_option("model", aa.graph, "LiteRT model (.tflite), ONNX model (.onnx), graph file (JSON) or compiled model file (.weft)");
+  aot->add_option("-o,--output", aa.output, "Directory for includes-api/, src/, CMakeLists.txt (and test/)");
+  aot->add_flag("--list-parts", aa.list_parts,
+                "List the conversion's built-in parts (LiteRT parsers, emitters, transforms a config file may name) and exit");
   aot->add_option("--prefix", aa.prefix, "C identifier that starts every public name (default: from the file name)");
   Repeatable(aot->add_option("-s,--shape", aa.shapes, "NAME=D0,D1,... concrete shape for an input (default: unknown dims become 1)"));
   Repeatable(aot->add_option("-p,--package", aa.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)"));
