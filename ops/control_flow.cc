@@ -4,12 +4,13 @@
 // runs, and this op reads only its outputs. A cond known at compile time drops the other branch.
 #include <cstring>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
 namespace {
 
-class If : public EagerExecuteOp, public ShapeInferOp {
+class If : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   // -1 when cond is not known now (compile time with a cond computed at run time), else 0 or 1.
   static int Cond(const Tensor* c) {
@@ -61,6 +62,23 @@ class If : public EagerExecuteOp, public ShapeInferOp {
       if (!y) return GRAPH_FAILED;
       if (x->GetByteCount()) std::memcpy(y->GetAddr(), x->GetAddr(), x->GetByteCount());
     }
+    return GRAPH_SUCCESS;
+  }
+  // In C: each output copies the taken branch's value (the branches' own operators run only when
+  // the module's step guard says so).
+  graphStatus Emit(EmitContext* ctx) override {
+    size_t k = 0;
+    if (Check(ctx, &k) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    ctx->Include("<string.h>");
+    std::string code = "{\n  const int taken = *" + ctx->Input(0, "uint8_t") + " != 0;\n";
+    for (size_t i = 0; i < k; ++i) {
+      const Tensor* y = ctx->GetOutputTensor(i);
+      const int64_t bytes = y->GetShapeSize() * static_cast<int64_t>(DataTypeSize(y->GetDataType()));
+      if (bytes == 0) continue;
+      code += "  memcpy(" + ctx->Output(i, "uint8_t") + ", taken ? (const void*)" + ctx->Input(1 + i, "uint8_t") + " : (const void*)" +
+              ctx->Input(1 + k + i, "uint8_t") + ", " + std::to_string(bytes) + "u);\n";
+    }
+    ctx->Run(code + "}\n");
     return GRAPH_SUCCESS;
   }
 };

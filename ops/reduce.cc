@@ -52,13 +52,13 @@ enum class Red { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, 
 template <Red R>
 class Reduce : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
-  // float32 ReduceMean and ReduceSum over constant axes (weft_mean_f32, a count of 1 for the sum).
+  // float32 reductions over constant axes (weft_reduce_f32, accumulating in double as Execute does).
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Shape& in = x->GetShape();
     std::vector<bool> mask;
     std::string err;
-    if ((R != Red::kMean && R != Red::kSum) || x->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C has float32 ReduceMean and ReduceSum only");
+    if (x->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C reduces float32 only, not " + std::string(DataTypeName(x->GetDataType())));
     if (!ReduceAxes(ctx, in.GetDimNum(), &mask, &err) || !err.empty()) return Fail(ctx, err.empty() ? "the axes must be constants" : err);
     const size_t r = in.GetDimNum();
     if (r > 8) return Fail(ctx, "the generated C reduces at most 8 dims");
@@ -69,11 +69,14 @@ class Reduce : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     for (size_t k = 0; k < r; ++k) dims.push_back(in.GetDim(k));
     if (r == 0) dims.push_back(1), ost.push_back(0);
     const int64_t total = in.GetShapeSize(), outs = acc;
-    const float count = R == Red::kMean && outs ? static_cast<float>(total / outs) : 1.f;
-    aot::EmitHelper(ctx, aot::Kernels(), "weft_mean_f32");
-    ctx->Run("weft_mean_f32(" + std::to_string(dims.size()) + ", " + ctx->Const("dims", DT_INT64, dims) + ", " + ctx->Const("out_stride", DT_INT64, ost) +
-             ", " + aot::IntLit(total) + ", " + aot::IntLit(outs) + ", " + aot::FloatLit(count) + ", " + ctx->Input(0, "float") + ", " +
-             ctx->Output(0, "float") + ");\n");
+    const int64_t count = outs ? total / std::max<int64_t>(outs, 1) : 0;
+    static const int kKind[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};  // Red's order
+    const std::string scratch = ctx->Scratch(static_cast<size_t>(std::max<int64_t>(outs, 1)) * 2 * sizeof(double));
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_reduce_f32");
+    ctx->Run("weft_reduce_f32(" + std::to_string(kKind[static_cast<int>(R)]) + ", " + std::to_string(dims.size()) + ", " +
+             ctx->Const("dims", DT_INT64, dims) + ", " + ctx->Const("out_stride", DT_INT64, ost) + ", " + aot::IntLit(total) + ", " +
+             aot::IntLit(outs) + ", " + std::to_string(count) + ".0, " + ctx->Input(0, "float") + ", " + ctx->Output(0, "float") +
+             ", (double*)(void*)" + scratch + ", (double*)(void*)" + scratch + " + " + std::to_string(std::max<int64_t>(outs, 1)) + ");\n");
     return GRAPH_SUCCESS;
   }
   graphStatus InferShape(InferShapeContext* ctx) override {

@@ -503,6 +503,50 @@ static void weft_mean_f32(int32_t rank, const int64_t* dims, const int64_t* out_
   for (o = 0; o < outs; ++o) y[o] = y[o] / count;
 }
 
+/* @helper weft_reduce_f32 */
+/* Float reductions in double, as the runtime accumulates: input element i goes to output
+ * out_index(i) (dims and the output's strides along the input's axes, 0 on reduced axes), in
+ * input order. kind: 0 sum, 1 mean, 2 max, 3 min, 4 prod, 5 L1, 6 L2, 7 log-sum, 8 log-sum-exp,
+ * 9 sum of squares. acc and mx hold `outs` doubles each (scratch). */
+static void weft_reduce_f32(int32_t kind, int32_t rank, const int64_t* dims, const int64_t* out_stride, int64_t total, int64_t outs,
+                            double count, const float* x, float* y, double* acc, double* mx) {
+  int64_t i, o;
+  int pass;
+  double init = kind == 2 ? -HUGE_VAL : kind == 3 ? HUGE_VAL : kind == 4 ? 1.0 : 0.0;
+  for (o = 0; o < outs; ++o) acc[o] = init, mx[o] = -HUGE_VAL;
+  for (pass = kind == 8 ? 0 : 1; pass < 2; ++pass)
+    for (i = 0; i < total; ++i) {
+      int64_t rest = i, at = 0;
+      int32_t d;
+      double v = (double)x[i];
+      for (d = rank - 1; d >= 0; --d) {
+        at += (rest % dims[d]) * out_stride[d];
+        rest /= dims[d];
+      }
+      if (pass == 0) {
+        if (v > mx[at]) mx[at] = v;
+        continue;
+      }
+      switch (kind) {
+        case 2: if (v > acc[at] || v != v) acc[at] = v; break;
+        case 3: if (v < acc[at] || v != v) acc[at] = v; break;
+        case 4: acc[at] *= v; break;
+        case 5: acc[at] += v < 0.0 ? -v : v; break;
+        case 6: case 9: acc[at] += v * v; break;
+        case 8: acc[at] += exp(v - mx[at]); break;
+        default: acc[at] += v; break;
+      }
+    }
+  for (o = 0; o < outs; ++o) {
+    double v = acc[o];
+    if (kind == 1) v = count != 0.0 ? v / count : v;
+    else if (kind == 6) v = sqrt(v);
+    else if (kind == 7) v = log(v);
+    else if (kind == 8) v = log(v) + mx[o];
+    y[o] = (float)v;
+  }
+}
+
 /* @helper weft_mean_s8 needs: weft_fixed_point */
 /* int8 NHWC mean over H and W (keep_dims), the division folded into the multiplier. */
 static void weft_mean_s8(int32_t n, int32_t hw, int32_t c, int32_t in_zp, int32_t m, int s, int32_t out_zp, const int8_t* x, int8_t* y) {

@@ -191,3 +191,22 @@ def test_instance_normalization(tmp_path):
     m = model([helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-4)], [vi("x", [2, 4, 5, 3])],
               [vi("y", [2, 4, 5, 3])], inits)
     check_onnx_model(tmp_path, m, {"x": rand(2, 4, 5, 3) * 2 - 1})
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+                                "ReduceLogSumExp", "ReduceSumSquare"])
+@pytest.mark.parametrize("axes,keepdims", [([1], 1), ([0, 2], 0), (None, 1), ([-1], 0)])
+def test_reductions(tmp_path, op, axes, keepdims):
+    x = rand(3, 4, 5)
+    if op == "ReduceLogSum":
+        x = np.abs(x) + 0.1  # a log of a positive sum
+    if op == "ReduceProd":
+        x = np.sign(x) * (0.6 + 0.8 * np.abs(x) / (1 + np.abs(x)))  # products that stay in range
+    inits, ins = [], ["x"]
+    if axes is not None:
+        inits.append(numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+        ins.append("axes")
+    red = set(range(3)) if axes is None else {a % 3 for a in axes}
+    out_shape = [1 if k in red else d for k, d in enumerate([3, 4, 5]) if keepdims or k not in red]
+    m = model([helper.make_node(op, ins, ["y"], keepdims=keepdims)], [vi("x", [3, 4, 5])], [vi("y", out_shape)], inits)
+    check_onnx_model(tmp_path, m, {"x": x.astype(np.float32)})

@@ -322,8 +322,10 @@ Status Generator::Check() {
   size_t count = 0;
   for (auto& cn : m_.nodes) {
     const WeftOpImpl* impl = cn->op->impl;
-    if (!cn->guards.empty())
-      return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] runs under a branch condition; weft aot does not emit control flow yet");
+    for (auto& [id, want] : cn->guards)
+      if (m_.values[id].dtype != DT_BOOL || m_.values[id].shape.GetShapeSize() != 1)
+        return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] runs under condition '" + m_.values[id].name +
+                                  "', which is not a one-element bool tensor");
     if (cn->epilogue.activation != WEFT_ACT_NONE)
       return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] carries a fused activation (a model file compiled with graph "
                                 "passes); convert the source model, or compile it with the option weft.graph_passes=none");
@@ -351,6 +353,7 @@ Status Generator::NameTensors() {
   for (auto& cn : m_.nodes) {
     for (int id : cn->in_values) used[id] = true;
     for (int id : cn->out_values) used[id] = true;
+    for (auto& [id, want] : cn->guards) used[id] = true;
   }
   static const char* const kReserved[] = {"init", "run", "context", "tensor_info", "op_callback", "op_name", "inputs", "outputs",
                                           "num_tensors", "status_ok", "test_case_init", "test_case_run"};
@@ -388,6 +391,11 @@ Status Generator::EmitNodes() {
   for (size_t s = 0; s < m_.nodes.size(); ++s) {
     const CompiledNode& cn = *m_.nodes[s];
     node_ = &cn;
+    for (auto& [id, want] : cn.guards)
+      if (m_.values[id].kind == ValueKind::kConstant) {  // a condition the module holds as a constant
+        auto sym = ConstantSymbol(id);
+        if (!sym.ok()) return sym.status();
+      }
     NodeCode nc;
     nc.id = p_ + "_n" + std::to_string(s);
     nc.op_type = cn.op_type;
@@ -461,6 +469,7 @@ Status Generator::Plan(AotReport* r) {
     for (int id : m_.nodes[s]->out_values)
       if (first[id] < 0) first[id] = s, last[id] = s;
     for (int id : m_.nodes[s]->in_values) last[id] = std::max(last[id], s);
+    for (auto& [id, want] : m_.nodes[s]->guards) last[id] = std::max(last[id], s);  // read to decide whether it runs
   }
   for (int id : m_.output_ids) last[id] = steps;  // read by the caller after the run
   std::vector<ArenaBuffer> bufs;
@@ -589,6 +598,28 @@ std::string Generator::Source() const {
     c << "static " << place << "int32_t " << n.id << "_init(" << P << "_context* ctx) {\n  (void)ctx;\n" << n.init << "  return 0;\n}\n\n";
     c << "static " << place << "int32_t " << n.id << "_run(" << P << "_context* ctx) {\n  (void)ctx;\n" << n.run << "  return 0;\n}\n\n";
   }
+  // Operators in a branch (ONNX If): each runs only when its conditions hold, as in the runtime.
+  bool any_guard = false;
+  for (size_t s = 0; s < m_.nodes.size(); ++s) {
+    const CompiledNode& cn = *m_.nodes[s];
+    if (cn.guards.empty()) continue;
+    any_guard = true;
+    c << "static int " << nodes_[s].id << "_taken(const " << P << "_context* ctx) {\n  return ";
+    for (size_t g = 0; g < cn.guards.size(); ++g) {
+      const auto& [id, want] = cn.guards[g];
+      std::string at = m_.values[id].kind == ValueKind::kConstant ? "(const void*)" + const_of_value_.at(id)
+                                                                       : "(const void*)ctx->tensor_ptrs[" + tensor_enum_[id] + "]";
+      c << (g ? " && " : "") << "(*(const uint8_t*)" << at << (want ? " != 0)" : " == 0)");
+    }
+    c << ";\n}\n\n";
+  }
+  if (any_guard) {
+    c << "typedef int (*" << P << "_taken_fn)(const " << P << "_context* ctx);\n";
+    c << "static const " << P << "_taken_fn " << P << "_step_taken[" << P << "_NUM_OPS] = {";
+    for (size_t s = 0; s < nodes_.size(); ++s)
+      c << (s ? ", " : "") << (s % 4 == 0 ? "\n  " : "") << (m_.nodes[s]->guards.empty() ? std::string("0") : nodes_[s].id + "_taken");
+    c << "};\n";
+  }
   c << "typedef int32_t (*" << P << "_step_fn)(" << P << "_context* ctx);\n";
   c << "static const " << P << "_step_fn " << P << "_step_init[" << P << "_NUM_OPS] = {";
   for (size_t s = 0; s < nodes_.size(); ++s) c << (s ? ", " : "") << (s % 4 == 0 ? "\n  " : "") << nodes_[s].id << "_init";
@@ -640,6 +671,7 @@ std::string Generator::Source() const {
   c << "int32_t " << P << "_run(" << P << "_context* ctx) {\n  int32_t i;\n  if (!ctx) return " << P << "_status_null_context;\n"
     << "  if (!ctx->initialized) return " << P << "_status_not_initialized;\n  ctx->failed_op = -1;\n"
     << "  for (i = 0; i < " << P << "_NUM_OPS; ++i) {\n    int32_t s;\n"
+    << (any_guard ? "    if (" + P + "_step_taken[i] && !" + P + "_step_taken[i](ctx)) continue; /* a branch not taken */\n" : std::string())
     << "    if (ctx->op_callback) ctx->op_callback(ctx->op_callback_user, i, " << P << "_op_names[i], 0);\n"
     << "    s = " << P << "_step_run[i](ctx);\n"
     << "    if (ctx->op_callback) ctx->op_callback(ctx->op_callback_user, i, " << P << "_op_names[i], 1);\n"
