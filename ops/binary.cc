@@ -33,8 +33,24 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, p
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(1);
     const Tensor* y = ctx->GetOutputTensor(0);
-    if (a->GetDataType() != DT_FLOAT || b->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes float32 here");
     const std::string name = Fn::kName;
+    const DataType dt = a->GetDataType();
+    const bool is_int = dt == DT_INT8 || dt == DT_INT16 || dt == DT_INT32 || dt == DT_INT64 || dt == DT_UINT8 || dt == DT_UINT16 ||
+                        dt == DT_UINT32 || dt == DT_UINT64;
+    if (is_int && b->GetDataType() == dt) {  // wrapping as Execute; a division by zero fails the run
+      const std::string t = aot::CType(dt);
+      const bool is_signed = dt == DT_INT8 || dt == DT_INT16 || dt == DT_INT32 || dt == DT_INT64;
+      std::string expr = name == "Add" ? "(" + t + ")((uint64_t)a + (uint64_t)b)" : name == "Sub" ? "(" + t + ")((uint64_t)a - (uint64_t)b)"
+                       : name == "Mul" ? "(" + t + ")((uint64_t)a * (uint64_t)b)"
+                       : is_signed ? "(b == -1 ? (" + t + ")(0u - (uint64_t)a) : (" + t + ")(a / b))" : "(" + t + ")(a / b)";
+      std::string check;
+      if (name == "Div")
+        check = "{\n  const " + t + "* pb = " + ctx->Input(1, t.c_str()) + ";\n  int64_t k;\n  for (k = 0; k < " + aot::IntLit(b->GetShapeSize()) +
+                "; ++k)\n    if (pb[k] == 0) return 1; /* integer division by zero */\n}\n";
+      ctx->Run(check);
+      return aot::EmitMap2(ctx, expr, t);
+    }
+    if (dt != DT_FLOAT || b->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes float32 and integer types here");
     const int op = name == "Add" ? 0 : name == "Sub" ? 1 : name == "Mul" ? 2 : 3;
     const std::string g = aot::Broadcast(a->GetShape(), b->GetShape(), y->GetShape());
     aot::EmitHelper(ctx, aot::Kernels(), "weft_binary_f32");

@@ -258,8 +258,35 @@ struct SumFn { static constexpr const char* kName = "Sum"; template <typename C>
 struct MeanFn { static constexpr const char* kName = "Mean"; template <typename C> static C Apply(C a, C b) { return a + b; } };
 
 template <typename Fn>
-class VariadicOp : public EagerExecuteOp, public ShapeInferOp {
+class VariadicOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Each input in turn folded into the output (broadcast to it); Min and Max for every numeric
+  // type, Sum and Mean for float32 (in float, as Execute).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* y = ctx->GetOutputTensor(0);
+    const std::string t = aot::CType(y->GetDataType());
+    const bool minmax = std::is_same<Fn, MinFn>::value || std::is_same<Fn, MaxFn>::value;
+    if (t.empty() || (!minmax && y->GetDataType() != DT_FLOAT))
+      return Fail(ctx, std::string("the generated C has no ") + DataTypeName(y->GetDataType()) + " form of " + Fn::kName);
+    const std::string f = std::is_same<Fn, MinFn>::value ? "(b < a || b != b) ? b : a" : std::is_same<Fn, MaxFn>::value ? "(b > a || b != b) ? b : a" : "a + b";
+    const size_t n = ctx->GetComputeNodeInputNum();
+    std::string code = "{\n  " + t + "* py = " + ctx->Output(0, t.c_str()) + ";\n  int64_t o, i, j;\n";
+    bool any_broadcast = false;
+    for (size_t k = 0; k < n; ++k) {
+      const std::string g = aot::Broadcast(y->GetShape(), ctx->GetInputTensor(k)->GetShape(), y->GetShape());
+      any_broadcast = any_broadcast || !g.empty();
+      code += "  {\n    " + g + "    const " + t + "* pb = " + ctx->Input(k, t.c_str()) + ";\n    for (o = 0; o < " + aot::IntLit(y->GetShapeSize()) +
+              "; ++o) {\n      " + (g.empty() ? std::string("i = j = o;") : std::string("weft_bcast_index(&g, o, &i, &j);")) + "\n      {\n        const " +
+              t + " b = pb[j];\n" + (k == 0 ? "        py[o] = b;\n" : "        const " + t + " a = py[o];\n        py[o] = (" + t + ")(" + f + ");\n") +
+              "      }\n    }\n  }\n";
+    }
+    if (std::is_same<Fn, MeanFn>::value)
+      code += "  for (o = 0; o < " + aot::IntLit(y->GetShapeSize()) + "; ++o) py[o] = py[o] / " + aot::FloatLit(static_cast<float>(n)) + ";\n";
+    code += "  (void)i;\n}\n";
+    if (any_broadcast) aot::EmitHelper(ctx, aot::Kernels(), "weft_broadcast");
+    ctx->Run(code);
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, Fn::kName); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     Tensor* out = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetInputDataType(0));

@@ -1612,8 +1612,23 @@ class TflBinary : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
                ", " + aot::FloatLit(lo) + ", " + aot::FloatLit(hi) + ", " + ctx->Output(0, "float") + ");\n");
       return GRAPH_SUCCESS;
     }
+    if (dt == DT_INT32 || dt == DT_INT64) {  // plain integer arithmetic, wrapping as Execute
+      const std::string t = dt == DT_INT32 ? "int32_t" : "int64_t";
+      int64_t lo = dt == DT_INT32 ? INT32_MIN : INT64_MIN, hi = dt == DT_INT32 ? INT32_MAX : INT64_MAX;
+      if (act == Activation::kRelu) lo = 0;
+      if (act == Activation::kRelu6) lo = 0, hi = 6;
+      if (act == Activation::kReluN1To1) lo = -1, hi = 1;
+      const char* expr = op == 0 ? "(uint64_t)pa[i] + (uint64_t)pb[j]" : op == 1 ? "(uint64_t)pa[i] - (uint64_t)pb[j]" : "(uint64_t)pa[i] * (uint64_t)pb[j]";
+      if (!g.empty()) aot::EmitHelper(ctx, aot::Kernels(), "weft_broadcast");
+      ctx->Run("{\n  " + g + "  const " + t + "* pa = " + ctx->Input(0, t.c_str()) + ";\n  const " + t + "* pb = " + ctx->Input(1, t.c_str()) + ";\n  " + t +
+               "* py = " + ctx->Output(0, t.c_str()) + ";\n  int64_t o, i = 0, j = 0;\n  for (o = 0; o < " + n + "; ++o) {\n    " +
+               (g.empty() ? std::string("i = j = o;") : std::string("weft_bcast_index(&g, o, &i, &j);")) + "\n    {\n      const " + t + " v = (" + t +
+               ")(" + expr + ");\n      py[o] = v < " + aot::IntLit(lo) + " ? " + aot::IntLit(lo) + " : v > " + aot::IntLit(hi) + " ? " + aot::IntLit(hi) +
+               " : v;\n    }\n  }\n}\n");
+      return GRAPH_SUCCESS;
+    }
     const int qt = QTypeCode(dt);
-    if (qt == 0 || qt == 32) return Fail(ctx, "the generated C takes float32, int8, uint8 or int16 here, not " + std::string(DataTypeName(dt)));
+    if (qt == 0 || qt == 32) return Fail(ctx, "the generated C takes float32, int8, uint8, int16, int32 or int64 here, not " + std::string(DataTypeName(dt)));
     Quant qa = InputQuant(ctx, 0), qb = InputQuant(ctx, 1), qo = OutputQuant(ctx);
     if (!qa.quantized() || !qb.quantized() || !qo.quantized()) return Fail(ctx, "quantized inputs and output need scales");
     int32_t lo, hi;

@@ -38,7 +38,8 @@ struct AotOptions {
   // Test inputs by input name; an input not given gets seeded random values (`seed`). The golden
   // outputs are Weft's runtime's on these inputs.
   std::map<std::string, HostTensor> test_inputs;
-  // Expected outputs by output name (e.g. another runtime's); an output not given takes Weft's.
+  // Expected outputs by output name (e.g. another runtime's) of the first run (from a new
+  // context); an output not given, and every later run's, takes Weft's.
   std::map<std::string, HostTensor> test_outputs;
   uint64_t seed = 1;
   // Runs in the test case, one after another on one context; a model whose operators keep state

@@ -210,3 +210,31 @@ def test_reductions(tmp_path, op, axes, keepdims):
     out_shape = [1 if k in red else d for k, d in enumerate([3, 4, 5]) if keepdims or k not in red]
     m = model([helper.make_node(op, ins, ["y"], keepdims=keepdims)], [vi("x", [3, 4, 5])], [vi("y", out_shape)], inits)
     check_onnx_model(tmp_path, m, {"x": x.astype(np.float32)})
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("t,np_t", [(TensorProto.INT32, np.int32), (TensorProto.INT64, np.int64), (TensorProto.UINT8, np.uint8),
+                                    (TensorProto.INT8, np.int8)])
+def test_integer_arithmetic_wraps_as_onnx_runtime(tmp_path, op, t, np_t):
+    info = np.iinfo(np_t)
+    a = RNG.integers(info.min, int(info.max) + 1, (3, 4)).astype(np_t)
+    b = RNG.integers(info.min, int(info.max) + 1, (4,)).astype(np_t)
+    if op == "Div":
+        b[b == 0] = 3
+        if info.min < 0:  # (ONNX Runtime itself traps on MIN / -1, so that one is left out)
+            b[0], a[0, 0] = -1, info.min + 1
+    m = model([helper.make_node(op, ["a", "b"], ["y"])], [vi("a", [3, 4], t), vi("b", [4], t)], [vi("y", [3, 4], t)])
+    check_onnx_model(tmp_path, m, {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("op", ["Min", "Max", "Sum", "Mean"])
+def test_variadic_ops_broadcast(tmp_path, op):
+    m = model([helper.make_node(op, ["a", "b", "c"], ["y"])], [vi("a", [2, 3, 4]), vi("b", [4]), vi("c", [3, 1])], [vi("y", [2, 3, 4])])
+    check_onnx_model(tmp_path, m, {"a": rand(2, 3, 4), "b": rand(4), "c": rand(3, 1)})
+
+
+@pytest.mark.parametrize("op", ["Min", "Max"])
+def test_integer_min_max(tmp_path, op):
+    t = TensorProto.INT32
+    m = model([helper.make_node(op, ["a", "b"], ["y"])], [vi("a", [5], t), vi("b", [5], t)], [vi("y", [5], t)])
+    check_onnx_model(tmp_path, m, {"a": RNG.integers(-9, 9, 5).astype(np.int32), "b": RNG.integers(-9, 9, 5).astype(np.int32)})
