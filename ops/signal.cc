@@ -207,7 +207,7 @@ class Rfft : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     if (!Check(ctx, x->GetShape(), &len)) return GRAPH_FAILED;
     if (plan_.fft_length != len) plan_ = MakeRfftPlan(static_cast<int32_t>(len));
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_INT16);
-    auto* scratch = static_cast<uint8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(2 * plan_.n + plan_.max_radix) * 4));
+    auto* scratch = static_cast<uint8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(plan_.n + (plan_.max_radix > 5 ? plan_.max_radix : 0)) * 4));
     if (!y || !scratch) return GRAPH_FAILED;
     const int64_t row = x->GetShape().GetDim(x->GetShape().GetDimNum() - 1);
     const int64_t rows = row ? x->GetShapeSize() / row : 0;
@@ -223,7 +223,7 @@ class Rfft : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const int64_t row = x->GetShape().GetDim(x->GetShape().GetDimNum() - 1);
     const int64_t rows = row ? x->GetShapeSize() / row : 0;
     aot::EmitHelper(ctx, aot::Kernels(), "weft_sig_rfft");
-    const std::string scratch = ctx->Scratch(static_cast<size_t>(2 * p.n + p.max_radix) * 4);
+    const std::string scratch = ctx->Scratch(static_cast<size_t>(p.n + (p.max_radix > 5 ? p.max_radix : 0)) * 4);
     ctx->Run("weft_sig_rfft(" + S(rows) + ", " + S(row) + ", " + S(len) + ", " + ctx->Input(0, "int16_t") + ", " + ctx->Output(0, "int16_t") + ", " +
              ctx->Const("tw", DT_INT16, p.tw) + ", " + ctx->Const("stw", DT_INT16, p.stw) + ", " + ctx->Const("factors", DT_INT32, p.factors) +
              ", " + S(p.max_radix) + ", " + scratch + ");\n");

@@ -52,8 +52,8 @@ static void weft_sig_fft_auto_scale(int64_t n, const int16_t* x, int16_t* y, int
  * radix with a rounded multiply; a final stage splits the half-length complex transform into the
  * real transform's n + 1 bins, halving once more): output ~ DFT / fft_length, interleaved re, im.
  * tw: n complex twiddles, stw: n/2 super twiddles, factors: (radix, remaining length) pairs ending
- * at remaining length 1; all from the op (Q15, floor(0.5 + 32767 x)). scratch: 2 * n + max_radix
- * complex int16 values. */
+ * at remaining length 1; all from the op (Q15, floor(0.5 + 32767 x)). scratch: n complex int16
+ * values, plus max_radix more when a radix is above 5 (the generic butterfly's). */
 typedef struct weft_sig_c16 {
   int16_t r, i;
 } weft_sig_c16;
@@ -168,14 +168,20 @@ static void weft_sig_butterfly(weft_sig_c16* b, int32_t p, int32_t m, int32_t fs
   }
 }
 
-static void weft_sig_fft_work(weft_sig_c16* b, const weft_sig_c16* src, int32_t fstride, const int32_t* factors, int32_t n,
+/* The transform of the row's complex values z[s0 + k * fstride] (z[j] = (x[2j], x[2j + 1]), zero
+ * past the row's in_len samples) into b. */
+static void weft_sig_fft_work(weft_sig_c16* b, const int16_t* x, int32_t in_len, int32_t s0, int32_t fstride, const int32_t* factors, int32_t n,
                               const weft_sig_c16* tw, weft_sig_c16* tmp) {
   const int32_t p = factors[0], m = factors[1];
   int32_t q;
   if (m == 1) {
-    for (q = 0; q < p; ++q) b[q] = src[q * fstride];
+    for (q = 0; q < p; ++q) {
+      const int32_t j = s0 + q * fstride;
+      b[q].r = 2 * j < in_len ? x[2 * j] : 0;
+      b[q].i = 2 * j + 1 < in_len ? x[2 * j + 1] : 0;
+    }
   } else {
-    for (q = 0; q < p; ++q) weft_sig_fft_work(b + q * m, src + q * fstride, fstride * p, factors + 2, n, tw, tmp);
+    for (q = 0; q < p; ++q) weft_sig_fft_work(b + q * m, x, in_len, s0 + q * fstride, fstride * p, factors + 2, n, tw, tmp);
   }
   weft_sig_butterfly(b, p, m, fstride, n, tw, tmp);
 }
@@ -185,20 +191,14 @@ static void weft_sig_rfft(int64_t rows, int32_t in_len, int32_t fft_length, cons
   const int32_t n = fft_length / 2;
   const weft_sig_c16* tw = (const weft_sig_c16*)(const void*)tw_data;
   const weft_sig_c16* stw = (const weft_sig_c16*)(const void*)stw_data;
-  weft_sig_c16* z = (weft_sig_c16*)(void*)scratch;  /* the padded row as n complex values */
-  weft_sig_c16* b = z + n;
+  weft_sig_c16* b = (weft_sig_c16*)(void*)scratch;  /* the half-length complex transform */
   weft_sig_c16* tmp = b + n;                          /* max_radix values for the generic butterfly */
   int64_t r;
-  int32_t i, k;
+  int32_t k;
   for (r = 0; r < rows; ++r) {
-    const int16_t* xr = x + r * in_len;
     weft_sig_c16* out = (weft_sig_c16*)(void*)(y + r * 2 * (n + 1));
     weft_sig_c16 tdc;
-    for (i = 0; i < n; ++i) {
-      z[i].r = 2 * i < in_len ? xr[2 * i] : 0;
-      z[i].i = 2 * i + 1 < in_len ? xr[2 * i + 1] : 0;
-    }
-    weft_sig_fft_work(b, z, 1, factors, n, tw, tmp);
+    weft_sig_fft_work(b, x + r * in_len, in_len, 0, 1, factors, n, tw, tmp);
     tdc = weft_sig_div(b[0], 2);
     out[0].r = weft_sig_w16((int32_t)tdc.r + tdc.i);
     out[0].i = 0;

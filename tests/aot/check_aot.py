@@ -37,8 +37,6 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # model file -> a fragment of the error `weft aot` must give.
 EXPECTED_FAILURES = {
-    "audio_preprocessor_float.tflite": "not registered",  # TFLM's signal library custom ops
-    "audio_preprocessor_int8.tflite": "not registered",
     "person_detect_vela.tflite": "ETHOS_U",  # an Arm Ethos-U NPU command stream
 }
 # Zoo models that must convert, build and match in every test run: those with small weights (a
