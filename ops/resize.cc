@@ -129,7 +129,9 @@ bool MakeTaps(const RuntimeAttrs* a, const Shape& in, const Plan& p, std::vector
       else if (ctm == "pytorch_half_pixel") xi = len > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
       else if (ctm == "align_corners") xi = len == 1 ? 0.0 : xo * static_cast<double>(n_in - 1) / (len - 1);
       else if (ctm == "asymmetric") xi = xo / s;
-      else if (ctm == "tf_half_pixel_for_nn") xi = (xo + 0.5) / s;
+      // TensorFlow's half-pixel nearest resizes only the axes it scales: as ONNX Runtime, an axis
+      // of scale 1 (batch, channels) keeps its indices instead of moving by half a pixel.
+      else if (ctm == "tf_half_pixel_for_nn") xi = s == 1.0 ? xo : (xo + 0.5) / s;
       else if (ctm == "half_pixel_symmetric") {
         double adj = static_cast<double>(n_out) / (s * static_cast<double>(n_in));
         double center = static_cast<double>(n_in) / 2.0;

@@ -63,13 +63,7 @@ def check_resize(tmp_path, shape, seed=1, **kw):
 CTMS_NEAREST = ["half_pixel", "asymmetric", "align_corners", "tf_half_pixel_for_nn", "pytorch_half_pixel", "half_pixel_symmetric"]
 
 
-# Weft's runtime applies tf_half_pixel_for_nn's (o + 0.5) / scale to axes of scale 1 too, as the
-# formula reads, so ceil and round_prefer_ceil move them by one; ONNX Runtime leaves such axes
-# alone. Known difference of the runtime (the generated C follows the runtime).
-RUNTIME_DIFFERS = pytest.mark.xfail(
-    strict=True, reason="Weft's runtime: tf_half_pixel_for_nn with ceil on an axis of scale 1 differs from ONNX Runtime")
-NEAREST_UP = [pytest.param(ctm, nm, marks=RUNTIME_DIFFERS if ctm == "tf_half_pixel_for_nn" and "ceil" in nm else ())
-              for ctm in CTMS_NEAREST for nm in ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]]
+NEAREST_UP = [(ctm, nm) for ctm in CTMS_NEAREST for nm in ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]]
 
 
 @pytest.mark.parametrize("ctm,nearest_mode", NEAREST_UP)
