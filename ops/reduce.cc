@@ -1,5 +1,6 @@
 // Reductions (ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare), ArgMax/ArgMin,
 // Softmax/LogSoftmax/Hardmax, CumSum, TopK.
+#include <cstdint>
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -58,7 +59,11 @@ class Reduce : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const Shape& in = x->GetShape();
     std::vector<bool> mask;
     std::string err;
-    if (x->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C reduces float32 only, not " + std::string(DataTypeName(x->GetDataType())));
+    const DataType dt = x->GetDataType();
+    const bool int_ok = (dt == DT_INT8 || dt == DT_INT16 || dt == DT_INT32 || dt == DT_INT64 || dt == DT_UINT8 || dt == DT_UINT16 || dt == DT_UINT32) &&
+                        (R == Red::kMax || R == Red::kMin || R == Red::kSum || R == Red::kProd);
+    if (dt != DT_FLOAT && !int_ok)
+      return Fail(ctx, "the generated C reduces float32 (and integers with Max, Min, Sum, Prod) only, not " + std::string(DataTypeName(dt)));
     if (!ReduceAxes(ctx, in.GetDimNum(), &mask, &err) || !err.empty()) return Fail(ctx, err.empty() ? "the axes must be constants" : err);
     const size_t r = in.GetDimNum();
     if (r > 8) return Fail(ctx, "the generated C reduces at most 8 dims");
@@ -70,6 +75,29 @@ class Reduce : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     if (r == 0) dims.push_back(1), ost.push_back(0);
     const int64_t total = in.GetShapeSize(), outs = acc;
     const int64_t count = outs ? total / std::max<int64_t>(outs, 1) : 0;
+    if (dt != DT_FLOAT) {  // integers, wrapping as Execute (through uint64 arithmetic)
+      const std::string t = aot::CType(dt);
+      int64_t lo = 0, hi = 0;
+      switch (dt) {
+        case DT_INT8: lo = INT8_MIN, hi = INT8_MAX; break;
+        case DT_INT16: lo = INT16_MIN, hi = INT16_MAX; break;
+        case DT_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
+        case DT_INT64: lo = INT64_MIN, hi = INT64_MAX; break;
+        case DT_UINT8: hi = UINT8_MAX; break;
+        case DT_UINT16: hi = UINT16_MAX; break;
+        default: hi = UINT32_MAX; break;
+      }
+      const int64_t init = R == Red::kMax ? lo : R == Red::kMin ? hi : R == Red::kProd ? 1 : 0;
+      const std::string step = R == Red::kMax ? "v > y[at] ? v : y[at]" : R == Red::kMin ? "v < y[at] ? v : y[at]"
+                             : R == Red::kSum ? "(" + t + ")((uint64_t)y[at] + (uint64_t)v)" : "(" + t + ")((uint64_t)y[at] * (uint64_t)v)";
+      ctx->Run("{\n  const " + t + "* x = " + ctx->Input(0, t.c_str()) + ";\n  " + t + "* y = " + ctx->Output(0, t.c_str()) +
+               ";\n  const int64_t* dims = " + ctx->Const("dims", DT_INT64, dims) + ";\n  const int64_t* ost = " + ctx->Const("out_stride", DT_INT64, ost) +
+               ";\n  int64_t i, o;\n  for (o = 0; o < " + aot::IntLit(outs) + "; ++o) y[o] = (" + t + ")" + aot::IntLit(init) +
+               ";\n  for (i = 0; i < " + aot::IntLit(total) + "; ++i) {\n    int64_t rest = i, at = 0;\n    int32_t d;\n    const " + t +
+               " v = x[i];\n    for (d = " + std::to_string(dims.size()) + " - 1; d >= 0; --d) {\n      at += (rest % dims[d]) * ost[d];\n" +
+               "      rest /= dims[d];\n    }\n    y[at] = " + step + ";\n  }\n}\n");
+      return GRAPH_SUCCESS;
+    }
     static const int kKind[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};  // Red's order
     const std::string scratch = ctx->Scratch(static_cast<size_t>(std::max<int64_t>(outs, 1)) * 2 * sizeof(double));
     aot::EmitHelper(ctx, aot::Kernels(), "weft_reduce_f32");

@@ -171,6 +171,12 @@ RfftPlan MakeRfftPlan(int32_t fft_length) {
 
 class Rfft : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The rows: every dim but the innermost (a row of 0 samples is all padding: its bins are 0).
+  static int64_t Rows(const Shape& s) {
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < s.GetDimNum(); ++d) rows *= s.GetDim(d);
+    return rows;
+  }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
     ctx->SetOutputDataType(0, DT_INT16);
     return GRAPH_SUCCESS;
@@ -209,8 +215,7 @@ class Rfft : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_INT16);
     auto* scratch = static_cast<uint8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(plan_.n + (plan_.max_radix > 5 ? plan_.max_radix : 0)) * 4));
     if (!y || !scratch) return GRAPH_FAILED;
-    const int64_t row = x->GetShape().GetDim(x->GetShape().GetDimNum() - 1);
-    const int64_t rows = row ? x->GetShapeSize() / row : 0;
+    const int64_t row = x->GetShape().GetDim(x->GetShape().GetDimNum() - 1), rows = Rows(x->GetShape());
     sig::weft_sig_rfft(rows, static_cast<int32_t>(row), plan_.fft_length, x->GetData<int16_t>(), y->GetData<int16_t>(), plan_.tw.data(),
                        plan_.stw.data(), plan_.factors.data(), plan_.max_radix, scratch);
     return GRAPH_SUCCESS;
@@ -220,8 +225,7 @@ class Rfft : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     int64_t len;
     if (!Check(ctx, x->GetShape(), &len)) return GRAPH_FAILED;
     RfftPlan p = MakeRfftPlan(static_cast<int32_t>(len));
-    const int64_t row = x->GetShape().GetDim(x->GetShape().GetDimNum() - 1);
-    const int64_t rows = row ? x->GetShapeSize() / row : 0;
+    const int64_t row = x->GetShape().GetDim(x->GetShape().GetDimNum() - 1), rows = Rows(x->GetShape());
     aot::EmitHelper(ctx, aot::Kernels(), "weft_sig_rfft");
     const std::string scratch = ctx->Scratch(static_cast<size_t>(p.n + (p.max_radix > 5 ? p.max_radix : 0)) * 4);
     ctx->Run("weft_sig_rfft(" + S(rows) + ", " + S(row) + ", " + S(len) + ", " + ctx->Input(0, "int16_t") + ", " + ctx->Output(0, "int16_t") + ", " +

@@ -145,6 +145,21 @@ std::string UnaryC(const std::string& op, const RuntimeAttrs* a) {
   if (op == "Cos") return "cosf(x)";
   if (op == "Ceil") return "ceilf(x)";
   if (op == "Floor") return "floorf(x)";
+  if (op == "Round") return "nearbyintf(x)";
+  if (op == "Sign") return "x > 0.f ? 1.f : x < 0.f ? -1.f : 0.f";
+  if (op == "Tan") return "tanf(x)";
+  if (op == "Asin") return "asinf(x)";
+  if (op == "Acos") return "acosf(x)";
+  if (op == "Atan") return "atanf(x)";
+  if (op == "Sinh") return "sinhf(x)";
+  if (op == "Cosh") return "coshf(x)";
+  if (op == "Asinh") return "asinhf(x)";
+  if (op == "Acosh") return "acoshf(x)";
+  if (op == "Atanh") return "atanhf(x)";
+  if (op == "Mish") return "x * tanhf(x > 20.f ? x : log1pf(expf(x)))";
+  if (op == "ThresholdedRelu") return "x > " + f("alpha") + " ? x : 0.f";
+  if (op == "Celu")
+    return "fmaxf(0.f, x) + fminf(0.f, " + f("alpha") + " * (expf(x / " + f("alpha") + ") - 1.f))";
   if (op == "Softsign") return "x / (1.f + fabsf(x))";
   if (op == "Softplus") return "x > 20.f ? x : log1pf(expf(x))";
   if (op == "Sigmoid") return "x >= 0.f ? 1.f / (1.f + expf(-x)) : expf(x) / (1.f + expf(x))";

@@ -20,7 +20,11 @@ using namespace weft;  // NOLINT
 
 namespace {
 
+// Defined with the registry bindings below: an interrupt raised inside a registry part.
+void RaisePendingInterrupt();
+
 [[noreturn]] void Raise(const Status& s) {
+  RaisePendingInterrupt();
   switch (s.code()) {
     case Status::Code::kNotFound: {
       // weft.NotFoundError (python/weft/__init__.py): a KeyError whose str() is the message as
@@ -307,12 +311,20 @@ Status PyStatus(const std::exception& e) {
   return InvalidArgument("raised " + m);
 }
 
+// A KeyboardInterrupt or SystemExit raised in a part: kept here and raised again, unchanged, when
+// the call that ran the part returns to Python (Raise), instead of becoming an error message.
+thread_local std::unique_ptr<py::error_already_set> g_pending_interrupt;
+
 template <typename F>
 Status CallPy(F&& f) {
   py::gil_scoped_acquire gil;
   try {
     return f();
-  } catch (const py::error_already_set& e) {
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit)) {
+      if (!g_pending_interrupt) g_pending_interrupt = std::make_unique<py::error_already_set>(std::move(e));
+      return Internal("interrupted");
+    }
     return PyStatus(e);
   } catch (const std::exception& e) {
     return PyStatus(e);
@@ -419,6 +431,13 @@ py::dict SchemaToPy(const OptionSchema& s) {
     d[py::str(f.name)] = e;
   }
   return d;
+}
+
+void RaisePendingInterrupt() {
+  if (!g_pending_interrupt) return;
+  std::unique_ptr<py::error_already_set> e = std::move(g_pending_interrupt);
+  e->restore();
+  throw py::error_already_set();
 }
 
 // What a Python emitter is given: the node being emitted; usable only during the call.
@@ -633,6 +652,7 @@ void BindRegistry(py::module_& m) {
           try {
             customizers[k](ctx);
           } catch (py::error_already_set& e) {
+            if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit)) throw;
             std::string name = py::hasattr(customizers[k], "__name__") ? py::str(customizers[k].attr("__name__")).cast<std::string>() : "?";
             py::raise_from(e, PyExc_ValueError, ("registry customizer #" + std::to_string(k + 1) + " (" + name + ") failed").c_str());
             throw py::error_already_set();

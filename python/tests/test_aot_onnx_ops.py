@@ -238,3 +238,28 @@ def test_integer_min_max(tmp_path, op):
     t = TensorProto.INT32
     m = model([helper.make_node(op, ["a", "b"], ["y"])], [vi("a", [5], t), vi("b", [5], t)], [vi("y", [5], t)])
     check_onnx_model(tmp_path, m, {"a": RNG.integers(-9, 9, 5).astype(np.int32), "b": RNG.integers(-9, 9, 5).astype(np.int32)})
+
+
+@pytest.mark.parametrize("op,attrs,lo,hi", [("Round", {}, -4, 4), ("Sign", {}, -2, 2), ("Tan", {}, -1.4, 1.4), ("Asin", {}, -0.99, 0.99),
+                                            ("Acos", {}, -0.99, 0.99), ("Atan", {}, -5, 5), ("Sinh", {}, -4, 4), ("Cosh", {}, -4, 4),
+                                            ("Asinh", {}, -5, 5), ("Acosh", {}, 1.01, 6), ("Atanh", {}, -0.99, 0.99), ("Mish", {}, -6, 25),
+                                            ("ThresholdedRelu", {"alpha": 0.5}, -2, 2), ("Celu", {"alpha": 1.5}, -4, 4)])
+def test_more_unary_ops(tmp_path, op, attrs, lo, hi):
+    x = RNG.uniform(lo, hi, (4, 25)).astype(np.float32)
+    if op in ("Round", "Sign"):
+        x[0, :8] = [-2.5, -1.5, -0.5, 0.0, 0.5, 1.5, 2.5, -0.0]  # ties go to even; zeros keep no sign
+    m = model([helper.make_node(op, ["x"], ["y"], **attrs)], [vi("x", [4, 25])], [vi("y", [4, 25])])
+    check_onnx_model(tmp_path, m, {"x": x})
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd"])
+@pytest.mark.parametrize("t,np_t", [(TensorProto.INT32, np.int32), (TensorProto.INT64, np.int64), (TensorProto.UINT8, np.uint8)])
+def test_integer_reductions(tmp_path, op, t, np_t):
+    if np_t == np.uint8 and op in ("ReduceSum", "ReduceProd"):
+        pytest.skip("ONNX Runtime has no uint8 ReduceSum or ReduceProd")
+    x = RNG.integers(0 if np_t == np.uint8 else -50, 50, (3, 4, 5)).astype(np_t)
+    if op == "ReduceProd":  # products of 15 values that stay in range (overflow is not the same everywhere)
+        x = RNG.integers(0 if np_t == np.uint8 else -3, 2 if np_t == np.uint8 else 4, (3, 4, 5)).astype(np_t)
+    axes = numpy_helper.from_array(np.array([0, 2], np.int64), "axes")
+    m = model([helper.make_node(op, ["x", "axes"], ["y"], keepdims=0)], [vi("x", [3, 4, 5], t)], [vi("y", [4], t)], [axes])
+    check_onnx_model(tmp_path, m, {"x": x})

@@ -355,3 +355,29 @@ def test_registry_listing_and_keys():
         ctx.options.register("X", {"a": {"type": int, "defualt": 1}})
     with pytest.raises(ValueError, match="option 'a' default: option 'a' must be Int"):
         ctx.options.register("X", {"a": {"type": int, "default": "one"}})
+
+
+def test_interrupts_in_parts_are_raised_unchanged(tmp_path):
+    path = scale_model(tmp_path, {"alpha": 2})
+
+    def interrupted(op, node):
+        raise KeyboardInterrupt
+
+    ctx = weft.RegistryContext()
+    ctx.litert_parsers.register("MY_SCALE", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        weft.import_litert(path, registry=ctx)
+    ctx = weft.RegistryContext()
+    ctx.transforms.register("leave", lambda g, o: sys.exit(3))
+    with pytest.raises(SystemExit):
+        ctx.apply_transform("leave", relu_graph())
+
+    def stop(call):
+        raise KeyboardInterrupt
+
+    ctx = weft.RegistryContext()
+    ctx.emitters.register("IsNaN", stop)
+    with pytest.raises(KeyboardInterrupt):
+        weft.generate_c(isnan_graph(), tmp_path / "c", prefix="nan", registry=ctx)
+    # The next call is not affected.
+    assert weft.import_litert(path).nodes[0]["op_type"] == "MY_SCALE"

@@ -280,3 +280,31 @@ def test_filter_bank_tables_out_of_range_are_an_error(tmp_path):
         f.write(m.finish([ts[0]], [ty]))
     with pytest.raises(ValueError, match=r"SIGNALFILTERBANK: band 2 \(start 28, .* width 5\) reaches past the 30 energies"):
         weft.Session(use_env_path=False).compile(weft.import_litert(path))
+
+
+def test_empty_rows_and_tensors(tmp_path):
+    """Rows of 0 samples are all padding (their bins are 0); a model of empty tensors runs and its
+    module builds under the strict flags."""
+    m = Model()
+    tx, ty = m.tensor("x", [3, 0], "int16"), m.tensor("y", [3, 10], "int16")
+    m.custom("SignalRfft", [tx], [ty], options=flexbuffers.Dumps({"T": 7, "fft_length": 8}))
+    path = str(tmp_path / "r0.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([tx], [ty]))
+    for _ in range(3):  # fresh output buffers each time: all zeros, never what memory held
+        (y,) = weft.Session(use_env_path=False).compile(weft.import_litert(path)).run([np.zeros((3, 0), np.int16)])
+        np.testing.assert_array_equal(y, np.zeros((3, 10), np.int16))
+    out = tmp_path / "c"
+    weft.generate_c(path, out, prefix="r0", test=True)
+    r = build_and_run(out, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = Model()
+    tx, ty = m.tensor("x", [0], "uint32"), m.tensor("y", [0], "int16")
+    m.custom("SignalFilterBankLog", [tx], [ty], options=flexbuffers.Dumps({"input_correction_bits": 3, "output_scale": 1600}))
+    path = str(tmp_path / "e.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([tx], [ty]))
+    out = tmp_path / "e"
+    weft.generate_c(path, out, prefix="e", test=True)
+    r = build_and_run(out, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -651,9 +651,11 @@ std::string Generator::Source() const {
   c << "int32_t " << P << "_init(" << P << "_context* ctx, void* arena, size_t arena_bytes) {\n  int32_t i;\n  uint8_t* base;\n"
     << "  if (!ctx) return " << P << "_status_null_context;\n  ctx->initialized = 0;\n  ctx->failed_op = -1;\n";
   if (o_.external_arena) {
-    c << "  if (!arena || arena_bytes < " << P << "_ARENA_BYTES) return " << P << "_status_arena_too_small;\n";
+    c << "  if (!arena" << (plan_.arena_bytes ? " || arena_bytes < " + P + "_ARENA_BYTES" : std::string()) << ") return " << P
+      << "_status_arena_too_small;\n";
   } else {
-    c << "  if (arena && arena_bytes < " << P << "_ARENA_BYTES) return " << P << "_status_arena_too_small;\n";
+    if (plan_.arena_bytes) c << "  if (arena && arena_bytes < " << P << "_ARENA_BYTES) return " << P << "_status_arena_too_small;\n";
+    else c << "  (void)arena_bytes;\n";
   }
   c << "  if (arena && (uintptr_t)arena % " << P << "_ARENA_ALIGN) return " << P << "_status_arena_misaligned;\n";
   if (o_.external_arena) {
@@ -828,6 +830,7 @@ Status Generator::WriteTest(AotReport* r) {
     for (size_t k = 0; k < os.size(); ++k) {
       const HostTensor& t = outputs[static_cast<size_t>(step)][k];
       if (!CType(t.dtype())) return InvalidArgument("output '" + os[k].name + "' has a type the generated C does not hold");
+      if (t.numel() == 0) continue;  // nothing to compare
       c << "static const " << CType(t.dtype()) << " " << P << "_golden_out" << step << "_" << k << "[" << std::max<int64_t>(1, t.numel()) << "] = ";
       WriteElements(c, t.dtype(), t.data(), static_cast<uint64_t>(t.numel()));
       c << ";\n";
@@ -837,6 +840,7 @@ Status Generator::WriteTest(AotReport* r) {
   auto compare = [&](std::ostream& o, DataType dt, const std::string& got, const std::string& want, int64_t n, const std::string& bad,
                      const std::string& count) {
     const char* ct = CType(dt);
+    if (n == 0) return;  // nothing to compare (and no always-false loop for -Wextra)
     o << "  {\n    const " << ct << "* g = (const " << ct << "*)" << got << ";\n    uint32_t i;\n    for (i = 0; i < " << n << "u; ++i) {\n";
     if (dt == DT_FLOAT || dt == DT_DOUBLE) {
       o << "      const double w = " << want << "[i], h = g[i];\n"
@@ -852,7 +856,7 @@ Status Generator::WriteTest(AotReport* r) {
       for (size_t op = 0; op < m_.nodes.size(); ++op) {
         const auto& outs = recorded[static_cast<size_t>(step)].outs;
         for (size_t k = 0; op < outs.size() && k < outs[op].size() && k < m_.nodes[op]->out_values.size(); ++k) {
-          if (tensor_enum_[m_.nodes[op]->out_values[k]].empty() || !CType(outs[op][k].dtype())) continue;
+          if (tensor_enum_[m_.nodes[op]->out_values[k]].empty() || !CType(outs[op][k].dtype()) || outs[op][k].numel() == 0) continue;
           c << "static const " << CType(outs[op][k].dtype()) << " " << P << "_layer" << step << "_" << op << "_" << k << "["
             << std::max<int64_t>(1, outs[op][k].numel()) << "] = ";
           WriteElements(c, outs[op][k].dtype(), outs[op][k].data(), static_cast<uint64_t>(outs[op][k].numel()));
@@ -863,7 +867,7 @@ Status Generator::WriteTest(AotReport* r) {
       << P << "_layer_watch;\n\n";
     c << "/* After each operator: its outputs against the golden ones of this run. */\nstatic void " << P
       << "_check_layer(void* user, int32_t op, const char* name, int32_t phase) {\n  " << P << "_layer_watch* w = (" << P
-      << "_layer_watch*)user;\n  " << P << "_context* ctx = w->ctx;\n  uint32_t bad = 0, n = 0;\n  (void)name;\n  if (phase != 1) return;\n"
+      << "_layer_watch*)user;\n  " << P << "_context* ctx = w->ctx;\n  uint32_t bad = 0, n = 0;\n  (void)name;\n  (void)ctx;\n  if (phase != 1) return;\n"
       << "  switch (w->step * " << m_.nodes.size() << " + op) {\n";
     for (int step = 0; step < steps; ++step)
       for (size_t op = 0; op < m_.nodes.size(); ++op) {
