@@ -40,6 +40,9 @@ c10::ScalarType ToTorch(DataType dt) {
     case weft::DT_INT8: return at::kChar;
     case weft::DT_UINT8: return at::kByte;
     case weft::DT_INT16: return at::kShort;
+    case weft::DT_UINT16: return at::kUInt16;
+    case weft::DT_UINT32: return at::kUInt32;
+    case weft::DT_UINT64: return at::kUInt64;
     case weft::DT_INT32: return at::kInt;
     case weft::DT_INT64: return at::kLong;
     case weft::DT_BOOL: return at::kBool;
@@ -56,6 +59,9 @@ DataType FromTorch(c10::ScalarType t) {
     case at::kChar: return weft::DT_INT8;
     case at::kByte: return weft::DT_UINT8;
     case at::kShort: return weft::DT_INT16;
+    case at::kUInt16: return weft::DT_UINT16;
+    case at::kUInt32: return weft::DT_UINT32;
+    case at::kUInt64: return weft::DT_UINT64;
     case at::kInt: return weft::DT_INT32;
     case at::kLong: return weft::DT_INT64;
     case at::kBool: return weft::DT_BOOL;

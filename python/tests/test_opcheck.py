@@ -21,11 +21,42 @@ NOT_CHECKABLE = {"Squeeze": "rank from values", "Unsqueeze": "rank from values",
                  "If": "subgraph attributes", "Loop": "subgraph attributes", "Scan": "subgraph attributes",
                  "MulCustomGrad": "checked through MulCustom's backward",
                  "TflMean": "constant axis", "TflPad": "constant paddings", "TflPadv2": "constant paddings",
-                 "TflTranspose": "constant perm", "TflReshape": "constant shape", "TflStridedSlice": "constant bounds"}
+                 "TflTranspose": "constant perm", "TflReshape": "constant shape", "TflStridedSlice": "constant bounds",
+                 "SIGNALFILTERBANKSPECTRALSUBTRACTION": "keeps a noise estimate from call to call (not a function of its inputs)"}
 # Test packages' deliberately broken ops.
 BROKEN_ON_PURPOSE = {"Faulty", "NoShape"}
 
+def i16(*s):
+    return torch.randint(-3000, 3000, s, dtype=torch.int16)
+
+
+def u32(*s):
+    return torch.randint(0, 2**20, s, dtype=torch.int64).to(torch.uint32)
+
+
+def u64(*s):
+    return torch.randint(0, 2**40, s, dtype=torch.int64).to(torch.uint64)
+
+
+def s16(*v):
+    return torch.tensor(v, dtype=torch.int16)
+
+
+# TFLM's signal-library ops (int16, uint32 and uint64 tensors).
+SIGNAL_CASES = {
+    "SIGNALWINDOW": [((i16(2, 8), i16(8)), {"shift": 12})],
+    "SIGNALFFTAUTOSCALE": [((i16(16),), {})],
+    "SIGNALRFFT": [((i16(2, 16),), {"T": 7, "fft_length": 16}), ((i16(12),), {"T": 7, "fft_length": 24})],
+    "SIGNALENERGY": [((i16(18),), {"start_index": 1, "end_index": 7})],
+    "SIGNALFILTERBANK": [((u32(10), s16(100, 200, 300, 400), s16(300, 200, 100, 0), s16(0, 2, 4), s16(0, 1, 2), s16(1, 1, 2)),
+                          {"num_channels": 2})],
+    "SIGNALFILTERBANKSQUAREROOT": [((u64(6), torch.tensor(3, dtype=torch.int32)), {})],
+    "SIGNALPCAN": [((u32(6), u32(6), torch.randint(1, 30000, (125,), dtype=torch.int16)), {"snr_shift": 6})],
+    "SIGNALFILTERBANKLOG": [((u32(6),), {"input_correction_bits": 3, "output_scale": 64})],
+}
+
 CASES = {
+    **SIGNAL_CASES,
  "Conv": [((r(1, 2, 5, 5), r(3, 2, 3, 3), r(3)), {"pads": [1, 1, 1, 1]}), ((r(2, 4, 6, 6), r(4, 1, 3, 3)), {"group": 4, "strides": [2, 2]})],
     "ConvTranspose": [((r(1, 2, 4, 4), r(2, 3, 2, 2)), {"strides": [2, 2]})],
     "MaxPool": [((r(1, 2, 6, 6),), {"kernel_shape": [2, 2], "strides": [2, 2]})],
