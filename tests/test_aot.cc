@@ -20,6 +20,8 @@ using internal::ArenaBuffer;
 using internal::ArenaPlanValid;
 using internal::PlanArenaBuffers;
 using test::Contains;
+using test::Sh;
+using test::Shell;
 
 // ---- the planner ---------------------------------------------------------------------------
 
@@ -67,18 +69,6 @@ TEST(ArenaPlan, ReusesMemoryAlongAChain) {
 
 // ---- generated modules --------------------------------------------------------------------
 
-struct Sh {
-  int code;
-  std::string out;
-};
-Sh Shell(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t k = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), k);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
 
 std::string TempDir(const std::string& tag) {
   auto d = fs::temp_directory_path() / ("weft_aot_" + tag + "_" + std::to_string(::getpid()));

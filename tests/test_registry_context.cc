@@ -20,6 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::Contains;
+using test::Sh;
+using test::Shell;
 
 TEST(RegistryContext, KeysNeedOverwriteAndBuiltinsNeedAllowOverride) {
   auto ctx = BuildDefaultRegistryContext().value();
@@ -177,18 +179,6 @@ TEST(RegistryContext, OnnxModelHooksRewriteTheBytes) {
 
 // ---- emitters --------------------------------------------------------------------------------
 
-struct Sh {
-  int code;
-  std::string out;
-};
-Sh Shell(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t k = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), k);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
 
 std::shared_ptr<CompiledModel> AotModel(const Graph& g) {
   SessionOptions so;

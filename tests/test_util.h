@@ -3,6 +3,10 @@
 #define WEFT_TESTS_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
 
 #include <cmath>
 #include <random>
@@ -56,6 +60,20 @@ inline Format BlockedOrPlain() {
     return m.ok() && m.value()->DescribeSteps()[0].outputs[0].format == FORMAT_NC1HWC0 ? FORMAT_NC1HWC0 : FORMAT_ND;
   }();
   return f;
+}
+
+// A shell command's exit status (-1 when it did not exit) and its output, stderr included.
+struct Sh {
+  int code;
+  std::string out;
+};
+inline Sh Shell(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t k = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), k);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
 inline ::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
