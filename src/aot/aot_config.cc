@@ -300,16 +300,8 @@ Status ApplyAotConfig(const AotConfig& c, const Session& session, Graph* graph, 
       for (const OptionField& f : t->options.fields)
         if (f.name == key) field = &f;
       if (!field && !t->options.allow_extra) {
-        std::string m = where + ": unknown option '" + key + "'";
-        auto near = internal::NearestNames(key, declared);
-        if (!near.empty()) m += "; " + internal::DidYouMean(near);
-        if (declared.empty()) m += " (it takes no options)";
-        else {
-          m += " (valid: ";
-          for (size_t i = 0; i < declared.size(); ++i) m += (i ? ", " : "") + declared[i];
-          m += ")";
-        }
-        return InvalidArgument(m);
+        if (declared.empty()) return InvalidArgument(where + ": unknown option '" + key + "' (it takes no options)");
+        return UnknownKey(where, "option", key, declared);
       }
       AttrValue v;
       if (field) {
