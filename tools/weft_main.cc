@@ -610,6 +610,9 @@ int main(int argc, char** argv) {
   CLI::App app{"weft: run graphs whose every operator is a plugin.\n"
                "Operator packages are found through WEFT_CUSTOM_OPP_PATH (colon-separated package roots)."};
   app.require_subcommand(1);
+  app.footer(
+      "The `weft` installed with the Python package also has `weft serve MODEL` (a Ray Serve app for a model: "
+      "docs/serving.md) and `weft compile PROGRAM.pt2` (torch.export programs).");
 
   PluginsArgs pa;
   auto* plugins = app.add_subcommand("plugins", "List operator packages from their manifests, without loading them");

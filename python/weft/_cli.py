@@ -1,7 +1,8 @@
 """The `weft` command installed with the Python package: runs the bundled command-line tool.
 
 `weft compile PROGRAM.pt2 -o MODEL.weft` is handled here, in Python: a torch.export program needs
-PyTorch to read, and weft.torch.from_exported to convert."""
+PyTorch to read, and weft.torch.from_exported to convert. So is `weft serve MODEL` (weft.serve:
+Ray Serve)."""
 import argparse
 import os
 import sys
@@ -46,6 +47,10 @@ def _compile_pt2(argv):
 
 def main():
     args = sys.argv[1:]
+    if args and args[0] == "serve":
+        from weft.serve._cli import main as serve_main
+        serve_main(args[1:])
+        return
     if len(args) >= 2 and args[0] == "compile" and any(x.endswith(".pt2") for x in args[1:] if not x.startswith("-")):
         _compile_pt2(args[1:])
         return
