@@ -175,8 +175,9 @@ class Engine:
         names = [n for n, _, _ in self.inputs]
         for k in inputs:
             if k not in names:
-                near = difflib.get_close_matches(str(k), names, n=1)
-                hint = f" (did you mean '{near[0]}'?)" if near else ""
+                lower = {n.lower(): n for n in names}
+                near = difflib.get_close_matches(str(k).lower(), list(lower), n=1)
+                hint = f" (did you mean '{lower[near[0]]}'?)" if near else ""
                 raise RequestError(422, f"unknown input '{k}'{hint}; model '{self.name}' takes: {self._describe_inputs()}")
         arrays, total = [], 0
         batch = None

@@ -14,7 +14,8 @@ import numpy as np
 from ._engine import RequestError
 
 NPZ_TYPES = ("application/x-npz", "application/octet-stream")
-JSON_TYPES = ("application/json", "text/json", "")
+# curl -d sends a JSON body as x-www-form-urlencoded unless told otherwise: read as JSON too.
+JSON_TYPES = ("application/json", "text/json", "application/x-www-form-urlencoded", "")
 
 
 def content_kind(content_type):
