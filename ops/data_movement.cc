@@ -154,9 +154,12 @@ class Split : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
           *err = "split sizes must be non-negative and sum to " + std::to_string(dim);
           return true;
         }
-      if (sizes->size() != n || sum != dim) *err = "split sizes do not match " + std::to_string(n) + " outputs summing to " + std::to_string(dim);
+      // An unknown dim (-1, shape inference before the values are known) takes the sizes' sum.
+      if (sizes->size() != n || (dim >= 0 && sum != dim))
+        *err = "split sizes do not match " + std::to_string(n) + " outputs summing to " + std::to_string(dim);
       return true;
     }
+    if (dim < 0) return false;  // even pieces of an unknown dim: unknown
     int64_t chunk = (dim + static_cast<int64_t>(n) - 1) / static_cast<int64_t>(n);
     sizes->clear();
     for (size_t k = 0; k < n; ++k) sizes->push_back(std::max<int64_t>(0, std::min(chunk, dim - chunk * static_cast<int64_t>(k))));

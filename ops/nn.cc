@@ -392,14 +392,22 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
       ForRows(ctx, outer, inner, [&](int64_t lo, int64_t hi) {
       for (int64_t g = lo; g < hi; ++g) {
         const float* row = px + g * inner;
-        double sum = 0, sq = 0;
+        double sum = 0, sq = 0;  // float64 sums, in vector lanes
+#pragma omp simd reduction(+ : sum)
         for (int64_t i = 0; i < inner; ++i) sum += row[i];
         double mu = sum / static_cast<double>(inner);
+#pragma omp simd reduction(+ : sq)
         for (int64_t i = 0; i < inner; ++i) sq += (row[i] - mu) * (row[i] - mu);
         double iv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps);
         float fm = static_cast<float>(mu), fi = static_cast<float>(iv);
         float* out = py + g * inner;
-        for (int64_t i = 0; i < inner; ++i) out[i] = (row[i] - fm) * fi * ps[i] + (pb ? pb[i] : 0.f);
+        if (pb) {
+#pragma omp simd
+          for (int64_t i = 0; i < inner; ++i) out[i] = (row[i] - fm) * fi * ps[i] + pb[i];
+        } else {
+#pragma omp simd
+          for (int64_t i = 0; i < inner; ++i) out[i] = (row[i] - fm) * fi * ps[i];
+        }
         mean[g] = mu;
         inv[g] = iv;
       }

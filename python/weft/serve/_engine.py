@@ -127,7 +127,12 @@ class Engine:
                 raise ValueError(f"weft.serve: '{os.path.basename(path)}' is not a model Weft serves "
                                  "(.weft, .onnx or .tflite)")
             self.inputs = [(n, str(t), list(s)) for n, t, s in self._model.inputs]
-            outs = {n: (str(t), list(s)) for n, t, s in self._session.infer(graph)} if ext != ".weft" else {}
+            outs = {}
+            if ext != ".weft":
+                try:  # output shapes by inference (dynamic dims as -1), for the metadata
+                    outs = {n: (str(t), list(s)) for n, t, s in self._session.infer(graph)}
+                except (ValueError, RuntimeError, KeyError):
+                    outs = {}
             self.outputs = [(n, str(t), outs.get(n, (str(t), list(s)))[1] or list(s)) for n, t, s in self._model.outputs]
             self._stateful = ext == ".tflite"
         else:
