@@ -18,7 +18,7 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 echo "fresh venv: $("$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -ci '^[a-z]') packages, torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
 echo "pip install $ROOT (builds the engine in a fresh build directory; a few minutes)"
 "${PIP[@]}" install "$ROOT"
-"${PIP[@]}" install -c "$ROOT/requirements.txt" pytest onnx flatbuffers ai-edge-litert
+"${PIP[@]}" install -c "$ROOT/requirements.txt" pytest onnx flatbuffers ai-edge-litert "ray[serve]"  # ray: weft.serve's extra
 
 mkdir -p "$WORK/run" && cd "$WORK/run"
 cp -r "$ROOT/python/tests" tests
@@ -37,6 +37,7 @@ leaked=$(nm -D --defined-only "$LIB" | c++filt | grep -c 'weft::internal' || tru
 [ "$leaked" -eq 0 ] || { echo "$LIB exports $leaked weft::internal symbols" >&2; exit 1; }
 echo "$(basename "$LIB") exports $(nm -D --defined-only "$LIB" | wc -l) symbols, none of weft::internal"
 "$VENV/bin/weft" --help > /dev/null
+"$VENV/bin/weft" serve --help > /dev/null
 "$VENV/bin/python" - <<'PY'
 import sys, torch
 f = torch.compile(lambda x: torch.relu(x) * 2 + 1, backend="weft")  # no `import weft`

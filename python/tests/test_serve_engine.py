@@ -202,3 +202,24 @@ def test_npz_bodies():
     with pytest.raises(RequestError) as err:
         _http.content_kind("text/html")
     assert err.value.status == 415
+
+
+def test_litert_model(tmp_path):
+    import os
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.join(root, "examples", "litert_custom_op"))  # or copied beside the tests
+    pytest.importorskip("flatbuffers")
+    from tflite_writer import Model
+    m = Model()
+    x = m.tensor("x", [1, 4], "float32")
+    k = m.tensor("k", [1, 4], "float32", data=np.array([[1, -2, 3, -4]], np.float32))
+    y = m.tensor("y", [1, 4], "float32")
+    m.builtin(18, [x, k], [y])  # MUL
+    path = tmp_path / "mul.tflite"
+    path.write_bytes(m.finish([x], [y]))
+    e = Engine(path)
+    assert not e.batched and e.metadata()["inputs"] == [{"name": "x", "dtype": "float32", "shape": [1, 4]}]
+    xs = [np.random.default_rng(s).standard_normal((1, 4)).astype(np.float32) for s in range(3)]
+    for v, out in zip(xs, e.run_batch([e.validate({"x": v}) for v in xs])):
+        np.testing.assert_array_equal(out["y"], v * np.array([[1, -2, 3, -4]], np.float32))
