@@ -884,13 +884,18 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
         return dnnl::pooling_v2_forward::primitive_desc(d, attr, CpuEngine());
       };
       dnnl::pooling_v2_forward::primitive_desc pd = make_pd(src_md, dst_md);
-      // Where oneDNN has only a simple loop for the plain layout (e.g. a height of 1), the
-      // channel-blocked layout with reorders around it is faster.
+      // Where oneDNN has only a simple loop for the plain layout (e.g. a height of 1, or any plain
+      // NCHW pooling on CPUs without AVX-512), a layout its vectorized kernels take, with reorders
+      // around them, is faster: 16-channel blocks (AVX-512), 8-channel blocks (AVX2), channels last.
       bool relayout = false;
       if (!blocked_in && !blocked_out && nd == 2 && std::string(pd.impl_info_str()).rfind("jit", 0) != 0) {
-        dnnl::memory::desc s_blk(src, dt::f32, tag::nChw16c), d_blk(dst, dt::f32, tag::nChw16c);
-        auto alt = make_pd(s_blk, d_blk);
-        if (std::string(alt.impl_info_str()).rfind("jit", 0) == 0) pd = alt, relayout = true;
+        for (tag t : {tag::nChw16c, tag::nChw8c, tag::nhwc}) {
+          auto alt = make_pd(dnnl::memory::desc(src, dt::f32, t), dnnl::memory::desc(dst, dt::f32, t));
+          if (std::string(alt.impl_info_str()).rfind("jit", 0) == 0) {
+            pd = alt, relayout = true;
+            break;
+          }
+        }
       }
       if (blocked_out && ctx->SetOutputStorage(0, dst_md.get_size(), FORMAT_NC1HWC0) != GRAPH_SUCCESS) return GRAPH_FAILED;
       int xs_slot = runner_.AddBound(src_md), ys_slot = runner_.AddBound(dst_md);
