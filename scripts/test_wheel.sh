@@ -14,11 +14,13 @@ trap 'rm -rf "$WORK"' EXIT
 VENV="$WORK/venv"
 /usr/bin/python3 -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
-"${PIP[@]}" install -c "$ROOT/requirements.txt" torch
+# requirements.txt's pins as pip constraints (which cannot name extras such as ray[serve]).
+sed -E 's/\[[^]]*\]//' "$ROOT/requirements.txt" > "$WORK/constraints.txt"
+"${PIP[@]}" install -c "$WORK/constraints.txt" torch
 echo "fresh venv: $("$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -ci '^[a-z]') packages, torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
 echo "pip install $ROOT (builds the engine in a fresh build directory; a few minutes)"
 "${PIP[@]}" install "$ROOT"
-"${PIP[@]}" install -c "$ROOT/requirements.txt" pytest onnx flatbuffers ai-edge-litert "ray[serve]"  # ray: weft.serve's extra
+"${PIP[@]}" install -c "$WORK/constraints.txt" pytest onnx flatbuffers ai-edge-litert "ray[serve]"  # ray: weft.serve's extra
 
 mkdir -p "$WORK/run" && cd "$WORK/run"
 cp -r "$ROOT/python/tests" tests
