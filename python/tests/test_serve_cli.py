@@ -18,7 +18,10 @@ yaml = pytest.importorskip("yaml")
 from serve_models import mlp  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The example config: from the checkout, or copied next to these tests (scripts/test_wheel.sh).
 EXAMPLE = os.path.join(HERE, "..", "..", "examples", "serving", "serve.yaml")
+if not os.path.isfile(EXAMPLE):
+    EXAMPLE = os.path.join(HERE, "serve.yaml")
 
 
 def wait_ready(proc, url, log):
