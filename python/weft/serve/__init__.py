@@ -18,6 +18,7 @@ import asyncio
 import collections
 import difflib
 import inspect
+import json
 import os
 import threading
 import time
@@ -63,7 +64,6 @@ class _Stats:
 
 
 def _error_body(identity, status, message):
-    import json
     return json.dumps({"error": message, "status": status, "model": identity}).encode()
 
 
@@ -146,11 +146,9 @@ if _serve is not None:
                 if last == "healthz":
                     return 200, b'{"status": "ok"}', "application/json"
                 if last == "stats":
-                    import json
                     return 200, json.dumps({"model": self._engine.identity(), **self._stats.snapshot()}).encode(), \
                         "application/json"
                 if last in ("", "metadata") or sub in ("", "/"):
-                    import json
                     return 200, json.dumps(self._engine.metadata()).encode(), "application/json"
                 raise RequestError(404, f"no such path '{request.url.path}': GET the route for metadata, "
                                         "<route>/healthz, <route>/stats; POST the route to run the model")
