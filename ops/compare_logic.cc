@@ -128,8 +128,32 @@ class Pow : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   }
 };
 
-class Mod : public EagerExecuteOp, public ShapeInferOp {
+class Mod : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Elementwise with broadcasting: fmodf/fmod for floats; integers as Execute (a remainder that
+  // takes the divisor's sign unless fmod; a zero divisor fails the run with status 1).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    const DataType dt = a->GetDataType();
+    const bool fmod = *ctx->GetAttrs()->GetInt("fmod") != 0;
+    const std::string t = aot::CType(dt);
+    if (dt == DT_FLOAT || dt == DT_DOUBLE) {
+      if (!fmod) return Fail(ctx, "floating-point inputs require fmod=1");
+      return aot::EmitMap2(ctx, dt == DT_FLOAT ? "fmodf(a, b)" : "fmod(a, b)", t);
+    }
+    if (t.empty() || dt == DT_BOOL || b->GetDataType() != dt) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " Mod");
+    const bool is_signed = dt == DT_INT8 || dt == DT_INT16 || dt == DT_INT32 || dt == DT_INT64;
+    ctx->Run("{\n  const " + t + "* pb = " + ctx->Input(1, t.c_str()) + ";\n  int64_t k;\n  for (k = 0; k < " + aot::IntLit(b->GetShapeSize()) +
+             "; ++k)\n    if (pb[k] == 0) return 1; /* integer division by zero */\n}\n");
+    std::string expr = "a % b";
+    if (is_signed) {
+      // INT_MIN % -1 overflows in C: its remainder is 0.
+      const std::string r = "(b == -1 ? 0 : a % b)";
+      expr = fmod ? r : "(" + r + " != 0 && ((" + r + " < 0) != (b < 0)) ? " + r + " + b : " + r + ")";
+    }
+    return aot::EmitMap2(ctx, expr, t);
+  }
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, "Mod"); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
@@ -153,7 +177,8 @@ class Mod : public EagerExecuteOp, public ShapeInferOp {
         auto y = Load(pb[ib]);
         if constexpr (std::is_integral<decltype(x)>::value) {
           if (y == 0) { zero = true; pc[i] = 0; return; }
-          auto r = y == decltype(y)(-1) ? decltype(x)(0) : static_cast<decltype(x)>(x % y);  // INT_MIN % -1 overflows
+          auto r = std::is_signed<decltype(y)>::value && y == decltype(y)(-1) ? decltype(x)(0)
+                                                                                : static_cast<decltype(x)>(x % y);  // INT_MIN % -1 overflows
           if (!fmod && r != 0 && ((r < 0) != (y < 0))) r = static_cast<decltype(x)>(r + y);
           pc[i] = static_cast<T>(r);
         } else {

@@ -519,8 +519,55 @@ inline void Combine(T* dst, T v, Reduce r) {
 
 // ScatterND(data, indices[..., k], updates): a copy of data where the slices at the index
 // tuples receive updates (replaced, or combined by `reduction`), in index order.
-class ScatterND : public EagerExecuteOp, public ShapeInferOp {
+class ScatterND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // data copied (unless the planner put the output in its place), every index tuple checked
+  // (one out of range fails the run with status 1, before anything is written), then the updates
+  // combined in index order, as Execute does. Integer sums and products wrap.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* d = ctx->GetInputTensor(0);
+    const Tensor* ix = ctx->GetInputTensor(1);
+    Reduce r;
+    if (GetReduction(ctx, &r) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    const DataType dt = d->GetDataType();
+    const std::string t = aot::CType(dt);
+    if (t.empty() || (dt == DT_BOOL && r != Reduce::kNone)) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " ScatterND");
+    if (ix->GetDataType() != DT_INT64 && ix->GetDataType() != DT_INT32) return Fail(ctx, "indices must be int32 or int64");
+    const Shape& ds = d->GetShape();
+    const int64_t k = ix->GetShape().GetDim(ix->GetShape().GetDimNum() - 1);
+    int64_t slice = 1;
+    for (size_t a = static_cast<size_t>(k); a < ds.GetDimNum(); ++a) slice *= ds.GetDim(a);
+    const int64_t tuples = k ? ix->GetShapeSize() / k : 0;
+    std::vector<int64_t> dims;
+    for (int64_t a = 0; a < k; ++a) dims.push_back(ds.GetDim(static_cast<size_t>(a)));
+    const bool is_float = dt == DT_FLOAT || dt == DT_DOUBLE;
+    const std::string u = is_float ? t : "uint64_t";
+    std::string combine;
+    switch (r) {
+      case Reduce::kNone: combine = "v"; break;
+      case Reduce::kAdd: combine = "(" + t + ")((" + u + ")*dst + (" + u + ")v)"; break;
+      case Reduce::kMul: combine = "(" + t + ")((" + u + ")*dst * (" + u + ")v)"; break;
+      case Reduce::kMax: combine = "(*dst < v ? v : *dst)"; break;
+      case Reduce::kMin: combine = "(v < *dst ? v : *dst)"; break;
+    }
+    const std::string it = ix->GetDataType() == DT_INT32 ? "int32_t" : "int64_t";
+    const std::string T = aot::IntLit(tuples), K = aot::IntLit(k), S = aot::IntLit(slice);
+    ctx->Include("<string.h>");
+    std::string code = "{\n  const " + t + "* pd = " + ctx->Input(0, t.c_str()) + ";\n  const " + it + "* pk = " + ctx->Input(1, it.c_str()) +
+                       ";\n  const " + t + "* pu = " + ctx->Input(2, t.c_str()) + ";\n  " + t + "* py = " + ctx->Output(0, t.c_str()) +
+                       ";\n  int64_t n, j, e;\n";
+    if (tuples) code += "  const int64_t* dims = " + ctx->Const("dims", DT_INT64, dims) + ";\n  for (n = 0; n < " + T +
+                        "; ++n)\n    for (j = 0; j < " + K + "; ++j) {\n      const int64_t v = (int64_t)pk[n * " + K +
+                        " + j];\n      if (v < -dims[j] || v >= dims[j]) return 1; /* index out of range */\n    }\n";
+    code += "  if ((const void*)py != (const void*)pd) memcpy(py, pd, " + std::to_string(d->GetByteCount()) + "u);\n";
+    if (tuples)
+      code += "  for (n = 0; n < " + T + "; ++n) {\n    int64_t off = 0;\n    for (j = 0; j < " + K +
+              "; ++j) {\n      const int64_t v = (int64_t)pk[n * " + K + " + j];\n      off = off * dims[j] + (v < 0 ? v + dims[j] : v);\n    }\n" +
+              "    for (e = 0; e < " + S + "; ++e) {\n      " + t + "* dst = py + off * " + S + " + e;\n      const " + t + " v = pu[n * " + S +
+              " + e];\n      *dst = " + combine + ";\n    }\n  }\n";
+    ctx->Run(code + "}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& d = *ctx->GetInputShape(0);
     const Shape& ix = *ctx->GetInputShape(1);

@@ -1487,8 +1487,13 @@ graphStatus BroadcastOutputShape(InferShapeContext* ctx) {
 }
 
 // ATAN2(y, x): float32, broadcast; the angle of (x, y) in [-pi, pi].
-class TflAtan2 : public EagerExecuteOp, public ShapeInferOp {
+class TflAtan2 : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    if (ctx->GetInputTensor(0)->GetDataType() != DT_FLOAT || ctx->GetInputTensor(1)->GetDataType() != DT_FLOAT)
+      return Fail(ctx, "ATAN2 takes float32 inputs");
+    return aot::EmitMap2(ctx, "atan2f(a, b)", "float");
+  }
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastOutputShape(ctx); }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
     ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
@@ -1512,7 +1517,7 @@ class TflAtan2 : public EagerExecuteOp, public ShapeInferOp {
 // through the fixed-point inverse square root, then rescaled by 1 / (sqrt(input scale) * output
 // scale)), computed once per distinct input value; int16 through TFLite's 513-entry table. Values
 // below the zero point are an error, as in TFLite; the value 0 gives the largest output.
-class TflRsqrt : public EagerExecuteOp, public ShapeInferOp {
+class TflRsqrt : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
     *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
@@ -1533,14 +1538,11 @@ class TflRsqrt : public EagerExecuteOp, public ShapeInferOp {
       for (int64_t i = 0; i < n; ++i) py[i] = 1.f / std::sqrt(px[i]);
       return GRAPH_SUCCESS;
     }
-    Quant in = InputQuant(ctx, 0), o = OutputQuant(ctx);
-    if (!in.quantized() || !o.quantized()) return Fail(ctx, "quantized RSQRT needs input and output scales");
-    if (x->GetDataType() == DT_INT16) {  // TFLite's 513-entry table of 1 / sqrt
-      if (in.zp != 0 || o.zp != 0) return Fail(ctx, "int16 RSQRT needs zero points of 0");
+    Quant in, o;
+    if (Quantized(ctx, &in, &o) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    if (x->GetDataType() == DT_INT16) {
       int16_t lut[513];
-      const float out_scale = o.scale;
-      tfl::PopulateLutInt16(in.scale, in.zp, o.scale, o.zp,
-                            [out_scale](float v) { return v <= 0.f ? 32767.f * out_scale : 1.f / std::sqrt(v); }, lut);
+      Int16Lut(in, o, lut);
       const int16_t* px = x->GetData<int16_t>();
       int16_t* py = y->GetData<int16_t>();
       for (int64_t i = 0; i < n; ++i) {
@@ -1551,28 +1553,8 @@ class TflRsqrt : public EagerExecuteOp, public ShapeInferOp {
       }
       return GRAPH_SUCCESS;
     }
-    if (x->GetDataType() != DT_INT8) return Fail(ctx, "RSQRT takes float32, int8 or int16");
-    // The multiplier as TFLite computes it: sqrt and the product in float, the quotient in double.
-    const float root = std::sqrt(in.scale);
-    int32_t mult;
-    int shift;
-    tfl::QuantizeMultiplier(1.0 / static_cast<double>(root * o.scale), &mult, &shift);
-    constexpr int kShift = 20;  // keeps the intermediate an integer
     int8_t table[256];
-    for (int v = -128; v < 128; ++v) {
-      const int32_t value = v + (-in.zp);
-      int32_t out;
-      if (value <= 0) {
-        out = 127;  // 0 maps to the largest value; negatives are refused below
-      } else {
-        int32_t inv;
-        int inv_shift;
-        tfl::InvSqrtMultiplier(value, &inv, &inv_shift);
-        const int32_t data = tfl::MultiplyByQuantizedMultiplier(1, inv, inv_shift + kShift);
-        out = std::min(std::max(tfl::MultiplyByQuantizedMultiplier(data, mult, shift - kShift) + o.zp, -128), 127);
-      }
-      table[v + 128] = static_cast<int8_t>(out);
-    }
+    Int8Table(in, o, table);
     const int8_t* px = x->GetData<int8_t>();
     int8_t* py = y->GetData<int8_t>();
     for (int64_t i = 0; i < n; ++i) {
@@ -1582,6 +1564,81 @@ class TflRsqrt : public EagerExecuteOp, public ShapeInferOp {
       py[i] = table[px[i] + 128];
     }
     return GRAPH_SUCCESS;
+  }
+  // The runtime's tables as constants: a value below the zero point fails the run (status 1).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const std::string n = aot::IntLit(x->GetShapeSize());
+    ctx->Include("<math.h>");
+    if (x->GetDataType() == DT_FLOAT) {
+      ctx->Run("{\n  const float* px = " + ctx->Input(0, "float") + ";\n  float* py = " + ctx->Output(0, "float") +
+               ";\n  int64_t i;\n  for (i = 0; i < " + n + "; ++i) py[i] = 1.f / sqrtf(px[i]);\n}\n");
+      return GRAPH_SUCCESS;
+    }
+    Quant in, o;
+    if (Quantized(ctx, &in, &o) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    if (x->GetDataType() == DT_INT16) {
+      std::vector<int16_t> lut(513);
+      Int16Lut(in, o, lut.data());
+      ctx->Run("{\n  const int16_t* px = " + ctx->Input(0, "int16_t") + ";\n  int16_t* py = " + ctx->Output(0, "int16_t") +
+               ";\n  const int16_t* lut = " + ctx->Const("rsqrt_lut", DT_INT16, lut) + ";\n  int64_t i;\n  for (i = 0; i < " + n +
+               "; ++i) if (px[i] < 0) return 1; /* below the zero point */\n  for (i = 0; i < " + n +
+               "; ++i) {\n    const int index = 256 + (px[i] >> 7);\n    const int16_t offset = (int16_t)(px[i] & 0x7f);\n" +
+               "    const int16_t slope = (int16_t)(lut[index + 1] - lut[index]);\n    py[i] = (int16_t)(lut[index] + ((slope * offset + 64) >> 7));\n" +
+               "  }\n}\n");
+      return GRAPH_SUCCESS;
+    }
+    std::vector<int8_t> table(256);
+    Int8Table(in, o, table.data());
+    ctx->Run("{\n  const int8_t* px = " + ctx->Input(0, "int8_t") + ";\n  int8_t* py = " + ctx->Output(0, "int8_t") +
+             ";\n  const int8_t* table = " + ctx->Const("rsqrt_table", DT_INT8, table) + ";\n  int64_t i;\n" +
+             (in.zp > -128 ? "  for (i = 0; i < " + n + "; ++i) if (px[i] < " + std::to_string(in.zp) + ") return 1; /* below the zero point */\n"
+                           : std::string()) +
+             "  for (i = 0; i < " + n + "; ++i) py[i] = table[px[i] + 128];\n}\n");
+    return GRAPH_SUCCESS;
+  }
+
+ private:
+  template <typename Ctx>
+  static graphStatus Quantized(const Ctx* ctx, Quant* in, Quant* o) {
+    const DataType dt = ctx->GetInputTensor(0)->GetDataType();
+    if (dt != DT_INT8 && dt != DT_INT16) return Fail(ctx, "RSQRT takes float32, int8 or int16");
+    *in = InputQuant(ctx, 0);
+    *o = OutputQuant(ctx);
+    if (!in->quantized() || !o->quantized()) return Fail(ctx, "quantized RSQRT needs input and output scales");
+    if (dt == DT_INT16 && (in->zp != 0 || o->zp != 0)) return Fail(ctx, "int16 RSQRT needs zero points of 0");
+    return GRAPH_SUCCESS;
+  }
+  // int16: TFLite's 513-entry table of 1 / sqrt.
+  static void Int16Lut(const Quant& in, const Quant& o, int16_t* lut) {
+    const float out_scale = o.scale;
+    tfl::PopulateLutInt16(in.scale, in.zp, o.scale, o.zp, [out_scale](float v) { return v <= 0.f ? 32767.f * out_scale : 1.f / std::sqrt(v); },
+                          lut);
+  }
+  // int8: TFLite's integer kernel (each value's offset from the zero point through the
+  // fixed-point inverse square root, then rescaled by 1 / (sqrt(input scale) * output scale)),
+  // once per input value: table[v + 128].
+  static void Int8Table(const Quant& in, const Quant& o, int8_t* table) {
+    // The multiplier as TFLite computes it: sqrt and the product in float, the quotient in double.
+    const float root = std::sqrt(in.scale);
+    int32_t mult;
+    int shift;
+    tfl::QuantizeMultiplier(1.0 / static_cast<double>(root * o.scale), &mult, &shift);
+    constexpr int kShift = 20;  // keeps the intermediate an integer
+    for (int v = -128; v < 128; ++v) {
+      const int32_t value = v + (-in.zp);
+      int32_t out;
+      if (value <= 0) {
+        out = 127;  // 0 maps to the largest value; negatives are refused
+      } else {
+        int32_t inv;
+        int inv_shift;
+        tfl::InvSqrtMultiplier(value, &inv, &inv_shift);
+        const int32_t data = tfl::MultiplyByQuantizedMultiplier(1, inv, inv_shift + kShift);
+        out = std::min(std::max(tfl::MultiplyByQuantizedMultiplier(data, mult, shift - kShift) + o.zp, -128), 127);
+      }
+      table[v + 128] = static_cast<int8_t>(out);
+    }
   }
 };
 

@@ -449,8 +449,36 @@ class CumSum : public EagerExecuteOp {
   }
 };
 
-class TopK : public EagerExecuteOp, public ShapeInferOp {
+class TopK : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // k rounds of selection per row (O(k*n), no sort): the first of equal values (lowest index)
+  // wins, as Execute's stable sort gives; a scratch byte per element marks those taken.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& in = x->GetShape();
+    const std::string t = aot::CType(x->GetDataType());
+    if (t.empty() || x->GetDataType() == DT_BOOL) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(x->GetDataType()) + " TopK");
+    int64_t axis = 0;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis);
+    const bool largest = *ctx->GetAttrs()->GetInt("largest") != 0;
+    const int64_t k = ctx->GetOutputTensor(0)->GetShape().GetDim(static_cast<size_t>(axis)), n = in.GetDim(static_cast<size_t>(axis));
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= in.GetDim(static_cast<size_t>(d));
+    for (size_t d = static_cast<size_t>(axis) + 1; d < in.GetDimNum(); ++d) inner *= in.GetDim(d);
+    if (k == 0 || outer * inner == 0) return GRAPH_SUCCESS;
+    const std::string taken = ctx->Scratch(static_cast<size_t>(n));
+    const std::string N = aot::IntLit(n), K = aot::IntLit(k), I = aot::IntLit(inner);
+    ctx->Include("<string.h>");
+    ctx->Run("{\n  const " + t + "* px = " + ctx->Input(0, t.c_str()) + ";\n  " + t + "* pv = " + ctx->Output(0, t.c_str()) +
+             ";\n  int64_t* pi = " + ctx->Output(1, "int64_t") + ";\n  uint8_t* taken = (uint8_t*)(void*)" + taken +
+             ";\n  int64_t o, i, j, c;\n  for (o = 0; o < " + aot::IntLit(outer) + "; ++o)\n    for (i = 0; i < " + I +
+             "; ++i) {\n      const " + t + "* row = px + o * " + N + " * " + I + " + i;\n      memset(taken, 0, " + std::to_string(n) +
+             "u);\n      for (j = 0; j < " + K + "; ++j) {\n        int64_t best = -1;\n        for (c = 0; c < " + N +
+             "; ++c)\n          if (!taken[c] && (best < 0 || row[c * " + I + "] " + (largest ? ">" : "<") + " row[best * " + I +
+             "]))\n            best = c;\n        taken[best] = 1;\n        pv[(o * " + K + " + j) * " + I + " + i] = row[best * " + I +
+             "];\n        pi[(o * " + K + " + j) * " + I + " + i] = best;\n      }\n    }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& in = *ctx->GetInputShape(0);
     int64_t axis = 0;

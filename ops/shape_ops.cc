@@ -307,8 +307,24 @@ class Expand : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
-class Tile : public EagerExecuteOp, public ShapeInferOp {
+class Tile : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // A strided copy over [r0, d0, r1, d1, ...]: each repeat axis walks its input axis with step 0
+  // (axes repeated once are left out).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Shape& in = ctx->GetInputTensor(0)->GetShape();
+    const Shape& os = ctx->GetOutputTensor(0)->GetShape();
+    if (os.GetShapeSize() == 0) return GRAPH_SUCCESS;
+    std::vector<int64_t> dims, axis, step;
+    for (size_t a = 0; a < in.GetDimNum(); ++a) {
+      const int64_t d = in.GetDim(a), r = d ? os.GetDim(a) / d : 0;
+      if (r > 1) dims.push_back(r), axis.push_back(static_cast<int64_t>(a)), step.push_back(0);
+      dims.push_back(d), axis.push_back(static_cast<int64_t>(a)), step.push_back(1);
+    }
+    if (dims.size() > 8) return Fail(ctx, "the generated C tiles at most 8 axes (input axes plus repeated ones); this Tile needs " +
+                                     std::to_string(dims.size()));
+    return aot::EmitStridedCopy(ctx, dims, axis, step, {});
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& in = *ctx->GetInputShape(0);
     std::vector<int64_t> rep;

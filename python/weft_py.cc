@@ -349,15 +349,34 @@ py::dict NodeDict(const Node& n, py::dict* originals) {
 }
 
 // `d` back into `n`: an attribute whose object is the one NodeDict gave keeps its exact value.
+// d[key] as T; a value of the wrong type is a TypeError naming the node, the field and what it got
+// (pybind11's own cast error names neither).
+template <class T>
+T NodeField(const py::dict& d, const char* key, const char* want, const std::string& node) {
+  py::object v = d[key];
+  try {
+    if constexpr (std::is_same_v<T, std::vector<std::string>>)
+      if (py::isinstance<py::str>(v) || py::isinstance<py::bytes>(v)) throw py::cast_error("");  // not a list of one-letter names
+    if constexpr (std::is_same_v<T, py::dict>)
+      if (!py::isinstance<py::dict>(v)) throw py::cast_error("");  // py::dict would convert a list of pairs
+    return v.cast<T>();
+  } catch (const py::cast_error&) {
+    throw py::type_error("node " + (node.empty() ? std::string("(unnamed)") : "'" + node + "'") + ": field '" + key +
+                         "' must be " + want + ", got " + std::string(py::str(py::type::of(v).attr("__name__"))) + " " +
+                         std::string(py::repr(v)).substr(0, 80));
+  }
+}
+
 void NodeFromDict(const py::dict& d, const py::dict& originals, Node* n) {
-  if (d.contains("name")) n->name = d["name"].cast<std::string>();
-  if (d.contains("op_type")) n->op_type = d["op_type"].cast<std::string>();
-  if (d.contains("inputs")) n->inputs = d["inputs"].cast<std::vector<std::string>>();
-  if (d.contains("outputs")) n->outputs = d["outputs"].cast<std::vector<std::string>>();
-  if (d.contains("domain")) n->domain = d["domain"].cast<std::string>();
+  const std::string node = d.contains("name") && py::isinstance<py::str>(d["name"]) ? d["name"].cast<std::string>() : n->name;
+  if (d.contains("name")) n->name = NodeField<std::string>(d, "name", "a str", node);
+  if (d.contains("op_type")) n->op_type = NodeField<std::string>(d, "op_type", "a str", node);
+  if (d.contains("inputs")) n->inputs = NodeField<std::vector<std::string>>(d, "inputs", "a list of str", node);
+  if (d.contains("outputs")) n->outputs = NodeField<std::vector<std::string>>(d, "outputs", "a list of str", node);
+  if (d.contains("domain")) n->domain = NodeField<std::string>(d, "domain", "a str", node);
   if (!d.contains("attrs")) return;
   std::map<std::string, AttrValue> out;
-  for (auto [k, v] : d["attrs"].cast<py::dict>()) {
+  for (auto [k, v] : NodeField<py::dict>(d, "attrs", "a dict", node)) {
     std::string key = py::str(k);
     if (originals.contains(k) && originals[k].ptr() == v.ptr()) {
       out[key] = n->attrs.at(key);
@@ -745,7 +764,12 @@ PYBIND11_MODULE(_weft, m) {
         std::map<std::string, const Node*> by_name;
         for (const Node& n : g.nodes()) by_name[n.name] = &n;
         std::vector<Node> out;
+        size_t index = 0;
         for (auto item : nodes) {
+          if (!py::isinstance<py::dict>(item))
+            throw py::type_error("set_nodes: item " + std::to_string(index) + " must be a dict (as `nodes` gives them), got " +
+                                 std::string(py::str(py::type::of(item).attr("__name__"))));
+          ++index;
           py::dict d = item.cast<py::dict>();
           Node n;
           if (d.contains("name")) {
@@ -753,11 +777,12 @@ PYBIND11_MODULE(_weft, m) {
             if (it != by_name.end()) n = *it->second;  // keeps what the dict cannot say
           }
           py::dict originals;
-          if (d.contains("attrs"))
+          if (d.contains("attrs") && py::isinstance<py::dict>(d["attrs"]))
             for (auto [k, v] : d["attrs"].cast<py::dict>())
               if (py::isinstance<py::capsule>(v) && n.attrs.count(py::str(k).cast<std::string>())) originals[k] = v;
           NodeFromDict(d, originals, &n);
-          if (d.contains("when")) n.when = d["when"].cast<std::vector<std::pair<std::string, bool>>>();
+          if (d.contains("when"))
+            n.when = NodeField<std::vector<std::pair<std::string, bool>>>(d, "when", "a list of (str, bool) pairs", n.name);
           if (n.name.empty() || n.op_type.empty()) throw py::value_error("set_nodes: every node needs a name and an op_type");
           out.push_back(std::move(n));
         }

@@ -113,3 +113,28 @@ int main(void) {
     # (Neg, Relu, Sub) skips the then branch's ReduceMax, Greater, both inner Muls and the inner If.
     assert runs[0] == runs[1] < total and runs[2] < total, (runs, total)
     assert runs[0] - runs[2] == (5 - 1) - 3, runs  # then: ReduceMax, Greater, one Mul, inner If; else: Neg, Relu, Sub
+
+
+def test_branches_of_different_rank_chosen_at_run_time_are_named_in_the_refusal(tmp_path):
+    # then: Unsqueeze (rank 3), else: Identity (rank 2); the runtime runs it, a C module cannot plan it.
+    axes = numpy_helper.from_array(np.array([0], np.int64), "axes")
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["pos"]),
+        helper.make_node("If", ["pos"], ["y"], name="pick",
+                         then_branch=branch("up", [helper.make_node("Unsqueeze", ["x", "axes"], ["u"])], "u"),
+                         else_branch=branch("same", [helper.make_node("Identity", ["x"], ["i"])], "i")),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array(0, np.float32), "zero"), axes])
+    path = str(tmp_path / "rank.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    model = weft.Session(use_env_path=False).compile(weft.import_onnx(path))
+    assert model.run([np.ones((2, 3), np.float32)])[0].shape == (1, 2, 3)
+    assert model.run([-np.ones((2, 3), np.float32)])[0].shape == (2, 3)
+    with pytest.raises(Exception) as e:
+        weft.generate_c(path, tmp_path / "c", prefix="rk")
+    msg = str(e.value)
+    assert "known only at run time" in msg and "'pick'" in msg and "'y'" in msg, msg
+    assert "dynamic shapes" not in msg, msg

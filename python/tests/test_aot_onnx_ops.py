@@ -263,3 +263,56 @@ def test_integer_reductions(tmp_path, op, t, np_t):
     axes = numpy_helper.from_array(np.array([0, 2], np.int64), "axes")
     m = model([helper.make_node(op, ["x", "axes"], ["y"], keepdims=0)], [vi("x", [3, 4, 5], t)], [vi("y", [4], t)], [axes])
     check_onnx_model(tmp_path, m, {"x": x})
+
+
+@pytest.mark.parametrize("shape,repeats", [([2, 3], [2, 1]), ([2, 1, 3], [1, 4, 2]), ([5], [3]), ([2, 2, 1, 2], [2, 1, 3, 1])])
+def test_tile(tmp_path, shape, repeats):
+    r = numpy_helper.from_array(np.array(repeats, np.int64), "r")
+    out = [d * k for d, k in zip(shape, repeats)]
+    m = model([helper.make_node("Tile", ["x", "r"], ["y"])], [vi("x", shape)], [vi("y", out)], [r])
+    check_onnx_model(tmp_path, m, {"x": rand(*shape)})
+
+
+@pytest.mark.parametrize("fmod,t,np_t", [(0, TensorProto.INT32, np.int32), (1, TensorProto.INT32, np.int32),
+                                         (0, TensorProto.INT64, np.int64), (0, TensorProto.INT8, np.int8),
+                                         (1, TensorProto.INT16, np.int16), (0, TensorProto.UINT8, np.uint8),
+                                         (1, F, np.float32)])
+def test_mod(tmp_path, fmod, t, np_t):
+    m = model([helper.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)], [vi("a", [3, 4], t), vi("b", [4], t)], [vi("y", [3, 4], t)])
+    if np_t == np.float32:
+        a, b = rand(3, 4) * 10, rand(4) * 3 + np.float32(0.1) * np.sign(rand(4))
+    else:
+        lo = 0 if np_t == np.uint8 else -100
+        a = RNG.integers(lo, 100, (3, 4)).astype(np_t)
+        b = RNG.integers(1, 9, 4).astype(np_t)
+        if lo < 0:
+            b[::2] *= -1  # negative divisors: the remainder takes the divisor's sign unless fmod
+            b[1] = -1
+            a[0, 1] = np.iinfo(np_t).min  # the minimum over -1
+    check_onnx_model(tmp_path, m, {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("axis,k,largest", [(-1, 3, 1), (0, 2, 0), (1, 4, 1), (1, 1, 0)])
+def test_topk(tmp_path, axis, k, largest):
+    shape = [3, 6, 4]
+    kk = numpy_helper.from_array(np.array([k], np.int64), "k")
+    out = list(shape)
+    out[axis] = k
+    m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)], [vi("x", shape)],
+              [vi("v", out), vi("i", out, TensorProto.INT64)], [kk])
+    x = np.round(rand(*shape) * 2) / 2  # ties: the lower index first, as ONNX requires
+    check_onnx_model(tmp_path, m, {"x": x})
+
+
+@pytest.mark.parametrize("reduction,t,np_t", [("none", F, np.float32), ("add", F, np.float32), ("mul", F, np.float32),
+                                              ("max", F, np.float32), ("min", TensorProto.INT32, np.int32),
+                                              ("add", TensorProto.INT64, np.int64)])
+def test_scatter_nd(tmp_path, reduction, t, np_t):
+    # Index tuples of length 2 into [4, 3, 5]: each update is a row of 5; duplicates (except with
+    # "none", where ONNX leaves their order open) combine in order.
+    idx = np.array([[0, 1], [3, -1], [2, 0]] + ([] if reduction == "none" else [[0, 1], [-4, 1]]), np.int64)
+    data = (rand(4, 3, 5) * 10).astype(np_t)
+    upd = (rand(len(idx), 5) * 10).astype(np_t)
+    m = model([helper.make_node("ScatterND", ["d", "i", "u"], ["y"], reduction=reduction)],
+              [vi("d", [4, 3, 5], t), vi("i", list(idx.shape), TensorProto.INT64), vi("u", [len(idx), 5], t)], [vi("y", [4, 3, 5], t)])
+    check_onnx_model(tmp_path, m, {"d": data, "i": idx, "u": upd})

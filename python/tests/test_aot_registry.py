@@ -381,3 +381,22 @@ def test_interrupts_in_parts_are_raised_unchanged(tmp_path):
         weft.generate_c(isnan_graph(), tmp_path / "c", prefix="nan", registry=ctx)
     # The next call is not affected.
     assert weft.import_litert(path).nodes[0]["op_type"] == "MY_SCALE"
+
+
+@pytest.mark.parametrize("field,value,want", [
+    ("inputs", "x", "field 'inputs' must be a list of str, got str"),
+    ("inputs", ["x", 3], "field 'inputs' must be a list of str, got list"),
+    ("op_type", None, "field 'op_type' must be a str, got NoneType"),
+    ("attrs", [("alpha", 1.0)], "field 'attrs' must be a dict, got list"),
+    ("when", [("c", "yes", 1)], "field 'when' must be a list of (str, bool) pairs"),
+])
+def test_set_nodes_names_the_node_and_field_it_cannot_convert(field, value, want):
+    g = identity_graph()
+    nodes = g.nodes
+    nodes[1][field] = value
+    with pytest.raises(TypeError) as e:
+        g.set_nodes(nodes)
+    assert "node 'r'" in str(e.value) and want in str(e.value), str(e.value)
+    assert [n["name"] for n in g.nodes] == ["i1", "r", "i2", "n"]  # left as it was
+    with pytest.raises(TypeError, match=r"set_nodes: item 2 must be a dict .* got tuple"):
+        g.set_nodes(g.nodes[:2] + [("i2",)])

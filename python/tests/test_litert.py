@@ -1,6 +1,9 @@
 """LiteRT (.tflite) import: custom operators by customCode, flexbuffer options, bad files."""
+import glob
 import os
+import shutil
 import struct
+import subprocess
 import sys
 
 import numpy as np
@@ -74,7 +77,10 @@ def test_raw_custom_options_arrive_as_bytes(tmp_path):
     path = custom_model(tmp_path, "leaky-relu", struct.pack("<3i", 1, 2, 2))
     with pytest.raises(Exception) as e:
         session().compile(weft.import_litert(path, op_map={"leaky-relu": "LeakyRelu"}))
-    assert "custom_options" in str(e.value)
+    msg = str(e.value)
+    assert "[LeakyRelu" in msg and "12 bytes" in msg and "not a flexbuffer map" in msg, msg
+    assert "REQUIRED_ATTR(custom_options, Tensor)" in msg and "parser" in msg, msg
+    assert "has no attribute" not in msg, msg
 
 
 def test_builtin_lowering_runs(tmp_path):
@@ -786,6 +792,18 @@ def test_atan2_matches_litert_and_numpy(tmp_path):
         np.testing.assert_allclose(got, np.arctan2(ys, xv), rtol=1e-6, atol=1e-7)
         if x_shape == [3, 4]:
             np.testing.assert_allclose(got, litert_reference(path, [ys, xv]), rtol=1e-6, atol=1e-7)
+        # The C module (weft aot) against NumPy too.
+        cc = shutil.which(os.environ.get("CC", "cc"))
+        if cc:
+            out = tmp_path / f"atan2_{len(x_shape)}_c"
+            weft.generate_c(path, out, prefix="at", test_inputs={"y": ys, "x": xv},
+                            test_outputs={"z": np.arctan2(ys, xv).astype(np.float32)}, atol=1e-7, rtol=1e-6)
+            exe = str(out / "t")
+            subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{out}/includes-api", f"-I{out}/src",
+                            f"-I{out}/test", *sorted(glob.glob(f"{out}/src/*.c")), *sorted(glob.glob(f"{out}/test/*.c")), "-o", exe,
+                            "-lm"], check=True)
+            res = subprocess.run([exe], capture_output=True, text=True)
+            assert res.returncode == 0, res.stdout + res.stderr
 
 
 @pytest.mark.parametrize("in_scale,out_scale", [(1e-3, 1e-3), (3e-5, 0.02), (0.05, 1e-4)])

@@ -315,8 +315,11 @@ Status Generator::Check() {
     return InvalidArgument("--prefix '" + p_ + "' must be a C identifier of at most 32 characters that starts with a letter");
   if (o_.output_dir.empty()) return InvalidArgument("no output directory given");
   if (m_.dynamic)
-    return InvalidArgument("the model has dynamic shapes; a C module needs them all known: give each input a concrete shape "
-                           "(weft aot --shape NAME=D0,D1,..., or input_shapes in Python)");
+    return InvalidArgument("the model has shapes known only at run time" +
+                           (m_.dynamic_reason.empty() ? std::string() : " (first: " + m_.dynamic_reason + ")") +
+                           "; a C module needs every shape known ahead of time: give each input a concrete shape "
+                           "(weft aot --shape NAME=D0,D1,..., or input_shapes in Python), and make conditionals whose "
+                           "branches differ in shape select their branch from constants or shapes");
   if (m_.nodes.empty()) return InvalidArgument("the model has no operators to emit");
   std::string missing;
   size_t count = 0;

@@ -146,7 +146,10 @@ struct Builder : NodeSteps {
       if (input_shapes) in.shape = (*input_shapes)[idx];
       WEFT_RETURN_IF_ERROR(AddValue(in.name, ValueKind::kInput, "graph input"));
       if (DataTypeSize(in.dtype) == 0) return InvalidArgument("graph input '" + in.name + "' has no valid data type");
-      if (in.shape.IsUnknown()) m->dynamic = true;
+      if (in.shape.IsUnknown()) {
+        if (!m->dynamic) m->dynamic_reason = "graph input '" + in.name + "' has the shape " + in.shape.ToString();
+        m->dynamic = true;
+      }
       uint64_t in_bytes = 0;
       if (!in.shape.IsUnknown() && !in.shape.GetCheckedBytes(DataTypeSize(in.dtype), &in_bytes))
         return InvalidArgument("graph input '" + in.name + "' has the shape " + in.shape.ToString() + ", whose size does not fit in 64 bits");
@@ -275,6 +278,15 @@ struct Builder : NodeSteps {
       bool known = false;
       for (auto& a : p.attrs) known = known || a.name == name;
       if (!known && n.domain == "litert" && kLiteRtMetadata.count(name)) continue;
+      if (!known && n.domain == "litert" && name == "custom_options") {
+        uint64_t bytes = v.type() == WEFT_ATTR_TENSOR ? static_cast<uint64_t>(v.tensor().GetShapeSize()) : 0;
+        return InvalidArgument(Tag(n) + "has custom options (" + std::to_string(bytes) +
+                               " bytes) that are not a flexbuffer map, so they reach the op as raw bytes in the "
+                               "attribute 'custom_options', which " + n.op_type +
+                               " does not declare: declare it (.REQUIRED_ATTR(custom_options, Tensor)) to read the bytes "
+                               "in the op, or register a parser for this customCode (weft aot's registry: parsers) "
+                               "that turns them into the op's attributes");
+      }
       if (!known) {
         std::string have;
         for (auto& a : p.attrs) have += (have.empty() ? "" : ", ") + a.name;
@@ -466,6 +478,9 @@ struct Builder : NodeSteps {
         // A branch that may not be taken cannot be held to shapes it would never see: its shapes
         // (and everything downstream) are inferred when it runs.
         m->dynamic = true;
+        m->dynamic_reason = "[" + cn->op_type + " '" + cn->name + "'] runs only when '" + m->values[cn->guards[0].first].name +
+                            "' holds (a branch of a conditional) and its shapes could not be inferred ahead of time: " +
+                            inferred.message();
         for (int id : cn->out_values) MarkValueUnknown(id);
         inferred = Status::Ok();
       }
@@ -563,6 +578,7 @@ struct Builder : NodeSteps {
       WEFT_RETURN_IF_ERROR(CreateInstance(*cn));
       // Infer through unknown dims too: ops mark what they cannot know.
       m->dynamic = false;
+      m->dynamic_reason.clear();
       WEFT_RETURN_IF_ERROR(InferNode(*cn));
     }
     std::vector<ValueInfo> out;

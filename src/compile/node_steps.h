@@ -311,6 +311,9 @@ struct NodeSteps {
       if (v.shape.ndim < 0 || v.shape.ndim > WEFT_MAX_DIMS)
         return InvalidArgument(tag + "InferShape produced rank " + std::to_string(v.shape.ndim) + " for '" + v.name + "'");
       if (v.shape.IsUnknown()) {
+        if (!m->dynamic)
+          m->dynamic_reason = tag + "gives '" + v.name + "' the shape " + v.shape.ToString() +
+                              " (a dim known only at run time: data-dependent, or from a branch taken at run time)";
         m->dynamic = true;
         continue;
       }

@@ -234,6 +234,9 @@ class ModelImpl : public CompiledModel {
 
   std::shared_ptr<const EngineEnv> env;
   bool dynamic = false;
+  // Why the model is dynamic, for messages: the first value whose shape compile time could not
+  // know, and what made it so (empty when not dynamic or not recorded).
+  std::string dynamic_reason;
   std::vector<Value> values;
   std::vector<std::unique_ptr<CompiledNode>> nodes;  // execution order
   std::vector<HostTensor> constants;

@@ -3,7 +3,7 @@
     python tests/aot/check_aot.py [--build DIR] [--corpora DIR] [--work DIR] [--only NAME,...]
                                   [--valgrind auto|on|off] [--markdown FILE]
 
-For each .tflite file under <corpora>/tflite-micro:
+For each .tflite file under <corpora>/tflite-micro (and with --testdata, <corpora>/litert-testdata):
   1. `weft aot MODEL --test` writes the module and a test case: random inputs (seeded) with
      Weft's runtime's outputs as golden values, or, for the seanet models, the corpora's own inputs
      and TFLM's golden outputs (their int32 shape inputs are frozen with --freeze);
@@ -38,6 +38,24 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 # model file -> a fragment of the error `weft aot` must give.
 EXPECTED_FAILURES = {
     "person_detect_vela.tflite": "ETHOS_U",  # an Arm Ethos-U NPU command stream
+}
+# LiteRT's own test data (--testdata): files whose operators have no emitter yet, with the error
+# `weft aot` must give. Every other file the runtime runs must convert, build and match.
+TESTDATA_NOT_YET = {
+    "constant_output_tensor.tflite": "is a constant",
+    "matmul_quant.tflite": "TflBatchMatmul",  # int8/int16 BATCH_MATMUL
+    "static_w8_a16_quantized_attn_vec_einsum.tflite": "TflBatchMatmul",
+    "static_w8_a16_quantized_k_einsum.tflite": "TflBatchMatmul",
+    "static_w8_a16_quantized_q_einsum.tflite": "TflBatchMatmul",
+    "static_w8_a16_quantized_v_einsum.tflite": "TflBatchMatmul",
+}
+# Test inputs for files whose random ones would not do: name -> {input: value}; an int32 scalar
+# that decides an output's size is frozen into the module (--freeze), the rest are test inputs.
+TESTDATA_INPUTS = {
+    "simple_topk_op_runtime_k.tflite": {"serving_default_k:0": np.array(5, np.int32)},
+    # RSQRT is defined from the zero point up (0 here): every 32nd value of [0, 32767].
+    "single_rsqrt_default_a16w8_recipe_quantized.tflite": {"serving_default_input_1:0": (np.arange(1024, dtype=np.int16) * 32).reshape(1, 32, 32)},
+    "simple_floor_mod.tflite": {"arg0": np.array([7, -7, 7, -7, 0], np.int32), "arg1": np.array([3, 3, -3, -3, 5], np.int32)},
 }
 # Zoo models that must convert, build and match in every test run: those with small weights (a
 # module's constants are C source: 3-4 bytes of text per weight byte) that between them have every
@@ -142,7 +160,10 @@ def main():
     ap.add_argument("--valgrind", default="auto", choices=["auto", "on", "off"])
     ap.add_argument("--markdown", default="", help="also write the table here")
     ap.add_argument("--onnx-zoo", default="", help="also the <name>.small.static.onnx files of this exported model zoo")
-    ap.add_argument("--no-corpora", action="store_true", help="skip the .tflite corpora (with --onnx-zoo)")
+    ap.add_argument("--no-corpora", action="store_true", help="skip the tflite-micro corpus (with --onnx-zoo or --testdata)")
+    ap.add_argument("--testdata", action="store_true",
+                    help="also every file of <corpora>/litert-testdata that Weft's runtime compiles (unknown dims as 1); "
+                         "those in TESTDATA_NOT_YET must fail with the error given there")
     ap.add_argument("--onnx-must-only", action="store_true", help="of the zoo, only the models in ONNX_MUST (their C builds take minutes)")
     a = ap.parse_args()
     weft_cli = os.path.join(a.build, "bin", "weft")
@@ -158,6 +179,9 @@ def main():
     only = set(x for x in a.only.split(",") if x)
     failures, rows, converted = [], [], {}
     models = [] if a.no_corpora else sorted(glob.glob(os.path.join(base, "**", "*.tflite"), recursive=True))
+    if a.testdata:
+        models += sorted(glob.glob(os.path.join(a.corpora, "litert-testdata", "*.tflite")))
+    runtime_refuses = []
     if a.onnx_zoo:
         zoo = sorted(glob.glob(os.path.join(a.onnx_zoo, "*.small.static.onnx")))
         if not zoo:
@@ -190,9 +214,18 @@ def main():
             continue
         if fname.endswith(".onnx") and stem in ONNX_TOLERANCE:
             extra += ["--atol", str(ONNX_TOLERANCE[stem][0]), "--rtol", str(ONNX_TOLERANCE[stem][1])]
+        testdata = "/litert-testdata/" in model.replace(os.sep, "/")
+        for name, value in (TESTDATA_INPUTS.get(fname, {}) if testdata else {}).items():
+            path = os.path.join(out_dir, re.sub(r"[^A-Za-z0-9_]", "_", name) + ".npy")
+            np.save(path, value)
+            extra += ["--freeze" if value.ndim == 0 and value.dtype == np.int32 else "--test-input", f"{name}={path}"]
+        if testdata and run([weft_cli, "compile", model, "-o", os.path.join(out_dir, "runtime.weft")]).returncode != 0:
+            runtime_refuses.append(fname)  # litert_testdata checks that its error names the construct
+            continue
         gen = run([weft_cli, "aot", model, "-o", out_dir, "--prefix", prefix, "--test", "--json"] + extra)
-        if fname in EXPECTED_FAILURES:
-            want = EXPECTED_FAILURES[fname]
+        expected = EXPECTED_FAILURES.get(fname) or (TESTDATA_NOT_YET.get(fname) if testdata else None)
+        if expected:
+            want = expected
             if gen.returncode == 0:
                 failures.append(f"{fname}: converts now; remove it from EXPECTED_FAILURES")
             elif want not in gen.stderr:
@@ -297,6 +330,9 @@ def main():
             f.write("\n".join(table) + "\n")
     ok_count = sum(1 for r in rows if r[1] != "-")
     print(f"\n{ok_count} modules built and matched, {len(rows) - ok_count} not converted (expected), {len(failures)} failures")
+    if runtime_refuses:
+        print(f"{len(runtime_refuses)} litert-testdata files not tried: Weft's runtime does not compile them "
+              f"(the litert_testdata test checks their errors): {', '.join(runtime_refuses)}")
     for f in failures:
         print("FAIL " + f)
     if not a.work:
