@@ -1336,7 +1336,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
 // [..., N, K]), batch dims broadcast. int8 x int8 with int32 sums; int16 lhs with int16 or int8
 // rhs with int64 sums. The rescaling is per tensor, or per output column when the rhs is quantized
 // per channel along N (weights quantized by channel).
-class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp {
+class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   struct Dims {
     int64_t m = 0, k = 0, n = 0;
@@ -1387,6 +1387,97 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp {
     return off;
   }
 
+  // What a quantized batch matmul needs: TFLite's multiplier and shift per output column (one
+  // scale, or per channel along the rhs's N dim) and the operands' offsets.
+  struct Quantized {
+    std::vector<int32_t> mult;
+    std::vector<int> shift;
+    int32_t x_off = 0, w_off = 0, out_off = 0;
+  };
+  static graphStatus Prepare(const KernelContextBase* ctx, DataType xt, DataType wt, DataType yt, const Shape& ws, const Dims& d, Quantized* q) {
+    const bool ay = Flag(ctx, "adj_y");
+    const bool int8 = xt == DT_INT8 && wt == DT_INT8 && yt == DT_INT8;
+    const bool int16 = xt == DT_INT16 && (wt == DT_INT16 || wt == DT_INT8) && yt == DT_INT16;
+    if (!int8 && !int16)
+      return Fail(ctx, std::string("batch matmul takes float32, int8 x int8 -> int8 or int16 x int16/int8 -> int16, got ") + DataTypeName(xt) + " x " +
+                           DataTypeName(wt) + " -> " + DataTypeName(yt));
+    Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), o = OutputQuant(ctx);
+    ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    if (!in.quantized() || !o.quantized() || (!fq.quantized() && chs.size() == 0))
+      return Fail(ctx, "a quantized batch matmul needs the scales of both operands and the output");
+    if (chs.size() > 1) {  // per channel: only along the rhs's N dim
+      const int64_t* qd = ctx->GetAttrs()->GetInt("quantized_dimension");
+      const int64_t n_dim = static_cast<int64_t>(ws.GetDimNum()) - (ay ? 2 : 1);
+      if (static_cast<int64_t>(chs.size()) != d.n || !qd || *qd != n_dim)
+        return Fail(ctx, "the rhs is quantized per channel along a dim other than its output columns");
+    }
+    if (int16 && (in.zp != 0 || o.zp != 0 || (wt == DT_INT16 && fq.zp != 0)))
+      return Fail(ctx, "16-bit batch matmul needs zero points of 0");
+    q->mult.resize(static_cast<size_t>(d.n));
+    q->shift.resize(static_cast<size_t>(d.n));
+    for (int64_t c = 0; c < d.n; ++c) {
+      const double fs = chs.size() > 1 ? chs[static_cast<size_t>(c)] : (chs.size() == 1 ? chs[0] : fq.scale);
+      tfl::QuantizeMultiplier(static_cast<double>(in.scale) * fs / static_cast<double>(o.scale), &q->mult[static_cast<size_t>(c)],
+                              &q->shift[static_cast<size_t>(c)]);
+    }
+    q->x_off = -in.zp;
+    q->w_off = -fq.zp;
+    q->out_off = o.zp;
+    return GRAPH_SUCCESS;
+  }
+
+  // Plain loops as Execute's: the batch offsets and the per-column multipliers as constants;
+  // integer results bit-exact (TFLite's 32-bit or, for 16-bit activations, 64-bit accumulator
+  // rescale).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* w = ctx->GetInputTensor(1);
+    const Tensor* y = ctx->GetOutputTensor(0);
+    Dims d;
+    if (!Geometry(ctx, x->GetShape(), w->GetShape(), &d)) return GRAPH_FAILED;
+    const DataType xt = x->GetDataType(), wt = w->GetDataType(), yt = y->GetDataType();
+    Shape xb, wb;
+    for (size_t i = 0; i + 2 < x->GetShape().GetDimNum(); ++i) xb.AppendDim(x->GetShape().GetDim(i));
+    for (size_t i = 0; i + 2 < w->GetShape().GetDimNum(); ++i) wb.AppendDim(w->GetShape().GetDim(i));
+    const int64_t batches = d.batch.GetShapeSize();
+    if (batches == 0 || d.m == 0 || d.n == 0) return GRAPH_SUCCESS;
+    std::vector<int64_t> xo, wo;
+    for (int64_t b = 0; b < batches; ++b) {
+      xo.push_back(BatchOffset(d.batch, xb, b, d.m * d.k));
+      wo.push_back(BatchOffset(d.batch, wb, b, d.k * d.n));
+    }
+    const bool ax = Flag(ctx, "adj_x"), ay = Flag(ctx, "adj_y");
+    const std::string M = aot::IntLit(d.m), K = aot::IntLit(d.k), N = aot::IntLit(d.n);
+    const std::string xi = ax ? "t * " + M + " + i" : "i * " + K + " + t", wi = ay ? "j * " + K + " + t" : "t * " + N + " + j";
+    const bool is_float = xt == DT_FLOAT && wt == DT_FLOAT && yt == DT_FLOAT;
+    const std::string X = is_float ? "float" : aot::CType(xt), W = is_float ? "float" : aot::CType(wt);
+    std::string code = "{\n  const " + X + "* px = " + ctx->Input(0, X.c_str()) + ";\n  const " + W + "* pw = " + ctx->Input(1, W.c_str()) +
+                       ";\n  " + X + "* py = " + ctx->Output(0, X.c_str()) + ";\n  const int64_t* xo = " + ctx->Const("x_offset", DT_INT64, xo) +
+                       ";\n  const int64_t* wo = " + ctx->Const("w_offset", DT_INT64, wo) + ";\n";
+    std::string inner;
+    if (is_float) {
+      inner = "        float acc = 0.f;\n        for (t = 0; t < " + K + "; ++t) acc += xm[" + xi + "] * wm[" + wi + "];\n        out[j] = acc;\n";
+    } else {
+      Quantized q;
+      if (Prepare(ctx, xt, wt, yt, w->GetShape(), d, &q) != GRAPH_SUCCESS) return GRAPH_FAILED;
+      std::vector<int32_t> shift(q.shift.begin(), q.shift.end());
+      const bool wide = xt == DT_INT16;
+      const std::string acc = wide ? "int64_t" : "int32_t";
+      aot::EmitHelper(ctx, aot::Kernels(), "weft_fixed_point");
+      code += "  const int32_t* mult = " + ctx->Const("multiplier", DT_INT32, q.mult) + ";\n  const int32_t* shift = " +
+              ctx->Const("shift", DT_INT32, shift) + ";\n";
+      inner = "        " + acc + " acc = 0;\n        int32_t v;\n        for (t = 0; t < " + K + "; ++t)\n          acc += ((" + acc + ")xm[" + xi +
+              "] + " + std::to_string(q.x_off) + ") * ((" + acc + ")wm[" + wi + "] + " + std::to_string(q.w_off) + ");\n        v = " +
+              (wide ? "weft_mbqm64" : "weft_mbqm") + "(acc, mult[j], (int)shift[j]) + " + std::to_string(q.out_off) +
+              ";\n        out[j] = (" + X + ")weft_clamp32(v, " + (wide ? "-32768, 32767" : "-128, 127") + ");\n";
+    }
+    code += "  int64_t b, i, j, t;\n  for (b = 0; b < " + aot::IntLit(batches) + "; ++b)\n    for (i = 0; i < " + M + "; ++i) {\n      const " + X +
+            "* xm = px + xo[b];\n      const " + W + "* wm = pw + wo[b];\n      " + X + "* out = py + (b * " + M + " + i) * " + N +
+            ";\n      for (j = 0; j < " + N + "; ++j) {\n" + inner + "      }\n    }\n}\n";
+    ctx->Run(code);
+    return GRAPH_SUCCESS;
+  }
+
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* w = ctx->GetInputTensor(1);
@@ -1418,31 +1509,12 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp {
       });
       return GRAPH_SUCCESS;
     }
-    const bool int8 = xt == DT_INT8 && wt == DT_INT8 && yt == DT_INT8;
-    const bool int16 = xt == DT_INT16 && (wt == DT_INT16 || wt == DT_INT8) && yt == DT_INT16;
-    if (!int8 && !int16)
-      return Fail(ctx, std::string("batch matmul takes float32, int8 x int8 -> int8 or int16 x int16/int8 -> int16, got ") + DataTypeName(xt) + " x " +
-                           DataTypeName(wt) + " -> " + DataTypeName(yt));
-    Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), o = OutputQuant(ctx);
-    ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
-    if (!in.quantized() || !o.quantized() || (!fq.quantized() && chs.size() == 0))
-      return Fail(ctx, "a quantized batch matmul needs the scales of both operands and the output");
-    if (chs.size() > 1) {  // per channel: only along the rhs's N dim
-      const int64_t* qd = ctx->GetAttrs()->GetInt("quantized_dimension");
-      const int64_t n_dim = static_cast<int64_t>(w->GetShape().GetDimNum()) - (ay ? 2 : 1);
-      if (static_cast<int64_t>(chs.size()) != d.n || !qd || *qd != n_dim)
-        return Fail(ctx, "the rhs is quantized per channel along a dim other than its output columns");
-    }
-    if (int16 && (in.zp != 0 || o.zp != 0 || (wt == DT_INT16 && fq.zp != 0)))
-      return Fail(ctx, "16-bit batch matmul needs zero points of 0");
-    std::vector<int32_t> mult(static_cast<size_t>(d.n));
-    std::vector<int> shift(static_cast<size_t>(d.n));
-    for (int64_t c = 0; c < d.n; ++c) {
-      const double fs = chs.size() > 1 ? chs[static_cast<size_t>(c)] : (chs.size() == 1 ? chs[0] : fq.scale);
-      tfl::QuantizeMultiplier(static_cast<double>(in.scale) * fs / static_cast<double>(o.scale), &mult[static_cast<size_t>(c)],
-                              &shift[static_cast<size_t>(c)]);
-    }
-    const int32_t x_off = -in.zp, w_off = -fq.zp, out_off = o.zp;
+    Quantized q;
+    if (Prepare(ctx, xt, wt, yt, w->GetShape(), d, &q) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    const bool int8 = xt == DT_INT8;
+    const std::vector<int32_t>& mult = q.mult;
+    const std::vector<int>& shift = q.shift;
+    const int32_t x_off = q.x_off, w_off = q.w_off, out_off = q.out_off;
     auto run = [&](auto xtag, auto wtag) {
       using X = decltype(xtag);
       using W = decltype(wtag);

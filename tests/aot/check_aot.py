@@ -43,11 +43,6 @@ EXPECTED_FAILURES = {
 # `weft aot` must give. Every other file the runtime runs must convert, build and match.
 TESTDATA_NOT_YET = {
     "constant_output_tensor.tflite": "is a constant",
-    "matmul_quant.tflite": "TflBatchMatmul",  # int8/int16 BATCH_MATMUL
-    "static_w8_a16_quantized_attn_vec_einsum.tflite": "TflBatchMatmul",
-    "static_w8_a16_quantized_k_einsum.tflite": "TflBatchMatmul",
-    "static_w8_a16_quantized_q_einsum.tflite": "TflBatchMatmul",
-    "static_w8_a16_quantized_v_einsum.tflite": "TflBatchMatmul",
 }
 # Test inputs for files whose random ones would not do: name -> {input: value}; an int32 scalar
 # that decides an output's size is frozen into the module (--freeze), the rest are test inputs.
