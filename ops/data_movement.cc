@@ -684,8 +684,73 @@ class ScatterElements : public EagerExecuteOp, public ShapeInferOp {
 
 class Scatter : public ScatterElements {};  // the opset 9-10 name
 
-class Pad : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+class Pad : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public LayoutAwareOp, public CompilableOp,
+            public RebuildOnLoad {
  public:
+  // A float32 4-D zero Pad that grows channels (at the end) and spatial dims, not the batch, can
+  // run between channel-blocked convolutions (BlazeFace-style residual channel padding) instead of
+  // sending both neighbours back to the plain layout.
+  static bool BlockedPad(const KernelContextBase* ctx, const Shape& in, std::vector<int64_t>* pads) {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* cv = ctx->GetOptionalInputTensor(2);
+    std::string err;
+    if (x->GetDataType() != DT_FLOAT || in.GetDimNum() != 4 || in.IsUnknown() || std::string(ctx->GetAttrs()->GetStr("mode")) != "constant")
+      return false;
+    if (!Pads(ctx, in, pads, &err) || !err.empty()) return false;
+    if (cv && cv->GetShapeSize() && (!cv->GetAddr() || cv->GetDataType() != DT_FLOAT || *cv->GetData<float>() != 0.f)) return false;
+    const std::vector<int64_t>& p = *pads;
+    for (int64_t v : p)
+      if (v < 0) return false;
+    return p[0] == 0 && p[4] == 0 && p[1] == 0;  // the batch untouched; channels added at the end only
+  }
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    std::vector<int64_t> pads;
+    if (BlockedPad(ctx, ctx->GetInputTensor(0)->GetShape(), &pads)) s.Format(FORMAT_NC1HWC0).Input(0).Output(0).Together();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* y = ctx->GetOutputTensor(0);
+    if (y->GetFormat() != FORMAT_NC1HWC0) return GRAPH_SUCCESS;
+    const Shape& ys = y->GetShape();
+    const size_t bytes = static_cast<size_t>(ys.GetDim(0) * ((ys.GetDim(1) + 15) / 16) * 16 * ys.GetDim(2) * ys.GetDim(3)) * sizeof(float);
+    return ctx->SetOutputStorage(0, bytes, FORMAT_NC1HWC0);
+  }
+  // [N][C/16][H][W][16] in and out: each output pixel's block is the input's (its channels past the
+  // input's count zeroed) or zeros.
+  graphStatus ExecuteBlocked(EagerOpExecutionContext* ctx, const Tensor* x, Tensor* y) {
+    std::vector<int64_t> pads;
+    const Shape& in = x->GetShape();
+    const Shape& os = y->GetShape();
+    if (!BlockedPad(ctx, in, &pads)) return Fail(ctx, "this Pad cannot run in the channel-blocked layout");
+    const int64_t n = os.GetDim(0), cb = (os.GetDim(1) + 15) / 16, oh = os.GetDim(2), ow = os.GetDim(3);
+    const int64_t ic = in.GetDim(1), icb = (ic + 15) / 16, ih = in.GetDim(2), iw = in.GetDim(3), top = pads[2], left = pads[3];
+    const float* px = x->GetData<float>();
+    float* py = y->GetData<float>();
+    return ctx->ParallelFor(n * cb * oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(ow * 16, 1)), [&](int64_t lo, int64_t hi) {
+      for (int64_t row = lo; row < hi; ++row) {
+        const int64_t h = row % oh, b = row / oh % cb, i = row / oh / cb;
+        float* out = py + row * ow * 16;
+        const int64_t sh = h - top;
+        const int64_t lanes = b < icb ? std::min<int64_t>(16, ic - b * 16) : 0;
+        if (sh < 0 || sh >= ih || lanes == 0) {
+          std::memset(out, 0, static_cast<size_t>(ow) * 16 * sizeof(float));
+          continue;
+        }
+        const float* src = px + ((i * icb + b) * ih + sh) * iw * 16;
+        for (int64_t w = 0; w < ow; ++w) {
+          const int64_t sw = w - left;
+          float* o = out + w * 16;
+          if (sw < 0 || sw >= iw) {
+            std::memset(o, 0, 16 * sizeof(float));
+            continue;
+          }
+          const float* s = src + sw * 16;
+#pragma omp simd
+          for (int64_t l = 0; l < 16; ++l) o[l] = l < lanes ? s[l] : 0.f;
+        }
+      }
+    });
+  }
   static bool Pads(const KernelContextBase* ctx, const Shape& in, std::vector<int64_t>* pads, std::string* err) {
     std::vector<int64_t> raw, axes;
     if (!ReadInts(ctx->GetInputTensor(1), &raw)) return false;
@@ -816,6 +881,7 @@ class Pad : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
+    if (x->GetFormat() == FORMAT_NC1HWC0 || y->GetFormat() == FORMAT_NC1HWC0) return ExecuteBlocked(ctx, x, y);
     std::vector<int64_t> pads;
     std::string err;
     Pads(ctx, x->GetShape(), &pads, &err);

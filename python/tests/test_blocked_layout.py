@@ -74,3 +74,46 @@ def test_channel_concat_between_convolutions(tmp_path, widths):
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     got = weft.Session(threads=2, use_env_path=False).compile(weft.import_onnx(path)).run([x])[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("cin,cout,spatial", [(24, 28, (0, 0, 0, 0)), (16, 40, (1, 1, 1, 1)), (20, 32, (2, 2, 2, 2)), (8, 12, (1, 0, 2, 1))])
+def test_channel_pad_between_convolutions(tmp_path, cin, cout, spatial):
+    """A zero Pad that adds channels (and rows/columns) between convolutions, as a residual branch
+    of a BlazeFace block: it keeps the channel-blocked layout (checked with `weft inspect --steps`
+    where the machine's convolutions use it) and matches ONNX Runtime."""
+    import os
+    import re
+    import subprocess
+    rng = np.random.default_rng(cin + cout)
+    t, left, b, r = spatial
+    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n)
+             for n, s in [("w0", (cin, 8, 1, 1)), ("wm", (cin, cin, 1, 1)), ("wd", (cin, 1, 3, 3)), ("w1", (cout, cin, 1, 1)),
+                          ("w2", (6, cout, 1, 1))]]
+    inits.append(numpy_helper.from_array(np.array([0, 0, t, left, 0, cout - cin, b, r], np.int64), "pads"))
+    nodes = [  # pointwise, then depthwise + pointwise beside the padded residual
+        helper.make_node("Conv", ["x", "w0"], ["a"]),
+        helper.make_node("Relu", ["a"], ["a0"]),
+        helper.make_node("Conv", ["a0", "wm"], ["m"]),
+        helper.make_node("Relu", ["m"], ["a1"]),
+        helper.make_node("Pad", ["a1", "pads"], ["p"], name="chpad"),
+        helper.make_node("Conv", ["a1", "wd"], ["d"], group=cin, pads=[1 + t, 1 + left, 1 + b, 1 + r]),
+        helper.make_node("Conv", ["d", "w1"], ["c"]),
+        helper.make_node("Add", ["c", "p"], ["s"]),
+        helper.make_node("Relu", ["s"], ["s1"]),
+        helper.make_node("Conv", ["s1", "w2"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 24, 20])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    path = str(tmp_path / "pad.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    x = rng.standard_normal((1, 8, 24, 20)).astype(np.float32) - 0.5
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = weft.Session(threads=2, use_env_path=False).compile(weft.import_onnx(path)).run([x])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    cli = os.environ.get("WEFT_CLI")
+    if cli and os.path.exists(cli):
+        steps = subprocess.run([cli, "inspect", path, "--steps"], capture_output=True, text=True, check=True).stdout
+        conv = [line for line in steps.splitlines() if re.match(r"\s+\d+ Conv ", line)][1]  # the one before the Pad
+        if conv.endswith("@NC1HWC0)"):  # this machine's convolutions take the blocked layout
+            pad = next(line for line in steps.splitlines() if "'chpad'" in line)
+            assert pad.count("@NC1HWC0") == 2, steps
