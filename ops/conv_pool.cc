@@ -204,9 +204,16 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
         return false;
       }
     };
+    const bool both = fast(true, true), in_only = fast(true, false), out_only = fast(false, true);
+    if (!both && out_only) {
+      // Fast writing the blocked layout from a plain input, not reading it (a first layer with
+      // three input channels): the output and the residual operand may be blocked, the input not.
+      s.Format(FORMAT_NC1HWC0).Input(3).Output(0);
+      return GRAPH_SUCCESS;
+    }
     s.Format(FORMAT_NC1HWC0).Input(0).Input(3).Output(0);
-    if (!fast(true, true)) s.Together().Slow();  // runs, through oneDNN's reference kernel
-    else if (!fast(true, false) || !fast(false, true)) s.Together();  // fast only with both sides blocked
+    if (!both) s.Together().Slow();  // runs, through oneDNN's reference kernel
+    else if (!in_only || !out_only) s.Together();  // fast only with both sides blocked
     return GRAPH_SUCCESS;
   }
 

@@ -117,3 +117,37 @@ def test_channel_pad_between_convolutions(tmp_path, cin, cout, spatial):
         if conv.endswith("@NC1HWC0)"):  # this machine's convolutions take the blocked layout
             pad = next(line for line in steps.splitlines() if "'chpad'" in line)
             assert pad.count("@NC1HWC0") == 2, steps
+
+
+@pytest.mark.parametrize("cin,k,stride", [(3, 5, 2), (1, 3, 1), (3, 3, 2)])
+def test_first_layer_writes_the_blocked_layout(tmp_path, cin, k, stride):
+    """A convolution over the plain graph input with few channels (fast only with its input plain)
+    still writes the channel-blocked layout for the convolutions after it, residual included."""
+    import os
+    import re
+    import subprocess
+    rng = np.random.default_rng(cin * 10 + k)
+    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n)
+             for n, s in [("w0", (24, cin, k, k)), ("wd", (24, 1, 3, 3)), ("w1", (24, 24, 1, 1)), ("w2", (5, 24, 1, 1))]]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["a"], pads=[k // 2] * 4, strides=[stride, stride]),
+        helper.make_node("Relu", ["a"], ["a1"]),
+        helper.make_node("Conv", ["a1", "wd"], ["d"], group=24, pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["d", "w1"], ["c"]),
+        helper.make_node("Add", ["c", "a1"], ["s"]),
+        helper.make_node("Conv", ["s", "w2"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, cin, 30, 26])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    path = str(tmp_path / "first.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    x = rng.standard_normal((2, cin, 30, 26)).astype(np.float32)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = weft.Session(threads=2, use_env_path=False).compile(weft.import_onnx(path)).run([x])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    cli = os.environ.get("WEFT_CLI")
+    if cli and os.path.exists(cli):
+        steps = [line for line in subprocess.run([cli, "inspect", path, "--steps"], capture_output=True, text=True, check=True).stdout.splitlines()
+                 if re.match(r"\s+\d+ Conv ", line)]
+        if "@NC1HWC0" in steps[2]:  # this machine's convolutions take the blocked layout
+            assert steps[0].endswith("@NC1HWC0)") and "(x:" in steps[0] and "x:float32[2,%d,30,26]," % cin in steps[0], steps[0]
