@@ -4,6 +4,7 @@
 // float32 emits C (weft aot) through the same taps.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "aot_emit.h"
 #include "op_util.h"
@@ -267,8 +268,114 @@ bool ResizeLastTwo(const KernelContextBase* ctx, const Shape& in, const Shape& o
   return true;
 }
 
-class Resize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+// The taps of a 4-D float Resize that keeps N and C and resizes H and W from inside the input
+// (no extrapolation; up to 4 taps per axis): false when it is anything else.
+bool SpatialTaps(const KernelContextBase* ctx, const Shape& in, Plan* p, std::vector<std::vector<std::vector<Tap>>>* taps) {
+  std::string err;
+  if (in.GetDimNum() != 4 || in.IsUnknown() || !MakePlan(ctx, in, p, &err) || !err.empty() || p->out.GetShapeSize() == 0) return false;
+  if (!MakeTaps(ctx->GetAttrs(), in, *p, taps, &err)) return false;
+  for (size_t d = 0; d < 2; ++d) {
+    if (p->out.GetDim(d) != in.GetDim(d)) return false;
+    for (int64_t o = 0; o < p->out.GetDim(d); ++o) {
+      const auto& t = (*taps)[d][static_cast<size_t>(o)];
+      if (t.size() != 1 || t[0].index != o || t[0].weight != 1.0) return false;
+    }
+  }
+  for (size_t d = 2; d < 4; ++d)
+    for (const auto& t : (*taps)[d])
+      if (t.empty() || t.size() > 4) return false;
+  return true;
+}
+
+class Resize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public LayoutAwareOp, public CompilableOp,
+               public RebuildOnLoad {
  public:
+  // Spatial resizes of float32 NCHW (the upsampling of FPN/YOLO/U-Net decoders) run in the
+  // channel-blocked layout between blocked convolutions.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Plan p;
+    std::vector<std::vector<std::vector<Tap>>> taps;
+    if (x->GetDataType() == DT_FLOAT && SpatialTaps(ctx, x->GetShape(), &p, &taps)) s.Format(FORMAT_NC1HWC0).Input(0).Output(0).Together();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* y = ctx->GetOutputTensor(0);
+    if (y->GetFormat() != FORMAT_NC1HWC0) return GRAPH_SUCCESS;
+    const Shape& ys = y->GetShape();
+    const size_t bytes = static_cast<size_t>(ys.GetDim(0) * ((ys.GetDim(1) + 15) / 16) * 16 * ys.GetDim(2) * ys.GetDim(3)) * sizeof(float);
+    return ctx->SetOutputStorage(0, bytes, FORMAT_NC1HWC0);
+  }
+  // [N][C/16][H][W][16]: the plain path's two passes (horizontal into scratch, then vertical) on
+  // 16 channels at a time, with the same float weights and order, so the values are the same.
+  graphStatus ExecuteBlocked(EagerOpExecutionContext* ctx, const Tensor* x, Tensor* y) {
+    const Shape& in = x->GetShape();
+    Plan p;
+    std::vector<std::vector<std::vector<Tap>>> taps;
+    if (!SpatialTaps(ctx, in, &p, &taps)) return Fail(ctx, "this Resize cannot run in the channel-blocked layout");
+    const int64_t planes = in.GetDim(0) * ((in.GetDim(1) + 15) / 16), hi = in.GetDim(2), wi = in.GetDim(3);
+    const int64_t ho = p.out.GetDim(2), wo = p.out.GetDim(3);
+    const auto& ty = taps[2];
+    const auto& tx = taps[3];
+    bool nearest = true;
+    for (size_t d = 2; d < 4; ++d)
+      for (const auto& t : taps[d]) nearest = nearest && t.size() == 1 && t[0].weight == 1.0;
+    const float* px = x->GetData<float>();
+    float* py = y->GetData<float>();
+    float* scratch = nullptr;
+    if (!nearest) {
+      scratch = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(planes * hi * wo * 16) * sizeof(float)));
+      if (!scratch) return GRAPH_FAILED;
+    }
+    return ctx->ParallelFor(planes, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t pl = begin; pl < end; ++pl) {
+        const float* src = px + pl * hi * wi * 16;
+        float* dst = py + pl * ho * wo * 16;
+        if (nearest) {
+          for (int64_t oy = 0; oy < ho; ++oy) {
+            const float* row = src + ty[static_cast<size_t>(oy)][0].index * wi * 16;
+            float* o = dst + oy * wo * 16;
+            for (int64_t ox = 0; ox < wo; ++ox) std::memcpy(o + ox * 16, row + tx[static_cast<size_t>(ox)][0].index * 16, 16 * sizeof(float));
+          }
+          continue;
+        }
+        float* tmp = scratch + pl * hi * wo * 16;
+        for (int64_t yy = 0; yy < hi; ++yy) {
+          const float* row = src + yy * wi * 16;
+          float* t = tmp + yy * wo * 16;
+          for (int64_t ox = 0; ox < wo; ++ox) {
+            const auto& tp = tx[static_cast<size_t>(ox)];
+            const float w0 = static_cast<float>(tp[0].weight);
+            const float* r0 = row + tp[0].index * 16;
+            float v[16];
+#pragma omp simd
+            for (int l = 0; l < 16; ++l) v[l] = w0 * r0[l];
+            for (size_t k = 1; k < tp.size(); ++k) {
+              const float wk = static_cast<float>(tp[k].weight);
+              const float* rk = row + tp[k].index * 16;
+#pragma omp simd
+              for (int l = 0; l < 16; ++l) v[l] += wk * rk[l];
+            }
+            std::memcpy(t + ox * 16, v, sizeof v);
+          }
+        }
+        for (int64_t oy = 0; oy < ho; ++oy) {
+          const auto& tp = ty[static_cast<size_t>(oy)];
+          float* o = dst + oy * wo * 16;
+          const float w0 = static_cast<float>(tp[0].weight);
+          const float* r0 = tmp + tp[0].index * wo * 16;
+#pragma omp simd
+          for (int64_t i = 0; i < wo * 16; ++i) o[i] = w0 * r0[i];
+          for (size_t k = 1; k < tp.size(); ++k) {
+            const float wk = static_cast<float>(tp[k].weight);
+            const float* rk = tmp + tp[k].index * wo * 16;
+#pragma omp simd
+            for (int64_t i = 0; i < wo * 16; ++i) o[i] += wk * rk[i];
+          }
+        }
+      }
+    });
+  }
   // float32 of any rank (1 to 8) through weft_resize_f32 (ops/aot/resize.c): the per-axis taps of
   // MakeTaps as constant tables, so the C computes what Execute's general loop computes.
   graphStatus Emit(EmitContext* ctx) override {
@@ -356,6 +463,7 @@ class Resize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     if (!err.empty()) return Fail(ctx, err);
     Tensor* y = ctx->MallocOutputTensor(0, p.out, x->GetDataType());
     if (!y) return GRAPH_FAILED;
+    if (x->GetFormat() == FORMAT_NC1HWC0 || y->GetFormat() == FORMAT_NC1HWC0) return ExecuteBlocked(ctx, x, y);
     const RuntimeAttrs* a = ctx->GetAttrs();
     const double extrap = *a->GetFloat("extrapolation_value");
     std::vector<std::vector<std::vector<Tap>>> taps;

@@ -151,3 +151,46 @@ def test_first_layer_writes_the_blocked_layout(tmp_path, cin, k, stride):
                  if re.match(r"\s+\d+ Conv ", line)]
         if "@NC1HWC0" in steps[2]:  # this machine's convolutions take the blocked layout
             assert steps[0].endswith("@NC1HWC0)") and "(x:" in steps[0] and "x:float32[2,%d,30,26]," % cin in steps[0], steps[0]
+
+
+@pytest.mark.parametrize("mode,ctm,scale", [("nearest", "asymmetric", 2.0), ("nearest", "half_pixel", 1.5),
+                                            ("linear", "half_pixel", 2.0), ("linear", "align_corners", 2.0), ("linear", "asymmetric", 1.5),
+                                            ("linear", "pytorch_half_pixel", 0.5), ("cubic", "half_pixel", 2.0)])
+def test_resize_between_convolutions(tmp_path, mode, ctm, scale):
+    """An FPN/YOLO-style upsample between convolutions, concatenated with a skip branch: the Resize
+    keeps the channel-blocked layout (checked where the machine's convolutions use it) and matches
+    ONNX Runtime in every mode."""
+    import os
+    import re
+    import subprocess
+    rng = np.random.default_rng(int(scale * 10) + len(mode + ctm))
+    h, w = 12, 10
+    oh, ow = int(np.floor(h * scale)), int(np.floor(w * scale))
+    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n)
+             for n, s in [("w0", (32, 8, 1, 1)), ("w1", (32, 32, 1, 1)), ("ws", (16, 8, 1, 1)), ("w2", (5, 48, 1, 1))]]
+    inits.append(numpy_helper.from_array(np.array([1, 1, scale, scale], np.float32), "scales"))
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["a"]),
+        helper.make_node("Relu", ["a"], ["a1"]),
+        helper.make_node("Conv", ["a1", "w1"], ["b"]),
+        helper.make_node("Resize", ["b", "", "scales"], ["u"], name="up", mode=mode, coordinate_transformation_mode=ctm),
+        helper.make_node("Conv", ["skip", "ws"], ["s"]),
+        helper.make_node("Concat", ["u", "s"], ["cat"], axis=1),
+        helper.make_node("Conv", ["cat", "w2"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, h, w]),
+                                       helper.make_tensor_value_info("skip", TensorProto.FLOAT, [1, 8, oh, ow])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    path = str(tmp_path / "up.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    feeds = {"x": rng.standard_normal((1, 8, h, w)).astype(np.float32), "skip": rng.standard_normal((1, 8, oh, ow)).astype(np.float32)}
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = weft.Session(threads=2, use_env_path=False).compile(weft.import_onnx(path)).run([feeds["x"], feeds["skip"]])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    cli = os.environ.get("WEFT_CLI")
+    if cli and os.path.exists(cli):
+        lines = subprocess.run([cli, "inspect", path, "--steps"], capture_output=True, text=True, check=True).stdout.splitlines()
+        conv = [line for line in lines if re.match(r"\s+\d+ Conv ", line)][1]
+        if conv.endswith("@NC1HWC0)"):  # this machine's convolutions take the blocked layout
+            up = next(line for line in lines if "'up'" in line)
+            assert up.count("@NC1HWC0") == 2, up
