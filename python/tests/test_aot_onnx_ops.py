@@ -316,3 +316,11 @@ def test_scatter_nd(tmp_path, reduction, t, np_t):
     m = model([helper.make_node("ScatterND", ["d", "i", "u"], ["y"], reduction=reduction)],
               [vi("d", [4, 3, 5], t), vi("i", list(idx.shape), TensorProto.INT64), vi("u", [len(idx), 5], t)], [vi("y", [4, 3, 5], t)])
     check_onnx_model(tmp_path, m, {"d": data, "i": idx, "u": upd})
+
+
+def test_a_constant_graph_output(tmp_path):
+    # An output that no operator computes (an initializer, as exporters leave folded results): P_run
+    # copies its value to where the caller reads outputs.
+    c = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5, "c")
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [4])], [vi("y", [4]), vi("c", [2, 3])], [c])
+    check_onnx_model(tmp_path, m, {"x": rand(4)})

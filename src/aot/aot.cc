@@ -308,6 +308,7 @@ class Generator : public EmitSink {
   std::vector<uint64_t> tensor_offset_;                 // by enum position
   std::vector<std::vector<uint64_t>> scratch_offset_;   // by node, block
   ArenaPlan plan_;
+  std::vector<int> constant_outputs_;  // graph outputs that are constants: copied into the arena by P_run
 };
 
 Status Generator::Check() {
@@ -339,9 +340,6 @@ Status Generator::Check() {
     return FailedPrecondition(std::to_string(count) + " node(s) have ops that cannot emit C: " + missing + (count > 12 ? ", ..." : "") +
                               ". An op takes part in weft aot by implementing EmittableOp, or through an emitter registered for its type "
                               "(docs/aot.md)");
-  for (int id : m_.output_ids)
-    if (m_.values[id].kind == ValueKind::kConstant)
-      return FailedPrecondition("graph output '" + m_.values[id].name + "' is a constant; weft aot needs every output computed by an operator");
   for (auto& v : m_.values)
     if (v.kind != ValueKind::kConstant && v.format != WEFT_FORMAT_ND)
       return FailedPrecondition("tensor '" + v.name + "' is planned in a blocked layout; compile with option weft.graph_passes=none");
@@ -362,9 +360,12 @@ Status Generator::NameTensors() {
                                           "num_tensors", "status_ok", "test_case_init", "test_case_run"};
   std::set<std::string> taken;
   for (const char* r : kReserved) taken.insert(p_ + "_" + r);
+  std::vector<bool> is_output(m_.values.size(), false);
+  for (int id : m_.output_ids) is_output[id] = true;
   for (size_t id = 0; id < m_.values.size(); ++id) {
     const Value& v = m_.values[id];
-    if (!used[id] || v.kind == ValueKind::kConstant) continue;
+    // A constant has a place in the arena only as a graph output: P_run copies it there.
+    if (!used[id] || (v.kind == ValueKind::kConstant && !is_output[id])) continue;
     if (!CType(v.dtype)) return InvalidArgument("tensor '" + v.name + "' has type " + DataTypeName(v.dtype) + ", which the generated C does not hold");
     // Names the module gives other things: P_status_*, P_n<k>... (nodes), P_w<k>... (constants).
     auto clashes = [&](const std::string& n) {
@@ -378,6 +379,12 @@ Status Generator::NameTensors() {
     taken.insert(name);
     tensor_enum_[id] = name;
     tensor_ids_.push_back(static_cast<int>(id));
+    if (v.kind == ValueKind::kConstant) {
+      auto sym = ConstantSymbol(static_cast<int>(id));
+      if (!sym.ok()) return sym.status();
+      if (std::find(constant_outputs_.begin(), constant_outputs_.end(), static_cast<int>(id)) == constant_outputs_.end())
+        constant_outputs_.push_back(static_cast<int>(id));
+    }
   }
   return Status::Ok();
 }
@@ -680,7 +687,10 @@ std::string Generator::Source() const {
     << "    if (ctx->op_callback) ctx->op_callback(ctx->op_callback_user, i, " << P << "_op_names[i], 0);\n"
     << "    s = " << P << "_step_run[i](ctx);\n"
     << "    if (ctx->op_callback) ctx->op_callback(ctx->op_callback_user, i, " << P << "_op_names[i], 1);\n"
-    << "    if (s) {\n      ctx->failed_op = i;\n      return " << P << "_status_of(s);\n    }\n  }\n  return " << P << "_status_ok;\n}\n";
+    << "    if (s) {\n      ctx->failed_op = i;\n      return " << P << "_status_of(s);\n    }\n  }\n";
+  for (int id : constant_outputs_)  // a graph output that is a constant: its value, where the caller reads outputs
+    c << "  memcpy(ctx->tensor_ptrs[" << tensor_enum_[id] << "], " << const_of_value_.at(id) << ", " << m_.values[id].bytes << "u);\n";
+  c << "  return " << P << "_status_ok;\n}\n";
   return c.str();
 }
 

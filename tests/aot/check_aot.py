@@ -40,10 +40,9 @@ EXPECTED_FAILURES = {
     "person_detect_vela.tflite": "ETHOS_U",  # an Arm Ethos-U NPU command stream
 }
 # LiteRT's own test data (--testdata): files whose operators have no emitter yet, with the error
-# `weft aot` must give. Every other file the runtime runs must convert, build and match.
-TESTDATA_NOT_YET = {
-    "constant_output_tensor.tflite": "is a constant",
-}
+# `weft aot` must give (none at present). Every other file the runtime runs must convert, build
+# and match.
+TESTDATA_NOT_YET = {}
 # Test inputs for files whose random ones would not do: name -> {input: value}; an int32 scalar
 # that decides an output's size is frozen into the module (--freeze), the rest are test inputs.
 TESTDATA_INPUTS = {
