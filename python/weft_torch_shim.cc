@@ -151,9 +151,31 @@ class OpKernels {
       if (o.kind != WEFT_IO_DYNAMIC) return true;
     return false;
   }
-  // Pushes the model's results in schema order, an empty list for each dynamic output.
+  // An op whose only output is a list (Split): it returns as many tensors as the call asks for.
+  bool ListOnly() const { return schema_.outputs.size() == 1 && schema_.outputs[0].kind == WEFT_IO_DYNAMIC; }
+  // How many: the `num_outputs` attribute when set, else the length of an input named `split`
+  // (its shape, so meta and fake tensors know it too).
+  size_t ListCount(const torch::jit::Stack& stack) const {
+    auto args = torch::jit::last(stack, num_args());
+    for (size_t k = 0; k < schema_.attrs.size(); ++k) {
+      const c10::IValue& v = args[schema_.inputs.size() + k];
+      if (schema_.attrs[k].name == "num_outputs" && v.isInt() && v.toInt() > 0) return static_cast<size_t>(v.toInt());
+    }
+    for (size_t k = 0; k < schema_.inputs.size(); ++k)
+      if (schema_.inputs[k].name == "split" && args[k].isTensor()) return static_cast<size_t>(args[k].toTensor().numel());
+    TORCH_CHECK(false, "weft::", schema_.op_type, ": its outputs are a list; say how many with num_outputs= or a split tensor");
+    return 0;
+  }
+  // Pushes the model's results in schema order, an empty list for each dynamic output (all of
+  // them as one list for a list-only op).
   template <typename Results>
   void PushResults(torch::jit::Stack* stack, Results&& results, size_t n) const {
+    if (ListOnly()) {
+      c10::List<at::Tensor> all;
+      for (size_t k = 0; k < n; ++k) all.push_back(std::move(results[k]));
+      stack->emplace_back(std::move(all));
+      return;
+    }
     size_t next = 0;
     for (auto& o : schema_.outputs) {
       if (o.kind == WEFT_IO_DYNAMIC) stack->emplace_back(c10::List<at::Tensor>());
@@ -342,9 +364,16 @@ class OpKernels {
       n.attrs[a.name] = std::move(av);
     }
     // Dynamic outputs (extra results such as MaxPool's Indices) are returned as empty lists; an op
-    // whose every output is dynamic has no fixed arity and is not callable from torch.
-    TORCH_CHECK(HasFixedOutput(), "weft::", schema_.op_type, ": ops whose outputs are all dynamic are not callable from torch");
-    for (size_t k = 0; k < schema_.outputs.size(); ++k) {
+    // whose only output is a list returns it whole; one with several lists and nothing else is not
+    // callable from torch.
+    if (ListOnly()) {
+      const size_t count = ListCount(stack);
+      for (size_t k = 0; k < count; ++k) n.outputs.push_back("out0_" + std::to_string(k));
+      n.output_counts.push_back(static_cast<uint32_t>(count));
+    }
+    TORCH_CHECK(ListOnly() || HasFixedOutput(), "weft::", schema_.op_type,
+                ": ops whose outputs are several lists are not callable from torch");
+    for (size_t k = 0; k < schema_.outputs.size() && !ListOnly(); ++k) {
       bool dyn = schema_.outputs[k].kind == WEFT_IO_DYNAMIC;
       if (!dyn) n.outputs.push_back("out" + std::to_string(k));
       n.output_counts.push_back(dyn ? 0 : 1);
@@ -404,9 +433,8 @@ class OpKernels {
     std::unique_ptr<weft::RunContext> own;
     weft::RunContext* ctx = e.ctx.get();
     if (!lock.owns_lock()) ctx = (own = e.model->CreateRunContext()).get();
-    if (!e.dynamic) {
+    if (!e.dynamic && e.out_shapes.size() <= 8) {  // more outputs (a long Split) take the general path below
       size_t n_out = e.out_shapes.size();
-      TORCH_CHECK(n_out <= 8, "weft: at most 8 outputs");
       at::Tensor outs[8];
       weft::TensorRef refs[8];
       for (size_t k = 0; k < n_out; ++k) {

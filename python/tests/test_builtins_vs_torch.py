@@ -161,3 +161,29 @@ def test_resize_and_recurrent():
         ref, (h, c) = lstm(xs)
     close(y[:, 0], ref, rtol=1e-4, atol=1e-5)
     close(yh[0], h[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("sizes,dim", [([2, 4], 0), ([1, 1, 3], 1), ([5] * 10, 2)])
+def test_split_returns_a_list(sizes, dim):
+    # The list's length comes from the split tensor's; more than 8 pieces take the general path.
+    shape = [6, 5, 50]
+    shape[dim] = sum(sizes)
+    x = rand(*shape)
+    got = ops.Split(x, torch.tensor(sizes), axis=dim)
+    want = torch.split(x, sizes, dim)
+    assert isinstance(got, list) and len(got) == len(want)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_split_by_count_and_the_error_without_one():
+    x = rand(4, 9)
+    got = ops.Split(x, axis=1, num_outputs=3)
+    for a, b in zip(got, torch.chunk(x, 3, 1)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    with pytest.raises(Exception, match="num_outputs= or a split tensor"):
+        ops.Split(x, axis=1)
+    # Under torch.compile with the default backend: the fake kernel gives the list too.
+    f = torch.compile(lambda t: [p * 2 for p in ops.Split(t, axis=1, num_outputs=3)], fullgraph=True)
+    for a, b in zip(f(x), torch.chunk(x, 3, 1)):
+        torch.testing.assert_close(a, b * 2)

@@ -15,9 +15,8 @@ def i64(*v):
 
 
 # Ops opcheck cannot take: the rank of the output depends on input values (no fake tensor can
-# hold that), the outputs are a list whose length depends on values, or (LiteRT's ops) an input
-# must be a constant in the graph.
-NOT_CHECKABLE = {"Squeeze": "rank from values", "Unsqueeze": "rank from values", "Split": "a list of outputs",
+# hold that), or (LiteRT's ops) an input must be a constant in the graph.
+NOT_CHECKABLE = {"Squeeze": "rank from values", "Unsqueeze": "rank from values",
                  "If": "subgraph attributes", "Loop": "subgraph attributes", "Scan": "subgraph attributes",
                  "MulCustomGrad": "checked through MulCustom's backward",
                  "TflMean": "constant axis", "TflPad": "constant paddings", "TflPadv2": "constant paddings",
@@ -97,6 +96,7 @@ CASES = {
                                                                               "input_zero_point": [3]})],
     # output sizes from input values: fake kernels give new dynamic sizes
     "Reshape": [((r(6, 4), i64(3, 8)), {}), ((r(2, 3, 4), i64(-1, 4)), {})], "Expand": [((r(3, 1), i64(3, 4)), {})],
+    "Split": [((r(6, 4), i64(2, 4)), {"axis": 0}), ((r(3, 6),), {"axis": 1, "num_outputs": 3})],
     "Tile": [((r(2, 3), i64(2, 1)), {})], "Pad": [((r(2, 3), i64(0, 1, 1, 2)), {})],
     "Slice": [((r(6, 4), i64(1), i64(5), i64(0)), {})], "TopK": [((r(3, 6), i64(2)), {}), ((r(4, 5), i64(3)), {"axis": 0})],
     "Range": [((torch.tensor(0.0), torch.tensor(5.0), torch.tensor(1.0)), {})],

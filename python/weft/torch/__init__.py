@@ -162,6 +162,7 @@ class _OpRunner:
         self.attr_types = {a["name"]: a["type"] for a in proto["attrs"]}
         self.models = {}
         self.infers = {}
+        self._list_only = len(proto["outputs"]) == 1 and proto["outputs"][0]["kind"] == "dynamic"
 
     def _graph(self, ins, attrs, metas):
         g = _weft.Graph(self.proto["op_type"])
@@ -182,8 +183,15 @@ class _OpRunner:
                 k += 1
         outs = []
         out_counts = []
+        if self._list_only:  # one list of outputs (Split): as many as the call asks for
+            n = self._list_count(ins, attrs)
+            outs = [f"out0_{k}" for k in range(n)]
+            g.add_node(self.proto["op_type"], "op", names, outs, self._clean(attrs), counts, [n])
+            for o in outs:
+                g.add_output(o)
+            return g
         if all(io["kind"] == "dynamic" for io in self.proto["outputs"]):
-            raise NotImplementedError(f"weft::{self.proto['op_type']}: ops whose outputs are all dynamic are not callable "
+            raise NotImplementedError(f"weft::{self.proto['op_type']}: ops whose outputs are several lists are not callable "
                                       "from torch")
         for j, io in enumerate(self.proto["outputs"]):
             if io["kind"] == "dynamic":  # extra results (e.g. MaxPool's Indices): returned as []
@@ -191,11 +199,25 @@ class _OpRunner:
                 continue
             outs.append(f"out{j}")
             out_counts.append(1)
-        clean = {n: _attr_value(v, self.attr_types[n]) for n, v in attrs.items() if v is not None}
-        g.add_node(self.proto["op_type"], "op", names, outs, clean, counts, out_counts)
+        g.add_node(self.proto["op_type"], "op", names, outs, self._clean(attrs), counts, out_counts)
         for o in outs:
             g.add_output(o)
         return g
+
+    def _clean(self, attrs):
+        return {n: _attr_value(v, self.attr_types[n]) for n, v in attrs.items() if v is not None}
+
+    def _list_count(self, ins, attrs):
+        """How many tensors an op whose only output is a list returns: its `num_outputs` attribute,
+        else the length of an input named `split` (a shape, so fake tensors know it too)."""
+        n = attrs.get("num_outputs")
+        if n:
+            return int(n)
+        for io, v in zip(self.proto["inputs"], ins):
+            if io["name"] == "split" and v is not None:
+                return int(v.numel())
+        raise ValueError(f"weft::{self.proto['op_type']}: its outputs are a list; say how many with num_outputs= "
+                         "or a split tensor")
 
     @staticmethod
     def _flat(ins):
@@ -226,6 +248,8 @@ class _OpRunner:
         return self._results([torch.from_numpy(o) for o in outs])
 
     def _results(self, res):
+        if self._list_only:
+            return list(res)
         it = iter(res)
         full = [[] if io["kind"] == "dynamic" else next(it) for io in self.proto["outputs"]]
         return full[0] if len(full) == 1 else tuple(full)
