@@ -79,7 +79,7 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, p
     const Tensor* c = ctx->GetOutputTensor(0);
     if (c->GetFormat() != FORMAT_NC1HWC0) return GRAPH_SUCCESS;
     const Shape& cs = c->GetShape();
-    size_t bytes = static_cast<size_t>(cs.GetDim(0) * ((cs.GetDim(1) + 15) / 16) * 16 * cs.GetDim(2) * cs.GetDim(3)) * sizeof(float);
+    const size_t bytes = BlockedFloatBytes(cs);
     return ctx->SetOutputStorage(0, bytes, FORMAT_NC1HWC0);
   }
   // [N][C/16][H*W][16] with padded channels zero.

@@ -171,6 +171,11 @@ struct FusedActivation {
   }
 };
 
+// Bytes of a float32 [N, C, H, W] tensor stored channel-blocked (FORMAT_NC1HWC0: C padded to 16).
+inline size_t BlockedFloatBytes(const Shape& s) {
+  return static_cast<size_t>(s.GetDim(0) * ((s.GetDim(1) + 15) / 16) * 16 * s.GetDim(2) * s.GetDim(3)) * sizeof(float);
+}
+
 // For built-ins whose Compile only derives state from metadata and constant inputs (prepacked
 // weights, primitives): a loaded model file restores that state in Deserialize from the same
 // metadata and the stored weights, so nothing but the weights needs storing.

@@ -303,7 +303,7 @@ class Resize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, p
     const Tensor* y = ctx->GetOutputTensor(0);
     if (y->GetFormat() != FORMAT_NC1HWC0) return GRAPH_SUCCESS;
     const Shape& ys = y->GetShape();
-    const size_t bytes = static_cast<size_t>(ys.GetDim(0) * ((ys.GetDim(1) + 15) / 16) * 16 * ys.GetDim(2) * ys.GetDim(3)) * sizeof(float);
+    const size_t bytes = BlockedFloatBytes(ys);
     return ctx->SetOutputStorage(0, bytes, FORMAT_NC1HWC0);
   }
   // [N][C/16][H][W][16]: the plain path's two passes (horizontal into scratch, then vertical) on
