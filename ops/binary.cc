@@ -75,13 +75,7 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, p
     return GRAPH_SUCCESS;
   }
   // A blocked output needs its storage size (channels padded to 16).
-  graphStatus Compile(OpCompileContext* ctx) override {
-    const Tensor* c = ctx->GetOutputTensor(0);
-    if (c->GetFormat() != FORMAT_NC1HWC0) return GRAPH_SUCCESS;
-    const Shape& cs = c->GetShape();
-    const size_t bytes = BlockedFloatBytes(cs);
-    return ctx->SetOutputStorage(0, bytes, FORMAT_NC1HWC0);
-  }
+  graphStatus Compile(OpCompileContext* ctx) override { return SetBlockedOutputStorage(ctx); }
   // [N][C/16][H*W][16] with padded channels zero.
   graphStatus ExecuteBlocked(EagerOpExecutionContext* ctx, const Tensor* a, const Tensor* b, Tensor* c) {
     const Shape& cs = c->GetShape();

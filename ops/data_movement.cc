@@ -708,13 +708,7 @@ class Pad : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, publ
     if (BlockedPad(ctx, ctx->GetInputTensor(0)->GetShape(), &pads)) s.Format(FORMAT_NC1HWC0).Input(0).Output(0).Together();
     return GRAPH_SUCCESS;
   }
-  graphStatus Compile(OpCompileContext* ctx) override {
-    const Tensor* y = ctx->GetOutputTensor(0);
-    if (y->GetFormat() != FORMAT_NC1HWC0) return GRAPH_SUCCESS;
-    const Shape& ys = y->GetShape();
-    const size_t bytes = BlockedFloatBytes(ys);
-    return ctx->SetOutputStorage(0, bytes, FORMAT_NC1HWC0);
-  }
+  graphStatus Compile(OpCompileContext* ctx) override { return SetBlockedOutputStorage(ctx); }
   // [N][C/16][H][W][16] in and out: each output pixel's block is the input's (its channels past the
   // input's count zeroed) or zeros.
   graphStatus ExecuteBlocked(EagerOpExecutionContext* ctx, const Tensor* x, Tensor* y) {

@@ -176,6 +176,14 @@ inline size_t BlockedFloatBytes(const Shape& s) {
   return static_cast<size_t>(s.GetDim(0) * ((s.GetDim(1) + 15) / 16) * 16 * s.GetDim(2) * s.GetDim(3)) * sizeof(float);
 }
 
+// Compile for ops whose only compiled state is output 0's storage: its size when the layout pass
+// made it channel-blocked.
+inline graphStatus SetBlockedOutputStorage(OpCompileContext* ctx) {
+  const Tensor* y = ctx->GetOutputTensor(0);
+  if (y->GetFormat() != FORMAT_NC1HWC0) return GRAPH_SUCCESS;
+  return ctx->SetOutputStorage(0, BlockedFloatBytes(y->GetShape()), FORMAT_NC1HWC0);
+}
+
 // For built-ins whose Compile only derives state from metadata and constant inputs (prepacked
 // weights, primitives): a loaded model file restores that state in Deserialize from the same
 // metadata and the stored weights, so nothing but the weights needs storing.

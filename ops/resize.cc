@@ -299,13 +299,7 @@ class Resize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, p
     if (x->GetDataType() == DT_FLOAT && SpatialTaps(ctx, x->GetShape(), &p, &taps)) s.Format(FORMAT_NC1HWC0).Input(0).Output(0).Together();
     return GRAPH_SUCCESS;
   }
-  graphStatus Compile(OpCompileContext* ctx) override {
-    const Tensor* y = ctx->GetOutputTensor(0);
-    if (y->GetFormat() != FORMAT_NC1HWC0) return GRAPH_SUCCESS;
-    const Shape& ys = y->GetShape();
-    const size_t bytes = BlockedFloatBytes(ys);
-    return ctx->SetOutputStorage(0, bytes, FORMAT_NC1HWC0);
-  }
+  graphStatus Compile(OpCompileContext* ctx) override { return SetBlockedOutputStorage(ctx); }
   // [N][C/16][H][W][16]: the plain path's two passes (horizontal into scratch, then vertical) on
   // 16 channels at a time, with the same float weights and order, so the values are the same.
   graphStatus ExecuteBlocked(EagerOpExecutionContext* ctx, const Tensor* x, Tensor* y) {
