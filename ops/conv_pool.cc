@@ -4,6 +4,9 @@
 // Over 600 lines because the ops share one window geometry (MakeWindow, taps) and each has a
 // oneDNN path beside its reference loops; tests/plugins/conv_override.cc builds this file alone.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
 #include <limits>
 
 #include <oneapi/dnnl/dnnl.h>
@@ -11,6 +14,7 @@
 #include "aot_emit.h"
 #include "dnnl_runner.h"
 #include "op_util.h"
+#include "vector_math.h"
 
 namespace weft::ops {
 namespace {
@@ -482,7 +486,31 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
   dnnl::memory weights_, bias_;
 };
 
-class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public EmittableOp {
+// A fused activation over n floats in place; the common ones in loops that vectorize.
+WEFT_VMATH_CLONES void ActivateInPlace(const WeftEpilogue& e, float* p, int64_t n) {
+  switch (e.activation) {
+    case WEFT_ACT_NONE: return;
+    case WEFT_ACT_RELU:
+      for (int64_t i = 0; i < n; ++i) p[i] = p[i] > 0.f ? p[i] : 0.f;
+      return;
+    case WEFT_ACT_SIGMOID:
+      for (int64_t i = 0; i < n; ++i) p[i] = vmath::Sigmoid(p[i]);
+      return;
+    case WEFT_ACT_TANH:
+      for (int64_t i = 0; i < n; ++i) p[i] = vmath::Tanh(p[i]);
+      return;
+    case WEFT_ACT_SWISH:
+      for (int64_t i = 0; i < n; ++i) p[i] = p[i] * vmath::Sigmoid(p[i]);
+      return;
+    default: {
+      FusedActivation act(e);
+      for (int64_t i = 0; i < n; ++i) p[i] = act(p[i]);
+    }
+  }
+}
+
+class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public EmittableOp,
+                      public FusibleOp {
  public:
   // float32 1-D, 2-D and 3-D transposed convolutions with groups, dilations, pads, output_padding
   // and output_shape through weft_conv_transpose_f32 (ops/aot/conv_transpose.c), on the geometry
@@ -522,9 +550,17 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
              (b ? ctx->Input(2, "float") : std::string("0")) + ", " + ctx->Output(0, "float") + ");\n");
     return GRAPH_SUCCESS;
   }
-  // float32 fast path: oneDNN's deconvolution with the weights reordered once (1-3 spatial dims,
-  // any group, stride, dilation and padding that is not negative). Anything else runs the
-  // reference loops below.
+  // ConvTranspose [+ activation] on float: every path applies the fused activation.
+  graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
+    if (IsFloating(ctx->GetInputDataType(0))) AbsorbAllActivations(s);
+    return GRAPH_SUCCESS;
+  }
+  // float32 with constant weights has two fast paths, both prepared here:
+  // - GEMM + col2im: Z[g][M/g * KK, HW] = W_g^T X_g per image and group, then each output
+  //   channel's plane is its bias plus the sum of its taps' planes placed at their strides;
+  // - oneDNN's deconvolution (1-3 spatial dims, pads not negative), weights reordered once.
+  // Where both are ready the faster one on this machine and shape is kept (timed once, here).
+  // Anything else runs the reference loops below.
   graphStatus Compile(OpCompileContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* wt = ctx->GetRequiredInputTensor(1);
@@ -533,25 +569,42 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     Window w;
     std::string err;
     if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err) || w.nd < 1 || w.nd > 3) return GRAPH_SUCCESS;
-    // Kernel equal to stride, no padding or dilation, one group (the 2x upsampling of U-Nets and
-    // decoders): every output pixel takes exactly one tap, so the layer is one GEMM of the
-    // weights with the input followed by placing each tap's plane.
-    bool tiles = *ctx->GetAttrs()->GetInt("group") == 1;
-    for (size_t i = 0; i < w.nd; ++i)
-      tiles = tiles && w.k[i] == w.s[i] && w.d[i] == 1 && w.pb[i] == 0 && w.pe[i] == 0 && w.out[i] == w.in[i] * w.k[i];
-    if (tiles) {
-      const Shape& ws = wt->GetShape();
-      const int64_t c = ws.GetDim(0), m = ws.GetDim(1), kk = Prod(w.k, w.nd);
-      tile_w_.assign(static_cast<size_t>(m * kk * c), 0.f);
-      const float* pw = wt->GetData<float>();
-      for (int64_t ic = 0; ic < c; ++ic)  // [C, M*KK] -> [M*KK, C]
-        for (int64_t r = 0; r < m * kk; ++r) tile_w_[static_cast<size_t>(r * c + ic)] = pw[ic * m * kk + r];
-      tile_b_.assign(static_cast<size_t>(m), 0.f);
-      if (b) std::memcpy(tile_b_.data(), b->GetAddr(), static_cast<size_t>(m) * sizeof(float));
-      tiles_ = true;
-      ApplyIntraOpThreads(ctx);
-      return GRAPH_SUCCESS;
+    PrepareGemm(ctx, x, wt, b, w);
+    CompileDnnl(ctx, x, wt, b, w);
+    // The session option weft.conv_transpose_path = gemm | onednn keeps one path where both are
+    // ready (docs/runtime.md); anything else is the timed choice.
+    const char* force = ctx->GetOption("weft.conv_transpose_path");
+    const std::string forced = force ? force : "";
+    if (gemm_ && runner_.ready()) {
+      if (forced == "gemm") path_ = kGemm;
+      else if (forced == "onednn") path_ = kDnnl;
+      else path_ = kUndecided;
+    } else {
+      path_ = gemm_ ? kGemm : runner_.ready() ? kDnnl : kReference;
     }
+    return GRAPH_SUCCESS;
+  }
+  // The GEMM + col2im path's weights: per group [M/g * KK, C/g] (ONNX's W is [C, M/g, k...]).
+  // Skipped when its column buffer would exceed 256 MiB.
+  void PrepareGemm(OpCompileContext* ctx, const Tensor* x, const Tensor* wt, const Tensor* b, const Window& w) {
+    const Shape& ws = wt->GetShape();
+    const int64_t group = *ctx->GetAttrs()->GetInt("group");
+    const int64_t c = ws.GetDim(0), mg = ws.GetDim(1), m = mg * group, cg = c / group, kk = Prod(w.k, w.nd);
+    const int64_t in_sp = Prod(w.in, w.nd);
+    if (static_cast<double>(m) * kk * in_sp * sizeof(float) > 256.0 * 1024 * 1024) return;
+    (void)x;
+    gemm_w_.assign(static_cast<size_t>(m * kk * cg), 0.f);
+    const float* pw = wt->GetData<float>();
+    for (int64_t g = 0; g < group; ++g)
+      for (int64_t ic = 0; ic < cg; ++ic)  // [cg, mg*KK] -> [mg*KK, cg]
+        for (int64_t r = 0; r < mg * kk; ++r)
+          gemm_w_[static_cast<size_t>((g * mg * kk + r) * cg + ic)] = pw[(g * cg + ic) * mg * kk + r];
+    gemm_b_.assign(static_cast<size_t>(m), 0.f);
+    if (b) std::memcpy(gemm_b_.data(), b->GetAddr(), static_cast<size_t>(m) * sizeof(float));
+    gemm_ = true;
+    ApplyIntraOpThreads(ctx);
+  }
+  void CompileDnnl(OpCompileContext* ctx, const Tensor* x, const Tensor* wt, const Tensor* b, const Window& w) {
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
     const Shape& xs = x->GetShape();
@@ -565,7 +618,7 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     for (size_t i = 0; i < w.nd; ++i) {
       int64_t ext = (w.k[i] - 1) * w.d[i] + 1;
       int64_t right = (w.in[i] - 1) * w.s[i] + ext - w.pb[i] - w.out[i];  // output_padding included
-      if (w.pb[i] < 0 || right < 0) return GRAPH_SUCCESS;
+      if (w.pb[i] < 0 || right < 0) return;
       src.push_back(w.in[i]);
       dst.push_back(w.out[i]);
       wd.push_back(w.k[i]);
@@ -620,9 +673,8 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
       }
       runner_.Finish(threads);
     } catch (const dnnl::error&) {
-      // Finish was not reached: the runner stays unready and the reference path runs instead.
+      // Finish was not reached: the runner stays unready and another path runs instead.
     }
-    return GRAPH_SUCCESS;
   }
   // Output spatial dims and begin pads per ONNX ConvTranspose.
   static bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& wt, Window* w, std::string* err) {
@@ -710,11 +762,13 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err)) return Fail(ctx, err);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
-    if (runner_.ready()) {
-      void* ptrs[2] = {const_cast<void*>(x->GetAddr()), y->GetAddr()};
-      return runner_.Run(ctx, ptrs) ? GRAPH_SUCCESS : GRAPH_FAILED;
+    if (path_ == kUndecided) {
+      graphStatus st = GRAPH_SUCCESS;
+      std::call_once(pick_, [&] { st = PickPath(ctx, x, w, y); });
+      if (st != GRAPH_SUCCESS) return st;
     }
-    if (tiles_) return ExecuteTiles(ctx, x, w, y);
+    if (path_ == kGemm) return ExecuteGemm(ctx, x, w, y);
+    if (path_ == kDnnl || path_ == kUndecided) return ExecuteDnnl(ctx, x, y);
     int64_t group = *ctx->GetAttrs()->GetInt("group");
     int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), mg = wt->GetShape().GetDim(1), m = mg * group, cg = c / group;
     int64_t in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd), k_sp = Prod(w.k, w.nd);
@@ -756,45 +810,97 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
           iidx[i] = 0;
         }
       }
-      for (int64_t i = 0; i < n * m * out_sp; ++i) y->GetData<T>()[i] = Store<T>(static_cast<typename Compute<T>::type>(acc[i]));
+      FusedActivation act(ctx);
+      for (int64_t i = 0; i < n * m * out_sp; ++i) y->GetData<T>()[i] = Store<T>(static_cast<typename Compute<T>::type>(act(acc[i])));
     });
     return GRAPH_SUCCESS;
   }
 
  private:
-  // Z[M*KK, HW] = Wt[M*KK, C] * X[C, HW] per image, then y[m, i*k + a, ...] = Z[m*KK + a..., i...] + bias.
-  graphStatus ExecuteTiles(EagerOpExecutionContext* ctx, const Tensor* x, const Window& w, Tensor* y) {
+  graphStatus ExecuteDnnl(EagerOpExecutionContext* ctx, const Tensor* x, Tensor* y) {
+    void* ptrs[2] = {const_cast<void*>(x->GetAddr()), y->GetAddr()};
+    if (!runner_.Run(ctx, ptrs)) return GRAPH_FAILED;
+    const WeftEpilogue act = ctx->GetEpilogue();
+    if (act.activation == WEFT_ACT_NONE) return GRAPH_SUCCESS;
+    const Shape& ys = y->GetShape();
+    const int64_t planes = ys.GetDim(0) * ys.GetDim(1), plane = ys.GetShapeSize() / std::max<int64_t>(1, planes);
+    return ctx->ParallelFor(planes, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p) ActivateInPlace(act, y->GetData<float>() + p * plane, plane);
+    });
+  }
+  // Where both fast paths are ready, the first run times each twice on its own input (the
+  // faster of two runs each, after one untimed run each), keeps the faster for every later run,
+  // and leaves the kept path's result in Y, so that every run's output comes from that path.
+  graphStatus PickPath(EagerOpExecutionContext* ctx, const Tensor* x, const Window& w, Tensor* y) {
+    using clock = std::chrono::steady_clock;
+    double best[2] = {1e300, 1e300};  // gemm, onednn
+    for (int round = 0; round < 3; ++round)
+      for (int p = 0; p < 2; ++p) {
+        auto t0 = clock::now();
+        graphStatus st = p == 0 ? ExecuteGemm(ctx, x, w, y) : ExecuteDnnl(ctx, x, y);
+        if (st != GRAPH_SUCCESS) return st;
+        if (round) best[p] = std::min(best[p], std::chrono::duration<double>(clock::now() - t0).count());
+      }
+    path_ = best[0] <= best[1] ? kGemm : kDnnl;
+    return path_ == kGemm ? ExecuteGemm(ctx, x, w, y) : GRAPH_SUCCESS;
+  }
+  // Per image and group Z = W_g^T X_g ([M/g * KK, HW]); then per output channel (in parallel):
+  // the plane starts at the bias, each tap's plane of Z is added at its place (input position p
+  // and tap t land on output p * s - pad_begin + t * d where that is inside), and the fused
+  // activation runs over the finished plane while it is in cache.
+  graphStatus ExecuteGemm(EagerOpExecutionContext* ctx, const Tensor* x, const Window& w, Tensor* y) {
     const Shape& xs = x->GetShape();
-    const int64_t n = xs.GetDim(0), c = xs.GetDim(1), m = static_cast<int64_t>(tile_b_.size());
+    const int64_t group = *ctx->GetAttrs()->GetInt("group");
+    const int64_t n = xs.GetDim(0), c = xs.GetDim(1), m = static_cast<int64_t>(gemm_b_.size()), mg = m / group, cg = c / group;
     const int64_t kk = Prod(w.k, w.nd), in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd);
     float* z = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(m * kk * in_sp) * sizeof(float)));
     if (!z) return GRAPH_FAILED;
+    // Three spatial dims, leading ones of size 1 for 1-D and 2-D.
+    int64_t I[3], O[3], K[3], S[3], D[3], P[3];
+    for (size_t d = 0; d < 3; ++d) {
+      const bool real = d >= 3 - w.nd;
+      const size_t r = real ? d - (3 - w.nd) : 0;
+      I[d] = real ? w.in[r] : 1, O[d] = real ? w.out[r] : 1, K[d] = real ? w.k[r] : 1;
+      S[d] = real ? w.s[r] : 1, D[d] = real ? w.d[r] : 1, P[d] = real ? w.pb[r] : 0;
+    }
+    // The input positions along dim d whose tap t lands inside the output: [lo, hi).
+    auto range = [&](size_t d, int64_t t, int64_t* lo, int64_t* hi) {
+      const int64_t first = P[d] - t * D[d], last = O[d] - 1 + P[d] - t * D[d];
+      *lo = first <= 0 ? 0 : (first + S[d] - 1) / S[d];
+      *hi = last < 0 ? 0 : std::min(I[d], last / S[d] + 1);
+    };
+    const WeftEpilogue act = ctx->GetEpilogue();
     for (int64_t i = 0; i < n; ++i) {
       const float* px = x->GetData<float>() + i * c * in_sp;
       float* py = y->GetData<float>() + i * m * out_sp;
-      if (dnnl_sgemm('N', 'N', m * kk, in_sp, c, 1.f, tile_w_.data(), c, px, in_sp, 0.f, z, in_sp) != dnnl_success)
-        return Fail(ctx, "oneDNN sgemm failed");
-      graphStatus st = ctx->ParallelFor(m, 1, [&](int64_t lo, int64_t hi) {
-        for (int64_t mm = lo; mm < hi; ++mm)
-          for (int64_t t = 0; t < kk; ++t) {
-            int64_t tap[WEFT_MAX_DIMS], rem = t;  // the tap's offset in each spatial dim
-            for (size_t d = w.nd; d-- > 0;) tap[d] = rem % w.k[d], rem /= w.k[d];
-            const float* src = z + (mm * kk + t) * in_sp;
-            float* dst = py + mm * out_sp;
-            const float bias = tile_b_[static_cast<size_t>(mm)];
-            const int64_t last = w.in[w.nd - 1], step = w.k[w.nd - 1];
-            for (int64_t row = 0; row < in_sp / last; ++row) {  // each input row of the innermost dim
-              int64_t r = row, off = 0;
-              for (size_t d = w.nd - 1; d-- > 0;) {
-                int64_t p = r % w.in[d];
-                r /= w.in[d];
-                off += (p * w.k[d] + tap[d]) * Prod(w.out + d + 1, w.nd - d - 1);
+      for (int64_t g = 0; g < group; ++g)
+        if (dnnl_sgemm('N', 'N', mg * kk, in_sp, cg, 1.f, gemm_w_.data() + g * mg * kk * cg, cg, px + g * cg * in_sp, in_sp, 0.f,
+                       z + g * mg * kk * in_sp, in_sp) != dnnl_success)
+          return Fail(ctx, "oneDNN sgemm failed");
+      graphStatus st = ctx->ParallelFor(m, 1, [&](int64_t lo_m, int64_t hi_m) {
+        for (int64_t mm = lo_m; mm < hi_m; ++mm) {
+          float* dst = py + mm * out_sp;
+          std::fill(dst, dst + out_sp, gemm_b_[static_cast<size_t>(mm)]);
+          for (int64_t t0 = 0; t0 < K[0]; ++t0)
+            for (int64_t t1 = 0; t1 < K[1]; ++t1)
+              for (int64_t t2 = 0; t2 < K[2]; ++t2) {
+                const float* src = z + (mm * kk + (t0 * K[1] + t1) * K[2] + t2) * in_sp;
+                int64_t l0, h0, l1, h1, l2, h2;
+                range(0, t0, &l0, &h0), range(1, t1, &l1, &h1), range(2, t2, &l2, &h2);
+                if (l2 >= h2) continue;
+                const int64_t s2 = S[2];
+                for (int64_t a = l0; a < h0; ++a)
+                  for (int64_t b = l1; b < h1; ++b) {
+                    const float* sr = src + (a * I[1] + b) * I[2];
+                    float* o = dst + ((a * S[0] - P[0] + t0 * D[0]) * O[1] + (b * S[1] - P[1] + t1 * D[1])) * O[2] - P[2] + t2 * D[2];
+                    if (s2 == 1)
+                      for (int64_t j = l2; j < h2; ++j) o[j] += sr[j];
+                    else
+                      for (int64_t j = l2; j < h2; ++j) o[j * s2] += sr[j];
+                  }
               }
-              float* o = dst + off + tap[w.nd - 1];
-              const float* sr = src + row * last;
-              for (int64_t j = 0; j < last; ++j) o[j * step] = sr[j] + bias;
-            }
-          }
+          ActivateInPlace(act, dst, out_sp);
+        }
       });
       if (st != GRAPH_SUCCESS) return st;
     }
@@ -803,8 +909,11 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
 
   DnnlRunner runner_;
   dnnl::memory weights_, bias_;
-  bool tiles_ = false;
-  std::vector<float> tile_w_, tile_b_;
+  bool gemm_ = false;
+  std::vector<float> gemm_w_, gemm_b_;
+  enum Path { kReference, kGemm, kDnnl, kUndecided };
+  std::atomic<int> path_{kReference};
+  std::once_flag pick_;
 };
 
 template <bool kMax>

@@ -150,6 +150,7 @@ inline void AbsorbAllActivations(FusionSupport& s) {
 struct FusedActivation {
   WeftEpilogue e;
   explicit FusedActivation(const KernelContextBase* ctx) : e(ctx->GetEpilogue()) {}
+  explicit FusedActivation(const WeftEpilogue& ep) : e(ep) {}
   template <typename C>
   C operator()(C v) const {
     if constexpr (!std::is_floating_point<C>::value) {

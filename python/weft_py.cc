@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "weft/litert.h"
@@ -851,8 +852,10 @@ PYBIND11_MODULE(_weft, m) {
 
   py::class_<Session, std::shared_ptr<Session>>(m, "Session")
       .def(py::init([](const std::vector<std::string>& packages, bool use_env_path, bool allow_override, int threads,
-                       bool load_builtins, bool trust_embedded_code, uint64_t memory_budget_bytes) {
+                       bool load_builtins, bool trust_embedded_code, uint64_t memory_budget_bytes,
+                       const std::map<std::string, std::string>& options) {
         SessionOptions o;
+        o.options = options;
         o.package_paths = packages;
         o.use_env_path = use_env_path;
         o.allow_override = allow_override;
@@ -863,7 +866,9 @@ PYBIND11_MODULE(_weft, m) {
         return std::shared_ptr<Session>(Get(Session::Create(o)));
       }), py::arg("packages") = std::vector<std::string>{}, py::arg("use_env_path") = true,
           py::arg("allow_override") = false, py::arg("threads") = 1, py::arg("load_builtins") = true,
-          py::arg("trust_embedded_code") = false, py::arg("memory_budget_bytes") = 0)
+          py::arg("trust_embedded_code") = false, py::arg("memory_budget_bytes") = 0,
+          py::arg("options") = std::map<std::string, std::string>{},
+          "options: session options by key, e.g. {\"weft.conv_algorithm\": \"direct\"} (docs/runtime.md lists them).")
       .def("load_package", [](Session& s, const std::string& root) {
         Status st = s.LoadPackage(root);
         if (!st.ok()) Raise(st);

@@ -1,6 +1,8 @@
-"""ConvTranspose with constant weights (the oneDNN deconvolution path) against ONNX Runtime, over
-the configurations exported models use: 1-3 spatial dims, groups (depthwise included), strides,
-dilations, pads, output_padding, output_shape, auto_pad, with and without bias."""
+"""ConvTranspose with constant weights against ONNX Runtime, over the configurations exported models
+use: 1-3 spatial dims, groups (depthwise included), strides, dilations, pads, output_padding,
+output_shape, auto_pad, with and without bias, alone and with an activation after it (which the
+compiler fuses into it). Each case runs on both fast paths (GEMM + col2im and oneDNN's
+deconvolution, kept by the session option weft.conv_transpose_path) and on the automatic choice between them."""
 import numpy as np
 import pytest
 
@@ -20,19 +22,30 @@ CASES = [
     ((1, 4, 6, 6), 5, 1, (3, 3), dict(strides=[2, 2], auto_pad="SAME_UPPER"), True),
     ((3, 8, 20), 16, 1, (5,), dict(strides=[2], pads=[2, 2], output_padding=[1]), True),
     ((1, 4, 4, 5, 6), 2, 2, (2, 3, 3), dict(strides=[2, 1, 2], pads=[0, 1, 1, 0, 1, 1]), True),
+    ((1, 100, 1, 1), 32, 1, (4, 4), dict(), False),
+    ((2, 12, 8, 8), 3, 1, (4, 4), dict(strides=[2, 2], pads=[1, 1, 1, 1]), True),
+    ((1, 6, 7, 5), 4, 1, (3, 3), dict(strides=[2, 2], output_shape=[12, 8]), True),
 ]
+# An activation after the ConvTranspose, fused into it by the compiler.
+ACTIVATIONS = [None, ("Relu", {}), ("Sigmoid", {}), ("Tanh", {}), ("LeakyRelu", {"alpha": 0.2})]
 
 
+@pytest.mark.parametrize("path", ["auto", "gemm", "onednn"])
+@pytest.mark.parametrize("act", range(len(ACTIVATIONS)))
 @pytest.mark.parametrize("case", range(len(CASES)))
-def test_conv_transpose_matches_onnx_runtime(tmp_path, case):
+def test_conv_transpose_matches_onnx_runtime(tmp_path, case, act, path):
+    options = {} if path == "auto" else {"weft.conv_transpose_path": path}
     xs, mg, group, k, attrs, bias = CASES[case]
     rng = np.random.default_rng(case)
     c = xs[1]
     w = rng.standard_normal((c, mg) + k).astype(np.float32)
     b = rng.standard_normal(mg * group).astype(np.float32)
     inits = [numpy_helper.from_array(w, "w")] + ([numpy_helper.from_array(b, "b")] if bias else [])
-    node = helper.make_node("ConvTranspose", ["x", "w"] + (["b"] if bias else []), ["y"], group=group, kernel_shape=list(k), **attrs)
-    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xs))],
+    nodes = [helper.make_node("ConvTranspose", ["x", "w"] + (["b"] if bias else []), ["t" if ACTIVATIONS[act] else "y"], group=group,
+                              kernel_shape=list(k), **attrs)]
+    if ACTIVATIONS[act]:
+        nodes.append(helper.make_node(ACTIVATIONS[act][0], ["t"], ["y"], **ACTIVATIONS[act][1]))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xs))],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     path = str(tmp_path / "ct.onnx")
@@ -40,6 +53,6 @@ def test_conv_transpose_matches_onnx_runtime(tmp_path, case):
     x = rng.standard_normal(xs).astype(np.float32)
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     for threads in (1, 2):
-        got = weft.Session(threads=threads, use_env_path=False).compile(weft.import_onnx(path)).run([x])[0]
+        got = weft.Session(threads=threads, use_env_path=False, options=options).compile(weft.import_onnx(path)).run([x])[0]
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
