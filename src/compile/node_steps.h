@@ -199,6 +199,21 @@ struct NodeSteps {
     pc.query_fusion = [this](CompiledNode& cn, WeftFusionSupport* s) { return QueryFusion(cn, s); };
     pc.query_layout = [this](CompiledNode& cn, WeftLayoutSupport* s) { return QueryLayout(cn, s); };
     pc.create_instance = [this](CompiledNode& cn) { return CreateInstance(cn, "creating the rewritten node's op object"); };
+    pc.add_constant = [this](const std::string& name, HostTensor t) {
+      Value v;
+      v.name = name;
+      v.kind = ValueKind::kConstant;
+      v.dtype = t.dtype();
+      v.shape = t.shape();
+      v.bytes = t.bytes();
+      v.index = static_cast<int>(m->constants.size());
+      m->constants.push_back(std::move(t));
+      m->values.push_back(v);
+      meta.resize(m->values.size());
+      meta.back().dtype = v.dtype;
+      *Shape::View(&meta.back().shape) = v.shape;
+      return static_cast<int>(m->values.size() - 1);
+    };
     return pc;
   }
 

@@ -22,11 +22,17 @@ struct PassContext {
   std::function<Status(CompiledNode&, WeftLayoutSupport*)> query_layout;
   // Replaces a node's op in place (a rewrite to another registered op type).
   std::function<Status(CompiledNode&)> create_instance;
+  // Adds a constant value (a rewrite's new weights); returns its value id. graph_output is the
+  // caller's to extend.
+  std::function<int(const std::string& name, HostTensor value)> add_constant;
 };
 
 // A zero Pad of the spatial dims read only by a Conv becomes the Conv's padding
 // (passes/fold_pad.cc).
 Status FoldPadIntoConv(PassContext& pc);
+// An inference BatchNormalization read only from a Conv or ConvTranspose with constant weights
+// becomes part of its weights and bias (passes/fold_batch_norm.cc).
+Status FoldBatchNorm(PassContext& pc);
 // Producer + Add (residual or bias) + activation become one node (passes/fuse_epilogues.cc).
 Status FuseEpilogues(PassContext& pc);
 // The decomposed LayerNorm exporters emit becomes LayerNormalization (passes/fuse_layer_norm.cc).
