@@ -17,6 +17,30 @@
 #include "vector_math.h"
 
 namespace weft::ops {
+
+// A fused activation over n floats in place; the common ones in loops that vectorize.
+WEFT_VMATH_CLONES void ActivateInPlace(const WeftEpilogue& e, float* p, int64_t n) {
+  switch (e.activation) {
+    case WEFT_ACT_NONE: return;
+    case WEFT_ACT_RELU:
+      for (int64_t i = 0; i < n; ++i) p[i] = p[i] > 0.f ? p[i] : 0.f;
+      return;
+    case WEFT_ACT_SIGMOID:
+      for (int64_t i = 0; i < n; ++i) p[i] = vmath::Sigmoid(p[i]);
+      return;
+    case WEFT_ACT_TANH:
+      for (int64_t i = 0; i < n; ++i) p[i] = vmath::Tanh(p[i]);
+      return;
+    case WEFT_ACT_SWISH:
+      for (int64_t i = 0; i < n; ++i) p[i] = p[i] * vmath::Sigmoid(p[i]);
+      return;
+    default: {
+      FusedActivation act(e);
+      for (int64_t i = 0; i < n; ++i) p[i] = act(p[i]);
+    }
+  }
+}
+
 namespace {
 
 // Spatial geometry shared by conv and pooling.
@@ -485,29 +509,6 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
   DnnlRunner runner_;
   dnnl::memory weights_, bias_;
 };
-
-// A fused activation over n floats in place; the common ones in loops that vectorize.
-WEFT_VMATH_CLONES void ActivateInPlace(const WeftEpilogue& e, float* p, int64_t n) {
-  switch (e.activation) {
-    case WEFT_ACT_NONE: return;
-    case WEFT_ACT_RELU:
-      for (int64_t i = 0; i < n; ++i) p[i] = p[i] > 0.f ? p[i] : 0.f;
-      return;
-    case WEFT_ACT_SIGMOID:
-      for (int64_t i = 0; i < n; ++i) p[i] = vmath::Sigmoid(p[i]);
-      return;
-    case WEFT_ACT_TANH:
-      for (int64_t i = 0; i < n; ++i) p[i] = vmath::Tanh(p[i]);
-      return;
-    case WEFT_ACT_SWISH:
-      for (int64_t i = 0; i < n; ++i) p[i] = p[i] * vmath::Sigmoid(p[i]);
-      return;
-    default: {
-      FusedActivation act(e);
-      for (int64_t i = 0; i < n; ++i) p[i] = act(p[i]);
-    }
-  }
-}
 
 class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public EmittableOp,
                       public FusibleOp {

@@ -153,8 +153,84 @@ class Gemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
 };
 
 // y = scale * (x - mean) / sqrt(var + eps) + B, per channel (axis 1).
-class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad,
+                           public FusibleOp, public LayoutAwareOp {
  public:
+  // BatchNormalization [+ activation] on floating types: every path applies the fused activation.
+  graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
+    if (IsFloating(ctx->GetInputDataType(0))) AbsorbAllActivations(s);
+    return GRAPH_SUCCESS;
+  }
+  // float32 [N, C, H, W] with constant parameters reads and writes the channel-blocked layout
+  // as readily as the plain one (a per-channel scale and shift), so the pre-activation blocks of
+  // DenseNet-style models (Concat, BatchNormalization, Relu, Conv) stay blocked.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    if (x->GetDataType() != DT_FLOAT || x->GetShape().GetDimNum() != 4 || x->GetShape().IsUnknown()) return GRAPH_SUCCESS;
+    for (size_t i = 1; i < 5; ++i)
+      if (!ctx->GetInputTensor(i)->GetAddr() || ctx->GetInputTensor(i)->GetDataType() != DT_FLOAT) return GRAPH_SUCCESS;
+    s.Format(FORMAT_NC1HWC0).Input(0).Output(0).Together();
+    return GRAPH_SUCCESS;
+  }
+  // float32 with constant parameters: scale and shift per channel folded once (in double, as
+  // the reference path does), padded with zeros to a multiple of 16 channels.
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    bool constant = x->GetDataType() == DT_FLOAT && x->GetShape().GetDimNum() >= 2 && x->GetShape().GetDim(1) >= 0;  // batch may vary
+    for (size_t i = 1; i < 5 && constant; ++i)
+      constant = ctx->GetInputTensor(i)->GetAddr() && ctx->GetInputTensor(i)->GetDataType() == DT_FLOAT;
+    if (constant) {
+      const double eps = *ctx->GetAttrs()->GetFloat("epsilon");
+      const int64_t c = x->GetShape().GetDim(1);
+      scale_.assign(static_cast<size_t>((c + 15) / 16 * 16), 0.f);
+      shift_.assign(scale_.size(), 0.f);
+      auto val = [&](size_t in, int64_t ch) { return static_cast<double>(ctx->GetInputTensor(in)->GetData<float>()[ch]); };
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const double sc = val(1, ch) / std::sqrt(val(4, ch) + eps);
+        scale_[static_cast<size_t>(ch)] = static_cast<float>(sc);
+        shift_[static_cast<size_t>(ch)] = static_cast<float>(val(2, ch) - val(3, ch) * sc);
+      }
+    }
+    return SetBlockedOutputStorage(ctx);
+  }
+  // The prepared path: plain [N][C][spatial] or blocked [N][C/16][H*W][16] (padded lanes stay
+  // zero), split over (image, channel or channel block), the activation applied per piece.
+  graphStatus ExecutePrepared(EagerOpExecutionContext* ctx, const Tensor* x, Tensor* y) {
+    const Shape& xs = x->GetShape();
+    const int64_t n = xs.GetDim(0), c = xs.GetDim(1), sp = xs.GetShapeSize() / std::max<int64_t>(n * c, 1);
+    const float* px = x->GetData<float>();
+    float* py = y->GetData<float>();
+    const WeftEpilogue act = ctx->GetEpilogue();
+    if (x->GetFormat() == FORMAT_NC1HWC0) {
+      const int64_t cb = (c + 15) / 16;
+      return ctx->ParallelFor(n * cb, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t blk = lo; blk < hi; ++blk) {
+          const float* sc = scale_.data() + (blk % cb) * 16;
+          const float* sh = shift_.data() + (blk % cb) * 16;
+          const float* src = px + blk * sp * 16;
+          float* dst = py + blk * sp * 16;
+          for (int64_t p = 0; p < sp; ++p)
+#pragma omp simd
+            for (int k = 0; k < 16; ++k) dst[p * 16 + k] = src[p * 16 + k] * sc[k] + sh[k];
+          ActivateInPlace(act, dst, sp * 16);
+          const int64_t live = std::min<int64_t>(16, c - (blk % cb) * 16);
+          if (live < 16 && act.activation != WEFT_ACT_NONE)  // an activation may move the padded zeros
+            for (int64_t p = 0; p < sp; ++p) std::fill(dst + p * 16 + live, dst + p * 16 + 16, 0.f);
+        }
+      });
+    }
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(sp, 1));
+    return ctx->ParallelFor(n * c, grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t plane = lo; plane < hi; ++plane) {
+        const float sc = scale_[static_cast<size_t>(plane % c)], sh = shift_[static_cast<size_t>(plane % c)];
+        const float* src = px + plane * sp;
+        float* dst = py + plane * sp;
+#pragma omp simd
+        for (int64_t i = 0; i < sp; ++i) dst[i] = src[i] * sc + sh;
+        ActivateInPlace(act, dst, sp);
+      }
+    });
+  }
   // Inference: y = x * scale[c] + shift[c], the two folded from constant parameters in double as
   // Execute folds them.
   graphStatus Emit(EmitContext* ctx) override {
@@ -200,8 +276,10 @@ class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
+    if (!scale_.empty() && x->GetDataType() == DT_FLOAT) return ExecutePrepared(ctx, x, y);
     float eps = *ctx->GetAttrs()->GetFloat("epsilon");
     int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), sp = x->GetShapeSize() / std::max<int64_t>(n * c, 1);
+    FusedActivation act(ctx);
     auto val = [&](size_t in, int64_t ch) {
       double r = 0;
       const Tensor* t = ctx->GetInputTensor(in);
@@ -217,12 +295,15 @@ class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
         for (int64_t in = 0; in < n; ++in) {
           const T* px = x->GetData<T>() + (in * c + ch) * sp;
           T* py = y->GetData<T>() + (in * c + ch) * sp;
-          for (int64_t i = 0; i < sp; ++i) py[i] = Store<T>(static_cast<typename Compute<T>::type>(C(Load(px[i])) * scale + shift));
+          for (int64_t i = 0; i < sp; ++i) py[i] = Store<T>(static_cast<typename Compute<T>::type>(act(C(Load(px[i])) * scale + shift)));
         }
       }
     });
     return GRAPH_SUCCESS;
   }
+
+ private:
+  std::vector<float> scale_, shift_;  // per channel, padded to a multiple of 16 (the prepared path)
 };
 
 // Normalizes groups of `count` contiguous elements: y = (x - mean) / sqrt(var + eps) * s + b,

@@ -172,6 +172,10 @@ struct FusedActivation {
   }
 };
 
+// The fused activation over n floats in place; Relu, Sigmoid, Tanh and Swish in loops that
+// vectorize (ops/conv_pool.cc).
+void ActivateInPlace(const WeftEpilogue& e, float* p, int64_t n);
+
 // Bytes of a float32 [N, C, H, W] tensor stored channel-blocked (FORMAT_NC1HWC0: C padded to 16).
 inline size_t BlockedFloatBytes(const Shape& s) {
   return static_cast<size_t>(s.GetDim(0) * ((s.GetDim(1) + 15) / 16) * 16 * s.GetDim(2) * s.GetDim(3)) * sizeof(float);

@@ -194,3 +194,51 @@ def test_resize_between_convolutions(tmp_path, mode, ctm, scale):
         if conv.endswith("@NC1HWC0)"):  # this machine's convolutions take the blocked layout
             up = next(line for line in lines if "'up'" in line)
             assert up.count("@NC1HWC0") == 2, up
+
+
+@pytest.mark.parametrize("act", [None, "Relu", "Sigmoid", "LeakyRelu"])
+@pytest.mark.parametrize("grow", [16, 12])
+def test_pre_activation_batch_norm_between_convolutions(tmp_path, act, grow):
+    """A DenseNet-style block: Concat of two convolutions' outputs, then BatchNormalization and an
+    activation (fused into it), then a convolution. The BatchNormalization cannot fold into a
+    producer (it reads a Concat), so it runs on the channel-blocked layout; channels that are not
+    a multiple of 16 (grow 12) leave padded lanes, which an activation such as Sigmoid would move
+    off zero. Checked against ONNX Runtime; where this machine's convolutions use the blocked
+    layout the BatchNormalization must run blocked too."""
+    import os
+    import re
+    import subprocess
+    rng = np.random.default_rng(grow)
+    c = 16 + grow
+    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n)
+             for n, s in [("w0", (16, 16, 3, 3)), ("w1", (grow, 16, 3, 3)), ("w2", (8, c, 1, 1))]]
+    inits += [numpy_helper.from_array(rng.uniform(0.5, 2.0, c).astype(np.float32), "s"),
+              numpy_helper.from_array(rng.standard_normal(c).astype(np.float32), "b"),
+              numpy_helper.from_array(rng.standard_normal(c).astype(np.float32), "m"),
+              numpy_helper.from_array(rng.uniform(0.2, 2.0, c).astype(np.float32), "v")]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["a"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["a", "w1"], ["g"], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["a", "g"], ["cat"], axis=1),
+        helper.make_node("BatchNormalization", ["cat", "s", "b", "m", "v"], ["n" if act else "r"], epsilon=1e-5),
+    ]
+    if act:
+        nodes.append(helper.make_node(act, ["n"], ["r"], **({"alpha": 0.1} if act == "LeakyRelu" else {})))
+    nodes.append(helper.make_node("Conv", ["r", "w2"], ["y"]))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16, 14, 12])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    path = str(tmp_path / "bn.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)], ir_version=8), path)
+    x = rng.standard_normal((2, 16, 14, 12)).astype(np.float32)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        got = weft.Session(threads=threads, use_env_path=False).compile(weft.import_onnx(path)).run([x])[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    cli = os.environ.get("WEFT_CLI")
+    if cli and os.path.exists(cli):
+        lines = subprocess.run([cli, "inspect", path, "--steps"], capture_output=True, text=True, check=True).stdout.splitlines()
+        convs = [line for line in lines if re.match(r"\s+\d+ Conv ", line)]
+        bn = [line for line in lines if re.match(r"\s+\d+ BatchNormalization ", line)]
+        assert len(bn) == 1 and not any(re.match(r"\s+\d+ (Relu|Sigmoid|LeakyRelu) ", line) for line in lines), lines
+        if grow == 16 and convs[0].endswith("@NC1HWC0)"):  # this machine's convolutions take the blocked layout
+            assert bn[0].count("@NC1HWC0") == 2, lines
