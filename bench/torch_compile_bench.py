@@ -5,7 +5,11 @@ interleave the three (eager, inductor, weft) on the same inputs, under torch.no_
 intra-op thread unless --threads says otherwise. Reports medians and the ratios weft/inductor and
 weft/eager (below 1.0: weft is faster), and checks the outputs agree within 1e-4.
 
-    .venv/bin/python bench/torch_compile_bench.py [--size small|full] [--batch 1] [--rounds 30]
+    .venv/bin/python bench/torch_compile_bench.py [--size small|full] [--batch 1] [--rounds 30] [--dynamic]
+
+--dynamic compiles both ways with dynamic=True (symbolic sizes: Weft's -1 dims and its per-shape
+plan cache; inductor's dynamic kernels) and, after the first call at --batch, warms a second
+batch size (--batch + 1) before timing, so that both have seen the batch vary.
 """
 import argparse
 import os
@@ -45,13 +49,16 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (see above)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     import weft
     import weft.torch as wt
 
     session = weft.Session(threads=a.threads)
-    print(f"torch {torch.__version__}, {a.threads} thread(s), batch {a.batch}, size {a.size}, {a.rounds} rounds")
+    print(f"torch {torch.__version__}, {a.threads} thread(s), batch {a.batch}, size {a.size}, {a.rounds} rounds"
+          + (", dynamic=True" if a.dynamic else ""))
+    dyn = {"dynamic": True} if a.dynamic else {}
     print(f"{'model':<20} {'eager ms':>9} {'inductor ms':>12} {'weft ms':>9} {'weft/inductor':>14} {'weft/eager':>11}"
           f" {'max |diff|':>11}  compile s (inductor, weft)")
     rows = []
@@ -63,14 +70,18 @@ def main():
         with torch.no_grad():
             ref = m(*xs)
             t0 = time.perf_counter()
-            ind = torch.compile(m)
+            ind = torch.compile(m, **dyn)
             ind(*xs)
             t_ind = time.perf_counter() - t0
             t0 = time.perf_counter()
-            wf = wt.compile(m, session=session)
+            wf = wt.compile(m, session=session, **dyn)
             wf(*xs)
             wf(*xs)
             t_weft = time.perf_counter() - t0
+            if a.dynamic:  # both see a second batch size before the timed rounds
+                other = inputs(zm.build(name, a.size, a.batch + 1).inputs, seed=1)
+                ind(*other)
+                wf(*other)
             diff = max(float((p - q).abs().max()) for p, q in zip(flat(wf(*xs)), flat(ref)))
             reps = max(1, int(0.2 / max(timed(m, xs, 1), 1e-4)))
             runs = {"eager": [], "inductor": [], "weft": []}

@@ -871,6 +871,7 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
       *hi = last < 0 ? 0 : std::min(I[d], last / S[d] + 1);
     };
     const WeftEpilogue act = ctx->GetEpilogue();
+    ApplyIntraOpThreads(ctx);  // sgemm's OpenMP threads: the session's, set on the thread that runs
     for (int64_t i = 0; i < n; ++i) {
       const float* px = x->GetData<float>() + i * c * in_sp;
       float* py = y->GetData<float>() + i * m * out_sp;

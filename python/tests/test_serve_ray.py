@@ -1,7 +1,9 @@
 """weft.serve on a local Ray Serve app: HTTP (JSON, .npz), handles, 4xx errors, a config-file
-application, and load from 8 clients with one replica killed mid-load."""
+application, the replicas' metrics read back from Ray's Prometheus export, and load from 8 clients
+with one replica killed mid-load."""
 import io
 import os
+import re
 import signal
 import threading
 import time
@@ -20,6 +22,7 @@ import weft.serve as ws  # noqa: E402
 from serve_models import mlp  # noqa: E402
 
 PORT = int(os.environ.get("WEFT_TEST_SERVE_PORT", "18431"))
+METRICS_PORT = int(os.environ.get("WEFT_TEST_METRICS_PORT", "18432"))
 BASE = f"http://127.0.0.1:{PORT}"
 
 
@@ -27,7 +30,7 @@ BASE = f"http://127.0.0.1:{PORT}"
 def cluster():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, object_store_memory=100 << 20,
-             logging_level="ERROR")
+             logging_level="ERROR", _metrics_export_port=METRICS_PORT)
     serve.start(http_options={"host": "127.0.0.1", "port": PORT})
     yield
     serve.shutdown()
@@ -80,6 +83,59 @@ def test_metadata_health_and_stats(app):
     assert requests.get(f"{BASE}/mlp/healthz", timeout=60).json() == {"status": "ok"}
     stats = requests.get(f"{BASE}/mlp/stats", timeout=60).json()
     assert stats["model"]["name"] == "mlp" and "latency_ms" in stats and stats["pid"] > 0
+
+
+def scrape_metrics():
+    """Ray's Prometheus export on this node: {(name, frozenset(labels)): value} for weft's metrics."""
+    try:
+        text = requests.get(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=30).text
+    except requests.ConnectionError:  # the metrics agent not up yet
+        return {}
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^(ray_weft_\w+)\{([^}]*)\} (\S+)$", line)
+        if m:
+            labels = frozenset(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+            out[(m.group(1), labels)] = out.get((m.group(1), labels), 0.0) + float(m.group(3))
+    return out
+
+
+def metric_sum(metrics, name, **labels):
+    want = set(labels.items())
+    return sum(v for (n, ls), v in metrics.items() if n == name and want <= ls)
+
+
+def test_metrics_reach_rays_prometheus_export(app, reference):
+    """The replicas record latency, batch size, queue depth and requests by status through Ray's
+    metrics API; Ray's metrics agent exports them on the node's Prometheus endpoint, from which
+    they are read back here after a known number of good and bad requests. Ray exports on an
+    interval, so the endpoint is polled until the counts arrive (or the poll gives up)."""
+    before = scrape_metrics()
+    good0 = metric_sum(before, "ray_weft_requests_total", model="mlp", status="200")
+    bad0 = metric_sum(before, "ray_weft_requests_total", model="mlp", status="422")
+    for k in range(12):
+        r = requests.post(f"{BASE}/mlp", json={"inputs": {"x": request_input(300 + k).tolist()}}, timeout=60)
+        assert r.status_code == 200
+    for _ in range(3):
+        assert requests.post(f"{BASE}/mlp", json={"inputs": {"x": [[0.0] * 15]}}, timeout=60).status_code == 422
+    metrics = {}
+    for _ in range(90):  # Ray's report interval is a few seconds; allow for a slow machine
+        metrics = scrape_metrics()
+        if (metric_sum(metrics, "ray_weft_requests_total", model="mlp", status="200") >= good0 + 12 and
+                metric_sum(metrics, "ray_weft_requests_total", model="mlp", status="422") >= bad0 + 3):
+            break
+        time.sleep(2)
+    names = sorted({n for n, _ in metrics})
+    assert metric_sum(metrics, "ray_weft_requests_total", model="mlp", status="200") >= good0 + 12, names
+    assert metric_sum(metrics, "ray_weft_requests_total", model="mlp", status="422") >= bad0 + 3, names
+    # Histograms: every request has a latency sample, every run of the engine a batch-size sample
+    # (12 good requests: at least 2 runs with max_batch_size 8; the first scrape may predate the
+    # export of earlier tests' runs, so only lower bounds hold). Only the counts are exact: Ray's
+    # recorder reports a histogram's sum from bucket midpoints.
+    assert metric_sum(metrics, "ray_weft_request_latency_ms_count", model="mlp") >= good0 + bad0 + 15, names
+    runs = metric_sum(metrics, "ray_weft_batch_size_count", model="mlp") - metric_sum(before, "ray_weft_batch_size_count", model="mlp")
+    assert runs >= 2, (runs, names)
+    assert any(n == "ray_weft_queue_depth" for n, _ in metrics), names
 
 
 @pytest.mark.parametrize("kwargs,status,words", [
