@@ -16,30 +16,10 @@
 namespace weft::internal {
 namespace {
 
-int AttrIndex(const CompiledNode& n, const char* name) {
-  const auto& attrs = n.op->proto.attrs;
-  for (size_t k = 0; k < attrs.size(); ++k)
-    if (attrs[k].name == name) return static_cast<int>(k);
-  return -1;
-}
-
 // Value id of the only instance of IR input `ir`, or -1 when it is absent.
 int IrInput(const CompiledNode& n, size_t ir) {
   if (ir >= n.ir_in_count.size() || n.ir_in_count[ir] != 1) return -1;
   return n.in_values[n.ir_in_start[ir]];
-}
-
-// Inserts value `id` as the only instance of the absent optional IR input `ir` of `cn`.
-void ConnectInput(CompiledNode& cn, uint32_t ir, int id) {
-  uint32_t pos = 0;
-  for (uint32_t k = 0; k < ir; ++k) pos += cn.ir_in_count[k];
-  cn.in_values.insert(cn.in_values.begin() + pos, id);
-  cn.ir_in_count[ir] = 1;
-  uint32_t start = 0;
-  for (size_t k = 0; k < cn.ir_in_count.size(); ++k) {
-    cn.ir_in_start[k] = start;
-    start += cn.ir_in_count[k];
-  }
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 #include "compile/passes/passes.h"
 
 namespace weft::internal {
-namespace {
 
 int AttrIndex(const CompiledNode& n, const char* name) {
   const auto& attrs = n.op->proto.attrs;
@@ -17,8 +16,6 @@ int AttrIndex(const CompiledNode& n, const char* name) {
     if (attrs[k].name == name) return static_cast<int>(k);
   return -1;
 }
-
-}  // namespace
 
 Status FoldPadIntoConv(PassContext& pc) {
   ModelImpl& m = *pc.model;

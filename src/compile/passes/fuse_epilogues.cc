@@ -7,9 +7,7 @@
 #include "compile/passes/passes.h"
 
 namespace weft::internal {
-namespace {
 
-// Inserts value `id` as the only instance of (absent, optional) IR input `ir` of `cn`.
 void ConnectInput(CompiledNode& cn, uint32_t ir, int id) {
   uint32_t pos = 0;
   for (uint32_t k = 0; k < ir; ++k) pos += cn.ir_in_count[k];
@@ -21,8 +19,6 @@ void ConnectInput(CompiledNode& cn, uint32_t ir, int id) {
     start += cn.ir_in_count[k];
   }
 }
-
-}  // namespace
 
 Status FuseEpilogues(PassContext& pc) {
   ModelImpl& m = *pc.model;

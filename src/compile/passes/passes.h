@@ -27,6 +27,12 @@ struct PassContext {
   std::function<int(const std::string& name, HostTensor value)> add_constant;
 };
 
+// Index of the node's attribute `name` in its op's prototype, or -1 (passes/fold_pad.cc).
+int AttrIndex(const CompiledNode& n, const char* name);
+// Inserts value `id` as the only instance of the absent optional IR input `ir` of `cn`
+// (passes/fuse_epilogues.cc).
+void ConnectInput(CompiledNode& cn, uint32_t ir, int id);
+
 // A zero Pad of the spatial dims read only by a Conv becomes the Conv's padding
 // (passes/fold_pad.cc).
 Status FoldPadIntoConv(PassContext& pc);
