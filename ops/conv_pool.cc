@@ -576,6 +576,8 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     // ready (docs/runtime.md); anything else is the timed choice.
     const char* force = ctx->GetOption("weft.conv_transpose_path");
     const std::string forced = force ? force : "";
+    if (!forced.empty() && forced != "gemm" && forced != "onednn" && forced != "auto")
+      return Fail(ctx, "session option weft.conv_transpose_path is '" + forced + "'; it takes gemm, onednn or auto");
     if (gemm_ && runner_.ready()) {
       if (forced == "gemm") path_ = kGemm;
       else if (forced == "onednn") path_ = kDnnl;
@@ -854,8 +856,12 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     const int64_t group = *ctx->GetAttrs()->GetInt("group");
     const int64_t n = xs.GetDim(0), c = xs.GetDim(1), m = static_cast<int64_t>(gemm_b_.size()), mg = m / group, cg = c / group;
     const int64_t kk = Prod(w.k, w.nd), in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd);
-    float* z = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(m * kk * in_sp) * sizeof(float)));
+    // Empty input channels or input positions: Z is all zeros (no product to take).
+    const bool no_product = cg == 0 || in_sp == 0 || mg * kk == 0;
+    const size_t z_count = static_cast<size_t>(m * kk * in_sp);
+    float* z = static_cast<float*>(ctx->MallocWorkSpace(std::max<size_t>(z_count, 1) * sizeof(float)));
     if (!z) return GRAPH_FAILED;
+    if (no_product) std::fill(z, z + z_count, 0.f);
     // Three spatial dims, leading ones of size 1 for 1-D and 2-D.
     int64_t I[3], O[3], K[3], S[3], D[3], P[3];
     for (size_t d = 0; d < 3; ++d) {
@@ -875,7 +881,7 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     for (int64_t i = 0; i < n; ++i) {
       const float* px = x->GetData<float>() + i * c * in_sp;
       float* py = y->GetData<float>() + i * m * out_sp;
-      for (int64_t g = 0; g < group; ++g)
+      for (int64_t g = 0; g < group && !no_product; ++g)
         if (dnnl_sgemm('N', 'N', mg * kk, in_sp, cg, 1.f, gemm_w_.data() + g * mg * kk * cg, cg, px + g * cg * in_sp, in_sp, 0.f,
                        z + g * mg * kk * in_sp, in_sp) != dnnl_success)
           return Fail(ctx, "oneDNN sgemm failed");

@@ -56,3 +56,37 @@ def test_conv_transpose_matches_onnx_runtime(tmp_path, case, act, path):
         got = weft.Session(threads=threads, use_env_path=False, options=options).compile(weft.import_onnx(path)).run([x])[0]
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("path", ["auto", "gemm", "onednn"])
+@pytest.mark.parametrize("xs,ws", [((1, 2, 0, 4), (2, 3, 3, 3)), ((1, 0, 4, 4), (0, 3, 3, 3)), ((1, 2, 4, 4), (2, 0, 3, 3)),
+                                   ((0, 2, 4, 4), (2, 3, 3, 3))])
+def test_conv_transpose_with_empty_dims(tmp_path, path, xs, ws):
+    """No input positions, no input channels, no output channels, no images: the output is the
+    bias (or empty), as ONNX Runtime computes it, on every path."""
+    rng = np.random.default_rng(5)
+    m = ws[1]
+    inits = [numpy_helper.from_array(rng.standard_normal(ws).astype(np.float32), "w"),
+             numpy_helper.from_array(np.arange(1, m + 1, dtype=np.float32), "b")]
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xs))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    p = str(tmp_path / "empty.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), p)
+    x = np.zeros(xs, np.float32)
+    want = ort.InferenceSession(p, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    options = {} if path == "auto" else {"weft.conv_transpose_path": path}
+    got = weft.Session(threads=1, use_env_path=False, options=options).compile(weft.import_onnx(p)).run([x])[0]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_unknown_conv_transpose_path_is_an_error(tmp_path):
+    w = numpy_helper.from_array(np.ones((2, 3, 2, 2), np.float32), "w")
+    g = helper.make_graph([helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    p = str(tmp_path / "opt.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), p)
+    with pytest.raises(Exception, match="weft.conv_transpose_path is 'cuda'; it takes gemm, onednn or auto"):
+        weft.Session(use_env_path=False, options={"weft.conv_transpose_path": "cuda"}).compile(weft.import_onnx(p))

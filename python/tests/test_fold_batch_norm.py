@@ -109,3 +109,38 @@ def test_weights_from_an_input_are_not_folded(tmp_path):
                  inputs=[helper.make_tensor_value_info("w", TensorProto.FLOAT, [4, 3, 3, 3])])
     check(path, {"x": rng.standard_normal((1, 3, 6, 6)).astype(np.float32),
                  "w": rng.standard_normal((4, 3, 3, 3)).astype(np.float32)}, folded=False)
+
+
+def test_two_folds_of_one_shared_weight_get_distinct_names(tmp_path):
+    # A siamese pair: one weight tensor, two convolutions, each followed by its own
+    # BatchNormalization. Each fold needs its own weights; the model file keys them by name.
+    rng = np.random.default_rng(4)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")]
+    inits += bn_inits(rng, 4, "bn1") + bn_inits(rng, 4, "bn2")
+    # An initializer already named like a folded copy would be.
+    inits.append(numpy_helper.from_array(np.ones(4, np.float32), "w/batch_norm_folded"))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c1"]), bn_node("c1", "y1", "bn1"),
+             helper.make_node("Conv", ["x2", "w"], ["c2"]), bn_node("c2", "n2", "bn2"),
+             helper.make_node("Add", ["n2", "w/batch_norm_folded"], ["y2"])]
+    x2 = helper.make_tensor_value_info("x2", TensorProto.FLOAT, [1, 3, 6, 6])
+    path = build(tmp_path, "siamese", nodes, (1, 3, 6, 6), inits, ["y1", "y2"], inputs=[x2])
+    check(path, {"x": rng.standard_normal((1, 3, 6, 6)).astype(np.float32),
+                 "x2": rng.standard_normal((1, 3, 6, 6)).astype(np.float32)}, folded=True)
+
+
+def test_fold_that_would_overflow_float32_is_not_made(tmp_path):
+    # The two taps cancel exactly on a constant input, so the convolution gives 0 and the batch
+    # norm gives its bias; folded, the weights times 1e30 would be +-inf and the result NaN.
+    inits = [numpy_helper.from_array(np.array([[[[1e10, -1e10]]]], np.float32), "w"),
+             numpy_helper.from_array(np.array([1e30], np.float32), "bn_scale"),
+             numpy_helper.from_array(np.array([0.5], np.float32), "bn_bias"),
+             numpy_helper.from_array(np.array([0.0], np.float32), "bn_mean"),
+             numpy_helper.from_array(np.array([1.0], np.float32), "bn_var")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), bn_node("c", "y")]
+    path = build(tmp_path, "overflow", nodes, (1, 1, 3, 4), inits, ["y"])
+    got = weft.Session(threads=1, use_env_path=False).compile(weft.import_onnx(path)).run([np.ones((1, 1, 3, 4), np.float32)])[0]
+    np.testing.assert_array_equal(got, np.full((1, 1, 3, 3), 0.5, np.float32))
+    cli = os.environ.get("WEFT_CLI")
+    if cli:
+        steps = subprocess.run([cli, "inspect", path, "--steps"], capture_output=True, text=True, check=True).stdout
+        assert " BatchNormalization " in steps, steps

@@ -5,6 +5,7 @@
 #ifndef WEFT_SRC_COMPILE_NODE_STEPS_H_
 #define WEFT_SRC_COMPILE_NODE_STEPS_H_
 
+#include <set>
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -200,8 +201,13 @@ struct NodeSteps {
     pc.query_layout = [this](CompiledNode& cn, WeftLayoutSupport* s) { return QueryLayout(cn, s); };
     pc.create_instance = [this](CompiledNode& cn) { return CreateInstance(cn, "creating the rewritten node's op object"); };
     pc.add_constant = [this](const std::string& name, HostTensor t) {
+      // A name no value has yet (model files key values by name).
+      std::set<std::string> taken;
+      for (const Value& x : m->values) taken.insert(x.name);
+      std::string unique = name;
+      for (int k = 2; taken.count(unique); ++k) unique = name + "_" + std::to_string(k);
       Value v;
-      v.name = name;
+      v.name = unique;
       v.kind = ValueKind::kConstant;
       v.dtype = t.dtype();
       v.shape = t.shape();

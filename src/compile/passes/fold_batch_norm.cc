@@ -96,6 +96,11 @@ Status FoldBatchNorm(PassContext& pc) {
     float* pb = nb.data_as<float>();
     for (int64_t c = 0; c < channels; ++c)
       pb[c] = static_cast<float>(((bias ? bias[c] : 0.0) - mean[c]) * s[static_cast<size_t>(c)] + shift[c]);
+    // Folded values that overflow float32 (or were not finite to begin with) would turn results
+    // the unfolded pair computes into inf or NaN: such a pair runs as written.
+    for (int64_t i = 0; i < total && finite; ++i) finite = std::isfinite(pw[i]);
+    for (int64_t c = 0; c < channels && finite; ++c) finite = std::isfinite(pb[c]);
+    if (!finite) continue;
     // A constant only this node reads is replaced where it is; a shared one stays for its other
     // readers and this node gets a new one.
     auto place = [&](int id, HostTensor t, const std::string& name) {
