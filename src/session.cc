@@ -1,9 +1,13 @@
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include <unistd.h>
 
+#include "core/suggest.h"
 #include "registry/registry.h"
 #include "compile/compiler.h"
 #include "runtime/engine.h"
@@ -117,10 +121,55 @@ class SessionImpl : public Session {
 
 }  // namespace
 
+namespace {
+
+// The engine's own options ("weft." keys) and the values each takes (docs/runtime.md). Keys with
+// no values are set by the session itself. Other keys belong to plugins and pass through.
+Status CheckEngineOptions(const std::map<std::string, std::string>& options) {
+  struct Known {
+    const char* key;
+    std::vector<std::string> values;
+    const char* set_from;
+  };
+  static const Known kKnown[] = {
+      {"weft.graph_passes", {"all", "none"}, nullptr},
+      {"weft.conv_algorithm", {"auto", "winograd", "direct"}, nullptr},
+      {"weft.conv_transpose_path", {"auto", "gemm", "onednn"}, nullptr},
+      {"weft.intra_op_threads", {}, "SessionOptions::intra_op_threads (Python: threads=)"},
+      {"weft.target", {}, "the platform the session runs on"},
+      {"weft.device", {}, "the device the session runs on"},
+  };
+  std::vector<std::string> keys;
+  for (const Known& k : kKnown) keys.push_back(k.key);
+  for (const auto& [key, value] : options) {
+    if (key.rfind("weft.", 0) != 0) continue;
+    const Known* known = nullptr;
+    for (const Known& k : kKnown) known = key == k.key ? &k : known;
+    if (!known) {
+      std::string msg = "session option '" + key + "' is not one of Weft's";
+      std::string near = internal::DidYouMean(internal::NearestNames(key, keys));
+      return InvalidArgument(msg + (near.empty() ? "" : " (" + near + ")") + "; Weft's are " +
+                             "weft.graph_passes, weft.conv_algorithm and weft.conv_transpose_path, and a plugin's own options "
+                             "take a prefix other than 'weft.'");
+    }
+    if (known->set_from) return InvalidArgument("session option '" + key + "' is set by the session from " + known->set_from);
+    if (std::find(known->values.begin(), known->values.end(), value) == known->values.end()) {
+      std::string list;
+      for (size_t i = 0; i < known->values.size(); ++i)
+        list += (i ? (i + 1 == known->values.size() ? " or " : ", ") : "") + known->values[i];
+      return InvalidArgument("session option '" + key + "' is '" + value + "'; it takes " + list);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Session>> Session::Create(const SessionOptions& options) {
   if (options.intra_op_threads < 1 || options.intra_op_threads > kMaxIntraOpThreads)
     return InvalidArgument("SessionOptions::intra_op_threads is " + std::to_string(options.intra_op_threads) + "; it must be 1 to " +
                            std::to_string(kMaxIntraOpThreads));
+  WEFT_RETURN_IF_ERROR(CheckEngineOptions(options.options));
   auto s = std::make_unique<SessionImpl>(options);
   WEFT_RETURN_IF_ERROR(s->Init(options));
   return std::unique_ptr<Session>(std::move(s));

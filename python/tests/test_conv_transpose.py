@@ -3,6 +3,8 @@ use: 1-3 spatial dims, groups (depthwise included), strides, dilations, pads, ou
 output_shape, auto_pad, with and without bias, alone and with an activation after it (which the
 compiler fuses into it). Each case runs on both fast paths (GEMM + col2im and oneDNN's
 deconvolution, kept by the session option weft.conv_transpose_path) and on the automatic choice between them."""
+import re
+
 import numpy as np
 import pytest
 
@@ -81,12 +83,16 @@ def test_conv_transpose_with_empty_dims(tmp_path, path, xs, ws):
     np.testing.assert_array_equal(got, want)
 
 
-def test_unknown_conv_transpose_path_is_an_error(tmp_path):
-    w = numpy_helper.from_array(np.ones((2, 3, 2, 2), np.float32), "w")
-    g = helper.make_graph([helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
-    p = str(tmp_path / "opt.onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), p)
-    with pytest.raises(Exception, match="weft.conv_transpose_path is 'cuda'; it takes gemm, onednn or auto"):
-        weft.Session(use_env_path=False, options={"weft.conv_transpose_path": "cuda"}).compile(weft.import_onnx(p))
+@pytest.mark.parametrize("options,words", [
+    ({"weft.conv_transpose_path": "cuda"}, "'weft.conv_transpose_path' is 'cuda'; it takes auto, gemm or onednn"),
+    ({"weft.conv_transpose_paths": "gemm"}, "did you mean 'weft.conv_transpose_path'"),
+    ({"weft.conv_algorithm": "fast"}, "it takes auto, winograd or direct"),
+    ({"weft.graph_passes": "some"}, "it takes all or none"),
+    ({"weft.intra_op_threads": "4"}, "set by the session from SessionOptions::intra_op_threads (Python: threads=)"),
+])
+def test_bad_session_options_are_errors(options, words):
+    """The engine's own options (weft.*) are checked when the session is made; a plugin's options
+    (another prefix) pass through."""
+    with pytest.raises(Exception, match=re.escape(words)):
+        weft.Session(use_env_path=False, options=options)
+    weft.Session(use_env_path=False, options={"myplugin.tile": "64", "weft.conv_transpose_path": "gemm"})
