@@ -570,7 +570,7 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     Window w;
     std::string err;
     if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err) || w.nd < 1 || w.nd > 3) return GRAPH_SUCCESS;
-    PrepareGemm(ctx, x, wt, b, w);
+    PrepareGemm(ctx, wt, b, w);
     CompileDnnl(ctx, x, wt, b, w);
     // The session option weft.conv_transpose_path = gemm | onednn keeps one path where both are
     // ready (docs/runtime.md; Session::Create checks the value); auto is the timed choice.
@@ -587,13 +587,12 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
   }
   // The GEMM + col2im path's weights: per group [M/g * KK, C/g] (ONNX's W is [C, M/g, k...]).
   // Skipped when its column buffer would exceed 256 MiB.
-  void PrepareGemm(OpCompileContext* ctx, const Tensor* x, const Tensor* wt, const Tensor* b, const Window& w) {
+  void PrepareGemm(OpCompileContext* ctx, const Tensor* wt, const Tensor* b, const Window& w) {
     const Shape& ws = wt->GetShape();
     const int64_t group = *ctx->GetAttrs()->GetInt("group");
     const int64_t c = ws.GetDim(0), mg = ws.GetDim(1), m = mg * group, cg = c / group, kk = Prod(w.k, w.nd);
     const int64_t in_sp = Prod(w.in, w.nd);
     if (static_cast<double>(m) * kk * in_sp * sizeof(float) > 256.0 * 1024 * 1024) return;
-    (void)x;
     gemm_w_.assign(static_cast<size_t>(m * kk * cg), 0.f);
     const float* pw = wt->GetData<float>();
     for (int64_t g = 0; g < group; ++g)
@@ -603,7 +602,6 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     gemm_b_.assign(static_cast<size_t>(m), 0.f);
     if (b) std::memcpy(gemm_b_.data(), b->GetAddr(), static_cast<size_t>(m) * sizeof(float));
     gemm_ = true;
-    ApplyIntraOpThreads(ctx);
   }
   void CompileDnnl(OpCompileContext* ctx, const Tensor* x, const Tensor* wt, const Tensor* b, const Window& w) {
     using dt = dnnl::memory::data_type;
