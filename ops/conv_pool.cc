@@ -878,8 +878,8 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
       const float* px = x->GetData<float>() + i * c * in_sp;
       float* py = y->GetData<float>() + i * m * out_sp;
       for (int64_t g = 0; g < group && !no_product; ++g)
-        if (dnnl_sgemm('N', 'N', mg * kk, in_sp, cg, 1.f, gemm_w_.data() + g * mg * kk * cg, cg, px + g * cg * in_sp, in_sp, 0.f,
-                       z + g * mg * kk * in_sp, in_sp) != dnnl_success)
+        if (!ParallelSgemm(ctx, 'N', mg * kk, in_sp, cg, gemm_w_.data() + g * mg * kk * cg, cg, px + g * cg * in_sp, in_sp, 0.f,
+                           z + g * mg * kk * in_sp, in_sp))
           return Fail(ctx, "oneDNN sgemm failed");
       graphStatus st = ctx->ParallelFor(m, 1, [&](int64_t lo_m, int64_t hi_m) {
         for (int64_t mm = lo_m; mm < hi_m; ++mm) {

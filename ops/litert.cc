@@ -587,7 +587,7 @@ bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const
       });
       for (int64_t r = 0; r < n; ++r)
         for (int64_t j = 0; j < kk; ++j) fb[r * kk + j] = static_cast<float>(int32_t(b[r * k + k0 + j]) - b_zp);
-      if (dnnl_sgemm('N', 'T', m, n, kk, 1.f, fa, kk, fb, kk, 0.f, fc, n) != dnnl_success) return false;
+      if (!ParallelSgemm(ctx, 'T', m, n, kk, fa, kk, fb, kk, 0.f, fc, n)) return false;
       const bool first = k0 == 0;
       ctx->ParallelFor(m, 64, [&](int64_t r0, int64_t r1) {
         if (first) {

@@ -2,6 +2,7 @@
 // states, peepholes, clip, custom activations, layout 0 and 1); float32 also as C for weft aot.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include <oneapi/dnnl/dnnl.h>
@@ -19,6 +20,7 @@ enum class Kind { kRnn, kGru, kLstm };
 struct Activation {
   std::string name;
   float alpha = 0, beta = 0;
+  bool sigmoid = false, tanh = false;  // set with the name, for the vectorized paths
   double operator()(double x) const {
     if (name == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
     if (name == "Tanh") return std::tanh(x);
@@ -59,10 +61,109 @@ void ApplyActivation(const Activation& a, float clip, float* v, int64_t n) {
 }
 
 // C[M, N] = A[M, K] * B[N, K]^T (+ C when accumulate), row-major, on the session's threads.
-bool GemmNT(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-            bool accumulate = false) {
-  if (m == 0 || n == 0) return true;
-  return dnnl_sgemm('N', 'T', m, n, k, 1.f, a, lda, b, ldb, accumulate ? 1.f : 0.f, c, ldc) == dnnl_success;
+bool GemmNT(const KernelContextBase* ctx, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+            float* c, int64_t ldc, bool accumulate = false) {
+  return ParallelSgemm(ctx, 'T', m, n, k, a, lda, b, ldb, accumulate ? 1.f : 0.f, c, ldc);
+}
+
+// The fused float32 path (below): R of one direction packed as panels of kUnits hidden units,
+// each panel [H][gates][kUnits], so one pass over a panel yields every gate of its units.
+constexpr int64_t kUnits = 16;
+typedef float V16 __attribute__((vector_size(kUnits * sizeof(float))));
+
+// z[r][g][0..kUnits) = sum_k h[r * ldh + k] * panel[k][g][.] for RB rows of h.
+template <int NG, int RB>
+WEFT_VMATH_CLONES void PanelGemv(const float* __restrict panel, const float* __restrict h, int64_t ldh, int64_t H,
+                                 float* __restrict z) {
+  V16 acc[RB][NG] = {};
+  for (int64_t k = 0; k < H; ++k) {
+    const float* q = panel + k * NG * kUnits;
+    V16 w[NG];
+    for (int g = 0; g < NG; ++g) std::memcpy(&w[g], q + g * kUnits, sizeof(V16));
+    for (int r = 0; r < RB; ++r) {
+      const float hk = h[r * ldh + k];
+      for (int g = 0; g < NG; ++g) acc[r][g] += hk * w[g];
+    }
+  }
+  for (int r = 0; r < RB; ++r)
+    for (int g = 0; g < NG; ++g) std::memcpy(z + (r * NG + g) * kUnits, &acc[r][g], sizeof(V16));
+}
+
+// Clips (when clip > 0) and applies `a` to n <= kUnits floats: inlined into the fused gate
+// functions, so Sigmoid and Tanh vectorize there.
+[[gnu::always_inline]] inline void ActivateSpan(const Activation& a, float clip, float* v, int64_t n) {
+  if (clip > 0)
+    for (int64_t i = 0; i < n; ++i) v[i] = std::clamp(v[i], -clip, clip);
+  if (a.sigmoid) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) v[i] = vmath::Sigmoid(v[i]);
+  } else if (a.tanh) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) v[i] = vmath::Tanh(v[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(a(v[i]));
+  }
+}
+
+// One row and panel of a step after its GEMV: z holds the recurrent products of the panel's
+// gates ([gates][kUnits]); x, c, h, hn, y, peep and rbh point at the panel's first unit (x at
+// gate 0 of the input projection, gates H apart; y may be null); n units are real.
+struct GateArgs {
+  const Activation *f, *g, *h;
+  float clip;
+  int64_t H, n;
+  const float* x;
+  const float* hp;
+  float* hn;
+  float* c;
+  float* y;
+  const float* peep;  // LSTM peepholes i, o, f (H apart) or null
+  const float* rbh;   // GRU (linear_before_reset): the candidate's recurrent bias
+  bool input_forget;
+};
+
+WEFT_VMATH_CLONES void LstmGates(const GateArgs& a, float* z) {
+  const int64_t H = a.H, n = a.n;
+  float *i = z, *o = z + kUnits, *f = z + 2 * kUnits, *cc = z + 3 * kUnits;  // ONNX's gate order i, o, f, c
+  for (int64_t j = 0; j < n; ++j) i[j] += a.x[j], o[j] += a.x[H + j], f[j] += a.x[2 * H + j], cc[j] += a.x[3 * H + j];
+  if (a.peep)
+    for (int64_t j = 0; j < n; ++j) i[j] += a.peep[j] * a.c[j], f[j] += a.peep[2 * H + j] * a.c[j];
+  ActivateSpan(*a.f, a.clip, i, n);
+  if (a.input_forget) {
+    for (int64_t j = 0; j < n; ++j) f[j] = 1.f - i[j];
+  } else {
+    ActivateSpan(*a.f, a.clip, f, n);
+  }
+  ActivateSpan(*a.g, a.clip, cc, n);
+  for (int64_t j = 0; j < n; ++j) a.c[j] = f[j] * a.c[j] + i[j] * cc[j];
+  if (a.peep)
+    for (int64_t j = 0; j < n; ++j) o[j] += a.peep[H + j] * a.c[j];
+  ActivateSpan(*a.f, a.clip, o, n);
+  float hc[kUnits];
+  std::copy(a.c, a.c + n, hc);
+  ActivateSpan(*a.h, 0.f, hc, n);
+  for (int64_t j = 0; j < n; ++j) a.hn[j] = o[j] * hc[j];
+  if (a.y) std::copy(a.hn, a.hn + n, a.y);
+}
+
+// GRU with linear_before_reset: h~ = g(x_h + r (.) (R_h h + Rb_h)).
+WEFT_VMATH_CLONES void GruGates(const GateArgs& a, float* z) {
+  const int64_t H = a.H, n = a.n;
+  float *u = z, *r = z + kUnits, *cand = z + 2 * kUnits;
+  for (int64_t j = 0; j < n; ++j) u[j] += a.x[j], r[j] += a.x[H + j];
+  ActivateSpan(*a.f, a.clip, u, n);
+  ActivateSpan(*a.f, a.clip, r, n);
+  for (int64_t j = 0; j < n; ++j) cand[j] = a.x[2 * H + j] + r[j] * (cand[j] + a.rbh[j]);
+  ActivateSpan(*a.g, a.clip, cand, n);
+  for (int64_t j = 0; j < n; ++j) a.hn[j] = (1.f - u[j]) * cand[j] + u[j] * a.hp[j];
+  if (a.y) std::copy(a.hn, a.hn + n, a.y);
+}
+
+WEFT_VMATH_CLONES void RnnGates(const GateArgs& a, float* z) {
+  for (int64_t j = 0; j < a.n; ++j) z[j] += a.x[j];
+  ActivateSpan(*a.f, a.clip, z, a.n);
+  std::copy(z, z + a.n, a.hn);
+  if (a.y) std::copy(a.hn, a.hn + a.n, a.y);
 }
 
 bool KnownActivation(const std::string& n) {
@@ -73,7 +174,7 @@ bool KnownActivation(const std::string& n) {
 }
 
 template <Kind K>
-class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad {
  public:
   static constexpr int kGates = K == Kind::kLstm ? 4 : K == Kind::kGru ? 3 : 1;
 
@@ -136,6 +237,8 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     for (int64_t k = 0; k < per_dir * dirs; ++k) {
       Activation act;
       act.name = names.size() > static_cast<size_t>(k) ? names[k] : (k % per_dir == 0 && K != Kind::kRnn ? "Sigmoid" : "Tanh");
+      act.sigmoid = act.name == "Sigmoid";
+      act.tanh = act.name == "Tanh";
       if (!KnownActivation(act.name)) {
         *err = "unknown activation '" + act.name + "'";
         return false;
@@ -234,6 +337,30 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     return GRAPH_SUCCESS;
   }
 
+  // float32 with a constant R (and, for GRU, linear_before_reset): R packed into panels for the
+  // fused path. Nothing else is prepared; the other cases run as before.
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* R = ctx->GetRequiredInputTensor(2);
+    if (!R || R->GetDataType() != DT_FLOAT || !R->GetAddr() || ctx->GetInputTensor(0)->GetDataType() != DT_FLOAT) return GRAPH_SUCCESS;
+    if (K == Kind::kGru && *ctx->GetAttrs()->GetInt("linear_before_reset") == 0) return GRAPH_SUCCESS;
+    const Shape& rs = R->GetShape();
+    const int64_t H = *ctx->GetAttrs()->GetInt("hidden_size");
+    if (rs.GetDimNum() != 3 || H <= 0 || rs.GetDim(1) != kGates * H || rs.GetDim(2) != H) return GRAPH_SUCCESS;  // Execute reports it
+    const int64_t dirs = rs.GetDim(0), panels = (H + kUnits - 1) / kUnits, per_panel = H * kGates * kUnits;
+    packed_.assign(static_cast<size_t>(dirs * panels * per_panel), 0.f);
+    const float* r = R->GetData<float>();
+    for (int64_t dd = 0; dd < dirs; ++dd)
+      for (int64_t p = 0; p < panels; ++p)
+        for (int64_t k = 0; k < H; ++k)
+          for (int64_t g = 0; g < kGates; ++g)
+            for (int64_t l = 0; l < kUnits && p * kUnits + l < H; ++l)
+              packed_[static_cast<size_t>((dd * panels + p) * per_panel + (k * kGates + g) * kUnits + l)] =
+                  r[(dd * kGates * H + g * H + p * kUnits + l) * H + k];
+    packed_dirs_ = dirs;
+    packed_hidden_ = H;
+    return GRAPH_SUCCESS;
+  }
+
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     Dims d;
     std::string err;
@@ -262,6 +389,8 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     }
     if (X->GetDataType() == DT_FLOAT) {
       ApplyIntraOpThreads(ctx);
+      if (!packed_.empty() && packed_dirs_ == d.dirs && packed_hidden_ == d.hidden)
+        return FusedFloat(ctx, d, acts, clip, input_forget, dir, X, W, B, lens, h0, c0, P, outs);
       return FastFloat(ctx, d, acts, clip, input_forget, linear_before_reset, dir, X, W, R, B, lens, h0, c0, P, outs);
     }
     int64_t H = d.hidden, G = kGates * H;
@@ -359,6 +488,146 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
   }
 
  private:
+  // float32 with R packed (Compile): the input projections of every step and direction in one
+  // GEMM; then per step, each panel of hidden units (of every direction) is one pass over its
+  // packed weights for all its gates and up to two batch rows at a time, followed at once by the
+  // gate arithmetic. Panels are split over the intra-op threads and visited in alternating order
+  // from step to step, so the weights a core read last are still in its cache when it starts.
+  graphStatus FusedFloat(EagerOpExecutionContext* ctx, const Dims& d, const std::vector<Activation>& acts, float clip,
+                         bool input_forget, const std::string& dir, const Tensor* X, const Tensor* W, const Tensor* B,
+                         const Tensor* lens, const Tensor* h0, const Tensor* c0, const Tensor* P, Tensor* const* outs) const {
+    const int per_dir = K == Kind::kLstm ? 3 : K == Kind::kGru ? 2 : 1;
+    const int threads = ApplyIntraOpThreads(ctx);
+    const int64_t H = d.hidden, G = kGates * H, nb = d.batch, rows = d.seq * nb, DG = d.dirs * G;
+    const int64_t panels = (H + kUnits - 1) / kUnits, per_panel = H * kGates * kUnits, state = d.dirs * nb * H;
+    auto* ws = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(rows * DG + 3 * state + d.dirs * G) * sizeof(float)));
+    if (!ws) return GRAPH_FAILED;
+    float* gx = ws;              // [rows, dirs * G]: X W^T + biases
+    float* h = gx + rows * DG;   // [dirs, batch, H]
+    float* hn = h + state;       // next h
+    float* c = hn + state;       // [dirs, batch, H] (LSTM)
+    float* rbh = c + state;      // [dirs, G] recurrent bias kept apart (GRU)
+    std::vector<int64_t> len(static_cast<size_t>(nb), d.seq);
+    for (int64_t b = 0; b < nb && lens; ++b) {
+      len[b] = lens->GetDataType() == DT_INT64 ? lens->GetData<int64_t>()[b] : lens->GetData<int32_t>()[b];
+      if (len[b] < 0 || len[b] > d.seq) return Fail(ctx, "sequence_lens values must lie in [0, " + std::to_string(d.seq) + "]");
+    }
+    auto row = [&](int64_t t, int64_t b) { return d.batch_first ? b * d.seq + t : t * nb + b; };
+    auto yi = [&](int64_t t, int64_t dd, int64_t b) {
+      return d.batch_first ? ((b * d.seq + t) * d.dirs + dd) * H : ((t * d.dirs + dd) * nb + b) * H;
+    };
+    auto hi = [&](int64_t dd, int64_t b) { return d.batch_first ? (b * d.dirs + dd) * H : (dd * nb + b) * H; };
+    float* y = outs[0] ? outs[0]->GetData<float>() : nullptr;
+    if (y) std::fill(y, y + outs[0]->GetShapeSize(), 0.f);
+    // W is [dirs, G, input]: every direction's projection at once.
+    if (!GemmNT(ctx, rows, DG, d.input, X->GetData<float>(), d.input, W->GetData<float>(), d.input, gx, DG))
+      return Fail(ctx, "oneDNN sgemm failed");
+    std::fill(rbh, rbh + d.dirs * G, 0.f);
+    if (B) {
+      const float* bd = B->GetData<float>();
+      for (int64_t dd = 0; dd < d.dirs; ++dd)
+        for (int64_t j = 2 * H; K == Kind::kGru && j < G; ++j) rbh[dd * G + j] = bd[dd * 2 * G + G + j];
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t dd = 0; dd < d.dirs; ++dd) {
+          float* gr = gx + r * DG + dd * G;
+          const float* bw = bd + dd * 2 * G;
+          const int64_t both = K == Kind::kGru ? 2 * H : G;  // a GRU's candidate takes Rb inside r (.) (...)
+          for (int64_t j = 0; j < both; ++j) gr[j] += bw[j] + bw[G + j];
+          for (int64_t j = both; j < G; ++j) gr[j] += bw[j];
+        }
+    }
+    for (int64_t dd = 0; dd < d.dirs; ++dd)
+      for (int64_t b = 0; b < nb; ++b)
+        for (int64_t j = 0; j < H; ++j) {
+          h[(dd * nb + b) * H + j] = h0 ? h0->GetData<float>()[hi(dd, b) + j] : 0.f;
+          c[(dd * nb + b) * H + j] = c0 ? c0->GetData<float>()[hi(dd, b) + j] : 0.f;
+        }
+    // Small layers run inline: a parallel step costs a fork and a join.
+    // Each direction's state alternates between its h and hn rows from step to step.
+    std::vector<float*> cur(static_cast<size_t>(d.dirs)), nxt(static_cast<size_t>(d.dirs));
+    for (int64_t dd = 0; dd < d.dirs; ++dd) cur[dd] = h + dd * nb * H, nxt[dd] = hn + dd * nb * H;
+    // One panel of direction dd at `step`: its GEMV over every batch row, then its gates.
+    auto panel_step = [&](int64_t step, int64_t dd, int64_t p, float* z) {
+      const int64_t u0 = p * kUnits;
+      const bool reverse = dir == "reverse" || (dir == "bidirectional" && dd == 1);
+      const float* panel = packed_.data() + (dd * panels + p) * per_panel;
+      const float* hd = cur[dd];
+      float* hnd = nxt[dd];
+      GateArgs a;
+      a.f = &acts[static_cast<size_t>(dd * per_dir)];
+      a.g = &acts[static_cast<size_t>(dd * per_dir + (per_dir > 1 ? 1 : 0))];
+      a.h = &acts[static_cast<size_t>(dd * per_dir + (per_dir > 2 ? 2 : 0))];
+      a.clip = clip;
+      a.H = H;
+      a.n = std::min(kUnits, H - u0);
+      a.peep = P ? P->GetData<float>() + dd * 3 * H + u0 : nullptr;
+      a.rbh = rbh + dd * G + 2 * H + u0;
+      a.input_forget = input_forget;
+      for (int64_t b = 0; b < nb; b += 2) {
+        const int64_t rb = std::min<int64_t>(2, nb - b);
+        if (rb == 2) PanelGemv<kGates, 2>(panel, hd + b * H, H, H, z);
+        else PanelGemv<kGates, 1>(panel, hd + b * H, H, H, z);
+        for (int64_t r = 0; r < rb; ++r) {
+          const int64_t bb = b + r, at = bb * H + u0;
+          if (step >= len[bb]) {  // finished rows keep their state
+            std::copy(hd + at, hd + at + a.n, hnd + at);
+            continue;
+          }
+          const int64_t t = reverse ? len[bb] - 1 - step : step;
+          a.x = gx + row(t, bb) * DG + dd * G + u0;
+          a.hp = hd + at;
+          a.hn = hnd + at;
+          a.c = c + dd * nb * H + at;
+          a.y = y ? y + yi(t, dd, bb) + u0 : nullptr;
+          float* zr = z + r * kGates * kUnits;
+          if constexpr (K == Kind::kLstm) LstmGates(a, zr);
+          else if constexpr (K == Kind::kGru) GruGates(a, zr);
+          else RnnGates(a, zr);
+        }
+      }
+    };
+    // Panels are visited in alternating order from step to step: the weights a core read last
+    // are still in its cache when the next step starts.
+    auto panels_of = [&](int64_t step, int64_t dd, int64_t begin, int64_t end) {
+      alignas(64) float z[2 * kGates * kUnits];
+      for (int64_t it = 0; it < end - begin; ++it) panel_step(step, dd, step % 2 == 0 ? begin + it : end - 1 - it, z);
+    };
+    graphStatus st = GRAPH_SUCCESS;
+    if (d.dirs > 1 && threads <= d.dirs) {
+      // Directions are independent: one thread each, no synchronisation between steps.
+      st = ctx->ParallelFor(d.dirs, 1, [&](int64_t lo, int64_t hi_dir) {
+        for (int64_t dd = lo; dd < hi_dir; ++dd)
+          for (int64_t step = 0; step < d.seq; ++step) {
+            panels_of(step, dd, 0, panels);
+            std::swap(cur[dd], nxt[dd]);
+          }
+      });
+    } else {
+      // Every step's panels split over the threads; small layers run inline (a parallel step
+      // costs a fork and a join).
+      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(per_panel * nb, 1));
+      for (int64_t step = 0; step < d.seq && st == GRAPH_SUCCESS; ++step) {
+        st = ctx->ParallelFor(d.dirs * panels, grain, [&](int64_t lo, int64_t hi_idx) {
+          for (int64_t dd = lo / panels; dd <= (hi_idx - 1) / panels; ++dd)
+            panels_of(step, dd, std::max(lo, dd * panels) - dd * panels, std::min(hi_idx, (dd + 1) * panels) - dd * panels);
+        });
+        for (int64_t dd = 0; dd < d.dirs; ++dd) std::swap(cur[dd], nxt[dd]);
+      }
+    }
+    if (st != GRAPH_SUCCESS) return GRAPH_FAILED;
+    for (int64_t dd = 0; dd < d.dirs; ++dd)
+      for (int64_t b = 0; b < nb; ++b) {
+        const float* hs = cur[dd] + b * H;
+        const float* cs = c + (dd * nb + b) * H;
+        if (outs[1]) std::copy(hs, hs + H, outs[1]->GetData<float>() + hi(dd, b));
+        if (outs[2]) std::copy(cs, cs + H, outs[2]->GetData<float>() + hi(dd, b));
+      }
+    return GRAPH_SUCCESS;
+  }
+
+  std::vector<float> packed_;  // per direction, panels of [H][gates][kUnits] (Compile)
+  int64_t packed_dirs_ = 0, packed_hidden_ = 0;
+
   // float32: the input projections of every step in one GEMM per direction, the recurrent ones
   // in one GEMM per step over the whole batch, the gates in vectorized loops.
   static graphStatus FastFloat(EagerOpExecutionContext* ctx, const Dims& d, const std::vector<Activation>& acts, float clip,
@@ -401,7 +670,7 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
       const float* wd = W->GetData<float>() + dd * G * d.input;
       const float* rd = R->GetData<float>() + dd * G * H;
       const float* bd = B ? B->GetData<float>() + dd * 2 * G : nullptr;
-      if (!GemmNT(rows, G, d.input, X->GetData<float>(), d.input, wd, d.input, gx, G)) return Fail(ctx, "oneDNN sgemm failed");
+      if (!GemmNT(ctx, rows, G, d.input, X->GetData<float>(), d.input, wd, d.input, gx, G)) return Fail(ctx, "oneDNN sgemm failed");
       std::fill(rb_h, rb_h + G, 0.f);
       if (bd)
         for (int64_t r = 0; r < rows; ++r) {
@@ -420,7 +689,7 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
         }
       const float* pd = P ? P->GetData<float>() + dd * 3 * H : nullptr;
       for (int64_t step = 0; step < d.seq; ++step) {
-        if (!GemmNT(nb, gh_cols, H, h, H, rd, H, gh, G)) return Fail(ctx, "oneDNN sgemm failed");
+        if (!GemmNT(ctx, nb, gh_cols, H, h, H, rd, H, gh, G)) return Fail(ctx, "oneDNN sgemm failed");
         for (int64_t b = 0; b < nb; ++b) {
           if (step >= len[b]) continue;
           int64_t t = reverse ? len[b] - 1 - step : step;
@@ -464,7 +733,7 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
           if (!linear_before_reset) {
             for (int64_t b = 0; b < nb; ++b)
               if (step >= len[b]) std::fill(rh + b * H, rh + (b + 1) * H, 0.f);
-            if (!GemmNT(nb, H, H, rh, H, rd + 2 * H * H, H, ghh, H)) return Fail(ctx, "oneDNN sgemm failed");
+            if (!GemmNT(ctx, nb, H, H, rh, H, rd + 2 * H * H, H, ghh, H)) return Fail(ctx, "oneDNN sgemm failed");
           }
           for (int64_t b = 0; b < nb; ++b) {
             if (step >= len[b]) continue;
