@@ -252,6 +252,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     dnnl::memory::dims src, dst, wd;
     dnnl::memory::desc src_md, dst_md, bias_md;
     dnnl::convolution_forward::primitive_desc pd;
+    bool activation_after = false;  // the fused activation runs as its own step after pd
   };
   static bool MakePlan(const KernelContextBase* ctx, bool blocked_in, bool blocked_out, Plan* p) {
     const Tensor* x = ctx->GetInputTensor(0);
@@ -329,8 +330,16 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     const bool pays = std::min(ws.GetDim(0), ws.GetDim(1)) >= 16 && w.nd == 2 && w.out[0] * w.out[1] >= 16;
     bool wino = three && p->group == 1 && algo != "direct" && (algo == "winograd" || pays);
     if (wino) {
+      // oneDNN's Winograd kernels apply a transcendental post-op (tanh, sigmoid, ...) slowly
+      // (a tanh made a 64->32 channel 224x224 layer twice as slow); those run as a separate
+      // eltwise step instead.
+      const bool after = !CheapActivation(ctx->GetEpilogue());
+      dnnl::primitive_attr wattr;
+      wattr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      wattr.set_post_ops(FusedPostOps(ctx->GetEpilogue(), sum, !after));
       try {
-        p->pd = dnnl::convolution_forward::primitive_desc(make_desc(dnnl::algorithm::convolution_winograd), attr, CpuEngine());
+        p->pd = dnnl::convolution_forward::primitive_desc(make_desc(dnnl::algorithm::convolution_winograd), wattr, CpuEngine());
+        p->activation_after = after;
       } catch (const dnnl::error&) {
         wino = false;
       }
@@ -392,6 +401,12 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
         args.push_back({DNNL_ARG_BIAS, runner_.AddFixed(bias_)});
       }
       runner_.AddStep(dnnl::convolution_forward(pd), args, pd.scratchpad_desc());
+      if (plan.activation_after)
+        for (const EltwiseOp& op : ActivationEltwise(ctx->GetEpilogue())) {
+          dnnl::eltwise_forward::primitive_desc epd(
+              dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, op.alg, pd.dst_desc(), op.alpha, op.beta), CpuEngine());
+          runner_.AddStep(dnnl::eltwise_forward(epd), {{DNNL_ARG_SRC, dst_slot}, {DNNL_ARG_DST, dst_slot}});
+        }
       if (dst_slot != y_slot) {
         dnnl::reorder::primitive_desc rp(CpuEngine(), pd.dst_desc(), CpuEngine(), dst_md);
         runner_.AddStep(dnnl::reorder(rp), {{DNNL_ARG_FROM, dst_slot}, {DNNL_ARG_TO, y_slot}});

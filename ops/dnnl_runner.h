@@ -185,25 +185,39 @@ inline int Relayout(DnnlRunner& r, int from_slot, const dnnl::memory::desc& from
 }
 
 // Post-ops for what the engine fused into the node: the residual sum, then the activation.
-inline dnnl::post_ops FusedPostOps(const WeftEpilogue& e, bool sum) {
+// A fused activation as oneDNN eltwise operations (empty for none), in order.
+struct EltwiseOp {
+  dnnl::algorithm alg;
+  float alpha, beta;
+};
+inline std::vector<EltwiseOp> ActivationEltwise(const WeftEpilogue& e) {
   using alg = dnnl::algorithm;
+  switch (e.activation) {
+    case WEFT_ACT_RELU: return {{alg::eltwise_relu, 0.f, 0.f}};
+    case WEFT_ACT_CLIP: return {{alg::eltwise_clip, e.alpha, e.beta}};
+    case WEFT_ACT_LEAKY_RELU: return {{alg::eltwise_relu, e.alpha, 0.f}};
+    case WEFT_ACT_SIGMOID: return {{alg::eltwise_logistic, 0.f, 0.f}};
+    case WEFT_ACT_TANH: return {{alg::eltwise_tanh, 0.f, 0.f}};
+    case WEFT_ACT_HARD_SIGMOID: return {{alg::eltwise_linear, e.alpha, e.beta}, {alg::eltwise_clip, 0.f, 1.f}};  // clip(a x + b, 0, 1)
+    case WEFT_ACT_ELU: return {{alg::eltwise_elu, e.alpha, 0.f}};
+    case WEFT_ACT_HARD_SWISH: return {{alg::eltwise_hardswish, 0.f, 0.f}};
+    case WEFT_ACT_SWISH: return {{alg::eltwise_swish, 1.f, 0.f}};
+    default: return {};
+  }
+}
+// Piecewise-linear activations: as cheap inside any kernel's epilogue as a separate pass is not.
+inline bool CheapActivation(const WeftEpilogue& e) {
+  return e.activation == WEFT_ACT_NONE || e.activation == WEFT_ACT_RELU || e.activation == WEFT_ACT_CLIP ||
+         e.activation == WEFT_ACT_LEAKY_RELU;
+}
+
+// The residual sum (when `sum`) and, unless `activation` is false, the fused activation as
+// oneDNN post-ops.
+inline dnnl::post_ops FusedPostOps(const WeftEpilogue& e, bool sum, bool activation = true) {
   dnnl::post_ops po;
   if (sum) po.append_sum(1.0f);
-  switch (e.activation) {
-    case WEFT_ACT_RELU: po.append_eltwise(1.0f, alg::eltwise_relu, 0.f, 0.f); break;
-    case WEFT_ACT_CLIP: po.append_eltwise(1.0f, alg::eltwise_clip, e.alpha, e.beta); break;
-    case WEFT_ACT_LEAKY_RELU: po.append_eltwise(1.0f, alg::eltwise_relu, e.alpha, 0.f); break;
-    case WEFT_ACT_SIGMOID: po.append_eltwise(1.0f, alg::eltwise_logistic, 0.f, 0.f); break;
-    case WEFT_ACT_TANH: po.append_eltwise(1.0f, alg::eltwise_tanh, 0.f, 0.f); break;
-    case WEFT_ACT_HARD_SIGMOID:  // clip(alpha * x + beta, 0, 1)
-      po.append_eltwise(1.0f, alg::eltwise_linear, e.alpha, e.beta);
-      po.append_eltwise(1.0f, alg::eltwise_clip, 0.f, 1.f);
-      break;
-    case WEFT_ACT_ELU: po.append_eltwise(1.0f, alg::eltwise_elu, e.alpha, 0.f); break;
-    case WEFT_ACT_HARD_SWISH: po.append_eltwise(1.0f, alg::eltwise_hardswish, 0.f, 0.f); break;
-    case WEFT_ACT_SWISH: po.append_eltwise(1.0f, alg::eltwise_swish, 1.f, 0.f); break;
-    default: break;
-  }
+  if (activation)
+    for (const EltwiseOp& op : ActivationEltwise(e)) po.append_eltwise(1.0f, op.alg, op.alpha, op.beta);
   return po;
 }
 
