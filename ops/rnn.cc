@@ -603,13 +603,18 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
           }
       });
     } else {
-      // Every step's panels split over the threads; small layers run inline (a parallel step
-      // costs a fork and a join).
-      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(per_panel * nb, 1));
+      // Every step's panels cut into one equal range per thread (the same ranges every step,
+      // so each stays with the cache that read it last as far as the pool allows); small layers
+      // run inline (a parallel step costs a fork and a join).
+      const int64_t total = d.dirs * panels;
+      const int64_t parts = per_panel * nb * total < (int64_t{1} << 17) ? 1 : std::min<int64_t>(threads, total);
       for (int64_t step = 0; step < d.seq && st == GRAPH_SUCCESS; ++step) {
-        st = ctx->ParallelFor(d.dirs * panels, grain, [&](int64_t lo, int64_t hi_idx) {
-          for (int64_t dd = lo / panels; dd <= (hi_idx - 1) / panels; ++dd)
-            panels_of(step, dd, std::max(lo, dd * panels) - dd * panels, std::min(hi_idx, (dd + 1) * panels) - dd * panels);
+        st = ctx->ParallelFor(parts, 1, [&](int64_t lo_part, int64_t hi_part) {
+          for (int64_t part = lo_part; part < hi_part; ++part) {
+            const int64_t lo = total * part / parts, hi_idx = total * (part + 1) / parts;
+            for (int64_t dd = lo / panels; lo < hi_idx && dd <= (hi_idx - 1) / panels; ++dd)
+              panels_of(step, dd, std::max(lo, dd * panels) - dd * panels, std::min(hi_idx, (dd + 1) * panels) - dd * panels);
+          }
         });
         for (int64_t dd = 0; dd < d.dirs; ++dd) std::swap(cur[dd], nxt[dd]);
       }
