@@ -1008,6 +1008,12 @@ class Cast : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), ctx->GetOutputDataType(0));
     if (!y) return GRAPH_FAILED;
+    if (x->GetDataType() == y->GetDataType()) {
+      // A cast to the input's own type (exporters emit them around softmax): a copy, or nothing
+      // where the planner placed the output over the input (src/compile/node_steps.h).
+      if (x->GetByteCount() && y->GetAddr() != x->GetAddr()) std::memcpy(y->GetAddr(), x->GetAddr(), x->GetByteCount());
+      return GRAPH_SUCCESS;
+    }
     CastData(x, y);
     return GRAPH_SUCCESS;
   }

@@ -62,14 +62,15 @@ struct NodeSteps {
     }
   }
 
-  // Built-in ops whose output is their first input's bytes under another shape: when that input
-  // is an intermediate that no later step reads, the output takes its place in the arena and the
-  // op's copy becomes a no-op. Not for graph outputs (they go to the caller's buffers), blocked
-  // layouts, guarded (branch) steps, dynamic models or plugin checking (red zones per tensor).
+  // Built-in ops whose output is their first input's bytes under another shape (a Cast only
+  // when it keeps the type: the dtype check below): when that input is an intermediate that no
+  // later step reads, the output takes its place in the arena and the op's copy becomes a
+  // no-op. Not for graph outputs (they go to the caller's buffers), blocked layouts, guarded
+  // (branch) steps, dynamic models or plugin checking (red zones per tensor).
   void AliasViews() {
     for (auto& v : m->values) v.alias_of = -1;
     if (m->dynamic || (m->env && m->env->check_plugins)) return;
-    static const char* const kViews[] = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+    static const char* const kViews[] = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Cast", "CastLike"};
     for (size_t s = 0; s < m->nodes.size(); ++s) {
       const CompiledNode& cn = *m->nodes[s];
       if (cn.op->origin != "built-in" || !cn.guards.empty() || cn.in_values.empty() || cn.out_values.size() != 1) continue;
