@@ -129,3 +129,32 @@ def test_recurrent_model_file_round_trip(tmp_path, case):
     got = s.load_model(saved).run([feeds[n] for n in order])
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("case", [2, 4, 10, 16])
+@pytest.mark.parametrize("constant", [True, False], ids=["constant-weights", "weights-as-inputs"])
+def test_recurrent_layout_1_matches_layout_0(tmp_path, case, constant):
+    """layout = 1 (batch first; ONNX Runtime's CPU kernels refuse it): the same layer on
+    transposed inputs gives the transposed outputs of layout 0."""
+    path0, feeds = build(tmp_path, CASES[case], constant)
+    m0 = onnx.load(path0)
+    want = weft.Session(threads=2, use_env_path=False).compile(weft.import_onnx(path0))
+    order0 = [n for n, _, _ in want.inputs]
+    want = want.run([feeds[n] for n in order0])
+    # The same graph with layout = 1 and batch-first inputs.
+    node = m0.graph.node[0]
+    node.attribute.append(helper.make_attribute("layout", 1))
+    t = {"X": (1, 0, 2), "h0": (1, 0, 2), "c0": (1, 0, 2)}
+    feeds1 = {k: (np.ascontiguousarray(v.transpose(t[k])) if k in t else v) for k, v in feeds.items()}
+    for vi in m0.graph.input:
+        if vi.name in t:
+            dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+            for i, d in enumerate([dims[j] for j in t[vi.name]]):
+                vi.type.tensor_type.shape.dim[i].dim_value = d
+    path1 = str(tmp_path / "rnn_layout1.onnx")
+    onnx.save(m0, path1)
+    m1 = weft.Session(threads=2, use_env_path=False).compile(weft.import_onnx(path1))
+    got = m1.run([feeds1[n] for n, _, _ in m1.inputs])
+    np.testing.assert_allclose(got[0], want[0].transpose(2, 0, 1, 3), rtol=1e-6, atol=1e-7)  # Y: [batch, seq, dirs, hidden]
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(g, w.transpose(1, 0, 2), rtol=1e-6, atol=1e-7)  # Y_h, Y_c: [batch, dirs, hidden]
