@@ -383,10 +383,13 @@ class InstanceNormalization : public EagerExecuteOp, public EmittableOp {
 #pragma omp simd reduction(+ : sq)
           for (int64_t i = 0; i < sp; ++i) sq += (row[i] - mu) * (row[i] - mu);
           const double iv = 1.0 / std::sqrt(sq / static_cast<double>(std::max<int64_t>(sp, 1)) + eps);
-          const float fm = static_cast<float>(mu), fa = static_cast<float>(iv * ps[g % c]), fb = pb[g % c];
+          // x - fm is exact wherever x lies within a factor of two of the float32 mean fm (a
+          // plane with a large offset); fm's rounding is put back through df = fm - mean.
+          const float fm = static_cast<float>(mu), df = static_cast<float>(static_cast<double>(fm) - mu);
+          const float fa = static_cast<float>(iv * ps[g % c]), fb = pb[g % c];
           float* out = py + g * sp;
 #pragma omp simd
-          for (int64_t i = 0; i < sp; ++i) out[i] = (row[i] - fm) * fa + fb;
+          for (int64_t i = 0; i < sp; ++i) out[i] = ((row[i] - fm) + df) * fa + fb;
         }
       });
       return GRAPH_SUCCESS;

@@ -200,7 +200,11 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
       *err = "unknown direction '" + dir + "'";
       return false;
     }
-    if (d->hidden <= 0 || w.GetDim(0) != d->dirs || w.GetDim(1) != kGates * d->hidden || w.GetDim(2) != d->input) {
+    if (d->hidden <= 0) {
+      *err = "hidden_size must be positive, not " + std::to_string(d->hidden);
+      return false;
+    }
+    if (w.GetDim(0) != d->dirs || w.GetDim(1) != kGates * d->hidden || w.GetDim(2) != d->input) {
       *err = "W " + w.ToString() + " does not match hidden_size " + std::to_string(d->hidden) + ", input " + std::to_string(d->input) +
              " and " + std::to_string(d->dirs) + " direction(s)";
       return false;
@@ -233,6 +237,15 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     const RuntimeAttrs* a = ctx->GetAttrs();
     ListView<const char*> names = a->GetListString("activations");
     ListView<float> alphas = a->GetListFloat("activation_alpha"), betas = a->GetListFloat("activation_beta");
+    if (names.size() != 0 && names.size() != static_cast<size_t>(per_dir * dirs)) {
+      *err = "activations lists " + std::to_string(names.size()) + " names; it needs " + std::to_string(per_dir) + " per direction (" +
+             std::to_string(per_dir * dirs) + " for " + std::to_string(dirs) + " direction(s)) or none for the defaults";
+      return false;
+    }
+    if (*a->GetFloat("clip") < 0) {
+      *err = "clip must be positive (0 or absent: no clipping), not " + std::to_string(*a->GetFloat("clip"));
+      return false;
+    }
     size_t ai = 0, bi = 0;
     for (int64_t k = 0; k < per_dir * dirs; ++k) {
       Activation act;
@@ -325,7 +338,8 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
   graphStatus InferShape(InferShapeContext* ctx) override {
     Dims d;
     std::string err;
-    if (!GetDims(ctx, &d, &err)) return Fail(ctx, err);
+    std::vector<Activation> acts;  // checked here too, so a bad list fails at compile time
+    if (!GetDims(ctx, &d, &err) || !GetActivations(ctx, d.dirs, &acts, &err)) return Fail(ctx, err);
     Shape y = d.batch_first ? Shape({d.batch, d.seq, d.dirs, d.hidden}) : Shape({d.seq, d.dirs, d.batch, d.hidden});
     Shape h = d.batch_first ? Shape({d.batch, d.dirs, d.hidden}) : Shape({d.dirs, d.batch, d.hidden});
     *ctx->GetOutputShape(0) = y;

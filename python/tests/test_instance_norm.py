@@ -1,6 +1,6 @@
 """InstanceNormalization on float32 against a float64 NumPy recomputation and ONNX Runtime: planes
-from 1 to 400,000 elements, data far from zero mean (where a float32 one-pass variance would lose
-its digits), 1 and 2 intra-op threads."""
+from 1 to 400,000 elements, data far from zero mean and narrow (where float32 statistics or a
+float32 mean subtracted from each value lose digits), 1 and 2 intra-op threads."""
 import numpy as np
 import pytest
 
@@ -21,7 +21,8 @@ def reference(x, scale, bias, eps):
 
 
 @pytest.mark.parametrize("shape,offset", [((2, 5, 3000), 0.0), ((1, 64, 3199), 0.0), ((3, 4, 7, 9), 100.0), ((1, 3, 1), 0.0),
-                                          ((1, 2, 400000), 1000.0), ((2, 3, 2, 3, 4), -7.0)])
+                                          ((1, 2, 400000), 1000.0), ((2, 3, 2, 3, 4), -7.0),
+                                          ((1, 4, 5000), 1e4), ((1, 2, 777), -3e4)])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_instance_norm_float32(tmp_path, shape, offset, threads):
     rng = np.random.default_rng(len(shape) * 10 + shape[1])
@@ -35,11 +36,13 @@ def test_instance_norm_float32(tmp_path, shape, offset, threads):
                           [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(bias, "b")])
     path = str(tmp_path / "in.onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
-    x = (rng.standard_normal(shape) * 3 + offset).astype(np.float32)
+    spread = 0.01 if abs(offset) >= 1e4 else 3.0  # a plane far from zero and narrow: the hard case
+    x = (rng.standard_normal(shape) * spread + offset).astype(np.float32)
     got = weft.Session(threads=threads, use_env_path=False).compile(weft.import_onnx(path)).run([x])[0]
     want = reference(x, scale, bias, eps)
-    # x - mean is taken in float32: off by up to half an ulp of the mean (|offset| * 2^-24),
-    # times 1 / std (about 1/3) and the scale (up to 2).
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 + abs(offset) * 1e-7)
+    # Against the float64 recomputation on the same float32 inputs: as close as float32 output
+    # allows, whatever the offset.
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     ort_y = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    np.testing.assert_allclose(got, ort_y, rtol=1e-4, atol=1e-4 + abs(offset) * 1e-6)
+    if abs(offset) < 1e4:  # ONNX Runtime's own float32 statistics lose digits on the narrow far planes
+        np.testing.assert_allclose(got, ort_y, rtol=1e-4, atol=1e-4 + abs(offset) * 1e-6)

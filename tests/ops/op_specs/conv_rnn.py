@@ -379,6 +379,12 @@ def recurrent(rng, op):
     bad_acts = {"RNN": ["Swish"], "GRU": ["Sigmoid", "Swish"], "LSTM": ["Sigmoid", "Swish", "Tanh"]}[op]
     yield BadCase(base(), attrs={"hidden_size": 4, "activations": bad_acts}, outputs=n, error="activation")
     yield BadCase(base(), attrs={}, outputs=n, error="hidden_size")
+    yield BadCase(base(), attrs={"hidden_size": 0}, outputs=n, error="hidden_size must be positive")
+    yield BadCase(base(), attrs={"hidden_size": 4, "clip": -1.0}, outputs=n, error="clip must be positive")
+    short = {"RNN": [], "GRU": ["Sigmoid"], "LSTM": ["Sigmoid", "Tanh"]}[op]  # one name too few
+    if short:
+        yield BadCase(base(), attrs={"hidden_size": 4, "activations": short}, outputs=n, error="per direction")
+    yield BadCase(base(), attrs={"hidden_size": 4, "activations": ["Tanh"] * (GATES[op] + 2)}, outputs=n, error="per direction")
     yield BadCase(base(), attrs={"hidden_size": 4, "layout": 2}, outputs=n, error="layout")
     ins = base()
     ins[0] = data(rng, (3, 6))
