@@ -181,7 +181,23 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
   struct Dims {
     int64_t seq, batch, input, hidden, dirs;
     bool batch_first;
+    // Offsets under the layout: X's row of step t and batch entry b; Y's and Y_h's (Y_c's) first
+    // element for (t, direction, b) and (direction, b).
+    int64_t Row(int64_t t, int64_t b) const { return batch_first ? b * seq + t : t * batch + b; }
+    int64_t YAt(int64_t t, int64_t dd, int64_t b) const {
+      return batch_first ? ((b * seq + t) * dirs + dd) * hidden : ((t * dirs + dd) * batch + b) * hidden;
+    }
+    int64_t HAt(int64_t dd, int64_t b) const { return batch_first ? (b * dirs + dd) * hidden : (dd * batch + b) * hidden; }
   };
+  // Every batch entry's length (seq when sequence_lens is absent); false if one is outside [0, seq].
+  static bool ReadLens(const Dims& d, const Tensor* lens, std::vector<int64_t>* len) {
+    len->assign(static_cast<size_t>(d.batch), d.seq);
+    for (int64_t b = 0; b < d.batch && lens; ++b) {
+      (*len)[b] = lens->GetDataType() == DT_INT64 ? lens->GetData<int64_t>()[b] : lens->GetData<int32_t>()[b];
+      if ((*len)[b] < 0 || (*len)[b] > d.seq) return false;
+    }
+    return true;
+  }
   static bool GetDims(const KernelContextBase* ctx, Dims* d, std::string* err) {
     const Shape& x = ctx->GetInputTensor(0)->GetShape();
     const Shape& w = ctx->GetInputTensor(1)->GetShape();
@@ -521,16 +537,11 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     float* hn = h + state;       // next h
     float* c = hn + state;       // [dirs, batch, H] (LSTM)
     float* rbh = c + state;      // [dirs, G] recurrent bias kept apart (GRU)
-    std::vector<int64_t> len(static_cast<size_t>(nb), d.seq);
-    for (int64_t b = 0; b < nb && lens; ++b) {
-      len[b] = lens->GetDataType() == DT_INT64 ? lens->GetData<int64_t>()[b] : lens->GetData<int32_t>()[b];
-      if (len[b] < 0 || len[b] > d.seq) return Fail(ctx, "sequence_lens values must lie in [0, " + std::to_string(d.seq) + "]");
-    }
-    auto row = [&](int64_t t, int64_t b) { return d.batch_first ? b * d.seq + t : t * nb + b; };
-    auto yi = [&](int64_t t, int64_t dd, int64_t b) {
-      return d.batch_first ? ((b * d.seq + t) * d.dirs + dd) * H : ((t * d.dirs + dd) * nb + b) * H;
-    };
-    auto hi = [&](int64_t dd, int64_t b) { return d.batch_first ? (b * d.dirs + dd) * H : (dd * nb + b) * H; };
+    std::vector<int64_t> len;
+    if (!ReadLens(d, lens, &len)) return Fail(ctx, "sequence_lens values must lie in [0, " + std::to_string(d.seq) + "]");
+    auto row = [&](int64_t t, int64_t b) { return d.Row(t, b); };
+    auto yi = [&](int64_t t, int64_t dd, int64_t b) { return d.YAt(t, dd, b); };
+    auto hi = [&](int64_t dd, int64_t b) { return d.HAt(dd, b); };
     float* y = outs[0] ? outs[0]->GetData<float>() : nullptr;
     if (y) std::fill(y, y + outs[0]->GetShapeSize(), 0.f);
     // W is [dirs, G, input]: every direction's projection at once.
@@ -560,10 +571,11 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     // Each direction's state alternates between its h and hn rows from step to step.
     std::vector<float*> cur(static_cast<size_t>(d.dirs)), nxt(static_cast<size_t>(d.dirs));
     for (int64_t dd = 0; dd < d.dirs; ++dd) cur[dd] = h + dd * nb * H, nxt[dd] = hn + dd * nb * H;
+    bool dir_reverse[2] = {dir == "reverse", dir == "bidirectional" || dir == "reverse"};
     // One panel of direction dd at `step`: its GEMV over every batch row, then its gates.
     auto panel_step = [&](int64_t step, int64_t dd, int64_t p, float* z) {
       const int64_t u0 = p * kUnits;
-      const bool reverse = dir == "reverse" || (dir == "bidirectional" && dd == 1);
+      const bool reverse = dir_reverse[dd];
       const float* panel = packed_.data() + (dd * panels + p) * per_panel;
       const float* hd = cur[dd];
       float* hnd = nxt[dd];
@@ -669,16 +681,11 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     float* gh = rh + nb * H;           // [batch, G] h R^T
     float* ghh = gh + nb * G;          // [batch, H] (r (.) h) R_h^T (GRU)
     float* rb_h = ghh + nb * H;        // [G] recurrent bias kept apart (GRU linear_before_reset)
-    std::vector<int64_t> len(static_cast<size_t>(nb), d.seq);
-    for (int64_t b = 0; b < nb && lens; ++b) {
-      len[b] = lens->GetDataType() == DT_INT64 ? lens->GetData<int64_t>()[b] : lens->GetData<int32_t>()[b];
-      if (len[b] < 0 || len[b] > d.seq) return Fail(ctx, "sequence_lens values must lie in [0, " + std::to_string(d.seq) + "]");
-    }
-    auto row = [&](int64_t t, int64_t b) { return d.batch_first ? b * d.seq + t : t * nb + b; };
-    auto yi = [&](int64_t t, int64_t dd, int64_t b) {
-      return d.batch_first ? ((b * d.seq + t) * d.dirs + dd) * H : ((t * d.dirs + dd) * nb + b) * H;
-    };
-    auto hi = [&](int64_t dd, int64_t b) { return d.batch_first ? (b * d.dirs + dd) * H : (dd * nb + b) * H; };
+    std::vector<int64_t> len;
+    if (!ReadLens(d, lens, &len)) return Fail(ctx, "sequence_lens values must lie in [0, " + std::to_string(d.seq) + "]");
+    auto row = [&](int64_t t, int64_t b) { return d.Row(t, b); };
+    auto yi = [&](int64_t t, int64_t dd, int64_t b) { return d.YAt(t, dd, b); };
+    auto hi = [&](int64_t dd, int64_t b) { return d.HAt(dd, b); };
     float* y = outs[0] ? outs[0]->GetData<float>() : nullptr;
     if (y) std::fill(y, y + outs[0]->GetShapeSize(), 0.f);
     for (int64_t dd = 0; dd < d.dirs; ++dd) {
