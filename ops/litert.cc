@@ -168,6 +168,63 @@ struct GemmOut {
   int32_t out_off = 0, lo = 0, hi = 0;
 };
 
+// Whether the CPU has AVX-512 with VNNI (the kernel below).
+bool HasVnni512() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool ok = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+// W [n][k] int8 packed per block of 16 columns and group of 4 consecutive k: 64 bytes holding
+// column j's four values at 4j .. 4j + 3 (what vpdpbusd multiplies with one broadcast A word).
+// Columns and k past the end are zeros. colsum: sum over k of each column (zeros past n).
+struct VnniB {
+  const int8_t* data = nullptr;
+  const int32_t* colsum = nullptr;
+  int64_t n = 0, k = 0;
+  int64_t groups() const { return (k + 3) / 4; }
+  int64_t blocks() const { return (n + 15) / 16; }
+};
+inline size_t VnniDataBytes(int64_t n, int64_t k) { return static_cast<size_t>(((n + 15) / 16) * ((k + 3) / 4) * 64); }
+inline size_t VnniColsumBytes(int64_t n) { return static_cast<size_t>(((n + 15) / 16) * 16) * sizeof(int32_t); }
+
+// Packs columns [c0, c1) of W (c0 a multiple of 16).
+void PackVnniB(const int8_t* w, int64_t n, int64_t k, int8_t* data, int32_t* colsum, int64_t c0, int64_t c1) {
+  const int64_t groups = (k + 3) / 4;
+  for (int64_t col = c0; col < c1; ++col) {
+    const int64_t blk = col / 16, j = col % 16;
+    int8_t* dst = data + blk * groups * 64 + j * 4;
+    uint32_t sum = 0;  // modulo 2^32, as the products are summed
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t t = 0; t < 4; ++t) {
+        const int64_t kk = g * 4 + t;
+        const int8_t v = col < n && kk < k ? w[col * k + kk] : int8_t{0};
+        dst[g * 64 + t] = v;
+        sum += static_cast<uint32_t>(static_cast<int32_t>(v));
+      }
+    colsum[col] = static_cast<int32_t>(sum);
+  }
+}
+
+// Weights packed for the VNNI kernel when the graph is compiled (constant weights only).
+struct VnniPacked {
+  std::vector<int8_t> data;
+  std::vector<int32_t> colsum;
+  VnniB view;
+  void Pack(const int8_t* w, int64_t n, int64_t k) {
+    data.assign(VnniDataBytes(n, k), 0);
+    colsum.assign(VnniColsumBytes(n) / sizeof(int32_t), 0);
+    PackVnniB(w, n, k, data.data(), colsum.data(), 0, ((n + 15) / 16) * 16);
+    view = VnniB{data.data(), colsum.data(), n, k};
+  }
+  void Clear() { *this = VnniPacked(); }
+  const VnniB* get() const { return view.data ? &view : nullptr; }
+};
+
 #ifdef WEFT_LITERT_AVX2
 // RequantizeRow on eight lanes (columns c .. c + 7). With a positive multiplier, TFLite's rounding
 // doubling high multiply is floor((x * m + 2^30) / 2^31), whose low 32 bits a logical 64-bit shift
@@ -284,6 +341,123 @@ __attribute__((target("avx2"))) void GemmInt8Avx2Rows(int64_t m, int64_t n, int6
     }
   }
 }
+
+// ---- AVX-512 VNNI: u8 x s8 products summed in fours into int32 lanes (vpdpbusd, exact) ---------
+// (A - a_zp) * W^T with W = B - 0 as int8: A is shifted to unsigned bytes (a + 128), so
+//   sum (a - a_zp) * w = sum (a + 128) * w - (128 + a_zp) * sum w,
+// the column sums of W computed once when W is packed. Every step is exact int32 arithmetic, so
+// the result has TFLite's bits.
+// GCC 12's AVX-512 intrinsics headers start some results from _mm512_undefined_*, which its
+// -Wmaybe-uninitialized reports at every use; the values are fully written.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define WEFT_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+
+
+// Rows of 16 int32 sums (`ld` apart) at column `col` of the output: corrected for the zero
+// points and the bias, then stored, or rescaled with TFLite's arithmetic (RequantLanes, on 16
+// lanes; positive multipliers) and stored as int8.
+WEFT_VNNI_TARGET inline void VnniEpilogue(const int32_t* tile, int64_t ld, int64_t rows, const VnniB& w, int64_t col, int32_t a_corr,
+                                          const GemmOut& out, int64_t row0) {
+  const int64_t n = w.n;
+  const bool full = n - col >= 16;
+  const __mmask16 keep = full ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - col)) - 1);
+  __m512i base = _mm512_mullo_epi32(_mm512_loadu_si512(w.colsum + col), _mm512_set1_epi32(a_corr));
+  if (out.bias) base = _mm512_sub_epi32(base, _mm512_maskz_loadu_epi32(keep, out.bias + col));  // subtracted below: adds the bias
+  if (!out.q) {
+    int32_t* dst = out.acc + row0 * n + col;
+    for (int64_t i = 0; i < rows; ++i) _mm512_mask_storeu_epi32(dst + i * n, keep, _mm512_sub_epi32(_mm512_load_si512(tile + i * ld), base));
+    return;
+  }
+  const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1), nudge = _mm512_set1_epi64(int64_t(1) << 30);
+  const __m512i m = _mm512_maskz_loadu_epi32(keep, out.mult + col), s = _mm512_maskz_loadu_epi32(keep, out.shift + col);
+  const __m512i m_odd = _mm512_srli_epi64(m, 32), left = _mm512_max_epi32(s, zero), right = _mm512_max_epi32(_mm512_sub_epi32(zero, s), zero);
+  const __m512i rmask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one), half = _mm512_srai_epi32(rmask, 1);
+  const __m512i voff = _mm512_set1_epi32(out.out_off), vlo = _mm512_set1_epi32(out.lo), vhi = _mm512_set1_epi32(out.hi);
+  int8_t* dst = out.q + row0 * n + col;
+  for (int64_t i = 0; i < rows; ++i) {
+    const __m512i x = _mm512_sllv_epi32(_mm512_sub_epi32(_mm512_load_si512(tile + i * ld), base), left);
+    // Bits 31 .. 62 of x * m + 2^30 per lane: the even lanes' products shifted down, the odd
+    // lanes' shifted up by one into the upper halves.
+    const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, m), nudge);
+    const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m_odd), nudge);
+    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
+    const __m512i threshold = _mm512_mask_add_epi32(half, _mm512_cmplt_epi32_mask(high, zero), half, one);
+    __m512i v = _mm512_srav_epi32(high, right);
+    v = _mm512_mask_add_epi32(v, _mm512_cmpgt_epi32_mask(_mm512_and_si512(high, rmask), threshold), v, one);
+    const __m128i q = _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, voff), vlo), vhi));
+    if (full) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i * n), q);
+    } else {
+      _mm_mask_storeu_epi8(dst + i * n, keep, q);
+    }
+  }
+}
+
+// MR rows (packed unsigned, `stride` bytes apart) x NB blocks of 16 columns from column nb.
+// `rows` <= MR of them are kept.
+template <int MR, int NB>
+WEFT_VNNI_TARGET void VnniTile(const uint8_t* ap, int64_t stride, const VnniB& w, int64_t nb, int32_t a_corr, const GemmOut& out,
+                               int64_t row0, int64_t rows) {
+  const int64_t groups = w.groups();
+  const int8_t* b = w.data + (nb / 16) * groups * 64;
+  __m512i c[MR][NB];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NB; ++j) c[i][j] = _mm512_setzero_si512();
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512i bv[NB];
+    for (int j = 0; j < NB; ++j) bv[j] = _mm512_loadu_si512(b + (j * groups + g) * 64);
+    for (int i = 0; i < MR; ++i) {
+      int32_t word;
+      std::memcpy(&word, ap + i * stride + g * 4, sizeof word);
+      const __m512i av = _mm512_set1_epi32(word);
+      for (int j = 0; j < NB; ++j) c[i][j] = _mm512_dpbusd_epi32(c[i][j], av, bv[j]);
+    }
+  }
+  alignas(64) int32_t tile[MR][NB * 16];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NB; ++j) _mm512_store_si512(&tile[i][j * 16], c[i][j]);
+  for (int j = 0; j < NB && nb + j * 16 < w.n; ++j) VnniEpilogue(&tile[0][j * 16], NB * 16, rows, w, nb + j * 16, a_corr, out, row0);
+}
+
+// Rows [r0, r1) of A as unsigned bytes (a + 128), k padded with zeros to a multiple of 4.
+WEFT_VNNI_TARGET void PackVnniA(const int8_t* a, int64_t k, int64_t r0, int64_t r1, uint8_t* dst, int64_t stride) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t r = r0; r < r1; ++r) {
+    const int8_t* src = a + r * k;
+    uint8_t* d = dst + (r - r0) * stride;
+    int64_t j = 0;
+    for (; j + 64 <= k; j += 64) _mm512_storeu_si512(d + j, _mm512_xor_si512(_mm512_loadu_si512(src + j), flip));
+    if (j < stride) {  // the last k % 64 values, then zeros up to the stride
+      const __mmask64 in = k - j >= 64 ? ~__mmask64(0) : (__mmask64(1) << (k - j)) - 1;
+      const __mmask64 all = stride - j >= 64 ? ~__mmask64(0) : (__mmask64(1) << (stride - j)) - 1;
+      _mm512_mask_storeu_epi8(d + j, all, _mm512_maskz_mov_epi8(in, _mm512_xor_si512(_mm512_maskz_loadu_epi8(in, src + j), flip)));
+    }
+  }
+}
+
+// Rows [r0, r1) x column blocks [b0, b1) of 16. `ap`: (8 rows x stride) bytes of scratch.
+template <int MR>
+WEFT_VNNI_TARGET void VnniRowsOf(const int8_t* a, int64_t k, int64_t row, int64_t rows, const VnniB& w, int64_t b0, int64_t b1, int32_t a_corr,
+                                 const GemmOut& out, uint8_t* ap, int64_t stride) {
+  PackVnniA(a, k, row, row + rows, ap, stride);
+  int64_t blk = b0;
+  for (; blk + 2 <= b1; blk += 2) VnniTile<MR, 2>(ap, stride, w, blk * 16, a_corr, out, row, rows);
+  if (blk < b1) VnniTile<MR, 1>(ap, stride, w, blk * 16, a_corr, out, row, rows);
+}
+
+WEFT_VNNI_TARGET void GemmVnniRows(int64_t m, int64_t k, const int8_t* a, int32_t a_zp, const VnniB& w, const GemmOut& out, int64_t r0,
+                                   int64_t r1, int64_t b0, int64_t b1, uint8_t* ap) {
+  (void)m;
+  const int64_t stride = w.groups() * 4;
+  const int32_t a_corr = 128 + a_zp;
+  int64_t row = r0;
+  for (; row + 8 <= r1; row += 8) VnniRowsOf<8>(a, k, row, 8, w, b0, b1, a_corr, out, ap, stride);
+  if (r1 - row >= 4) VnniRowsOf<4>(a, k, row, 4, w, b0, b1, a_corr, out, ap, stride), row += 4;
+  if (r1 - row >= 2) VnniRowsOf<2>(a, k, row, 2, w, b0, b1, a_corr, out, ap, stride), row += 2;
+  if (r1 - row >= 1) VnniRowsOf<1>(a, k, row, 1, w, b0, b1, a_corr, out, ap, stride);
+}
+#pragma GCC diagnostic pop
 #endif
 
 // acc[rows][n] + bias, rescaled per column (TFLite's multipliers), + out_off, clamped to [lo, hi].
@@ -498,12 +672,62 @@ bool HasExactInt8Gemm() {
 
 // (A[M, K] - a_zp) * (B[N, K] - b_zp)^T, all row-major, into `out` (int32, or requantized to
 // int8); false if a workspace cannot be had or the backend fails.
+// `pre`: B packed for the VNNI kernel ahead of the run (constant weights), or nullptr.
 bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t b_zp,
-            const GemmOut& out) {
+            const GemmOut& out, const VnniB* pre = nullptr) {
   if (a_zp < -128 || a_zp > 127 || b_zp < -128 || b_zp > 127 || m <= 0 || n <= 0 || k <= 0) return false;
   bool positive = true;  // the vector requantization assumes positive multipliers
   for (int64_t c = 0; out.q && c < n && positive; ++c) positive = out.mult[c] > 0;
 #ifdef WEFT_LITERT_AVX2
+  if (HasVnni512() && b_zp == 0 && positive) {
+    VnniB w;
+    if (pre && pre->data && pre->n == n && pre->k == k) {
+      w = *pre;
+    } else {
+      // Packed once per run context and again only when the weights change (a hash of their
+      // bytes, checked every run: weights may be run-time inputs).
+      struct Header {
+        uint64_t hash, n, k, valid;
+        uint8_t pad[32];
+      };
+      static_assert(sizeof(Header) == 64, "the packed weights stay 64-byte aligned after the header");
+      const size_t data_bytes = VnniDataBytes(n, k), sum_bytes = VnniColsumBytes(n);
+      const uint64_t hash = XXH3_64bits(b, static_cast<size_t>(n * k));
+      auto* cache = static_cast<uint8_t*>(ctx->GetHostArgs(sizeof(Header) + data_bytes + sum_bytes));
+      bool fresh = true;
+      uint8_t* body = nullptr;
+      if (cache) {
+        auto* h = reinterpret_cast<Header*>(cache);
+        body = cache + sizeof(Header);
+        fresh = !(h->valid == 1 && h->hash == hash && h->n == static_cast<uint64_t>(n) && h->k == static_cast<uint64_t>(k));
+        *h = Header{hash, static_cast<uint64_t>(n), static_cast<uint64_t>(k), 1, {}};
+      } else {  // outside a run (constant folding): scratch memory
+        ctx->SetError("");
+        body = static_cast<uint8_t*>(ctx->MallocWorkSpace(data_bytes + sum_bytes));
+        if (!body) return false;
+      }
+      auto* data = reinterpret_cast<int8_t*>(body);
+      auto* colsum = reinterpret_cast<int32_t*>(body + data_bytes);
+      if (fresh)
+        ctx->ParallelFor((n + 15) / 16, 1, [&](int64_t b0, int64_t b1) { PackVnniB(b, n, k, data, colsum, b0 * 16, b1 * 16); });
+      w.data = data;
+      w.colsum = colsum;
+      w.n = n;
+      w.k = k;
+    }
+    const int64_t stride = w.groups() * 4, blocks = w.blocks(), tiles = (m + 7) / 8;
+    auto run = [&](int64_t r0, int64_t r1, int64_t b0, int64_t b1) {
+      thread_local std::vector<uint8_t> scratch;  // 8 rows of A as unsigned bytes
+      if (scratch.size() < static_cast<size_t>(8 * stride)) scratch.resize(static_cast<size_t>(8 * stride));
+      GemmVnniRows(m, k, a, a_zp, w, out, r0, r1, b0, b1, scratch.data());
+    };
+    if (tiles >= 8 || blocks < 4) {
+      ctx->ParallelFor(tiles, 1, [&](int64_t t0, int64_t t1) { run(t0 * 8, std::min(m, t1 * 8), 0, blocks); });
+    } else {  // few rows (a fully-connected layer): the column blocks are the work to share
+      ctx->ParallelFor((blocks + 1) / 2, 1, [&](int64_t p0, int64_t p1) { run(0, m, p0 * 2, std::min(blocks, p1 * 2)); });
+    }
+    return true;
+  }
   static const bool avx2 = __builtin_cpu_supports("avx2");
   if (avx2 && positive && !HasExactInt8Gemm()) {
     // B packed once: per block of 16 columns, per pair of K, 16 columns x 2 int16 (b - b_zp);
@@ -667,8 +891,22 @@ bool ConvAttrs(const KernelContextBase* ctx, bool* same, int64_t* sh, int64_t* s
 }
 
 // Conv2D (filter [OC, KH, KW, IC/groups]) and DepthwiseConv2D (filter [1, KH, KW, IC*M]).
-class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad {
  public:
+  // Constant int8 filters of a convolution without groups: packed once for the VNNI GEMM (without
+  // this, the GEMM packs them per run context and checks a hash of them every run).
+  graphStatus Compile(OpCompileContext* ctx) override {
+    packed_.Clear();
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* w = ctx->GetInputTensor(1);
+    if (depthwise(ctx) || !HasVnni512() || !x || !w || x->GetDataType() != DT_INT8 || w->GetDataType() != DT_INT8 || !w->GetAddr())
+      return GRAPH_SUCCESS;
+    const Shape& ws = w->GetShape();
+    if (ws.GetDimNum() != 4 || ws.GetDim(0) <= 0 || ws.GetDim(1) <= 0 || ws.GetDim(2) <= 0 || ws.GetDim(3) <= 0) return GRAPH_SUCCESS;
+    packed_.Pack(w->GetData<int8_t>(), ws.GetDim(0), ws.GetDim(1) * ws.GetDim(2) * ws.GetDim(3));
+    return GRAPH_SUCCESS;
+  }
+
   bool depthwise(const KernelContextBase* ctx) const { return std::string(ctx->GetNodeType()) == "TflDepthwiseConv2D"; }
 
   bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& w, ConvGeometry* g) const {
@@ -711,7 +949,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   // OHWI filter. kNotApplicable when this path does not apply.
   int ConvInt8Gemm(EagerOpExecutionContext* ctx, const ConvGeometry& g, int64_t wic, const int8_t* px, const int8_t* pw,
                            const int32_t* bias, const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi,
-                           int8_t* py) const {
+                           int8_t* py, const VnniB* pre = nullptr) const {
     if (wic != g.ic || -in_off < -128 || -in_off > 127) return kNotApplicable;
     ListView<int64_t> fz = ctx->GetAttrs()->GetListInt("channel_zero_points");
     for (int64_t z : fz)
@@ -776,7 +1014,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     out.out_off = out_off;
     out.lo = lo;
     out.hi = hi;
-    return GemmS8(ctx, m, g.oc, k, a, -in_off, pw, 0, out) ? GRAPH_SUCCESS : kNotApplicable;
+    return GemmS8(ctx, m, g.oc, k, a, -in_off, pw, 0, out, pre) ? GRAPH_SUCCESS : kNotApplicable;
   }
 
   // int8 DepthwiseConv2D with the channels innermost: one int32 accumulator per output channel of
@@ -962,7 +1200,8 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         }
         if (st == kNotApplicable)
           st = dw ? DepthwiseInt8(ctx, g, x->GetData<int8_t>(), pw, b32, cs, in_off, out_off, lo, hi, y->GetData<int8_t>())
-                  : ConvInt8Gemm(ctx, g, wic, x->GetData<int8_t>(), pw, b32, cs, in_off, out_off, lo, hi, y->GetData<int8_t>());
+                  : ConvInt8Gemm(ctx, g, wic, x->GetData<int8_t>(), pw, b32, cs, in_off, out_off, lo, hi, y->GetData<int8_t>(),
+                                 packed_.get());
         if (st != kNotApplicable) return st;
       }
     }
@@ -997,6 +1236,9 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     });
     return ok ? GRAPH_SUCCESS : Fail(ctx, "unsupported input type");
   }
+
+ private:
+  VnniPacked packed_;
 };
 
 // TransposeConv: inputs output_shape (int32 [4]), weights [OC, KH, KW, IC], input NHWC, bias.
@@ -1179,8 +1421,20 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp, public Emit
 };
 
 // FullyConnected: input [..., IC] as rows of IC, weights [OC, IC], optional bias [OC].
-class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad {
  public:
+  // Constant int8 weights: packed once for the VNNI GEMM (as TflConv does).
+  graphStatus Compile(OpCompileContext* ctx) override {
+    packed_.Clear();
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* w = ctx->GetInputTensor(1);
+    if (!HasVnni512() || !x || !w || x->GetDataType() != DT_INT8 || w->GetDataType() != DT_INT8 || !w->GetAddr()) return GRAPH_SUCCESS;
+    const Shape& ws = w->GetShape();
+    if (ws.GetDimNum() != 2 || ws.GetDim(0) <= 0 || ws.GetDim(1) <= 0) return GRAPH_SUCCESS;
+    packed_.Pack(w->GetData<int8_t>(), ws.GetDim(0), ws.GetDim(1));
+    return GRAPH_SUCCESS;
+  }
+
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* w = ctx->GetInputTensor(1);
@@ -1290,7 +1544,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
       if (!acc) return GRAPH_FAILED;
       GemmOut out;
       out.acc = acc;
-      if (GemmS8(ctx, rows, oc, ic, x->GetData<int8_t>(), in.zp, pw, fq.zp, out)) {
+      if (GemmS8(ctx, rows, oc, ic, x->GetData<int8_t>(), in.zp, pw, fq.zp, out, packed_.get())) {
         int32_t lo, hi;
         QuantClamp<int8_t>(ctx, act, &lo, &hi);
         const int32_t* b32 = b ? b->GetData<int32_t>() : nullptr;
@@ -1329,6 +1583,9 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     });
     return ok ? GRAPH_SUCCESS : Fail(ctx, "unsupported input type");
   }
+
+ private:
+  VnniPacked packed_;
 };
 
 // BATCH_MATMUL (float32 lowers to MatMul on import; this op runs when the model is quantized):

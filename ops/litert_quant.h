@@ -142,6 +142,32 @@ inline int64_t ConvPadding(int64_t stride, int64_t dilation, int64_t in, int64_t
 }
 
 
+// MultiplyByQuantizedMultiplier for q > 0 as one floor division of a 64-bit sum, the form the
+// vector kernels use. With P = (x << left) * q and right = r, the doubling high multiply is
+// h = floor((P + 2^30) / 2^31) (its nudge for negative products gives the same value), and the
+// rounding shift is floor((h + 2^(r-1) - [h < 0]) / 2^r) for r >= 1 (ties away from zero).
+// Nested floor divisions by integers compose, so the result is
+//   floor((P + 2^30 + (2^(r-1) - [P < -2^30]) * 2^31) / 2^(31 + r))      (r >= 1),
+//   floor((P + 2^30) / 2^31)                                              (r = 0).
+// |P| < 2^62 and the added term is below 2^61, so the sum fits in 64 bits.
+struct OneFloorRescale {
+  int64_t add = 0;       // 2^30 + 2^(r-1) * 2^31 (2^30 for r = 0)
+  int64_t add_neg = 0;   // the same for P < -2^30: 2^31 less when r >= 1
+  int64_t shift = 31;    // 31 + r
+  int32_t left = 0;
+  explicit OneFloorRescale(int exponent) {
+    left = exponent > 0 ? exponent : 0;
+    const int r = exponent > 0 ? 0 : -exponent;
+    shift = 31 + r;
+    add = (int64_t(1) << 30) + (r >= 1 ? (int64_t(1) << (r - 1 + 31)) : 0);
+    add_neg = add - (r >= 1 ? (int64_t(1) << 31) : 0);
+  }
+  int32_t operator()(int32_t x, int32_t q) const {
+    const int64_t p = static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(x) << left)) * q;
+    return static_cast<int32_t>((p + (p < -(int64_t(1) << 30) ? add_neg : add)) >> shift);
+  }
+};
+
 // One output row of an 8-bit convolution: (acc[c] + bias[c]) rescaled by channel c's multiplier
 // and shift, plus the output zero point, clamped to [lo, hi]. The same arithmetic as
 // MultiplyByQuantizedMultiplier (multipliers are positive, so its saturating case cannot occur),

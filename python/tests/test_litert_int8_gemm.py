@@ -1,0 +1,118 @@
+"""8-bit CONV_2D and FULLY_CONNECTED (the integer GEMM paths) bit-exact against LiteRT's reference
+kernels, over shapes that leave every partial tile: rows (output pixels) short of a register tile,
+output channels short of a vector, reduction lengths short of a group of four, zero points at the
+ends of the range, per-channel and per-tensor weight scales, fused clamps, weights constant or fed
+at run time (packed per run, so a change must be seen)."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import weft
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "examples", "litert_custom_op"))
+from tflite_writer import Model  # noqa: E402
+
+SAME, VALID = 0, 1
+NONE, RELU, RELU6 = 0, 1, 3
+
+
+def reference(path, inputs):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    it = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+def weft_run(path, inputs):
+    (got,) = weft.Session(use_env_path=False).compile(weft.import_litert(path)).run(inputs)
+    return got
+
+
+# (height, width, in channels, out channels, kernel, stride, padding, activation, input zero point)
+CONV = [
+    (1, 1, 3, 5, 1, 1, VALID, NONE, 0),        # one row, three values of k, five columns
+    (3, 3, 4, 16, 1, 1, VALID, RELU, -128),    # nine rows: one tile of eight and one row
+    (5, 3, 7, 17, 3, 1, SAME, RELU6, 127),     # k = 63, a column past a vector
+    (6, 5, 13, 33, 3, 2, SAME, NONE, 11),      # strided, k = 117
+    (4, 4, 64, 40, 1, 1, VALID, NONE, -3),     # 1x1 over the input itself, k a multiple of 64
+    (7, 6, 70, 48, 2, 1, VALID, RELU, 100),    # k = 280 (a tail past 64-byte chunks)
+    (2, 9, 130, 3, 1, 1, VALID, NONE, -77),    # k = 130, three columns
+]
+
+
+@pytest.mark.parametrize("case", CONV, ids=[f"conv{i}" for i in range(len(CONV))])
+@pytest.mark.parametrize("per_channel", [True, False], ids=["per_channel", "per_tensor"])
+def test_int8_conv2d_is_bit_exact(tmp_path, case, per_channel):
+    h, w, ic, oc, k, s, pad, act, in_zp = case
+    rng = np.random.default_rng(hash((case, per_channel)) % 2**32)
+    in_scale = 0.05
+    w_scales = rng.uniform(0.002, 0.02, oc) if per_channel else np.full(oc, 0.01)
+    oh = -(-h // s) if pad == SAME else (h - k) // s + 1
+    ow = -(-w // s) if pad == SAME else (w - k) // s + 1
+    out_scale = in_scale * float(np.mean(w_scales)) * np.sqrt(k * k * ic) * 30
+    m = Model()
+    x = m.tensor("x", [1, h, w, ic], "int8", scale=in_scale, zero_point=in_zp)
+    wv = rng.integers(-127, 128, (oc, k, k, ic)).astype(np.int8)
+    bv = rng.integers(-3000, 3000, oc).astype(np.int32)
+    wscale = list(w_scales) if per_channel else float(w_scales[0])
+    wzp = [0] * oc if per_channel else 0
+    tw = m.tensor("w", wv.shape, "int8", data=wv, scale=wscale, zero_point=wzp)
+    bscale = list(in_scale * w_scales) if per_channel else in_scale * float(w_scales[0])
+    tb = m.tensor("b", [oc], "int32", data=bv, scale=bscale, zero_point=[0] * oc if per_channel else 0)
+    y = m.tensor("y", [1, oh, ow, oc], "int8", scale=out_scale, zero_point=-5)
+    fields = [(0, "byte", pad), (1, "int32", s), (2, "int32", s), (3, "byte", act), (4, "int32", 1), (5, "int32", 1)]
+    m.builtin(3, [x, tw, tb], [y], options=(1, fields))
+    path = str(tmp_path / "conv.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([x], [y]))
+    xv = rng.integers(-128, 128, (1, h, w, ic)).astype(np.int8)
+    got, want = weft_run(path, [xv]), reference(path, [xv])
+    assert got.shape == want.shape
+    assert len(np.unique(want)) > 2, "the output should not be saturated"
+    np.testing.assert_array_equal(got, want)
+
+
+# (rows, in features, out features, input zero point, activation)
+FC = [(1, 1, 1, 0, NONE), (1, 3, 17, -128, NONE), (3, 70, 5, 127, RELU), (8, 64, 16, 9, NONE),
+      (9, 130, 33, -20, RELU6), (1, 1280, 100, -1, NONE), (20, 257, 64, 50, NONE)]
+
+
+@pytest.mark.parametrize("case", FC, ids=[f"fc{i}" for i in range(len(FC))])
+@pytest.mark.parametrize("weights", ["constant", "input"])
+def test_int8_fully_connected_is_bit_exact(tmp_path, case, weights):
+    rows, ic, oc, in_zp, act = case
+    rng = np.random.default_rng(hash((case, weights)) % 2**32)
+    in_scale, w_scale = 0.04, 0.008
+    out_scale = in_scale * w_scale * np.sqrt(ic) * 30
+    m = Model()
+    x = m.tensor("x", [rows, ic], "int8", scale=in_scale, zero_point=in_zp)
+    wv = rng.integers(-127, 128, (oc, ic)).astype(np.int8)
+    bv = rng.integers(-2000, 2000, oc).astype(np.int32)
+    tw = m.tensor("w", wv.shape, "int8", data=wv if weights == "constant" else None, scale=w_scale, zero_point=0)
+    tb = m.tensor("b", [oc], "int32", data=bv, scale=in_scale * w_scale, zero_point=0)
+    y = m.tensor("y", [rows, oc], "int8", scale=out_scale, zero_point=3)
+    m.builtin(9, [x, tw, tb], [y], options=(8, [(0, "byte", act)]))
+    path = str(tmp_path / "fc.tflite")
+    ins = [x] if weights == "constant" else [x, tw]
+    with open(path, "wb") as f:
+        f.write(m.finish(ins, [y]))
+    xv = rng.integers(-128, 128, (rows, ic)).astype(np.int8)
+    if weights == "constant":
+        got, want = weft_run(path, [xv]), reference(path, [xv])
+        np.testing.assert_array_equal(got, want)
+        return
+    # Weights fed at run time: one compiled model run with two different weight tensors, so a
+    # stale packing of the first would show in the second.
+    model = weft.Session(use_env_path=False).compile(weft.import_litert(path))
+    for trial in range(2):
+        wt = wv if trial == 0 else rng.integers(-127, 128, (oc, ic)).astype(np.int8)
+        (got,) = model.run([xv, wt])
+        np.testing.assert_array_equal(got, reference(path, [xv, wt]), err_msg=f"weights #{trial}")
