@@ -210,6 +210,16 @@ void PackVnniB(const int8_t* w, int64_t n, int64_t k, int8_t* data, int32_t* col
   }
 }
 
+// A convolution's input read as the GEMM's rows (im2col) while they are packed, so no
+// [pixels][KH * KW * IC] copy is made: row r is output pixel r's taps in (ky, kx, c) order, taps in
+// the padding holding the input zero point (they add nothing, as TFLite skips them).
+struct VnniConv {
+  const int8_t* x = nullptr;  // NHWC
+  const int8_t* end = nullptr;  // x's end
+  int64_t ih, iw, ic, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
+  int8_t zp;
+};
+
 // Weights packed for the VNNI kernel when the graph is compiled (constant weights only).
 struct VnniPacked {
   std::vector<int8_t> data;
@@ -354,38 +364,47 @@ __attribute__((target("avx2"))) void GemmInt8Avx2Rows(int64_t m, int64_t n, int6
 #define WEFT_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 
 
-// Rows of 16 int32 sums (`ld` apart) at column `col` of the output: corrected for the zero
-// points and the bias, then stored, or rescaled with TFLite's arithmetic (RequantLanes, on 16
-// lanes; positive multipliers) and stored as int8.
-WEFT_VNNI_TARGET inline void VnniEpilogue(const int32_t* tile, int64_t ld, int64_t rows, const VnniB& w, int64_t col, int32_t a_corr,
+// What the epilogue needs per output column, computed once per GEMM: the sums' correction
+// (the zero points' column term less the bias), and TFLite's rescaling in the one-floor form of
+// tfl::OneFloorRescale, its 64-bit constants per block of 16 columns as the even columns' eight
+// lanes then the odd columns'.
+struct VnniEpi {
+  const int32_t* base = nullptr;     // [blocks * 16]
+  const int64_t* add = nullptr;      // [blocks][16], even then odd columns
+  const int64_t* add_neg = nullptr;
+  const int64_t* shift = nullptr;
+  const int32_t* left = nullptr;     // [blocks * 16], nullptr when every left shift is 0
+};
+
+// Rows of 16 int32 sums (`ld` apart) at column `col` of the output: corrected, then stored, or
+// rescaled and stored as int8.
+WEFT_VNNI_TARGET inline void VnniEpilogue(const int32_t* tile, int64_t ld, int64_t rows, int64_t n, int64_t col, const VnniEpi& e,
                                           const GemmOut& out, int64_t row0) {
-  const int64_t n = w.n;
   const bool full = n - col >= 16;
   const __mmask16 keep = full ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - col)) - 1);
-  __m512i base = _mm512_mullo_epi32(_mm512_loadu_si512(w.colsum + col), _mm512_set1_epi32(a_corr));
-  if (out.bias) base = _mm512_sub_epi32(base, _mm512_maskz_loadu_epi32(keep, out.bias + col));  // subtracted below: adds the bias
+  const __m512i base = _mm512_loadu_si512(e.base + col);
   if (!out.q) {
     int32_t* dst = out.acc + row0 * n + col;
     for (int64_t i = 0; i < rows; ++i) _mm512_mask_storeu_epi32(dst + i * n, keep, _mm512_sub_epi32(_mm512_load_si512(tile + i * ld), base));
     return;
   }
-  const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1), nudge = _mm512_set1_epi64(int64_t(1) << 30);
-  const __m512i m = _mm512_maskz_loadu_epi32(keep, out.mult + col), s = _mm512_maskz_loadu_epi32(keep, out.shift + col);
-  const __m512i m_odd = _mm512_srli_epi64(m, 32), left = _mm512_max_epi32(s, zero), right = _mm512_max_epi32(_mm512_sub_epi32(zero, s), zero);
-  const __m512i rmask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one), half = _mm512_srai_epi32(rmask, 1);
-  const __m512i voff = _mm512_set1_epi32(out.out_off), vlo = _mm512_set1_epi32(out.lo), vhi = _mm512_set1_epi32(out.hi);
+  const __m512i m = _mm512_maskz_loadu_epi32(keep, out.mult + col), m_odd = _mm512_srli_epi64(m, 32);
+  const __m512i add_e = _mm512_loadu_si512(e.add + col), add_o = _mm512_loadu_si512(e.add + col + 8);
+  const __m512i neg_e = _mm512_loadu_si512(e.add_neg + col), neg_o = _mm512_loadu_si512(e.add_neg + col + 8);
+  const __m512i sh_e = _mm512_loadu_si512(e.shift + col), sh_o = _mm512_loadu_si512(e.shift + col + 8);
+  const __m512i below = _mm512_set1_epi64(-(int64_t(1) << 30)), voff = _mm512_set1_epi32(out.out_off);
+  const bool clamp = out.lo > -128 || out.hi < 127;
+  const __m128i lo8 = _mm_set1_epi8(static_cast<char>(std::max(out.lo, -128))), hi8 = _mm_set1_epi8(static_cast<char>(std::min(out.hi, 127)));
   int8_t* dst = out.q + row0 * n + col;
   for (int64_t i = 0; i < rows; ++i) {
-    const __m512i x = _mm512_sllv_epi32(_mm512_sub_epi32(_mm512_load_si512(tile + i * ld), base), left);
-    // Bits 31 .. 62 of x * m + 2^30 per lane: the even lanes' products shifted down, the odd
-    // lanes' shifted up by one into the upper halves.
-    const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, m), nudge);
-    const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m_odd), nudge);
-    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
-    const __m512i threshold = _mm512_mask_add_epi32(half, _mm512_cmplt_epi32_mask(high, zero), half, one);
-    __m512i v = _mm512_srav_epi32(high, right);
-    v = _mm512_mask_add_epi32(v, _mm512_cmpgt_epi32_mask(_mm512_and_si512(high, rmask), threshold), v, one);
-    const __m128i q = _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, voff), vlo), vhi));
+    __m512i x = _mm512_sub_epi32(_mm512_load_si512(tile + i * ld), base);
+    if (e.left) x = _mm512_sllv_epi32(x, _mm512_loadu_si512(e.left + col));
+    const __m512i pe = _mm512_mul_epi32(x, m), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), m_odd);
+    const __m512i te = _mm512_mask_add_epi64(_mm512_add_epi64(pe, add_e), _mm512_cmplt_epi64_mask(pe, below), pe, neg_e);
+    const __m512i to = _mm512_mask_add_epi64(_mm512_add_epi64(po, add_o), _mm512_cmplt_epi64_mask(po, below), po, neg_o);
+    const __m512i v = _mm512_mask_blend_epi32(0xAAAA, _mm512_srav_epi64(te, sh_e), _mm512_slli_epi64(_mm512_srav_epi64(to, sh_o), 32));
+    __m128i q = _mm512_cvtsepi32_epi8(_mm512_add_epi32(v, voff));  // saturated to int8, then the activation's range
+    if (clamp) q = _mm_min_epi8(_mm_max_epi8(q, lo8), hi8);
     if (full) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i * n), q);
     } else {
@@ -396,28 +415,40 @@ WEFT_VNNI_TARGET inline void VnniEpilogue(const int32_t* tile, int64_t ld, int64
 
 // MR rows (packed unsigned, `stride` bytes apart) x NB blocks of 16 columns from column nb.
 // `rows` <= MR of them are kept.
-template <int MR, int NB>
-WEFT_VNNI_TARGET void VnniTile(const uint8_t* ap, int64_t stride, const VnniB& w, int64_t nb, int32_t a_corr, const GemmOut& out,
+template <int MR, int NB>  // MR <= 8, NB <= 2
+WEFT_VNNI_TARGET void VnniTile(const uint8_t* ap, int64_t stride, const VnniB& w, int64_t nb, const VnniEpi& e, const GemmOut& out,
                                int64_t row0, int64_t rows) {
   const int64_t groups = w.groups();
   const int8_t* b = w.data + (nb / 16) * groups * 64;
-  __m512i c[MR][NB];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NB; ++j) c[i][j] = _mm512_setzero_si512();
+  // The accumulators as named registers (an array of them made GCC copy registers every step).
+#define WEFT_VNNI_ROW(i)                                                                                \
+  __m512i c##i##0 = _mm512_setzero_si512(), c##i##1 = _mm512_setzero_si512();
+  WEFT_VNNI_ROW(0) WEFT_VNNI_ROW(1) WEFT_VNNI_ROW(2) WEFT_VNNI_ROW(3) WEFT_VNNI_ROW(4) WEFT_VNNI_ROW(5) WEFT_VNNI_ROW(6) WEFT_VNNI_ROW(7)
+#undef WEFT_VNNI_ROW
+  const int8_t* b1 = b + (NB > 1 ? groups * 64 : 0);
   for (int64_t g = 0; g < groups; ++g) {
-    __m512i bv[NB];
-    for (int j = 0; j < NB; ++j) bv[j] = _mm512_loadu_si512(b + (j * groups + g) * 64);
-    for (int i = 0; i < MR; ++i) {
-      int32_t word;
-      std::memcpy(&word, ap + i * stride + g * 4, sizeof word);
-      const __m512i av = _mm512_set1_epi32(word);
-      for (int j = 0; j < NB; ++j) c[i][j] = _mm512_dpbusd_epi32(c[i][j], av, bv[j]);
-    }
+    const __m512i bv0 = _mm512_loadu_si512(b + g * 64);
+    const __m512i bv1 = NB > 1 ? _mm512_loadu_si512(b1 + g * 64) : _mm512_setzero_si512();
+#define WEFT_VNNI_ROW(i)                                                                                \
+  if (i < MR) {                                                                                         \
+    int32_t word;                                                                                       \
+    std::memcpy(&word, ap + i * stride + g * 4, sizeof word);                                           \
+    const __m512i av = _mm512_set1_epi32(word);                                                         \
+    c##i##0 = _mm512_dpbusd_epi32(c##i##0, av, bv0);                                                    \
+    if (NB > 1) c##i##1 = _mm512_dpbusd_epi32(c##i##1, av, bv1);                                        \
+  }
+    WEFT_VNNI_ROW(0) WEFT_VNNI_ROW(1) WEFT_VNNI_ROW(2) WEFT_VNNI_ROW(3) WEFT_VNNI_ROW(4) WEFT_VNNI_ROW(5) WEFT_VNNI_ROW(6) WEFT_VNNI_ROW(7)
+#undef WEFT_VNNI_ROW
   }
   alignas(64) int32_t tile[MR][NB * 16];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NB; ++j) _mm512_store_si512(&tile[i][j * 16], c[i][j]);
-  for (int j = 0; j < NB && nb + j * 16 < w.n; ++j) VnniEpilogue(&tile[0][j * 16], NB * 16, rows, w, nb + j * 16, a_corr, out, row0);
+#define WEFT_VNNI_ROW(i)                                                                                \
+  if (i < MR) {                                                                                         \
+    _mm512_store_si512(&tile[i][0], c##i##0);                                                           \
+    if (NB > 1) _mm512_store_si512(&tile[i][16], c##i##1);                                              \
+  }
+  WEFT_VNNI_ROW(0) WEFT_VNNI_ROW(1) WEFT_VNNI_ROW(2) WEFT_VNNI_ROW(3) WEFT_VNNI_ROW(4) WEFT_VNNI_ROW(5) WEFT_VNNI_ROW(6) WEFT_VNNI_ROW(7)
+#undef WEFT_VNNI_ROW
+  for (int j = 0; j < NB && nb + j * 16 < w.n; ++j) VnniEpilogue(&tile[0][j * 16], NB * 16, rows, w.n, nb + j * 16, e, out, row0);
 }
 
 // Rows [r0, r1) of A as unsigned bytes (a + 128), k padded with zeros to a multiple of 4.
@@ -428,34 +459,119 @@ WEFT_VNNI_TARGET void PackVnniA(const int8_t* a, int64_t k, int64_t r0, int64_t 
     uint8_t* d = dst + (r - r0) * stride;
     int64_t j = 0;
     for (; j + 64 <= k; j += 64) _mm512_storeu_si512(d + j, _mm512_xor_si512(_mm512_loadu_si512(src + j), flip));
-    if (j < stride) {  // the last k % 64 values, then zeros up to the stride
-      const __mmask64 in = k - j >= 64 ? ~__mmask64(0) : (__mmask64(1) << (k - j)) - 1;
-      const __mmask64 all = stride - j >= 64 ? ~__mmask64(0) : (__mmask64(1) << (stride - j)) - 1;
-      _mm512_mask_storeu_epi8(d + j, all, _mm512_maskz_mov_epi8(in, _mm512_xor_si512(_mm512_maskz_loadu_epi8(in, src + j), flip)));
+    if (j < stride) {  // the last k % 64 values, then zeros (past the stride too: the scratch has room)
+      const __mmask64 in = (__mmask64(1) << (k - j)) - 1;
+      _mm512_storeu_si512(d + j, _mm512_maskz_mov_epi8(in, _mm512_xor_si512(_mm512_maskz_loadu_epi8(in, src + j), flip)));
     }
   }
 }
 
-// Rows [r0, r1) x column blocks [b0, b1) of 16. `ap`: (8 rows x stride) bytes of scratch.
-template <int MR>
-WEFT_VNNI_TARGET void VnniRowsOf(const int8_t* a, int64_t k, int64_t row, int64_t rows, const VnniB& w, int64_t b0, int64_t b1, int32_t a_corr,
-                                 const GemmOut& out, uint8_t* ap, int64_t stride) {
-  PackVnniA(a, k, row, row + rows, ap, stride);
-  int64_t blk = b0;
-  for (; blk + 2 <= b1; blk += 2) VnniTile<MR, 2>(ap, stride, w, blk * 16, a_corr, out, row, rows);
-  if (blk < b1) VnniTile<MR, 1>(ap, stride, w, blk * 16, a_corr, out, row, rows);
+// The packers below write whole 64-byte vectors: up to 63 bytes past what they fill, which the
+// next segment or row overwrites (the scratch has 64 bytes to spare past its last row). Reads
+// stay inside the source (masked at its end).
+// `len` bytes of src + 128 into dst; `end`: the end of src's buffer.
+WEFT_VNNI_TARGET inline void FlipCopy(uint8_t* dst, const int8_t* src, int64_t len, const int8_t* end) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t j = 0; j < len; j += 64) {
+    const int64_t avail = end - (src + j);
+    const __m512i v = avail >= 64 ? _mm512_loadu_si512(src + j) : _mm512_maskz_loadu_epi8((__mmask64(1) << avail) - 1, src + j);
+    _mm512_storeu_si512(dst + j, _mm512_xor_si512(v, flip));
+  }
+}
+WEFT_VNNI_TARGET inline void FillBytes(uint8_t* dst, uint8_t v, int64_t len) {
+  const __m512i vv = _mm512_set1_epi8(static_cast<char>(v));
+  for (int64_t j = 0; j < len; j += 64) _mm512_storeu_si512(dst + j, vv);
 }
 
-WEFT_VNNI_TARGET void GemmVnniRows(int64_t m, int64_t k, const int8_t* a, int32_t a_zp, const VnniB& w, const GemmOut& out, int64_t r0,
-                                   int64_t r1, int64_t b0, int64_t b1, uint8_t* ap) {
-  (void)m;
+WEFT_VNNI_TARGET void PackVnniConvRows(const VnniConv& cv, int64_t r0, int64_t r1, uint8_t* dst, int64_t stride) {
+  const int64_t k = cv.kh * cv.kw * cv.ic, seg_len = cv.kw * cv.ic;
+  const uint8_t zpu = static_cast<uint8_t>(cv.zp) ^ 0x80;
+  int64_t bn = r0 / (cv.oh * cv.ow), oy = (r0 / cv.ow) % cv.oh, ox = r0 % cv.ow;
+  auto next = [&] {
+    if (++ox == cv.ow) {
+      ox = 0;
+      if (++oy == cv.oh) oy = 0, ++bn;
+    }
+  };
+  auto low_bits = [](int64_t count) { return count >= 64 ? ~__mmask64(0) : (__mmask64(1) << count) - 1; };
+  if (cv.dw == 1 && k <= 64) {
+    // A whole row in one vector (a first layer's few channels): each kernel row's inside taps by
+    // one masked load placed at its offset (masked-off bytes are never read), the zero point
+    // elsewhere, zeros past k; one store.
+    const __m512i init = _mm512_mask_blend_epi8(low_bits(k), _mm512_set1_epi8(static_cast<char>(0x80)), _mm512_set1_epi8(cv.zp));
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t ix0 = ox * cv.sw - cv.pw;
+      const int64_t kx0 = std::min(cv.kw, std::max<int64_t>(0, -ix0)), kx1 = std::max(kx0, std::min(cv.kw, cv.iw - ix0));
+      __m512i v = init;
+      if (kx1 > kx0)
+        for (int64_t ky = 0; ky < cv.kh; ++ky) {
+          const int64_t iy = oy * cv.sh - cv.ph + ky * cv.dh;
+          if (iy < 0 || iy >= cv.ih) continue;
+          const int64_t lane0 = ky * seg_len + kx0 * cv.ic;  // lane j reads input byte (line + (ix0 + kx0) * ic) + (j - lane0)
+          const uintptr_t at = reinterpret_cast<uintptr_t>(cv.x + ((bn * cv.ih + iy) * cv.iw + ix0 + kx0) * cv.ic) - static_cast<uintptr_t>(lane0);
+          v = _mm512_mask_loadu_epi8(v, low_bits((kx1 - kx0) * cv.ic) << lane0, reinterpret_cast<const void*>(at));
+        }
+      _mm512_storeu_si512(dst + (r - r0) * stride, _mm512_xor_si512(v, flip));
+      next();
+    }
+    return;
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    uint8_t* row = dst + (r - r0) * stride;
+    const int64_t ix0 = ox * cv.sw - cv.pw;
+    const int64_t kx0 = std::min(cv.kw, std::max<int64_t>(0, -ix0)), kx1 = std::max(kx0, std::min(cv.kw, cv.iw - ix0));
+    for (int64_t ky = 0; ky < cv.kh; ++ky) {
+      uint8_t* seg = row + ky * seg_len;
+      const int64_t iy = oy * cv.sh - cv.ph + ky * cv.dh;
+      if (iy < 0 || iy >= cv.ih) {
+        FillBytes(seg, zpu, seg_len);
+        continue;
+      }
+      const int8_t* line = cv.x + (bn * cv.ih + iy) * cv.iw * cv.ic;
+      if (cv.dw == 1) {  // the taps inside are contiguous: one copy, zero points around it
+        if (kx0 > 0) FillBytes(seg, zpu, kx0 * cv.ic);
+        if (kx1 > kx0) FlipCopy(seg + kx0 * cv.ic, line + (ix0 + kx0) * cv.ic, (kx1 - kx0) * cv.ic, cv.end);
+        if (kx1 < cv.kw) FillBytes(seg + kx1 * cv.ic, zpu, (cv.kw - kx1) * cv.ic);
+        continue;
+      }
+      for (int64_t kx = 0; kx < cv.kw; ++kx) {
+        const int64_t ix = ix0 + kx * cv.dw;
+        if (ix < 0 || ix >= cv.iw) {
+          FillBytes(seg + kx * cv.ic, zpu, cv.ic);
+        } else {
+          FlipCopy(seg + kx * cv.ic, line + ix * cv.ic, cv.ic, cv.end);
+        }
+      }
+    }
+    for (int64_t j = k; j < stride; ++j) row[j] = 0;  // k up to a multiple of 4: zeros (the packed weights are zero there)
+    next();
+  }
+}
+
+// Rows [r0, r1) x column blocks [b0, b1) of 16. `ap`: (8 rows x stride) bytes of scratch. The
+// rows come from A, or from a convolution's input when `cv` is given.
+template <int MR>
+WEFT_VNNI_TARGET void VnniRowsOf(const int8_t* a, const VnniConv* cv, int64_t k, int64_t row, int64_t rows, const VnniB& w, int64_t b0,
+                                 int64_t b1, const VnniEpi& e, const GemmOut& out, uint8_t* ap, int64_t stride) {
+  if (cv) {
+    PackVnniConvRows(*cv, row, row + rows, ap, stride);
+  } else {
+    PackVnniA(a, k, row, row + rows, ap, stride);
+  }
+  int64_t blk = b0;
+  for (; blk + 2 <= b1; blk += 2) VnniTile<MR, 2>(ap, stride, w, blk * 16, e, out, row, rows);
+  if (blk < b1) VnniTile<MR, 1>(ap, stride, w, blk * 16, e, out, row, rows);
+}
+
+WEFT_VNNI_TARGET void GemmVnniRows(int64_t k, const int8_t* a, const VnniConv* cv, const VnniB& w, const VnniEpi& e, const GemmOut& out,
+                                   int64_t r0, int64_t r1, int64_t b0, int64_t b1, uint8_t* ap) {
   const int64_t stride = w.groups() * 4;
-  const int32_t a_corr = 128 + a_zp;
   int64_t row = r0;
-  for (; row + 8 <= r1; row += 8) VnniRowsOf<8>(a, k, row, 8, w, b0, b1, a_corr, out, ap, stride);
-  if (r1 - row >= 4) VnniRowsOf<4>(a, k, row, 4, w, b0, b1, a_corr, out, ap, stride), row += 4;
-  if (r1 - row >= 2) VnniRowsOf<2>(a, k, row, 2, w, b0, b1, a_corr, out, ap, stride), row += 2;
-  if (r1 - row >= 1) VnniRowsOf<1>(a, k, row, 1, w, b0, b1, a_corr, out, ap, stride);
+  for (; row + 8 <= r1; row += 8) VnniRowsOf<8>(a, cv, k, row, 8, w, b0, b1, e, out, ap, stride);
+  if (r1 - row >= 4) VnniRowsOf<4>(a, cv, k, row, 4, w, b0, b1, e, out, ap, stride), row += 4;
+  if (r1 - row >= 2) VnniRowsOf<2>(a, cv, k, row, 2, w, b0, b1, e, out, ap, stride), row += 2;
+  if (r1 - row >= 1) VnniRowsOf<1>(a, cv, k, row, 1, w, b0, b1, e, out, ap, stride);
 }
 #pragma GCC diagnostic pop
 #endif
@@ -672,14 +788,23 @@ bool HasExactInt8Gemm() {
 
 // (A[M, K] - a_zp) * (B[N, K] - b_zp)^T, all row-major, into `out` (int32, or requantized to
 // int8); false if a workspace cannot be had or the backend fails.
-// `pre`: B packed for the VNNI kernel ahead of the run (constant weights), or nullptr.
+// Whether GemmS8 takes the VNNI kernel (which can read a convolution's input directly).
+bool VnniGemmApplies(int64_t n, int32_t b_zp, const GemmOut& out) {
+  bool positive = true;  // the vector requantization assumes positive multipliers
+  for (int64_t c = 0; out.q && c < n && positive; ++c) positive = out.mult[c] > 0;
+  return HasVnni512() && b_zp == 0 && positive;
+}
+
+// `pre`: B packed for the VNNI kernel ahead of the run (constant weights), or nullptr. `cv`: the
+// rows of A are a convolution's taps (only where VnniGemmApplies; `a` is then unused).
 bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t b_zp,
-            const GemmOut& out, const VnniB* pre = nullptr) {
+            const GemmOut& out, const VnniB* pre = nullptr, const VnniConv* cv = nullptr) {
   if (a_zp < -128 || a_zp > 127 || b_zp < -128 || b_zp > 127 || m <= 0 || n <= 0 || k <= 0) return false;
   bool positive = true;  // the vector requantization assumes positive multipliers
   for (int64_t c = 0; out.q && c < n && positive; ++c) positive = out.mult[c] > 0;
+  if (cv && !VnniGemmApplies(n, b_zp, out)) return false;
 #ifdef WEFT_LITERT_AVX2
-  if (HasVnni512() && b_zp == 0 && positive) {
+  if (VnniGemmApplies(n, b_zp, out)) {
     VnniB w;
     if (pre && pre->data && pre->n == n && pre->k == k) {
       w = *pre;
@@ -715,11 +840,38 @@ bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const
       w.n = n;
       w.k = k;
     }
-    const int64_t stride = w.groups() * 4, blocks = w.blocks(), tiles = (m + 7) / 8;
+    const int64_t stride = w.groups() * 4, blocks = w.blocks(), tiles = (m + 7) / 8, cols = blocks * 16;
+    VnniEpi e;
+    auto* base = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cols) * (out.q ? 2 * sizeof(int32_t) + 3 * sizeof(int64_t) : sizeof(int32_t))));
+    if (!base) return false;
+    const int32_t a_corr = 128 + a_zp;
+    for (int64_t c = 0; c < cols; ++c)
+      base[c] = static_cast<int32_t>(static_cast<uint32_t>(w.colsum[c]) * static_cast<uint32_t>(a_corr) -
+                                     static_cast<uint32_t>(out.bias && c < n ? out.bias[c] : 0));
+    e.base = base;
+    if (out.q) {
+      auto* add = reinterpret_cast<int64_t*>(base + cols);
+      int64_t *add_neg = add + cols, *shift = add_neg + cols;
+      auto* left = reinterpret_cast<int32_t*>(shift + cols);
+      bool any_left = false;
+      for (int64_t c = 0; c < cols; ++c) {
+        const tfl::OneFloorRescale f(c < n ? out.shift[c] : 0);
+        const int64_t lane = (c / 16) * 16 + (c % 2) * 8 + (c % 16) / 2;  // even columns' lanes, then odd ones'
+        add[lane] = f.add;
+        add_neg[lane] = f.add_neg;
+        shift[lane] = f.shift;
+        left[c] = f.left;
+        any_left = any_left || f.left != 0;
+      }
+      e.add = add;
+      e.add_neg = add_neg;
+      e.shift = shift;
+      e.left = any_left ? left : nullptr;
+    }
     auto run = [&](int64_t r0, int64_t r1, int64_t b0, int64_t b1) {
-      thread_local std::vector<uint8_t> scratch;  // 8 rows of A as unsigned bytes
-      if (scratch.size() < static_cast<size_t>(8 * stride)) scratch.resize(static_cast<size_t>(8 * stride));
-      GemmVnniRows(m, k, a, a_zp, w, out, r0, r1, b0, b1, scratch.data());
+      thread_local std::vector<uint8_t> scratch;  // 8 rows of A as unsigned bytes, and 64 to spare for the packers
+      if (scratch.size() < static_cast<size_t>(8 * stride + 64)) scratch.resize(static_cast<size_t>(8 * stride + 64));
+      GemmVnniRows(k, a, cv, w, e, out, r0, r1, b0, b1, scratch.data());
     };
     if (tiles >= 8 || blocks < 4) {
       ctx->ParallelFor(tiles, 1, [&](int64_t t0, int64_t t1) { run(t0 * 8, std::min(m, t1 * 8), 0, blocks); });
@@ -956,6 +1108,18 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
       if (z != 0) return kNotApplicable;
     const int64_t m = g.n * g.oh * g.ow, k = g.kh * g.kw * g.ic;
     const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.ih && g.ow == g.iw;
+    GemmOut out;
+    out.q = py;
+    out.bias = bias;
+    out.mult = cs.mult.data();
+    out.shift = cs.shift.data();
+    out.out_off = out_off;
+    out.lo = lo;
+    out.hi = hi;
+    if (!direct && VnniGemmApplies(g.oc, 0, out)) {  // the GEMM packs its rows from the input itself
+      VnniConv cv{px, px + g.n * g.ih * g.iw * g.ic, g.ih, g.iw, g.ic, g.oh, g.ow, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, static_cast<int8_t>(-in_off)};
+      return GemmS8(ctx, m, g.oc, k, px, -in_off, pw, 0, out, pre, &cv) ? GRAPH_SUCCESS : kNotApplicable;
+    }
     const int8_t* a = px;
     if (!direct) {
       auto* col = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(m * k)));
@@ -1006,14 +1170,6 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
       });
       a = col;
     }
-    GemmOut out;
-    out.q = py;
-    out.bias = bias;
-    out.mult = cs.mult.data();
-    out.shift = cs.shift.data();
-    out.out_off = out_off;
-    out.lo = lo;
-    out.hi = hi;
     return GemmS8(ctx, m, g.oc, k, a, -in_off, pw, 0, out, pre) ? GRAPH_SUCCESS : kNotApplicable;
   }
 

@@ -36,7 +36,8 @@ def weft_run(path, inputs):
     return got
 
 
-# (height, width, in channels, out channels, kernel, stride, padding, activation, input zero point)
+# (height, width, in channels, out channels, kernel, stride, padding, activation, input zero point
+#  [, dilation, batch])
 CONV = [
     (1, 1, 3, 5, 1, 1, VALID, NONE, 0),        # one row, three values of k, five columns
     (3, 3, 4, 16, 1, 1, VALID, RELU, -128),    # nine rows: one tile of eight and one row
@@ -45,21 +46,26 @@ CONV = [
     (4, 4, 64, 40, 1, 1, VALID, NONE, -3),     # 1x1 over the input itself, k a multiple of 64
     (7, 6, 70, 48, 2, 1, VALID, RELU, 100),    # k = 280 (a tail past 64-byte chunks)
     (2, 9, 130, 3, 1, 1, VALID, NONE, -77),    # k = 130, three columns
+    (9, 8, 3, 32, 3, 2, SAME, RELU6, -128, 1, 2),  # a first layer (k = 27, one vector per row), two images
+    (9, 9, 5, 20, 3, 1, SAME, NONE, 40, 2, 1),   # dilated taps
+    (6, 7, 2, 9, 5, 1, SAME, RELU, -60, 1, 3),   # k = 50 with wide padding, three images
 ]
 
 
 @pytest.mark.parametrize("case", CONV, ids=[f"conv{i}" for i in range(len(CONV))])
 @pytest.mark.parametrize("per_channel", [True, False], ids=["per_channel", "per_tensor"])
 def test_int8_conv2d_is_bit_exact(tmp_path, case, per_channel):
-    h, w, ic, oc, k, s, pad, act, in_zp = case
+    h, w, ic, oc, k, s, pad, act, in_zp = case[:9]
+    dil, batch = (case[9], case[10]) if len(case) > 9 else (1, 1)
     rng = np.random.default_rng(hash((case, per_channel)) % 2**32)
     in_scale = 0.05
     w_scales = rng.uniform(0.002, 0.02, oc) if per_channel else np.full(oc, 0.01)
-    oh = -(-h // s) if pad == SAME else (h - k) // s + 1
-    ow = -(-w // s) if pad == SAME else (w - k) // s + 1
+    ek = (k - 1) * dil + 1
+    oh = -(-h // s) if pad == SAME else (h - ek) // s + 1
+    ow = -(-w // s) if pad == SAME else (w - ek) // s + 1
     out_scale = in_scale * float(np.mean(w_scales)) * np.sqrt(k * k * ic) * 30
     m = Model()
-    x = m.tensor("x", [1, h, w, ic], "int8", scale=in_scale, zero_point=in_zp)
+    x = m.tensor("x", [batch, h, w, ic], "int8", scale=in_scale, zero_point=in_zp)
     wv = rng.integers(-127, 128, (oc, k, k, ic)).astype(np.int8)
     bv = rng.integers(-3000, 3000, oc).astype(np.int32)
     wscale = list(w_scales) if per_channel else float(w_scales[0])
@@ -67,13 +73,13 @@ def test_int8_conv2d_is_bit_exact(tmp_path, case, per_channel):
     tw = m.tensor("w", wv.shape, "int8", data=wv, scale=wscale, zero_point=wzp)
     bscale = list(in_scale * w_scales) if per_channel else in_scale * float(w_scales[0])
     tb = m.tensor("b", [oc], "int32", data=bv, scale=bscale, zero_point=[0] * oc if per_channel else 0)
-    y = m.tensor("y", [1, oh, ow, oc], "int8", scale=out_scale, zero_point=-5)
-    fields = [(0, "byte", pad), (1, "int32", s), (2, "int32", s), (3, "byte", act), (4, "int32", 1), (5, "int32", 1)]
+    y = m.tensor("y", [batch, oh, ow, oc], "int8", scale=out_scale, zero_point=-5)
+    fields = [(0, "byte", pad), (1, "int32", s), (2, "int32", s), (3, "byte", act), (4, "int32", dil), (5, "int32", dil)]
     m.builtin(3, [x, tw, tb], [y], options=(1, fields))
     path = str(tmp_path / "conv.tflite")
     with open(path, "wb") as f:
         f.write(m.finish([x], [y]))
-    xv = rng.integers(-128, 128, (1, h, w, ic)).astype(np.int8)
+    xv = rng.integers(-128, 128, (batch, h, w, ic)).astype(np.int8)
     got, want = weft_run(path, [xv]), reference(path, [xv])
     assert got.shape == want.shape
     assert len(np.unique(want)) > 2, "the output should not be saturated"
