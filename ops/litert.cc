@@ -168,6 +168,14 @@ struct GemmOut {
   int32_t out_off = 0, lo = 0, hi = 0;
 };
 
+// The taps [k0, k1) of a window whose input coordinate o * s - p + k * d lies in [0, n).
+inline void InsideTaps(int64_t o, int64_t s, int64_t p, int64_t d, int64_t n, int64_t k, int64_t* k0, int64_t* k1) {
+  *k0 = 0;
+  *k1 = k;
+  while (*k0 < k && o * s - p + *k0 * d < 0) ++*k0;
+  while (*k1 > *k0 && o * s - p + (*k1 - 1) * d >= n) --*k1;
+}
+
 // Whether the CPU has AVX-512 with VNNI (the kernel below).
 bool HasVnni512() {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -376,34 +384,56 @@ struct VnniEpi {
   const int32_t* left = nullptr;     // [blocks * 16], nullptr when every left shift is 0
 };
 
+// VnniEpi's constants for the 16 lanes at `col`, in registers.
+struct VnniRescaler {
+  __m512i base, m, m_odd, add_e, add_o, neg_e, neg_o, sh_e, sh_o, left;
+  bool has_left;
+};
+WEFT_VNNI_TARGET inline VnniRescaler LoadRescaler(const VnniEpi& e, const int32_t* mult, int64_t col, __mmask16 keep) {
+  VnniRescaler k;
+  k.base = _mm512_loadu_si512(e.base + col);
+  k.m = _mm512_maskz_loadu_epi32(keep, mult + col);
+  k.m_odd = _mm512_srli_epi64(k.m, 32);
+  k.add_e = _mm512_loadu_si512(e.add + col);
+  k.add_o = _mm512_loadu_si512(e.add + col + 8);
+  k.neg_e = _mm512_loadu_si512(e.add_neg + col);
+  k.neg_o = _mm512_loadu_si512(e.add_neg + col + 8);
+  k.sh_e = _mm512_loadu_si512(e.shift + col);
+  k.sh_o = _mm512_loadu_si512(e.shift + col + 8);
+  k.has_left = e.left != nullptr;
+  k.left = k.has_left ? _mm512_loadu_si512(e.left + col) : _mm512_setzero_si512();
+  return k;
+}
+// (sums - base) rescaled, per lane (tfl::OneFloorRescale; no output offset or clamp yet).
+WEFT_VNNI_TARGET inline __m512i Rescale(const VnniRescaler& k, __m512i sums) {
+  __m512i x = _mm512_sub_epi32(sums, k.base);
+  if (k.has_left) x = _mm512_sllv_epi32(x, k.left);
+  const __m512i below = _mm512_set1_epi64(-(int64_t(1) << 30));
+  const __m512i pe = _mm512_mul_epi32(x, k.m), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), k.m_odd);
+  const __m512i te = _mm512_mask_add_epi64(_mm512_add_epi64(pe, k.add_e), _mm512_cmplt_epi64_mask(pe, below), pe, k.neg_e);
+  const __m512i to = _mm512_mask_add_epi64(_mm512_add_epi64(po, k.add_o), _mm512_cmplt_epi64_mask(po, below), po, k.neg_o);
+  return _mm512_mask_blend_epi32(0xAAAA, _mm512_srav_epi64(te, k.sh_e), _mm512_slli_epi64(_mm512_srav_epi64(to, k.sh_o), 32));
+}
+
 // Rows of 16 int32 sums (`ld` apart) at column `col` of the output: corrected, then stored, or
 // rescaled and stored as int8.
 WEFT_VNNI_TARGET inline void VnniEpilogue(const int32_t* tile, int64_t ld, int64_t rows, int64_t n, int64_t col, const VnniEpi& e,
                                           const GemmOut& out, int64_t row0) {
   const bool full = n - col >= 16;
   const __mmask16 keep = full ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - col)) - 1);
-  const __m512i base = _mm512_loadu_si512(e.base + col);
   if (!out.q) {
+    const __m512i base = _mm512_loadu_si512(e.base + col);
     int32_t* dst = out.acc + row0 * n + col;
     for (int64_t i = 0; i < rows; ++i) _mm512_mask_storeu_epi32(dst + i * n, keep, _mm512_sub_epi32(_mm512_load_si512(tile + i * ld), base));
     return;
   }
-  const __m512i m = _mm512_maskz_loadu_epi32(keep, out.mult + col), m_odd = _mm512_srli_epi64(m, 32);
-  const __m512i add_e = _mm512_loadu_si512(e.add + col), add_o = _mm512_loadu_si512(e.add + col + 8);
-  const __m512i neg_e = _mm512_loadu_si512(e.add_neg + col), neg_o = _mm512_loadu_si512(e.add_neg + col + 8);
-  const __m512i sh_e = _mm512_loadu_si512(e.shift + col), sh_o = _mm512_loadu_si512(e.shift + col + 8);
-  const __m512i below = _mm512_set1_epi64(-(int64_t(1) << 30)), voff = _mm512_set1_epi32(out.out_off);
+  const VnniRescaler k = LoadRescaler(e, out.mult, col, keep);
+  const __m512i voff = _mm512_set1_epi32(out.out_off);
   const bool clamp = out.lo > -128 || out.hi < 127;
   const __m128i lo8 = _mm_set1_epi8(static_cast<char>(std::max(out.lo, -128))), hi8 = _mm_set1_epi8(static_cast<char>(std::min(out.hi, 127)));
   int8_t* dst = out.q + row0 * n + col;
   for (int64_t i = 0; i < rows; ++i) {
-    __m512i x = _mm512_sub_epi32(_mm512_load_si512(tile + i * ld), base);
-    if (e.left) x = _mm512_sllv_epi32(x, _mm512_loadu_si512(e.left + col));
-    const __m512i pe = _mm512_mul_epi32(x, m), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), m_odd);
-    const __m512i te = _mm512_mask_add_epi64(_mm512_add_epi64(pe, add_e), _mm512_cmplt_epi64_mask(pe, below), pe, neg_e);
-    const __m512i to = _mm512_mask_add_epi64(_mm512_add_epi64(po, add_o), _mm512_cmplt_epi64_mask(po, below), po, neg_o);
-    const __m512i v = _mm512_mask_blend_epi32(0xAAAA, _mm512_srav_epi64(te, sh_e), _mm512_slli_epi64(_mm512_srav_epi64(to, sh_o), 32));
-    __m128i q = _mm512_cvtsepi32_epi8(_mm512_add_epi32(v, voff));  // saturated to int8, then the activation's range
+    __m128i q = _mm512_cvtsepi32_epi8(_mm512_add_epi32(Rescale(k, _mm512_load_si512(tile + i * ld)), voff));  // saturated, then the activation's range
     if (clamp) q = _mm_min_epi8(_mm_max_epi8(q, lo8), hi8);
     if (full) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i * n), q);
@@ -573,6 +603,88 @@ WEFT_VNNI_TARGET void GemmVnniRows(int64_t k, const int8_t* a, const VnniConv* c
   if (r1 - row >= 2) VnniRowsOf<2>(a, cv, k, row, 2, w, b0, b1, e, out, ap, stride), row += 2;
   if (r1 - row >= 1) VnniRowsOf<1>(a, cv, k, row, 1, w, b0, b1, e, out, ap, stride);
 }
+
+// ---- depthwise convolution on VNNI ---------------------------------------------------------------
+// Four taps of 64 channels per step: the four taps' bytes interleaved so that each 32-bit lane
+// holds one channel's four taps (byte, then word unpacks), then one vpdpbusd per 16 channels with
+// the filter packed in the same order. The unpacks stay within 128-bit lanes, so sums vector q's
+// element 4L + j is channel 16L + 4q + j of the block ("position" 16q + 4L + j, which the
+// per-channel constants follow); packing the four rescaled vectors back to bytes, within lanes
+// too, puts the channels back in order. The input as unsigned bytes (x + 128) is corrected per
+// channel by (in_off - 128) * sum of its taps; a tap outside the input reads zero points, which
+// the correction turns into nothing, as TFLite skips it.
+struct DwVnni {
+  const int8_t* zp_line = nullptr;  // c bytes of the input zero point
+  const int8_t* fpack = nullptr;    // [blocks][groups][4 vectors][64]
+  VnniEpi e;                        // by position; base = -(bias + (in_off - 128) * sum of taps)
+  const int32_t* mult = nullptr;    // by position
+  int64_t ih, iw, c, ow, kh, kw, sh, sw, dh, dw, ph, pw, groups, blocks;
+  int32_t out_off, lo, hi;
+};
+constexpr int64_t kDwVnniMaxTaps = 64;
+
+// The channel at position `pos` of a block of 64.
+inline int64_t DwVnniChannel(int64_t pos) { return 16 * ((pos % 16) / 4) + 4 * (pos / 16) + pos % 4; }
+
+WEFT_VNNI_TARGET void DepthwiseVnniRow(const DwVnni& d, const int8_t* image, int64_t oy, int8_t* out) {
+  int64_t ky0, ky1;
+  InsideTaps(oy, d.sh, d.ph, d.dh, d.ih, d.kh, &ky0, &ky1);
+  const int64_t taps = d.kh * d.kw, slots = d.groups * 4;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), voff = _mm512_set1_epi32(d.out_off);
+  const __m512i lo8 = _mm512_set1_epi8(static_cast<char>(std::max(d.lo, -128))), hi8 = _mm512_set1_epi8(static_cast<char>(std::min(d.hi, 127)));
+  const int8_t* ptr[kDwVnniMaxTaps];
+  for (int64_t ox = 0; ox < d.ow; ++ox) {
+    int64_t kx0, kx1;
+    InsideTaps(ox, d.sw, d.pw, d.dw, d.iw, d.kw, &kx0, &kx1);
+    for (int64_t t = 0; t < slots; ++t) {
+      const int64_t ky = t / d.kw, kx = t % d.kw;
+      const bool inside = t < taps && ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1;
+      ptr[t] = inside ? image + ((oy * d.sh - d.ph + ky * d.dh) * d.iw + ox * d.sw - d.pw + kx * d.dw) * d.c : d.zp_line;
+    }
+    int8_t* o = out + ox * d.c;
+    for (int64_t blk = 0; blk < d.blocks; ++blk) {
+      const int64_t c0 = blk * 64, count = std::min<int64_t>(64, d.c - c0);
+      const __mmask64 in = count >= 64 ? ~__mmask64(0) : (__mmask64(1) << count) - 1;
+      __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+      const int8_t* f = d.fpack + blk * d.groups * 256;
+      for (int64_t g = 0; g < d.groups; ++g, f += 256) {
+        __m512i a, b, c, e;
+        if (count == 64) {
+          a = _mm512_loadu_si512(ptr[4 * g] + c0);
+          b = _mm512_loadu_si512(ptr[4 * g + 1] + c0);
+          c = _mm512_loadu_si512(ptr[4 * g + 2] + c0);
+          e = _mm512_loadu_si512(ptr[4 * g + 3] + c0);
+        } else {
+          a = _mm512_maskz_loadu_epi8(in, ptr[4 * g] + c0);
+          b = _mm512_maskz_loadu_epi8(in, ptr[4 * g + 1] + c0);
+          c = _mm512_maskz_loadu_epi8(in, ptr[4 * g + 2] + c0);
+          e = _mm512_maskz_loadu_epi8(in, ptr[4 * g + 3] + c0);
+        }
+        a = _mm512_xor_si512(a, flip);
+        b = _mm512_xor_si512(b, flip);
+        c = _mm512_xor_si512(c, flip);
+        e = _mm512_xor_si512(e, flip);
+        const __m512i ab_lo = _mm512_unpacklo_epi8(a, b), ab_hi = _mm512_unpackhi_epi8(a, b);
+        const __m512i ce_lo = _mm512_unpacklo_epi8(c, e), ce_hi = _mm512_unpackhi_epi8(c, e);
+        s0 = _mm512_dpbusd_epi32(s0, _mm512_unpacklo_epi16(ab_lo, ce_lo), _mm512_loadu_si512(f));
+        s1 = _mm512_dpbusd_epi32(s1, _mm512_unpackhi_epi16(ab_lo, ce_lo), _mm512_loadu_si512(f + 64));
+        s2 = _mm512_dpbusd_epi32(s2, _mm512_unpacklo_epi16(ab_hi, ce_hi), _mm512_loadu_si512(f + 128));
+        s3 = _mm512_dpbusd_epi32(s3, _mm512_unpackhi_epi16(ab_hi, ce_hi), _mm512_loadu_si512(f + 192));
+      }
+      const __m512i r0 = _mm512_add_epi32(Rescale(LoadRescaler(d.e, d.mult, c0, 0xFFFF), s0), voff);
+      const __m512i r1 = _mm512_add_epi32(Rescale(LoadRescaler(d.e, d.mult, c0 + 16, 0xFFFF), s1), voff);
+      const __m512i r2 = _mm512_add_epi32(Rescale(LoadRescaler(d.e, d.mult, c0 + 32, 0xFFFF), s2), voff);
+      const __m512i r3 = _mm512_add_epi32(Rescale(LoadRescaler(d.e, d.mult, c0 + 48, 0xFFFF), s3), voff);
+      __m512i q = _mm512_packs_epi16(_mm512_packs_epi32(r0, r1), _mm512_packs_epi32(r2, r3));  // channel order again, saturated
+      q = _mm512_min_epi8(_mm512_max_epi8(q, lo8), hi8);
+      if (count == 64) {
+        _mm512_storeu_si512(o + c0, q);
+      } else {
+        _mm512_mask_storeu_epi8(o + c0, in, q);
+      }
+    }
+  }
+}
 #pragma GCC diagnostic pop
 #endif
 
@@ -623,14 +735,6 @@ void PackDepthwisePairs(const int8_t* pw, int64_t taps, int64_t c, int16_t* out)
           dst[half * 16 + 2 * j + 1] = 2 * q + 1 < taps ? pw[(2 * q + 1) * c + ch] : int16_t{0};
         }
     }
-}
-
-// The taps [k0, k1) of a window whose input coordinate o * s - p + k * d lies in [0, n).
-inline void InsideTaps(int64_t o, int64_t s, int64_t p, int64_t d, int64_t n, int64_t k, int64_t* k0, int64_t* k1) {
-  *k0 = 0;
-  *k1 = k;
-  while (*k0 < k && o * s - p + *k0 * d < 0) ++*k0;
-  while (*k1 > *k0 && o * s - p + (*k1 - 1) * d >= n) --*k1;
 }
 
 // Channels [c0, c) of pixel ox, one tap sum per channel.
@@ -1173,6 +1277,68 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     return GemmS8(ctx, m, g.oc, k, a, -in_off, pw, 0, out, pre) ? GRAPH_SUCCESS : kNotApplicable;
   }
 
+#ifdef WEFT_LITERT_AVX2
+  // Depthwise with multiplier 1 on VNNI (DepthwiseVnniRow): the filter and per-channel constants
+  // laid out once per run, then the output rows split over the threads.
+  int DepthwiseVnni(EagerOpExecutionContext* ctx, const ConvGeometry& g, const int8_t* px, const int8_t* pw, const int32_t* bias,
+                    const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi, int8_t* py) const {
+    const int64_t c = g.ic, taps = g.kh * g.kw, groups = (taps + 3) / 4, blocks = (c + 63) / 64, cp = blocks * 64;
+    auto* fpack = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(blocks * groups * 256)));
+    auto* zp_line = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(c)));
+    auto* i32 = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int32_t)));
+    auto* i64 = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int64_t)));
+    if (!fpack || !zp_line || !i32 || !i64) return GRAPH_FAILED;
+    std::memset(zp_line, static_cast<int8_t>(-in_off), static_cast<size_t>(c));
+    for (int64_t blk = 0; blk < blocks; ++blk)
+      for (int64_t gr = 0; gr < groups; ++gr)
+        for (int64_t q = 0; q < 4; ++q)
+          for (int64_t byte = 0; byte < 64; ++byte) {
+            const int64_t lane = byte / 16, j = (byte % 16) / 4, t = byte % 4;
+            const int64_t ch = blk * 64 + 16 * lane + 4 * q + j, tap = 4 * gr + t;
+            fpack[((blk * groups + gr) * 4 + q) * 64 + byte] = ch < c && tap < taps ? pw[tap * c + ch] : int8_t{0};
+          }
+    int32_t *base = i32, *mult = i32 + cp, *left = i32 + 2 * cp;
+    int64_t *add = i64, *add_neg = i64 + cp, *shift = i64 + 2 * cp;
+    bool any_left = false;
+    for (int64_t pos = 0; pos < cp; ++pos) {
+      const int64_t ch = (pos / 64) * 64 + DwVnniChannel(pos % 64);
+      const bool real = ch < c;
+      uint32_t sum = 0;
+      for (int64_t t = 0; real && t < taps; ++t) sum += static_cast<uint32_t>(static_cast<int32_t>(pw[t * c + ch]));
+      // base = -(bias + (in_off - 128) * sum), modulo 2^32 as the sums are
+      const uint32_t corr = static_cast<uint32_t>(real && bias ? bias[ch] : 0) + static_cast<uint32_t>(in_off - 128) * sum;
+      base[pos] = static_cast<int32_t>(0u - corr);
+      mult[pos] = real ? cs.mult[static_cast<size_t>(ch)] : 0;
+      const tfl::OneFloorRescale f(real ? cs.shift[static_cast<size_t>(ch)] : 0);
+      const int64_t lane = (pos / 16) * 16 + (pos % 2) * 8 + (pos % 16) / 2;
+      add[lane] = f.add;
+      add_neg[lane] = f.add_neg;
+      shift[lane] = f.shift;
+      left[pos] = f.left;
+      any_left = any_left || f.left != 0;
+    }
+    DwVnni d;
+    d.zp_line = zp_line;
+    d.fpack = fpack;
+    d.e.base = base;
+    d.e.add = add;
+    d.e.add_neg = add_neg;
+    d.e.shift = shift;
+    d.e.left = any_left ? left : nullptr;
+    d.mult = mult;
+    d.ih = g.ih, d.iw = g.iw, d.c = c, d.ow = g.ow, d.kh = g.kh, d.kw = g.kw, d.sh = g.sh, d.sw = g.sw, d.dh = g.dh, d.dw = g.dw;
+    d.ph = g.ph, d.pw = g.pw, d.groups = groups, d.blocks = blocks;
+    d.out_off = out_off, d.lo = lo, d.hi = hi;
+    ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t bn = r / g.oh, oy = r % g.oh;
+        DepthwiseVnniRow(d, px + bn * g.ih * g.iw * c, oy, py + r * g.ow * c);
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+#endif
+
   // int8 DepthwiseConv2D with the channels innermost: one int32 accumulator per output channel of
   // a pixel, each tap a contiguous run over the channels.
   int DepthwiseInt8(EagerOpExecutionContext* ctx, const ConvGeometry& g, const int8_t* px, const int8_t* pw, const int32_t* bias,
@@ -1199,6 +1365,11 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
       return DepthwiseInt8(ctx, wg, wide, pw, bias, cs, in_off, out_off, lo, hi, py);
     }
     if (mult == 1) {
+#ifdef WEFT_LITERT_AVX2
+      bool nonnegative = true;  // OneFloorRescale's multipliers
+      for (int64_t ch = 0; ch < g.ic && nonnegative; ++ch) nonnegative = cs.mult[static_cast<size_t>(ch)] >= 0;
+      if (HasVnni512() && nonnegative && g.kh * g.kw <= kDwVnniMaxTaps) return DepthwiseVnni(ctx, g, px, pw, bias, cs, in_off, out_off, lo, hi, py);
+#endif
       const int16_t* pairs = nullptr;
       const int32_t* offset_sum = nullptr;
       const int8_t* zp_line = nullptr;

@@ -1,4 +1,4 @@
-"""8-bit CONV_2D and FULLY_CONNECTED (the integer GEMM paths) bit-exact against LiteRT's reference
+"""8-bit CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED (the integer GEMM and depthwise paths) bit-exact against LiteRT's reference
 kernels, over shapes that leave every partial tile: rows (output pixels) short of a register tile,
 output channels short of a vector, reduction lengths short of a group of four, zero points at the
 ends of the range, per-channel and per-tensor weight scales, fused clamps, weights constant or fed
@@ -122,3 +122,45 @@ def test_int8_fully_connected_is_bit_exact(tmp_path, case, weights):
         wt = wv if trial == 0 else rng.integers(-127, 128, (oc, ic)).astype(np.int8)
         (got,) = model.run([xv, wt])
         np.testing.assert_array_equal(got, reference(path, [xv, wt]), err_msg=f"weights #{trial}")
+
+
+# (height, width, channels, kernel, stride, padding, activation, input zero point, dilation, multiplier)
+DEPTHWISE = [
+    (5, 6, 64, 3, 1, SAME, RELU6, -128, 1, 1),   # one full block of 64 channels
+    (7, 5, 144, 3, 2, SAME, NONE, 127, 1, 1),    # two blocks and 16 channels, strided
+    (9, 9, 32, 3, 1, VALID, RELU, 5, 2, 1),      # half a block, dilated
+    (6, 6, 8, 5, 1, SAME, NONE, -3, 1, 1),       # 25 taps (7 groups of four), 8 channels
+    (4, 7, 3, 3, 2, SAME, RELU6, 20, 1, 4),      # depth multiplier 4 (12 output channels)
+    (3, 3, 200, 1, 1, VALID, NONE, 0, 1, 1),     # one tap
+    (10, 3, 1, 3, 1, SAME, NONE, -100, 1, 1),    # one channel
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE, ids=[f"dw{i}" for i in range(len(DEPTHWISE))])
+def test_int8_depthwise_is_bit_exact(tmp_path, case):
+    h, w, c, k, s, pad, act, in_zp, dil, mult = case
+    rng = np.random.default_rng(hash(case) % 2**32)
+    oc = c * mult
+    in_scale = 0.05
+    w_scales = rng.uniform(0.002, 0.02, oc)
+    ek = (k - 1) * dil + 1
+    oh = -(-h // s) if pad == SAME else (h - ek) // s + 1
+    ow = -(-w // s) if pad == SAME else (w - ek) // s + 1
+    out_scale = in_scale * float(np.mean(w_scales)) * k * 20
+    m = Model()
+    x = m.tensor("x", [2, h, w, c], "int8", scale=in_scale, zero_point=in_zp)
+    wv = rng.integers(-127, 128, (1, k, k, oc)).astype(np.int8)
+    bv = rng.integers(-3000, 3000, oc).astype(np.int32)
+    tw = m.tensor("w", wv.shape, "int8", data=wv, scale=list(w_scales), zero_point=[0] * oc, quantized_dimension=3)
+    tb = m.tensor("b", [oc], "int32", data=bv, scale=list(in_scale * w_scales), zero_point=[0] * oc)
+    y = m.tensor("y", [2, oh, ow, oc], "int8", scale=out_scale, zero_point=7)
+    fields = [(0, "byte", pad), (1, "int32", s), (2, "int32", s), (3, "int32", mult), (4, "byte", act), (5, "int32", dil), (6, "int32", dil)]
+    m.builtin(4, [x, tw, tb], [y], options=(2, fields))
+    path = str(tmp_path / "dw.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([x], [y]))
+    xv = rng.integers(-128, 128, (2, h, w, c)).astype(np.int8)
+    got, want = weft_run(path, [xv]), reference(path, [xv])
+    assert got.shape == want.shape
+    assert len(np.unique(want)) > 2, "the output should not be saturated"
+    np.testing.assert_array_equal(got, want)
