@@ -613,35 +613,64 @@ WEFT_VNNI_TARGET void GemmVnniRows(int64_t k, const int8_t* a, const VnniConv* c
 // too, puts the channels back in order. The input as unsigned bytes (x + 128) is corrected per
 // channel by (in_off - 128) * sum of its taps; a tap outside the input reads zero points, which
 // the correction turns into nothing, as TFLite skips it.
+// Channels past the last full block of 64 run in one block of 32 (256-bit vectors, two lanes) if
+// 32 or more are left, then in blocks of 16 (128-bit vectors, one lane: there the positions are
+// the channels' own order).
 struct DwVnni {
   const int8_t* zp_line = nullptr;  // c bytes of the input zero point
-  const int8_t* fpack = nullptr;    // [blocks][groups][4 vectors][64]
+  const int8_t* fpack = nullptr;    // [blocks][groups][4 vectors][64], then [blocks16][groups][4][16]
   VnniEpi e;                        // by position; base = -(bias + (in_off - 128) * sum of taps)
   const int32_t* mult = nullptr;    // by position
-  int64_t ih, iw, c, ow, kh, kw, sh, sw, dh, dw, ph, pw, groups, blocks;
+  int64_t ih, iw, c, ow, kh, kw, sh, sw, dh, dw, ph, pw, groups, blocks, blocks32, blocks16;
   int32_t out_off, lo, hi;
 };
 constexpr int64_t kDwVnniMaxTaps = 64;
 
-// The channel at position `pos` of a block of 64.
-inline int64_t DwVnniChannel(int64_t pos) { return 16 * ((pos % 16) / 4) + 4 * (pos / 16) + pos % 4; }
+// The channel at position `pos` (positions past c64, the channels in full blocks of 64, are the
+// channels themselves).
+inline int64_t DwVnniChannel(int64_t pos, int64_t c64, int64_t blocks32) {
+  if (pos < c64) {
+    const int64_t p = pos % 64;  // 16q + 4L + j
+    return pos - p + 16 * ((p % 16) / 4) + 4 * (p / 16) + p % 4;
+  }
+  if (pos < c64 + 32 * blocks32) {
+    const int64_t p = pos - c64;  // 8q + 4L + j
+    return c64 + 16 * ((p % 8) / 4) + 4 * (p / 8) + p % 4;
+  }
+  return pos;
+}
 
-WEFT_VNNI_TARGET void DepthwiseVnniRow(const DwVnni& d, const int8_t* image, int64_t oy, int8_t* out) {
+// Output row oy: the sums of every pixel into `sums` ([ow][blocks * 64], by position), rescaled
+// there one 16-lane position at a time (its constants loaded once per row), then packed to bytes.
+WEFT_VNNI_TARGET void DepthwiseVnniRow(const DwVnni& d, const int8_t* image, int64_t oy, int8_t* out, int32_t* sums) {
   int64_t ky0, ky1;
   InsideTaps(oy, d.sh, d.ph, d.dh, d.ih, d.kh, &ky0, &ky1);
-  const int64_t taps = d.kh * d.kw, slots = d.groups * 4;
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), voff = _mm512_set1_epi32(d.out_off);
-  const __m512i lo8 = _mm512_set1_epi8(static_cast<char>(std::max(d.lo, -128))), hi8 = _mm512_set1_epi8(static_cast<char>(std::min(d.hi, 127)));
+  const int64_t taps = d.kh * d.kw, slots = d.groups * 4, cp = d.blocks * 64 + d.blocks32 * 32 + d.blocks16 * 16;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  int64_t tap_ky[kDwVnniMaxTaps], tap_kx[kDwVnniMaxTaps], tap_off[kDwVnniMaxTaps];
+  for (int64_t t = 0; t < slots; ++t) {
+    tap_ky[t] = t / d.kw;
+    tap_kx[t] = t % d.kw;
+    tap_off[t] = (tap_ky[t] * d.dh * d.iw + tap_kx[t] * d.dw) * d.c;
+  }
   const int8_t* ptr[kDwVnniMaxTaps];
+  bool was_inside = false;  // the previous pixel's window lay wholly inside: its pointers move by one stride
+  const int64_t step = d.sw * d.c;
   for (int64_t ox = 0; ox < d.ow; ++ox) {
     int64_t kx0, kx1;
     InsideTaps(ox, d.sw, d.pw, d.dw, d.iw, d.kw, &kx0, &kx1);
-    for (int64_t t = 0; t < slots; ++t) {
-      const int64_t ky = t / d.kw, kx = t % d.kw;
-      const bool inside = t < taps && ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1;
-      ptr[t] = inside ? image + ((oy * d.sh - d.ph + ky * d.dh) * d.iw + ox * d.sw - d.pw + kx * d.dw) * d.c : d.zp_line;
+    const bool all_inside = ky0 == 0 && ky1 == d.kh && kx0 == 0 && kx1 == d.kw;
+    if (all_inside && was_inside) {
+      for (int64_t t = 0; t < taps; ++t) ptr[t] += step;
+    } else {
+      const int8_t* window = image + ((oy * d.sh - d.ph) * d.iw + ox * d.sw - d.pw) * d.c;
+      for (int64_t t = 0; t < slots; ++t) {
+        const bool inside = t < taps && (all_inside || (tap_ky[t] >= ky0 && tap_ky[t] < ky1 && tap_kx[t] >= kx0 && tap_kx[t] < kx1));
+        ptr[t] = inside ? window + tap_off[t] : d.zp_line;
+      }
     }
-    int8_t* o = out + ox * d.c;
+    was_inside = all_inside;
+    int32_t* srow = sums + ox * cp;
     for (int64_t blk = 0; blk < d.blocks; ++blk) {
       const int64_t c0 = blk * 64, count = std::min<int64_t>(64, d.c - c0);
       const __mmask64 in = count >= 64 ? ~__mmask64(0) : (__mmask64(1) << count) - 1;
@@ -671,16 +700,91 @@ WEFT_VNNI_TARGET void DepthwiseVnniRow(const DwVnni& d, const int8_t* image, int
         s2 = _mm512_dpbusd_epi32(s2, _mm512_unpacklo_epi16(ab_hi, ce_hi), _mm512_loadu_si512(f + 128));
         s3 = _mm512_dpbusd_epi32(s3, _mm512_unpackhi_epi16(ab_hi, ce_hi), _mm512_loadu_si512(f + 192));
       }
-      const __m512i r0 = _mm512_add_epi32(Rescale(LoadRescaler(d.e, d.mult, c0, 0xFFFF), s0), voff);
-      const __m512i r1 = _mm512_add_epi32(Rescale(LoadRescaler(d.e, d.mult, c0 + 16, 0xFFFF), s1), voff);
-      const __m512i r2 = _mm512_add_epi32(Rescale(LoadRescaler(d.e, d.mult, c0 + 32, 0xFFFF), s2), voff);
-      const __m512i r3 = _mm512_add_epi32(Rescale(LoadRescaler(d.e, d.mult, c0 + 48, 0xFFFF), s3), voff);
-      __m512i q = _mm512_packs_epi16(_mm512_packs_epi32(r0, r1), _mm512_packs_epi32(r2, r3));  // channel order again, saturated
-      q = _mm512_min_epi8(_mm512_max_epi8(q, lo8), hi8);
-      if (count == 64) {
-        _mm512_storeu_si512(o + c0, q);
+      _mm512_storeu_si512(srow + c0, s0);
+      _mm512_storeu_si512(srow + c0 + 16, s1);
+      _mm512_storeu_si512(srow + c0 + 32, s2);
+      _mm512_storeu_si512(srow + c0 + 48, s3);
+    }
+    if (d.blocks32) {
+      const int64_t c0 = d.blocks * 64;
+      const __m256i flip32 = _mm256_set1_epi8(static_cast<char>(0x80));
+      __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+      const int8_t* f = d.fpack + d.blocks * d.groups * 256;
+      for (int64_t g = 0; g < d.groups; ++g, f += 128) {
+        const __m256i a = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ptr[4 * g] + c0)), flip32);
+        const __m256i b = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ptr[4 * g + 1] + c0)), flip32);
+        const __m256i c = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ptr[4 * g + 2] + c0)), flip32);
+        const __m256i e = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ptr[4 * g + 3] + c0)), flip32);
+        const __m256i ab_lo = _mm256_unpacklo_epi8(a, b), ab_hi = _mm256_unpackhi_epi8(a, b);
+        const __m256i ce_lo = _mm256_unpacklo_epi8(c, e), ce_hi = _mm256_unpackhi_epi8(c, e);
+        s0 = _mm256_dpbusd_epi32(s0, _mm256_unpacklo_epi16(ab_lo, ce_lo), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(f)));
+        s1 = _mm256_dpbusd_epi32(s1, _mm256_unpackhi_epi16(ab_lo, ce_lo), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(f + 32)));
+        s2 = _mm256_dpbusd_epi32(s2, _mm256_unpacklo_epi16(ab_hi, ce_hi), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(f + 64)));
+        s3 = _mm256_dpbusd_epi32(s3, _mm256_unpackhi_epi16(ab_hi, ce_hi), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(f + 96)));
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(srow + c0), s0);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(srow + c0 + 8), s1);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(srow + c0 + 16), s2);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(srow + c0 + 24), s3);
+    }
+    const __m128i flip16 = _mm_set1_epi8(static_cast<char>(0x80));
+    for (int64_t b16 = 0; b16 < d.blocks16; ++b16) {
+      const int64_t c0 = d.blocks * 64 + d.blocks32 * 32 + b16 * 16, count = std::min<int64_t>(16, d.c - c0);
+      const __mmask16 in = static_cast<__mmask16>(count >= 16 ? 0xFFFF : (1u << count) - 1);
+      __m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
+      const int8_t* f = d.fpack + d.blocks * d.groups * 256 + d.blocks32 * d.groups * 128 + b16 * d.groups * 64;
+      for (int64_t g = 0; g < d.groups; ++g, f += 64) {
+        const __m128i a = _mm_xor_si128(_mm_maskz_loadu_epi8(in, ptr[4 * g] + c0), flip16);
+        const __m128i b = _mm_xor_si128(_mm_maskz_loadu_epi8(in, ptr[4 * g + 1] + c0), flip16);
+        const __m128i c = _mm_xor_si128(_mm_maskz_loadu_epi8(in, ptr[4 * g + 2] + c0), flip16);
+        const __m128i e = _mm_xor_si128(_mm_maskz_loadu_epi8(in, ptr[4 * g + 3] + c0), flip16);
+        const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+        const __m128i ce_lo = _mm_unpacklo_epi8(c, e), ce_hi = _mm_unpackhi_epi8(c, e);
+        s0 = _mm_dpbusd_epi32(s0, _mm_unpacklo_epi16(ab_lo, ce_lo), _mm_loadu_si128(reinterpret_cast<const __m128i*>(f)));
+        s1 = _mm_dpbusd_epi32(s1, _mm_unpackhi_epi16(ab_lo, ce_lo), _mm_loadu_si128(reinterpret_cast<const __m128i*>(f + 16)));
+        s2 = _mm_dpbusd_epi32(s2, _mm_unpacklo_epi16(ab_hi, ce_hi), _mm_loadu_si128(reinterpret_cast<const __m128i*>(f + 32)));
+        s3 = _mm_dpbusd_epi32(s3, _mm_unpackhi_epi16(ab_hi, ce_hi), _mm_loadu_si128(reinterpret_cast<const __m128i*>(f + 48)));
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(srow + c0), s0);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(srow + c0 + 4), s1);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(srow + c0 + 8), s2);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(srow + c0 + 12), s3);
+    }
+  }
+  const __m512i voff = _mm512_set1_epi32(d.out_off);
+  for (int64_t pos = 0; pos < cp; pos += 16) {
+    const VnniRescaler k = LoadRescaler(d.e, d.mult, pos, 0xFFFF);
+    for (int64_t ox = 0; ox < d.ow; ++ox) {
+      int32_t* v = sums + ox * cp + pos;
+      _mm512_storeu_si512(v, _mm512_add_epi32(Rescale(k, _mm512_loadu_si512(v)), voff));
+    }
+  }
+  const __m512i lo8 = _mm512_set1_epi8(static_cast<char>(std::max(d.lo, -128))), hi8 = _mm512_set1_epi8(static_cast<char>(std::min(d.hi, 127)));
+  for (int64_t ox = 0; ox < d.ow; ++ox) {
+    const int32_t* srow = sums + ox * cp;
+    int8_t* o = out + ox * d.c;
+    int64_t c0 = 0;
+    for (; c0 < d.blocks * 64; c0 += 64) {
+      const __m512i p01 = _mm512_packs_epi32(_mm512_loadu_si512(srow + c0), _mm512_loadu_si512(srow + c0 + 16));
+      const __m512i p23 = _mm512_packs_epi32(_mm512_loadu_si512(srow + c0 + 32), _mm512_loadu_si512(srow + c0 + 48));
+      _mm512_storeu_si512(o + c0, _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(p01, p23), lo8), hi8));  // channel order again, saturated
+    }
+    if (d.blocks32) {
+      const __m256i p01 = _mm256_packs_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(srow + c0)),
+                                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(srow + c0 + 8)));
+      const __m256i p23 = _mm256_packs_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(srow + c0 + 16)),
+                                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(srow + c0 + 24)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + c0), _mm256_min_epi8(_mm256_max_epi8(_mm256_packs_epi16(p01, p23),
+                                                                                                _mm512_castsi512_si256(lo8)), _mm512_castsi512_si256(hi8)));
+      c0 += 32;
+    }
+    for (; c0 < d.c; c0 += 16) {  // in order already
+      const __m512i v = _mm512_loadu_si512(srow + c0);
+      const __m128i q = _mm_min_epi8(_mm_max_epi8(_mm512_cvtsepi32_epi8(v), _mm512_castsi512_si128(lo8)), _mm512_castsi512_si128(hi8));
+      if (d.c - c0 >= 16) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + c0), q);
       } else {
-        _mm512_mask_storeu_epi8(o + c0, in, q);
+        _mm_mask_storeu_epi8(o + c0, static_cast<__mmask16>((1u << (d.c - c0)) - 1), q);
       }
     }
   }
@@ -1282,8 +1386,9 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
   // laid out once per run, then the output rows split over the threads.
   int DepthwiseVnni(EagerOpExecutionContext* ctx, const ConvGeometry& g, const int8_t* px, const int8_t* pw, const int32_t* bias,
                     const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi, int8_t* py) const {
-    const int64_t c = g.ic, taps = g.kh * g.kw, groups = (taps + 3) / 4, blocks = (c + 63) / 64, cp = blocks * 64;
-    auto* fpack = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(blocks * groups * 256)));
+    const int64_t c = g.ic, taps = g.kh * g.kw, groups = (taps + 3) / 4, blocks = c / 64, c64 = blocks * 64;
+    const int64_t blocks32 = c - c64 >= 32 ? 1 : 0, c32 = c64 + 32 * blocks32, blocks16 = (c - c32 + 15) / 16, cp = c32 + blocks16 * 16;
+    auto* fpack = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(blocks * groups * 256 + blocks32 * groups * 128 + blocks16 * groups * 64)));
     auto* zp_line = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(c)));
     auto* i32 = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int32_t)));
     auto* i64 = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int64_t)));
@@ -1295,13 +1400,28 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
           for (int64_t byte = 0; byte < 64; ++byte) {
             const int64_t lane = byte / 16, j = (byte % 16) / 4, t = byte % 4;
             const int64_t ch = blk * 64 + 16 * lane + 4 * q + j, tap = 4 * gr + t;
-            fpack[((blk * groups + gr) * 4 + q) * 64 + byte] = ch < c && tap < taps ? pw[tap * c + ch] : int8_t{0};
+            fpack[((blk * groups + gr) * 4 + q) * 64 + byte] = tap < taps ? pw[tap * c + ch] : int8_t{0};
+          }
+    for (int64_t gr = 0; gr < groups * blocks32; ++gr)  // two 128-bit lanes
+      for (int64_t q = 0; q < 4; ++q)
+        for (int64_t byte = 0; byte < 32; ++byte) {
+          const int64_t lane = byte / 16, j = (byte % 16) / 4, t = byte % 4;
+          const int64_t ch = c64 + 16 * lane + 4 * q + j, tap = 4 * gr + t;
+          fpack[blocks * groups * 256 + (gr * 4 + q) * 32 + byte] = tap < taps ? pw[tap * c + ch] : int8_t{0};
+        }
+    for (int64_t b16 = 0; b16 < blocks16; ++b16)  // one 128-bit lane: vector q's bytes 4j + t hold channel 4q + j
+      for (int64_t gr = 0; gr < groups; ++gr)
+        for (int64_t q = 0; q < 4; ++q)
+          for (int64_t byte = 0; byte < 16; ++byte) {
+            const int64_t ch = c32 + b16 * 16 + 4 * q + byte / 4, tap = 4 * gr + byte % 4;
+            fpack[blocks * groups * 256 + blocks32 * groups * 128 + ((b16 * groups + gr) * 4 + q) * 16 + byte] =
+                ch < c && tap < taps ? pw[tap * c + ch] : int8_t{0};
           }
     int32_t *base = i32, *mult = i32 + cp, *left = i32 + 2 * cp;
     int64_t *add = i64, *add_neg = i64 + cp, *shift = i64 + 2 * cp;
     bool any_left = false;
     for (int64_t pos = 0; pos < cp; ++pos) {
-      const int64_t ch = (pos / 64) * 64 + DwVnniChannel(pos % 64);
+      const int64_t ch = DwVnniChannel(pos, c64, blocks32);
       const bool real = ch < c;
       uint32_t sum = 0;
       for (int64_t t = 0; real && t < taps; ++t) sum += static_cast<uint32_t>(static_cast<int32_t>(pw[t * c + ch]));
@@ -1327,12 +1447,14 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     d.e.left = any_left ? left : nullptr;
     d.mult = mult;
     d.ih = g.ih, d.iw = g.iw, d.c = c, d.ow = g.ow, d.kh = g.kh, d.kw = g.kw, d.sh = g.sh, d.sw = g.sw, d.dh = g.dh, d.dw = g.dw;
-    d.ph = g.ph, d.pw = g.pw, d.groups = groups, d.blocks = blocks;
+    d.ph = g.ph, d.pw = g.pw, d.groups = groups, d.blocks = blocks, d.blocks32 = blocks32, d.blocks16 = blocks16;
     d.out_off = out_off, d.lo = lo, d.hi = hi;
     ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+      thread_local std::vector<int32_t> sums;  // one output row's sums
+      if (sums.size() < static_cast<size_t>(g.ow * cp)) sums.resize(static_cast<size_t>(g.ow * cp));
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t bn = r / g.oh, oy = r % g.oh;
-        DepthwiseVnniRow(d, px + bn * g.ih * g.iw * c, oy, py + r * g.ow * c);
+        DepthwiseVnniRow(d, px + bn * g.ih * g.iw * c, oy, py + r * g.ow * c, sums.data());
       }
     });
     return GRAPH_SUCCESS;

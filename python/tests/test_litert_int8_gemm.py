@@ -133,6 +133,9 @@ DEPTHWISE = [
     (4, 7, 3, 3, 2, SAME, RELU6, 20, 1, 4),      # depth multiplier 4 (12 output channels)
     (3, 3, 200, 1, 1, VALID, NONE, 0, 1, 1),     # one tap
     (10, 3, 1, 3, 1, SAME, NONE, -100, 1, 1),    # one channel
+    (6, 8, 96, 3, 1, SAME, RELU, 33, 1, 1),      # a block of 64 and one of 32
+    (7, 7, 50, 3, 2, VALID, NONE, -9, 1, 1),     # 32, then 16, then 2 channels
+    (8, 9, 32, 3, 1, SAME, RELU6, 1, 1, 1),      # a block of 32, interior pixels stepping
 ]
 
 
