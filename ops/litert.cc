@@ -1490,7 +1490,8 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
 #ifdef WEFT_LITERT_AVX2
       bool nonnegative = true;  // OneFloorRescale's multipliers
       for (int64_t ch = 0; ch < g.ic && nonnegative; ++ch) nonnegative = cs.mult[static_cast<size_t>(ch)] >= 0;
-      if (HasVnni512() && nonnegative && g.kh * g.kw <= kDwVnniMaxTaps) return DepthwiseVnni(ctx, g, px, pw, bias, cs, in_off, out_off, lo, hi, py);
+      // Fewer than 16 channels leave most of a 128-bit block idle: the 8-channel blocks below are faster there.
+      if (HasVnni512() && nonnegative && g.ic >= 16 && g.kh * g.kw <= kDwVnniMaxTaps) return DepthwiseVnni(ctx, g, px, pw, bias, cs, in_off, out_off, lo, hi, py);
 #endif
       const int16_t* pairs = nullptr;
       const int32_t* offset_sum = nullptr;
@@ -1639,8 +1640,9 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
       if (!(b && !b32)) {
         int st = kNotApplicable;
         // One input channel: a plain convolution, its filter [1, KH, KW, OC] read as [OC, KH, KW, 1];
-        // with a multiple of 8 output channels the depthwise kernel's vector blocks are faster.
-        if (dw && g.ic == 1 && g.oc % 8 != 0) {
+        // with a multiple of 8 output channels the depthwise kernel's vector blocks are faster,
+        // unless the VNNI GEMM runs it.
+        if (dw && g.ic == 1 && (g.oc % 8 != 0 || HasVnni512())) {
           auto* f = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(g.oc * g.kh * g.kw)));
           if (!f) return GRAPH_FAILED;
           for (int64_t t = 0; t < g.kh * g.kw; ++t)

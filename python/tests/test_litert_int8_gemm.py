@@ -167,3 +167,35 @@ def test_int8_depthwise_is_bit_exact(tmp_path, case):
     assert got.shape == want.shape
     assert len(np.unique(want)) > 2, "the output should not be saturated"
     np.testing.assert_array_equal(got, want)
+
+
+def test_saved_model_packs_the_weights_again(tmp_path):
+    """Constant int8 weights are packed when the graph is compiled; a saved .weft model packs them
+    again when loaded and gives the same bits as LiteRT."""
+    rng = np.random.default_rng(5)
+    m = Model()
+    x = m.tensor("x", [1, 6, 6, 8], "int8", scale=0.05, zero_point=-2)
+    wv = rng.integers(-127, 128, (24, 3, 3, 8)).astype(np.int8)
+    tw = m.tensor("w", wv.shape, "int8", data=wv, scale=0.01, zero_point=0)
+    tb = m.tensor("b", [24], "int32", data=rng.integers(-500, 500, 24).astype(np.int32), scale=0.0005, zero_point=0)
+    h = m.tensor("h", [1, 6, 6, 24], "int8", scale=0.2, zero_point=1)
+    m.builtin(3, [x, tw, tb], [h], options=(1, [(0, "byte", SAME), (1, "int32", 1), (2, "int32", 1), (3, "byte", RELU)]))
+    flat = m.tensor("flat", [1, 864], "int8", scale=0.2, zero_point=1)
+    shape = m.tensor("shape", [2], "int32", data=np.array([1, 864], dtype=np.int32))
+    m.builtin(22, [h, shape], [flat])  # RESHAPE
+    fv = rng.integers(-127, 128, (10, 864)).astype(np.int8)
+    tf = m.tensor("fw", fv.shape, "int8", data=fv, scale=0.004, zero_point=0)
+    y = m.tensor("y", [1, 10], "int8", scale=0.5, zero_point=0)
+    m.builtin(9, [flat, tf, -1], [y], options=(8, [(0, "byte", NONE)]))
+    path = str(tmp_path / "convfc.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([x], [y]))
+    xv = rng.integers(-128, 128, (1, 6, 6, 8)).astype(np.int8)
+    want = reference(path, [xv])
+    assert len(np.unique(want)) > 2
+    s = weft.Session(use_env_path=False)
+    model = s.compile(weft.import_litert(path))
+    np.testing.assert_array_equal(model.run([xv])[0], want)
+    saved = str(tmp_path / "convfc.weft")
+    model.save(saved)
+    np.testing.assert_array_equal(weft.Session(use_env_path=False).load_model(saved).run([xv])[0], want)
