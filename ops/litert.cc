@@ -513,6 +513,49 @@ WEFT_VNNI_TARGET inline void FillBytes(uint8_t* dst, uint8_t v, int64_t len) {
   for (int64_t j = 0; j < len; j += 64) _mm512_storeu_si512(dst + j, vv);
 }
 
+// PackVnniConvRows for k <= 64 * V without dilation along the width (a first layer's few
+// channels, small kernels): a whole row in V vectors kept in registers, each kernel row's inside
+// taps by masked loads placed at their offsets (masked-off bytes are never read), the zero point
+// elsewhere, zeros past k; whole-vector stores.
+template <int V>
+WEFT_VNNI_TARGET void PackConvRowsInRegisters(const VnniConv& cv, int64_t r0, int64_t r1, uint8_t* dst, int64_t stride) {
+  const int64_t k = cv.kh * cv.kw * cv.ic, seg_len = cv.kw * cv.ic;
+  auto low_bits = [](int64_t count) { return count >= 64 ? ~__mmask64(0) : count <= 0 ? __mmask64(0) : (__mmask64(1) << count) - 1; };
+  int64_t bn = r0 / (cv.oh * cv.ow), oy = (r0 / cv.ow) % cv.oh, ox = r0 % cv.ow;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i init[V];
+  for (int w = 0; w < V; ++w)
+    init[w] = _mm512_mask_blend_epi8(low_bits(k - 64 * w), _mm512_set1_epi8(static_cast<char>(0x80)), _mm512_set1_epi8(cv.zp));
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t ix0 = ox * cv.sw - cv.pw;
+    const int64_t kx0 = std::min(cv.kw, std::max<int64_t>(0, -ix0)), kx1 = std::max(kx0, std::min(cv.kw, cv.iw - ix0));
+    __m512i v[V];
+    for (int w = 0; w < V; ++w) v[w] = init[w];
+    if (kx1 > kx0)
+      for (int64_t ky = 0; ky < cv.kh; ++ky) {
+        const int64_t iy = oy * cv.sh - cv.ph + ky * cv.dh;
+        if (iy < 0 || iy >= cv.ih) continue;
+        const int64_t lane0 = ky * seg_len + kx0 * cv.ic, lane1 = lane0 + (kx1 - kx0) * cv.ic;
+        // byte j of the row reads input byte (line + (ix0 + kx0) * ic) + (j - lane0)
+        const uintptr_t at = reinterpret_cast<uintptr_t>(cv.x + ((bn * cv.ih + iy) * cv.iw + ix0 + kx0) * cv.ic) - static_cast<uintptr_t>(lane0);
+        if (V == 1) {  // lane1 <= k <= 64
+          v[0] = _mm512_mask_loadu_epi8(v[0], low_bits(lane1 - lane0) << lane0, reinterpret_cast<const void*>(at));
+          continue;
+        }
+        for (int w = 0; w < V; ++w) {
+          const __mmask64 mk = low_bits(lane1 - 64 * w) & ~low_bits(lane0 - 64 * w);
+          if (mk) v[w] = _mm512_mask_loadu_epi8(v[w], mk, reinterpret_cast<const void*>(at + static_cast<uintptr_t>(64 * w)));
+        }
+      }
+    uint8_t* row = dst + (r - r0) * stride;
+    for (int w = 0; w < V; ++w) _mm512_storeu_si512(row + 64 * w, _mm512_xor_si512(v[w], flip));
+    if (++ox == cv.ow) {
+      ox = 0;
+      if (++oy == cv.oh) oy = 0, ++bn;
+    }
+  }
+}
+
 WEFT_VNNI_TARGET void PackVnniConvRows(const VnniConv& cv, int64_t r0, int64_t r1, uint8_t* dst, int64_t stride) {
   const int64_t k = cv.kh * cv.kw * cv.ic, seg_len = cv.kw * cv.ic;
   const uint8_t zpu = static_cast<uint8_t>(cv.zp) ^ 0x80;
@@ -523,29 +566,13 @@ WEFT_VNNI_TARGET void PackVnniConvRows(const VnniConv& cv, int64_t r0, int64_t r
       if (++oy == cv.oh) oy = 0, ++bn;
     }
   };
-  auto low_bits = [](int64_t count) { return count >= 64 ? ~__mmask64(0) : (__mmask64(1) << count) - 1; };
-  if (cv.dw == 1 && k <= 64) {
-    // A whole row in one vector (a first layer's few channels): each kernel row's inside taps by
-    // one masked load placed at its offset (masked-off bytes are never read), the zero point
-    // elsewhere, zeros past k; one store.
-    const __m512i init = _mm512_mask_blend_epi8(low_bits(k), _mm512_set1_epi8(static_cast<char>(0x80)), _mm512_set1_epi8(cv.zp));
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t ix0 = ox * cv.sw - cv.pw;
-      const int64_t kx0 = std::min(cv.kw, std::max<int64_t>(0, -ix0)), kx1 = std::max(kx0, std::min(cv.kw, cv.iw - ix0));
-      __m512i v = init;
-      if (kx1 > kx0)
-        for (int64_t ky = 0; ky < cv.kh; ++ky) {
-          const int64_t iy = oy * cv.sh - cv.ph + ky * cv.dh;
-          if (iy < 0 || iy >= cv.ih) continue;
-          const int64_t lane0 = ky * seg_len + kx0 * cv.ic;  // lane j reads input byte (line + (ix0 + kx0) * ic) + (j - lane0)
-          const uintptr_t at = reinterpret_cast<uintptr_t>(cv.x + ((bn * cv.ih + iy) * cv.iw + ix0 + kx0) * cv.ic) - static_cast<uintptr_t>(lane0);
-          v = _mm512_mask_loadu_epi8(v, low_bits((kx1 - kx0) * cv.ic) << lane0, reinterpret_cast<const void*>(at));
-        }
-      _mm512_storeu_si512(dst + (r - r0) * stride, _mm512_xor_si512(v, flip));
-      next();
+  if (cv.dw == 1 && k <= 256) {
+    switch ((k + 63) / 64) {
+      case 1: return PackConvRowsInRegisters<1>(cv, r0, r1, dst, stride);
+      case 2: return PackConvRowsInRegisters<2>(cv, r0, r1, dst, stride);
+      case 3: return PackConvRowsInRegisters<3>(cv, r0, r1, dst, stride);
+      default: return PackConvRowsInRegisters<4>(cv, r0, r1, dst, stride);
     }
-    return;
   }
   for (int64_t r = r0; r < r1; ++r) {
     uint8_t* row = dst + (r - r0) * stride;

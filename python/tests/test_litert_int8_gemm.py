@@ -49,6 +49,8 @@ CONV = [
     (9, 8, 3, 32, 3, 2, SAME, RELU6, -128, 1, 2),  # a first layer (k = 27, one vector per row), two images
     (9, 9, 5, 20, 3, 1, SAME, NONE, 40, 2, 1),   # dilated taps
     (6, 7, 2, 9, 5, 1, SAME, RELU, -60, 1, 3),   # k = 50 with wide padding, three images
+    (7, 6, 7, 12, 5, 2, SAME, NONE, -30, 1, 1),  # k = 175: a row in three vectors
+    (5, 5, 24, 18, 3, 1, SAME, RELU, 90, 1, 2),  # k = 216: four vectors
 ]
 
 
