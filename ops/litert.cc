@@ -3653,7 +3653,7 @@ class TflTranspose : public EagerExecuteOp, public ShapeInferOp, public Emittabl
     if (!Perm(ctx, ctx->GetInputTensor(1), rank, &perm)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
-    std::vector<int64_t> in_stride(rank, 1), idx(rank, 0);
+    std::vector<int64_t> in_stride(rank, 1);
     for (size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
     const Shape& ys = y->GetShape();
     size_t elem = DataTypeSize(x->GetDataType());
@@ -3681,27 +3681,36 @@ class TflTranspose : public EagerExecuteOp, public ShapeInferOp, public Emittabl
       const T* from = reinterpret_cast<const T*>(px) + src0;
       for (int64_t i = 0; i < inner; ++i) dst[i * dst_step] = from[i * src_step];
     };
-    for (int64_t n = 0; n < total / inner; ++n) {
-      int64_t src = 0, dst = 0;
-      for (size_t k = 0; k < rank; ++k)
-        if (k != a) {
-          src += idx[k] * in_stride[static_cast<size_t>(perm[k])];
-          dst += idx[k] * out_stride[k];
-        }
-      switch (elem) {
-        case 1: line(uint8_t(), dst, src); break;
-        case 2: line(uint16_t(), dst, src); break;
-        case 4: line(uint32_t(), dst, src); break;
-        case 8: line(uint64_t(), dst, src); break;
-        default:
-          for (int64_t i = 0; i < inner; ++i) std::memcpy(py + (dst + i * dst_step) * elem, px + (src + i * src_step) * elem, elem);
-      }
-      for (size_t k = rank; k-- > 0;) {  // the next line: every axis but `a`
+    // Lines split over the threads: each range starts from its first line's index.
+    ctx->ParallelFor(total / inner, std::max<int64_t>(1, 4096 / inner), [&](int64_t n0, int64_t n1) {
+      std::vector<int64_t> at(rank, 0);
+      for (size_t k = rank, rest = static_cast<size_t>(n0); k-- > 0;) {
         if (k == a) continue;
-        if (++idx[k] < ys.GetDim(k)) break;
-        idx[k] = 0;
+        at[k] = static_cast<int64_t>(rest % static_cast<size_t>(ys.GetDim(k)));
+        rest /= static_cast<size_t>(ys.GetDim(k));
       }
-    }
+      for (int64_t n = n0; n < n1; ++n) {
+        int64_t src = 0, dst = 0;
+        for (size_t k = 0; k < rank; ++k)
+          if (k != a) {
+            src += at[k] * in_stride[static_cast<size_t>(perm[k])];
+            dst += at[k] * out_stride[k];
+          }
+        switch (elem) {
+          case 1: line(uint8_t(), dst, src); break;
+          case 2: line(uint16_t(), dst, src); break;
+          case 4: line(uint32_t(), dst, src); break;
+          case 8: line(uint64_t(), dst, src); break;
+          default:
+            for (int64_t i = 0; i < inner; ++i) std::memcpy(py + (dst + i * dst_step) * elem, px + (src + i * src_step) * elem, elem);
+        }
+        for (size_t k = rank; k-- > 0;) {  // the next line: every axis but `a`
+          if (k == a) continue;
+          if (++at[k] < ys.GetDim(k)) break;
+          at[k] = 0;
+        }
+      }
+    });
     return GRAPH_SUCCESS;
   }
 };

@@ -32,8 +32,10 @@ def reference(path, inputs):
 
 
 def weft_run(path, inputs):
-    (got,) = weft.Session(use_env_path=False).compile(weft.import_litert(path)).run(inputs)
-    return got
+    """The output at 1 and at 2 threads (the work is split differently), which must agree."""
+    outs = [weft.Session(use_env_path=False, threads=t).compile(weft.import_litert(path)).run(inputs)[0] for t in (1, 2)]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    return outs[0]
 
 
 # (height, width, in channels, out channels, kernel, stride, padding, activation, input zero point
@@ -201,3 +203,21 @@ def test_saved_model_packs_the_weights_again(tmp_path):
     saved = str(tmp_path / "convfc.weft")
     model.save(saved)
     np.testing.assert_array_equal(weft.Session(use_env_path=False).load_model(saved).run([xv])[0], want)
+
+
+@pytest.mark.parametrize("shape,perm", [((1, 3, 64, 50), (0, 2, 3, 1)), ((2, 70, 90), (2, 0, 1)), ((5, 4, 3, 2, 60), (4, 1, 3, 0, 2)),
+                                        ((300, 41), (1, 0)), ((1, 96, 96, 8), (0, 3, 1, 2))])
+def test_transpose_matches_litert(tmp_path, shape, perm):
+    """TRANSPOSE, its lines split over threads, against NumPy on int8 data."""
+    m = Model()
+    x = m.tensor("x", list(shape), "int8", scale=0.1, zero_point=0)
+    tp = m.tensor("perm", [len(perm)], "int32", data=np.array(perm, dtype=np.int32))
+    y = m.tensor("y", [shape[p] for p in perm], "int8", scale=0.1, zero_point=0)
+    m.builtin(39, [x, tp], [y])
+    path = str(tmp_path / "t.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([x], [y]))
+    xv = np.random.default_rng(1).integers(-128, 128, shape).astype(np.int8)
+    for threads in (1, 2):
+        (got,) = weft.Session(use_env_path=False, threads=threads).compile(weft.import_litert(path)).run([xv])
+        np.testing.assert_array_equal(got, np.transpose(xv, perm))
