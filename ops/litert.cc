@@ -669,6 +669,70 @@ inline int64_t DwVnniChannel(int64_t pos, int64_t c64, int64_t blocks32) {
 
 // Output row oy: the sums of every pixel into `sums` ([ow][blocks * 64], by position), rescaled
 // there one 16-lane position at a time (its constants loaded once per row), then packed to bytes.
+// How DepthwiseVnniRow's blocks cover c channels.
+struct DwVnniLayout {
+  int64_t c, taps, groups, blocks, c64, blocks32, c32, blocks16, cp;
+  size_t fpack_bytes;
+  DwVnniLayout(int64_t channels, int64_t kh, int64_t kw) {
+    c = channels, taps = kh * kw, groups = (taps + 3) / 4, blocks = c / 64, c64 = blocks * 64;
+    blocks32 = c - c64 >= 32 ? 1 : 0, c32 = c64 + 32 * blocks32, blocks16 = (c - c32 + 15) / 16, cp = c32 + blocks16 * 16;
+    fpack_bytes = static_cast<size_t>(blocks * groups * 256 + blocks32 * groups * 128 + blocks16 * groups * 64);
+  }
+};
+
+// The filter packed for DepthwiseVnniRow and the per-position constants: i32 = base, mult, left
+// ([cp] each), i64 = add, add_neg, shift ([cp] each, even then odd lanes per 16). Returns whether
+// any left shift is non-zero.
+bool FillDwVnni(const DwVnniLayout& L, const int8_t* pw, const int32_t* bias, const ChannelScales& cs, int32_t in_off, int8_t* fpack,
+                int32_t* i32, int64_t* i64) {
+  const int64_t c = L.c, taps = L.taps, groups = L.groups, blocks = L.blocks, c64 = L.c64, blocks32 = L.blocks32, c32 = L.c32;
+  const int64_t blocks16 = L.blocks16, cp = L.cp;
+  for (int64_t blk = 0; blk < blocks; ++blk)
+    for (int64_t gr = 0; gr < groups; ++gr)
+      for (int64_t q = 0; q < 4; ++q)
+        for (int64_t byte = 0; byte < 64; ++byte) {
+          const int64_t lane = byte / 16, j = (byte % 16) / 4, t = byte % 4;
+          const int64_t ch = blk * 64 + 16 * lane + 4 * q + j, tap = 4 * gr + t;
+          fpack[((blk * groups + gr) * 4 + q) * 64 + byte] = tap < taps ? pw[tap * c + ch] : int8_t{0};
+        }
+  for (int64_t gr = 0; gr < groups * blocks32; ++gr)  // two 128-bit lanes
+    for (int64_t q = 0; q < 4; ++q)
+      for (int64_t byte = 0; byte < 32; ++byte) {
+        const int64_t lane = byte / 16, j = (byte % 16) / 4, t = byte % 4;
+        const int64_t ch = c64 + 16 * lane + 4 * q + j, tap = 4 * gr + t;
+        fpack[blocks * groups * 256 + (gr * 4 + q) * 32 + byte] = tap < taps ? pw[tap * c + ch] : int8_t{0};
+      }
+  for (int64_t b16 = 0; b16 < blocks16; ++b16)  // one 128-bit lane: vector q's bytes 4j + t hold channel 4q + j
+    for (int64_t gr = 0; gr < groups; ++gr)
+      for (int64_t q = 0; q < 4; ++q)
+        for (int64_t byte = 0; byte < 16; ++byte) {
+          const int64_t ch = c32 + b16 * 16 + 4 * q + byte / 4, tap = 4 * gr + byte % 4;
+          fpack[blocks * groups * 256 + blocks32 * groups * 128 + ((b16 * groups + gr) * 4 + q) * 16 + byte] =
+              ch < c && tap < taps ? pw[tap * c + ch] : int8_t{0};
+        }
+  int32_t *base = i32, *mult = i32 + cp, *left = i32 + 2 * cp;
+  int64_t *add = i64, *add_neg = i64 + cp, *shift = i64 + 2 * cp;
+  bool any_left = false;
+  for (int64_t pos = 0; pos < cp; ++pos) {
+    const int64_t ch = DwVnniChannel(pos, c64, blocks32);
+    const bool real = ch < c;
+    uint32_t sum = 0;
+    for (int64_t t = 0; real && t < taps; ++t) sum += static_cast<uint32_t>(static_cast<int32_t>(pw[t * c + ch]));
+    // base = -(bias + (in_off - 128) * sum), modulo 2^32 as the sums are
+    const uint32_t corr = static_cast<uint32_t>(real && bias ? bias[ch] : 0) + static_cast<uint32_t>(in_off - 128) * sum;
+    base[pos] = static_cast<int32_t>(0u - corr);
+    mult[pos] = real ? cs.mult[static_cast<size_t>(ch)] : 0;
+    const tfl::OneFloorRescale f(real ? cs.shift[static_cast<size_t>(ch)] : 0);
+    const int64_t lane = (pos / 16) * 16 + (pos % 2) * 8 + (pos % 16) / 2;
+    add[lane] = f.add;
+    add_neg[lane] = f.add_neg;
+    shift[lane] = f.shift;
+    left[pos] = f.left;
+    any_left = any_left || f.left != 0;
+  }
+  return any_left;
+}
+
 WEFT_VNNI_TARGET void DepthwiseVnniRow(const DwVnni& d, const int8_t* image, int64_t oy, int8_t* out, int32_t* sums) {
   int64_t ky0, ky1;
   InsideTaps(oy, d.sh, d.ph, d.dh, d.ih, d.kh, &ky0, &ky1);
@@ -1284,10 +1348,11 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
   // this, the GEMM packs them per run context and checks a hash of them every run).
   graphStatus Compile(OpCompileContext* ctx) override {
     packed_.Clear();
+    dw_ = DwTables();
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* w = ctx->GetInputTensor(1);
-    if (depthwise(ctx) || !HasVnni512() || !x || !w || x->GetDataType() != DT_INT8 || w->GetDataType() != DT_INT8 || !w->GetAddr())
-      return GRAPH_SUCCESS;
+    if (!HasVnni512() || !x || !w || x->GetDataType() != DT_INT8 || w->GetDataType() != DT_INT8 || !w->GetAddr()) return GRAPH_SUCCESS;
+    if (depthwise(ctx)) return CompileDepthwise(ctx, w, ctx->GetOptionalInputTensor(2));
     const Shape& ws = w->GetShape();
     if (ws.GetDimNum() != 4 || ws.GetDim(0) <= 0 || ws.GetDim(1) <= 0 || ws.GetDim(2) <= 0 || ws.GetDim(3) <= 0) return GRAPH_SUCCESS;
     packed_.Pack(w->GetData<int8_t>(), ws.GetDim(0), ws.GetDim(1) * ws.GetDim(2) * ws.GetDim(3));
@@ -1408,62 +1473,69 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     return GemmS8(ctx, m, g.oc, k, a, -in_off, pw, 0, out, pre) ? GRAPH_SUCCESS : kNotApplicable;
   }
 
+  // A depthwise filter, bias and quantization known at compile time: DepthwiseVnni's tables laid
+  // out once (the input's channels repeated for a multiplier above 1 make oc channels).
+  graphStatus CompileDepthwise(OpCompileContext* ctx, const Tensor* w, const Tensor* b) {
+#ifdef WEFT_LITERT_AVX2
+    const Shape& ws = w->GetShape();
+    if (ws.GetDimNum() != 4 || ws.GetDim(0) != 1 || ws.GetDim(3) < 16 || ws.GetDim(1) * ws.GetDim(2) > kDwVnniMaxTaps ||
+        ws.GetDim(1) <= 0 || ws.GetDim(2) <= 0)
+      return GRAPH_SUCCESS;
+    if (b && (b->GetDataType() != DT_INT32 || !b->GetAddr() || b->GetShapeSize() != ws.GetDim(3))) return GRAPH_SUCCESS;
+    const int64_t c = ws.GetDim(3);
+    ChannelScales cs;
+    if (!ConvMultipliers(ctx, c, 0, 1, &cs)) {
+      ctx->SetError("");  // Execute reports it
+      return GRAPH_SUCCESS;
+    }
+    for (int64_t ch = 0; ch < c; ++ch)
+      if (cs.mult[static_cast<size_t>(ch)] < 0) return GRAPH_SUCCESS;
+    const int32_t in_off = -InputQuant(ctx, 0).zp;
+    const DwVnniLayout L(c, ws.GetDim(1), ws.GetDim(2));
+    dw_.fpack.resize(L.fpack_bytes);
+    dw_.i32.resize(static_cast<size_t>(3 * L.cp));
+    dw_.i64.resize(static_cast<size_t>(3 * L.cp));
+    dw_.any_left = FillDwVnni(L, w->GetData<int8_t>(), b ? b->GetData<int32_t>() : nullptr, cs, in_off, dw_.fpack.data(), dw_.i32.data(),
+                              dw_.i64.data());
+    dw_.c = c, dw_.kh = ws.GetDim(1), dw_.kw = ws.GetDim(2), dw_.in_off = in_off, dw_.ready = true;
+#else
+    (void)ctx, (void)w, (void)b;
+#endif
+    return GRAPH_SUCCESS;
+  }
+
 #ifdef WEFT_LITERT_AVX2
   // Depthwise with multiplier 1 on VNNI (DepthwiseVnniRow): the filter and per-channel constants
-  // laid out once per run, then the output rows split over the threads.
+  // laid out by Compile, or once per run, then the output rows split over the threads.
   int DepthwiseVnni(EagerOpExecutionContext* ctx, const ConvGeometry& g, const int8_t* px, const int8_t* pw, const int32_t* bias,
                     const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi, int8_t* py) const {
-    const int64_t c = g.ic, taps = g.kh * g.kw, groups = (taps + 3) / 4, blocks = c / 64, c64 = blocks * 64;
-    const int64_t blocks32 = c - c64 >= 32 ? 1 : 0, c32 = c64 + 32 * blocks32, blocks16 = (c - c32 + 15) / 16, cp = c32 + blocks16 * 16;
-    auto* fpack = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(blocks * groups * 256 + blocks32 * groups * 128 + blocks16 * groups * 64)));
-    auto* zp_line = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(c)));
-    auto* i32 = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int32_t)));
-    auto* i64 = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int64_t)));
-    if (!fpack || !zp_line || !i32 || !i64) return GRAPH_FAILED;
-    std::memset(zp_line, static_cast<int8_t>(-in_off), static_cast<size_t>(c));
-    for (int64_t blk = 0; blk < blocks; ++blk)
-      for (int64_t gr = 0; gr < groups; ++gr)
-        for (int64_t q = 0; q < 4; ++q)
-          for (int64_t byte = 0; byte < 64; ++byte) {
-            const int64_t lane = byte / 16, j = (byte % 16) / 4, t = byte % 4;
-            const int64_t ch = blk * 64 + 16 * lane + 4 * q + j, tap = 4 * gr + t;
-            fpack[((blk * groups + gr) * 4 + q) * 64 + byte] = tap < taps ? pw[tap * c + ch] : int8_t{0};
-          }
-    for (int64_t gr = 0; gr < groups * blocks32; ++gr)  // two 128-bit lanes
-      for (int64_t q = 0; q < 4; ++q)
-        for (int64_t byte = 0; byte < 32; ++byte) {
-          const int64_t lane = byte / 16, j = (byte % 16) / 4, t = byte % 4;
-          const int64_t ch = c64 + 16 * lane + 4 * q + j, tap = 4 * gr + t;
-          fpack[blocks * groups * 256 + (gr * 4 + q) * 32 + byte] = tap < taps ? pw[tap * c + ch] : int8_t{0};
-        }
-    for (int64_t b16 = 0; b16 < blocks16; ++b16)  // one 128-bit lane: vector q's bytes 4j + t hold channel 4q + j
-      for (int64_t gr = 0; gr < groups; ++gr)
-        for (int64_t q = 0; q < 4; ++q)
-          for (int64_t byte = 0; byte < 16; ++byte) {
-            const int64_t ch = c32 + b16 * 16 + 4 * q + byte / 4, tap = 4 * gr + byte % 4;
-            fpack[blocks * groups * 256 + blocks32 * groups * 128 + ((b16 * groups + gr) * 4 + q) * 16 + byte] =
-                ch < c && tap < taps ? pw[tap * c + ch] : int8_t{0};
-          }
-    int32_t *base = i32, *mult = i32 + cp, *left = i32 + 2 * cp;
-    int64_t *add = i64, *add_neg = i64 + cp, *shift = i64 + 2 * cp;
-    bool any_left = false;
-    for (int64_t pos = 0; pos < cp; ++pos) {
-      const int64_t ch = DwVnniChannel(pos, c64, blocks32);
-      const bool real = ch < c;
-      uint32_t sum = 0;
-      for (int64_t t = 0; real && t < taps; ++t) sum += static_cast<uint32_t>(static_cast<int32_t>(pw[t * c + ch]));
-      // base = -(bias + (in_off - 128) * sum), modulo 2^32 as the sums are
-      const uint32_t corr = static_cast<uint32_t>(real && bias ? bias[ch] : 0) + static_cast<uint32_t>(in_off - 128) * sum;
-      base[pos] = static_cast<int32_t>(0u - corr);
-      mult[pos] = real ? cs.mult[static_cast<size_t>(ch)] : 0;
-      const tfl::OneFloorRescale f(real ? cs.shift[static_cast<size_t>(ch)] : 0);
-      const int64_t lane = (pos / 16) * 16 + (pos % 2) * 8 + (pos % 16) / 2;
-      add[lane] = f.add;
-      add_neg[lane] = f.add_neg;
-      shift[lane] = f.shift;
-      left[pos] = f.left;
-      any_left = any_left || f.left != 0;
+    const DwVnniLayout L(g.ic, g.kh, g.kw);
+    const int64_t c = L.c, cp = L.cp;
+    const int8_t* fpack;
+    const int32_t* i32;
+    const int64_t* i64;
+    bool any_left;
+    if (dw_.ready && dw_.c == c && dw_.kh == g.kh && dw_.kw == g.kw && dw_.in_off == in_off) {  // laid out by Compile
+      fpack = dw_.fpack.data();
+      i32 = dw_.i32.data();
+      i64 = dw_.i64.data();
+      any_left = dw_.any_left;
+    } else {
+      auto* f = static_cast<int8_t*>(ctx->MallocWorkSpace(L.fpack_bytes));
+      auto* w32 = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int32_t)));
+      auto* w64 = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int64_t)));
+      if (!f || !w32 || !w64) return GRAPH_FAILED;
+      any_left = FillDwVnni(L, pw, bias, cs, in_off, f, w32, w64);
+      fpack = f;
+      i32 = w32;
+      i64 = w64;
     }
+    auto* zp_line = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(c)));
+    if (!zp_line) return GRAPH_FAILED;
+    std::memset(zp_line, static_cast<int8_t>(-in_off), static_cast<size_t>(c));
+    const int32_t *base = i32, *mult = i32 + cp, *left = i32 + 2 * cp;
+    const int64_t *add = i64, *add_neg = i64 + cp, *shift = i64 + 2 * cp;
+    const int64_t groups = L.groups, blocks = L.blocks, blocks32 = L.blocks32, blocks16 = L.blocks16;
     DwVnni d;
     d.zp_line = zp_line;
     d.fpack = fpack;
@@ -1717,6 +1789,14 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
 
  private:
   VnniPacked packed_;
+  struct DwTables {  // FillDwVnni's output for constant depthwise filters
+    std::vector<int8_t> fpack;
+    std::vector<int32_t> i32;
+    std::vector<int64_t> i64;
+    bool any_left = false, ready = false;
+    int64_t c = 0, kh = 0, kw = 0;
+    int32_t in_off = 0;
+  } dw_;
 };
 
 // TransposeConv: inputs output_shape (int32 [4]), weights [OC, KH, KW, IC], input NHWC, bias.

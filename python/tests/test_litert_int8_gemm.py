@@ -221,3 +221,27 @@ def test_transpose_matches_litert(tmp_path, shape, perm):
     for threads in (1, 2):
         (got,) = weft.Session(use_env_path=False, threads=threads).compile(weft.import_litert(path)).run([xv])
         np.testing.assert_array_equal(got, np.transpose(xv, perm))
+
+
+@pytest.mark.parametrize("c", [16, 96, 200])
+def test_int8_depthwise_with_run_time_filter(tmp_path, c):
+    """A depthwise filter and bias fed at run time (laid out per run, not at compile time): two runs
+    of one compiled model with different filters, each equal to LiteRT's."""
+    rng = np.random.default_rng(c)
+    m = Model()
+    x = m.tensor("x", [1, 6, 5, c], "int8", scale=0.05, zero_point=-7)
+    tw = m.tensor("w", [1, 3, 3, c], "int8", scale=[0.01] * c, zero_point=[0] * c, quantized_dimension=3)
+    tb = m.tensor("b", [c], "int32", scale=[0.0005] * c, zero_point=[0] * c)
+    y = m.tensor("y", [1, 6, 5, c], "int8", scale=0.06, zero_point=2)
+    m.builtin(4, [x, tw, tb], [y], options=(2, [(0, "byte", SAME), (1, "int32", 1), (2, "int32", 1), (3, "int32", 1), (4, "byte", NONE)]))
+    path = str(tmp_path / "dwin.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([x, tw, tb], [y]))
+    model = weft.Session(use_env_path=False).compile(weft.import_litert(path))
+    xv = rng.integers(-128, 128, (1, 6, 5, c)).astype(np.int8)
+    for trial in range(2):
+        wv = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
+        bv = rng.integers(-2000, 2000, c).astype(np.int32)
+        want = reference(path, [xv, wv, bv])
+        assert len(np.unique(want)) > 2
+        np.testing.assert_array_equal(model.run([xv, wv, bv])[0], want, err_msg=f"filter #{trial}")
