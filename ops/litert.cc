@@ -187,6 +187,18 @@ bool HasVnni512() {
 #endif
 }
 
+// What the epilogue needs per output column, computed once per GEMM: the sums' correction
+// (the zero points' column term less the bias), and TFLite's rescaling in the one-floor form of
+// tfl::OneFloorRescale, its 64-bit constants per block of 16 columns as the even columns' eight
+// lanes then the odd columns'.
+struct VnniEpi {
+  const int32_t* base = nullptr;     // [blocks * 16]
+  const int64_t* add = nullptr;      // [blocks][16], even then odd columns
+  const int64_t* add_neg = nullptr;
+  const int64_t* shift = nullptr;
+  const int32_t* left = nullptr;     // [blocks * 16], nullptr when every left shift is 0
+};
+
 // W [n][k] int8 packed per block of 16 columns and group of 4 consecutive k: 64 bytes holding
 // column j's four values at 4j .. 4j + 3 (what vpdpbusd multiplies with one broadcast A word).
 // Columns and k past the end are zeros. colsum: sum over k of each column (zeros past n).
@@ -194,6 +206,8 @@ struct VnniB {
   const int8_t* data = nullptr;
   const int32_t* colsum = nullptr;
   int64_t n = 0, k = 0;
+  VnniEpi epi;           // the epilogue's tables for inputs with zero point epi_a_zp (Compile), if epi.base
+  int32_t epi_a_zp = 0;
   int64_t groups() const { return (k + 3) / 4; }
   int64_t blocks() const { return (n + 15) / 16; }
 };
@@ -228,6 +242,34 @@ struct VnniConv {
   int8_t zp;
 };
 
+// VnniEpi's tables for W's columns (blocks * 16 of each): base[c] = colsum * (128 + a_zp) - bias,
+// and, when `shift` is given, OneFloorRescale's constants (the left shifts only if any is not 0).
+VnniEpi FillVnniEpi(const VnniB& w, int32_t a_zp, const int32_t* bias, const int32_t* shift, int32_t* base, int64_t* add, int64_t* add_neg,
+                    int64_t* sh, int32_t* left) {
+  const int64_t n = w.n, cols = w.blocks() * 16;
+  const uint32_t a_corr = static_cast<uint32_t>(128 + a_zp);
+  for (int64_t c = 0; c < cols; ++c)
+    base[c] = static_cast<int32_t>(static_cast<uint32_t>(w.colsum[c]) * a_corr - static_cast<uint32_t>(bias && c < n ? bias[c] : 0));
+  VnniEpi e;
+  e.base = base;
+  if (!shift) return e;
+  bool any_left = false;
+  for (int64_t c = 0; c < cols; ++c) {
+    const tfl::OneFloorRescale f(c < n ? shift[c] : 0);
+    const int64_t lane = (c / 16) * 16 + (c % 2) * 8 + (c % 16) / 2;  // even columns' lanes, then odd ones'
+    add[lane] = f.add;
+    add_neg[lane] = f.add_neg;
+    sh[lane] = f.shift;
+    left[c] = f.left;
+    any_left = any_left || f.left != 0;
+  }
+  e.add = add;
+  e.add_neg = add_neg;
+  e.shift = sh;
+  e.left = any_left ? left : nullptr;
+  return e;
+}
+
 // Weights packed for the VNNI kernel when the graph is compiled (constant weights only).
 struct VnniPacked {
   std::vector<int8_t> data;
@@ -239,8 +281,19 @@ struct VnniPacked {
     PackVnniB(w, n, k, data.data(), colsum.data(), 0, ((n + 15) / 16) * 16);
     view = VnniB{data.data(), colsum.data(), n, k};
   }
+  // The epilogue's tables for a layer whose bias and scales are constants (the bias may be null).
+  void PackEpilogue(int32_t a_zp, const int32_t* bias, const int32_t* shift) {
+    const size_t cols = colsum.size();
+    epi32.assign(2 * cols, 0);
+    epi64.assign(3 * cols, 0);
+    view.epi = FillVnniEpi(view, a_zp, bias, shift, epi32.data(), epi64.data(), epi64.data() + cols, epi64.data() + 2 * cols,
+                           epi32.data() + cols);
+    view.epi_a_zp = a_zp;
+  }
   void Clear() { *this = VnniPacked(); }
   const VnniB* get() const { return view.data ? &view : nullptr; }
+  std::vector<int32_t> epi32;
+  std::vector<int64_t> epi64;
 };
 
 #ifdef WEFT_LITERT_AVX2
@@ -371,18 +424,6 @@ __attribute__((target("avx2"))) void GemmInt8Avx2Rows(int64_t m, int64_t n, int6
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define WEFT_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 
-
-// What the epilogue needs per output column, computed once per GEMM: the sums' correction
-// (the zero points' column term less the bias), and TFLite's rescaling in the one-floor form of
-// tfl::OneFloorRescale, its 64-bit constants per block of 16 columns as the even columns' eight
-// lanes then the odd columns'.
-struct VnniEpi {
-  const int32_t* base = nullptr;     // [blocks * 16]
-  const int64_t* add = nullptr;      // [blocks][16], even then odd columns
-  const int64_t* add_neg = nullptr;
-  const int64_t* shift = nullptr;
-  const int32_t* left = nullptr;     // [blocks * 16], nullptr when every left shift is 0
-};
 
 // VnniEpi's constants for the 16 lanes at `col`, in registers.
 struct VnniRescaler {
@@ -1141,31 +1182,15 @@ bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const
     }
     const int64_t stride = w.groups() * 4, blocks = w.blocks(), tiles = (m + 7) / 8, cols = blocks * 16;
     VnniEpi e;
-    auto* base = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cols) * (out.q ? 2 * sizeof(int32_t) + 3 * sizeof(int64_t) : sizeof(int32_t))));
-    if (!base) return false;
-    const int32_t a_corr = 128 + a_zp;
-    for (int64_t c = 0; c < cols; ++c)
-      base[c] = static_cast<int32_t>(static_cast<uint32_t>(w.colsum[c]) * static_cast<uint32_t>(a_corr) -
-                                     static_cast<uint32_t>(out.bias && c < n ? out.bias[c] : 0));
-    e.base = base;
-    if (out.q) {
+    if (pre && pre->epi.base && pre->epi_a_zp == a_zp && out.q) {  // laid out by Compile (constant bias and scales)
+      e = pre->epi;
+    } else {
+      auto* base = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cols) * (2 * sizeof(int32_t) + 3 * sizeof(int64_t))));
+      if (!base) return false;
       auto* add = reinterpret_cast<int64_t*>(base + cols);
       int64_t *add_neg = add + cols, *shift = add_neg + cols;
       auto* left = reinterpret_cast<int32_t*>(shift + cols);
-      bool any_left = false;
-      for (int64_t c = 0; c < cols; ++c) {
-        const tfl::OneFloorRescale f(c < n ? out.shift[c] : 0);
-        const int64_t lane = (c / 16) * 16 + (c % 2) * 8 + (c % 16) / 2;  // even columns' lanes, then odd ones'
-        add[lane] = f.add;
-        add_neg[lane] = f.add_neg;
-        shift[lane] = f.shift;
-        left[c] = f.left;
-        any_left = any_left || f.left != 0;
-      }
-      e.add = add;
-      e.add_neg = add_neg;
-      e.shift = shift;
-      e.left = any_left ? left : nullptr;
+      e = FillVnniEpi(w, a_zp, out.bias, out.q ? out.shift : nullptr, base, add, add_neg, shift, left);
     }
     auto run = [&](int64_t r0, int64_t r1, int64_t b0, int64_t b1) {
       thread_local std::vector<uint8_t> scratch;  // 8 rows of A as unsigned bytes, and 64 to spare for the packers
@@ -1349,13 +1374,28 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
   graphStatus Compile(OpCompileContext* ctx) override {
     packed_.Clear();
     dw_ = DwTables();
+    scales_ready_ = false;
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* w = ctx->GetInputTensor(1);
+    // The rescaling multipliers come from attributes alone: computed once here.
+    if (x && w && x->GetDataType() != DT_FLOAT && w->GetShape().GetDimNum() == 4) {
+      scales_ready_ = ConvMultipliers(ctx, w->GetShape().GetDim(depthwise(ctx) ? 3 : 0), 0, 1, &scales_);
+      if (!scales_ready_) ctx->SetError("");  // Execute reports it
+    }
     if (!HasVnni512() || !x || !w || x->GetDataType() != DT_INT8 || w->GetDataType() != DT_INT8 || !w->GetAddr()) return GRAPH_SUCCESS;
     if (depthwise(ctx)) return CompileDepthwise(ctx, w, ctx->GetOptionalInputTensor(2));
     const Shape& ws = w->GetShape();
     if (ws.GetDimNum() != 4 || ws.GetDim(0) <= 0 || ws.GetDim(1) <= 0 || ws.GetDim(2) <= 0 || ws.GetDim(3) <= 0) return GRAPH_SUCCESS;
     packed_.Pack(w->GetData<int8_t>(), ws.GetDim(0), ws.GetDim(1) * ws.GetDim(2) * ws.GetDim(3));
+    // With a constant bias (or none) and the scales known, the epilogue's tables too.
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    if (b && (b->GetDataType() != DT_INT32 || !b->GetAddr() || b->GetShapeSize() != ws.GetDim(0))) return GRAPH_SUCCESS;
+    ChannelScales cs;
+    if (!ConvMultipliers(ctx, ws.GetDim(0), 0, 1, &cs)) {
+      ctx->SetError("");  // Execute reports it
+      return GRAPH_SUCCESS;
+    }
+    packed_.PackEpilogue(InputQuant(ctx, 0).zp, b ? b->GetData<int32_t>() : nullptr, cs.shift.data());
     return GRAPH_SUCCESS;
   }
 
@@ -1727,8 +1767,10 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     }
     if (w->GetDataType() != DT_INT8 || (xt != DT_INT8 && xt != DT_INT16 && xt != DT_UINT8))
       return Fail(ctx, "quantized convolution takes int8 or int16 input with int8 filters");
-    ChannelScales cs;
-    if (!ConvMultipliers(ctx, g.oc, 0, 1, &cs)) return GRAPH_FAILED;
+    ChannelScales computed;
+    const bool have = scales_ready_ && scales_.mult.size() == static_cast<size_t>(g.oc);  // from Compile: attributes only
+    if (!have && !ConvMultipliers(ctx, g.oc, 0, 1, &computed)) return GRAPH_FAILED;
+    const ChannelScales& cs = have ? scales_ : computed;
     const int32_t in_off = -InputQuant(ctx, 0).zp;
     const int32_t out_off = OutputQuant(ctx).zp;
     const int8_t* pw = w->GetData<int8_t>();
@@ -1788,6 +1830,8 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
   }
 
  private:
+  ChannelScales scales_;
+  bool scales_ready_ = false;
   VnniPacked packed_;
   struct DwTables {  // FillDwVnni's output for constant depthwise filters
     std::vector<int8_t> fpack;
