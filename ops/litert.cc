@@ -9,6 +9,7 @@
 // output_scale/output_zero_point, one entry per tensor; channel_scales/channel_zero_points/
 // quantized_dimension for weights quantized per channel), and its builtin options by their names
 // in the format.
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -176,11 +177,16 @@ inline void InsideTaps(int64_t o, int64_t s, int64_t p, int64_t d, int64_t n, in
   while (*k1 > *k0 && o * s - p + (*k1 - 1) * d >= n) --*k1;
 }
 
-// Whether the CPU has AVX-512 with VNNI (the kernel below).
+// Whether the CPU has AVX-512 with VNNI (the kernels below), unless WEFT_DISABLE_VNNI=1 turns
+// them off (the AVX2 paths then run: for comparison and tests).
 bool HasVnni512() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool ok = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  static const bool ok = [] {
+    const char* off = std::getenv("WEFT_DISABLE_VNNI");
+    if (off && std::string(off) == "1") return false;
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq");
+  }();
   return ok;
 #else
   return false;
@@ -1119,6 +1125,8 @@ constexpr int kNotApplicable = -1;
 // 2^24, which float holds exactly, summed across slices in int32.
 bool HasExactInt8Gemm() {
   static const bool ok = [] {
+    const char* off = std::getenv("WEFT_DISABLE_VNNI");  // as for HasVnni512: the AVX2 kernel instead
+    if (off && std::string(off) == "1") return false;
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx ||
            isa == dnnl_cpu_isa_avx2_vnni;
