@@ -193,7 +193,8 @@ bool HasVnni512() {
 #endif
 }
 
-// What the epilogue needs per output column, computed once per GEMM: the sums' correction
+// What the epilogue needs per output column, laid out at compile time (constant weights, bias
+// and scales) or once per GEMM call: the sums' correction
 // (the zero points' column term less the bias), and TFLite's rescaling in the one-floor form of
 // tfl::OneFloorRescale, its 64-bit constants per block of 16 columns as the even columns' eight
 // lanes then the odd columns'.
