@@ -144,6 +144,17 @@ bool ConvMultipliers(const KernelContextBase* ctx, int64_t channels, size_t inpu
 }
 
 
+// A bias must hold one value per output channel (the kernels read `channels` of them); its shape
+// may be unknown at compile time (then Execute checks it).
+bool BiasFits(const KernelContextBase* ctx, const Shape* bias, int64_t channels) {
+  if (!bias || channels < 0) return true;
+  const int64_t n = bias->GetShapeSize();
+  if (n < 0 || n == channels) return true;
+  return Fail(ctx, "the bias " + bias->ToString() + " has " + std::to_string(n) + " values for " + std::to_string(channels) +
+                       " output channels"),
+         false;
+}
+
 // The hot loops of the 8-bit paths, one copy per instruction set, picked when the library loads
 // (x86-64-v4 brings AVX-512's 64-bit lane multiplies, which the rescaling needs).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(WEFT_SANITIZED) && \
@@ -1733,6 +1744,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
   graphStatus InferShape(InferShapeContext* ctx) override {
     ConvGeometry g;
     if (!Geometry(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), &g)) return GRAPH_FAILED;
+    if (!BiasFits(ctx, ctx->GetOptionalInputShape(2), g.oc)) return GRAPH_FAILED;
     *ctx->GetOutputShape(0) = Shape({g.n, g.oh, g.ow, g.oc});
     return GRAPH_SUCCESS;
   }
@@ -1744,6 +1756,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     const Tensor* b = ctx->GetOptionalInputTensor(2);
     ConvGeometry g;
     if (!Geometry(ctx, x->GetShape(), w->GetShape(), &g)) return GRAPH_FAILED;
+    if (!BiasFits(ctx, b ? &b->GetShape() : nullptr, g.oc)) return GRAPH_FAILED;
     Activation act;
     if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, Shape({g.n, g.oh, g.ow, g.oc}), ctx->GetOutputTensor(0)->GetDataType());
@@ -1925,6 +1938,7 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp, public Emit
     const Shape& x = *ctx->GetInputShape(2);
     if (w.GetDimNum() != 4 || x.GetDimNum() != 4) return Fail(ctx, "weights and input must be 4-D");
     if (w.GetDim(3) != x.GetDim(3)) return Fail(ctx, "weights " + w.ToString() + " do not fit input " + x.ToString());
+    if (!BiasFits(ctx, ctx->GetOptionalInputShape(3), w.GetDim(0))) return GRAPH_FAILED;
     std::vector<int64_t> shape;
     if (ReadInts(ctx->GetInputTensor(0), &shape)) {
       Shape out;
@@ -1960,6 +1974,7 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp, public Emit
     const Shape& ys = y->GetShape();
     int64_t n = xs.GetDim(0), ih = xs.GetDim(1), iw = xs.GetDim(2), ic = xs.GetDim(3);
     int64_t oc = ws.GetDim(0), kh = ws.GetDim(1), kw = ws.GetDim(2), oh = ys.GetDim(1), ow = ys.GetDim(2);
+    if (!BiasFits(ctx, b ? &b->GetShape() : nullptr, oc)) return GRAPH_FAILED;
     // Padding as for the convolution this op transposes (its input is this op's output).
     int64_t ph = tfl::ConvPadding(sh, 1, oh, kh, tfl::ConvOutSize(same, oh, kh, sh, 1));
     int64_t pw = tfl::ConvPadding(sw, 1, ow, kw, tfl::ConvOutSize(same, ow, kw, sw, 1));
@@ -2096,6 +2111,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     const Shape& x = *ctx->GetInputShape(0);
     const Shape& w = *ctx->GetInputShape(1);
     if (w.GetDimNum() != 2 || w.GetDim(1) <= 0) return Fail(ctx, "weights must be 2-D [OC, IC]");
+    if (!BiasFits(ctx, ctx->GetOptionalInputShape(2), w.GetDim(0))) return GRAPH_FAILED;
     int64_t ic = w.GetDim(1), total = x.GetShapeSize();
     if (total % ic) return Fail(ctx, "input " + x.ToString() + " is not a whole number of rows of " + std::to_string(ic));
     const bool* keep = ctx->GetAttrs()->GetBool("keep_num_dims");
@@ -2119,6 +2135,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     Activation act;
     if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
     int64_t oc = w->GetShape().GetDim(0), ic = w->GetShape().GetDim(1), rows = x->GetShapeSize() / ic;
+    if (!BiasFits(ctx, b ? &b->GetShape() : nullptr, oc)) return GRAPH_FAILED;
     if (x->GetDataType() == DT_FLOAT) {
       float lo, hi;
       tfl::ActivationRange(act, &lo, &hi);

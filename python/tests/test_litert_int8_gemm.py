@@ -245,3 +245,33 @@ def test_int8_depthwise_with_run_time_filter(tmp_path, c):
         want = reference(path, [xv, wv, bv])
         assert len(np.unique(want)) > 2
         np.testing.assert_array_equal(model.run([xv, wv, bv])[0], want, err_msg=f"filter #{trial}")
+
+
+@pytest.mark.parametrize("kind", ["conv", "depthwise", "fully_connected"])
+def test_bias_of_the_wrong_length_is_an_error(tmp_path, kind):
+    """A bias with fewer values than output channels (LiteRT refuses such a model) is an error that
+    names it, at compile time, rather than a read past its end."""
+    m = Model()
+    if kind == "fully_connected":
+        x = m.tensor("x", [2, 10], "int8", scale=0.04, zero_point=0)
+        w = m.tensor("w", [7, 10], "int8", data=np.ones((7, 10), np.int8), scale=0.01)
+        b = m.tensor("b", [3], "int32", data=np.zeros(3, np.int32), scale=0.0004)
+        y = m.tensor("y", [2, 7], "int8", scale=0.5, zero_point=0)
+        m.builtin(9, [x, w, b], [y], options=(8, [(0, "byte", NONE)]))
+    elif kind == "conv":
+        x = m.tensor("x", [1, 4, 4, 3], "int8", scale=0.05, zero_point=0)
+        w = m.tensor("w", [16, 3, 3, 3], "int8", data=np.ones((16, 3, 3, 3), np.int8), scale=0.01)
+        b = m.tensor("b", [3], "int32", data=np.zeros(3, np.int32), scale=0.0005)
+        y = m.tensor("y", [1, 4, 4, 16], "int8", scale=0.5, zero_point=0)
+        m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", SAME), (1, "int32", 1), (2, "int32", 1), (3, "byte", NONE)]))
+    else:
+        x = m.tensor("x", [1, 4, 4, 32], "int8", scale=0.05, zero_point=0)
+        w = m.tensor("w", [1, 3, 3, 32], "int8", data=np.ones((1, 3, 3, 32), np.int8), scale=0.01)
+        b = m.tensor("b", [31], "int32", data=np.zeros(31, np.int32), scale=0.0005)
+        y = m.tensor("y", [1, 4, 4, 32], "int8", scale=0.5, zero_point=0)
+        m.builtin(4, [x, w, b], [y], options=(2, [(0, "byte", SAME), (1, "int32", 1), (2, "int32", 1), (3, "int32", 1), (4, "byte", NONE)]))
+    path = str(tmp_path / "bias.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([x], [y]))
+    with pytest.raises(ValueError, match="bias .* values for .* output channels"):
+        weft.Session(use_env_path=False).compile(weft.import_litert(path))
