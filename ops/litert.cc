@@ -333,7 +333,10 @@ __attribute__((target("avx2"))) inline __m256i RequantLanes(__m256i x, const int
   const __m256i rem = _mm256_and_si256(high, mask);
   const __m256i threshold = _mm256_add_epi32(_mm256_srai_epi32(mask, 1), _mm256_and_si256(_mm256_cmpgt_epi32(zero, high), one));
   const __m256i v = _mm256_add_epi32(_mm256_srav_epi32(high, right), _mm256_and_si256(_mm256_cmpgt_epi32(rem, threshold), one));
-  return _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v, voff), vlo), vhi);
+  // Clamped in int32, then wrapped to int8 as the reference's cast does (the identity when [lo, hi]
+  // lies inside int8), so that the saturating packs after this keep the value.
+  const __m256i clamped = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v, voff), vlo), vhi);
+  return _mm256_srai_epi32(_mm256_slli_epi32(clamped, 24), 24);
 }
 
 __attribute__((target("avx2"))) void RequantizeRowsAvx2(const int32_t* acc, const int32_t* bias, const int32_t* mult, const int32_t* shift,
@@ -488,12 +491,23 @@ WEFT_VNNI_TARGET inline void VnniEpilogue(const int32_t* tile, int64_t ld, int64
   }
   const VnniRescaler k = LoadRescaler(e, out.mult, col, keep);
   const __m512i voff = _mm512_set1_epi32(out.out_off);
+  // The reference clamps to [lo, hi] in int32, then casts to int8. With [lo, hi] inside int8 (every
+  // sensible output zero point) that is a saturating narrowing, then a byte clamp if narrower;
+  // otherwise the int32 clamp and a truncating narrowing.
+  const bool in_int8 = out.lo >= -128 && out.lo <= 127 && out.hi >= -128 && out.hi <= 127;
   const bool clamp = out.lo > -128 || out.hi < 127;
   const __m128i lo8 = _mm_set1_epi8(static_cast<char>(std::max(out.lo, -128))), hi8 = _mm_set1_epi8(static_cast<char>(std::min(out.hi, 127)));
+  const __m512i lo32 = _mm512_set1_epi32(out.lo), hi32 = _mm512_set1_epi32(out.hi);
   int8_t* dst = out.q + row0 * n + col;
   for (int64_t i = 0; i < rows; ++i) {
-    __m128i q = _mm512_cvtsepi32_epi8(_mm512_add_epi32(Rescale(k, _mm512_load_si512(tile + i * ld)), voff));  // saturated, then the activation's range
-    if (clamp) q = _mm_min_epi8(_mm_max_epi8(q, lo8), hi8);
+    const __m512i v = _mm512_add_epi32(Rescale(k, _mm512_load_si512(tile + i * ld)), voff);
+    __m128i q;
+    if (in_int8) {
+      q = _mm512_cvtsepi32_epi8(v);
+      if (clamp) q = _mm_min_epi8(_mm_max_epi8(q, lo8), hi8);
+    } else {
+      q = _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(v, lo32), hi32));
+    }
     if (full) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i * n), q);
     } else {
@@ -901,15 +915,20 @@ WEFT_VNNI_TARGET void DepthwiseVnniRow(const DwVnni& d, const int8_t* image, int
       _mm_storeu_si128(reinterpret_cast<__m128i*>(srow + c0 + 12), s3);
     }
   }
-  const __m512i voff = _mm512_set1_epi32(d.out_off);
+  // Rescaled, plus the offset, clamped to [lo, hi] in int32 as the reference does; where that range
+  // leaves int8 (an output zero point outside it), wrapped to int8 as the reference's cast does,
+  // so that the saturating packs below keep every value.
+  const __m512i voff = _mm512_set1_epi32(d.out_off), lo32 = _mm512_set1_epi32(d.lo), hi32 = _mm512_set1_epi32(d.hi);
+  const bool wrap = !(d.lo >= -128 && d.lo <= 127 && d.hi >= -128 && d.hi <= 127);
   for (int64_t pos = 0; pos < cp; pos += 16) {
     const VnniRescaler k = LoadRescaler(d.e, d.mult, pos, 0xFFFF);
     for (int64_t ox = 0; ox < d.ow; ++ox) {
       int32_t* v = sums + ox * cp + pos;
-      _mm512_storeu_si512(v, _mm512_add_epi32(Rescale(k, _mm512_loadu_si512(v)), voff));
+      __m512i r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(Rescale(k, _mm512_loadu_si512(v)), voff), lo32), hi32);
+      if (wrap) r = _mm512_srai_epi32(_mm512_slli_epi32(r, 24), 24);
+      _mm512_storeu_si512(v, r);
     }
   }
-  const __m512i lo8 = _mm512_set1_epi8(static_cast<char>(std::max(d.lo, -128))), hi8 = _mm512_set1_epi8(static_cast<char>(std::min(d.hi, 127)));
   for (int64_t ox = 0; ox < d.ow; ++ox) {
     const int32_t* srow = sums + ox * cp;
     int8_t* o = out + ox * d.c;
@@ -917,20 +936,19 @@ WEFT_VNNI_TARGET void DepthwiseVnniRow(const DwVnni& d, const int8_t* image, int
     for (; c0 < d.blocks * 64; c0 += 64) {
       const __m512i p01 = _mm512_packs_epi32(_mm512_loadu_si512(srow + c0), _mm512_loadu_si512(srow + c0 + 16));
       const __m512i p23 = _mm512_packs_epi32(_mm512_loadu_si512(srow + c0 + 32), _mm512_loadu_si512(srow + c0 + 48));
-      _mm512_storeu_si512(o + c0, _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(p01, p23), lo8), hi8));  // channel order again, saturated
+      _mm512_storeu_si512(o + c0, _mm512_packs_epi16(p01, p23));  // channel order again
     }
     if (d.blocks32) {
       const __m256i p01 = _mm256_packs_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(srow + c0)),
                                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(srow + c0 + 8)));
       const __m256i p23 = _mm256_packs_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(srow + c0 + 16)),
                                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(srow + c0 + 24)));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + c0), _mm256_min_epi8(_mm256_max_epi8(_mm256_packs_epi16(p01, p23),
-                                                                                                _mm512_castsi512_si256(lo8)), _mm512_castsi512_si256(hi8)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + c0), _mm256_packs_epi16(p01, p23));
       c0 += 32;
     }
     for (; c0 < d.c; c0 += 16) {  // in order already
       const __m512i v = _mm512_loadu_si512(srow + c0);
-      const __m128i q = _mm_min_epi8(_mm_max_epi8(_mm512_cvtsepi32_epi8(v), _mm512_castsi512_si128(lo8)), _mm512_castsi512_si128(hi8));
+      const __m128i q = _mm512_cvtepi32_epi8(v);
       if (d.c - c0 >= 16) {
         _mm_storeu_si128(reinterpret_cast<__m128i*>(o + c0), q);
       } else {
@@ -2085,6 +2103,8 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
       return Fail(ctx, "the generated C takes int8 or int16 input with int8 weights (" + std::string(DataTypeName(xt)) + " input here)");
     Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), o = OutputQuant(ctx);
     ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != oc)
+      return Fail(ctx, "the weights have " + std::to_string(chs.size()) + " channel scales for " + std::to_string(oc) + " output channels");
     std::vector<int32_t> mult(static_cast<size_t>(oc)), shift(static_cast<size_t>(oc));
     for (int64_t k = 0; k < oc; ++k) {  // as Execute computes them
       double m = chs.size() > 1 ? static_cast<double>(in.scale) * static_cast<double>(chs[static_cast<size_t>(k)]) / static_cast<double>(o.scale)
@@ -2157,6 +2177,8 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     if (w->GetDataType() != DT_INT8) return Fail(ctx, "quantized fully-connected takes int8 weights");
     Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), o = OutputQuant(ctx);
     ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != oc)
+      return Fail(ctx, "the weights have " + std::to_string(chs.size()) + " channel scales for " + std::to_string(oc) + " output channels");
     std::vector<int32_t> mult(static_cast<size_t>(oc));
     std::vector<int> shift(static_cast<size_t>(oc));
     for (int64_t k = 0; k < oc; ++k) {

@@ -275,3 +275,34 @@ def test_bias_of_the_wrong_length_is_an_error(tmp_path, kind):
         f.write(m.finish([x], [y]))
     with pytest.raises(ValueError, match="bias .* values for .* output channels"):
         weft.Session(use_env_path=False).compile(weft.import_litert(path))
+
+
+@pytest.mark.parametrize("zp", [200, -300, -129])
+@pytest.mark.parametrize("act", [RELU, RELU6])
+@pytest.mark.parametrize("kind", ["conv", "depthwise"])
+def test_output_zero_point_outside_int8(tmp_path, kind, act, zp):
+    """An output zero point outside int8 with a fused activation: the reference clamps in int32 to a
+    range that leaves int8, then casts (wrapping); the vector paths must do the same."""
+    rng = np.random.default_rng(abs(zp) + act)
+    c = 32
+    m = Model()
+    x = m.tensor("x", [1, 5, 6, c], "int8", scale=0.05, zero_point=1)
+    if kind == "conv":
+        wv = rng.integers(-127, 128, (24, 3, 3, c)).astype(np.int8)
+        oc, code, opt = 24, 3, (1, [(0, "byte", SAME), (1, "int32", 1), (2, "int32", 1), (3, "byte", act)])
+        qdim = 0
+    else:
+        wv = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
+        oc, code, opt = c, 4, (2, [(0, "byte", SAME), (1, "int32", 1), (2, "int32", 1), (3, "int32", 1), (4, "byte", act)])
+        qdim = 3
+    w_scales = list(rng.uniform(0.002, 0.02, oc))
+    tw = m.tensor("w", wv.shape, "int8", data=wv, scale=w_scales, zero_point=[0] * oc, quantized_dimension=qdim)
+    tb = m.tensor("b", [oc], "int32", data=rng.integers(-3000, 3000, oc).astype(np.int32), scale=[0.05 * s for s in w_scales],
+                  zero_point=[0] * oc)
+    y = m.tensor("y", [1, 5, 6, oc], "int8", scale=0.03, zero_point=zp)
+    m.builtin(code, [x, tw, tb], [y], options=opt)
+    path = str(tmp_path / "zp.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([x], [y]))
+    xv = rng.integers(-128, 128, (1, 5, 6, c)).astype(np.int8)
+    np.testing.assert_array_equal(weft_run(path, [xv]), reference(path, [xv]))
