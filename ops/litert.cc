@@ -188,13 +188,21 @@ inline void InsideTaps(int64_t o, int64_t s, int64_t p, int64_t d, int64_t n, in
   while (*k1 > *k0 && o * s - p + (*k1 - 1) * d >= n) --*k1;
 }
 
-// Whether the CPU has AVX-512 with VNNI (the kernels below), unless WEFT_DISABLE_VNNI=1 turns
-// them off (the AVX2 paths then run: for comparison and tests).
+// WEFT_DISABLE_VNNI=1 turns the VNNI kernels off: the AVX2 paths run instead (for comparison
+// and tests).
+bool VnniTurnedOff() {
+  static const bool off = [] {
+    const char* v = std::getenv("WEFT_DISABLE_VNNI");
+    return v && std::string(v) == "1";
+  }();
+  return off;
+}
+
+// Whether the CPU has AVX-512 with VNNI (the kernels below), unless turned off.
 bool HasVnni512() {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool ok = [] {
-    const char* off = std::getenv("WEFT_DISABLE_VNNI");
-    if (off && std::string(off) == "1") return false;
+    if (VnniTurnedOff()) return false;
     return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
            __builtin_cpu_supports("avx512dq");
   }();
@@ -258,6 +266,18 @@ struct VnniConv {
   const int8_t* end = nullptr;  // x's end
   int64_t ih, iw, ic, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
   int8_t zp;
+};
+
+// Output pixel (image bn, row oy, column ox) of GEMM row r, stepped row by row.
+struct OutputPixel {
+  int64_t bn, oy, ox, oh, ow;
+  OutputPixel(const VnniConv& cv, int64_t r) : bn(r / (cv.oh * cv.ow)), oy((r / cv.ow) % cv.oh), ox(r % cv.ow), oh(cv.oh), ow(cv.ow) {}
+  void Next() {
+    if (++ox == ow) {
+      ox = 0;
+      if (++oy == oh) oy = 0, ++bn;
+    }
+  }
 };
 
 // VnniEpi's tables for W's columns (blocks * 16 of each): base[c] = colsum * (128 + a_zp) - bias,
@@ -594,23 +614,23 @@ template <int V>
 WEFT_VNNI_TARGET void PackConvRowsInRegisters(const VnniConv& cv, int64_t r0, int64_t r1, uint8_t* dst, int64_t stride) {
   const int64_t k = cv.kh * cv.kw * cv.ic, seg_len = cv.kw * cv.ic;
   auto low_bits = [](int64_t count) { return count >= 64 ? ~__mmask64(0) : count <= 0 ? __mmask64(0) : (__mmask64(1) << count) - 1; };
-  int64_t bn = r0 / (cv.oh * cv.ow), oy = (r0 / cv.ow) % cv.oh, ox = r0 % cv.ow;
+  OutputPixel px(cv, r0);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512i init[V];
   for (int w = 0; w < V; ++w)
     init[w] = _mm512_mask_blend_epi8(low_bits(k - 64 * w), _mm512_set1_epi8(static_cast<char>(0x80)), _mm512_set1_epi8(cv.zp));
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t ix0 = ox * cv.sw - cv.pw;
+  for (int64_t r = r0; r < r1; ++r, px.Next()) {
+    const int64_t ix0 = px.ox * cv.sw - cv.pw;
     const int64_t kx0 = std::min(cv.kw, std::max<int64_t>(0, -ix0)), kx1 = std::max(kx0, std::min(cv.kw, cv.iw - ix0));
     __m512i v[V];
     for (int w = 0; w < V; ++w) v[w] = init[w];
     if (kx1 > kx0)
       for (int64_t ky = 0; ky < cv.kh; ++ky) {
-        const int64_t iy = oy * cv.sh - cv.ph + ky * cv.dh;
+        const int64_t iy = px.oy * cv.sh - cv.ph + ky * cv.dh;
         if (iy < 0 || iy >= cv.ih) continue;
         const int64_t lane0 = ky * seg_len + kx0 * cv.ic, lane1 = lane0 + (kx1 - kx0) * cv.ic;
         // byte j of the row reads input byte (line + (ix0 + kx0) * ic) + (j - lane0)
-        const uintptr_t at = reinterpret_cast<uintptr_t>(cv.x + ((bn * cv.ih + iy) * cv.iw + ix0 + kx0) * cv.ic) - static_cast<uintptr_t>(lane0);
+        const uintptr_t at = reinterpret_cast<uintptr_t>(cv.x + ((px.bn * cv.ih + iy) * cv.iw + ix0 + kx0) * cv.ic) - static_cast<uintptr_t>(lane0);
         if (V == 1) {  // lane1 <= k <= 64
           v[0] = _mm512_mask_loadu_epi8(v[0], low_bits(lane1 - lane0) << lane0, reinterpret_cast<const void*>(at));
           continue;
@@ -622,23 +642,12 @@ WEFT_VNNI_TARGET void PackConvRowsInRegisters(const VnniConv& cv, int64_t r0, in
       }
     uint8_t* row = dst + (r - r0) * stride;
     for (int w = 0; w < V; ++w) _mm512_storeu_si512(row + 64 * w, _mm512_xor_si512(v[w], flip));
-    if (++ox == cv.ow) {
-      ox = 0;
-      if (++oy == cv.oh) oy = 0, ++bn;
-    }
   }
 }
 
 WEFT_VNNI_TARGET void PackVnniConvRows(const VnniConv& cv, int64_t r0, int64_t r1, uint8_t* dst, int64_t stride) {
   const int64_t k = cv.kh * cv.kw * cv.ic, seg_len = cv.kw * cv.ic;
   const uint8_t zpu = static_cast<uint8_t>(cv.zp) ^ 0x80;
-  int64_t bn = r0 / (cv.oh * cv.ow), oy = (r0 / cv.ow) % cv.oh, ox = r0 % cv.ow;
-  auto next = [&] {
-    if (++ox == cv.ow) {
-      ox = 0;
-      if (++oy == cv.oh) oy = 0, ++bn;
-    }
-  };
   if (cv.dw == 1 && k <= 256) {
     switch ((k + 63) / 64) {
       case 1: return PackConvRowsInRegisters<1>(cv, r0, r1, dst, stride);
@@ -647,18 +656,19 @@ WEFT_VNNI_TARGET void PackVnniConvRows(const VnniConv& cv, int64_t r0, int64_t r
       default: return PackConvRowsInRegisters<4>(cv, r0, r1, dst, stride);
     }
   }
-  for (int64_t r = r0; r < r1; ++r) {
+  OutputPixel px(cv, r0);
+  for (int64_t r = r0; r < r1; ++r, px.Next()) {
     uint8_t* row = dst + (r - r0) * stride;
-    const int64_t ix0 = ox * cv.sw - cv.pw;
+    const int64_t ix0 = px.ox * cv.sw - cv.pw;
     const int64_t kx0 = std::min(cv.kw, std::max<int64_t>(0, -ix0)), kx1 = std::max(kx0, std::min(cv.kw, cv.iw - ix0));
     for (int64_t ky = 0; ky < cv.kh; ++ky) {
       uint8_t* seg = row + ky * seg_len;
-      const int64_t iy = oy * cv.sh - cv.ph + ky * cv.dh;
+      const int64_t iy = px.oy * cv.sh - cv.ph + ky * cv.dh;
       if (iy < 0 || iy >= cv.ih) {
         FillBytes(seg, zpu, seg_len);
         continue;
       }
-      const int8_t* line = cv.x + (bn * cv.ih + iy) * cv.iw * cv.ic;
+      const int8_t* line = cv.x + (px.bn * cv.ih + iy) * cv.iw * cv.ic;
       if (cv.dw == 1) {  // the taps inside are contiguous: one copy, zero points around it
         if (kx0 > 0) FillBytes(seg, zpu, kx0 * cv.ic);
         if (kx1 > kx0) FlipCopy(seg + kx0 * cv.ic, line + (ix0 + kx0) * cv.ic, (kx1 - kx0) * cv.ic, cv.end);
@@ -675,7 +685,6 @@ WEFT_VNNI_TARGET void PackVnniConvRows(const VnniConv& cv, int64_t r0, int64_t r
       }
     }
     for (int64_t j = k; j < stride; ++j) row[j] = 0;  // k up to a multiple of 4: zeros (the packed weights are zero there)
-    next();
   }
 }
 
@@ -740,8 +749,6 @@ inline int64_t DwVnniChannel(int64_t pos, int64_t c64, int64_t blocks32) {
   return pos;
 }
 
-// Output row oy: the sums of every pixel into `sums` ([ow][blocks * 64], by position), rescaled
-// there one 16-lane position at a time (its constants loaded once per row), then packed to bytes.
 // How DepthwiseVnniRow's blocks cover c channels.
 struct DwVnniLayout {
   int64_t c, taps, groups, blocks, c64, blocks32, c32, blocks16, cp;
@@ -806,6 +813,8 @@ bool FillDwVnni(const DwVnniLayout& L, const int8_t* pw, const int32_t* bias, co
   return any_left;
 }
 
+// Output row oy: the sums of every pixel into `sums` ([ow][positions]), rescaled there one 16-lane
+// position at a time (its constants loaded once per row), then packed to bytes.
 WEFT_VNNI_TARGET void DepthwiseVnniRow(const DwVnni& d, const int8_t* image, int64_t oy, int8_t* out, int32_t* sums) {
   int64_t ky0, ky1;
   InsideTaps(oy, d.sh, d.ph, d.dh, d.ih, d.kh, &ky0, &ky1);
@@ -1155,8 +1164,7 @@ constexpr int kNotApplicable = -1;
 // 2^24, which float holds exactly, summed across slices in int32.
 bool HasExactInt8Gemm() {
   static const bool ok = [] {
-    const char* off = std::getenv("WEFT_DISABLE_VNNI");  // as for HasVnni512: the AVX2 kernel instead
-    if (off && std::string(off) == "1") return false;
+    if (VnniTurnedOff()) return false;  // as for HasVnni512: the AVX2 kernel instead
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx ||
            isa == dnnl_cpu_isa_avx2_vnni;
@@ -1164,25 +1172,27 @@ bool HasExactInt8Gemm() {
   return ok;
 }
 
-// (A[M, K] - a_zp) * (B[N, K] - b_zp)^T, all row-major, into `out` (int32, or requantized to
-// int8); false if a workspace cannot be had or the backend fails.
-// Whether GemmS8 takes the VNNI kernel (which can read a convolution's input directly).
-bool VnniGemmApplies(int64_t n, int32_t b_zp, const GemmOut& out) {
-  bool positive = true;  // the vector requantization assumes positive multipliers
-  for (int64_t c = 0; out.q && c < n && positive; ++c) positive = out.mult[c] > 0;
-  return HasVnni512() && b_zp == 0 && positive;
+// Whether every multiplier of a requantizing GEMM is positive, as the vector rescaling assumes.
+bool PositiveMultipliers(int64_t n, const GemmOut& out) {
+  for (int64_t c = 0; out.q && c < n; ++c)
+    if (out.mult[c] <= 0) return false;
+  return true;
 }
 
-// `pre`: B packed for the VNNI kernel ahead of the run (constant weights), or nullptr. `cv`: the
+// Whether GemmS8 takes the VNNI kernel (which can read a convolution's input directly).
+bool VnniGemmApplies(int64_t n, int32_t b_zp, const GemmOut& out) { return HasVnni512() && b_zp == 0 && PositiveMultipliers(n, out); }
+
+// (A[M, K] - a_zp) * (B[N, K] - b_zp)^T, all row-major, into `out` (int32, or requantized to
+// int8); false if a workspace cannot be had or the backend fails. `pre`: B packed for the VNNI kernel ahead of the run (constant weights), or nullptr. `cv`: the
 // rows of A are a convolution's taps (only where VnniGemmApplies; `a` is then unused).
 bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t b_zp,
             const GemmOut& out, const VnniB* pre = nullptr, const VnniConv* cv = nullptr) {
   if (a_zp < -128 || a_zp > 127 || b_zp < -128 || b_zp > 127 || m <= 0 || n <= 0 || k <= 0) return false;
-  bool positive = true;  // the vector requantization assumes positive multipliers
-  for (int64_t c = 0; out.q && c < n && positive; ++c) positive = out.mult[c] > 0;
-  if (cv && !VnniGemmApplies(n, b_zp, out)) return false;
+  const bool positive = PositiveMultipliers(n, out);
+  const bool vnni = HasVnni512() && b_zp == 0 && positive;  // VnniGemmApplies
+  if (cv && !vnni) return false;
 #ifdef WEFT_LITERT_AVX2
-  if (VnniGemmApplies(n, b_zp, out)) {
+  if (vnni) {
     VnniB w;
     if (pre && pre->data && pre->n == n && pre->k == k) {
       w = *pre;
@@ -1427,13 +1437,8 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     packed_.Pack(w->GetData<int8_t>(), ws.GetDim(0), ws.GetDim(1) * ws.GetDim(2) * ws.GetDim(3));
     // With a constant bias (or none) and the scales known, the epilogue's tables too.
     const Tensor* b = ctx->GetOptionalInputTensor(2);
-    if (b && (b->GetDataType() != DT_INT32 || !b->GetAddr() || b->GetShapeSize() != ws.GetDim(0))) return GRAPH_SUCCESS;
-    ChannelScales cs;
-    if (!ConvMultipliers(ctx, ws.GetDim(0), 0, 1, &cs)) {
-      ctx->SetError("");  // Execute reports it
-      return GRAPH_SUCCESS;
-    }
-    packed_.PackEpilogue(InputQuant(ctx, 0).zp, b ? b->GetData<int32_t>() : nullptr, cs.shift.data());
+    if (!scales_ready_ || (b && (b->GetDataType() != DT_INT32 || !b->GetAddr() || b->GetShapeSize() != ws.GetDim(0)))) return GRAPH_SUCCESS;
+    packed_.PackEpilogue(InputQuant(ctx, 0).zp, b ? b->GetData<int32_t>() : nullptr, scales_.shift.data());
     return GRAPH_SUCCESS;
   }
 
@@ -1559,13 +1564,9 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     if (ws.GetDimNum() != 4 || ws.GetDim(0) != 1 || ws.GetDim(3) < 16 || ws.GetDim(1) * ws.GetDim(2) > kDwVnniMaxTaps ||
         ws.GetDim(1) <= 0 || ws.GetDim(2) <= 0)
       return GRAPH_SUCCESS;
-    if (b && (b->GetDataType() != DT_INT32 || !b->GetAddr() || b->GetShapeSize() != ws.GetDim(3))) return GRAPH_SUCCESS;
+    if (!scales_ready_ || (b && (b->GetDataType() != DT_INT32 || !b->GetAddr() || b->GetShapeSize() != ws.GetDim(3)))) return GRAPH_SUCCESS;
     const int64_t c = ws.GetDim(3);
-    ChannelScales cs;
-    if (!ConvMultipliers(ctx, c, 0, 1, &cs)) {
-      ctx->SetError("");  // Execute reports it
-      return GRAPH_SUCCESS;
-    }
+    const ChannelScales& cs = scales_;
     for (int64_t ch = 0; ch < c; ++ch)
       if (cs.mult[static_cast<size_t>(ch)] < 0) return GRAPH_SUCCESS;
     const int32_t in_off = -InputQuant(ctx, 0).zp;

@@ -15,20 +15,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "examples", "litert_custom_op"))
 from tflite_writer import Model  # noqa: E402
+from test_litert import litert_reference as reference  # noqa: E402  (LiteRT's reference kernels)
 
 SAME, VALID = 0, 1
 NONE, RELU, RELU6 = 0, 1, 3
 
 
-def reference(path, inputs):
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
-    it = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), inputs):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    return it.get_tensor(it.get_output_details()[0]["index"])
 
 
 def weft_run(path, inputs):
