@@ -2866,47 +2866,126 @@ class TflLeakyRelu : public TflSameShape, public EmittableOp {
   }
 };
 
-// LOGISTIC and TANH. On 8-bit tensors, a 256-entry table built as TFLite's reference kernels
-// build theirs: the float function of each dequantized input value, rounded at the output's scale
-// (all in float), plus its zero point, saturated.
-enum class TflFn { kLogistic, kTanh };
-template <TflFn F>
-class TflTable8 : public TflSameShape {
+// LOGISTIC, TANH and HARD_SWISH. On 8-bit tensors the output byte depends on the input byte
+// alone, so each op builds a 256-entry table from its quantization when it runs and looks every
+// element up; `weft aot` emits the same table as a constant. int16 LOGISTIC and TANH use the
+// reference kernels' interpolated table (tfl::s16act).
+class TflByteTableOp : public TflSameShape, public EmittableOp {
  public:
-  static float Apply(float v) {
-    if constexpr (F == TflFn::kLogistic) return 1.0f / (1.0f + std::exp(-v));
-    return std::tanh(v);
-  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
-    int64_t n = x->GetShapeSize();
-    if (x->GetDataType() == DT_FLOAT) {
+    const int64_t n = x->GetShapeSize();
+    const DataType t = x->GetDataType();
+    if (t == DT_FLOAT) {
       const float* px = x->GetData<float>();
       float* py = y->GetData<float>();
-      for (int64_t i = 0; i < n; ++i) py[i] = Apply(px[i]);
+      for (int64_t i = 0; i < n; ++i) py[i] = Float(px[i]);
       return GRAPH_SUCCESS;
     }
-    if (x->GetDataType() != DT_INT8 && x->GetDataType() != DT_UINT8)
-      return Fail(ctx, std::string("only float32, int8 and uint8 are supported, not ") + DataTypeName(x->GetDataType()) +
-                           " (the int16 fixed-point path is not implemented)");
+    if (t == DT_INT16) {
+      int32_t multiplier;
+      int shift;
+      if (graphStatus s = Int16Params(ctx, &multiplier, &shift); s != GRAPH_SUCCESS) return s;
+      const int16_t* px = x->GetData<int16_t>();
+      int16_t* py = y->GetData<int16_t>();
+      for (int64_t i = 0; i < n; ++i) py[i] = Int16(px[i], multiplier, shift);
+      return GRAPH_SUCCESS;
+    }
+    uint8_t table[256];
+    if (graphStatus s = Table(ctx, t, table); s != GRAPH_SUCCESS) return s;
+    const uint8_t* px = t == DT_INT8 ? reinterpret_cast<const uint8_t*>(x->GetData<int8_t>()) : x->GetData<uint8_t>();
+    uint8_t* py = t == DT_INT8 ? reinterpret_cast<uint8_t*>(y->GetData<int8_t>()) : y->GetData<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) py[i] = table[px[i]];
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const DataType t = x->GetDataType();
+    const std::string n = aot::IntLit(x->GetShapeSize());
+    if (t == DT_FLOAT) {
+      aot::EmitHelper(ctx, kTflKernels, FloatHelper());
+      ctx->Run(std::string(FloatHelper()) + "(" + n + ", " + ctx->Input(0, "float") + ", " + ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    if (t == DT_INT16) {
+      int32_t multiplier;
+      int shift;
+      if (graphStatus s = Int16Params(ctx, &multiplier, &shift); s != GRAPH_SUCCESS) return s;
+      aot::EmitHelper(ctx, kTflKernels, "weft_sigmoid_tanh_s16");
+      ctx->Run(std::string("weft_sigmoid_tanh_s16(") + (IsTanh() ? "1" : "0") + ", " + n + ", " + aot::IntLit(multiplier) + ", " +
+               std::to_string(shift) + ", " + ctx->Input(0, "int16_t") + ", " + ctx->Output(0, "int16_t") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    uint8_t table[256];
+    if (graphStatus s = Table(ctx, t, table); s != GRAPH_SUCCESS) return s;
+    const std::string lut = ctx->Const("table", DT_UINT8, table, 256);
+    aot::EmitHelper(ctx, kTflKernels, "weft_byte_table");
+    ctx->Run("weft_byte_table(" + n + ", " + lut + ", " + ctx->Input(0, "uint8_t") + ", " + ctx->Output(0, "uint8_t") + ");\n");
+    return GRAPH_SUCCESS;
+  }
+
+ protected:
+  virtual float Float(float v) const = 0;
+  virtual const char* FloatHelper() const = 0;
+  // The output byte for each input byte (index: the input's bits as uint8_t).
+  virtual graphStatus Table8(const KernelContextBase* ctx, DataType t, Quant qi, Quant qo, uint8_t* table) const = 0;
+  virtual bool IsTanh() const { return false; }
+  virtual bool HasInt16() const { return false; }
+  virtual int16_t Int16(int16_t, int32_t, int) const { return 0; }
+
+ private:
+  graphStatus Table(const KernelContextBase* ctx, DataType t, uint8_t* table) const {
+    if (t != DT_INT8 && t != DT_UINT8)
+      return Fail(ctx, std::string("only float32, int8, uint8") + (HasInt16() ? " and int16" : "") + " are supported, not " + DataTypeName(t));
     Quant qi = InputQuant(ctx, 0), qo = OutputQuant(ctx);
     if (!qi.quantized() || !qo.quantized()) return Fail(ctx, "quantized input and output need scales");
+    return Table8(ctx, t, qi, qo, table);
+  }
+  // int16: zero points 0 and an output scale of 2^-15, as the reference kernels require.
+  graphStatus Int16Params(const KernelContextBase* ctx, int32_t* multiplier, int* shift) const {
+    if (!HasInt16()) return Fail(ctx, "only float32, int8 and uint8 are supported, not int16");
+    Quant qi = InputQuant(ctx, 0), qo = OutputQuant(ctx);
+    if (!qi.quantized() || !qo.quantized()) return Fail(ctx, "quantized input and output need scales");
+    if (qi.zp != 0 || qo.zp != 0)
+      return Fail(ctx, "int16 input and output need zero point 0 (input " + std::to_string(qi.zp) + ", output " + std::to_string(qo.zp) + ")");
+    const double log2 = std::log2(static_cast<double>(qo.scale));
+    if (std::abs(log2 + 15.0) >= 1e-3)
+      return Fail(ctx, "an int16 output needs scale 2^-15 (1/32768), not " + std::to_string(qo.scale));
+    tfl::s16act::Prepare(IsTanh(), qi.scale, multiplier, shift);
+    return GRAPH_SUCCESS;
+  }
+};
+
+// LOGISTIC and TANH on 8 bits: the table built as TFLite's reference kernels build theirs, the
+// float function of each dequantized input value, rounded at the output's scale (all in float),
+// plus its zero point, saturated.
+enum class TflFn { kLogistic, kTanh };
+template <TflFn F>
+class TflSigmoidTanh : public TflByteTableOp {
+ protected:
+  float Float(float v) const override {
+    if constexpr (F == TflFn::kLogistic) return 1.0f / (1.0f + std::exp(-v));
+    return std::tanh(v);
+  }
+  const char* FloatHelper() const override { return F == TflFn::kLogistic ? "weft_logistic_f32" : "weft_tanh_f32"; }
+  bool IsTanh() const override { return F == TflFn::kTanh; }
+  bool HasInt16() const override { return true; }
+  int16_t Int16(int16_t v, int32_t multiplier, int shift) const override {
+    return F == TflFn::kLogistic ? tfl::s16act::Logistic(v, multiplier, shift) : tfl::s16act::Tanh(v, multiplier, shift);
+  }
+  graphStatus Table8(const KernelContextBase*, DataType t, Quant qi, Quant qo, uint8_t* table) const override {
     const float inverse_scale = 1.0f / qo.scale;
-    DispatchQuantType(x->GetDataType(), [&](auto tag) {
+    DispatchQuantType(t, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (sizeof(T) == 1) {
-        T table[256];
         for (int32_t v = tfl::QMin<T>(); v <= tfl::QMax<T>(); ++v) {
           const float dequantized = qi.scale * static_cast<float>(v - qi.zp);
-          const float rescaled = std::round(Apply(dequantized) * inverse_scale);
+          const float rescaled = std::round(Float(dequantized) * inverse_scale);
           const int32_t q = static_cast<int32_t>(rescaled + static_cast<float>(qo.zp));
-          table[static_cast<uint8_t>(static_cast<T>(v))] = tfl::Saturate<T>(q);
+          table[static_cast<uint8_t>(static_cast<T>(v))] = static_cast<uint8_t>(tfl::Saturate<T>(q));
         }
-        const T* px = x->GetData<T>();
-        T* py = y->GetData<T>();
-        for (int64_t i = 0; i < n; ++i) py[i] = table[static_cast<uint8_t>(px[i])];
       }
     });
     return GRAPH_SUCCESS;
@@ -2943,23 +3022,11 @@ inline int16_t ToQ15(int32_t m) {
 }
 }  // namespace hswish
 
-class TflHardSwish : public TflSameShape {
- public:
-  graphStatus Execute(EagerOpExecutionContext* ctx) override {
-    const Tensor* x = ctx->GetInputTensor(0);
-    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
-    if (!y) return GRAPH_FAILED;
-    int64_t n = x->GetShapeSize();
-    if (x->GetDataType() == DT_FLOAT) {
-      const float* px = x->GetData<float>();
-      float* py = y->GetData<float>();
-      for (int64_t i = 0; i < n; ++i) py[i] = px[i] * std::min(6.0f, std::max(0.0f, px[i] + 3.0f)) / 6.0f;
-      return GRAPH_SUCCESS;
-    }
-    if (x->GetDataType() != DT_INT8 && x->GetDataType() != DT_UINT8)
-      return Fail(ctx, std::string("only float32, int8 and uint8 are supported, not ") + DataTypeName(x->GetDataType()));
-    Quant qi = InputQuant(ctx, 0), qo = OutputQuant(ctx);
-    if (!qi.quantized() || !qo.quantized()) return Fail(ctx, "quantized input and output need scales");
+class TflHardSwish : public TflByteTableOp {
+ protected:
+  float Float(float v) const override { return v * std::min(6.0f, std::max(0.0f, v + 3.0f)) / 6.0f; }
+  const char* FloatHelper() const override { return "weft_hard_swish_f32"; }
+  graphStatus Table8(const KernelContextBase* ctx, DataType t, Quant qi, Quant qo, uint8_t* table) const override {
     const float hires_scale = (1.0f / 128.0f) * qi.scale;
     int32_t m32;
     int out_exp, relu_exp;
@@ -2968,13 +3035,11 @@ class TflHardSwish : public TflSameShape {
     if (out_exp > 0) return Fail(ctx, "the output scale must be at least the input scale / 128");
     tfl::QuantizeMultiplier(static_cast<double>(hires_scale / (3.0f / 32768.0f)), &m32, &relu_exp);
     const int16_t relu_mult = hswish::ToQ15(m32);
-    DispatchQuantType(x->GetDataType(), [&](auto tag) {
+    DispatchQuantType(t, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (sizeof(T) == 1) {
-        const T* px = x->GetData<T>();
-        T* py = y->GetData<T>();
-        for (int64_t i = 0; i < n; ++i) {
-          const int16_t v = static_cast<int16_t>(static_cast<int32_t>(px[i]) - qi.zp);
+        for (int32_t x = tfl::QMin<T>(); x <= tfl::QMax<T>(); ++x) {
+          const int16_t v = static_cast<int16_t>(x - qi.zp);
           const int16_t hires = static_cast<int16_t>(v * (1 << 7));
           const int16_t on_out_scale = hswish::RoundingHighMul(hires, out_mult);
           int16_t relu = hires;
@@ -2985,7 +3050,7 @@ class TflHardSwish : public TflSameShape {
           relu = static_cast<int16_t>((relu + (1 << 15)) >> 1);  // [-1, 1] to [0, 1]
           int32_t o = hswish::RoundingShiftRight(hswish::TruncatingHighMul(relu, on_out_scale), -out_exp);
           o += qo.zp;
-          py[i] = tfl::Saturate<T>(o);
+          table[static_cast<uint8_t>(static_cast<T>(x))] = static_cast<uint8_t>(tfl::Saturate<T>(o));
         }
       }
     });
@@ -4834,9 +4899,9 @@ void WeftRegister_litert(std::vector<OpEntry>& out) {
   out.push_back({TflDef("TflLeakyRelu").Input("input", "T").Output("output", "T").DataTypeSym("T", q).AttrFloat("alpha", 0.2).Build(),
                  MakeOpImpl<TflLeakyRelu>("TflLeakyRelu")});
   out.push_back({TflDef("TflLogistic").Input("input", "T").Output("output", "T").DataTypeSym("T", q).Build(),
-                 MakeOpImpl<TflTable8<TflFn::kLogistic>>("TflLogistic")});
+                 MakeOpImpl<TflSigmoidTanh<TflFn::kLogistic>>("TflLogistic")});
   out.push_back({TflDef("TflTanh").Input("input", "T").Output("output", "T").DataTypeSym("T", q).Build(),
-                 MakeOpImpl<TflTable8<TflFn::kTanh>>("TflTanh")});
+                 MakeOpImpl<TflSigmoidTanh<TflFn::kTanh>>("TflTanh")});
   out.push_back({TflDef("TflHardSwish").Input("input", "T").Output("output", "T").DataTypeSym("T", q).Build(),
                  MakeOpImpl<TflHardSwish>("TflHardSwish")});
   out.push_back({TflDef("TflPrelu").Input("input", "T").Input("alpha", "T").Output("output", "T").DataTypeSym("T", q).Build(),

@@ -458,6 +458,89 @@ inline int16_t Tanh(int16_t a, int bits) {
 
 }  // namespace q16
 
+// LOGISTIC and TANH on int16 tensors (zero points 0, output scale 2^-15), as TFLite's and TFLM's
+// reference kernels compute them: the input moves to a scale of 1 / (3 * 4096) (for tanh, half
+// that), where 2^17 stands for 10.67; its magnitude indexes a 256-entry table of the logistic
+// function on steps of 1/24 (0.16 fixed point), interpolated linearly on the low 9 (tanh: 8) bits;
+// tanh(x) = 2 * logistic(2x) - 1 and both are odd around their centre, so only |x| is looked up.
+namespace s16act {
+// The table those kernels interpolate: sigmoid(i / 24) in 0.16 fixed point. It is not a plain
+// rounding of the function (some entries are one above), so it is data, not computed here.
+inline constexpr uint16_t kSigmoidTable[256] = {
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064, 42688,
+    43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409,
+    51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433,
+    57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110,
+    61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186,
+    63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308,
+    64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900,
+    64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208,
+    65221, 65234, 65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367,
+    65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433, 65438, 65442, 65445, 65449,
+    65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491,
+    65493, 65495, 65497, 65498, 65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513,
+    65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
+    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
+    65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
+    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535,
+};
+
+// The input multiplier and right shift the reference kernels prepare from the input scale. A
+// power-of-two scale of 2^-12 (tanh: also 2^-11) gives multiplier 3 << shift and shift 0; any
+// other scale a multiplier in [16384, 32767] (larger only for scales above about 2.67) and a shift.
+inline void Prepare(bool tanh, double input_scale, int32_t* multiplier, int* shift) {
+  const double log2 = std::log(input_scale) * (1.0 / std::log(2.0));
+  const double rounded = std::round(log2);
+  const int left_shift = 12 + static_cast<int>(rounded);
+  if (std::abs(log2 - rounded) < 1e-3 && (left_shift == 0 || (tanh && left_shift == 1))) {
+    *multiplier = 3 << left_shift;
+    *shift = 0;
+    return;
+  }
+  double m = input_scale * 4096.0 * 3.0;
+  int s = 0;
+  while (m <= 32767.0 / 2.0 && s <= 30) {
+    ++s;
+    m *= 2.0;
+  }
+  *multiplier = static_cast<int32_t>(m);
+  *shift = s;
+}
+
+// The rescaled input. The product is in 32 bits; for scales above about 2.67 it leaves them, and it
+// wraps as the reference kernels' products do on every machine they run on.
+inline int32_t Rescale(int16_t x, int32_t multiplier, int shift) {
+  const uint32_t rounding = shift > 0 ? (uint32_t{1} << (shift - 1)) : 0u;
+  const int32_t product = static_cast<int32_t>(static_cast<uint32_t>(x) * static_cast<uint32_t>(multiplier) + rounding);
+  return product >> shift;
+}
+inline uint32_t Magnitude(int32_t v) { return v < 0 ? 0u - static_cast<uint32_t>(v) : static_cast<uint32_t>(v); }
+
+inline int16_t Logistic(int16_t x, int32_t multiplier, int shift) {
+  const int32_t v = Rescale(x, multiplier, shift);
+  const uint32_t a = Magnitude(v), index = a >> 9;
+  uint32_t r = 0x7FFFu << 10;
+  if (index < 255) {
+    const uint32_t lo = kSigmoidTable[index], hi = kSigmoidTable[index + 1];
+    r = (lo << 9) + (a & 0x1FFu) * (hi - lo);
+  }
+  r = v >= 0 ? r + (1u << 9) : (1u << 25) - r + (1u << 9) - 1u;
+  return static_cast<int16_t>(r >> 10);
+}
+
+inline int16_t Tanh(int16_t x, int32_t multiplier, int shift) {
+  const int32_t v = Rescale(x, multiplier, shift);
+  const uint32_t a = Magnitude(v), index = a >> 8;
+  int32_t r = 0xFFFF << 8;
+  if (index < 255) {
+    const uint32_t lo = kSigmoidTable[index], hi = kSigmoidTable[index + 1];
+    r = static_cast<int32_t>((lo << 8) + (a & 0xFFu) * (hi - lo));
+  }
+  r = v >= 0 ? r - (1 << 23) + (1 << 7) : -r + (1 << 23) + (1 << 7) - 1;
+  return static_cast<int16_t>(r >> 8);
+}
+}  // namespace s16act
+
 }  // namespace weft::ops::tfl
 
 #endif  // WEFT_OPS_LITERT_QUANT_H_

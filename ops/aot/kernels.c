@@ -484,6 +484,81 @@ static void weft_leaky_relu_f32(int64_t n, float alpha, const float* x, float* y
   for (i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : x[i] * alpha;
 }
 
+/* @helper weft_byte_table */
+/* An 8-bit elementwise op as a table: the output byte for each input byte. */
+static void weft_byte_table(int64_t n, const uint8_t* table, const uint8_t* x, uint8_t* y) {
+  int64_t i;
+  for (i = 0; i < n; ++i) y[i] = table[x[i]];
+}
+
+/* @helper weft_sigmoid_tanh_s16 */
+/* int16 LOGISTIC (tanh 0) and TANH (tanh 1) with zero points 0 and output scale 2^-15, as the
+ * runtime's tfl::s16act: the input rescaled by (multiplier, shift) in 32 bits (wrapping), its
+ * magnitude looked up in sigmoid(i / 24) at 0.16 fixed point, interpolated on the low 9 (tanh: 8)
+ * bits, mirrored for negative inputs. */
+static void weft_sigmoid_tanh_s16(int tanh, int64_t n, int32_t multiplier, int shift, const int16_t* x, int16_t* y) {
+  static const uint16_t table[256] = {
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149,
+    40794, 41432, 42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369,
+    47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409, 51865, 52311, 52745, 53169,
+    53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433,
+    57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370,
+    60565, 60753, 60935, 61110, 61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302,
+    62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186, 63279, 63368, 63454, 63536,
+    63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308,
+    64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786,
+    64816, 64845, 64873, 64900, 64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079,
+    65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234, 65246, 65258,
+    65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367,
+    65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433,
+    65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474,
+    65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498,
+    65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513,
+    65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522,
+    65523, 65523, 65524, 65524, 65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528,
+    65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530, 65530, 65530, 65531, 65531,
+    65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
+    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534,
+    65534, 65534, 65534, 65535};
+  const uint32_t rounding = shift > 0 ? ((uint32_t)1 << (shift - 1)) : 0u;
+  const int frac = tanh ? 8 : 9;
+  int64_t i;
+  for (i = 0; i < n; ++i) {
+    const int32_t v = (int32_t)((uint32_t)(int32_t)x[i] * (uint32_t)multiplier + rounding) >> shift;
+    const uint32_t a = v < 0 ? 0u - (uint32_t)v : (uint32_t)v, index = a >> frac;
+    uint32_t r = tanh ? (uint32_t)0xFFFF << 8 : (uint32_t)0x7FFF << 10;
+    if (index < 255) r = ((uint32_t)table[index] << frac) + (a & ((1u << frac) - 1u)) * (uint32_t)(table[index + 1] - table[index]);
+    if (tanh) {
+      const int32_t s = v >= 0 ? (int32_t)r - (1 << 23) + (1 << 7) : -(int32_t)r + (1 << 23) + (1 << 7) - 1;
+      y[i] = (int16_t)(s >> 8);
+    } else {
+      r = v >= 0 ? r + (1u << 9) : (1u << 25) - r + (1u << 9) - 1u;
+      y[i] = (int16_t)(r >> 10);
+    }
+  }
+}
+
+/* @helper weft_logistic_f32 */
+static void weft_logistic_f32(int64_t n, const float* x, float* y) {
+  int64_t i;
+  for (i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + expf(-x[i]));
+}
+
+/* @helper weft_tanh_f32 */
+static void weft_tanh_f32(int64_t n, const float* x, float* y) {
+  int64_t i;
+  for (i = 0; i < n; ++i) y[i] = tanhf(x[i]);
+}
+
+/* @helper weft_hard_swish_f32 */
+static void weft_hard_swish_f32(int64_t n, const float* x, float* y) {
+  int64_t i;
+  for (i = 0; i < n; ++i) {
+    const float r = x[i] + 3.0f;
+    y[i] = x[i] * (r < 0.0f ? 0.0f : r > 6.0f ? 6.0f : r) / 6.0f;
+  }
+}
+
 /* @helper weft_mean_f32 */
 /* Float mean: input element i adds into output out_index(i) (dims and the output's strides along
  * the input's axes, 0 on reduced axes), in input order; then each sum divided by `count`. */

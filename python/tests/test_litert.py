@@ -207,6 +207,22 @@ def litert_reference(path, inputs):
     return it.get_tensor(it.get_output_details()[0]["index"])
 
 
+def run_c_module(out, path, inputs, outputs, atol=0.0, rtol=0.0):
+    """Generates the C module of the model at `path` (weft aot) with a test case holding `inputs`
+    and the expected `outputs`, builds it as strict C99 and runs it; the test case's exit status
+    says whether every output is within the tolerance (0 and 0: equal)."""
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if not cc:
+        pytest.skip("no C compiler")
+    weft.generate_c(path, out, prefix="m", test_inputs=inputs, test_outputs=outputs, atol=atol, rtol=rtol)
+    exe = str(out / "t")
+    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{out}/includes-api", f"-I{out}/src",
+                    f"-I{out}/test", *sorted(glob.glob(f"{out}/src/*.c")), *sorted(glob.glob(f"{out}/test/*.c")), "-o", exe,
+                    "-lm"], check=True)
+    res = subprocess.run([exe], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
 SAME, VALID, RELU, RELU6 = 0, 1, 1, 3
 
 
@@ -297,7 +313,10 @@ def test_8bit_logistic_and_tanh_are_bit_exact(tmp_path, op, dtype, in_scale):
     path = write(tmp_path, m, [x], [y], name=f"{op}_{dtype}.tflite")
     xv = np.arange(lo, hi + 1).astype(dtype)
     (got,) = session().compile(weft.import_litert(path)).run([xv])
-    np.testing.assert_array_equal(got, litert_reference(path, [xv]))
+    want = litert_reference(path, [xv])
+    np.testing.assert_array_equal(got, want)
+    if in_scale == 0.1:  # the C module's table (weft aot), bit for bit
+        run_c_module(tmp_path / "c", path, {"x": xv}, {"y": want})
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
@@ -314,7 +333,57 @@ def test_8bit_hard_swish_is_bit_exact(tmp_path, dtype, scales):
     path = write(tmp_path, m, [x], [y], name=f"hswish_{dtype}.tflite")
     xv = np.arange(lo, hi + 1).astype(dtype)
     (got,) = session().compile(weft.import_litert(path)).run([xv])
-    np.testing.assert_array_equal(got, litert_reference(path, [xv]))
+    want = litert_reference(path, [xv])
+    np.testing.assert_array_equal(got, want)
+    if scales[0] != scales[1]:  # the C module's table (weft aot), bit for bit
+        run_c_module(tmp_path / "c", path, {"x": xv}, {"y": want})
+
+
+def tflm_reference(path, inputs):
+    """TFLM's Python interpreter (PyPI tflite-micro) on `inputs`; its first output."""
+    tflm = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+    it = tflm.Interpreter.from_file(path, arena_size=1 << 21)
+    for k, x in enumerate(inputs):
+        it.set_input(x, k)
+    it.invoke()
+    return it.get_output(0)
+
+
+# Input scales: the power-of-two ones the kernels special-case (2^-12; for TANH also 2^-11), others
+# that take the general multiplier, one far below them, and 10, whose product leaves 32 bits.
+@pytest.mark.parametrize("op", ["logistic", "tanh"])
+@pytest.mark.parametrize("in_scale", [2.0**-12, 2.0**-11, 2.0**-14, 1e-4, 3.7e-4, 1.0 / 3000, 2e-3, 1e-6, 2.0, 10.0])
+def test_int16_logistic_and_tanh_are_bit_exact(tmp_path, op, in_scale):
+    """int16 LOGISTIC and TANH (zero points 0, output scale 2^-15) over every int16 input value,
+    against LiteRT's reference kernels and TFLM, in the runtime and in the C module."""
+    m = Model()
+    x = m.tensor("x", [65536], "int16", scale=in_scale, zero_point=0)
+    y = m.tensor("y", [65536], "int16", scale=2.0**-15, zero_point=0)
+    m.builtin(14 if op == "logistic" else 28, [x], [y])
+    path = write(tmp_path, m, [x], [y], name=f"{op}_int16.tflite")
+    xv = np.arange(-32768, 32768).astype(np.int16)
+    (got,) = session().compile(weft.import_litert(path)).run([xv])
+    want = litert_reference(path, [xv])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, tflm_reference(path, [xv]))
+    if 1e-4 <= in_scale <= 2e-3:
+        assert len(np.unique(want)) > 1000  # the table is exercised, not only its saturated ends
+    if in_scale in (2.0**-11, 3.7e-4, 10.0):
+        run_c_module(tmp_path / "c", path, {"x": xv}, {"y": want})
+
+
+@pytest.mark.parametrize("op", ["logistic", "tanh"])
+@pytest.mark.parametrize("case", ["input_zero_point", "output_zero_point", "output_scale"])
+def test_int16_logistic_and_tanh_refuse_what_the_references_refuse(tmp_path, op, case):
+    m = Model()
+    x = m.tensor("x", [8], "int16", scale=1e-3, zero_point=3 if case == "input_zero_point" else 0)
+    y = m.tensor("y", [8], "int16", scale=2.0**-14 if case == "output_scale" else 2.0**-15,
+                 zero_point=5 if case == "output_zero_point" else 0)
+    m.builtin(14 if op == "logistic" else 28, [x], [y])
+    path = write(tmp_path, m, [x], [y])
+    want = "zero point 0" if "zero_point" in case else "scale 2\\^-15"
+    with pytest.raises(Exception, match=want):
+        session().compile(weft.import_litert(path)).run([np.zeros(8, np.int16)])
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
@@ -793,17 +862,8 @@ def test_atan2_matches_litert_and_numpy(tmp_path):
         if x_shape == [3, 4]:
             np.testing.assert_allclose(got, litert_reference(path, [ys, xv]), rtol=1e-6, atol=1e-7)
         # The C module (weft aot) against NumPy too.
-        cc = shutil.which(os.environ.get("CC", "cc"))
-        if cc:
-            out = tmp_path / f"atan2_{len(x_shape)}_c"
-            weft.generate_c(path, out, prefix="at", test_inputs={"y": ys, "x": xv},
-                            test_outputs={"z": np.arctan2(ys, xv).astype(np.float32)}, atol=1e-7, rtol=1e-6)
-            exe = str(out / "t")
-            subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{out}/includes-api", f"-I{out}/src",
-                            f"-I{out}/test", *sorted(glob.glob(f"{out}/src/*.c")), *sorted(glob.glob(f"{out}/test/*.c")), "-o", exe,
-                            "-lm"], check=True)
-            res = subprocess.run([exe], capture_output=True, text=True)
-            assert res.returncode == 0, res.stdout + res.stderr
+        run_c_module(tmp_path / f"atan2_{len(x_shape)}_c", path, {"y": ys, "x": xv},
+                     {"z": np.arctan2(ys, xv).astype(np.float32)}, atol=1e-7, rtol=1e-6)
 
 
 @pytest.mark.parametrize("in_scale,out_scale", [(1e-3, 1e-3), (3e-5, 0.02), (0.05, 1e-4)])
