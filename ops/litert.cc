@@ -3062,8 +3062,47 @@ class TflHardSwish : public TflByteTableOp {
 // positive branch rescales by s_in / s_out, the negative one multiplies the offset-corrected
 // input and alpha and rescales by s_in * s_alpha / s_out (multipliers from float products, as
 // TFLite prepares them).
-class TflPrelu : public EagerExecuteOp, public ShapeInferOp {
+class TflPrelu : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* alpha = ctx->GetInputTensor(1);
+    const DataType t = x->GetDataType();
+    if (alpha->GetDataType() != t) return Fail(ctx, "alpha must have the input's type");
+    const Shape& xs = x->GetShape();
+    const Shape& as = alpha->GetShape();
+    if (as.GetDimNum() > xs.GetDimNum()) return Fail(ctx, "alpha has more dims than the input");
+    for (size_t k = 0, off = xs.GetDimNum() - as.GetDimNum(); k < as.GetDimNum(); ++k)
+      if (as.GetDim(k) != 1 && as.GetDim(k) != xs.GetDim(off + k))
+        return Fail(ctx, "alpha " + as.ToString() + " does not broadcast to the input " + xs.ToString());
+    const std::string g = aot::Broadcast(xs, as, xs);
+    const std::string gp = g.empty() ? "0" : "&g";
+    const std::string n = aot::IntLit(xs.GetShapeSize());
+    if (t == DT_FLOAT) {
+      aot::EmitHelper(ctx, kTflKernels, "weft_prelu_f32");
+      ctx->Run(g + "weft_prelu_f32(" + n + ", " + gp + ", " + ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", " +
+               ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    if (t != DT_INT8 && t != DT_UINT8) return Fail(ctx, std::string("only float32, int8 and uint8 are supported, not ") + DataTypeName(t));
+    Quant qi = InputQuant(ctx, 0), qa = InputQuant(ctx, 1), qo = OutputQuant(ctx);
+    if (!qi.quantized() || !qa.quantized() || !qo.quantized()) return Fail(ctx, "quantized input, alpha and output need scales");
+    int32_t m1, m2;
+    int s1, s2;
+    Multipliers(qi, qa, qo, &m1, &s1, &m2, &s2);
+    aot::EmitHelper(ctx, kTflKernels, "weft_prelu_q");
+    ctx->Run(g + "weft_prelu_q(" + std::to_string(QTypeCode(t)) + ", " + n + ", " + gp + ", " + ctx->Input(0, "void") + ", " +
+             ctx->Input(1, "void") + ", " + aot::IntLit(qi.zp) + ", " + aot::IntLit(qa.zp) + ", " + aot::IntLit(qo.zp) + ", " +
+             aot::IntLit(m1) + ", " + std::to_string(s1) + ", " + aot::IntLit(m2) + ", " + std::to_string(s2) + ", " +
+             ctx->Output(0, "void") + ");\n");
+    return GRAPH_SUCCESS;
+  }
+  // The positive branch's multiplier (s_in / s_out) and the negative one's (s_in * s_alpha / s_out),
+  // from float products as TFLite prepares them.
+  static void Multipliers(Quant qi, Quant qa, Quant qo, int32_t* m1, int* s1, int32_t* m2, int* s2) {
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale / qo.scale), m1, s1);
+    tfl::QuantizeMultiplier(static_cast<double>(qi.scale * qa.scale / qo.scale), m2, s2);
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
     const Shape& a = *ctx->GetInputShape(1);
@@ -3117,8 +3156,7 @@ class TflPrelu : public EagerExecuteOp, public ShapeInferOp {
     if (!qi.quantized() || !qa.quantized() || !qo.quantized()) return Fail(ctx, "quantized input, alpha and output need scales");
     int32_t m1, m2;
     int s1, s2;
-    tfl::QuantizeMultiplier(static_cast<double>(qi.scale / qo.scale), &m1, &s1);
-    tfl::QuantizeMultiplier(static_cast<double>(qi.scale * qa.scale / qo.scale), &m2, &s2);
+    Multipliers(qi, qa, qo, &m1, &s1, &m2, &s2);
     DispatchQuantType(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (sizeof(T) == 1) {
@@ -3141,7 +3179,7 @@ class TflPrelu : public EagerExecuteOp, public ShapeInferOp {
 // RESIZE_BILINEAR on integer tensors (float ones import as Resize): TFLite's integer kernel, with
 // source coordinates in 10-bit fixed point and the four-tap sum rounded from 20 fractional bits.
 // Input and output share a scale, so no rescaling.
-class TflResizeBilinear : public EagerExecuteOp, public ShapeInferOp {
+class TflResizeBilinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
@@ -3157,49 +3195,26 @@ class TflResizeBilinear : public EagerExecuteOp, public ShapeInferOp {
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
-    std::vector<int64_t> size;
-    if (!ReadInts(ctx->GetInputTensor(1), &size) || size.size() != 2 || size[0] <= 0 || size[1] <= 0 ||
-        size[0] > (1 << 20) || size[1] > (1 << 20))
-      return Fail(ctx, "size must hold two positive values below 2^20");
-    const Shape& xs = x->GetShape();
-    const int64_t n = xs.GetDim(0), ih = xs.GetDim(1), iw = xs.GetDim(2), c = xs.GetDim(3), oh = size[0], ow = size[1];
-    if (ih > (1 << 20) || iw > (1 << 20)) return Fail(ctx, "the input is too large for 10-bit fixed-point coordinates");
-    Tensor* y = ctx->MallocOutputTensor(0, Shape({n, oh, ow, c}), x->GetDataType());
+    Geometry g;
+    if (graphStatus s = Prepare(ctx, x, &g); s != GRAPH_SUCCESS) return s;
+    Tensor* y = ctx->MallocOutputTensor(0, Shape({g.n, g.oh, g.ow, g.c}), x->GetDataType());
     if (!y) return GRAPH_FAILED;
-    const bool* align_p = ctx->GetAttrs()->GetBool("align_corners");
-    const bool* half_p = ctx->GetAttrs()->GetBool("half_pixel_centers");
-    const bool align = align_p && *align_p, half = half_p && *half_p;
-    auto scale10 = [&](int64_t in, int64_t out) {
-      if (align && out > 1) return ((int64_t{1} << 10) * (in - 1) + (out - 1) / 2) / (out - 1);
-      return ((int64_t{1} << 10) * in + out / 2) / out;
-    };
-    const int64_t sy = scale10(ih, oh), sx = scale10(iw, ow);
-    // For output coordinate v: the source position in 1/1024ths and the two taps around it.
-    auto taps = [&](int64_t v, int64_t scale, int64_t in, int64_t* pos, int64_t* lo, int64_t* hi) {
-      *pos = half ? v * scale + scale / 2 - (1 << 9) : v * scale;
-      *lo = std::max<int64_t>(*pos / (1 << 10), 0);
-      *hi = std::min<int64_t>((*pos + (1 << 10) - 1) / (1 << 10), in - 1);
-    };
-    if (x->GetDataType() == DT_UINT8) return FloatPath(x, y, n, ih, iw, c, oh, ow, align, half);
+    if (x->GetDataType() == DT_UINT8) return FloatPath(x->GetData<uint8_t>(), y->GetData<uint8_t>(), g);
     bool ok = DispatchQuantType(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       const T* px = x->GetData<T>();
       T* py = y->GetData<T>();
-      for (int64_t b = 0; b < n; ++b)
-        for (int64_t yy = 0; yy < oh; ++yy) {
-          int64_t in_y, y0, y1;
-          taps(yy, sy, ih, &in_y, &y0, &y1);
-          const int64_t fy = in_y - (int64_t{1} << 10) * y0;
-          for (int64_t xx = 0; xx < ow; ++xx) {
-            int64_t in_x, x0, x1;
-            taps(xx, sx, iw, &in_x, &x0, &x1);
-            const int64_t fx = in_x - (int64_t{1} << 10) * x0;
-            const T* p00 = px + ((b * ih + y0) * iw + x0) * c;
-            const T* p10 = px + ((b * ih + y1) * iw + x0) * c;
-            const T* p01 = px + ((b * ih + y0) * iw + x1) * c;
-            const T* p11 = px + ((b * ih + y1) * iw + x1) * c;
-            T* out = py + ((b * oh + yy) * ow + xx) * c;
-            for (int64_t k = 0; k < c; ++k) {
+      for (int64_t b = 0; b < g.n; ++b)
+        for (int64_t yy = 0; yy < g.oh; ++yy) {
+          const int64_t y0 = g.ytaps[3 * yy], y1 = g.ytaps[3 * yy + 1], fy = g.ytaps[3 * yy + 2];
+          for (int64_t xx = 0; xx < g.ow; ++xx) {
+            const int64_t x0 = g.xtaps[3 * xx], x1 = g.xtaps[3 * xx + 1], fx = g.xtaps[3 * xx + 2];
+            const T* p00 = px + ((b * g.ih + y0) * g.iw + x0) * g.c;
+            const T* p10 = px + ((b * g.ih + y1) * g.iw + x0) * g.c;
+            const T* p01 = px + ((b * g.ih + y0) * g.iw + x1) * g.c;
+            const T* p11 = px + ((b * g.ih + y1) * g.iw + x1) * g.c;
+            T* out = py + ((b * g.oh + yy) * g.ow + xx) * g.c;
+            for (int64_t k = 0; k < g.c; ++k) {
               const int64_t sum = static_cast<int64_t>(p00[k]) * ((1 << 10) - fy) * ((1 << 10) - fx) +
                                   static_cast<int64_t>(p10[k]) * fy * ((1 << 10) - fx) +
                                   static_cast<int64_t>(p01[k]) * ((1 << 10) - fy) * fx +
@@ -3212,38 +3227,97 @@ class TflResizeBilinear : public EagerExecuteOp, public ShapeInferOp {
     });
     return ok ? GRAPH_SUCCESS : Fail(ctx, std::string("unsupported type ") + DataTypeName(x->GetDataType()));
   }
+  // The C module gets the same taps as constants and runs the same sums.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Geometry g;
+    if (graphStatus s = Prepare(ctx, x, &g); s != GRAPH_SUCCESS) return s;
+    const DataType t = x->GetDataType();
+    if (t != DT_INT8 && t != DT_UINT8 && t != DT_INT16) return Fail(ctx, std::string("unsupported type ") + DataTypeName(t));
+    std::string dims;
+    for (int64_t v : {g.n, g.ih, g.iw, g.c, g.oh, g.ow}) dims += aot::IntLit(v) + ", ";
+    if (t == DT_UINT8) {
+      const std::string yt = ctx->Const("ytaps", DT_INT32, g.ytaps_f), xt = ctx->Const("xtaps", DT_INT32, g.xtaps_f);
+      const std::string yf = ctx->Const("yfrac", DT_FLOAT, g.yfrac), xf = ctx->Const("xfrac", DT_FLOAT, g.xfrac);
+      aot::EmitHelper(ctx, kTflKernels, "weft_resize_bilinear_u8");
+      ctx->Run("weft_resize_bilinear_u8(" + dims + yt + ", " + yf + ", " + xt + ", " + xf + ", " + ctx->Input(0, "uint8_t") + ", " +
+               ctx->Output(0, "uint8_t") + ");\n");
+      return GRAPH_SUCCESS;
+    }
+    const std::string yt = ctx->Const("ytaps", DT_INT32, g.ytaps), xt = ctx->Const("xtaps", DT_INT32, g.xtaps);
+    aot::EmitHelper(ctx, kTflKernels, "weft_resize_bilinear_q");
+    ctx->Run("weft_resize_bilinear_q(" + std::to_string(QTypeCode(t)) + ", " + dims + yt + ", " + xt + ", " + ctx->Input(0, "void") + ", " +
+             ctx->Output(0, "void") + ");\n");
+    return GRAPH_SUCCESS;
+  }
 
  private:
+  // Sizes, and per output row (ytaps) and column (xtaps) the two source taps and the second one's
+  // weight: in 1/1024ths for the integer kernel (lo, hi, weight), in float for uint8, which
+  // LiteRT runs through its float kernel (lo, hi in *taps_f, weight in *frac).
+  struct Geometry {
+    int64_t n = 0, ih = 0, iw = 0, c = 0, oh = 0, ow = 0;
+    std::vector<int32_t> ytaps, xtaps, ytaps_f, xtaps_f;
+    std::vector<float> yfrac, xfrac;
+  };
+  static graphStatus Prepare(const KernelContextBase* ctx, const Tensor* x, Geometry* g) {
+    std::vector<int64_t> size;
+    if (!ReadInts(ctx->GetInputTensor(1), &size) || size.size() != 2 || size[0] <= 0 || size[1] <= 0 ||
+        size[0] > (1 << 20) || size[1] > (1 << 20))
+      return Fail(ctx, "size must hold two positive values below 2^20");
+    const Shape& xs = x->GetShape();
+    if (xs.GetDimNum() != 4) return Fail(ctx, "the input must be 4-D NHWC");
+    g->n = xs.GetDim(0), g->ih = xs.GetDim(1), g->iw = xs.GetDim(2), g->c = xs.GetDim(3), g->oh = size[0], g->ow = size[1];
+    if (g->ih > (1 << 20) || g->iw > (1 << 20)) return Fail(ctx, "the input is too large for 10-bit fixed-point coordinates");
+    const bool* align_p = ctx->GetAttrs()->GetBool("align_corners");
+    const bool* half_p = ctx->GetAttrs()->GetBool("half_pixel_centers");
+    const bool align = align_p && *align_p, half = half_p && *half_p;
+    auto fixed = [&](int64_t in, int64_t out, std::vector<int32_t>* taps) {
+      const int64_t scale = align && out > 1 ? ((int64_t{1} << 10) * (in - 1) + (out - 1) / 2) / (out - 1)
+                                             : ((int64_t{1} << 10) * in + out / 2) / out;
+      for (int64_t v = 0; v < out; ++v) {
+        const int64_t pos = half ? v * scale + scale / 2 - (1 << 9) : v * scale;
+        const int64_t lo = std::max<int64_t>(pos / (1 << 10), 0);
+        const int64_t hi = std::min<int64_t>((pos + (1 << 10) - 1) / (1 << 10), in - 1);
+        taps->insert(taps->end(), {static_cast<int32_t>(lo), static_cast<int32_t>(hi), static_cast<int32_t>(pos - (int64_t{1} << 10) * lo)});
+      }
+    };
+    auto real = [&](int64_t in, int64_t out, std::vector<int32_t>* taps, std::vector<float>* frac) {
+      const float scale = align && out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
+                                           : static_cast<float>(in) / static_cast<float>(out);
+      for (int64_t v = 0; v < out; ++v) {
+        const float pos = half ? (static_cast<float>(v) + 0.5f) * scale - 0.5f : static_cast<float>(v) * scale;
+        const int64_t lo = std::max<int64_t>(static_cast<int32_t>(std::floor(pos)), 0);
+        const int64_t hi = std::min<int64_t>(static_cast<int32_t>(std::ceil(pos)), in - 1);
+        taps->insert(taps->end(), {static_cast<int32_t>(lo), static_cast<int32_t>(hi)});
+        frac->push_back(pos - static_cast<float>(lo));
+      }
+    };
+    if (x->GetDataType() == DT_UINT8) {
+      real(g->ih, g->oh, &g->ytaps_f, &g->yfrac);
+      real(g->iw, g->ow, &g->xtaps_f, &g->xfrac);
+    } else {
+      fixed(g->ih, g->oh, &g->ytaps);
+      fixed(g->iw, g->ow, &g->xtaps);
+    }
+    return GRAPH_SUCCESS;
+  }
   // uint8 goes through TFLite's float kernel: source coordinates and weights in float, the sum
   // plus one half truncated.
-  static graphStatus FloatPath(const Tensor* x, Tensor* y, int64_t n, int64_t ih, int64_t iw, int64_t c, int64_t oh,
-                               int64_t ow, bool align, bool half) {
-    const float hs = align && oh > 1 ? static_cast<float>(ih - 1) / static_cast<float>(oh - 1) : static_cast<float>(ih) / static_cast<float>(oh);
-    const float ws = align && ow > 1 ? static_cast<float>(iw - 1) / static_cast<float>(ow - 1) : static_cast<float>(iw) / static_cast<float>(ow);
-    auto taps = [&](int64_t v, float scale, int64_t in, float* pos, int64_t* lo, int64_t* hi) {
-      *pos = half ? (static_cast<float>(v) + 0.5f) * scale - 0.5f : static_cast<float>(v) * scale;
-      *lo = std::max<int64_t>(static_cast<int32_t>(std::floor(*pos)), 0);
-      *hi = std::min<int64_t>(static_cast<int32_t>(std::ceil(*pos)), in - 1);
-    };
-    const uint8_t* px = x->GetData<uint8_t>();
-    uint8_t* py = y->GetData<uint8_t>();
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t yy = 0; yy < oh; ++yy) {
-        float in_y;
-        int64_t y0, y1;
-        taps(yy, hs, ih, &in_y, &y0, &y1);
-        const float fy = in_y - static_cast<float>(y0);
-        for (int64_t xx = 0; xx < ow; ++xx) {
-          float in_x;
-          int64_t x0, x1;
-          taps(xx, ws, iw, &in_x, &x0, &x1);
-          const float fx = in_x - static_cast<float>(x0);
-          const uint8_t* p00 = px + ((b * ih + y0) * iw + x0) * c;
-          const uint8_t* p10 = px + ((b * ih + y1) * iw + x0) * c;
-          const uint8_t* p01 = px + ((b * ih + y0) * iw + x1) * c;
-          const uint8_t* p11 = px + ((b * ih + y1) * iw + x1) * c;
-          uint8_t* out = py + ((b * oh + yy) * ow + xx) * c;
-          for (int64_t k = 0; k < c; ++k) {
+  static graphStatus FloatPath(const uint8_t* px, uint8_t* py, const Geometry& g) {
+    for (int64_t b = 0; b < g.n; ++b)
+      for (int64_t yy = 0; yy < g.oh; ++yy) {
+        const int64_t y0 = g.ytaps_f[2 * yy], y1 = g.ytaps_f[2 * yy + 1];
+        const float fy = g.yfrac[yy];
+        for (int64_t xx = 0; xx < g.ow; ++xx) {
+          const int64_t x0 = g.xtaps_f[2 * xx], x1 = g.xtaps_f[2 * xx + 1];
+          const float fx = g.xfrac[xx];
+          const uint8_t* p00 = px + ((b * g.ih + y0) * g.iw + x0) * g.c;
+          const uint8_t* p10 = px + ((b * g.ih + y1) * g.iw + x0) * g.c;
+          const uint8_t* p01 = px + ((b * g.ih + y0) * g.iw + x1) * g.c;
+          const uint8_t* p11 = px + ((b * g.ih + y1) * g.iw + x1) * g.c;
+          uint8_t* out = py + ((b * g.oh + yy) * g.ow + xx) * g.c;
+          for (int64_t k = 0; k < g.c; ++k) {
             const float v = static_cast<float>(p00[k]) * (1 - fy) * (1 - fx) + static_cast<float>(p10[k]) * fy * (1 - fx) +
                             static_cast<float>(p01[k]) * (1 - fy) * fx + static_cast<float>(p11[k]) * fy * fx + 0.5f;
             out[k] = static_cast<uint8_t>(v);

@@ -559,6 +559,86 @@ static void weft_hard_swish_f32(int64_t n, const float* x, float* y) {
   }
 }
 
+/* @helper weft_prelu_f32 needs: weft_broadcast */
+/* PRELU on float: x, or alpha * x below zero; alpha broadcast through g (NULL: the input's shape). */
+static void weft_prelu_f32(int64_t n, const weft_bcast* g, const float* x, const float* alpha, float* y) {
+  int64_t o, i = 0, j = 0;
+  for (o = 0; o < n; ++o) {
+    if (g) weft_bcast_index(g, o, &i, &j);
+    else i = j = o;
+    y[o] = x[i] >= 0.f ? x[i] : x[i] * alpha[j];
+  }
+}
+
+/* @helper weft_prelu_q needs: weft_fixed_point weft_broadcast weft_qio */
+/* Quantized PRELU: non-negative inputs rescaled by (m1, s1); negative ones times the offset alpha,
+ * rescaled by (m2, s2). */
+static void weft_prelu_q(int type, int64_t n, const weft_bcast* g, const void* x, const void* alpha, int32_t in_zp, int32_t alpha_zp,
+                         int32_t out_zp, int32_t m1, int s1, int32_t m2, int s2, void* y) {
+  const int32_t lo = type == 8 ? -128 : 0, hi = type == 8 ? 127 : 255;
+  int64_t o, i = 0, j = 0;
+  for (o = 0; o < n; ++o) {
+    int32_t v;
+    if (g) weft_bcast_index(g, o, &i, &j);
+    else i = j = o;
+    v = weft_qload(type, x, i) - in_zp;
+    v = v >= 0 ? weft_mbqm(v, m1, s1) : weft_mbqm(v * (weft_qload(type, alpha, j) - alpha_zp), m2, s2);
+    weft_qstore(type, y, o, weft_clamp32(v + out_zp, lo, hi));
+  }
+}
+
+/* @helper weft_resize_bilinear_q needs: weft_qio */
+/* Integer RESIZE_BILINEAR (NHWC): per output row and column the two source taps and the second's
+ * weight in 1/1024ths (lo, hi, w); the four-tap sum rounded from 20 fractional bits. */
+static void weft_resize_bilinear_q(int type, int64_t n, int64_t ih, int64_t iw, int64_t c, int64_t oh, int64_t ow, const int32_t* ytaps,
+                                   const int32_t* xtaps, const void* x, void* y) {
+  int64_t b, yy, xx, k;
+  for (b = 0; b < n; ++b)
+    for (yy = 0; yy < oh; ++yy) {
+      const int64_t y0 = ytaps[3 * yy], y1 = ytaps[3 * yy + 1], fy = ytaps[3 * yy + 2];
+      for (xx = 0; xx < ow; ++xx) {
+        const int64_t x0 = xtaps[3 * xx], x1 = xtaps[3 * xx + 1], fx = xtaps[3 * xx + 2];
+        const int64_t i00 = ((b * ih + y0) * iw + x0) * c, i10 = ((b * ih + y1) * iw + x0) * c;
+        const int64_t i01 = ((b * ih + y0) * iw + x1) * c, i11 = ((b * ih + y1) * iw + x1) * c;
+        const int64_t o = ((b * oh + yy) * ow + xx) * c;
+        for (k = 0; k < c; ++k) {
+          const int64_t sum = (int64_t)weft_qload(type, x, i00 + k) * (1024 - fy) * (1024 - fx) +
+                              (int64_t)weft_qload(type, x, i10 + k) * fy * (1024 - fx) +
+                              (int64_t)weft_qload(type, x, i01 + k) * (1024 - fy) * fx + (int64_t)weft_qload(type, x, i11 + k) * fy * fx;
+          const int64_t round = sum > 0 ? ((int64_t)1 << 19) : -((int64_t)1 << 19);
+          weft_qstore(type, y, o + k, (int32_t)((sum + round) / ((int64_t)1 << 20)));
+        }
+      }
+    }
+}
+
+/* @helper weft_resize_bilinear_u8 */
+/* uint8 RESIZE_BILINEAR through the float kernel: taps (lo, hi) and the second's weight in float;
+ * the sum plus one half truncated. */
+static void weft_resize_bilinear_u8(int64_t n, int64_t ih, int64_t iw, int64_t c, int64_t oh, int64_t ow, const int32_t* ytaps,
+                                    const float* yfrac, const int32_t* xtaps, const float* xfrac, const uint8_t* x, uint8_t* y) {
+  int64_t b, yy, xx, k;
+  for (b = 0; b < n; ++b)
+    for (yy = 0; yy < oh; ++yy) {
+      const int64_t y0 = ytaps[2 * yy], y1 = ytaps[2 * yy + 1];
+      const float fy = yfrac[yy];
+      for (xx = 0; xx < ow; ++xx) {
+        const int64_t x0 = xtaps[2 * xx], x1 = xtaps[2 * xx + 1];
+        const float fx = xfrac[xx];
+        const uint8_t* p00 = x + ((b * ih + y0) * iw + x0) * c;
+        const uint8_t* p10 = x + ((b * ih + y1) * iw + x0) * c;
+        const uint8_t* p01 = x + ((b * ih + y0) * iw + x1) * c;
+        const uint8_t* p11 = x + ((b * ih + y1) * iw + x1) * c;
+        uint8_t* out = y + ((b * oh + yy) * ow + xx) * c;
+        for (k = 0; k < c; ++k) {
+          const float v = (float)p00[k] * (1 - fy) * (1 - fx) + (float)p10[k] * fy * (1 - fx) + (float)p01[k] * (1 - fy) * fx +
+                          (float)p11[k] * fy * fx + 0.5f;
+          out[k] = (uint8_t)v;
+        }
+      }
+    }
+}
+
 /* @helper weft_mean_f32 */
 /* Float mean: input element i adds into output out_index(i) (dims and the output's strides along
  * the input's axes, 0 on reduced axes), in input order; then each sum divided by `count`. */

@@ -402,7 +402,25 @@ def test_8bit_prelu_is_bit_exact(tmp_path, dtype, alpha_shape):
     path = write(tmp_path, m, [x], [y], name=f"prelu_{dtype}.tflite")
     xv = rng.integers(lo, hi, (2, 5, 3, 4), endpoint=True).astype(dtype)
     (got,) = session().compile(weft.import_litert(path)).run([xv])
-    np.testing.assert_array_equal(got, litert_reference(path, [xv]))
+    want = litert_reference(path, [xv])
+    np.testing.assert_array_equal(got, want)
+    run_c_module(tmp_path / "c", path, {"x": xv}, {"y": want})  # weft aot, bit for bit
+
+
+def test_float_prelu_matches_litert_in_the_runtime_and_the_c_module(tmp_path):
+    rng = np.random.default_rng(4)
+    m = Model()
+    x = m.tensor("x", [2, 5, 3, 4], "float32")
+    a = m.tensor("alpha", [1, 3, 4], "float32", data=rng.uniform(-1, 1, (1, 3, 4)).astype(np.float32))
+    y = m.tensor("y", [2, 5, 3, 4], "float32")
+    m.builtin(54, [x, a], [y])  # PRELU
+    path = write(tmp_path, m, [x], [y])
+    xv = rng.standard_normal((2, 5, 3, 4)).astype(np.float32)
+    (got,) = session().compile(weft.import_litert(path)).run([xv])
+    want = litert_reference(path, [xv])
+    np.testing.assert_array_equal(got, want)
+    assert (xv < 0).any() and not np.array_equal(want, xv)
+    run_c_module(tmp_path / "c", path, {"x": xv}, {"y": want})
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16"])
@@ -423,7 +441,10 @@ def test_integer_resize_bilinear_is_bit_exact(tmp_path, dtype, mode):
         path = write(tmp_path, m, [x], [y], name=f"rb_{dtype}_{mode}_{out_hw[0]}.tflite")
         xv = rng.integers(info.min, info.max, (2, 5, 4, 3), endpoint=True).astype(dtype)
         (got,) = session().compile(weft.import_litert(path)).run([xv])
-        np.testing.assert_array_equal(got, litert_reference(path, [xv]), err_msg=f"{out_hw}")
+        want = litert_reference(path, [xv])
+        np.testing.assert_array_equal(got, want, err_msg=f"{out_hw}")
+        if out_hw != [3, 2]:  # weft aot's module, bit for bit
+            run_c_module(tmp_path / f"c{out_hw[0]}", path, {"x": xv}, {"y": want})
 
 
 @pytest.mark.parametrize("shape,perm,dtype", [((1, 3, 7, 5), (0, 2, 3, 1), "int8"), ((2, 5, 4, 3), (0, 3, 1, 2), "int8"),
