@@ -938,3 +938,45 @@ def test_control_flow_that_multiplies_imports_is_refused(tmp_path):
     path = write(tmp_path, m, [c, x], [y])
     with pytest.raises(Exception, match="imported more than 4096 times"):
         weft.import_litert(path)
+
+
+@pytest.mark.parametrize("op", ["conv", "depthwise", "fully_connected"])
+@pytest.mark.parametrize("case", ["per_channel_bias", "per_channel_input", "per_channel_weights_and_bias"])
+def test_per_channel_scales_come_from_the_weights(tmp_path, op, case):
+    """A weighted int8 operator rescales with its weights' scales: a bias quantized per channel with
+    its own scales, or an input activation quantized per channel, does not take their place (as in
+    LiteRT's kernels, which read per-channel scales from the filter only)."""
+    rng = np.random.default_rng(11)
+    oc, ic = 6, (6 if op == "depthwise" else 5)
+    m = Model()
+    in_scale = [0.02 + 0.01 * k for k in range(ic)] if case == "per_channel_input" else 0.03
+    in_zp = [2] * ic if case == "per_channel_input" else 2
+    x_shape = [1, 5, 5, ic] if op != "fully_connected" else [3, ic]
+    x = m.tensor("x", x_shape, "int8", scale=in_scale, zero_point=in_zp, quantized_dimension=len(x_shape) - 1)
+    w_shape = {"conv": [oc, 3, 3, ic], "depthwise": [1, 3, 3, oc], "fully_connected": [oc, ic]}[op]
+    w_dim = 3 if op == "depthwise" else 0
+    per_w = case == "per_channel_weights_and_bias"
+    w_scale = [0.004 + 0.001 * k for k in range(oc)] if per_w else 0.005
+    w = m.tensor("w", w_shape, "int8", data=rng.integers(-127, 127, w_shape, endpoint=True).astype(np.int8),
+                 scale=w_scale, zero_point=[0] * oc if per_w else 0, quantized_dimension=w_dim)
+    b = m.tensor("b", [oc], "int32", data=rng.integers(-3000, 3000, oc).astype(np.int32),
+                 scale=[0.0001 * (k + 1) for k in range(oc)], zero_point=[0] * oc)
+    out_shape = [1, 3, 3, oc] if op != "fully_connected" else [3, oc]
+    y = m.tensor("y", out_shape, "int8", scale=0.05, zero_point=-3)
+    if op == "conv":
+        m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    elif op == "depthwise":
+        m.builtin(4, [x, w, b], [y], options=(2, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1), (3, "int32", 1)]))
+    else:
+        m.builtin(9, [x, w, b], [y])
+    path = write(tmp_path, m, [x], [y], name=f"{op}_{case}.tflite")
+    if case == "per_channel_input":  # LiteRT reads a scale of 0 there (every output the zero point): refused
+        with pytest.raises(Exception, match="'x' \\(the activation\\) is quantized per channel"):
+            weft.import_litert(path)
+        return
+    xv = rng.integers(-128, 127, x_shape, endpoint=True).astype(np.int8)
+    want = litert_reference(path, [xv])
+    assert len(np.unique(want)) > 4
+    for threads in (1, 2):
+        (got,) = weft.Session(threads=threads, use_env_path=False).compile(weft.import_litert(path)).run([xv])
+        np.testing.assert_array_equal(got, want, err_msg=f"{threads} thread(s)")

@@ -589,7 +589,7 @@ class Importer {
       if (code == 129 || code == 31)  // CALL_ONCE, CALL
         return Unsupported(what + " runs a subgraph as " + BuiltinName(code) +
                            ", which Weft does not support yet (IF, WHILE and STABLEHLO_COMPOSITE it does)");
-      WEFT_RETURN_IF_ERROR(AddQuantization(op, what, &n));
+      WEFT_RETURN_IF_ERROR(AddQuantization(op, code, what, &n));
       bool parsed = false;
       WEFT_RETURN_IF_ERROR(Parse(op, k, code, op_key, custom_options, option_keys, what, &n, &parsed));
       if (parsed) code = kCustom;  // the node is the parser's: no lowering or folding of the builtin
@@ -827,7 +827,12 @@ class Importer {
     return Status::Ok();
   }
 
-  Status AddQuantization(const fb::Operator* op, const std::string& what, Node* n) {
+  Status AddQuantization(const fb::Operator* op, int32_t code, const std::string& what, Node* n) {
+    // Operators with weights (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV,
+    // BATCH_MATMUL: input 1) take per-channel scales from the weights alone, as LiteRT's kernels do;
+    // another input quantized per channel (a bias, whose scales follow from the weights', or an
+    // activation) counts with its first scale and zero point.
+    const bool weighted = code == 3 || code == 4 || code == 9 || code == 67 || code == 126;
     auto tensors = sg_->tensors();
     bool any = false;
     std::vector<float> in_s, out_s;
@@ -859,6 +864,10 @@ class Importer {
       z->back() = nz ? zps[0] : 0;
       if (ns > 1) {
         if (!input) return Unsupported(what + ": output tensor '" + names_[static_cast<size_t>(t)] + "' is quantized per channel");
+        if (weighted && k == 0 && code != 67)
+          return InvalidArgument(what + ": input tensor '" + names_[static_cast<size_t>(t)] + "' (the activation) is quantized per channel (" +
+                                 std::to_string(ns) + " scales); only the weights may be (LiteRT's kernels read one scale for the input)");
+        if (weighted && k != 1) return Status::Ok();
         if (n->attrs.count("channel_scales")) return Status::Ok();  // a later one is a bias: its scales follow
         const Shape& sh = shapes_[static_cast<size_t>(t)];
         int32_t dim = q->quantized_dimension();
