@@ -155,6 +155,17 @@ bool BiasFits(const KernelContextBase* ctx, const Shape* bias, int64_t channels)
          false;
 }
 
+// The bias types the integer kernels take: int32 with 8-bit activations, int32 or int64 with int16
+// ones. (LiteRT reads an int64 bias of an 8-bit layer as int32 words, i.e. garbage: refused here.)
+bool BiasTypeFits(const KernelContextBase* ctx, DataType x, const Tensor* b) {
+  if (!b || x == DT_FLOAT) return true;
+  const DataType bt = b->GetDataType();
+  if (bt == DT_INT32 || (bt == DT_INT64 && x == DT_INT16)) return true;
+  return Fail(ctx, std::string("a ") + DataTypeName(x) + " input takes an int32 bias" + (x == DT_INT16 ? " or an int64 one" : "") + ", not " +
+                       DataTypeName(bt)),
+         false;
+}
+
 // The hot loops of the 8-bit paths, one copy per instruction set, picked when the library loads
 // (x86-64-v4 brings AVX-512's 64-bit lane multiplies, which the rescaling needs).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(WEFT_SANITIZED) && \
@@ -1749,6 +1760,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     int32_t lo, hi;
     if (xt == DT_INT8) QuantClamp<int8_t>(ctx, act, &lo, &hi);
     else QuantClamp<int16_t>(ctx, act, &lo, &hi);
+    if (!BiasTypeFits(ctx, xt, b)) return GRAPH_FAILED;
     const bool b32 = b && b->GetDataType() == DT_INT32, b64 = b && b->GetDataType() == DT_INT64;
     aot::EmitHelper(ctx, kTflKernels, "weft_conv_q");
     std::string mult = ctx->Const("mult", DT_INT32, cs.mult), shift = ctx->Const("shift", DT_INT32, cs.shift);
@@ -1808,6 +1820,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     }
     if (w->GetDataType() != DT_INT8 || (xt != DT_INT8 && xt != DT_INT16 && xt != DT_UINT8))
       return Fail(ctx, "quantized convolution takes int8 or int16 input with int8 filters");
+    if (!BiasTypeFits(ctx, xt, b)) return GRAPH_FAILED;
     ChannelScales computed;
     const bool have = scales_ready_ && scales_.mult.size() == static_cast<size_t>(g.oc);  // from Compile: attributes only
     if (!have && !ConvMultipliers(ctx, g.oc, 0, 1, &computed)) return GRAPH_FAILED;
@@ -1926,6 +1939,7 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp, public Emit
     int32_t lo, hi;
     if (xt == DT_INT8) QuantClamp<int8_t>(ctx, act, &lo, &hi);
     else QuantClamp<int16_t>(ctx, act, &lo, &hi);
+    if (!BiasTypeFits(ctx, xt, b)) return GRAPH_FAILED;
     const bool b32 = b && b->GetDataType() == DT_INT32, b64 = b && b->GetDataType() == DT_INT64;
     aot::EmitHelper(ctx, kTflKernels, "weft_transpose_conv_q");
     std::string mult = ctx->Const("mult", DT_INT32, cs.mult), shift = ctx->Const("shift", DT_INT32, cs.shift);
@@ -2032,6 +2046,7 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp, public Emit
       return GRAPH_SUCCESS;
     }
     if (w->GetDataType() != DT_INT8) return Fail(ctx, "quantized transposed convolution takes int8 weights");
+    if (!BiasTypeFits(ctx, xt, b)) return GRAPH_FAILED;
     ChannelScales cs;
     if (!ConvMultipliers(ctx, oc, 2, 1, &cs)) return GRAPH_FAILED;
     const int32_t in_off = -InputQuant(ctx, 2).zp;
@@ -2117,6 +2132,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     int32_t lo, hi;
     if (xt == DT_INT8) QuantClamp<int8_t>(ctx, act, &lo, &hi);
     else QuantClamp<int16_t>(ctx, act, &lo, &hi);
+    if (!BiasTypeFits(ctx, xt, b)) return GRAPH_FAILED;
     const bool b32 = b && b->GetDataType() == DT_INT32, b64 = b && b->GetDataType() == DT_INT64;
     aot::EmitHelper(ctx, kTflKernels, "weft_fully_connected_q");
     std::string cm = ctx->Const("mult", DT_INT32, mult), cs = ctx->Const("shift", DT_INT32, shift);
@@ -2176,6 +2192,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
       return GRAPH_SUCCESS;
     }
     if (w->GetDataType() != DT_INT8) return Fail(ctx, "quantized fully-connected takes int8 weights");
+    if (!BiasTypeFits(ctx, x->GetDataType(), b)) return GRAPH_FAILED;
     Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), o = OutputQuant(ctx);
     ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
     if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != oc)

@@ -980,3 +980,28 @@ def test_per_channel_scales_come_from_the_weights(tmp_path, op, case):
     for threads in (1, 2):
         (got,) = weft.Session(threads=threads, use_env_path=False).compile(weft.import_litert(path)).run([xv])
         np.testing.assert_array_equal(got, want, err_msg=f"{threads} thread(s)")
+
+
+@pytest.mark.parametrize("op", ["conv", "fully_connected", "transpose_conv"])
+def test_int64_bias_on_an_8bit_layer_is_refused(tmp_path, op):
+    """An 8-bit layer takes an int32 bias (LiteRT reads an int64 one as int32 words); the error names
+    both types. The AOT emitter refuses it too."""
+    m = Model()
+    x = m.tensor("x", [1, 4, 4, 3] if op != "fully_connected" else [2, 3], "int8", scale=0.02, zero_point=1)
+    w_shape = [4, 3] if op == "fully_connected" else [4, 1, 1, 3]
+    w = m.tensor("w", w_shape, "int8", data=np.ones(w_shape, np.int8), scale=0.01)
+    b = m.tensor("b", [4], "int64", data=np.arange(4), scale=0.0002)
+    y = m.tensor("y", [1, 4, 4, 4] if op != "fully_connected" else [2, 4], "int8", scale=0.05)
+    if op == "conv":
+        m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    elif op == "fully_connected":
+        m.builtin(9, [x, w, b], [y])
+    else:
+        shape = m.tensor("shape", [4], "int32", data=np.array([1, 4, 4, 4], np.int32))
+        m.builtin(67, [shape, w, x, b], [y], options=(49, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    path = write(tmp_path, m, [x], [y])
+    xv = np.ones([1, 4, 4, 3] if op != "fully_connected" else [2, 3], np.int8)
+    with pytest.raises(Exception, match="int8 input takes an int32 bias, not int64"):
+        session().compile(weft.import_litert(path)).run([xv])
+    with pytest.raises(Exception, match="int32 bias, not int64"):
+        weft.generate_c(path, tmp_path / "c", prefix="m")
