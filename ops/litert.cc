@@ -144,6 +144,16 @@ bool ConvMultipliers(const KernelContextBase* ctx, int64_t channels, size_t inpu
 }
 
 
+// CONV_2D's filter must be symmetric (zero point 0), as LiteRT checks; its DEPTHWISE_CONV_2D and
+// TRANSPOSE_CONV run with the zero point ignored, and so do Weft's.
+bool SymmetricFilter(const KernelContextBase* ctx) {
+  ListView<int64_t> cz = ctx->GetAttrs()->GetListInt("channel_zero_points");
+  int64_t zp = ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 0 ? 0 : InputQuant(ctx, 1).zp;
+  for (size_t c = 0; c < cz.size() && zp == 0; ++c) zp = cz[c];
+  if (zp == 0) return true;
+  return Fail(ctx, "the filter's zero point must be 0, not " + std::to_string(zp)), false;
+}
+
 // A bias must hold one value per output channel (the kernels read `channels` of them); its shape
 // may be unknown at compile time (then Execute checks it).
 bool BiasFits(const KernelContextBase* ctx, const Shape* bias, int64_t channels) {
@@ -1756,7 +1766,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     if (w->GetDataType() != DT_INT8 || (xt != DT_INT8 && xt != DT_INT16))
       return Fail(ctx, "the generated C takes int8 or int16 input with int8 filters (" + std::string(DataTypeName(xt)) + " input here)");
     ChannelScales cs;
-    if (!ConvMultipliers(ctx, g.oc, 0, 1, &cs)) return GRAPH_FAILED;
+    if ((!dw && !SymmetricFilter(ctx)) || !ConvMultipliers(ctx, g.oc, 0, 1, &cs)) return GRAPH_FAILED;
     int32_t lo, hi;
     if (xt == DT_INT8) QuantClamp<int8_t>(ctx, act, &lo, &hi);
     else QuantClamp<int16_t>(ctx, act, &lo, &hi);
@@ -1823,6 +1833,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     if (!BiasTypeFits(ctx, xt, b)) return GRAPH_FAILED;
     ChannelScales computed;
     const bool have = scales_ready_ && scales_.mult.size() == static_cast<size_t>(g.oc);  // from Compile: attributes only
+    if (!dw && !SymmetricFilter(ctx)) return GRAPH_FAILED;
     if (!have && !ConvMultipliers(ctx, g.oc, 0, 1, &computed)) return GRAPH_FAILED;
     const ChannelScales& cs = have ? scales_ : computed;
     const int32_t in_off = -InputQuant(ctx, 0).zp;

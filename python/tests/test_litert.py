@@ -1005,3 +1005,30 @@ def test_int64_bias_on_an_8bit_layer_is_refused(tmp_path, op):
         session().compile(weft.import_litert(path)).run([xv])
     with pytest.raises(Exception, match="int32 bias, not int64"):
         weft.generate_c(path, tmp_path / "c", prefix="m")
+
+
+@pytest.mark.parametrize("op", ["conv", "depthwise"])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_a_conv_filter_zero_point_other_than_0_is_refused(tmp_path, op, per_channel):
+    """LiteRT's CONV_2D takes a symmetric int8 filter and refuses others; Weft names the zero point
+    (it used to ignore it). DEPTHWISE_CONV_2D runs, the zero point ignored, in both."""
+    m = Model()
+    x = m.tensor("x", [1, 4, 4, 4], "int8", scale=0.02, zero_point=1)
+    w_shape = [4, 1, 1, 4] if op == "conv" else [1, 1, 1, 4]
+    zp = [0, 0, 5, 0] if per_channel else 5
+    w = m.tensor("w", w_shape, "int8", data=np.ones(w_shape, np.int8), scale=[0.01] * 4 if per_channel else 0.01, zero_point=zp,
+                 quantized_dimension=0 if op == "conv" else 3)
+    y = m.tensor("y", [1, 4, 4, 4], "int8", scale=0.05)
+    if op == "conv":
+        m.builtin(3, [x, w], [y], options=(1, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    else:
+        m.builtin(4, [x, w], [y], options=(2, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1), (3, "int32", 1)]))
+    path = write(tmp_path, m, [x], [y])
+    xv = np.random.default_rng(2).integers(-128, 127, [1, 4, 4, 4]).astype(np.int8)
+    if op == "depthwise":
+        np.testing.assert_array_equal(session().compile(weft.import_litert(path)).run([xv])[0], litert_reference(path, [xv]))
+        return
+    with pytest.raises(Exception, match="filter's zero point must be 0, not 5"):
+        session().compile(weft.import_litert(path)).run([xv])
+    with pytest.raises(Exception, match="filter's zero point must be 0, not 5"):
+        weft.generate_c(path, tmp_path / "c", prefix="m")
