@@ -2094,6 +2094,11 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp, public Emit
 // FullyConnected: input [..., IC] as rows of IC, weights [OC, IC], optional bias [OC].
 class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad {
  public:
+  // The weights' zero point the sums subtract: a per-tensor one; per channel, none (LiteRT's
+  // per-channel kernel ignores them).
+  static int32_t WeightZeroPoint(const KernelContextBase* ctx, Quant fq) {
+    return ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 1 ? 0 : fq.zp;
+  }
   // Constant int8 weights: packed once for the VNNI GEMM (as TflConv does).
   graphStatus Compile(OpCompileContext* ctx) override {
     packed_.Clear();
@@ -2151,7 +2156,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     ctx->Run(std::string("weft_fully_connected_q(") + (xt == DT_INT8 ? "8, " : "16, ") + dims + ctx->Input(0, ct) + ", " +
              ctx->Input(1, "int8_t") + ", " + (b32 ? ctx->Input(2, "int32_t") : std::string("0")) + ", " +
              (b64 ? ctx->Input(2, "int64_t") : std::string("0")) + ", " + cm + ", " + cs + ", " + aot::IntLit(-in.zp) + ", " +
-             aot::IntLit(-fq.zp) + ", " + aot::IntLit(o.zp) + ", " + aot::IntLit(lo) + ", " + aot::IntLit(hi) + ", " + ctx->Output(0, ct) +
+             aot::IntLit(-WeightZeroPoint(ctx, fq)) + ", " + aot::IntLit(o.zp) + ", " + aot::IntLit(lo) + ", " + aot::IntLit(hi) + ", " + ctx->Output(0, ct) +
              ");\n");
     return GRAPH_SUCCESS;
   }
@@ -2216,14 +2221,15 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
                                 : static_cast<double>(in.scale) * static_cast<double>(fq.scale) / static_cast<double>(o.scale);
       tfl::QuantizeMultiplier(m, &mult[static_cast<size_t>(k)], &shift[static_cast<size_t>(k)]);
     }
-    const int32_t in_off = -in.zp, w_off = -fq.zp, out_off = o.zp;
+    const int32_t w_zp = WeightZeroPoint(ctx, fq);
+    const int32_t in_off = -in.zp, w_off = -w_zp, out_off = o.zp;
     const int8_t* pw = w->GetData<int8_t>();
     if (x->GetDataType() == DT_INT8 && !(b && b->GetDataType() != DT_INT32)) {  // one int8 GEMM
       auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(rows * oc) * sizeof(int32_t)));
       if (!acc) return GRAPH_FAILED;
       GemmOut out;
       out.acc = acc;
-      if (GemmS8(ctx, rows, oc, ic, x->GetData<int8_t>(), in.zp, pw, fq.zp, out, packed_.get())) {
+      if (GemmS8(ctx, rows, oc, ic, x->GetData<int8_t>(), in.zp, pw, w_zp, out, packed_.get())) {
         int32_t lo, hi;
         QuantClamp<int8_t>(ctx, act, &lo, &hi);
         const int32_t* b32 = b ? b->GetData<int32_t>() : nullptr;

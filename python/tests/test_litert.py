@@ -1032,3 +1032,28 @@ def test_a_conv_filter_zero_point_other_than_0_is_refused(tmp_path, op, per_chan
         session().compile(weft.import_litert(path)).run([xv])
     with pytest.raises(Exception, match="filter's zero point must be 0, not 5"):
         weft.generate_c(path, tmp_path / "c", prefix="m")
+
+
+@pytest.mark.parametrize("rows", [1, 5])
+def test_fully_connected_per_channel_weight_zero_points_are_ignored_as_in_litert(tmp_path, rows):
+    """FULLY_CONNECTED with weights quantized per channel: LiteRT's kernel ignores their zero points
+    (per tensor it subtracts the one); the runtime (VNNI or not, 1 and 2 threads) and the C module
+    give LiteRT's bits."""
+    rng = np.random.default_rng(21)
+    oc, ic = 24, 40
+    m = Model()
+    x = m.tensor("x", [rows, ic], "int8", scale=0.03, zero_point=-4)
+    wv = rng.integers(-127, 127, (oc, ic), endpoint=True).astype(np.int8)
+    w = m.tensor("w", [oc, ic], "int8", data=wv, scale=[0.002 + 0.0002 * k for k in range(oc)],
+                 zero_point=[(k % 5) - 2 for k in range(oc)], quantized_dimension=0)
+    b = m.tensor("b", [oc], "int32", data=rng.integers(-500, 500, oc).astype(np.int32))
+    y = m.tensor("y", [rows, oc], "int8", scale=0.08, zero_point=5)
+    m.builtin(9, [x, w, b], [y])
+    path = write(tmp_path, m, [x], [y])
+    xv = rng.integers(-128, 127, (rows, ic), endpoint=True).astype(np.int8)
+    want = litert_reference(path, [xv])
+    assert len(np.unique(want)) > 10
+    for threads in (1, 2):
+        (got,) = weft.Session(threads=threads, use_env_path=False).compile(weft.import_litert(path)).run([xv])
+        np.testing.assert_array_equal(got, want, err_msg=f"{threads} thread(s)")
+    run_c_module(tmp_path / "c", path, {"x": xv}, {"y": want})
