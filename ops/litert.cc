@@ -3040,9 +3040,14 @@ inline int16_t TruncatingHighMul(int16_t a, int16_t b) {  // rounds toward zero
   if (a == b && a == std::numeric_limits<int16_t>::min()) return std::numeric_limits<int16_t>::max();
   return static_cast<int16_t>((static_cast<int32_t>(a) * static_cast<int32_t>(b)) / (1 << 15));
 }
+// x / 2^e rounded to nearest, ties away from zero, in the reference's 16-bit arithmetic: its mask
+// (2^e - 1) is an int16, so from e = 16 on it is -1 and the result is 1 for x >= 0 (with the
+// threshold -1) and -1 below; reproduced here, as LiteRT's results depend on it.
 inline int16_t RoundingShiftRight(int16_t x, int e) {
-  int32_t mask = (1 << e) - 1, rem = x & mask, threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-  return static_cast<int16_t>((x >> e) + (rem > threshold ? 1 : 0));
+  const int32_t mask = static_cast<int16_t>(static_cast<uint16_t>((uint64_t{1} << std::min(e, 62)) - 1u));
+  const int32_t rem = x & mask, threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  const int32_t shifted = e >= 31 ? (x < 0 ? -1 : 0) : (static_cast<int32_t>(x) >> e);
+  return static_cast<int16_t>(shifted + (rem > threshold ? 1 : 0));
 }
 inline int16_t SaturatingShiftLeft(int16_t x, int e) {
   int64_t r = static_cast<int64_t>(x) * (int64_t{1} << e);

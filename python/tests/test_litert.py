@@ -320,7 +320,9 @@ def test_8bit_logistic_and_tanh_are_bit_exact(tmp_path, op, dtype, in_scale):
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
-@pytest.mark.parametrize("scales", [(0.05, 0.03), (0.1, 0.1), (0.02, 0.2), (0.5, 0.01)])
+# The last three: output rescaling shifts of 16 and more, where the reference's 16-bit rounding
+# division behaves as its int16 mask makes it (values 1 off the exact rounding).
+@pytest.mark.parametrize("scales", [(0.05, 0.03), (0.1, 0.1), (0.02, 0.2), (0.5, 0.01), (0.01, 6.0), (0.0039, 11.2), (0.0033, 2.87)])
 def test_8bit_hard_swish_is_bit_exact(tmp_path, dtype, scales):
     """Quantized HARD_SWISH over every 8-bit input value against LiteRT's reference kernel, with
     output scales coarser and finer than the input's (both shift directions)."""
@@ -1057,3 +1059,32 @@ def test_fully_connected_per_channel_weight_zero_points_are_ignored_as_in_litert
         (got,) = weft.Session(threads=threads, use_env_path=False).compile(weft.import_litert(path)).run([xv])
         np.testing.assert_array_equal(got, want, err_msg=f"{threads} thread(s)")
     run_c_module(tmp_path / "c", path, {"x": xv}, {"y": want})
+
+
+def test_transpose_conv_refuses_a_per_channel_activation(tmp_path):
+    """TRANSPOSE_CONV's activation is its third input; quantized per channel it is refused, as for
+    the other weighted operators (LiteRT reads a scale of 0 there)."""
+    m = Model()
+    shape = m.tensor("shape", [4], "int32", data=np.array([1, 4, 4, 2], np.int32))
+    w = m.tensor("w", [2, 1, 1, 3], "int8", data=np.ones([2, 1, 1, 3], np.int8), scale=[0.01, 0.02], zero_point=[0, 0])
+    x = m.tensor("x", [1, 4, 4, 3], "int8", scale=[0.02, 0.03, 0.04], zero_point=[0, 0, 0], quantized_dimension=3)
+    y = m.tensor("y", [1, 4, 4, 2], "int8", scale=0.05)
+    m.builtin(67, [shape, w, x], [y], options=(49, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    path = write(tmp_path, m, [x], [y])
+    with pytest.raises(Exception, match="'x' \\(the activation\\) is quantized per channel"):
+        weft.import_litert(path)
+
+
+@pytest.mark.parametrize("code,options_type,fields", [(23, 15, (2, 3)), (97, 74, (0, 1))])
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_resize_with_align_corners_and_half_pixel_centers_is_refused(tmp_path, code, options_type, fields, dtype):
+    """LiteRT and TFLM refuse a resize with both flags set; so does Weft, naming them."""
+    m = Model()
+    q = {} if dtype == "float32" else {"scale": 0.1, "zero_point": 0}
+    x = m.tensor("x", [1, 2, 2, 1], dtype, **q)
+    size = m.tensor("size", [2], "int32", data=np.array([4, 4], np.int32))
+    y = m.tensor("y", [1, 4, 4, 1], dtype, **q)
+    m.builtin(code, [x, size], [y], options=(options_type, [(fields[0], "bool", True), (fields[1], "bool", True)]))
+    path = write(tmp_path, m, [x], [y])
+    with pytest.raises(Exception, match="align_corners and half_pixel_centers are both set"):
+        weft.import_litert(path)

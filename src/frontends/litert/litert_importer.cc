@@ -593,6 +593,11 @@ class Importer {
       bool parsed = false;
       WEFT_RETURN_IF_ERROR(Parse(op, k, code, op_key, custom_options, option_keys, what, &n, &parsed));
       if (parsed) code = kCustom;  // the node is the parser's: no lowering or folding of the builtin
+      if (code == 23 || code == 97) {  // RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR
+        auto flag = [&](const char* k) { auto it = n.attrs.find(k); return it != n.attrs.end() && it->second.i() != 0; };
+        if (flag("align_corners") && flag("half_pixel_centers"))
+          return InvalidArgument(what + ": align_corners and half_pixel_centers are both set; only one may be (LiteRT refuses it too)");
+      }
       // PAD (zeros, or the zero point: what a convolution's own padding adds) of H and W only,
       // read by one operator: it may fold into a VALID convolution.
       if (code == 34 && n.inputs.size() == 2 && n.outputs.size() == 1 && uses[static_cast<size_t>(op->outputs()->Get(0))] == 1) {
@@ -864,7 +869,7 @@ class Importer {
       z->back() = nz ? zps[0] : 0;
       if (ns > 1) {
         if (!input) return Unsupported(what + ": output tensor '" + names_[static_cast<size_t>(t)] + "' is quantized per channel");
-        if (weighted && k == 0 && code != 67)
+        if (weighted && k == (code == 67 ? 2u : 0u))  // TRANSPOSE_CONV: output_shape, weights, input
           return InvalidArgument(what + ": input tensor '" + names_[static_cast<size_t>(t)] + "' (the activation) is quantized per channel (" +
                                  std::to_string(ns) + " scales); only the weights may be (LiteRT's kernels read one scale for the input)");
         if (weighted && k != 1) return Status::Ok();
