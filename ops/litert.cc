@@ -2135,6 +2135,9 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
       return Fail(ctx, "the generated C takes int8 or int16 input with int8 weights (" + std::string(DataTypeName(xt)) + " input here)");
     Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), o = OutputQuant(ctx);
     ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    if (!in.quantized() || !o.quantized() || (!fq.quantized() && chs.size() == 0))
+      return Fail(ctx, "a quantized input, weights and output need scales (the " +
+                           std::string(!in.quantized() ? "input" : !o.quantized() ? "output" : "weights") + " has none)");
     if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != oc)
       return Fail(ctx, "the weights have " + std::to_string(chs.size()) + " channel scales for " + std::to_string(oc) + " output channels");
     std::vector<int32_t> mult(static_cast<size_t>(oc)), shift(static_cast<size_t>(oc));
@@ -2189,7 +2192,11 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
     int64_t oc = w->GetShape().GetDim(0), ic = w->GetShape().GetDim(1), rows = x->GetShapeSize() / ic;
     if (!BiasFits(ctx, b ? &b->GetShape() : nullptr, oc)) return GRAPH_FAILED;
+    if (x->GetDataType() == DT_FLOAT && w->GetDataType() == DT_INT8) return Hybrid(ctx, x, w, b, y, act, rows, oc, ic);
     if (x->GetDataType() == DT_FLOAT) {
+      if (w->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT))
+        return Fail(ctx, std::string("a float input takes float or int8 weights and a float bias, not ") + DataTypeName(w->GetDataType()) +
+                             (b ? std::string(" weights and a ") + DataTypeName(b->GetDataType()) + " bias" : std::string(" weights")));
       float lo, hi;
       tfl::ActivationRange(act, &lo, &hi);
       const float* px = x->GetData<float>();
@@ -2211,6 +2218,9 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     if (!BiasTypeFits(ctx, x->GetDataType(), b)) return GRAPH_FAILED;
     Quant in = InputQuant(ctx, 0), fq = InputQuant(ctx, 1), o = OutputQuant(ctx);
     ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    if (!in.quantized() || !o.quantized() || (!fq.quantized() && chs.size() == 0))
+      return Fail(ctx, "a quantized input, weights and output need scales (the " +
+                           std::string(!in.quantized() ? "input" : !o.quantized() ? "output" : "weights") + " has none)");
     if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != oc)
       return Fail(ctx, "the weights have " + std::to_string(chs.size()) + " channel scales for " + std::to_string(oc) + " output channels");
     std::vector<int32_t> mult(static_cast<size_t>(oc));
@@ -2270,6 +2280,82 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
   }
 
  private:
+  // Float input with int8 weights (dynamic-range quantized models), as LiteRT's hybrid kernel:
+  // each input row is quantized to int8 on the fly (symmetric: scale max|x| / 127; with
+  // asymmetric_quantize_inputs: the [min, max] range with 0 in it over 255 steps and a zero point),
+  // the int32 dot products are scaled back by the row's scale times the weights' (per tensor or
+  // per channel) and added to the float bias, then the activation.
+  graphStatus Hybrid(EagerOpExecutionContext* ctx, const Tensor* x, const Tensor* w, const Tensor* b, Tensor* y, Activation act,
+                     int64_t rows, int64_t oc, int64_t ic) {
+    if (y->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT))
+      return Fail(ctx, "a float input with int8 weights takes a float bias and gives a float output");
+    Quant fq = InputQuant(ctx, 1);
+    ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    if (!fq.quantized() && chs.size() == 0) return Fail(ctx, "the int8 weights need a scale");
+    if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != oc)
+      return Fail(ctx, "the weights have " + std::to_string(chs.size()) + " channel scales for " + std::to_string(oc) + " output channels");
+    const bool* asym_p = ctx->GetAttrs()->GetBool("asymmetric_quantize_inputs");
+    const bool asym = asym_p && *asym_p;
+    float lo, hi;
+    tfl::ActivationRange(act, &lo, &hi);
+    const float* px = x->GetData<float>();
+    const int8_t* pw = w->GetData<int8_t>();
+    const float* pb = b ? b->GetData<float>() : nullptr;
+    float* py = y->GetData<float>();
+    std::vector<int32_t> row_sums(static_cast<size_t>(oc), 0);
+    if (asym)
+      for (int64_t r = 0; r < oc; ++r)
+        for (int64_t c = 0; c < ic; ++c) row_sums[static_cast<size_t>(r)] += pw[r * ic + c];
+    std::vector<int8_t> q(static_cast<size_t>(ic));
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = px + r * ic;
+      float scale = 1.f;
+      int32_t offset = 0;
+      float mn = 0.f, mx = 0.f;
+      if (ic > 0) {
+        mn = *std::min_element(xr, xr + ic);
+        mx = *std::max_element(xr, xr + ic);
+      }
+      if (!asym) {
+        const float range = std::max(std::abs(mn), std::abs(mx));
+        if (range == 0.f) {
+          std::fill(q.begin(), q.end(), int8_t{0});
+        } else {
+          scale = range / 127.f;
+          const float inv = 127.f / range;
+          for (int64_t c = 0; c < ic; ++c)
+            q[static_cast<size_t>(c)] = static_cast<int8_t>(std::min(127, std::max(-127, static_cast<int32_t>(std::round(xr[c] * inv)))));
+        }
+      } else {
+        const double rmin = std::min(0.f, mn), rmax = std::max(0.f, mx);
+        if (rmin == rmax) {
+          std::fill(q.begin(), q.end(), int8_t{0});
+        } else {
+          const double s = (rmax - rmin) / 255.0;
+          const double from_min = -128.0 - rmin / s, from_max = 127.0 - rmax / s;
+          const double zp = 128.0 + std::abs(rmin / s) < 127.0 + std::abs(rmax / s) ? from_min : from_max;
+          offset = zp <= -128.0 ? -128 : zp >= 127.0 ? 127 : static_cast<int32_t>(std::round(zp));
+          scale = static_cast<float>(s);
+          const float inv = 1.f / scale;
+          for (int64_t c = 0; c < ic; ++c)
+            q[static_cast<size_t>(c)] =
+                static_cast<int8_t>(std::min(127, std::max(-128, static_cast<int32_t>(std::round(static_cast<float>(offset) + xr[c] * inv)))));
+        }
+      }
+      const float row_scale = chs.size() > 1 ? scale : scale * (chs.size() == 1 ? chs[0] : fq.scale);
+      for (int64_t k = 0; k < oc; ++k) {
+        int32_t dot = 0;
+        for (int64_t c = 0; c < ic; ++c) dot += static_cast<int32_t>(pw[k * ic + c]) * q[static_cast<size_t>(c)];
+        if (asym) dot -= row_sums[static_cast<size_t>(k)] * offset;
+        // In the reference's order: the dot product times the row's scale, then the channel's.
+        const float scaled = chs.size() > 1 ? static_cast<float>(dot) * row_scale * chs[static_cast<size_t>(k)] : static_cast<float>(dot) * row_scale;
+        const float v = (pb ? pb[k] : 0.f) + scaled;
+        py[r * oc + k] = std::min(std::max(v, lo), hi);
+      }
+    }
+    return GRAPH_SUCCESS;
+  }
+
   VnniPacked packed_;
 };
 

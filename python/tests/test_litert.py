@@ -1088,3 +1088,58 @@ def test_resize_with_align_corners_and_half_pixel_centers_is_refused(tmp_path, c
     path = write(tmp_path, m, [x], [y])
     with pytest.raises(Exception, match="align_corners and half_pixel_centers are both set"):
         weft.import_litert(path)
+
+
+@pytest.mark.parametrize("missing", ["input", "output", "weights"])
+def test_fully_connected_without_a_scale_is_refused(tmp_path, missing):
+    """An 8-bit FULLY_CONNECTED whose input, weights or output carries no scale (or scale 0) is an
+    error naming it, in the runtime and in weft aot (the rescaling would divide by zero)."""
+    m = Model()
+    x = m.tensor("x", [2, 3], "int8", **({} if missing == "input" else {"scale": 0.02}))
+    w = m.tensor("w", [4, 3], "int8", data=np.ones([4, 3], np.int8), **({"scale": 0.0} if missing == "weights" else {"scale": 0.01}))
+    y = m.tensor("y", [2, 4], "int8", **({} if missing == "output" else {"scale": 0.05}))
+    m.builtin(9, [x, w], [y])
+    path = write(tmp_path, m, [x], [y])
+    with pytest.raises(Exception, match=f"the {missing} has none"):
+        session().compile(weft.import_litert(path)).run([np.ones([2, 3], np.int8)])
+    with pytest.raises(Exception, match=f"the {missing} has none"):
+        weft.generate_c(path, tmp_path / "c", prefix="m")
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_hybrid_fully_connected_matches_litert(tmp_path, asymmetric, per_channel):
+    """FULLY_CONNECTED with a float input and int8 weights (dynamic-range quantized models): each
+    input row quantized on the fly, symmetric or (asymmetric_quantize_inputs) with a zero point, as
+    LiteRT's hybrid kernel does; random shapes, scales, biases, activations and an all-zero row."""
+    rng = np.random.default_rng(31 + 2 * asymmetric + per_channel)
+    for trial in range(8):
+        rows, ic, oc = int(rng.integers(1, 6)), int(rng.integers(1, 70)), int(rng.integers(1, 40))
+        m = Model()
+        x = m.tensor("x", [rows, ic], "float32")
+        wv = rng.integers(-127, 128, [oc, ic]).astype(np.int8)
+        w = m.tensor("w", [oc, ic], "int8", data=wv, scale=list(rng.uniform(0.001, 0.02, oc)) if per_channel else 0.01,
+                     zero_point=[0] * oc if per_channel else 0, quantized_dimension=0)
+        ins = [x, w]
+        if trial % 3:
+            ins.append(m.tensor("b", [oc], "float32", data=rng.standard_normal(oc).astype(np.float32)))
+        y = m.tensor("y", [rows, oc], "float32")
+        m.builtin(9, ins, [y], options=(8, [(0, "byte", [0, RELU, RELU6][trial % 3]), (3, "bool", asymmetric)]))
+        path = write(tmp_path, m, [x], [y], name=f"hybrid{trial}.tflite")
+        xv = (rng.standard_normal([rows, ic]) * rng.uniform(0.1, 10) + rng.uniform(-3, 3)).astype(np.float32)
+        xv[0] = 0 if trial == 5 else xv[0]
+        want = litert_reference(path, [xv])
+        got = session().compile(weft.import_litert(path)).run([xv])[0]
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6 * max(1.0, float(np.abs(want).max())), err_msg=f"trial {trial}")
+        assert np.abs(want).max() > 0
+
+
+def test_float_fully_connected_with_other_weight_types_is_refused(tmp_path):
+    m = Model()
+    x = m.tensor("x", [2, 3], "float32")
+    w = m.tensor("w", [4, 3], "int16", data=np.ones([4, 3], np.int16), scale=0.01)
+    y = m.tensor("y", [2, 4], "float32")
+    m.builtin(9, [x, w], [y])
+    path = write(tmp_path, m, [x], [y])
+    with pytest.raises(Exception, match="float input takes float or int8 weights"):
+        session().compile(weft.import_litert(path)).run([np.ones([2, 3], np.float32)])
