@@ -1753,7 +1753,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     geom += "};\n";
     const DataType xt = x->GetDataType();
     if (xt == DT_FLOAT) {
-      if (w->GetDataType() != DT_FLOAT) return Fail(ctx, "a float input needs a float filter");
+      if (w->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT)) return Fail(ctx, "a float input needs a float filter and bias");
       float lo, hi;
       tfl::ActivationRange(act, &lo, &hi);
       aot::EmitHelper(ctx, kTflKernels, "weft_conv_f32");
@@ -1812,7 +1812,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     };
     DataType xt = x->GetDataType();
     if (xt == DT_FLOAT) {
-      if (w->GetDataType() != DT_FLOAT) return Fail(ctx, "a float input needs a float filter");
+      if (w->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT)) return Fail(ctx, "a float input needs a float filter and bias");
       float lo, hi;
       tfl::ActivationRange(act, &lo, &hi);
       const float* px = x->GetData<float>();
@@ -1935,6 +1935,7 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp, public Emit
     geom += "};\n";
     const DataType xt = x->GetDataType();
     if (xt == DT_FLOAT) {
+      if (w->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT)) return Fail(ctx, "a float input takes float weights and bias");
       float lo, hi;
       tfl::ActivationRange(act, &lo, &hi);
       aot::EmitHelper(ctx, kTflKernels, "weft_transpose_conv_f32");
@@ -2045,6 +2046,9 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp, public Emit
             }
     };
     if (xt == DT_FLOAT) {
+      if (w->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT))
+        return Fail(ctx, std::string("a float input takes float weights and bias, not ") + DataTypeName(w->GetDataType()) + " weights" +
+                             (b ? std::string(" and a ") + DataTypeName(b->GetDataType()) + " bias" : std::string()));
       float lo, hi;
       tfl::ActivationRange(act, &lo, &hi);
       float* py = y->GetData<float>();
@@ -2121,7 +2125,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     if (oc > INT32_MAX / 4 || ic > INT32_MAX / 4 || rows > INT32_MAX / 4) return Fail(ctx, "too large for the generated C (32-bit indices)");
     const std::string dims = std::to_string(rows) + ", " + std::to_string(oc) + ", " + std::to_string(ic) + ", ";
     if (x->GetDataType() == DT_FLOAT) {
-      if (w->GetDataType() != DT_FLOAT) return Fail(ctx, "a float input needs float weights");
+      if (w->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT)) return Fail(ctx, "a float input needs float weights and bias");
       float lo, hi;
       tfl::ActivationRange(act, &lo, &hi);
       aot::EmitHelper(ctx, kTflKernels, "weft_fully_connected_f32");

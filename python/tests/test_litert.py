@@ -1143,3 +1143,35 @@ def test_float_fully_connected_with_other_weight_types_is_refused(tmp_path):
     path = write(tmp_path, m, [x], [y])
     with pytest.raises(Exception, match="float input takes float or int8 weights"):
         session().compile(weft.import_litert(path)).run([np.ones([2, 3], np.float32)])
+
+
+@pytest.mark.parametrize("op", ["conv", "transpose_conv", "fully_connected"])
+@pytest.mark.parametrize("bad", ["weights", "bias"])
+def test_float_layers_refuse_integer_weights_or_bias_they_cannot_take(tmp_path, op, bad):
+    """A float CONV_2D or TRANSPOSE_CONV with int8 weights, or any of them with an int32 bias, is an
+    error naming the types, in the runtime and in weft aot (they were read as floats). FULLY_CONNECTED
+    takes int8 weights (the hybrid kernel) but not an int32 bias."""
+    m = Model()
+    x = m.tensor("x", [1, 4, 4, 3] if op != "fully_connected" else [2, 3], "float32")
+    w_shape = [4, 3] if op == "fully_connected" else [4, 1, 1, 3]
+    if bad == "weights" and op != "fully_connected":
+        w = m.tensor("w", w_shape, "int8", data=np.ones(w_shape, np.int8), scale=0.01)
+    else:
+        w = m.tensor("w", w_shape, "float32", data=np.ones(w_shape, np.float32))
+    b = m.tensor("b", [4], "int32" if bad == "bias" else "float32", data=np.arange(4))
+    y = m.tensor("y", [1, 4, 4, 4] if op != "fully_connected" else [2, 4], "float32")
+    if op == "conv":
+        m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    elif op == "fully_connected":
+        m.builtin(9, [x, w, b], [y])
+    else:
+        shape = m.tensor("shape", [4], "int32", data=np.array([1, 4, 4, 4], np.int32))
+        m.builtin(67, [shape, w, x, b], [y], options=(49, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    path = write(tmp_path, m, [x], [y])
+    if op == "fully_connected" and bad == "weights":
+        return  # float weights: nothing wrong
+    xv = np.ones([1, 4, 4, 3] if op != "fully_connected" else [2, 3], np.float32)
+    with pytest.raises(Exception, match="float input (needs|takes) (a )?float"):
+        session().compile(weft.import_litert(path)).run([xv])
+    with pytest.raises(Exception, match="float input (needs|takes) (a )?float"):
+        weft.generate_c(path, tmp_path / "c", prefix="m")
