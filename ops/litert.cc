@@ -3540,15 +3540,24 @@ class TflQuantize : public EagerExecuteOp, public ShapeInferOp, public Emittable
   }
 };
 
-// Dequantize: (q - zero point) * scale.
+// Dequantize: (q - zero point) * scale; per channel (weights stored as int8 for a float layer),
+// each index along quantized_dimension with its own scale and zero point.
 class TflDequantize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Quant q = InputQuant(ctx, 0);
-    if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 1) return Fail(ctx, "per-channel dequantization is not supported yet");
     const int it = QTypeCode(x->GetDataType());
     if (!it || it == 32) return Fail(ctx, "the input must be int8, uint8 or int16");
+    PerChannel pc;
+    if (!Channels(ctx, x->GetShape(), &pc)) return GRAPH_FAILED;
+    if (!pc.scales.empty()) {
+      aot::EmitHelper(ctx, kTflKernels, "weft_dequantize_channels");
+      ctx->Run("weft_dequantize_channels(" + std::to_string(it) + ", " + aot::IntLit(pc.outer) + ", " + aot::IntLit(pc.channels) + ", " +
+               aot::IntLit(pc.inner) + ", " + ctx->Const("scales", DT_FLOAT, pc.scales) + ", " + ctx->Const("zero_points", DT_INT32, pc.zps) +
+               ", " + ctx->Input(0, "void") + ", " + ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
     aot::EmitHelper(ctx, kTflKernels, "weft_dequantize");
     ctx->Run("weft_dequantize(" + std::to_string(it) + ", " + aot::IntLit(x->GetShapeSize()) + ", " + aot::FloatLit(q.scale) + ", " +
              aot::IntLit(q.zp) + ", " + ctx->Input(0, "void") + ", " + ctx->Output(0, "float") + ");\n");
@@ -3564,17 +3573,55 @@ class TflDequantize : public EagerExecuteOp, public ShapeInferOp, public Emittab
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), DT_FLOAT);
     if (!y) return GRAPH_FAILED;
     Quant q = InputQuant(ctx, 0);
-    if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 1) return Fail(ctx, "per-channel dequantization is not supported yet");
-    int64_t n = x->GetShapeSize();
+    PerChannel pc;
+    if (!Channels(ctx, x->GetShape(), &pc)) return GRAPH_FAILED;
+    const int64_t n = x->GetShapeSize();
     float* py = y->GetData<float>();
+    // Element i's scale and zero point: the tensor's, or those of its index along the channel dim.
+    auto run = [&](auto* px) {
+      if (pc.scales.empty()) {
+        for (int64_t i = 0; i < n; ++i) py[i] = q.scale * static_cast<float>(px[i] - q.zp);
+        return;
+      }
+      for (int64_t o = 0, i = 0; o < pc.outer; ++o)
+        for (int64_t c = 0; c < pc.channels; ++c) {
+          const float s = pc.scales[static_cast<size_t>(c)];
+          const int32_t z = pc.zps[static_cast<size_t>(c)];
+          for (int64_t k = 0; k < pc.inner; ++k, ++i) py[i] = s * static_cast<float>(px[i] - z);
+        }
+    };
     switch (x->GetDataType()) {
-      case DT_INT8: for (int64_t i = 0; i < n; ++i) py[i] = q.scale * static_cast<float>(x->GetData<int8_t>()[i] - q.zp); break;
-      case DT_UINT8: for (int64_t i = 0; i < n; ++i) py[i] = q.scale * static_cast<float>(x->GetData<uint8_t>()[i] - q.zp); break;
-      case DT_INT16: for (int64_t i = 0; i < n; ++i) py[i] = q.scale * static_cast<float>(x->GetData<int16_t>()[i] - q.zp); break;
-      case DT_FLOAT16:
+      case DT_INT8: run(x->GetData<int8_t>()); break;
+      case DT_UINT8: run(x->GetData<uint8_t>()); break;
+      case DT_INT16: run(x->GetData<int16_t>()); break;
       default: return Fail(ctx, "the input must be int8, uint8 or int16");
     }
     return GRAPH_SUCCESS;
+  }
+
+ private:
+  struct PerChannel {
+    int64_t outer = 1, channels = 1, inner = 1;
+    std::vector<float> scales;  // empty: per tensor
+    std::vector<int32_t> zps;
+  };
+  static bool Channels(const KernelContextBase* ctx, const Shape& xs, PerChannel* pc) {
+    ListView<float> cs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    if (cs.size() <= 1) return true;
+    ListView<int64_t> cz = ctx->GetAttrs()->GetListInt("channel_zero_points");
+    const int64_t* qd = ctx->GetAttrs()->GetInt("quantized_dimension");
+    const int64_t d = qd ? *qd : 0;
+    if (d < 0 || static_cast<size_t>(d) >= xs.GetDimNum() || xs.GetDim(static_cast<size_t>(d)) != static_cast<int64_t>(cs.size()) ||
+        (cz.size() != 0 && cz.size() != cs.size()))
+      return Fail(ctx, std::to_string(cs.size()) + " channel scales do not fit dim " + std::to_string(d) + " of the input " + xs.ToString()), false;
+    for (size_t k = 0; k < xs.GetDimNum(); ++k) {
+      if (k < static_cast<size_t>(d)) pc->outer *= xs.GetDim(k);
+      if (k > static_cast<size_t>(d)) pc->inner *= xs.GetDim(k);
+    }
+    pc->channels = static_cast<int64_t>(cs.size());
+    pc->scales.assign(cs.begin(), cs.end());
+    for (size_t c = 0; c < cs.size(); ++c) pc->zps.push_back(cz.size() ? static_cast<int32_t>(cz[c]) : 0);
+    return true;
   }
 };
 

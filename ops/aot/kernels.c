@@ -748,6 +748,17 @@ static void weft_dequantize(int in_type, int64_t n, float scale, int32_t zp, con
   for (i = 0; i < n; ++i) y[i] = scale * (float)(weft_qload(in_type, x, i) - zp);
 }
 
+/* @helper weft_dequantize_channels needs: weft_qio */
+/* Per-channel dequantization: the input as [outer, channels, inner], channel c with its own scale
+ * and zero point. */
+static void weft_dequantize_channels(int in_type, int64_t outer, int64_t channels, int64_t inner, const float* scales,
+                                     const int32_t* zero_points, const void* x, float* y) {
+  int64_t o, c, k, i = 0;
+  for (o = 0; o < outer; ++o)
+    for (c = 0; c < channels; ++c)
+      for (k = 0; k < inner; ++k, ++i) y[i] = scales[c] * (float)(weft_qload(in_type, x, i) - zero_points[c]);
+}
+
 /* @helper weft_transpose_conv */
 /* A transposed convolution's geometry: input [n, ih, iw, ic], weights [oc, kh, kw, ic], output
  * [n, oh, ow, oc]; each input pixel scattered through the filter (TFLite's reference order). */

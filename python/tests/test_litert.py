@@ -1175,3 +1175,43 @@ def test_float_layers_refuse_integer_weights_or_bias_they_cannot_take(tmp_path, 
         session().compile(weft.import_litert(path)).run([xv])
     with pytest.raises(Exception, match="float input (needs|takes) (a )?float"):
         weft.generate_c(path, tmp_path / "c", prefix="m")
+
+
+@pytest.mark.parametrize("dim", [0, 1, 3])
+def test_per_channel_dequantize_matches_litert_and_numpy(tmp_path, dim):
+    """DEQUANTIZE of a tensor quantized per channel (weight-only quantized models store weights so):
+    a graph input dequantized along `dim`, and constant int8 weights dequantized into a float
+    CONV_2D; against LiteRT and a NumPy recomputation, in the runtime and the C module."""
+    rng = np.random.default_rng(40 + dim)
+    shape = [4, 3, 2, 5]
+    ch = shape[dim]
+    scales = list(rng.uniform(0.001, 0.1, ch).astype(np.float32))
+    zps = [int(v) for v in rng.integers(-5, 5, ch)]
+    m = Model()
+    q = m.tensor("q", shape, "int8", scale=scales, zero_point=zps, quantized_dimension=dim)
+    f = m.tensor("f", shape, "float32")
+    m.builtin(6, [q], [f])  # DEQUANTIZE
+    path = write(tmp_path, m, [q], [f], name="deq.tflite")
+    qv = rng.integers(-128, 127, shape, endpoint=True).astype(np.int8)
+    bshape = [1] * 4
+    bshape[dim] = ch
+    expect = (np.array(scales, np.float32).reshape(bshape) * (qv.astype(np.float32) - np.array(zps, np.float32).reshape(bshape)))
+    (got,) = session().compile(weft.import_litert(path)).run([qv])
+    np.testing.assert_array_equal(got, expect.astype(np.float32))
+    np.testing.assert_array_equal(got, litert_reference(path, [qv]))
+    run_c_module(tmp_path / "c", path, {"q": qv}, {"f": got})
+    if dim != 0:
+        return
+    # Constant per-channel weights (output channels on dim 0) dequantized into a float convolution.
+    m = Model()
+    x = m.tensor("x", [1, 5, 5, 5], "float32")
+    wq = m.tensor("wq", shape, "int8", data=qv, scale=scales, zero_point=[0] * ch, quantized_dimension=0)
+    w = m.tensor("w", shape, "float32")
+    b = m.tensor("b", [4], "float32", data=rng.standard_normal(4).astype(np.float32))
+    y = m.tensor("y", [1, 3, 4, 4], "float32")
+    m.builtin(6, [wq], [w])
+    m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    path = write(tmp_path, m, [x], [y], name="conv.tflite")
+    xv = rng.standard_normal([1, 5, 5, 5]).astype(np.float32)
+    (got,) = session().compile(weft.import_litert(path)).run([xv])
+    np.testing.assert_allclose(got, litert_reference(path, [xv]), rtol=1e-5, atol=1e-5)
