@@ -1215,3 +1215,23 @@ def test_per_channel_dequantize_matches_litert_and_numpy(tmp_path, dim):
     xv = rng.standard_normal([1, 5, 5, 5]).astype(np.float32)
     (got,) = session().compile(weft.import_litert(path)).run([xv])
     np.testing.assert_allclose(got, litert_reference(path, [xv]), rtol=1e-5, atol=1e-5)
+
+
+def test_float16_weights_dequantized_into_a_float_convolution(tmp_path):
+    """Float16-quantized models keep weights as float16 constants behind a DEQUANTIZE; the runtime
+    and the C module run them and match LiteRT."""
+    rng = np.random.default_rng(16)
+    m = Model()
+    x = m.tensor("x", [1, 5, 5, 3], "float32")
+    wh = m.tensor("wh", [4, 3, 3, 3], "float16", data=rng.standard_normal([4, 3, 3, 3]).astype(np.float16))
+    w = m.tensor("w", [4, 3, 3, 3], "float32")
+    b = m.tensor("b", [4], "float32", data=rng.standard_normal(4).astype(np.float32))
+    y = m.tensor("y", [1, 3, 3, 4], "float32")
+    m.builtin(6, [wh], [w])  # DEQUANTIZE
+    m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    path = write(tmp_path, m, [x], [y])
+    xv = rng.standard_normal([1, 5, 5, 3]).astype(np.float32)
+    want = litert_reference(path, [xv])
+    (got,) = session().compile(weft.import_litert(path)).run([xv])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    run_c_module(tmp_path / "c", path, {"x": xv}, {"y": want}, atol=1e-5, rtol=1e-5)

@@ -1054,6 +1054,10 @@ class Importer {
         if (!need(1, 1)) return Status::Ok();
         emit(Make("Mul", n.name, {in[0], in[0]}, out));
         return Status::Ok();
+      case 6:  // DEQUANTIZE of float16 (float16-quantized models' weights): a Cast to float32
+        if (!need(1, 1) || TypeOf(in[0]) != DT_FLOAT16 || TypeOf(o0) != DT_FLOAT) return Status::Ok();
+        emit(Make("Cast", n.name, in, out, {{"to", AttrValue::Type(DT_FLOAT)}}));
+        return Status::Ok();
       case 53: {  // CAST
         if (!need(1, 1)) return Status::Ok();
         DataType to = TypeOf(o0);
