@@ -2100,6 +2100,10 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
  public:
   // The weights' zero point the sums subtract: a per-tensor one; per channel, none (LiteRT's
   // per-channel kernel ignores them).
+  static bool ChannelCountFits(const KernelContextBase* ctx, ListView<float> chs, int64_t oc) {
+    if (chs.size() <= 1 || static_cast<int64_t>(chs.size()) == oc) return true;
+    return Fail(ctx, "the weights have " + std::to_string(chs.size()) + " channel scales for " + std::to_string(oc) + " output channels"), false;
+  }
   static int32_t WeightZeroPoint(const KernelContextBase* ctx, Quant fq) {
     return ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 1 ? 0 : fq.zp;
   }
@@ -2142,8 +2146,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     if (!in.quantized() || !o.quantized() || (!fq.quantized() && chs.size() == 0))
       return Fail(ctx, "a quantized input, weights and output need scales (the " +
                            std::string(!in.quantized() ? "input" : !o.quantized() ? "output" : "weights") + " has none)");
-    if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != oc)
-      return Fail(ctx, "the weights have " + std::to_string(chs.size()) + " channel scales for " + std::to_string(oc) + " output channels");
+    if (!ChannelCountFits(ctx, chs, oc)) return GRAPH_FAILED;
     std::vector<int32_t> mult(static_cast<size_t>(oc)), shift(static_cast<size_t>(oc));
     for (int64_t k = 0; k < oc; ++k) {  // as Execute computes them
       double m = chs.size() > 1 ? static_cast<double>(in.scale) * static_cast<double>(chs[static_cast<size_t>(k)]) / static_cast<double>(o.scale)
@@ -2225,8 +2228,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     if (!in.quantized() || !o.quantized() || (!fq.quantized() && chs.size() == 0))
       return Fail(ctx, "a quantized input, weights and output need scales (the " +
                            std::string(!in.quantized() ? "input" : !o.quantized() ? "output" : "weights") + " has none)");
-    if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != oc)
-      return Fail(ctx, "the weights have " + std::to_string(chs.size()) + " channel scales for " + std::to_string(oc) + " output channels");
+    if (!ChannelCountFits(ctx, chs, oc)) return GRAPH_FAILED;
     std::vector<int32_t> mult(static_cast<size_t>(oc));
     std::vector<int> shift(static_cast<size_t>(oc));
     for (int64_t k = 0; k < oc; ++k) {
@@ -2296,8 +2298,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     Quant fq = InputQuant(ctx, 1);
     ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
     if (!fq.quantized() && chs.size() == 0) return Fail(ctx, "the int8 weights need a scale");
-    if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != oc)
-      return Fail(ctx, "the weights have " + std::to_string(chs.size()) + " channel scales for " + std::to_string(oc) + " output channels");
+    if (!ChannelCountFits(ctx, chs, oc)) return GRAPH_FAILED;
     const bool* asym_p = ctx->GetAttrs()->GetBool("asymmetric_quantize_inputs");
     const bool asym = asym_p && *asym_p;
     float lo, hi;

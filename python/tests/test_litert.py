@@ -984,6 +984,17 @@ def test_per_channel_scales_come_from_the_weights(tmp_path, op, case):
         np.testing.assert_array_equal(got, want, err_msg=f"{threads} thread(s)")
 
 
+def add_weighted_layer(m, op, x, w, b, y):
+    """A 1x1 VALID CONV_2D, a FULLY_CONNECTED or a TRANSPOSE_CONV (output [1, 4, 4, 4]) of x, w, b."""
+    if op == "conv":
+        m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    elif op == "fully_connected":
+        m.builtin(9, [x, w, b], [y])
+    else:
+        shape = m.tensor("shape", [4], "int32", data=np.array([1, 4, 4, 4], np.int32))
+        m.builtin(67, [shape, w, x, b], [y], options=(49, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+
+
 @pytest.mark.parametrize("op", ["conv", "fully_connected", "transpose_conv"])
 def test_int64_bias_on_an_8bit_layer_is_refused(tmp_path, op):
     """An 8-bit layer takes an int32 bias (LiteRT reads an int64 one as int32 words); the error names
@@ -994,13 +1005,7 @@ def test_int64_bias_on_an_8bit_layer_is_refused(tmp_path, op):
     w = m.tensor("w", w_shape, "int8", data=np.ones(w_shape, np.int8), scale=0.01)
     b = m.tensor("b", [4], "int64", data=np.arange(4), scale=0.0002)
     y = m.tensor("y", [1, 4, 4, 4] if op != "fully_connected" else [2, 4], "int8", scale=0.05)
-    if op == "conv":
-        m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
-    elif op == "fully_connected":
-        m.builtin(9, [x, w, b], [y])
-    else:
-        shape = m.tensor("shape", [4], "int32", data=np.array([1, 4, 4, 4], np.int32))
-        m.builtin(67, [shape, w, x, b], [y], options=(49, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    add_weighted_layer(m, op, x, w, b, y)
     path = write(tmp_path, m, [x], [y])
     xv = np.ones([1, 4, 4, 3] if op != "fully_connected" else [2, 3], np.int8)
     with pytest.raises(Exception, match="int8 input takes an int32 bias, not int64"):
@@ -1160,13 +1165,7 @@ def test_float_layers_refuse_integer_weights_or_bias_they_cannot_take(tmp_path, 
         w = m.tensor("w", w_shape, "float32", data=np.ones(w_shape, np.float32))
     b = m.tensor("b", [4], "int32" if bad == "bias" else "float32", data=np.arange(4))
     y = m.tensor("y", [1, 4, 4, 4] if op != "fully_connected" else [2, 4], "float32")
-    if op == "conv":
-        m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
-    elif op == "fully_connected":
-        m.builtin(9, [x, w, b], [y])
-    else:
-        shape = m.tensor("shape", [4], "int32", data=np.array([1, 4, 4, 4], np.int32))
-        m.builtin(67, [shape, w, x, b], [y], options=(49, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    add_weighted_layer(m, op, x, w, b, y)
     path = write(tmp_path, m, [x], [y])
     if op == "fully_connected" and bad == "weights":
         return  # float weights: nothing wrong
