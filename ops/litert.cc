@@ -11,6 +11,7 @@
 // in the format.
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -770,15 +771,24 @@ inline int64_t DwVnniChannel(int64_t pos, int64_t c64, int64_t blocks32) {
   return pos;
 }
 
-// How DepthwiseVnniRow's blocks cover c channels.
+// How DepthwiseVnniRow's blocks cover c channels; or, for DepthwiseFlatRow (Flat), how blocks of
+// 64 positions cover one period of a flattened row: lcm(channels, 64) positions, position p being
+// channel p % channels.
 struct DwVnniLayout {
-  int64_t c, taps, groups, blocks, c64, blocks32, c32, blocks16, cp;
+  int64_t c, taps, groups, blocks, c64, blocks32, c32, blocks16, cp, channels;
   size_t fpack_bytes;
-  DwVnniLayout(int64_t channels, int64_t kh, int64_t kw) {
-    c = channels, taps = kh * kw, groups = (taps + 3) / 4, blocks = c / 64, c64 = blocks * 64;
+  DwVnniLayout(int64_t channels_, int64_t kh, int64_t kw) {
+    c = channels_, channels = channels_, taps = kh * kw, groups = (taps + 3) / 4, blocks = c / 64, c64 = blocks * 64;
     blocks32 = c - c64 >= 32 ? 1 : 0, c32 = c64 + 32 * blocks32, blocks16 = (c - c32 + 15) / 16, cp = c32 + blocks16 * 16;
     fpack_bytes = static_cast<size_t>(blocks * groups * 256 + blocks32 * groups * 128 + blocks16 * groups * 64);
   }
+  static DwVnniLayout Flat(int64_t channels_, int64_t kh, int64_t kw) {
+    DwVnniLayout L(FlatPeriod(channels_), kh, kw);
+    L.channels = channels_;
+    return L;
+  }
+  // lcm(channels, 64)
+  static int64_t FlatPeriod(int64_t channels_) { return channels_ / std::gcd(channels_, int64_t{64}) * 64; }
 };
 
 // The filter packed for DepthwiseVnniRow and the per-position constants: i32 = base, mult, left
@@ -787,38 +797,37 @@ struct DwVnniLayout {
 bool FillDwVnni(const DwVnniLayout& L, const int8_t* pw, const int32_t* bias, const ChannelScales& cs, int32_t in_off, int8_t* fpack,
                 int32_t* i32, int64_t* i64) {
   const int64_t c = L.c, taps = L.taps, groups = L.groups, blocks = L.blocks, c64 = L.c64, blocks32 = L.blocks32, c32 = L.c32;
-  const int64_t blocks16 = L.blocks16, cp = L.cp;
+  const int64_t blocks16 = L.blocks16, cp = L.cp, nc = L.channels;
+  // the filter's value for position `pos` (channel pos % nc) and tap t; positions past c are padding
+  auto at = [&](int64_t pos, int64_t t) { return pos < c && t < taps ? pw[t * nc + pos % nc] : int8_t{0}; };
   for (int64_t blk = 0; blk < blocks; ++blk)
     for (int64_t gr = 0; gr < groups; ++gr)
       for (int64_t q = 0; q < 4; ++q)
         for (int64_t byte = 0; byte < 64; ++byte) {
           const int64_t lane = byte / 16, j = (byte % 16) / 4, t = byte % 4;
-          const int64_t ch = blk * 64 + 16 * lane + 4 * q + j, tap = 4 * gr + t;
-          fpack[((blk * groups + gr) * 4 + q) * 64 + byte] = tap < taps ? pw[tap * c + ch] : int8_t{0};
+          fpack[((blk * groups + gr) * 4 + q) * 64 + byte] = at(blk * 64 + 16 * lane + 4 * q + j, 4 * gr + t);
         }
   for (int64_t gr = 0; gr < groups * blocks32; ++gr)  // two 128-bit lanes
     for (int64_t q = 0; q < 4; ++q)
       for (int64_t byte = 0; byte < 32; ++byte) {
         const int64_t lane = byte / 16, j = (byte % 16) / 4, t = byte % 4;
-        const int64_t ch = c64 + 16 * lane + 4 * q + j, tap = 4 * gr + t;
-        fpack[blocks * groups * 256 + (gr * 4 + q) * 32 + byte] = tap < taps ? pw[tap * c + ch] : int8_t{0};
+        fpack[blocks * groups * 256 + (gr * 4 + q) * 32 + byte] = at(c64 + 16 * lane + 4 * q + j, 4 * gr + t);
       }
   for (int64_t b16 = 0; b16 < blocks16; ++b16)  // one 128-bit lane: vector q's bytes 4j + t hold channel 4q + j
     for (int64_t gr = 0; gr < groups; ++gr)
       for (int64_t q = 0; q < 4; ++q)
-        for (int64_t byte = 0; byte < 16; ++byte) {
-          const int64_t ch = c32 + b16 * 16 + 4 * q + byte / 4, tap = 4 * gr + byte % 4;
+        for (int64_t byte = 0; byte < 16; ++byte)
           fpack[blocks * groups * 256 + blocks32 * groups * 128 + ((b16 * groups + gr) * 4 + q) * 16 + byte] =
-              ch < c && tap < taps ? pw[tap * c + ch] : int8_t{0};
-        }
+              at(c32 + b16 * 16 + 4 * q + byte / 4, 4 * gr + byte % 4);
   int32_t *base = i32, *mult = i32 + cp, *left = i32 + 2 * cp;
   int64_t *add = i64, *add_neg = i64 + cp, *shift = i64 + 2 * cp;
   bool any_left = false;
   for (int64_t pos = 0; pos < cp; ++pos) {
-    const int64_t ch = DwVnniChannel(pos, c64, blocks32);
-    const bool real = ch < c;
+    const int64_t p = DwVnniChannel(pos, c64, blocks32);
+    const bool real = p < c;
+    const int64_t ch = p % nc;
     uint32_t sum = 0;
-    for (int64_t t = 0; real && t < taps; ++t) sum += static_cast<uint32_t>(static_cast<int32_t>(pw[t * c + ch]));
+    for (int64_t t = 0; real && t < taps; ++t) sum += static_cast<uint32_t>(static_cast<int32_t>(pw[t * nc + ch]));
     // base = -(bias + (in_off - 128) * sum), modulo 2^32 as the sums are
     const uint32_t corr = static_cast<uint32_t>(real && bias ? bias[ch] : 0) + static_cast<uint32_t>(in_off - 128) * sum;
     base[pos] = static_cast<int32_t>(0u - corr);
@@ -987,6 +996,153 @@ WEFT_VNNI_TARGET void DepthwiseVnniRow(const DwVnni& d, const int8_t* image, int
     }
   }
 }
+// A depthwise convolution over flattened rows, for any channel count, multiplier, stride and
+// dilation. An output row's ow * C bytes (C output channels) are one run of positions, position
+// j being channel j % C; with the input row padded by the zero point and split into its sw
+// phases (padded pixel xp in phase xp % sw at index xp / sw), tap (ky, kx) reads for every
+// position one contiguous run of a padded row: phase (kx * dw) % sw from pixel (kx * dw) / sw. So
+// each block of 64 positions is four taps' 64 bytes interleaved as in DepthwiseVnniRow, and every
+// lane is busy whatever C is (DepthwiseVnniRow leaves most of a vector idle for small C and runs
+// what is left past the blocks of 64 in narrower vectors). The filter and rescaling constants
+// repeat every lcm(C, 64) positions (DwVnniLayout::Flat). Padded rows hold x + 128 (unsigned, as
+// vpdpbusd takes them), each channel repeated M times for a multiplier M; each thread keeps the
+// (kh - 1) * dh + 1 rows it may need in a ring, so each input row is padded once per thread.
+struct DwFlat {
+  const int8_t* fpack = nullptr;  // [period blocks][groups][4 vectors][64]
+  VnniEpi e;
+  const int32_t* mult = nullptr;
+  int64_t n, ih, iw, ic, m, c, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw, groups, nb, lp, row_bytes;
+  int32_t out_off, lo, hi;
+  uint8_t zp;  // the input zero point + 128
+};
+constexpr int64_t kDwFlatMaxPeriod = 2048;
+
+// Input row `src` (iw pixels of ic channels) padded, repeated and split into phases at dst.
+WEFT_VNNI_TARGET void DwFlatFill(const DwFlat& d, const int8_t* src, uint8_t* dst) {
+  const int64_t c = d.c, used = d.sw * d.lp;
+  if (d.sw == 1 && d.m == 1) {
+    std::memset(dst, d.zp, static_cast<size_t>(d.pw * c));
+    FlipCopy(dst + d.pw * c, src, d.iw * c, src + d.iw * c);  // writes up to 63 bytes past: overwritten below
+    const int64_t end = std::min(d.pw + d.iw, used);
+    std::memset(dst + end * c, d.zp, static_cast<size_t>(d.row_bytes - end * c));
+    return;
+  }
+  // Phase by phase, pixels in increasing address order: a whole-vector store's bytes past its
+  // pixel are overwritten by the next one (the last by the slack past the phases).
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), zp = _mm512_set1_epi8(static_cast<char>(d.zp));
+  const int8_t* src_end = src + d.iw * d.ic;
+  for (int64_t q = 0; q < d.sw; ++q) {
+    uint8_t* px = dst + q * d.lp * c;
+    for (int64_t xp = q; xp < used; xp += d.sw, px += c) {
+      const int64_t x = xp - d.pw;
+      if (x < 0 || x >= d.iw) {
+        for (int64_t k = 0; k < c; k += 64) _mm512_storeu_si512(px + k, zp);
+      } else if (d.m == 1) {
+        FlipCopy(px, src + x * c, c, src_end);
+      } else if (d.ic == 1) {
+        const __m512i v = _mm512_xor_si512(_mm512_set1_epi8(src[x]), flip);
+        for (int64_t k = 0; k < c; k += 64) _mm512_storeu_si512(px + k, v);
+      } else {
+        const int8_t* s = src + x * d.ic;
+        for (int64_t k = 0; k < d.ic; ++k) std::memset(px + k * d.m, static_cast<uint8_t>(s[k] ^ 0x80), static_cast<size_t>(d.m));
+      }
+    }
+  }
+  std::memset(dst + used * c, d.zp, static_cast<size_t>(d.row_bytes - used * c));
+}
+
+// DwFlatRow's sums, block by block.
+WEFT_VNNI_TARGET inline void DwFlatSums(const DwFlat& d, const uint8_t* const* ptr, int64_t len, int32_t* sums) {
+  int64_t b = 0;  // the block within the period
+  for (int64_t j = 0; j < len; j += 64) {
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+    const int8_t* f = d.fpack + b * d.groups * 256;
+    for (int64_t g = 0; g < d.groups; ++g, f += 256) {
+      const __m512i a = _mm512_loadu_si512(ptr[4 * g] + j), bb = _mm512_loadu_si512(ptr[4 * g + 1] + j);
+      const __m512i c = _mm512_loadu_si512(ptr[4 * g + 2] + j), e = _mm512_loadu_si512(ptr[4 * g + 3] + j);
+      const __m512i ab_lo = _mm512_unpacklo_epi8(a, bb), ab_hi = _mm512_unpackhi_epi8(a, bb);
+      const __m512i ce_lo = _mm512_unpacklo_epi8(c, e), ce_hi = _mm512_unpackhi_epi8(c, e);
+      s0 = _mm512_dpbusd_epi32(s0, _mm512_unpacklo_epi16(ab_lo, ce_lo), _mm512_loadu_si512(f));
+      s1 = _mm512_dpbusd_epi32(s1, _mm512_unpackhi_epi16(ab_lo, ce_lo), _mm512_loadu_si512(f + 64));
+      s2 = _mm512_dpbusd_epi32(s2, _mm512_unpacklo_epi16(ab_hi, ce_hi), _mm512_loadu_si512(f + 128));
+      s3 = _mm512_dpbusd_epi32(s3, _mm512_unpackhi_epi16(ab_hi, ce_hi), _mm512_loadu_si512(f + 192));
+    }
+    _mm512_storeu_si512(sums + j, s0);
+    _mm512_storeu_si512(sums + j + 16, s1);
+    _mm512_storeu_si512(sums + j + 32, s2);
+    _mm512_storeu_si512(sums + j + 48, s3);
+    b = b + 1 == d.nb ? 0 : b + 1;
+  }
+}
+
+// The same with one period of 64 positions and at most three groups of four taps: the filter's
+// twelve vectors loaded once per row.
+WEFT_VNNI_TARGET inline void DwFlatRowHeld(const DwFlat& d, const uint8_t* const* ptr, int64_t len, int32_t* sums) {
+  __m512i f[12];
+  for (int64_t v = 0; v < 12; ++v) f[v] = v < d.groups * 4 ? _mm512_loadu_si512(d.fpack + v * 64) : _mm512_setzero_si512();
+  for (int64_t j = 0; j < len; j += 64) {
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t g = 0; g < d.groups; ++g) {
+      const __m512i a = _mm512_loadu_si512(ptr[4 * g] + j), bb = _mm512_loadu_si512(ptr[4 * g + 1] + j);
+      const __m512i c = _mm512_loadu_si512(ptr[4 * g + 2] + j), e = _mm512_loadu_si512(ptr[4 * g + 3] + j);
+      const __m512i ab_lo = _mm512_unpacklo_epi8(a, bb), ab_hi = _mm512_unpackhi_epi8(a, bb);
+      const __m512i ce_lo = _mm512_unpacklo_epi8(c, e), ce_hi = _mm512_unpackhi_epi8(c, e);
+      s0 = _mm512_dpbusd_epi32(s0, _mm512_unpacklo_epi16(ab_lo, ce_lo), f[4 * g]);
+      s1 = _mm512_dpbusd_epi32(s1, _mm512_unpackhi_epi16(ab_lo, ce_lo), f[4 * g + 1]);
+      s2 = _mm512_dpbusd_epi32(s2, _mm512_unpacklo_epi16(ab_hi, ce_hi), f[4 * g + 2]);
+      s3 = _mm512_dpbusd_epi32(s3, _mm512_unpackhi_epi16(ab_hi, ce_hi), f[4 * g + 3]);
+    }
+    _mm512_storeu_si512(sums + j, s0);
+    _mm512_storeu_si512(sums + j + 16, s1);
+    _mm512_storeu_si512(sums + j + 32, s2);
+    _mm512_storeu_si512(sums + j + 48, s3);
+  }
+}
+
+// DwFlatRow's sums rescaled in place, one 16-lane position of the period at a time (its constants
+// loaded once per row), then packed to bytes.
+WEFT_VNNI_TARGET inline void DwFlatFinish(const DwFlat& d, int64_t len, int32_t* sums, int8_t* out) {
+  const int64_t period = d.nb * 64;
+  const __m512i voff = _mm512_set1_epi32(d.out_off), lo32 = _mm512_set1_epi32(d.lo), hi32 = _mm512_set1_epi32(d.hi);
+  const bool wrap = !(d.lo >= -128 && d.lo <= 127 && d.hi >= -128 && d.hi <= 127);
+  const int64_t whole = (len + 63) / 64 * 64;
+  for (int64_t pos = 0; pos < period; pos += 16) {
+    const VnniRescaler k = LoadRescaler(d.e, d.mult, pos, 0xFFFF);
+    for (int64_t j = pos; j < whole; j += period) {  // a block's positions are spread over its four vectors
+      __m512i r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(Rescale(k, _mm512_loadu_si512(sums + j)), voff), lo32), hi32);
+      if (wrap) r = _mm512_srai_epi32(_mm512_slli_epi32(r, 24), 24);
+      _mm512_storeu_si512(sums + j, r);
+    }
+  }
+  for (int64_t j = 0; j < len; j += 64) {
+    const __m512i p01 = _mm512_packs_epi32(_mm512_loadu_si512(sums + j), _mm512_loadu_si512(sums + j + 16));
+    const __m512i p23 = _mm512_packs_epi32(_mm512_loadu_si512(sums + j + 32), _mm512_loadu_si512(sums + j + 48));
+    const __m512i bytes = _mm512_packs_epi16(p01, p23);  // position order again
+    if (len - j >= 64) {
+      _mm512_storeu_si512(out + j, bytes);
+    } else {
+      _mm512_mask_storeu_epi8(out + j, (__mmask64(1) << (len - j)) - 1, bytes);
+    }
+  }
+}
+
+// One output row from its kh padded rows (`rows`, the zero point's row for those outside), its
+// sums in `sums` ([blocks][64] int32).
+WEFT_VNNI_TARGET void DwFlatRow(const DwFlat& d, const uint8_t* const* rows, int32_t* sums, int8_t* out) {
+  const int64_t slots = d.groups * 4, taps = d.kh * d.kw, len = d.ow * d.c;
+  const uint8_t* ptr[kDwVnniMaxTaps];
+  for (int64_t t = 0; t < slots; ++t) {
+    const int64_t kx = t % d.kw, off = kx * d.dw;
+    ptr[t] = t < taps ? rows[t / d.kw] + ((off % d.sw) * d.lp + off / d.sw) * d.c : rows[0];  // past the taps: zero weights
+  }
+  if (d.nb == 1 && d.groups <= 3) {  // C divides 64 and at most 12 taps: the filter stays in registers
+    DwFlatRowHeld(d, ptr, len, sums);
+  } else {
+    DwFlatSums(d, ptr, len, sums);
+  }
+  DwFlatFinish(d, len, sums, out);
+}
+
 #pragma GCC diagnostic pop
 #endif
 
@@ -1582,7 +1738,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
   graphStatus CompileDepthwise(OpCompileContext* ctx, const Tensor* w, const Tensor* b) {
 #ifdef WEFT_LITERT_AVX2
     const Shape& ws = w->GetShape();
-    if (ws.GetDimNum() != 4 || ws.GetDim(0) != 1 || ws.GetDim(3) < 16 || ws.GetDim(1) * ws.GetDim(2) > kDwVnniMaxTaps ||
+    if (ws.GetDimNum() != 4 || ws.GetDim(0) != 1 || ws.GetDim(3) <= 0 || ws.GetDim(1) * ws.GetDim(2) > kDwVnniMaxTaps ||
         ws.GetDim(1) <= 0 || ws.GetDim(2) <= 0)
       return GRAPH_SUCCESS;
     if (!scales_ready_ || (b && (b->GetDataType() != DT_INT32 || !b->GetAddr() || b->GetShapeSize() != ws.GetDim(3)))) return GRAPH_SUCCESS;
@@ -1591,13 +1747,15 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     for (int64_t ch = 0; ch < c; ++ch)
       if (cs.mult[static_cast<size_t>(ch)] < 0) return GRAPH_SUCCESS;
     const int32_t in_off = -InputQuant(ctx, 0).zp;
-    const DwVnniLayout L(c, ws.GetDim(1), ws.GetDim(2));
+    const bool flat = DwFlatFits(c, ws.GetDim(1), ws.GetDim(2), cs);
+    if (!flat && c < 16) return GRAPH_SUCCESS;  // the AVX2 blocks run it
+    const DwVnniLayout L = flat ? DwVnniLayout::Flat(c, ws.GetDim(1), ws.GetDim(2)) : DwVnniLayout(c, ws.GetDim(1), ws.GetDim(2));
     dw_.fpack.resize(L.fpack_bytes);
     dw_.i32.resize(static_cast<size_t>(3 * L.cp));
     dw_.i64.resize(static_cast<size_t>(3 * L.cp));
     dw_.any_left = FillDwVnni(L, w->GetData<int8_t>(), b ? b->GetData<int32_t>() : nullptr, cs, in_off, dw_.fpack.data(), dw_.i32.data(),
                               dw_.i64.data());
-    dw_.c = c, dw_.kh = ws.GetDim(1), dw_.kw = ws.GetDim(2), dw_.in_off = in_off, dw_.ready = true;
+    dw_.c = c, dw_.kh = ws.GetDim(1), dw_.kw = ws.GetDim(2), dw_.in_off = in_off, dw_.ready = true, dw_.flat = flat;
 #else
     (void)ctx, (void)w, (void)b;
 #endif
@@ -1615,7 +1773,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     const int32_t* i32;
     const int64_t* i64;
     bool any_left;
-    if (dw_.ready && dw_.c == c && dw_.kh == g.kh && dw_.kw == g.kw && dw_.in_off == in_off) {  // laid out by Compile
+    if (dw_.ready && !dw_.flat && dw_.c == c && dw_.kh == g.kh && dw_.kw == g.kw && dw_.in_off == in_off) {  // laid out by Compile
       fpack = dw_.fpack.data();
       i32 = dw_.i32.data();
       i64 = dw_.i64.data();
@@ -1660,11 +1818,108 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
   }
 #endif
 
+  // Whether DepthwiseFlat runs this convolution (VNNI; the rescaling's multipliers >= 0).
+  static bool DwFlatFits(int64_t c, int64_t kh, int64_t kw, const ChannelScales& cs) {
+#ifdef WEFT_LITERT_AVX2
+    if (!HasVnni512() || c <= 0 || kh <= 0 || kw <= 0 || kh * kw > kDwVnniMaxTaps || DwVnniLayout::FlatPeriod(c) > kDwFlatMaxPeriod ||
+        cs.mult.size() < static_cast<size_t>(c))
+      return false;
+    for (int64_t ch = 0; ch < c; ++ch)
+      if (cs.mult[static_cast<size_t>(ch)] < 0) return false;
+    return true;
+#else
+    (void)c, (void)kh, (void)kw, (void)cs;
+    return false;
+#endif
+  }
+  static bool DwFlatApplies(const ConvGeometry& g, const ChannelScales& cs) {
+    return g.ic > 0 && g.oc % g.ic == 0 && DwFlatFits(g.oc, g.kh, g.kw, cs);
+  }
+
+#ifdef WEFT_LITERT_AVX2
+  // The flattened-row depthwise kernel (DwFlatRow): the tables laid out by Compile, or once per
+  // run, then the output rows split over the threads, each with its own ring of padded rows.
+  int DepthwiseFlat(EagerOpExecutionContext* ctx, const ConvGeometry& g, const int8_t* px, const int8_t* pw, const int32_t* bias,
+                    const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi, int8_t* py) const {
+    const DwVnniLayout L = DwVnniLayout::Flat(g.oc, g.kh, g.kw);
+    const int64_t cp = L.cp;
+    const int8_t* fpack;
+    const int32_t* i32;
+    const int64_t* i64;
+    bool any_left;
+    if (dw_.ready && dw_.flat && dw_.c == g.oc && dw_.kh == g.kh && dw_.kw == g.kw && dw_.in_off == in_off) {
+      fpack = dw_.fpack.data();
+      i32 = dw_.i32.data();
+      i64 = dw_.i64.data();
+      any_left = dw_.any_left;
+    } else {
+      auto* f = static_cast<int8_t*>(ctx->MallocWorkSpace(L.fpack_bytes));
+      auto* w32 = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int32_t)));
+      auto* w64 = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int64_t)));
+      if (!f || !w32 || !w64) return GRAPH_FAILED;
+      any_left = FillDwVnni(L, pw, bias, cs, in_off, f, w32, w64);
+      fpack = f;
+      i32 = w32;
+      i64 = w64;
+    }
+    DwFlat d;
+    d.fpack = fpack;
+    d.e.base = i32;
+    d.mult = i32 + cp;
+    d.e.left = any_left ? i32 + 2 * cp : nullptr;
+    d.e.add = i64;
+    d.e.add_neg = i64 + cp;
+    d.e.shift = i64 + 2 * cp;
+    d.n = g.n, d.ih = g.ih, d.iw = g.iw, d.ic = g.ic, d.m = g.oc / g.ic, d.c = g.oc, d.oh = g.oh, d.ow = g.ow, d.kh = g.kh, d.kw = g.kw;
+    d.sh = g.sh, d.sw = g.sw, d.dh = g.dh, d.dw = g.dw, d.ph = g.ph, d.pw = g.pw, d.groups = L.groups, d.nb = cp / 64;
+    const int64_t span = g.sw * (g.ow - 1) + (g.kw - 1) * g.dw + 1;  // padded pixels the taps reach
+    d.lp = (std::max(span, g.pw + g.iw) + g.sw - 1) / g.sw;
+    d.row_bytes = (g.sw * d.lp * g.oc + 127) / 64 * 64;  // 64 bytes to spare, rows 64-byte aligned
+    d.out_off = out_off, d.lo = lo, d.hi = hi;
+    d.zp = static_cast<uint8_t>(128 - in_off);
+    auto* zp_row = static_cast<uint8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(d.row_bytes)));
+    if (!zp_row) return GRAPH_FAILED;
+    std::memset(zp_row, d.zp, static_cast<size_t>(d.row_bytes));
+    const int64_t ring = (g.kh - 1) * g.dh + 1;
+    return ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+      thread_local std::vector<uint8_t> rows_buf;
+      thread_local std::vector<int64_t> held;  // the input row (batch * ih + y) each ring slot holds
+      thread_local std::vector<int32_t> sums;  // one output row's sums, whole blocks
+      rows_buf.resize(static_cast<size_t>(ring * d.row_bytes + 64));
+      uint8_t* ring_base = rows_buf.data() + (64 - reinterpret_cast<uintptr_t>(rows_buf.data()) % 64) % 64;
+      sums.resize(static_cast<size_t>((g.ow * g.oc + 63) / 64 * 64));
+      held.assign(static_cast<size_t>(ring), -1);
+      const uint8_t* rows[kDwVnniMaxTaps];
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t bn = r / g.oh, oy = r % g.oh;
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          const int64_t y = oy * g.sh - g.ph + ky * g.dh;
+          if (y < 0 || y >= g.ih) {
+            rows[ky] = zp_row;
+            continue;
+          }
+          const int64_t slot = y % ring, key = bn * g.ih + y;
+          uint8_t* dst = ring_base + slot * d.row_bytes;
+          if (held[static_cast<size_t>(slot)] != key) {
+            DwFlatFill(d, px + key * g.iw * g.ic, dst);
+            held[static_cast<size_t>(slot)] = key;
+          }
+          rows[ky] = dst;
+        }
+        DwFlatRow(d, rows, sums.data(), py + r * g.ow * g.oc);
+      }
+    });
+  }
+#endif
+
   // int8 DepthwiseConv2D with the channels innermost: one int32 accumulator per output channel of
   // a pixel, each tap a contiguous run over the channels.
   int DepthwiseInt8(EagerOpExecutionContext* ctx, const ConvGeometry& g, const int8_t* px, const int8_t* pw, const int32_t* bias,
                             const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi, int8_t* py) const {
     if (in_off < -127 || in_off > 128) return kNotApplicable;  // a zero point outside int8: products leave 16 bits
+#ifdef WEFT_LITERT_AVX2
+    if (DwFlatApplies(g, cs)) return DepthwiseFlat(ctx, g, px, pw, bias, cs, in_off, out_off, lo, hi, py);
+#endif
     const int64_t mult = g.oc / g.ic;
     if (mult > 1) {
       // A depthwise convolution with multiplier M is one with multiplier 1 over the input with
@@ -1848,7 +2103,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
         // One input channel: a plain convolution, its filter [1, KH, KW, OC] read as [OC, KH, KW, 1];
         // with a multiple of 8 output channels the depthwise kernel's vector blocks are faster,
         // unless the VNNI GEMM runs it.
-        if (dw && g.ic == 1 && (g.oc % 8 != 0 || HasVnni512())) {
+        if (dw && g.ic == 1 && (g.oc % 8 != 0 || HasVnni512()) && !DwFlatApplies(g, cs)) {
           auto* f = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(g.oc * g.kh * g.kw)));
           if (!f) return GRAPH_FAILED;
           for (int64_t t = 0; t < g.kh * g.kw; ++t)
@@ -1902,7 +2157,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     std::vector<int8_t> fpack;
     std::vector<int32_t> i32;
     std::vector<int64_t> i64;
-    bool any_left = false, ready = false;
+    bool any_left = false, ready = false, flat = false;  // flat: DwVnniLayout::Flat's tables
     int64_t c = 0, kh = 0, kw = 0;
     int32_t in_off = 0;
   } dw_;

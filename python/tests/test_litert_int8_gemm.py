@@ -132,6 +132,12 @@ DEPTHWISE = [
     (6, 8, 96, 3, 1, SAME, RELU, 33, 1, 1),      # a block of 64 and one of 32
     (7, 7, 50, 3, 2, VALID, NONE, -9, 1, 1),     # 32, then 16, then 2 channels
     (8, 9, 32, 3, 1, SAME, RELU6, 1, 1, 1),      # a block of 32, interior pixels stepping
+    # flattened rows (channels repeating every lcm(c, 64) positions)
+    (5, 70, 8, 3, 2, SAME, RELU, -128, 1, 1),    # a wide row: several periods, stride 2
+    (6, 9, 5, 3, 3, SAME, NONE, 60, 1, 1),       # stride 3 (three phases), a period of 320
+    (9, 10, 2, 3, 2, VALID, RELU6, -20, 2, 3),   # multiplier 3 over 2 channels, dilated and strided
+    (5, 7, 24, 5, 2, SAME, NONE, 127, 1, 1),     # 25 taps, strided
+    (4, 5, 130, 3, 1, SAME, NONE, 10, 1, 1),     # a period of 4160: the per-pixel blocks instead
 ]
 
 
