@@ -4358,6 +4358,25 @@ class TflPool : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
 
 // Transpose by a constant permutation.
 class TflTranspose : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+  // dst[i * planes + p] = src[p * plane_step + i]: the planes' counts 1 to 4 unrolled.
+  template <typename T>
+  static void Interleave(const T* src, int64_t plane_step, int64_t planes, int64_t n, T* dst) {
+    auto fixed = [&](auto count) {
+      constexpr int64_t P = decltype(count)::value;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t p = 0; p < P; ++p) dst[i * P + p] = src[p * plane_step + i];
+    };
+    switch (planes) {
+      case 1: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T)); return;
+      case 2: return fixed(std::integral_constant<int64_t, 2>());
+      case 3: return fixed(std::integral_constant<int64_t, 3>());
+      case 4: return fixed(std::integral_constant<int64_t, 4>());
+      default:
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t p = 0; p < planes; ++p) dst[i * planes + p] = src[p * plane_step + i];
+    }
+  }
+
  public:
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
@@ -4419,6 +4438,28 @@ class TflTranspose : public EagerExecuteOp, public ShapeInferOp, public Emittabl
       for (size_t k = 0; k < rank; ++k)
         if (perm[k] == static_cast<int64_t>(rank) - 1 && ys.GetDim(k) > ys.GetDim(rank - 1)) a = k;
     const int64_t inner = ys.GetDim(a), src_step = in_stride[static_cast<size_t>(perm[a])], dst_step = out_stride[a];
+    if (a + 2 == rank && src_step == 1 && (elem == 1 || elem == 2 || elem == 4)) {
+      // The output's short last axis (channels) interleaves `ys[rank-1]` contiguous input lines
+      // (planes): each output run written in order, reading one element of every plane per step.
+      const int64_t planes = ys.GetDim(rank - 1), plane_step = in_stride[static_cast<size_t>(perm[rank - 1])];
+      const int64_t groups = total / (inner * planes);
+      ctx->ParallelFor(groups, std::max<int64_t>(1, 4096 / (inner * planes)), [&](int64_t n0, int64_t n1) {
+        for (int64_t n = n0; n < n1; ++n) {
+          int64_t src = 0, rest = n;
+          for (size_t k = rank - 2; k-- > 0;) {
+            src += rest % ys.GetDim(k) * in_stride[static_cast<size_t>(perm[k])];
+            rest /= ys.GetDim(k);
+          }
+          const int64_t dst = n * inner * planes;
+          switch (elem) {
+            case 1: Interleave(reinterpret_cast<const uint8_t*>(px) + src, plane_step, planes, inner, reinterpret_cast<uint8_t*>(py) + dst); break;
+            case 2: Interleave(reinterpret_cast<const uint16_t*>(px) + src, plane_step, planes, inner, reinterpret_cast<uint16_t*>(py) + dst); break;
+            default: Interleave(reinterpret_cast<const uint32_t*>(px) + src, plane_step, planes, inner, reinterpret_cast<uint32_t*>(py) + dst);
+          }
+        }
+      });
+      return GRAPH_SUCCESS;
+    }
     auto line = [&](auto tag, int64_t dst0, int64_t src0) {
       using T = decltype(tag);
       T* dst = reinterpret_cast<T*>(py) + dst0;

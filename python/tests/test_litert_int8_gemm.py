@@ -203,19 +203,24 @@ def test_saved_model_packs_the_weights_again(tmp_path):
     np.testing.assert_array_equal(weft.Session(use_env_path=False).load_model(saved).run([xv])[0], want)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "float32"])
 @pytest.mark.parametrize("shape,perm", [((1, 3, 64, 50), (0, 2, 3, 1)), ((2, 70, 90), (2, 0, 1)), ((5, 4, 3, 2, 60), (4, 1, 3, 0, 2)),
-                                        ((300, 41), (1, 0)), ((1, 96, 96, 8), (0, 3, 1, 2))])
-def test_transpose_matches_litert(tmp_path, shape, perm):
-    """TRANSPOSE, its lines split over threads, against NumPy on int8 data."""
+                                        ((300, 41), (1, 0)), ((1, 96, 96, 8), (0, 3, 1, 2)),
+                                        # planes interleaved into a short last axis: 4, 7, 2 (with a batch), 1
+                                        ((2, 4, 5, 33), (0, 2, 3, 1)), ((1, 7, 9, 11), (0, 2, 3, 1)), ((3, 2, 100), (0, 2, 1)),
+                                        ((2, 6, 7, 3, 5), (0, 2, 3, 4, 1)), ((4, 1, 30), (0, 2, 1))])
+def test_transpose_matches_litert(tmp_path, shape, perm, dtype):
+    """TRANSPOSE, its lines split over threads, against NumPy."""
     m = Model()
-    x = m.tensor("x", list(shape), "int8", scale=0.1, zero_point=0)
+    q = {"scale": 0.1, "zero_point": 0} if dtype != "float32" else {}
+    x = m.tensor("x", list(shape), dtype, **q)
     tp = m.tensor("perm", [len(perm)], "int32", data=np.array(perm, dtype=np.int32))
-    y = m.tensor("y", [shape[p] for p in perm], "int8", scale=0.1, zero_point=0)
+    y = m.tensor("y", [shape[p] for p in perm], dtype, **q)
     m.builtin(39, [x, tp], [y])
     path = str(tmp_path / "t.tflite")
     with open(path, "wb") as f:
         f.write(m.finish([x], [y]))
-    xv = np.random.default_rng(1).integers(-128, 128, shape).astype(np.int8)
+    xv = np.random.default_rng(1).integers(-128, 128, shape).astype(dtype)
     for threads in (1, 2):
         (got,) = weft.Session(use_env_path=False, threads=threads).compile(weft.import_litert(path)).run([xv])
         np.testing.assert_array_equal(got, np.transpose(xv, perm))
