@@ -1027,26 +1027,33 @@ WEFT_VNNI_TARGET void DwFlatFill(const DwFlat& d, const int8_t* src, uint8_t* ds
     std::memset(dst + end * c, d.zp, static_cast<size_t>(d.row_bytes - end * c));
     return;
   }
-  // Phase by phase, pixels in increasing address order: a whole-vector store's bytes past its
-  // pixel are overwritten by the next one (the last by the slack past the phases).
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), zp = _mm512_set1_epi8(static_cast<char>(d.zp));
+  // Phase by phase, pixels in increasing address order: a whole-vector (or word) store's bytes
+  // past its pixel are overwritten by the next one (the last by the slack past the phases).
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const int8_t* src_end = src + d.iw * d.ic;
   for (int64_t q = 0; q < d.sw; ++q) {
-    uint8_t* px = dst + q * d.lp * c;
-    for (int64_t xp = q; xp < used; xp += d.sw, px += c) {
-      const int64_t x = xp - d.pw;
-      if (x < 0 || x >= d.iw) {
-        for (int64_t k = 0; k < c; k += 64) _mm512_storeu_si512(px + k, zp);
-      } else if (d.m == 1) {
-        FlipCopy(px, src + x * c, c, src_end);
-      } else if (d.ic == 1) {
-        const __m512i v = _mm512_xor_si512(_mm512_set1_epi8(src[x]), flip);
-        for (int64_t k = 0; k < c; k += 64) _mm512_storeu_si512(px + k, v);
-      } else {
-        const int8_t* s = src + x * d.ic;
-        for (int64_t k = 0; k < d.ic; ++k) std::memset(px + k * d.m, static_cast<uint8_t>(s[k] ^ 0x80), static_cast<size_t>(d.m));
+    uint8_t* row = dst + q * d.lp * c;
+    // phase pixel i is input pixel q + sw * i - pw: inside for i in [i0, i1)
+    const int64_t i0 = std::min(d.lp, std::max<int64_t>(0, (d.pw - q + d.sw - 1) / d.sw));
+    const int64_t i1 = std::max(i0, std::min(d.lp, (d.pw + d.iw - q + d.sw - 1) / d.sw));
+    FillBytes(row, d.zp, i0 * c);
+    const int8_t* s = src + (q + d.sw * i0 - d.pw) * d.ic;
+    const int64_t step = d.sw * d.ic;
+    uint8_t* px = row + i0 * c;
+    if (d.m == 1) {
+      for (int64_t i = i0; i < i1; ++i, px += c, s += step) FlipCopy(px, s, c, src_end);
+    } else if (d.ic == 1 && c <= 8) {
+      for (int64_t i = i0; i < i1; ++i, px += c, s += step) {
+        const uint64_t word = uint64_t(static_cast<uint8_t>(*s ^ 0x80)) * 0x0101010101010101ull;
+        std::memcpy(px, &word, 8);
       }
+    } else if (d.ic == 1 && c <= 64) {
+      for (int64_t i = i0; i < i1; ++i, px += c, s += step) _mm512_storeu_si512(px, _mm512_xor_si512(_mm512_set1_epi8(*s), flip));
+    } else {
+      for (int64_t i = i0; i < i1; ++i, px += c, s += step)
+        for (int64_t k = 0; k < d.ic; ++k) std::memset(px + k * d.m, static_cast<uint8_t>(s[k] ^ 0x80), static_cast<size_t>(d.m));
     }
+    FillBytes(px, d.zp, (d.lp - i1) * c);
   }
   std::memset(dst + used * c, d.zp, static_cast<size_t>(d.row_bytes - used * c));
 }
