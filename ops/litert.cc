@@ -2390,6 +2390,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     const int64_t oc = w->GetShape().GetDim(0), ic = w->GetShape().GetDim(1), rows = ic ? x->GetShapeSize() / ic : 0;
     if (oc > INT32_MAX / 4 || ic > INT32_MAX / 4 || rows > INT32_MAX / 4) return Fail(ctx, "too large for the generated C (32-bit indices)");
     const std::string dims = std::to_string(rows) + ", " + std::to_string(oc) + ", " + std::to_string(ic) + ", ";
+    if (x->GetDataType() == DT_FLOAT && w->GetDataType() == DT_INT8) return EmitHybrid(ctx, act, rows, oc, ic);
     if (x->GetDataType() == DT_FLOAT) {
       if (w->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT)) return Fail(ctx, "a float input needs float weights and bias");
       float lo, hi;
@@ -2548,6 +2549,33 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
   }
 
  private:
+  // Hybrid's arithmetic in C (weft_fully_connected_hybrid): per-channel weight scales as a
+  // constant, the quantized row in the arena's scratch.
+  graphStatus EmitHybrid(EmitContext* ctx, Activation act, int64_t rows, int64_t oc, int64_t ic) {
+    const Tensor* b = ctx->GetOptionalInputTensor(2);
+    if (ctx->GetOutputTensor(0)->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT))
+      return Fail(ctx, "a float input with int8 weights takes a float bias and gives a float output");
+    Quant fq = InputQuant(ctx, 1);
+    ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    if (!fq.quantized() && chs.size() == 0) return Fail(ctx, "the int8 weights need a scale");
+    if (!ChannelCountFits(ctx, chs, oc)) return GRAPH_FAILED;
+    const bool* asym_p = ctx->GetAttrs()->GetBool("asymmetric_quantize_inputs");
+    const bool asym = asym_p && *asym_p;
+    std::string ch = "0";
+    float w_scale = chs.size() == 1 ? chs[0] : fq.scale;
+    if (chs.size() > 1) ch = ctx->Const("channel_scales", DT_FLOAT, std::vector<float>(chs.begin(), chs.end()));
+    float lo, hi;
+    tfl::ActivationRange(act, &lo, &hi);
+    aot::EmitHelper(ctx, kTflKernels, "weft_fully_connected_hybrid");
+    ctx->Include("<math.h>");
+    const std::string q = ctx->Scratch(static_cast<size_t>(std::max<int64_t>(ic, 1)));
+    ctx->Run("weft_fully_connected_hybrid(" + std::to_string(rows) + ", " + std::to_string(oc) + ", " + std::to_string(ic) + ", " +
+             ctx->Input(0, "float") + ", " + ctx->Input(1, "int8_t") + ", " + (b ? ctx->Input(2, "float") : std::string("0")) + ", " + ch +
+             ", " + aot::FloatLit(w_scale) + ", " + (asym ? "1" : "0") + ", " + aot::FloatLit(lo) + ", " + aot::FloatLit(hi) +
+             ", (int8_t*)(void*)" + q + ", " + ctx->Output(0, "float") + ");\n");
+    return GRAPH_SUCCESS;
+  }
+
   // Float input with int8 weights (dynamic-range quantized models), as LiteRT's hybrid kernel:
   // each input row is quantized to int8 on the fly (symmetric: scale max|x| / 127; with
   // asymmetric_quantize_inputs: the [min, max] range with 0 in it over 255 steps and a zero point),

@@ -168,6 +168,75 @@ static void weft_fully_connected_f32(int32_t rows, int32_t oc, int32_t ic, const
     }
 }
 
+/* @helper weft_fully_connected_hybrid */
+/* A float input with int8 weights (dynamic-range quantized models): each input row quantized to
+ * int8 on the fly, symmetric (scale max|x| / 127) or asymmetric (the [min, max] range holding 0 in
+ * 255 steps, with a zero point); the int32 dot products scaled back by the row's scale times the
+ * weights' (per tensor: ch_scales 0, w_scale; per channel: ch_scales[oc]); bias and clamp in float.
+ * q: ic bytes of scratch. */
+static void weft_fully_connected_hybrid(int32_t rows, int32_t oc, int32_t ic, const float* x, const int8_t* w, const float* bias,
+                                        const float* ch_scales, float w_scale, int asym, float lo, float hi, int8_t* q, float* y) {
+  int32_t r, o, c;
+  for (r = 0; r < rows; ++r) {
+    const float* xr = x + (int64_t)r * ic;
+    float scale = 1.f, mn = 0.f, mx = 0.f, row_scale;
+    int32_t offset = 0;
+    if (ic > 0) {
+      mn = xr[0];
+      mx = xr[0];
+      for (c = 1; c < ic; ++c) {
+        mn = xr[c] < mn ? xr[c] : mn;
+        mx = xr[c] > mx ? xr[c] : mx;
+      }
+    }
+    if (!asym) {
+      const float range = fabsf(mn) > fabsf(mx) ? fabsf(mn) : fabsf(mx);
+      if (range == 0.f) {
+        for (c = 0; c < ic; ++c) q[c] = 0;
+      } else {
+        const float inv = 127.f / range;
+        scale = range / 127.f;
+        for (c = 0; c < ic; ++c) {
+          int32_t v = (int32_t)roundf(xr[c] * inv);
+          q[c] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
+        }
+      }
+    } else {
+      const double rmin = mn < 0.f ? (double)mn : 0.0, rmax = mx > 0.f ? (double)mx : 0.0;
+      if (rmin == rmax) {
+        for (c = 0; c < ic; ++c) q[c] = 0;
+      } else {
+        const double s = (rmax - rmin) / 255.0;
+        const double from_min = -128.0 - rmin / s, from_max = 127.0 - rmax / s;
+        const double zp = 128.0 + fabs(rmin / s) < 127.0 + fabs(rmax / s) ? from_min : from_max;
+        float inv;
+        offset = zp <= -128.0 ? -128 : zp >= 127.0 ? 127 : (int32_t)round(zp);
+        scale = (float)s;
+        inv = 1.f / scale;
+        for (c = 0; c < ic; ++c) {
+          int32_t v = (int32_t)roundf((float)offset + xr[c] * inv);
+          q[c] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+        }
+      }
+    }
+    row_scale = ch_scales ? scale : scale * w_scale;
+    for (o = 0; o < oc; ++o) {
+      int32_t dot = 0, row_sum = 0;
+      float v;
+      for (c = 0; c < ic; ++c) {
+        dot += (int32_t)w[(int64_t)o * ic + c] * q[c];
+        row_sum += w[(int64_t)o * ic + c];
+      }
+      if (asym) dot -= row_sum * offset;
+      /* in the reference's order: the dot product times the row's scale, then the channel's */
+      v = (bias ? bias[o] : 0.f) + (ch_scales ? (float)dot * row_scale * ch_scales[o] : (float)dot * row_scale);
+      v = v < lo ? lo : v;
+      v = v > hi ? hi : v;
+      y[(int64_t)r * oc + o] = v;
+    }
+  }
+}
+
 /* @helper weft_fully_connected_q needs: weft_fixed_point */
 /* 8-bit activations (type 8): int32 sums, single-rounding rescale. 16-bit (type 16): int64 sums
  * with an int64 bias and the 64-bit rescale, or an int32 bias and the 8-bit arithmetic. */

@@ -1116,7 +1116,8 @@ def test_fully_connected_without_a_scale_is_refused(tmp_path, missing):
 def test_hybrid_fully_connected_matches_litert(tmp_path, asymmetric, per_channel):
     """FULLY_CONNECTED with a float input and int8 weights (dynamic-range quantized models): each
     input row quantized on the fly, symmetric or (asymmetric_quantize_inputs) with a zero point, as
-    LiteRT's hybrid kernel does; random shapes, scales, biases, activations and an all-zero row."""
+    LiteRT's hybrid kernel does; random shapes, scales, biases, activations and an all-zero row; in
+    the runtime and in the C of weft aot."""
     rng = np.random.default_rng(31 + 2 * asymmetric + per_channel)
     for trial in range(8):
         rows, ic, oc = int(rng.integers(1, 6)), int(rng.integers(1, 70)), int(rng.integers(1, 40))
@@ -1135,8 +1136,11 @@ def test_hybrid_fully_connected_matches_litert(tmp_path, asymmetric, per_channel
         xv[0] = 0 if trial == 5 else xv[0]
         want = litert_reference(path, [xv])
         got = session().compile(weft.import_litert(path)).run([xv])[0]
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6 * max(1.0, float(np.abs(want).max())), err_msg=f"trial {trial}")
+        atol = 1e-6 * max(1.0, float(np.abs(want).max()))
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=atol, err_msg=f"trial {trial}")
         assert np.abs(want).max() > 0
+        if trial in (1, 5, 6):  # weft aot: the same arithmetic in C (trial 5 has an all-zero row)
+            run_c_module(tmp_path / f"c{trial}", path, {"x": xv}, {"y": want}, atol=atol, rtol=1e-6)
 
 
 def test_float_fully_connected_with_other_weight_types_is_refused(tmp_path):
