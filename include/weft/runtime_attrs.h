@@ -212,12 +212,20 @@ class RuntimeAttrs {
   // Index of the attribute called `n`, or GetAttrNum() when there is none. Records nothing.
   size_t IndexOf(std::string_view n) const {
     for (uint32_t i = 0; i < c_->num_attrs; ++i)
-      if (n == c_->attr_names[i]) return i;
+      if (NameIs(c_->attr_names[i], n)) return i;
     return c_->num_attrs;
   }
 
  private:
   friend struct detail::AttrErrors;
+  // name == n, stopping at the first difference (no strlen of every name looked past).
+  static bool NameIs(const char* name, std::string_view n) {
+    if (name == nullptr) return false;
+    size_t k = 0;
+    for (; k < n.size(); ++k)
+      if (name[k] != n[k]) return false;  // a shorter name stops at its terminator
+    return name[k] == '\0';
+  }
   const WeftAttrValue* At(size_t i, WeftAttrType t) const {
     if (i >= c_->num_attrs || c_->attrs[i] == nullptr || c_->attrs[i]->type != t) return nullptr;
     return c_->attrs[i];
