@@ -22,7 +22,16 @@ only what these examples and tests need is written. Uses the `flatbuffers` packa
 import flatbuffers
 import numpy as np
 
-TYPES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int64": 4, "bool": 6, "int16": 7, "int8": 9, "uint64": 12, "uint32": 15}
+TYPES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int64": 4, "bool": 6, "int16": 7, "int8": 9, "uint64": 12, "uint32": 15,
+         "int4": 17}
+
+
+def pack_int4(values):
+    """INT4 data: two values in [-8, 7] per byte, the one of even index in the low nibble."""
+    v = (np.asarray(values, dtype=np.int64).ravel() & 0xF).astype(np.uint8)
+    if v.size % 2:
+        v = np.append(v, np.uint8(0))
+    return (v[0::2] | (v[1::2] << 4)).astype(np.uint8).tobytes()
 CUSTOM = 32
 
 
@@ -34,19 +43,29 @@ class Model:
         self.ops = []         # (code index, inputs, outputs, custom options)
         self.subgraphs = []   # the other subgraphs: (tensors, ops, inputs, outputs, name)
 
-    def tensor(self, name, shape, dtype, data=None, scale=None, zero_point=0, variable=False, quantized_dimension=0):
+    def tensor(self, name, shape, dtype, data=None, scale=None, zero_point=0, variable=False, quantized_dimension=0, blockwise=None,
+               raw=None):
         """A tensor; `scale` (and `zero_point`) make it quantized: per tensor when they are numbers,
-        per channel along `quantized_dimension` when they are lists; `variable` marks an operator's
-        state (a variable tensor, updated in place by the operator that reads it)."""
+        per channel along `quantized_dimension` when they are lists; `blockwise` = (scales tensor,
+        zero-point tensor or -1, block size) quantizes it block-wise instead; `variable` marks an
+        operator's state (a variable tensor, updated in place by the operator that reads it).
+        "int4" data is packed two values a byte; `raw` gives the buffer's bytes as they are."""
         buf = 0
-        if data is not None:
-            self.buffers.append(np.ascontiguousarray(data, dtype=np.dtype(dtype)).tobytes())
+        if raw is not None or data is not None:
+            if raw is not None:
+                self.buffers.append(bytes(raw))
+            elif dtype == "int4":
+                self.buffers.append(pack_int4(data))
+            else:
+                self.buffers.append(np.ascontiguousarray(data, dtype=np.dtype(dtype)).tobytes())
             buf = len(self.buffers) - 1
         quant = None
         if scale is not None:
             scales = [float(v) for v in (scale if isinstance(scale, (list, tuple, np.ndarray)) else [scale])]
             zps = [int(v) for v in (zero_point if isinstance(zero_point, (list, tuple, np.ndarray)) else [zero_point])]
             quant = (scales, zps, quantized_dimension)
+        if blockwise is not None:
+            quant = ("blockwise",) + tuple(int(v) for v in blockwise)
         self.tensors.append((name, list(shape), TYPES[dtype], buf, quant, variable))
         return len(self.tensors) - 1
 
@@ -117,7 +136,17 @@ class Model:
             tensors = []
             for name, shape, ttype, buf, quant, variable in tensor_list:
                 q = None
-                if quant is not None:
+                if quant is not None and quant[0] == "blockwise":  # BlockwiseQuantization (QuantizationDetails 2)
+                    b.StartObject(3)
+                    b.PrependInt32Slot(0, quant[1], -99)  # written even when 0
+                    b.PrependInt32Slot(1, quant[2], -99)
+                    b.PrependInt32Slot(2, quant[3], -99)
+                    details = b.EndObject()
+                    b.StartObject(7)
+                    b.PrependUint8Slot(4, 2, 0)
+                    b.PrependUOffsetTRelativeSlot(5, details, 0)
+                    q = b.EndObject()
+                elif quant is not None:
                     scales, zps, qdim = quant
                     b.StartVector(4, len(scales), 4)
                     for v in reversed(scales):

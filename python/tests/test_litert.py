@@ -732,6 +732,107 @@ def test_litert_testdata_composites_and_symmetric_pad_match(name):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
 
 
+def _blockwise_fc(tmp_path, vtype, zero_points, rows=2, oc=7, ic=9, block=3, seed=0, name="bw.tflite"):
+    """FULLY_CONNECTED with a float input and weights quantized block-wise (blocks of `block` along
+    the input dim, a float16 scale per block, optional integer zero points); returns the path, the
+    input and the float64 recomputation of the output."""
+    rng = np.random.default_rng(seed)
+    lo, hi = (-8, 7) if vtype == "int4" else (-128, 127)
+    wq = rng.integers(lo, hi + 1, [oc, ic])
+    sc = rng.uniform(0.01, 0.2, [oc, ic // block]).astype(np.float16)
+    zp = rng.integers(-3, 4, [oc, ic // block]).astype(np.int32) if zero_points else None
+    m = Model()
+    x = m.tensor("x", [rows, ic], "float32")
+    ts = m.tensor("scales", [oc, ic // block], "float16", data=sc)
+    tz = m.tensor("zps", [oc, ic // block], "int32", data=zp) if zero_points else -1
+    w = m.tensor("w", [oc, ic], vtype, data=wq, blockwise=(ts, tz, block))
+    y = m.tensor("y", [rows, oc], "float32")
+    m.builtin(9, [x, w, -1], [y])
+    path = write(tmp_path, m, [x], [y], name=name)
+    xv = rng.standard_normal([rows, ic]).astype(np.float32)
+    deq = (wq - (np.repeat(zp, block, axis=1) if zero_points else 0)) * np.repeat(sc.astype(np.float64), block, axis=1)
+    return path, xv, xv.astype(np.float64) @ deq.T
+
+
+@pytest.mark.parametrize("vtype", ["int4", "int8"])
+@pytest.mark.parametrize("zero_points", [False, True])
+def test_blockwise_quantized_weights(tmp_path, vtype, zero_points):
+    """Weights quantized block-wise (LiteRT's BlockwiseQuantization; INT4 packed two a byte, an odd
+    count of them here) become float32 constants at import: the FULLY_CONNECTED runs in float32,
+    checked against a float64 recomputation, and converts to C (weft aot) with the same result."""
+    path, xv, want = _blockwise_fc(tmp_path, vtype, zero_points)
+    got = session().compile(weft.import_litert(path)).run([xv])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+    run_c_module(tmp_path / "c", path, {"x": xv}, {"y": got}, atol=1e-5 * float(np.abs(want).max()), rtol=1e-5)
+
+
+def test_blockwise_quantization_errors(tmp_path):
+    """A block size that does not divide the last dim, scales of the wrong shape and an INT4 buffer
+    of the wrong length are errors naming the tensor."""
+    m = Model()
+    x = m.tensor("x", [1, 8], "float32")
+    ts = m.tensor("scales", [2, 3], "float16", data=np.ones([2, 3], np.float16))
+    w = m.tensor("w", [2, 8], "int8", data=np.ones([2, 8], np.int8), blockwise=(ts, -1, 3))
+    y = m.tensor("y", [1, 2], "float32")
+    m.builtin(9, [x, w, -1], [y])
+    with pytest.raises(Exception, match="'w'.*block size 3 does not divide its last dim"):
+        weft.import_litert(write(tmp_path, m, [x], [y], name="a.tflite"))
+    m = Model()
+    x = m.tensor("x", [1, 8], "float32")
+    ts = m.tensor("scales", [2, 3], "float16", data=np.ones([2, 3], np.float16))
+    w = m.tensor("w", [2, 8], "int8", data=np.ones([2, 8], np.int8), blockwise=(ts, -1, 4))
+    y = m.tensor("y", [1, 2], "float32")
+    m.builtin(9, [x, w, -1], [y])
+    with pytest.raises(Exception, match=r"'w'.*scales must be a constant of shape \[2,2\] \(tensor 1 is \[2,3\]\)"):
+        weft.import_litert(write(tmp_path, m, [x], [y], name="b.tflite"))
+    m = Model()
+    x = m.tensor("x", [1, 8], "float32")
+    w = m.tensor("w", [2, 8], "int4", raw=b"\x11" * 7, scale=0.5)
+    y = m.tensor("y", [1, 2], "float32")
+    m.builtin(9, [x, w, -1], [y])
+    with pytest.raises(Exception, match="'w'.*16 values, 8 bytes packed.*holds 7 bytes"):
+        weft.import_litert(write(tmp_path, m, [x], [y], name="c.tflite"))
+
+
+def test_int4_per_channel_weights_match_litert(tmp_path):
+    """INT4 constant data quantized per channel (not block-wise) is unpacked to int8 values and runs
+    on the int8 kernels: an int8 FULLY_CONNECTED with INT4 weights, bit-exact against LiteRT."""
+    rng = np.random.default_rng(5)
+    m = Model()
+    x = m.tensor("x", [3, 10], "int8", scale=0.05, zero_point=-4)
+    wv = rng.integers(-8, 8, [5, 10])
+    w = m.tensor("w", [5, 10], "int4", data=wv, scale=list(rng.uniform(0.05, 0.2, 5)), zero_point=[0] * 5, quantized_dimension=0)
+    y = m.tensor("y", [3, 5], "int8", scale=0.1, zero_point=2)
+    m.builtin(9, [x, w, -1], [y])
+    path = write(tmp_path, m, [x], [y], name="i4.tflite")
+    xv = rng.integers(-128, 128, [3, 10]).astype(np.int8)
+    np.testing.assert_array_equal(session().compile(weft.import_litert(path)).run([xv])[0], litert_reference(path, [xv]))
+
+
+def test_litert_testdata_int4_blockwise_fully_connected():
+    """qwen_fc_blockwise_quantized.tflite (LiteRT's test data: a 1024 x 1024 projection of an LLM,
+    INT4 weights in blocks of 32 with float16 scales): within float32 rounding of a float64
+    recomputation from the weights as LiteRT unpacks them; LiteRT itself (XNNPACK, which quantizes
+    the input to 8 bits per row) within 2% of the output's range of it."""
+    path = os.path.join(os.path.dirname(CORPORA), "litert-testdata", "qwen_fc_blockwise_quantized.tflite")
+    if not os.path.exists(path):
+        pytest.skip("no litert-testdata corpus")
+    from ai_edge_litert.interpreter import Interpreter
+    it = Interpreter(model_path=path)
+    it.allocate_tensors()
+    x = np.random.default_rng(8).standard_normal([1, 1, 1024]).astype(np.float32)
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    lite = it.get_tensor(it.get_output_details()[0]["index"])
+    w = it.get_tensor(1).astype(np.float64)  # the INT4 values, unpacked by LiteRT
+    scales = it.get_tensor(3).astype(np.float64)
+    assert w.min() >= -8 and w.max() <= 7 and len(np.unique(w)) == 16
+    want = (x.reshape(1, 1024).astype(np.float64) @ (w * np.repeat(scales, 32, axis=1)).T).reshape(1, 1, 1024)
+    got = session().compile(weft.import_litert(path)).run([x])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+    assert np.abs(lite - want).max() <= 0.02 * float(np.abs(want).max())
+
+
 def _while_model(limit=5):
     """WHILE(i, a): while i < limit: i, a = i + 1, a * 1.5 + x (x: a third loop value, unchanged)."""
     m = Model()

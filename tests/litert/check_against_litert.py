@@ -189,6 +189,9 @@ LITERT_WRONG = {name: "LiteRT's BATCH_MATMUL gives all zeros for int16 x int8 (w
                       "test_litert.py checks Weft's against a float64 recomputation"
                 for name in ("static_w8_a16_quantized_attn_vec_einsum.tflite", "static_w8_a16_quantized_k_einsum.tflite",
                              "static_w8_a16_quantized_q_einsum.tflite", "static_w8_a16_quantized_v_einsum.tflite")}
+LITERT_WRONG["qwen_fc_blockwise_quantized.tflite"] = (
+    "LiteRT's reference FULLY_CONNECTED gives all zeros for INT4 weights quantized block-wise (its XNNPACK path runs them); "
+    "test_litert.py checks Weft's against a float64 recomputation and XNNPACK's")
 
 
 def sweep_testdata(base, build):

@@ -298,6 +298,112 @@ class Importer {
   }
 
   // The bytes of a tensor's buffer: null with size 0 when it has none.
+  // INT4 constant data: two values per byte, the element of even index in the low nibble, each
+  // sign-extended to one int8.
+  static Status UnpackInt4(const Shape& shape, const uint8_t* p, size_t n, const std::string& what, std::vector<uint8_t>* out) {
+    uint64_t count = 1;
+    for (size_t k = 0; k < shape.GetDimNum(); ++k)
+      if (__builtin_mul_overflow(count, static_cast<uint64_t>(shape.GetDim(k)), &count) || count > (uint64_t(1) << 36))
+        return InvalidArgument(what + " (INT4) has too many elements");
+    if ((count + 1) / 2 != n)
+      return InvalidArgument(what + " has shape " + shape.ToString() + " of INT4 (" + std::to_string(count) + " values, " +
+                             std::to_string((count + 1) / 2) + " bytes packed) but its buffer holds " + std::to_string(n) + " bytes");
+    out->resize(static_cast<size_t>(count));
+    for (uint64_t e = 0; e < count; ++e) {
+      const uint8_t nib = static_cast<uint8_t>(e % 2 ? p[e / 2] >> 4 : p[e / 2] & 0xF);
+      (*out)[e] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<int8_t>(nib << 4) >> 4));
+    }
+    return Status::Ok();
+  }
+
+  // A constant quantized block-wise (BlockwiseQuantization: the indices of a scales tensor and of
+  // an optional zero-point tensor, and block_size): blocks of block_size values along its last
+  // dim, block b of row r scaled by scales[r][b] (float16 or float32, shaped as the tensor with its
+  // last dim divided by block_size) after its zero point (none: 0) is taken off. Becomes float32.
+  Status DequantizeBlockwise(const fb::Tensor* t, size_t index, const Shape& shape, const uint8_t* p, size_t n, const std::string& what,
+                             const flatbuffers::Vector<flatbuffers::Offset<fb::Tensor>>* tensors, std::vector<uint8_t>* out) {
+    if (types_[index] != DT_INT8 && types_[index] != DT_UINT8 && types_[index] != DT_INT16)
+      return Unsupported(what + " is quantized block-wise with values of another type than INT4, INT8, UINT8 or INT16");
+    auto table = reinterpret_cast<const flatbuffers::Table*>(t->quantization()->details());
+    flatbuffers::Verifier v(data_, std::min<size_t>(size_, FLATBUFFERS_MAX_BUFFER_SIZE - 1));
+    if (!table || !table->VerifyField<int32_t>(v, 4, 4) || !table->VerifyField<int32_t>(v, 6, 4) || !table->VerifyField<int32_t>(v, 8, 4))
+      return InvalidArgument(what + ": its block-wise quantization table is malformed");
+    const int32_t scales_t = table->GetField<int32_t>(4, -1), zps_t = table->GetField<int32_t>(6, -1), block = table->GetField<int32_t>(8, 0);
+    const size_t rank = shape.GetDimNum();
+    const int64_t last = rank ? shape.GetDim(rank - 1) : 1;
+    if (block <= 0 || last % block != 0)
+      return InvalidArgument(what + ": block size " + std::to_string(block) + " does not divide its last dim (" + std::to_string(last) + ")");
+    const size_t nt = tensors ? tensors->size() : 0;
+    auto constant = [&](int32_t k, const char* role, std::vector<double>* vals) -> Status {
+      if (k < 0 || static_cast<size_t>(k) >= nt) return InvalidArgument(what + ": its block-wise " + role + " tensor index " + std::to_string(k) + " is out of range");
+      const fb::Tensor* st = tensors->Get(static_cast<uint32_t>(k));
+      const uint8_t* sp;
+      size_t sn;
+      WEFT_RETURN_IF_ERROR(BufferBytes(st->buffer(), &sp, &sn, what + " block-wise " + role));
+      std::string sname;
+      const DataType dt = FromLiteRt(st->type(), &sname);
+      Shape want;
+      for (size_t d = 0; d + 1 < rank; ++d) want.AppendDim(shape.GetDim(d));
+      want.AppendDim(last / block);
+      Shape got;
+      if (st->shape())
+        for (int32_t d : *st->shape()) got.AppendDim(d);
+      if (!sp || got != want)
+        return InvalidArgument(what + ": its block-wise " + role + " must be a constant of shape " + want.ToString() + " (tensor " +
+                               std::to_string(k) + " is " + (sp ? got.ToString() : std::string("not a constant")) + ")");
+      const size_t count = static_cast<size_t>(want.GetShapeSize());
+      if (dt == DT_UNDEFINED || sn != count * DataTypeSize(dt))
+        return InvalidArgument(what + ": its block-wise " + role + " tensor holds " + std::to_string(sn) + " bytes of " + sname + " for " +
+                               std::to_string(count) + " values");
+      vals->resize(count);
+      for (size_t e = 0; e < count; ++e) {
+        const uint8_t* at = sp + e * DataTypeSize(dt);
+        auto read = [&](auto tag) {
+          decltype(tag) v;
+          std::memcpy(&v, at, sizeof v);
+          return v;
+        };
+        switch (dt) {
+          case DT_FLOAT: (*vals)[e] = read(float()); break;
+          case DT_FLOAT16: (*vals)[e] = float16::ToFloat(read(uint16_t())); break;
+          case DT_BF16: {
+            bfloat16 b;
+            b.bits = read(uint16_t());
+            (*vals)[e] = static_cast<float>(b);
+            break;
+          }
+          case DT_INT8: (*vals)[e] = read(int8_t()); break;
+          case DT_UINT8: (*vals)[e] = read(uint8_t()); break;
+          case DT_INT16: (*vals)[e] = read(int16_t()); break;
+          case DT_INT32: (*vals)[e] = read(int32_t()); break;
+          case DT_INT64: (*vals)[e] = static_cast<double>(read(int64_t())); break;
+          default: return InvalidArgument(what + ": its block-wise " + role + " tensor has the type " + sname);
+        }
+      }
+      return Status::Ok();
+    };
+    std::vector<double> scales, zps;
+    WEFT_RETURN_IF_ERROR(constant(scales_t, "scales", &scales));
+    if (zps_t >= 0) WEFT_RETURN_IF_ERROR(constant(zps_t, "zero points", &zps));
+    const size_t count = static_cast<size_t>(shape.GetShapeSize()), elem = DataTypeSize(types_[index]);
+    if (n != count * elem) return InvalidArgument(what + " has shape " + shape.ToString() + " but its buffer holds " + std::to_string(n) + " bytes");
+    out->resize(count * sizeof(float));
+    float* dst = reinterpret_cast<float*>(out->data());
+    for (size_t e = 0; e < count; ++e) {
+      double q;
+      if (types_[index] == DT_INT8) q = static_cast<int8_t>(p[e]);
+      else if (types_[index] == DT_UINT8) q = p[e];
+      else {
+        int16_t v16;
+        std::memcpy(&v16, p + 2 * e, 2);
+        q = v16;
+      }
+      const size_t b = e / static_cast<size_t>(block);  // rows of `last` values hold last / block blocks each
+      dst[e] = static_cast<float>((q - (zps.empty() ? 0.0 : zps[b])) * scales[b]);
+    }
+    return Status::Ok();
+  }
+
   Status BufferBytes(uint32_t index, const uint8_t** p, size_t* n, const std::string& what) const {
     *p = nullptr;
     *n = 0;
@@ -332,17 +438,18 @@ class Importer {
       std::vector<std::string> names;
       std::vector<DataType> types;
       std::vector<Shape> shapes;
-      std::set<size_t> sparse;
+      std::set<size_t> sparse, dequantized;
       const fb::SubGraph* sg;
       ~Saved() {
         self->names_ = std::move(names);
         self->types_ = std::move(types);
         self->shapes_ = std::move(shapes);
         self->sparse_ = std::move(sparse);
+        self->dequantized_ = std::move(dequantized);
         self->sg_ = sg;
         self->stack_.pop_back();
       }
-    } saved{this, std::move(names_), std::move(types_), std::move(shapes_), std::move(sparse_), sg_};
+    } saved{this, std::move(names_), std::move(types_), std::move(shapes_), std::move(sparse_), std::move(dequantized_), sg_};
     stack_.push_back(index);
     // Each use imports its subgraph again, so nesting multiplies: a budget keeps a file whose
     // subgraphs each run the next several times from taking unbounded time and memory.
@@ -351,6 +458,7 @@ class Importer {
                              " times in all through nested control flow (subgraph " + std::to_string(index) + ")");
     shapes_.clear();
     sparse_.clear();
+    dequantized_.clear();
     const fb::SubGraph* sg = sg_ = model_->subgraphs()->Get(index);
     auto tensors = sg->tensors();
     size_t nt = tensors ? tensors->size() : 0;
@@ -410,6 +518,21 @@ class Importer {
       }
       shapes_.push_back(shape);
       if (!p || is_input[i]) continue;
+      std::vector<uint8_t> unpacked;  // INT4 constants as one int8 per value
+      if (t->type() == 17) {
+        WEFT_RETURN_IF_ERROR(UnpackInt4(shape, p, n, what, &unpacked));
+        types_[i] = DT_INT8;
+        p = unpacked.data();
+        n = unpacked.size();
+      }
+      std::vector<uint8_t> dequantized;  // block-wise quantized constants as float32
+      if (t->quantization() && t->quantization()->details_type() == 2) {
+        WEFT_RETURN_IF_ERROR(DequantizeBlockwise(t, i, shape, p, n, what, tensors, &dequantized));
+        types_[i] = DT_FLOAT;
+        p = dequantized.data();
+        n = dequantized.size();
+        dequantized_.insert(i);
+      }
       if (types_[i] == DT_UNDEFINED) return Unsupported(what + " holds constant data of type " + tname + ", which Weft does not support");
       if (t->sparsity()) return Unsupported(what + " is a sparse constant (sparsity parameters), which Weft does not support yet");
       int64_t count = 1;
@@ -846,6 +969,7 @@ class Importer {
       s->push_back(0.f);
       z->push_back(0);
       if (t < 0) return Status::Ok();
+      if (dequantized_.count(static_cast<size_t>(t))) return Status::Ok();  // float32 now (DequantizeBlockwise)
       auto q = tensors->Get(static_cast<uint32_t>(t))->quantization();
       if (q && q->details_type() != 0)
         return Unsupported(what + ": tensor '" + names_[static_cast<size_t>(t)] + "' uses " +
@@ -1296,6 +1420,7 @@ class Importer {
   std::vector<DataType> types_;
   std::vector<Shape> shapes_;
   std::set<size_t> sparse_;
+  std::set<size_t> dequantized_;  // block-wise quantized constants, imported as float32
   const fb::SubGraph* sg_ = nullptr;  // the subgraph being imported
   std::vector<uint32_t> stack_;       // the subgraphs being imported, the main one first
   std::vector<DataType> out_types_;   // the output types of the subgraph imported last
