@@ -4909,9 +4909,29 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
       if (t && t->GetDataType() != DT_FLOAT)
         return Fail(ctx, "input " + std::to_string(k) + " must be float32 (hybrid LSTMs with quantized weights are not supported)"), false;
     }
-    for (size_t k = kLn0; k < kLn0 + 4; ++k)
-      if (ctx->GetOptionalInputTensor(k)) return Fail(ctx, "layer-normalized LSTMs are not supported"), false;
+    // Layer norm: a coefficient vector for every gate there is (CIFG: none for the input gate).
+    const bool cifg = !ctx->GetOptionalInputTensor(kWxi);
+    int present = 0;
+    for (size_t k = kLn0; k < kLn0 + 4; ++k) present += ctx->GetOptionalInputTensor(k) ? 1 : 0;
+    if (present && (present != (cifg ? 3 : 4) || (cifg && ctx->GetOptionalInputTensor(kLn0))))
+      return Fail(ctx, "a layer-normalized LSTM needs one layer-norm coefficient vector per gate (" + std::string(cifg ? "forget, cell and output with CIFG" : "input, forget, cell and output") +
+                           "); " + std::to_string(present) + " given"),
+             false;
     return true;
+  }
+  static bool LayerNorm(const KernelContextBase* ctx) { return ctx->GetOptionalInputTensor(kLn0 + 1) != nullptr; }
+  // TFLite's mean/stddev normalization of one gate's cells, then its coefficients and bias.
+  static void NormalizeGate(float* v, int64_t n, const float* coef, const float* bias) {
+    float sum = 0.f;
+    for (int64_t j = 0; j < n; ++j) sum += v[j];
+    const float mean = sum / static_cast<float>(n);
+    float sq = 0.f;
+    for (int64_t j = 0; j < n; ++j) {
+      const float d = v[j] - mean;
+      sq += d * d;
+    }
+    const float inv = 1.f / std::sqrt(sq / static_cast<float>(n) + 1e-8f);
+    for (int64_t j = 0; j < n; ++j) v[j] = (v[j] - mean) * inv * coef[j] + (bias ? bias[j] : 0.f);
   }
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetRequiredInputTensor(kX);
@@ -4935,9 +4955,12 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     auto ptr = [&](int k) { return ctx->GetOptionalInputTensor(static_cast<size_t>(k)) ? ctx->Input(IrIndex(ctx, k), "float") : std::string("0"); };
     ctx->Include("<string.h>");
     ctx->DeclareState("float h[" + std::to_string(batch * out) + "];\nfloat c[" + std::to_string(batch * cell) + "];\n");
+    const bool ln = LayerNorm(ctx);
     aot::EmitHelper(ctx, kTflKernels, "weft_lstm_f32");
     const bool proj = ctx->GetOptionalInputTensor(kProj) != nullptr;
-    std::string gate = proj ? "(float*)(void*)" + ctx->Scratch(static_cast<size_t>(cell) * sizeof(float)) : std::string("0");
+    // scratch: the gated output before a projection; with layer norm, the four gates' sums first
+    const int64_t scratch = (ln ? 4 * cell : 0) + (proj ? cell : 0);
+    std::string gate = scratch ? "(float*)(void*)" + ctx->Scratch(static_cast<size_t>(scratch) * sizeof(float)) : std::string("0");
     std::ostringstream r;
     r << "{\n  weft_lstm_f32_args a;\n  a.batch = " << batch << ";\n  a.steps = " << steps << ";\n  a.in = " << in << ";\n  a.cell = " << cell
       << ";\n  a.out = " << out << ";\n  a.time_major = " << (time_major ? 1 : 0) << ";\n  a.cifg = " << (cifg ? 1 : 0) << ";\n  a.act = " << act_code
@@ -4948,6 +4971,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
       r << "  a.wx[" << g << "] = " << ptr(wx[g]) << ";\n  a.wh[" << g << "] = " << ptr(wh[g]) << ";\n  a.bias[" << g << "] = " << ptr(bias[g])
         << ";\n  a.peep[" << g << "] = " << (peep[g] < 0 ? std::string("0") : ptr(peep[g])) << ";\n";
     }
+    for (int g = 0; g < 4; ++g) r << "  a.ln[" << g << "] = " << (ln ? ptr(kLn0 + g) : std::string("0")) << ";\n";
     r << "  a.proj = " << ptr(kProj) << ";\n  a.proj_bias = " << ptr(kProjBias) << ";\n  weft_lstm_f32(&a, " << ctx->Input(0, "float") << ", "
       << ctx->Output(0, "float") << ", " << ctx->State() << "->h, " << ctx->State() << "->c, " << gate << ");\n}\n";
     ctx->Run(r.str());
@@ -5078,7 +5102,10 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     if (cifg != !wh[0]) return Fail(ctx, "input_to_input_weights and recurrent_to_input_weights must be both present or both absent (CIFG)");
     auto* state = static_cast<float*>(ctx->GetHostArgs(static_cast<size_t>(batch * (out + cell)) * sizeof(float)));
     if (!state) return GRAPH_FAILED;
-    if (act == "TANH") return FloatTanh(ctx, x, y, state, batch, steps, time_major, in, cell, out, wx, wh, bias, peep, proj, proj_bias, cifg, cclip, pclip);
+    const bool ln = LayerNorm(ctx);
+    const float* lnc[4] = {data(kLn0), data(kLn0 + 1), data(kLn0 + 2), data(kLn0 + 3)};
+    if (act == "TANH" && !ln)
+      return FloatTanh(ctx, x, y, state, batch, steps, time_major, in, cell, out, wx, wh, bias, peep, proj, proj_bias, cifg, cclip, pclip);
     auto* gate = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(4 * cell + cell) * sizeof(float)));
     if (!gate) return GRAPH_FAILED;
     float* m = gate + 4 * cell;  // the gated cell output before projection
@@ -5095,7 +5122,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
           if (g == 0 && cifg) continue;
           float* acc = gate + g * cell;
           for (int64_t j = 0; j < cell; ++j) {
-            float v = bias[g] ? bias[g][j] : 0.f;
+            float v = bias[g] && !ln ? bias[g][j] : 0.f;  // layer norm: the bias comes after it
             const float* rx = wx[g] + j * in;
             for (int64_t k = 0; k < in; ++k) v += rx[k] * xt[k];
             const float* rh = wh[g] + j * out;
@@ -5104,7 +5131,26 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
           }
         }
         float *ig = gate, *fg = gate + cell, *cg = gate + 2 * cell, *og = gate + 3 * cell;
-        for (int64_t j = 0; j < cell; ++j) {
+        if (ln) {  // as TFLite orders it: peepholes (the old cell state), normalization, coefficients, bias
+          for (int64_t j = 0; j < cell; ++j) {
+            if (peep[1]) fg[j] += peep[1][j] * c[j];
+            if (!cifg && peep[0]) ig[j] += peep[0][j] * c[j];
+          }
+          if (!cifg) NormalizeGate(ig, cell, lnc[0], bias[0]);
+          NormalizeGate(fg, cell, lnc[1], bias[1]);
+          NormalizeGate(cg, cell, lnc[2], bias[2]);
+          for (int64_t j = 0; j < cell; ++j) {
+            const float f = sigmoid(fg[j]);
+            const float i = cifg ? 1.f - f : sigmoid(ig[j]);
+            float cn = c[j] * f + i * activate(cg[j]);
+            if (cclip > 0.f) cn = std::min(std::max(cn, -cclip), cclip);
+            c[j] = cn;
+            if (peep[3]) og[j] += peep[3][j] * cn;
+          }
+          NormalizeGate(og, cell, lnc[3], bias[3]);
+          for (int64_t j = 0; j < cell; ++j) m[j] = sigmoid(og[j]) * activate(c[j]);
+        }
+        for (int64_t j = 0; j < cell && !ln; ++j) {
           float f = sigmoid(fg[j] + (peep[1] ? peep[1][j] * c[j] : 0.f));
           float i = cifg ? 1.f - f : sigmoid(ig[j] + (peep[0] ? peep[0][j] * c[j] : 0.f));
           float cn = c[j] * f + i * activate(cg[j]);

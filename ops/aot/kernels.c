@@ -988,6 +988,7 @@ typedef struct weft_lstm_f32_args {
   const float* wh[4];
   const float* bias[4];
   const float* peep[4];
+  const float* ln[4]; /* layer-norm coefficients per gate, or all 0 */
   const float* proj;
   const float* proj_bias;
 } weft_lstm_f32_args;
@@ -1004,9 +1005,55 @@ static float weft_lstm_act(int32_t act, float v) {
 
 static float weft_sigmoidf(float v) { return 1.f / (1.f + expf(-v)); }
 
+/* TFLite's mean/stddev normalization of one gate's n cells, then its coefficients and bias. */
+static void weft_lstm_norm(float* v, int32_t n, const float* coef, const float* bias) {
+  float sum = 0.f, mean, sq = 0.f, inv;
+  int32_t j;
+  for (j = 0; j < n; ++j) sum += v[j];
+  mean = sum / (float)n;
+  for (j = 0; j < n; ++j) {
+    const float d = v[j] - mean;
+    sq += d * d;
+  }
+  inv = 1.f / sqrtf(sq / (float)n + 1e-8f);
+  for (j = 0; j < n; ++j) v[j] = (v[j] - mean) * inv * coef[j] + (bias ? bias[j] : 0.f);
+}
+
+/* With layer norm: each gate's sums for every cell first (input, recurrent, the peephole on the
+ * old cell state), normalized, scaled and biased; the output gate after the new cell state.
+ * scratch: 4 * cell floats, then the gated output when a projection follows. */
+static void weft_lstm_ln_step(const weft_lstm_f32_args* a, const float* xt, float* h, float* c, float* m, float* gs) {
+  int32_t g, j, k;
+  for (g = 0; g < 4; ++g) {
+    float* acc = gs + (int64_t)g * a->cell;
+    if (g == 0 && a->cifg) continue;
+    for (j = 0; j < a->cell; ++j) {
+      float v = 0.f;
+      const float* rx = a->wx[g] + (int64_t)j * a->in;
+      const float* rh = a->wh[g] + (int64_t)j * a->out;
+      for (k = 0; k < a->in; ++k) v += rx[k] * xt[k];
+      for (k = 0; k < a->out; ++k) v += rh[k] * h[k];
+      if (g != 2 && g != 3 && a->peep[g]) v += a->peep[g][j] * c[j];
+      acc[j] = v;
+    }
+    if (g != 3) weft_lstm_norm(acc, a->cell, a->ln[g], a->bias[g]);
+  }
+  for (j = 0; j < a->cell; ++j) {
+    const float f = weft_sigmoidf(gs[a->cell + j]);
+    const float i = a->cifg ? 1.f - f : weft_sigmoidf(gs[j]);
+    float cn = c[j] * f + i * weft_lstm_act(a->act, gs[2 * (int64_t)a->cell + j]);
+    if (a->cell_clip > 0.f) cn = cn < -a->cell_clip ? -a->cell_clip : cn > a->cell_clip ? a->cell_clip : cn;
+    c[j] = cn;
+    if (a->peep[3]) gs[3 * (int64_t)a->cell + j] += a->peep[3][j] * cn;
+  }
+  weft_lstm_norm(gs + 3 * (int64_t)a->cell, a->cell, a->ln[3], a->bias[3]);
+  for (j = 0; j < a->cell; ++j) m[j] = weft_sigmoidf(gs[3 * (int64_t)a->cell + j]) * weft_lstm_act(a->act, c[j]);
+}
+
 /* Cell by cell: the four gate sums of cell j (each in the order bias, input, recurrent), then its
  * state; the gated output m goes straight into the output row, or into `m` (cell floats of
- * scratch) when a projection follows. h is read for every cell before it changes. */
+ * scratch) when a projection follows. h is read for every cell before it changes. With layer
+ * norm (a->ln), weft_lstm_ln_step instead, its gates in the scratch before m. */
 static void weft_lstm_f32(const weft_lstm_f32_args* a, const float* x, float* y, float* h_state, float* c_state, float* m_scratch) {
   int32_t b, t, g, j, k;
   for (b = 0; b < a->batch; ++b) {
@@ -1016,8 +1063,9 @@ static void weft_lstm_f32(const weft_lstm_f32_args* a, const float* x, float* y,
       const int64_t row = a->time_major ? (int64_t)t * a->batch + b : (int64_t)b * a->steps + t;
       const float* xt = x + row * a->in;
       float* yt = y + row * a->out;
-      float* m = a->proj ? m_scratch : yt;
-      for (j = 0; j < a->cell; ++j) {
+      float* m = a->proj ? (a->ln[1] ? m_scratch + 4 * (int64_t)a->cell : m_scratch) : yt;
+      if (a->ln[1]) weft_lstm_ln_step(a, xt, h, c, m, m_scratch);
+      for (j = 0; j < a->cell && !a->ln[1]; ++j) {
         float acc[4] = {0.f, 0.f, 0.f, 0.f}, f, i, cn, o;
         for (g = 0; g < 4; ++g) {
           float v;

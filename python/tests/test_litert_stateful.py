@@ -163,7 +163,7 @@ def test_svdf_with_constant_input_is_not_folded(tmp_path):
 
 
 def lstm_float(tmp_path, cifg=False, peephole=False, projection=False, time_major=False, cell_clip=0.0, proj_clip=0.0,
-               batch=2, steps=4, n_in=5, n_cell=6):
+               batch=2, steps=4, n_in=5, n_cell=6, layer_norm=False, act=None):
     rng = np.random.default_rng(6)
     n_out = 4 if projection else n_cell
     m = Model()
@@ -182,17 +182,20 @@ def lstm_float(tmp_path, cifg=False, peephole=False, projection=False, time_majo
     ins += [const(f"b{g}", [n_cell], not (cifg and g == "i")) for g in "ifco"]
     ins += [const("proj", [n_out, n_cell], projection), const("proj_b", [n_out], projection)]
     ins += [m.tensor("h", [batch, n_out], "float32", variable=True), m.tensor("c", [batch, n_cell], "float32", variable=True)]
-    ins += [-1, -1, -1, -1]
+    ins += [const(f"ln{g}", [n_cell], layer_norm and not (cifg and g == "i")) for g in "ifco"]
     y = m.tensor("y", xshape[:2] + [n_out], "float32")
-    fields = [(0, "byte", TANH), (1, "float", cell_clip), (2, "float", proj_clip), (3, "bool", time_major)]
+    fields = [(0, "byte", TANH if act is None else act), (1, "float", cell_clip), (2, "float", proj_clip), (3, "bool", time_major)]
     m.builtin(LSTM, ins, [y], options=(LSTM_OPTIONS, fields))
     return write(tmp_path, m, [x], [y], "lstm.tflite"), xshape
 
 
-@pytest.mark.parametrize("variant", ["plain", "cifg", "peephole", "projection_clips", "time_major"])
+@pytest.mark.parametrize("variant", ["plain", "cifg", "peephole", "projection_clips", "time_major", "layer_norm", "layer_norm_cifg_peephole",
+                                     "layer_norm_projection_relu"])
 def test_lstm_float_stream_matches_litert(tmp_path, variant):
     kw = {"plain": {}, "cifg": {"cifg": True, "peephole": True}, "peephole": {"peephole": True},
-          "projection_clips": {"projection": True, "cell_clip": 0.8, "proj_clip": 0.5}, "time_major": {"time_major": True}}[variant]
+          "projection_clips": {"projection": True, "cell_clip": 0.8, "proj_clip": 0.5}, "time_major": {"time_major": True},
+          "layer_norm": {"layer_norm": True}, "layer_norm_cifg_peephole": {"layer_norm": True, "cifg": True, "peephole": True},
+          "layer_norm_projection_relu": {"layer_norm": True, "projection": True, "peephole": True, "cell_clip": 2.0, "act": 1}}[variant]
     path, xshape = lstm_float(tmp_path, **kw)
     rng = np.random.default_rng(7)
     xs = [rng.standard_normal(xshape).astype(np.float32) for _ in range(5)]
@@ -312,7 +315,9 @@ def test_svdf_integer_as_c_is_bit_exact_over_a_stream(tmp_path, state_type, stat
 
 
 FLOAT_LSTM_VARIANTS = {"plain": {}, "cifg": {"cifg": True, "peephole": True}, "peephole": {"peephole": True},
-                       "projection_clips": {"projection": True, "cell_clip": 0.8, "proj_clip": 0.5}, "time_major": {"time_major": True}}
+                       "projection_clips": {"projection": True, "cell_clip": 0.8, "proj_clip": 0.5}, "time_major": {"time_major": True},
+                       "layer_norm_cifg_peephole": {"layer_norm": True, "cifg": True, "peephole": True},
+                       "layer_norm_projection": {"layer_norm": True, "projection": True, "peephole": True}}
 INT8_LSTM_VARIANTS = {"plain": {}, "cifg_peephole": {"cifg": True, "peephole": True}, "peephole": {"peephole": True},
                       "projection_clips": {"projection": True, "cell_clip": 1.5, "proj_clip": 1.2, "hidden_zp": 0},
                       "time_major": {"time_major": True, "peephole": True},
