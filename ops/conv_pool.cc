@@ -1231,6 +1231,127 @@ class GlobalPool : public EagerExecuteOp, public ShapeInferOp, public LayoutAwar
   }
 };
 
+// ConvInteger (x, w, x_zero_point?, w_zero_point?: int32 sums) and QLinearConv (x, x_scale,
+// x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B?: the int32 sums plus B, times
+// x_scale * w_scale / y_scale in float, rounded half to even, plus y_zero_point, saturated), on
+// Conv's geometry; w_zero_point and w_scale per tensor or per output channel. Direct loops.
+template <bool kLinear>
+class IntegerConv : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static constexpr size_t kW = kLinear ? 3 : 1;
+  static bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& wt, Window* w, std::string* err) {
+    if (wt.GetDimNum() != x.GetDimNum()) {
+      *err = "W " + wt.ToString() + " and X " + x.ToString() + " differ in rank";
+      return false;
+    }
+    int64_t group = *ctx->GetAttrs()->GetInt("group"), channels = 0;
+    if (group <= 0 || __builtin_mul_overflow(wt.GetDim(1), group, &channels) || x.GetDim(1) != channels || wt.GetDim(0) % group) {
+      *err = "channels do not match: X " + x.ToString() + ", W " + wt.ToString() + ", group " + std::to_string(group);
+      return false;
+    }
+    int64_t kernel[WEFT_MAX_DIMS];
+    ListView<int64_t> ks = ctx->GetAttrs()->GetListInt("kernel_shape");
+    for (size_t i = 2; i < wt.GetDimNum(); ++i) {
+      kernel[i - 2] = wt.GetDim(i);
+      if (ks.size() && (ks.size() != wt.GetDimNum() - 2 || ks[i - 2] != wt.GetDim(i))) {
+        *err = "kernel_shape disagrees with W";
+        return false;
+      }
+    }
+    return MakeWindow(ctx, x, kernel, false, false, w, err);
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    const Shape& wt = *ctx->GetInputShape(kW);
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x, wt, &w, &err)) return Fail(ctx, err);
+    Shape y({x.GetDim(0), wt.GetDim(0)});
+    for (size_t i = 0; i < w.nd; ++i) y.AppendDim(w.out[i]);
+    *ctx->GetOutputShape(0) = y;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    auto eight = [](DataType t) { return t == DT_INT8 || t == DT_UINT8; };
+    if (!eight(ctx->GetInputDataType(0)) || !eight(ctx->GetInputDataType(kW))) return Fail(ctx, "x and w must be int8 or uint8");
+    if (!kLinear) return ctx->SetOutputDataType(0, DT_INT32);
+    if (!eight(ctx->GetInputDataType(7))) return Fail(ctx, "y_zero_point must be int8 or uint8");
+    return ctx->SetOutputDataType(0, ctx->GetInputDataType(7));
+  }
+  static int64_t At(const Tensor* t, int64_t i) {
+    return t->GetDataType() == DT_INT8 ? int64_t{t->GetData<int8_t>()[i]} : int64_t{t->GetData<uint8_t>()[i]};
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetInputTensor(kW);
+    const Tensor* xzp = kLinear ? ctx->GetInputTensor(2) : ctx->GetOptionalInputTensor(2);
+    const Tensor* wzp = kLinear ? ctx->GetInputTensor(5) : ctx->GetOptionalInputTensor(3);
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err)) return Fail(ctx, err);
+    const int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), m = wt->GetShape().GetDim(0);
+    const int64_t group = *ctx->GetAttrs()->GetInt("group"), cg = c / group, mg = m / group;
+    if (xzp && xzp->GetShapeSize() != 1) return Fail(ctx, "the input zero point must be a scalar, not " + xzp->GetShape().ToString());
+    if (wzp && wzp->GetShapeSize() != 1 && wzp->GetShapeSize() != m)
+      return Fail(ctx, "the weight zero point " + wzp->GetShape().ToString() + " must be a scalar or hold one value per output channel (" + std::to_string(m) + ")");
+    const Tensor *xs = nullptr, *ws = nullptr, *ys = nullptr, *yzp = nullptr, *b = nullptr;
+    if (kLinear) {
+      xs = ctx->GetInputTensor(1), ws = ctx->GetInputTensor(4), ys = ctx->GetInputTensor(6), yzp = ctx->GetInputTensor(7), b = ctx->GetOptionalInputTensor(8);
+      if (xs->GetShapeSize() != 1 || ys->GetShapeSize() != 1 || yzp->GetShapeSize() != 1 || (ws->GetShapeSize() != 1 && ws->GetShapeSize() != m))
+        return Fail(ctx, "x_scale, y_scale and y_zero_point must be scalars and w_scale a scalar or one per output channel");
+      if (b && (b->GetDataType() != DT_INT32 || b->GetShapeSize() != m)) return Fail(ctx, "B must be int32 with one value per output channel");
+      for (int64_t k = 0; k < ws->GetShapeSize(); ++k) {
+        const float scale = xs->GetData<float>()[0] * ws->GetData<float>()[k] / ys->GetData<float>()[0];
+        if (!std::isfinite(scale) || scale < 0.f)
+          return Fail(ctx, "x_scale * w_scale / y_scale is " + std::to_string(scale) + "; the scales must be positive and finite");
+      }
+    }
+    Shape ys_shape({n, m});
+    int64_t out_sp = 1, in_sp = 1, k_sp = 1;
+    for (size_t i = 0; i < w.nd; ++i) ys_shape.AppendDim(w.out[i]), out_sp *= w.out[i], in_sp *= w.in[i], k_sp *= w.k[i];
+    Tensor* y = ctx->MallocOutputTensor(0, ys_shape, kLinear ? yzp->GetDataType() : DT_INT32);
+    if (!y) return GRAPH_FAILED;
+    const int64_t x_zero = xzp ? At(xzp, 0) : 0;
+    int64_t lo = -128, hi = 127;
+    if (kLinear && yzp->GetDataType() == DT_UINT8) lo = 0, hi = 255;
+    return ctx->ParallelFor(n * m, 1, [&](int64_t r0, int64_t r1) {
+      int64_t oi[WEFT_MAX_DIMS], ki[WEFT_MAX_DIMS];
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t in = r / m, oc = r % m, g = oc / mg;
+        const int64_t w_zero = wzp ? At(wzp, wzp->GetShapeSize() == 1 ? 0 : oc) : 0;
+        for (int64_t o = 0; o < out_sp; ++o) {
+          for (size_t i = w.nd, rest = static_cast<size_t>(o); i-- > 0;) oi[i] = static_cast<int64_t>(rest % static_cast<size_t>(w.out[i])), rest /= static_cast<size_t>(w.out[i]);
+          int64_t acc = 0;
+          for (int64_t kk = 0; kk < k_sp; ++kk) {
+            for (size_t i = w.nd, rest = static_cast<size_t>(kk); i-- > 0;) ki[i] = static_cast<int64_t>(rest % static_cast<size_t>(w.k[i])), rest /= static_cast<size_t>(w.k[i]);
+            int64_t lin = 0;
+            bool inside = true;
+            for (size_t i = 0; i < w.nd && inside; ++i) {
+              const int64_t p = oi[i] * w.s[i] - w.pb[i] + ki[i] * w.d[i];
+              inside = p >= 0 && p < w.in[i];
+              lin = lin * w.in[i] + p;
+            }
+            if (!inside) continue;  // padding holds the zero point: (x_zero - x_zero) * w adds nothing
+            for (int64_t icg = 0; icg < cg; ++icg)
+              acc += (At(x, (in * c + g * cg + icg) * in_sp + lin) - x_zero) * (At(wt, (oc * cg + icg) * k_sp + kk) - w_zero);
+          }
+          const int64_t at = r * out_sp + o;
+          if (!kLinear) {
+            y->GetData<int32_t>()[at] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc)));
+            continue;
+          }
+          const int32_t sum = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc + (b ? b->GetData<int32_t>()[oc] : 0))));
+          const float scale = xs->GetData<float>()[0] * ws->GetData<float>()[ws->GetShapeSize() == 1 ? 0 : oc] / ys->GetData<float>()[0];
+          const float v = std::nearbyint(static_cast<float>(sum) * scale) + static_cast<float>(At(yzp, 0));
+          const int64_t q = static_cast<int64_t>(std::min(std::max(v, static_cast<float>(lo)), static_cast<float>(hi)));
+          if (yzp->GetDataType() == DT_INT8) y->GetData<int8_t>()[at] = static_cast<int8_t>(q);
+          else y->GetData<uint8_t>()[at] = static_cast<uint8_t>(q);
+        }
+      }
+    });
+  }
+};
+
 void WindowAttrs(OpDefBuilder& b) {
   b.ATTR(auto_pad, String, "NOTSET").ATTR(dilations, ListInt, {}).ATTR(pads, ListInt, {}).ATTR(strides, ListInt, {});
 }
@@ -1238,6 +1359,20 @@ void WindowAttrs(OpDefBuilder& b) {
 }  // namespace
 
 void WeftRegister_conv_pool(std::vector<OpEntry>& out) {
+  {
+    const TensorType q8({DT_INT8, DT_UINT8});
+    OpDefBuilder b("ConvInteger");
+    b.INPUT(x, q8).INPUT(w, q8).OPTIONAL_INPUT(x_zero_point, q8).OPTIONAL_INPUT(w_zero_point, q8).OUTPUT(y, TensorType({DT_INT32}))
+        .ATTR(group, Int, 1).ATTR(kernel_shape, ListInt, {});
+    WindowAttrs(b);
+    out.push_back({b.Build(), MakeOpImpl<IntegerConv<false>>("ConvInteger")});
+    OpDefBuilder l("QLinearConv");
+    l.INPUT(x, q8).INPUT(x_scale, TensorType({DT_FLOAT})).INPUT(x_zero_point, q8).INPUT(w, q8).INPUT(w_scale, TensorType({DT_FLOAT}))
+        .INPUT(w_zero_point, q8).INPUT(y_scale, TensorType({DT_FLOAT})).INPUT(y_zero_point, q8).OPTIONAL_INPUT(B, TensorType({DT_INT32}))
+        .OUTPUT(y, q8).ATTR(group, Int, 1).ATTR(kernel_shape, ListInt, {});
+    WindowAttrs(l);
+    out.push_back({l.Build(), MakeOpImpl<IntegerConv<true>>("QLinearConv")});
+  }
   {
     OpDefBuilder b("Conv");
     // Sum: a residual addend, Y = conv(X, W) + B + Sum (what epilogue fusion connects).

@@ -1,0 +1,387 @@
+// ONNX's linear quantization operators: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+// MatMulInteger and QLinearMatMul (the QDQ and QOperator forms of quantized ONNX models).
+//   QuantizeLinear:   y = saturate(round_half_even(x / scale) + zero_point)
+//   DequantizeLinear: y = (x - zero_point) * scale
+// with one scale (and zero point) for the tensor, or one per index along `axis` (1-D scales).
+#include <cmath>
+#include <limits>
+
+#include "elementwise.h"
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+bool IsQuantType(DataType t) { return t == DT_INT8 || t == DT_UINT8 || t == DT_INT16 || t == DT_UINT16 || t == DT_INT32; }
+
+// The value at element i of an integer tensor of type t, widened.
+int64_t IntAt(const Tensor* t, int64_t i) {
+  switch (t->GetDataType()) {
+    case DT_INT8: return t->GetData<int8_t>()[i];
+    case DT_UINT8: return t->GetData<uint8_t>()[i];
+    case DT_INT16: return t->GetData<int16_t>()[i];
+    case DT_UINT16: return t->GetData<uint16_t>()[i];
+    case DT_INT32: return t->GetData<int32_t>()[i];
+    default: return 0;
+  }
+}
+
+void IntRange(DataType t, int64_t* lo, int64_t* hi) {
+  switch (t) {
+    case DT_INT8: *lo = -128, *hi = 127; return;
+    case DT_UINT8: *lo = 0, *hi = 255; return;
+    case DT_INT16: *lo = -32768, *hi = 32767; return;
+    case DT_UINT16: *lo = 0, *hi = 65535; return;
+    default: *lo = std::numeric_limits<int32_t>::min(), *hi = std::numeric_limits<int32_t>::max(); return;
+  }
+}
+
+void StoreInt(Tensor* t, int64_t i, int64_t v) {
+  switch (t->GetDataType()) {
+    case DT_INT8: t->GetData<int8_t>()[i] = static_cast<int8_t>(v); return;
+    case DT_UINT8: t->GetData<uint8_t>()[i] = static_cast<uint8_t>(v); return;
+    case DT_INT16: t->GetData<int16_t>()[i] = static_cast<int16_t>(v); return;
+    case DT_UINT16: t->GetData<uint16_t>()[i] = static_cast<uint16_t>(v); return;
+    default: t->GetData<int32_t>()[i] = static_cast<int32_t>(v); return;
+  }
+}
+
+float FloatAt(const Tensor* t, int64_t i) {
+  switch (t->GetDataType()) {
+    case DT_FLOAT: return t->GetData<float>()[i];
+    case DT_FLOAT16: return float16::ToFloat(t->GetData<uint16_t>()[i]);
+    case DT_DOUBLE: return static_cast<float>(t->GetData<double>()[i]);
+    default: return static_cast<float>(IntAt(t, i));
+  }
+}
+
+// How scale and zero point apply to x: per tensor (count 1), or per index along `axis`
+// (`inner` elements share an index, `count` indices). Checks the scale and zero point shapes.
+struct Grouping {
+  int64_t count = 1, inner = 1;
+};
+bool Group(const KernelContextBase* ctx, const Shape& x, const Shape& scale, const Shape* zp, Grouping* g) {
+  const int64_t* bs = ctx->GetAttrs()->GetInt("block_size");
+  if (bs && *bs != 0) return Fail(ctx, "block-wise quantization (block_size " + std::to_string(*bs) + ") is not supported"), false;
+  if (zp && *zp != scale) return Fail(ctx, "the zero point " + zp->ToString() + " must have the scale's shape " + scale.ToString()), false;
+  if (scale.GetDimNum() == 0 || (scale.GetDimNum() == 1 && scale.GetDim(0) == 1)) return true;
+  if (scale.GetDimNum() != 1) return Fail(ctx, "the scale must be a scalar or 1-D, not " + scale.ToString()), false;
+  const int64_t* a = ctx->GetAttrs()->GetInt("axis");
+  int64_t axis;
+  if (!NormalizeAxis(a ? *a : 1, static_cast<int64_t>(x.GetDimNum()), &axis))
+    return Fail(ctx, AxisError(a ? *a : 1, static_cast<int64_t>(x.GetDimNum()))), false;
+  if (x.GetDim(static_cast<size_t>(axis)) >= 0 && x.GetDim(static_cast<size_t>(axis)) != scale.GetDim(0))
+    return Fail(ctx, "the scale has " + std::to_string(scale.GetDim(0)) + " values for axis " + std::to_string(axis) + " of " + x.ToString()),
+           false;
+  g->count = scale.GetDim(0);
+  for (size_t k = static_cast<size_t>(axis) + 1; k < x.GetDimNum(); ++k) g->inner *= x.GetDim(k);
+  return true;
+}
+
+class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Grouping g;
+    if (!Group(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), ctx->GetOptionalInputShape(2), &g)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const Tensor* zp = ctx->GetOptionalInputTensor(2);
+    const DataType t = zp ? zp->GetDataType() : DT_UINT8;  // no zero point: uint8
+    if (!IsQuantType(t) || t == DT_INT32) return Fail(ctx, std::string("the zero point's type ") + DataTypeName(t) + " is not int8, uint8, int16 or uint16");
+    return ctx->SetOutputDataType(0, t);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* s = ctx->GetInputTensor(1);
+    const Tensor* zp = ctx->GetOptionalInputTensor(2);
+    Grouping g;
+    if (!Group(ctx, x->GetShape(), s->GetShape(), zp ? &zp->GetShape() : nullptr, &g)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), zp ? zp->GetDataType() : DT_UINT8);
+    if (!y) return GRAPH_FAILED;
+    int64_t lo, hi;
+    IntRange(y->GetDataType(), &lo, &hi);
+    const int64_t n = x->GetShapeSize();
+    for (int64_t q = 0; q < g.count; ++q) {
+      const float scale = FloatAt(s, q);
+      if (!(scale > 0.f) || std::isinf(scale)) return Fail(ctx, "scale " + std::to_string(q) + " is " + std::to_string(scale) + "; it must be positive and finite");
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t q = g.count == 1 ? 0 : (i / g.inner) % g.count;
+      const float v = std::nearbyint(FloatAt(x, i) / FloatAt(s, q));  // the default rounding: half to even
+      const double r = static_cast<double>(v) + static_cast<double>(zp ? IntAt(zp, q) : 0);
+      StoreInt(y, i, std::isnan(v) ? (zp ? IntAt(zp, q) : 0) : static_cast<int64_t>(std::min<double>(std::max<double>(r, lo), hi)));
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Grouping g;
+    if (!Group(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), ctx->GetOptionalInputShape(2), &g)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const DataType x = ctx->GetInputDataType(0), s = ctx->GetInputDataType(1);
+    if (!IsQuantType(x)) return Fail(ctx, std::string("the input's type ") + DataTypeName(x) + " is not an integer type it dequantizes");
+    const Tensor* zp = ctx->GetOptionalInputTensor(2);
+    if (zp && zp->GetDataType() != x) return Fail(ctx, "the zero point's type must be the input's");
+    return ctx->SetOutputDataType(0, s);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* s = ctx->GetInputTensor(1);
+    const Tensor* zp = ctx->GetOptionalInputTensor(2);
+    Grouping g;
+    if (!Group(ctx, x->GetShape(), s->GetShape(), zp ? &zp->GetShape() : nullptr, &g)) return GRAPH_FAILED;
+    if (s->GetDataType() != DT_FLOAT) return Fail(ctx, std::string("a ") + DataTypeName(s->GetDataType()) + " scale is not supported (float32 is)");
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), DT_FLOAT);
+    if (!y) return GRAPH_FAILED;
+    const int64_t n = x->GetShapeSize();
+    float* py = y->GetData<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t q = g.count == 1 ? 0 : (i / g.inner) % g.count;
+      py[i] = static_cast<float>(IntAt(x, i) - (zp ? IntAt(zp, q) : 0)) * s->GetData<float>()[q];
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// y (uint8), y_scale and y_zero_point from x's range widened to hold 0, over 255 steps.
+class DynamicQuantizeLinear : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    *ctx->GetOutputShape(1) = Shape();
+    *ctx->GetOutputShape(2) = Shape();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    if (ctx->GetInputDataType(0) != DT_FLOAT) return Fail(ctx, "the input must be float32");
+    ctx->SetOutputDataType(0, DT_UINT8);
+    ctx->SetOutputDataType(1, DT_FLOAT);
+    return ctx->SetOutputDataType(2, DT_UINT8);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), DT_UINT8);
+    Tensor* ys = ctx->MallocOutputTensor(1, Shape(), DT_FLOAT);
+    Tensor* yz = ctx->MallocOutputTensor(2, Shape(), DT_UINT8);
+    if (!y || !ys || !yz) return GRAPH_FAILED;
+    const int64_t n = x->GetShapeSize();
+    const float* px = x->GetData<float>();
+    float mn = 0.f, mx = 0.f;
+    for (int64_t i = 0; i < n; ++i) {
+      if (!std::isfinite(px[i])) return Fail(ctx, "the input holds " + std::to_string(px[i]) + " at element " + std::to_string(i) + "; it must be finite");
+      mn = std::min(mn, px[i]);
+      mx = std::max(mx, px[i]);
+    }
+    // An all-zero input has no range: scale 1 (any scale gives zeros), rather than 0 and NaNs.
+    const float scale = mx == mn ? 1.f : (mx - mn) / 255.f;
+    const float zpf = std::nearbyint(std::min(std::max(0.f - mn / scale, 0.f), 255.f));
+    const uint8_t zp = static_cast<uint8_t>(zpf);
+    *ys->GetData<float>() = scale;
+    *yz->GetData<uint8_t>() = zp;
+    uint8_t* py = y->GetData<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) py[i] = static_cast<uint8_t>(std::min(std::max(std::nearbyint(px[i] / scale) + zpf, 0.f), 255.f));
+    return GRAPH_SUCCESS;
+  }
+};
+
+// (A - a_zero_point) x (B - b_zero_point) with int32 sums, NumPy's matmul shapes. Zero points:
+// scalars, or a_zero_point per row of A ([M]) and b_zero_point per column of B ([N]).
+struct IntMatMul {
+  int64_t m = 0, k = 0, n = 0;
+  Shape out, batch, a_batch, b_batch;
+  bool Plan(const KernelContextBase* ctx, const Shape& a, const Shape& b) {
+    if (a.GetDimNum() == 0 || b.GetDimNum() == 0) return Fail(ctx, "operands must have rank >= 1, got " + a.ToString() + " and " + b.ToString()), false;
+    const size_t ra = a.GetDimNum(), rb = b.GetDimNum();
+    m = ra == 1 ? 1 : a.GetDim(ra - 2);
+    k = a.GetDim(ra - 1);
+    const int64_t kb = rb == 1 ? b.GetDim(0) : b.GetDim(rb - 2);
+    n = rb == 1 ? 1 : b.GetDim(rb - 1);
+    if (k >= 0 && kb >= 0 && k != kb) return Fail(ctx, "inner dimensions differ: A " + a.ToString() + ", B " + b.ToString()), false;
+    a_batch = Shape(), b_batch = Shape();
+    for (size_t d = 0; d + 2 < ra; ++d) a_batch.AppendDim(a.GetDim(d));
+    for (size_t d = 0; d + 2 < rb; ++d) b_batch.AppendDim(b.GetDim(d));
+    if (!BroadcastShape(a_batch, b_batch, &batch)) return Fail(ctx, "batch dims of " + a.ToString() + " and " + b.ToString() + " do not broadcast"), false;
+    out = batch;
+    if (ra != 1) out.AppendDim(m);
+    if (rb != 1) out.AppendDim(n);
+    return true;
+  }
+  // Sums into acc ([batch][m][n] int32); zp tensors may be null.
+  bool Run(const KernelContextBase* ctx, const Tensor* a, const Tensor* b, const Tensor* azp, const Tensor* bzp, int32_t* acc) const {
+    auto zp_count = [&](const Tensor* z, int64_t per, const char* what) -> bool {
+      if (!z) return true;
+      const int64_t c = z->GetShapeSize();
+      if (c == 1 || (z->GetShape().GetDimNum() == 1 && c == per)) return true;
+      return Fail(ctx, std::string(what) + " " + z->GetShape().ToString() + " must be a scalar or hold one value per " +
+                           (what[0] == 'a' ? "row of A (" : "column of B (") + std::to_string(per) + ")"),
+             false;
+    };
+    if (!zp_count(azp, m, "a_zero_point") || !zp_count(bzp, n, "b_zero_point")) return false;
+    const int64_t batches = batch.GetShapeSize();
+    int64_t as[WEFT_MAX_DIMS], bs[WEFT_MAX_DIMS];
+    const size_t rank = batch.GetDimNum();
+    {  // each operand's batch strides in units of whole matrices, 0 where it broadcasts
+      int64_t sa = 1, sb = 1;
+      for (size_t d = rank; d-- > 0;) {
+        const size_t oa = d + a_batch.GetDimNum() - rank, ob = d + b_batch.GetDimNum() - rank;
+        const int64_t da = d + a_batch.GetDimNum() >= rank ? a_batch.GetDim(oa) : 1, db = d + b_batch.GetDimNum() >= rank ? b_batch.GetDim(ob) : 1;
+        as[d] = da == 1 ? 0 : sa;
+        bs[d] = db == 1 ? 0 : sb;
+        sa *= da;
+        sb *= db;
+      }
+    }
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      int64_t ia = 0, ib = 0, rest = bi;
+      for (size_t d = rank; d-- > 0;) {
+        const int64_t at = rest % batch.GetDim(d);
+        rest /= batch.GetDim(d);
+        ia += at * as[d];
+        ib += at * bs[d];
+      }
+      int32_t* c = acc + bi * m * n;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t za = azp ? IntAt(azp, azp->GetShapeSize() == 1 ? 0 : i) : 0, zb = bzp ? IntAt(bzp, bzp->GetShapeSize() == 1 ? 0 : j) : 0;
+          int64_t sum = 0;
+          for (int64_t p = 0; p < k; ++p) sum += (IntAt(a, ia * m * k + i * k + p) - za) * (IntAt(b, ib * k * n + p * n + j) - zb);
+          c[i * n + j] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(sum)));
+        }
+    }
+    return true;
+  }
+};
+
+bool Is8Bit(DataType t) { return t == DT_INT8 || t == DT_UINT8; }
+
+class MatMulInteger : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    IntMatMul p;
+    if (!p.Plan(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1))) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = p.out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    if (!Is8Bit(ctx->GetInputDataType(0)) || !Is8Bit(ctx->GetInputDataType(1))) return Fail(ctx, "A and B must be int8 or uint8");
+    return ctx->SetOutputDataType(0, DT_INT32);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    IntMatMul p;
+    if (!p.Plan(ctx, a->GetShape(), b->GetShape())) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, p.out, DT_INT32);
+    if (!y) return GRAPH_FAILED;
+    return p.Run(ctx, a, b, ctx->GetOptionalInputTensor(2), ctx->GetOptionalInputTensor(3), y->GetData<int32_t>()) ? GRAPH_SUCCESS : GRAPH_FAILED;
+  }
+};
+
+// a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point: the int32 product of
+// the zero-point-free operands, times a_scale * b_scale / y_scale (float), rounded half to even,
+// plus y_zero_point, saturated to y's type.
+class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    IntMatMul p;
+    if (!p.Plan(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(3))) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = p.out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    if (!Is8Bit(ctx->GetInputDataType(0)) || !Is8Bit(ctx->GetInputDataType(3))) return Fail(ctx, "a and b must be int8 or uint8");
+    const DataType t = ctx->GetInputDataType(7);
+    if (!Is8Bit(t)) return Fail(ctx, "y_zero_point must be int8 or uint8");
+    return ctx->SetOutputDataType(0, t);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(3);
+    const Tensor *as = ctx->GetInputTensor(1), *bs = ctx->GetInputTensor(4), *ys = ctx->GetInputTensor(6), *yz = ctx->GetInputTensor(7);
+    for (const Tensor* s : {as, bs, ys})
+      if (s->GetShapeSize() != 1 || s->GetDataType() != DT_FLOAT) return Fail(ctx, "the scales must be float32 scalars (per-axis scales are not supported)");
+    if (yz->GetShapeSize() != 1) return Fail(ctx, "y_zero_point must be a scalar");
+    IntMatMul p;
+    if (!p.Plan(ctx, a->GetShape(), b->GetShape())) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, p.out, yz->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const int64_t n = p.out.GetShapeSize();
+    auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(int32_t)));
+    if (!acc) return GRAPH_FAILED;
+    if (!p.Run(ctx, a, b, ctx->GetInputTensor(2), ctx->GetInputTensor(5), acc)) return GRAPH_FAILED;
+    const float scale = *as->GetData<float>() * *bs->GetData<float>() / *ys->GetData<float>();
+    if (!std::isfinite(scale) || scale < 0.f) return Fail(ctx, "a_scale * b_scale / y_scale is " + std::to_string(scale) + "; the scales must be positive and finite");
+    int64_t lo, hi;
+    IntRange(yz->GetDataType(), &lo, &hi);
+    const float zp = static_cast<float>(IntAt(yz, 0));
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = std::nearbyint(static_cast<float>(acc[i]) * scale) + zp;
+      StoreInt(y, i, static_cast<int64_t>(std::min(std::max(v, static_cast<float>(lo)), static_cast<float>(hi))));
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_quantize(std::vector<OpEntry>& out) {
+  const TensorType q({DT_INT8, DT_UINT8, DT_INT16, DT_UINT16, DT_INT32});
+  const TensorType f({DT_FLOAT, DT_FLOAT16, DT_DOUBLE, DT_INT32});
+  const TensorType q8({DT_INT8, DT_UINT8});
+  out.push_back({OpDefBuilder("QuantizeLinear")
+                     .INPUT(x, f)
+                     .INPUT(y_scale, TensorType({DT_FLOAT, DT_FLOAT16, DT_DOUBLE}))
+                     .OPTIONAL_INPUT(y_zero_point, q)
+                     .OUTPUT(y, q)
+                     .ATTR(axis, Int, 1)
+                     .ATTR(saturate, Int, 1)
+                     .ATTR(block_size, Int, 0)
+                     .Build(),
+                 MakeOpImpl<QuantizeLinear>("QuantizeLinear")});
+  out.push_back({OpDefBuilder("DequantizeLinear")
+                     .INPUT(x, q)
+                     .INPUT(x_scale, TensorType({DT_FLOAT, DT_FLOAT16, DT_DOUBLE}))
+                     .OPTIONAL_INPUT(x_zero_point, q)
+                     .OUTPUT(y, TensorType({DT_FLOAT, DT_FLOAT16, DT_DOUBLE}))
+                     .ATTR(axis, Int, 1)
+                     .ATTR(block_size, Int, 0)
+                     .Build(),
+                 MakeOpImpl<DequantizeLinear>("DequantizeLinear")});
+  out.push_back({OpDefBuilder("DynamicQuantizeLinear")
+                     .INPUT(x, TensorType({DT_FLOAT}))
+                     .OUTPUT(y, TensorType({DT_UINT8}))
+                     .OUTPUT(y_scale, TensorType({DT_FLOAT}))
+                     .OUTPUT(y_zero_point, TensorType({DT_UINT8}))
+                     .Build(),
+                 MakeOpImpl<DynamicQuantizeLinear>("DynamicQuantizeLinear")});
+  out.push_back({OpDefBuilder("MatMulInteger")
+                     .INPUT(A, q8)
+                     .INPUT(B, q8)
+                     .OPTIONAL_INPUT(a_zero_point, q8)
+                     .OPTIONAL_INPUT(b_zero_point, q8)
+                     .OUTPUT(Y, TensorType({DT_INT32}))
+                     .Build(),
+                 MakeOpImpl<MatMulInteger>("MatMulInteger")});
+  out.push_back({OpDefBuilder("QLinearMatMul")
+                     .INPUT(a, q8)
+                     .INPUT(a_scale, TensorType({DT_FLOAT}))
+                     .INPUT(a_zero_point, q8)
+                     .INPUT(b, q8)
+                     .INPUT(b_scale, TensorType({DT_FLOAT}))
+                     .INPUT(b_zero_point, q8)
+                     .INPUT(y_scale, TensorType({DT_FLOAT}))
+                     .INPUT(y_zero_point, q8)
+                     .OUTPUT(y, q8)
+                     .Build(),
+                 MakeOpImpl<QLinearMatMul>("QLinearMatMul")});
+}
+
+}  // namespace weft::ops

@@ -1,0 +1,142 @@
+"""ONNX's quantization operators against ONNX Runtime on random data: a QDQ graph (QuantizeLinear /
+DequantizeLinear around a float Conv, per-tensor and per-channel), QLinearConv with per-channel
+weight scales, groups, strides and padding, QLinearMatMul, MatMulInteger with per-row and
+per-column zero points and batch broadcasting, ConvInteger, DynamicQuantizeLinear; and the errors
+for bad scales and zero points."""
+import numpy as np
+import pytest
+
+import weft
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+T = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8, np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32}
+
+
+def save(tmp_path, nodes, inputs, outputs, inits, name="q.onnx", opset=13):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, T[dt], list(s)) for n, dt, s in inputs],
+                          [helper.make_tensor_value_info(n, T[dt], None) for n, dt in outputs],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    path = str(tmp_path / name)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8), path)
+    return path
+
+
+def both(path, feeds):
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run(list(feeds.values()))
+    return got, want
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_qdq_convolution_matches_onnxruntime(tmp_path, per_channel, qtype):
+    rng = np.random.default_rng(1 + per_channel)
+    zp = 3 if qtype == np.uint8 else -2
+    w = rng.standard_normal([6, 4, 3, 3]).astype(np.float32) * 0.3
+    w_scale = (np.abs(w).reshape(6, -1).max(1) / 127).astype(np.float32) if per_channel else np.float32(np.abs(w).max() / 127)
+    wq = np.clip(np.rint(w / (w_scale.reshape(6, 1, 1, 1) if per_channel else w_scale)), -127, 127).astype(np.int8)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], axis=0),
+             helper.make_node("Conv", ["xd", "wd", "b"], ["y"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["y", "ys", "yz"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["out"])]
+    inits = {"xs": np.float32(0.02), "xz": qtype(zp), "wq": wq, "ws": w_scale, "wz": np.zeros(6, np.int8) if per_channel else np.int8(0),
+             "b": rng.standard_normal(6).astype(np.float32), "ys": np.float32(0.05), "yz": qtype(zp)}
+    path = save(tmp_path, nodes, [("x", np.float32, [2, 4, 7, 8])], [("out", np.float32), ("yq", qtype)], inits)
+    x = (rng.standard_normal([2, 4, 7, 8]) * 1.5).astype(np.float32)
+    got, want = both(path, {"x": x})
+    assert got[1].dtype == qtype
+    # ONNX Runtime fuses the QDQ pattern into integer kernels; the float path here may round a
+    # value sitting on a rounding boundary the other way: at most one step, rarely.
+    diff = np.abs(got[1].astype(np.int32) - want[1].astype(np.int32))
+    assert diff.max() <= 1 and (diff > 0).mean() < 0.01
+    assert len(np.unique(want[1])) > 20
+
+
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_qlinear_conv_matches_onnxruntime(tmp_path, qtype):
+    rng = np.random.default_rng(3)
+    lo, hi = (-128, 127) if qtype == np.int8 else (0, 255)
+    x = rng.integers(lo, hi + 1, [1, 6, 9, 10]).astype(qtype)
+    w = rng.integers(-127, 128, [8, 3, 3, 3]).astype(np.int8)
+    w_scale = rng.uniform(0.001, 0.01, 8).astype(np.float32)
+    inits = {"xs": np.float32(0.03), "xz": qtype(5 if qtype == np.uint8 else -4), "w": w, "ws": w_scale, "wz": np.zeros(8, np.int8),
+             "ys": np.float32(0.2), "yz": qtype(7 if qtype == np.uint8 else 3), "b": rng.integers(-2000, 2000, 8).astype(np.int32)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], group=2, strides=[2, 1],
+                            pads=[1, 0, 1, 2], dilations=[1, 2])
+    path = save(tmp_path, [node], [("x", qtype, x.shape)], [("y", qtype)], inits)
+    got, want = both(path, {"x": x})
+    diff = np.abs(got[0].astype(np.int32) - want[0].astype(np.int32))
+    assert got[0].shape == want[0].shape and diff.max() <= 1 and (diff > 0).mean() < 0.02
+    assert len(np.unique(want[0])) > 20
+
+
+def test_qlinear_matmul_and_matmul_integer_match_onnxruntime(tmp_path):
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 256, [3, 5, 17]).astype(np.uint8)
+    b = rng.integers(-128, 128, [17, 9]).astype(np.int8)
+    inits = {"as": np.float32(0.02), "az": np.uint8(128), "bs": np.float32(0.01), "bz": np.int8(0), "ys": np.float32(0.1), "yz": np.uint8(120)}
+    node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+    path = save(tmp_path, [node], [("a", np.uint8, a.shape), ("b", np.int8, b.shape)], [("y", np.uint8)], inits, name="qmm.onnx")
+    got, want = both(path, {"a": a, "b": b})
+    diff = np.abs(got[0].astype(np.int32) - want[0].astype(np.int32))
+    assert diff.max() <= 1 and (diff > 0).mean() < 0.02 and len(np.unique(want[0])) > 20
+    # MatMulInteger, B's batch broadcast: a scalar zero point for A and one per column of B
+    # against ONNX Runtime, then one per row of A (which ONNX Runtime refuses) against NumPy
+    a2 = rng.integers(0, 256, [2, 4, 6]).astype(np.uint8)
+    b2 = rng.integers(0, 256, [1, 6, 5]).astype(np.uint8)
+    bz = rng.integers(0, 256, 5).astype(np.uint8)
+    node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+    path = save(tmp_path, [node], [("a", np.uint8, a2.shape), ("b", np.uint8, [6, 5])], [("y", np.int32)],
+                {"az": np.uint8(77), "bz": bz}, name="mmi.onnx")
+    got, want = both(path, {"a": a2, "b": b2[0]})
+    np.testing.assert_array_equal(got[0], want[0])
+    az = rng.integers(0, 256, 4).astype(np.uint8)
+    path = save(tmp_path, [node], [("a", np.uint8, a2.shape), ("b", np.uint8, b2.shape)], [("y", np.int32)], {"az": az, "bz": bz},
+                name="mmi_rows.onnx")
+    got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([a2, b2])
+    want64 = (a2.astype(np.int64) - az.reshape(4, 1)) @ (b2.astype(np.int64) - bz.reshape(1, 5))
+    np.testing.assert_array_equal(got[0], want64)
+
+
+def test_conv_integer_and_dynamic_quantize_match_onnxruntime(tmp_path):
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 256, [2, 3, 6, 5]).astype(np.uint8)
+    w = rng.integers(0, 256, [4, 3, 2, 2]).astype(np.uint8)
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1, 1, 0, 0], strides=[1, 2])
+    path = save(tmp_path, [node], [("x", np.uint8, x.shape)], [("y", np.int32)], {"w": w, "xz": np.uint8(100), "wz": np.uint8(128)}, name="ci.onnx")
+    got, want = both(path, {"x": x})
+    np.testing.assert_array_equal(got[0], want[0])
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])
+    path = save(tmp_path, [node], [("x", np.float32, [3, 40])], [("y", np.uint8), ("s", np.float32), ("z", np.uint8)], {}, name="dq.onnx")
+    for offset in (0.0, 4.0, -4.0):
+        xf = (rng.standard_normal([3, 40]) + offset).astype(np.float32)
+        got, want = both(path, {"x": xf})
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-7)
+        assert got[2] == want[2]
+        assert np.abs(got[0].astype(np.int32) - want[0].astype(np.int32)).max() <= 1
+
+
+def test_bad_quantization_parameters_are_errors(tmp_path):
+    x = np.ones([2, 3], np.float32)
+    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=1)
+    path = save(tmp_path, [node], [("x", np.float32, [2, 3])], [("y", np.int8)], {"s": np.float32([0.1, 0.2]), "z": np.int8([0, 0])},
+                name="a.onnx")
+    with pytest.raises(Exception, match="the scale has 2 values for axis 1"):
+        weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    path = save(tmp_path, [node], [("x", np.float32, [2, 3])], [("y", np.int8)], {"s": np.float32([0.1, 0.0, 0.2]), "z": np.int8([0, 0, 0])},
+                name="b.onnx")
+    with pytest.raises(Exception, match="scale 1 is 0.0+; it must be positive and finite"):
+        weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    path = save(tmp_path, [node], [("x", np.float32, [2, 3])], [("y", np.int8)], {"s": np.float32([0.1, 0.1, 0.2]), "z": np.int8([0, 0])},
+                name="c.onnx")
+    with pytest.raises(Exception, match=r"zero point \[2\] must have the scale's shape \[3\]"):
+        weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])
+    path = save(tmp_path, [node], [("x", np.float32, [2, 3])], [("y", np.uint8), ("s", np.float32), ("z", np.uint8)], {}, name="d.onnx")
+    with pytest.raises(Exception, match="it must be finite"):
+        weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([np.float32([[1, np.inf, 0], [0, 0, 0]])])
