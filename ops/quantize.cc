@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "aot_emit.h"
 #include "elementwise.h"
 #include "op_util.h"
 
@@ -78,8 +79,39 @@ bool Group(const KernelContextBase* ctx, const Shape& x, const Shape& scale, con
   return true;
 }
 
-class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp {
+// Emitted C's index of element i's scale (and zero point).
+std::string GroupIndex(const Grouping& g) {
+  return g.count == 1 ? std::string("0") : "(i / " + aot::IntLit(g.inner) + ") % " + aot::IntLit(g.count);
+}
+
+class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The runtime's arithmetic in C99: float division, nearbyintf (the default rounding: half to
+  // even), the zero point added in double, clamped; a scale that is not positive and finite
+  // fails the run.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* s = ctx->GetInputTensor(1);
+    const Tensor* zp = ctx->GetOptionalInputTensor(2);
+    Grouping g;
+    if (!Group(ctx, x->GetShape(), s->GetShape(), zp ? &zp->GetShape() : nullptr, &g)) return GRAPH_FAILED;
+    if (x->GetDataType() != DT_FLOAT || s->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes a float32 input and scale");
+    const DataType yt = zp ? zp->GetDataType() : DT_UINT8;
+    const std::string ct = aot::CType(yt);
+    int64_t lo, hi;
+    IntRange(yt, &lo, &hi);
+    ctx->Include("<math.h>");
+    std::string r = "{\n  const float* in = " + ctx->Input(0, "float") + ";\n  const float* sc = " + ctx->Input(1, "float") + ";\n  " + ct +
+                    "* out = " + ctx->Output(0, ct.c_str()) + ";\n  int64_t i;\n";
+    r += "  for (i = 0; i < " + aot::IntLit(g.count) + "; ++i)\n    if (!(sc[i] > 0.f) || sc[i] > 3.402823466e38f) return 1;\n";
+    r += "  for (i = 0; i < " + aot::IntLit(x->GetShapeSize()) + "; ++i) {\n    const int64_t q = " + GroupIndex(g) + ";\n";
+    r += "    const double z = " + (zp ? "(double)" + ctx->Input(2, ct.c_str()) + "[q]" : std::string("0.0")) + ";\n";
+    r += "    const float v = nearbyintf(in[i] / sc[q]);\n    double d = (double)v + z;\n";
+    const std::string dlo = "(double)" + aot::IntLit(lo), dhi = "(double)" + aot::IntLit(hi);
+    r += "    if (v != v) d = z;\n    out[i] = (" + ct + ")(d < " + dlo + " ? " + dlo + " : d > " + dhi + " ? " + dhi + " : d);\n  }\n}\n";
+    ctx->Run(r);
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     Grouping g;
     if (!Group(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), ctx->GetOptionalInputShape(2), &g)) return GRAPH_FAILED;
@@ -117,8 +149,24 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
-class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp {
+class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* s = ctx->GetInputTensor(1);
+    const Tensor* zp = ctx->GetOptionalInputTensor(2);
+    Grouping g;
+    if (!Group(ctx, x->GetShape(), s->GetShape(), zp ? &zp->GetShape() : nullptr, &g)) return GRAPH_FAILED;
+    if (s->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes a float32 scale");
+    const std::string ct = aot::CType(x->GetDataType());
+    if (ct.empty()) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(x->GetDataType()) + " input");
+    std::string r = "{\n  const " + ct + "* in = " + ctx->Input(0, ct.c_str()) + ";\n  const float* sc = " + ctx->Input(1, "float") +
+                    ";\n  float* out = " + ctx->Output(0, "float") + ";\n  int64_t i;\n";
+    r += "  for (i = 0; i < " + aot::IntLit(x->GetShapeSize()) + "; ++i) {\n    const int64_t q = " + GroupIndex(g) + ";\n";
+    r += "    out[i] = (float)((int64_t)in[i] - " + (zp ? "(int64_t)" + ctx->Input(2, ct.c_str()) + "[q]" : std::string("0")) + ") * sc[q];\n  }\n}\n";
+    ctx->Run(r);
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     Grouping g;
     if (!Group(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), ctx->GetOptionalInputShape(2), &g)) return GRAPH_FAILED;

@@ -140,3 +140,54 @@ def test_bad_quantization_parameters_are_errors(tmp_path):
     path = save(tmp_path, [node], [("x", np.float32, [2, 3])], [("y", np.uint8), ("s", np.float32), ("z", np.uint8)], {}, name="d.onnx")
     with pytest.raises(Exception, match="it must be finite"):
         weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([np.float32([[1, np.inf, 0], [0, 0, 0]])])
+
+
+def build_and_run_c(tmp_path, path, inputs, atol=0.0, rtol=0.0):
+    """weft aot on `path` with Weft's runtime outputs as the test case's golden values; the module
+    built as strict C99 and run."""
+    import glob
+    import os
+    import shutil
+    import subprocess
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if not cc:
+        pytest.skip("needs a C compiler")
+    out = tmp_path / "c"
+    weft.generate_c(path, out, prefix="q", test_inputs=inputs, atol=atol, rtol=rtol)
+    exe = str(tmp_path / "q_test")
+    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{out}/includes-api", f"-I{out}/src", f"-I{out}/test",
+                    *sorted(glob.glob(f"{out}/src/*.c")), *sorted(glob.glob(f"{out}/test/*.c")), "-o", exe, "-lm"], check=True)
+    return subprocess.run([exe], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_quantize_dequantize_as_c(tmp_path, qtype):
+    """QuantizeLinear and DequantizeLinear (per tensor and per axis, with ties, values past the
+    range and NaN) in weft aot's C: equal to Weft's runtime bit for bit; a QDQ convolution within
+    one quantization step (the C convolution sums in another order than oneDNN)."""
+    rng = np.random.default_rng(6)
+    zp = np.array([3, -2, 0], np.int8) if qtype == np.int8 else np.array([3, 200, 0], np.uint8)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1),
+             helper.make_node("QuantizeLinear", ["x", "s1"], ["q1"])]
+    path = save(tmp_path, nodes, [("x", np.float32, [2, 3, 5])], [("q", qtype), ("y", np.float32), ("q1", np.uint8)],
+                {"s": np.float32([0.5, 0.1, 2.0]), "z": zp, "s1": np.float32(0.25)}, name="qdq.onnx")
+    x = (rng.standard_normal([2, 3, 5]) * 40).astype(np.float32)
+    x[0, 0, :3] = [0.25, 0.75, -1.25]  # ties at scale 0.5: half to even
+    x[1, 2, 4] = np.nan
+    res = build_and_run_c(tmp_path, path, {"x": x})
+    assert res.returncode == 0, res.stdout + res.stderr
+    # the QDQ convolution of test_qdq_convolution_matches_onnxruntime
+    w = rng.standard_normal([6, 4, 3, 3]).astype(np.float32) * 0.3
+    wq = np.clip(np.rint(w / 0.01), -127, 127).astype(np.int8)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws"], ["wd"]),
+             helper.make_node("Conv", ["xd", "wd"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["cq"]),
+             helper.make_node("DequantizeLinear", ["cq", "ys", "yz"], ["out"])]
+    path = save(tmp_path, nodes, [("x", np.float32, [1, 4, 6, 6])], [("out", np.float32)],
+                {"xs": np.float32(0.02), "xz": qtype(zp[0]), "wq": wq, "ws": np.float32(0.01), "ys": np.float32(0.05), "yz": qtype(zp[0])},
+                name="qdq_conv.onnx")
+    res = build_and_run_c(tmp_path / "conv", path, {"x": rng.standard_normal([1, 4, 6, 6]).astype(np.float32)}, atol=0.0501)
+    assert res.returncode == 0, res.stdout + res.stderr
