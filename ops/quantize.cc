@@ -200,8 +200,23 @@ class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emit
 };
 
 // y (uint8), y_scale and y_zero_point from x's range widened to hold 0, over 255 steps.
-class DynamicQuantizeLinear : public EagerExecuteOp, public ShapeInferOp {
+class DynamicQuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    ctx->Include("<math.h>");
+    std::string r = "{\n  const float* in = " + ctx->Input(0, "float") + ";\n  uint8_t* y = " + ctx->Output(0, "uint8_t") +
+                    ";\n  float* ys = " + ctx->Output(1, "float") + ";\n  uint8_t* yz = " + ctx->Output(2, "uint8_t") +
+                    ";\n  float mn = 0.f, mx = 0.f, scale, zpf, v;\n  int64_t i;\n";
+    r += "  for (i = 0; i < " + aot::IntLit(x->GetShapeSize()) + "; ++i) {\n    if (!(in[i] == in[i]) || in[i] > 3.402823466e38f || in[i] < -3.402823466e38f) return 1;\n";
+    r += "    mn = in[i] < mn ? in[i] : mn;\n    mx = in[i] > mx ? in[i] : mx;\n  }\n";
+    r += "  scale = mx == mn ? 1.f : (mx - mn) / 255.f;\n  zpf = 0.f - mn / scale;\n  zpf = nearbyintf(zpf < 0.f ? 0.f : zpf > 255.f ? 255.f : zpf);\n";
+    r += "  ys[0] = scale;\n  yz[0] = (uint8_t)zpf;\n";
+    r += "  for (i = 0; i < " + aot::IntLit(x->GetShapeSize()) + "; ++i) {\n    v = nearbyintf(in[i] / scale) + zpf;\n";
+    r += "    y[i] = (uint8_t)(v < 0.f ? 0.f : v > 255.f ? 255.f : v);\n  }\n}\n";
+    ctx->Run(r);
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
     *ctx->GetOutputShape(1) = Shape();
@@ -310,8 +325,66 @@ struct IntMatMul {
 
 bool Is8Bit(DataType t) { return t == DT_INT8 || t == DT_UINT8; }
 
-class MatMulInteger : public EagerExecuteOp, public ShapeInferOp {
+// C for IntMatMul::Run's sums, in the same order, each product's int32 value as `sum32`, followed
+// by `store` (C statements using sum32, the output index `at` and the column j). Offsets of each
+// batch's matrices are constants.
+std::string EmitIntMatMul(EmitContext* ctx, const IntMatMul& p, size_t ia, size_t ib, size_t iaz, size_t ibz, const Tensor* a,
+                          const Tensor* b, const Tensor* azp, const Tensor* bzp, const std::string& store) {
+  const std::string ta = aot::CType(a->GetDataType()), tb = aot::CType(b->GetDataType());
+  const int64_t batches = p.batch.GetShapeSize(), rank = static_cast<int64_t>(p.batch.GetDimNum());
+  std::vector<int64_t> ao(static_cast<size_t>(std::max<int64_t>(batches, 1))), bo(ao.size());
+  int64_t as[WEFT_MAX_DIMS], bs[WEFT_MAX_DIMS];
+  {
+    int64_t sa = 1, sb = 1;
+    for (int64_t d = rank; d-- > 0;) {
+      const int64_t ra = static_cast<int64_t>(p.a_batch.GetDimNum()), rb = static_cast<int64_t>(p.b_batch.GetDimNum());
+      const int64_t da = d + ra >= rank ? p.a_batch.GetDim(static_cast<size_t>(d + ra - rank)) : 1;
+      const int64_t db = d + rb >= rank ? p.b_batch.GetDim(static_cast<size_t>(d + rb - rank)) : 1;
+      as[d] = da == 1 ? 0 : sa, bs[d] = db == 1 ? 0 : sb;
+      sa *= da, sb *= db;
+    }
+  }
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t ia_ = 0, ib_ = 0, rest = bi;
+    for (int64_t d = rank; d-- > 0;) {
+      const int64_t at = rest % p.batch.GetDim(static_cast<size_t>(d));
+      rest /= p.batch.GetDim(static_cast<size_t>(d));
+      ia_ += at * as[d], ib_ += at * bs[d];
+    }
+    ao[static_cast<size_t>(bi)] = ia_ * p.m * p.k, bo[static_cast<size_t>(bi)] = ib_ * p.k * p.n;
+  }
+  const std::string cao = ctx->Const("a_offsets", DT_INT64, ao), cbo = ctx->Const("b_offsets", DT_INT64, bo);
+  std::string za = "0", zb = "0";
+  if (azp) za = "(int64_t)" + ctx->Input(iaz, aot::CType(azp->GetDataType()).c_str()) + (azp->GetShapeSize() == 1 ? "[0]" : "[i]");
+  if (bzp) zb = "(int64_t)" + ctx->Input(ibz, aot::CType(bzp->GetDataType()).c_str()) + (bzp->GetShapeSize() == 1 ? "[0]" : "[j]");
+  std::string r = "  const " + ta + "* A = " + ctx->Input(ia, ta.c_str()) + ";\n  const " + tb + "* B = " + ctx->Input(ib, tb.c_str()) +
+                  ";\n  int64_t bi, i, j, q;\n";
+  r += "  for (bi = 0; bi < " + aot::IntLit(batches) + "; ++bi)\n    for (i = 0; i < " + aot::IntLit(p.m) + "; ++i)\n      for (j = 0; j < " +
+       aot::IntLit(p.n) + "; ++j) {\n";
+  r += "        const int64_t za = " + za + ", zb = " + zb + ", at = (bi * " + aot::IntLit(p.m) + " + i) * " + aot::IntLit(p.n) + " + j;\n";
+  r += "        int64_t sum = 0;\n        int32_t sum32;\n";
+  r += "        for (q = 0; q < " + aot::IntLit(p.k) + "; ++q)\n          sum += ((int64_t)A[" + cao + "[bi] + i * " + aot::IntLit(p.k) +
+       " + q] - za) * ((int64_t)B[" + cbo + "[bi] + q * " + aot::IntLit(p.n) + " + j] - zb);\n";
+  r += "        sum32 = (int32_t)(uint32_t)(uint64_t)sum;\n" + store + "      }\n";
+  return r;
+}
+
+class MatMulInteger : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    const Tensor* azp = ctx->GetOptionalInputTensor(2);
+    const Tensor* bzp = ctx->GetOptionalInputTensor(3);
+    IntMatMul p;
+    if (!p.Plan(ctx, a->GetShape(), b->GetShape())) return GRAPH_FAILED;
+    if ((azp && azp->GetShapeSize() != 1 && azp->GetShapeSize() != p.m) || (bzp && bzp->GetShapeSize() != 1 && bzp->GetShapeSize() != p.n))
+      return Fail(ctx, "a zero point must be a scalar or hold one value per row of A / column of B");
+    const size_t iaz = azp ? 2 : 0, ibz = bzp ? (azp ? 3 : 2) : 0;
+    ctx->Run("{\n  int32_t* Y = " + ctx->Output(0, "int32_t") + ";\n" +
+             EmitIntMatMul(ctx, p, 0, 1, iaz, ibz, a, b, azp, bzp, "        Y[at] = sum32;\n") + "}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     IntMatMul p;
     if (!p.Plan(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1))) return GRAPH_FAILED;
@@ -336,8 +409,34 @@ class MatMulInteger : public EagerExecuteOp, public ShapeInferOp {
 // a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point: the int32 product of
 // the zero-point-free operands, times a_scale * b_scale / y_scale (float), rounded half to even,
 // plus y_zero_point, saturated to y's type.
-class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp {
+class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(3);
+    const Tensor *as = ctx->GetInputTensor(1), *bs = ctx->GetInputTensor(4), *ys = ctx->GetInputTensor(6), *yz = ctx->GetInputTensor(7);
+    for (const Tensor* t : {as, bs, ys})
+      if (t->GetShapeSize() != 1 || t->GetDataType() != DT_FLOAT) return Fail(ctx, "the scales must be float32 scalars (per-axis scales are not supported)");
+    if (yz->GetShapeSize() != 1) return Fail(ctx, "y_zero_point must be a scalar");
+    const Tensor *azp = ctx->GetInputTensor(2), *bzp = ctx->GetInputTensor(5);
+    IntMatMul p;
+    if (!p.Plan(ctx, a->GetShape(), b->GetShape())) return GRAPH_FAILED;
+    if ((azp->GetShapeSize() != 1 && azp->GetShapeSize() != p.m) || (bzp->GetShapeSize() != 1 && bzp->GetShapeSize() != p.n))
+      return Fail(ctx, "a zero point must be a scalar or hold one value per row of a / column of b");
+    const std::string ct = aot::CType(yz->GetDataType());
+    int64_t lo, hi;
+    IntRange(yz->GetDataType(), &lo, &hi);
+    ctx->Include("<math.h>");
+    std::string r = "{\n  " + ct + "* Y = " + ctx->Output(0, ct.c_str()) + ";\n  const float scale = " + ctx->Input(1, "float") + "[0] * " +
+                    ctx->Input(4, "float") + "[0] / " + ctx->Input(6, "float") + "[0];\n  const float yz = (float)" + ctx->Input(7, ct.c_str()) +
+                    "[0];\n  if (!(scale >= 0.f) || scale > 3.402823466e38f) return 1;\n";
+    const std::string store = "        {\n          float v = nearbyintf((float)sum32 * scale) + yz;\n          v = v < " + aot::IntLit(lo) + ".f ? " +
+                              aot::IntLit(lo) + ".f : v > " + aot::IntLit(hi) + ".f ? " + aot::IntLit(hi) + ".f : v;\n          Y[at] = (" + ct +
+                              ")v;\n        }\n";
+    r += EmitIntMatMul(ctx, p, 0, 3, 2, 5, a, b, azp, bzp, store) + "}\n";
+    ctx->Run(r);
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     IntMatMul p;
     if (!p.Plan(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(3))) return GRAPH_FAILED;

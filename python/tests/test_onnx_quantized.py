@@ -191,3 +191,20 @@ def test_quantize_dequantize_as_c(tmp_path, qtype):
                 name="qdq_conv.onnx")
     res = build_and_run_c(tmp_path / "conv", path, {"x": rng.standard_normal([1, 4, 6, 6]).astype(np.float32)}, atol=0.0501)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_integer_matmuls_and_dynamic_quantize_as_c(tmp_path):
+    """MatMulInteger (per-row and per-column zero points, B's batch broadcast), QLinearMatMul and
+    DynamicQuantizeLinear in weft aot's C: equal to Weft's runtime bit for bit."""
+    rng = np.random.default_rng(9)
+    nodes = [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"]),
+             helper.make_node("QLinearMatMul", ["a", "as", "az0", "b2", "bs", "bz0", "ys", "yz"], ["q"]),
+             helper.make_node("DynamicQuantizeLinear", ["f"], ["d", "ds", "dz"])]
+    inits = {"az": rng.integers(0, 256, 4).astype(np.uint8), "bz": rng.integers(0, 256, 5).astype(np.uint8), "b": rng.integers(0, 256, [1, 6, 5]).astype(np.uint8),
+             "as": np.float32(0.02), "az0": np.uint8(128), "b2": rng.integers(-128, 128, [6, 3]).astype(np.int8), "bs": np.float32(0.01),
+             "bz0": np.int8(0), "ys": np.float32(0.03), "yz": np.int8(-5)}
+    path = save(tmp_path, nodes, [("a", np.uint8, [2, 4, 6]), ("f", np.float32, [3, 7])],
+                [("y", np.int32), ("q", np.int8), ("d", np.uint8), ("ds", np.float32), ("dz", np.uint8)], inits, name="imm.onnx")
+    res = build_and_run_c(tmp_path, path, {"a": rng.integers(0, 256, [2, 4, 6]).astype(np.uint8),
+                                           "f": (rng.standard_normal([3, 7]) * 3 + 1).astype(np.float32)})
+    assert res.returncode == 0, res.stdout + res.stderr
