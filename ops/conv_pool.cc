@@ -1236,9 +1236,80 @@ class GlobalPool : public EagerExecuteOp, public ShapeInferOp, public LayoutAwar
 // x_scale * w_scale / y_scale in float, rounded half to even, plus y_zero_point, saturated), on
 // Conv's geometry; w_zero_point and w_scale per tensor or per output channel. Direct loops.
 template <bool kLinear>
-class IntegerConv : public EagerExecuteOp, public ShapeInferOp {
+class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   static constexpr size_t kW = kLinear ? 3 : 1;
+  // Execute's loops in C for 1 to 3 spatial dims (fewer as leading dims of 1); the same int64
+  // sums, wrapped to int32, and for QLinearConv the same float rescaling.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetInputTensor(kW);
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err)) return Fail(ctx, err);
+    if (w.nd < 1 || w.nd > 3) return Fail(ctx, "the generated C takes 1 to 3 spatial dims");
+    const int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), m = wt->GetShape().GetDim(0);
+    const int64_t group = *ctx->GetAttrs()->GetInt("group"), cg = c / group, mg = m / group;
+    const Tensor* xzp = kLinear ? ctx->GetInputTensor(2) : ctx->GetOptionalInputTensor(2);
+    const Tensor* wzp = kLinear ? ctx->GetInputTensor(5) : ctx->GetOptionalInputTensor(3);
+    if (xzp && xzp->GetShapeSize() != 1) return Fail(ctx, "the input zero point must be a scalar");
+    if (wzp && wzp->GetShapeSize() != 1 && wzp->GetShapeSize() != m) return Fail(ctx, "the weight zero point must be a scalar or one per output channel");
+    int64_t I[3], O[3], K[3], S[3], D[3], P[3];
+    for (size_t d = 0; d < 3; ++d) {
+      const bool real = d >= 3 - w.nd;
+      const size_t r = real ? d - (3 - w.nd) : 0;
+      I[d] = real ? w.in[r] : 1, O[d] = real ? w.out[r] : 1, K[d] = real ? w.k[r] : 1;
+      S[d] = real ? w.s[r] : 1, D[d] = real ? w.d[r] : 1, P[d] = real ? w.pb[r] : 0;
+    }
+    auto L = [](int64_t v) { return aot::IntLit(v); };
+    const std::string tx = aot::CType(x->GetDataType()), tw = aot::CType(wt->GetDataType());
+    std::string r = "{\n  const " + tx + "* X = " + ctx->Input(0, tx.c_str()) + ";\n  const " + tw + "* W = " + ctx->Input(kLinear ? 3 : 1, tw.c_str()) + ";\n";
+    r += "  int64_t in, oc, o0, o1, o2, k0, k1, k2, ic;\n";
+    const std::string xz = xzp ? "(int64_t)" + ctx->Input(kLinear ? 2 : 2, aot::CType(xzp->GetDataType()).c_str()) + "[0]" : std::string("0");
+    const size_t iwz = kLinear ? 5 : (xzp ? 3 : 2);
+    const std::string wz = wzp ? "(int64_t)" + ctx->Input(iwz, aot::CType(wzp->GetDataType()).c_str()) + (wzp->GetShapeSize() == 1 ? "[0]" : "[oc]") : std::string("0");
+    std::string ty;
+    int64_t lo = -128, hi = 127;
+    if (kLinear) {
+      const Tensor* yzp = ctx->GetInputTensor(7);
+      const Tensor* ws = ctx->GetInputTensor(4);
+      const Tensor* b = ctx->GetOptionalInputTensor(8);
+      if (ctx->GetInputTensor(1)->GetShapeSize() != 1 || ctx->GetInputTensor(6)->GetShapeSize() != 1 || yzp->GetShapeSize() != 1 ||
+          (ws->GetShapeSize() != 1 && ws->GetShapeSize() != m) || (b && (b->GetDataType() != DT_INT32 || b->GetShapeSize() != m)))
+        return Fail(ctx, "x_scale, y_scale and y_zero_point must be scalars, w_scale a scalar or one per output channel, B int32 per output channel");
+      ty = aot::CType(yzp->GetDataType());
+      if (yzp->GetDataType() == DT_UINT8) lo = 0, hi = 255;
+      ctx->Include("<math.h>");
+      r += "  const float* xs = " + ctx->Input(1, "float") + ";\n  const float* ws = " + ctx->Input(4, "float") + ";\n  const float* ys = " +
+           ctx->Input(6, "float") + ";\n  const float yz = (float)" + ctx->Input(7, ty.c_str()) + "[0];\n  " + ty + "* Y = " + ctx->Output(0, ty.c_str()) + ";\n";
+      r += "  const int32_t* B = " + (b ? ctx->Input(8, "int32_t") : std::string("0")) + ";\n";
+      r += "  for (oc = 0; oc < " + L(ws->GetShapeSize()) + "; ++oc) {\n    const float sc = xs[0] * ws[oc] / ys[0];\n    if (!(sc >= 0.f) || sc > 3.402823466e38f) return 1;\n  }\n";
+    } else {
+      r += "  int32_t* Y = " + ctx->Output(0, "int32_t") + ";\n";
+    }
+    r += "  for (in = 0; in < " + L(n) + "; ++in)\n  for (oc = 0; oc < " + L(m) + "; ++oc) {\n    const int64_t g = oc / " + L(mg) + ", wz = " + wz +
+         ", xz = " + xz + ";\n";
+    r += "    for (o0 = 0; o0 < " + L(O[0]) + "; ++o0) for (o1 = 0; o1 < " + L(O[1]) + "; ++o1) for (o2 = 0; o2 < " + L(O[2]) + "; ++o2) {\n";
+    r += "      int64_t acc = 0;\n      const int64_t at = ((in * " + L(m) + " + oc) * " + L(O[0]) + " + o0) * " + L(O[1] * O[2]) + " + o1 * " + L(O[2]) + " + o2;\n";
+    r += "      for (k0 = 0; k0 < " + L(K[0]) + "; ++k0) for (k1 = 0; k1 < " + L(K[1]) + "; ++k1) for (k2 = 0; k2 < " + L(K[2]) + "; ++k2) {\n";
+    r += "        const int64_t p0 = o0 * " + L(S[0]) + " - " + L(P[0]) + " + k0 * " + L(D[0]) + ", p1 = o1 * " + L(S[1]) + " - " + L(P[1]) +
+         " + k1 * " + L(D[1]) + ", p2 = o2 * " + L(S[2]) + " - " + L(P[2]) + " + k2 * " + L(D[2]) + ";\n";
+    r += "        if (p0 < 0 || p0 >= " + L(I[0]) + " || p1 < 0 || p1 >= " + L(I[1]) + " || p2 < 0 || p2 >= " + L(I[2]) + ") continue;\n";
+    r += "        for (ic = 0; ic < " + L(cg) + "; ++ic)\n          acc += ((int64_t)X[((in * " + L(c) + " + g * " + L(cg) + " + ic) * " + L(I[0]) +
+         " + p0) * " + L(I[1] * I[2]) + " + p1 * " + L(I[2]) + " + p2] - xz) * ((int64_t)W[((oc * " + L(cg) + " + ic) * " + L(K[0]) + " + k0) * " +
+         L(K[1] * K[2]) + " + k1 * " + L(K[2]) + " + k2] - wz);\n      }\n";
+    if (kLinear) {
+      r += "      {\n        const int32_t sum = (int32_t)(uint32_t)(uint64_t)(acc + (B ? B[oc] : 0));\n";
+      r += "        float v = nearbyintf((float)sum * (xs[0] * ws[" + std::string(ctx->GetInputTensor(4)->GetShapeSize() == 1 ? "0" : "oc") +
+           "] / ys[0])) + yz;\n";
+      r += "        v = v < " + L(lo) + ".f ? " + L(lo) + ".f : v > " + L(hi) + ".f ? " + L(hi) + ".f : v;\n        Y[at] = (" + ty + ")v;\n      }\n";
+    } else {
+      r += "      Y[at] = (int32_t)(uint32_t)(uint64_t)acc;\n";
+    }
+    r += "    }\n  }\n}\n";
+    ctx->Run(r);
+    return GRAPH_SUCCESS;
+  }
   static bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& wt, Window* w, std::string* err) {
     if (wt.GetDimNum() != x.GetDimNum()) {
       *err = "W " + wt.ToString() + " and X " + x.ToString() + " differ in rank";
