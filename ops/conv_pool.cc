@@ -439,7 +439,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     ListView<int64_t> ks = ctx->GetAttrs()->GetListInt("kernel_shape");
     for (size_t i = 2; i < wt.GetDimNum(); ++i) {
       kernel[i - 2] = wt.GetDim(i);
-      if (ks.size() && ks[i - 2] != wt.GetDim(i)) {
+      if (ks.size() && (ks.size() != wt.GetDimNum() - 2 || ks[i - 2] != wt.GetDim(i))) {
         *err = "kernel_shape disagrees with W";
         return false;
       }
@@ -1310,26 +1310,9 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     ctx->Run(r);
     return GRAPH_SUCCESS;
   }
+  // Conv's geometry: the same attributes and checks.
   static bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& wt, Window* w, std::string* err) {
-    if (wt.GetDimNum() != x.GetDimNum()) {
-      *err = "W " + wt.ToString() + " and X " + x.ToString() + " differ in rank";
-      return false;
-    }
-    int64_t group = *ctx->GetAttrs()->GetInt("group"), channels = 0;
-    if (group <= 0 || __builtin_mul_overflow(wt.GetDim(1), group, &channels) || x.GetDim(1) != channels || wt.GetDim(0) % group) {
-      *err = "channels do not match: X " + x.ToString() + ", W " + wt.ToString() + ", group " + std::to_string(group);
-      return false;
-    }
-    int64_t kernel[WEFT_MAX_DIMS];
-    ListView<int64_t> ks = ctx->GetAttrs()->GetListInt("kernel_shape");
-    for (size_t i = 2; i < wt.GetDimNum(); ++i) {
-      kernel[i - 2] = wt.GetDim(i);
-      if (ks.size() && (ks.size() != wt.GetDimNum() - 2 || ks[i - 2] != wt.GetDim(i))) {
-        *err = "kernel_shape disagrees with W";
-        return false;
-      }
-    }
-    return MakeWindow(ctx, x, kernel, false, false, w, err);
+    return Conv::Geometry(ctx, x, wt, w, err);
   }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);

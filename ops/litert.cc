@@ -1776,25 +1776,12 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
                     const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi, int8_t* py) const {
     const DwVnniLayout L(g.ic, g.kh, g.kw);
     const int64_t c = L.c, cp = L.cp;
-    const int8_t* fpack;
-    const int32_t* i32;
-    const int64_t* i64;
-    bool any_left;
-    if (dw_.ready && !dw_.flat && dw_.c == c && dw_.kh == g.kh && dw_.kw == g.kw && dw_.in_off == in_off) {  // laid out by Compile
-      fpack = dw_.fpack.data();
-      i32 = dw_.i32.data();
-      i64 = dw_.i64.data();
-      any_left = dw_.any_left;
-    } else {
-      auto* f = static_cast<int8_t*>(ctx->MallocWorkSpace(L.fpack_bytes));
-      auto* w32 = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int32_t)));
-      auto* w64 = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int64_t)));
-      if (!f || !w32 || !w64) return GRAPH_FAILED;
-      any_left = FillDwVnni(L, pw, bias, cs, in_off, f, w32, w64);
-      fpack = f;
-      i32 = w32;
-      i64 = w64;
-    }
+    DwTableRefs t;
+    if (!Tables(ctx, L, false, g, pw, bias, cs, in_off, &t)) return GRAPH_FAILED;
+    const int8_t* fpack = t.fpack;
+    const int32_t* i32 = t.i32;
+    const int64_t* i64 = t.i64;
+    const bool any_left = t.any_left;
     auto* zp_line = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(c)));
     if (!zp_line) return GRAPH_FAILED;
     std::memset(zp_line, static_cast<int8_t>(-in_off), static_cast<size_t>(c));
@@ -1825,6 +1812,30 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
   }
 #endif
 
+#ifdef WEFT_LITERT_AVX2
+  // FillDwVnni's tables for layout L: those Compile laid out when they match (the same layout
+  // kind, channels, kernel and input zero point), else filled into the run's workspace.
+  struct DwTableRefs {
+    const int8_t* fpack = nullptr;
+    const int32_t* i32 = nullptr;
+    const int64_t* i64 = nullptr;
+    bool any_left = false;
+  };
+  bool Tables(EagerOpExecutionContext* ctx, const DwVnniLayout& L, bool flat, const ConvGeometry& g, const int8_t* pw, const int32_t* bias,
+              const ChannelScales& cs, int32_t in_off, DwTableRefs* t) const {
+    if (dw_.ready && dw_.flat == flat && dw_.c == L.channels && dw_.kh == g.kh && dw_.kw == g.kw && dw_.in_off == in_off) {
+      *t = {dw_.fpack.data(), dw_.i32.data(), dw_.i64.data(), dw_.any_left};
+      return true;
+    }
+    auto* f = static_cast<int8_t*>(ctx->MallocWorkSpace(L.fpack_bytes));
+    auto* w32 = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(L.cp) * 3 * sizeof(int32_t)));
+    auto* w64 = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(L.cp) * 3 * sizeof(int64_t)));
+    if (!f || !w32 || !w64) return false;
+    *t = {f, w32, w64, FillDwVnni(L, pw, bias, cs, in_off, f, w32, w64)};
+    return true;
+  }
+#endif
+
   // Whether DepthwiseFlat runs this convolution (VNNI; the rescaling's multipliers >= 0).
   static bool DwFlatFits(int64_t c, int64_t kh, int64_t kw, const ChannelScales& cs) {
 #ifdef WEFT_LITERT_AVX2
@@ -1850,25 +1861,12 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
                     const ChannelScales& cs, int32_t in_off, int32_t out_off, int32_t lo, int32_t hi, int8_t* py) const {
     const DwVnniLayout L = DwVnniLayout::Flat(g.oc, g.kh, g.kw);
     const int64_t cp = L.cp;
-    const int8_t* fpack;
-    const int32_t* i32;
-    const int64_t* i64;
-    bool any_left;
-    if (dw_.ready && dw_.flat && dw_.c == g.oc && dw_.kh == g.kh && dw_.kw == g.kw && dw_.in_off == in_off) {
-      fpack = dw_.fpack.data();
-      i32 = dw_.i32.data();
-      i64 = dw_.i64.data();
-      any_left = dw_.any_left;
-    } else {
-      auto* f = static_cast<int8_t*>(ctx->MallocWorkSpace(L.fpack_bytes));
-      auto* w32 = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int32_t)));
-      auto* w64 = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cp) * 3 * sizeof(int64_t)));
-      if (!f || !w32 || !w64) return GRAPH_FAILED;
-      any_left = FillDwVnni(L, pw, bias, cs, in_off, f, w32, w64);
-      fpack = f;
-      i32 = w32;
-      i64 = w64;
-    }
+    DwTableRefs t;
+    if (!Tables(ctx, L, true, g, pw, bias, cs, in_off, &t)) return GRAPH_FAILED;
+    const int8_t* fpack = t.fpack;
+    const int32_t* i32 = t.i32;
+    const int64_t* i64 = t.i64;
+    const bool any_left = t.any_left;
     DwFlat d;
     d.fpack = fpack;
     d.e.base = i32;

@@ -78,6 +78,9 @@ bool Group(const KernelContextBase* ctx, const Shape& x, const Shape& scale, con
   for (size_t k = static_cast<size_t>(axis) + 1; k < x.GetDimNum(); ++k) g->inner *= x.GetDim(k);
   return true;
 }
+bool Group(const KernelContextBase* ctx, const Tensor* x, const Tensor* scale, const Tensor* zp, Grouping* g) {
+  return Group(ctx, x->GetShape(), scale->GetShape(), zp ? &zp->GetShape() : nullptr, g);
+}
 
 // Emitted C's index of element i's scale (and zero point).
 std::string GroupIndex(const Grouping& g) {
@@ -94,7 +97,7 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
     const Tensor* s = ctx->GetInputTensor(1);
     const Tensor* zp = ctx->GetOptionalInputTensor(2);
     Grouping g;
-    if (!Group(ctx, x->GetShape(), s->GetShape(), zp ? &zp->GetShape() : nullptr, &g)) return GRAPH_FAILED;
+    if (!Group(ctx, x, s, zp, &g)) return GRAPH_FAILED;
     if (x->GetDataType() != DT_FLOAT || s->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes a float32 input and scale");
     const DataType yt = zp ? zp->GetDataType() : DT_UINT8;
     const std::string ct = aot::CType(yt);
@@ -129,7 +132,7 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
     const Tensor* s = ctx->GetInputTensor(1);
     const Tensor* zp = ctx->GetOptionalInputTensor(2);
     Grouping g;
-    if (!Group(ctx, x->GetShape(), s->GetShape(), zp ? &zp->GetShape() : nullptr, &g)) return GRAPH_FAILED;
+    if (!Group(ctx, x, s, zp, &g)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), zp ? zp->GetDataType() : DT_UINT8);
     if (!y) return GRAPH_FAILED;
     int64_t lo, hi;
@@ -156,7 +159,7 @@ class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emit
     const Tensor* s = ctx->GetInputTensor(1);
     const Tensor* zp = ctx->GetOptionalInputTensor(2);
     Grouping g;
-    if (!Group(ctx, x->GetShape(), s->GetShape(), zp ? &zp->GetShape() : nullptr, &g)) return GRAPH_FAILED;
+    if (!Group(ctx, x, s, zp, &g)) return GRAPH_FAILED;
     if (s->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes a float32 scale");
     const std::string ct = aot::CType(x->GetDataType());
     if (ct.empty()) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(x->GetDataType()) + " input");
@@ -185,7 +188,7 @@ class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emit
     const Tensor* s = ctx->GetInputTensor(1);
     const Tensor* zp = ctx->GetOptionalInputTensor(2);
     Grouping g;
-    if (!Group(ctx, x->GetShape(), s->GetShape(), zp ? &zp->GetShape() : nullptr, &g)) return GRAPH_FAILED;
+    if (!Group(ctx, x, s, zp, &g)) return GRAPH_FAILED;
     if (s->GetDataType() != DT_FLOAT) return Fail(ctx, std::string("a ") + DataTypeName(s->GetDataType()) + " scale is not supported (float32 is)");
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), DT_FLOAT);
     if (!y) return GRAPH_FAILED;
