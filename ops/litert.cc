@@ -25,6 +25,7 @@
 #include "aot_emit.h"
 #include "dnnl_runner.h"
 #include "litert_quant.h"
+#include "litert_rescale_avx512.h"
 #include "op_util.h"
 #include "vector_math.h"
 
@@ -245,7 +246,11 @@ struct VnniEpi {
   const int64_t* add_neg = nullptr;
   const int64_t* shift = nullptr;
   const int32_t* left = nullptr;     // [blocks * 16], nullptr when every left shift is 0
+  // [blocks * 16] in column order: 2^-(31 + r) for each column's right shift r, when every column
+  // has r >= 2 and no left shift (tfl::RescaleFloat's condition); nullptr otherwise.
+  const float* fscale = nullptr;
 };
+
 
 // W [n][k] int8 packed per block of 16 columns and group of 4 consecutive k: 64 bytes holding
 // column j's four values at 4j .. 4j + 3 (what vpdpbusd multiplies with one broadcast A word).
@@ -305,7 +310,7 @@ struct OutputPixel {
 // VnniEpi's tables for W's columns (blocks * 16 of each): base[c] = colsum * (128 + a_zp) - bias,
 // and, when `shift` is given, OneFloorRescale's constants (the left shifts only if any is not 0).
 VnniEpi FillVnniEpi(const VnniB& w, int32_t a_zp, const int32_t* bias, const int32_t* shift, int32_t* base, int64_t* add, int64_t* add_neg,
-                    int64_t* sh, int32_t* left) {
+                    int64_t* sh, int32_t* left, float* fscale) {
   const int64_t n = w.n, cols = w.blocks() * 16;
   const uint32_t a_corr = static_cast<uint32_t>(128 + a_zp);
   for (int64_t c = 0; c < cols; ++c)
@@ -327,6 +332,7 @@ VnniEpi FillVnniEpi(const VnniB& w, int32_t a_zp, const int32_t* bias, const int
   e.add_neg = add_neg;
   e.shift = sh;
   e.left = any_left ? left : nullptr;
+  if (tfl::FillFloatScales(shift, n, cols, fscale)) e.fscale = fscale;
   return e;
 }
 
@@ -346,14 +352,16 @@ struct VnniPacked {
     const size_t cols = colsum.size();
     epi32.assign(2 * cols, 0);
     epi64.assign(3 * cols, 0);
+    fscale.assign(cols, 0.0f);
     view.epi = FillVnniEpi(view, a_zp, bias, shift, epi32.data(), epi64.data(), epi64.data() + cols, epi64.data() + 2 * cols,
-                           epi32.data() + cols);
+                           epi32.data() + cols, fscale.data());
     view.epi_a_zp = a_zp;
   }
   void Clear() { *this = VnniPacked(); }
   const VnniB* get() const { return view.data ? &view : nullptr; }
   std::vector<int32_t> epi32;
   std::vector<int64_t> epi64;
+  std::vector<float> fscale;
 };
 
 #ifdef WEFT_LITERT_AVX2
@@ -519,6 +527,31 @@ WEFT_VNNI_TARGET inline __m512i Rescale(const VnniRescaler& k, __m512i sums) {
   return _mm512_mask_blend_epi32(0xAAAA, _mm512_srav_epi64(te, k.sh_e), _mm512_slli_epi64(_mm512_srav_epi64(to, k.sh_o), 32));
 }
 
+// tfl::FloatRescaler's constants for the 16 columns at `col`.
+WEFT_VNNI_TARGET inline tfl::FloatRescaler LoadFloatRescaler(const VnniEpi& e, const int32_t* mult, int64_t col, __mmask16 keep,
+                                                             int32_t out_off) {
+  return tfl::LoadFloatRescaler(e.fscale + col, mult + col, keep, out_off);
+}
+// Whether RescaleFloat applies: its scales exist and the output is int8 with an offset in range.
+inline bool FloatRescaleFits(const VnniEpi& e, int32_t out_off, int32_t lo, int32_t hi) {
+  return e.fscale && out_off >= -128 && out_off <= 127 && lo >= -128 && hi <= 127 && lo <= hi;
+}
+
+// `count` vectors of 16 depthwise sums (position `pos` of the constants, `step` int32 apart)
+// rescaled in place by RescaleFloat (exactly where it is unsure), plus the offset, clamped.
+WEFT_VNNI_TARGET inline void DwRescaleFloat(const VnniEpi& e, const int32_t* mult, int64_t pos, int32_t* v, int64_t step, int64_t count,
+                                            int32_t out_off, __m512i lo32, __m512i hi32) {
+  const tfl::FloatRescaler f = LoadFloatRescaler(e, mult, pos, 0xFFFF, out_off);
+  const __m512i base = _mm512_loadu_si512(e.base + pos);
+  for (int64_t i = 0; i < count; ++i, v += step) {
+    __mmask16 unsure = 0;
+    const __m512i sums = _mm512_loadu_si512(v);
+    __m512i r = tfl::RescaleFloat(f, _mm512_sub_epi32(sums, base), unsure);
+    if (unsure) r = _mm512_add_epi32(Rescale(LoadRescaler(e, mult, pos, 0xFFFF), sums), _mm512_set1_epi32(out_off));
+    _mm512_storeu_si512(v, _mm512_min_epi32(_mm512_max_epi32(r, lo32), hi32));
+  }
+}
+
 // Rows of 16 int32 sums (`ld` apart) at column `col` of the output: corrected, then stored, or
 // rescaled and stored as int8.
 WEFT_VNNI_TARGET inline void VnniEpilogue(const int32_t* tile, int64_t ld, int64_t rows, int64_t n, int64_t col, const VnniEpi& e,
@@ -531,6 +564,27 @@ WEFT_VNNI_TARGET inline void VnniEpilogue(const int32_t* tile, int64_t ld, int64
     for (int64_t i = 0; i < rows; ++i) _mm512_mask_storeu_epi32(dst + i * n, keep, _mm512_sub_epi32(_mm512_load_si512(tile + i * ld), base));
     return;
   }
+  int8_t* dst = out.q + row0 * n + col;
+  if (FloatRescaleFits(e, out.out_off, out.lo, out.hi)) {
+    const tfl::FloatRescaler f = LoadFloatRescaler(e, out.mult, col, keep, out.out_off);
+    const __m512i base = _mm512_loadu_si512(e.base + col);
+    const bool clamp = out.lo > -128 || out.hi < 127;
+    const __m128i lo8 = _mm_set1_epi8(static_cast<char>(out.lo)), hi8 = _mm_set1_epi8(static_cast<char>(out.hi));
+    for (int64_t i = 0; i < rows; ++i) {
+      __mmask16 unsure = 0;
+      const __m512i sums = _mm512_load_si512(tile + i * ld);
+      __m512i v = tfl::RescaleFloat(f, _mm512_sub_epi32(sums, base), unsure);
+      if (unsure & keep) v = _mm512_add_epi32(Rescale(LoadRescaler(e, out.mult, col, keep), sums), _mm512_set1_epi32(out.out_off));
+      __m128i q = _mm512_cvtsepi32_epi8(v);
+      if (clamp) q = _mm_min_epi8(_mm_max_epi8(q, lo8), hi8);
+      if (full) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i * n), q);
+      } else {
+        _mm_mask_storeu_epi8(dst + i * n, keep, q);
+      }
+    }
+    return;
+  }
   const VnniRescaler k = LoadRescaler(e, out.mult, col, keep);
   const __m512i voff = _mm512_set1_epi32(out.out_off);
   // The reference clamps to [lo, hi] in int32, then casts to int8. With [lo, hi] inside int8 (every
@@ -540,7 +594,6 @@ WEFT_VNNI_TARGET inline void VnniEpilogue(const int32_t* tile, int64_t ld, int64
   const bool clamp = out.lo > -128 || out.hi < 127;
   const __m128i lo8 = _mm_set1_epi8(static_cast<char>(std::max(out.lo, -128))), hi8 = _mm_set1_epi8(static_cast<char>(std::min(out.hi, 127)));
   const __m512i lo32 = _mm512_set1_epi32(out.lo), hi32 = _mm512_set1_epi32(out.hi);
-  int8_t* dst = out.q + row0 * n + col;
   for (int64_t i = 0; i < rows; ++i) {
     const __m512i v = _mm512_add_epi32(Rescale(k, _mm512_load_si512(tile + i * ld)), voff);
     __m128i q;
@@ -794,8 +847,14 @@ struct DwVnniLayout {
 // The filter packed for DepthwiseVnniRow and the per-position constants: i32 = base, mult, left
 // ([cp] each), i64 = add, add_neg, shift ([cp] each, even then odd lanes per 16). Returns whether
 // any left shift is non-zero.
-bool FillDwVnni(const DwVnniLayout& L, const int8_t* pw, const int32_t* bias, const ChannelScales& cs, int32_t in_off, int8_t* fpack,
-                int32_t* i32, int64_t* i64) {
+// What FillDwVnni found: some position has a left shift; RescaleFloat's scales were written.
+struct DwFilled {
+  bool any_left = false, fast = false;
+};
+// i32: base, mult and left per position, then RescaleFloat's scales (float bits); i64: add,
+// add_neg and shift (cp each).
+DwFilled FillDwVnni(const DwVnniLayout& L, const int8_t* pw, const int32_t* bias, const ChannelScales& cs, int32_t in_off, int8_t* fpack,
+                    int32_t* i32, int64_t* i64) {
   const int64_t c = L.c, taps = L.taps, groups = L.groups, blocks = L.blocks, c64 = L.c64, blocks32 = L.blocks32, c32 = L.c32;
   const int64_t blocks16 = L.blocks16, cp = L.cp, nc = L.channels;
   // the filter's value for position `pos` (channel pos % nc) and tap t; positions past c are padding
@@ -840,7 +899,15 @@ bool FillDwVnni(const DwVnniLayout& L, const int8_t* pw, const int32_t* bias, co
     left[pos] = f.left;
     any_left = any_left || f.left != 0;
   }
-  return any_left;
+  DwFilled filled;
+  filled.any_left = any_left;
+  std::vector<int32_t> shifts(static_cast<size_t>(cp));  // by position; padding takes a placeholder
+  for (int64_t pos = 0; pos < cp; ++pos) {
+    const int64_t p = DwVnniChannel(pos, c64, blocks32);
+    shifts[static_cast<size_t>(pos)] = p < c ? cs.shift[static_cast<size_t>(p % nc)] : -2;
+  }
+  filled.fast = tfl::FillFloatScales(shifts.data(), cp, cp, reinterpret_cast<float*>(i32 + 3 * cp));
+  return filled;
 }
 
 // Output row oy: the sums of every pixel into `sums` ([ow][positions]), rescaled there one 16-lane
@@ -959,7 +1026,12 @@ WEFT_VNNI_TARGET void DepthwiseVnniRow(const DwVnni& d, const int8_t* image, int
   // so that the saturating packs below keep every value.
   const __m512i voff = _mm512_set1_epi32(d.out_off), lo32 = _mm512_set1_epi32(d.lo), hi32 = _mm512_set1_epi32(d.hi);
   const bool wrap = !(d.lo >= -128 && d.lo <= 127 && d.hi >= -128 && d.hi <= 127);
+  const bool fast = FloatRescaleFits(d.e, d.out_off, d.lo, d.hi);
   for (int64_t pos = 0; pos < cp; pos += 16) {
+    if (fast) {
+      DwRescaleFloat(d.e, d.mult, pos, sums + pos, cp, d.ow, d.out_off, lo32, hi32);
+      continue;
+    }
     const VnniRescaler k = LoadRescaler(d.e, d.mult, pos, 0xFFFF);
     for (int64_t ox = 0; ox < d.ow; ++ox) {
       int32_t* v = sums + ox * cp + pos;
@@ -1113,7 +1185,12 @@ WEFT_VNNI_TARGET inline void DwFlatFinish(const DwFlat& d, int64_t len, int32_t*
   const __m512i voff = _mm512_set1_epi32(d.out_off), lo32 = _mm512_set1_epi32(d.lo), hi32 = _mm512_set1_epi32(d.hi);
   const bool wrap = !(d.lo >= -128 && d.lo <= 127 && d.hi >= -128 && d.hi <= 127);
   const int64_t whole = (len + 63) / 64 * 64;
+  const bool fast = FloatRescaleFits(d.e, d.out_off, d.lo, d.hi);
   for (int64_t pos = 0; pos < period; pos += 16) {
+    if (fast) {
+      DwRescaleFloat(d.e, d.mult, pos, sums + pos, period, (whole - pos + period - 1) / period, d.out_off, lo32, hi32);
+      continue;
+    }
     const VnniRescaler k = LoadRescaler(d.e, d.mult, pos, 0xFFFF);
     for (int64_t j = pos; j < whole; j += period) {  // a block's positions are spread over its four vectors
       __m512i r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(Rescale(k, _mm512_loadu_si512(sums + j)), voff), lo32), hi32);
@@ -1417,12 +1494,13 @@ bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const
     if (pre && pre->epi.base && pre->epi_a_zp == a_zp && out.q) {  // laid out by Compile (constant bias and scales)
       e = pre->epi;
     } else {
-      auto* base = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cols) * (2 * sizeof(int32_t) + 3 * sizeof(int64_t))));
+      auto* base = static_cast<int32_t*>(
+          ctx->MallocWorkSpace(static_cast<size_t>(cols) * (2 * sizeof(int32_t) + 3 * sizeof(int64_t) + sizeof(float))));
       if (!base) return false;
       auto* add = reinterpret_cast<int64_t*>(base + cols);
       int64_t *add_neg = add + cols, *shift = add_neg + cols;
       auto* left = reinterpret_cast<int32_t*>(shift + cols);
-      e = FillVnniEpi(w, a_zp, out.bias, out.q ? out.shift : nullptr, base, add, add_neg, shift, left);
+      e = FillVnniEpi(w, a_zp, out.bias, out.q ? out.shift : nullptr, base, add, add_neg, shift, left, reinterpret_cast<float*>(left + cols));
     }
     auto run = [&](int64_t r0, int64_t r1, int64_t b0, int64_t b1) {
       thread_local std::vector<uint8_t> scratch;  // 8 rows of A as unsigned bytes, and 64 to spare for the packers
@@ -1758,10 +1836,10 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     if (!flat && c < 16) return GRAPH_SUCCESS;  // the AVX2 blocks run it
     const DwVnniLayout L = flat ? DwVnniLayout::Flat(c, ws.GetDim(1), ws.GetDim(2)) : DwVnniLayout(c, ws.GetDim(1), ws.GetDim(2));
     dw_.fpack.resize(L.fpack_bytes);
-    dw_.i32.resize(static_cast<size_t>(3 * L.cp));
+    dw_.i32.resize(static_cast<size_t>(4 * L.cp));
     dw_.i64.resize(static_cast<size_t>(3 * L.cp));
-    dw_.any_left = FillDwVnni(L, w->GetData<int8_t>(), b ? b->GetData<int32_t>() : nullptr, cs, in_off, dw_.fpack.data(), dw_.i32.data(),
-                              dw_.i64.data());
+    dw_.filled = FillDwVnni(L, w->GetData<int8_t>(), b ? b->GetData<int32_t>() : nullptr, cs, in_off, dw_.fpack.data(), dw_.i32.data(),
+                            dw_.i64.data());
     dw_.c = c, dw_.kh = ws.GetDim(1), dw_.kw = ws.GetDim(2), dw_.in_off = in_off, dw_.ready = true, dw_.flat = flat;
 #else
     (void)ctx, (void)w, (void)b;
@@ -1781,7 +1859,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     const int8_t* fpack = t.fpack;
     const int32_t* i32 = t.i32;
     const int64_t* i64 = t.i64;
-    const bool any_left = t.any_left;
+    const bool any_left = t.filled.any_left;
     auto* zp_line = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(c)));
     if (!zp_line) return GRAPH_FAILED;
     std::memset(zp_line, static_cast<int8_t>(-in_off), static_cast<size_t>(c));
@@ -1796,6 +1874,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     d.e.add_neg = add_neg;
     d.e.shift = shift;
     d.e.left = any_left ? left : nullptr;
+    d.e.fscale = t.filled.fast ? reinterpret_cast<const float*>(i32 + 3 * cp) : nullptr;
     d.mult = mult;
     d.ih = g.ih, d.iw = g.iw, d.c = c, d.ow = g.ow, d.kh = g.kh, d.kw = g.kw, d.sh = g.sh, d.sw = g.sw, d.dh = g.dh, d.dw = g.dw;
     d.ph = g.ph, d.pw = g.pw, d.groups = groups, d.blocks = blocks, d.blocks32 = blocks32, d.blocks16 = blocks16;
@@ -1819,16 +1898,16 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     const int8_t* fpack = nullptr;
     const int32_t* i32 = nullptr;
     const int64_t* i64 = nullptr;
-    bool any_left = false;
+    DwFilled filled;
   };
   bool Tables(EagerOpExecutionContext* ctx, const DwVnniLayout& L, bool flat, const ConvGeometry& g, const int8_t* pw, const int32_t* bias,
               const ChannelScales& cs, int32_t in_off, DwTableRefs* t) const {
     if (dw_.ready && dw_.flat == flat && dw_.c == L.channels && dw_.kh == g.kh && dw_.kw == g.kw && dw_.in_off == in_off) {
-      *t = {dw_.fpack.data(), dw_.i32.data(), dw_.i64.data(), dw_.any_left};
+      *t = {dw_.fpack.data(), dw_.i32.data(), dw_.i64.data(), dw_.filled};
       return true;
     }
     auto* f = static_cast<int8_t*>(ctx->MallocWorkSpace(L.fpack_bytes));
-    auto* w32 = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(L.cp) * 3 * sizeof(int32_t)));
+    auto* w32 = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(L.cp) * 4 * sizeof(int32_t)));
     auto* w64 = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(L.cp) * 3 * sizeof(int64_t)));
     if (!f || !w32 || !w64) return false;
     *t = {f, w32, w64, FillDwVnni(L, pw, bias, cs, in_off, f, w32, w64)};
@@ -1866,12 +1945,13 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     const int8_t* fpack = t.fpack;
     const int32_t* i32 = t.i32;
     const int64_t* i64 = t.i64;
-    const bool any_left = t.any_left;
+    const bool any_left = t.filled.any_left;
     DwFlat d;
     d.fpack = fpack;
     d.e.base = i32;
     d.mult = i32 + cp;
     d.e.left = any_left ? i32 + 2 * cp : nullptr;
+    d.e.fscale = t.filled.fast ? reinterpret_cast<const float*>(i32 + 3 * cp) : nullptr;
     d.e.add = i64;
     d.e.add_neg = i64 + cp;
     d.e.shift = i64 + 2 * cp;
@@ -2162,7 +2242,8 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     std::vector<int8_t> fpack;
     std::vector<int32_t> i32;
     std::vector<int64_t> i64;
-    bool any_left = false, ready = false, flat = false;  // flat: DwVnniLayout::Flat's tables
+    DwFilled filled;
+    bool ready = false, flat = false;  // flat: DwVnniLayout::Flat's tables
     int64_t c = 0, kh = 0, kw = 0;
     int32_t in_off = 0;
   } dw_;
