@@ -3118,10 +3118,95 @@ class TflRsqrt : public EagerExecuteOp, public ShapeInferOp, public EmittableOp 
 
 // ---- elementwise -------------------------------------------------------------------------------
 
+// TFLite's quantized Add, Sub and Mul of one pair of elements (its reference kernels' arithmetic).
+struct QuantBinary {
+  int op = 0;  // 0 Add, 1 Sub, 2 Mul
+  int left = 0;
+  int32_t a_zp = 0, b_zp = 0, out_zp = 0, lo = 0, hi = 0, m = 0, m1 = 0, m2 = 0, mo = 0;
+  int s = 0, s1 = 0, s2 = 0, so = 0;
+  int32_t operator()(int32_t a, int32_t b) const {
+    int32_t v;
+    if (op == 2) {  // one multiplier for the product of the scales
+      v = tfl::MultiplyByQuantizedMultiplier((a - a_zp) * (b - b_zp), m, s) + out_zp;
+    } else {  // both inputs rescaled to twice the larger input scale, left-shifted for headroom
+      const int32_t v1 = tfl::MultiplyByQuantizedMultiplierSmallerThanOneExp((a - a_zp) * (1 << left), m1, s1);
+      const int32_t v2 = tfl::MultiplyByQuantizedMultiplierSmallerThanOneExp((b - b_zp) * (1 << left), m2, s2);
+      v = tfl::MultiplyByQuantizedMultiplierSmallerThanOneExp(op == 0 ? v1 + v2 : v1 - v2, mo, so) + out_zp;
+    }
+    return std::min(std::max(v, lo), hi);
+  }
+};
+// QuantBinary for this node, whose inputs have quantized type T (int8, uint8 or int16).
+template <typename T>
+bool MakeQuantBinary(const KernelContextBase* ctx, int op, Activation act, QuantBinary* q) {
+  const Quant qa = InputQuant(ctx, 0), qb = InputQuant(ctx, 1), qo = OutputQuant(ctx);
+  if (!qa.quantized() || !qb.quantized() || !qo.quantized()) return false;
+  q->op = op;
+  q->a_zp = qa.zp, q->b_zp = qb.zp, q->out_zp = qo.zp;
+  QuantClamp<T>(ctx, act, &q->lo, &q->hi);
+  if (op == 2) {  // computed in float as TFLite does
+    tfl::QuantizeMultiplier(static_cast<double>(qa.scale * qb.scale / qo.scale), &q->m, &q->s);
+    return true;
+  }
+  q->left = sizeof(T) == 2 ? 15 : 20;
+  const double twice_max = 2 * static_cast<double>(std::max(qa.scale, qb.scale));
+  tfl::QuantizeMultiplier(static_cast<double>(qa.scale) / twice_max, &q->m1, &q->s1);
+  tfl::QuantizeMultiplier(static_cast<double>(qb.scale) / twice_max, &q->m2, &q->s2);
+  tfl::QuantizeMultiplier(twice_max / (static_cast<double>(1 << q->left) * static_cast<double>(qo.scale)), &q->mo, &q->so);
+  return true;
+}
+
+#ifdef WEFT_LITERT_AVX2
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers, as above
+// out[i] = table[a[i] * 256 + b[i]] (bytes read as unsigned) by 16-lane gathers; the table has
+// 3 bytes of slack past its 65536 entries (each gather reads a 32-bit word).
+__attribute__((target("avx512f,avx512bw"))) void PairTableRow(const uint8_t* a, const uint8_t* b, uint8_t* out, int64_t n,
+                                                              const uint8_t* table) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i va = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
+    const __m512i vb = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+    const __m512i idx = _mm512_or_si512(_mm512_slli_epi32(va, 8), vb);
+    const __m512i v = _mm512_i32gather_epi32(idx, table, 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm512_cvtepi32_epi8(v));
+  }
+  for (; i < n; ++i) out[i] = table[a[i] * 256 + b[i]];
+}
+#pragma GCC diagnostic pop
+#endif
+
 // Add, Sub, Mul with NumPy broadcasting.
-class TflBinary : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+class TflBinary : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastOutputShape(ctx); }
+  // 8-bit inputs: the result of every pair of input values in a table (64 KiB), for outputs large
+  // enough to repay it, so that a run is one lookup per element.
+  graphStatus Compile(OpCompileContext* ctx) override {
+    table_.clear();
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    const Tensor* y = ctx->GetOutputTensor(0);
+    if (!a || !b || !y || a->GetDataType() != b->GetDataType() || y->GetShapeSize() < kPairTableMinElements) return GRAPH_SUCCESS;
+    const DataType dt = a->GetDataType();
+    if (dt != DT_INT8 && dt != DT_UINT8) return GRAPH_SUCCESS;
+    Activation act;
+    if (!ParseActivation(ctx, &act)) {
+      ctx->SetError("");  // Execute reports it
+      return GRAPH_SUCCESS;
+    }
+    std::string type = ctx->GetNodeType();
+    const int op = type == "TflAdd" ? 0 : type == "TflSub" ? 1 : 2;
+    QuantBinary q;
+    if (!(dt == DT_INT8 ? MakeQuantBinary<int8_t>(ctx, op, act, &q) : MakeQuantBinary<uint8_t>(ctx, op, act, &q))) return GRAPH_SUCCESS;
+    table_.assign(65536 + 3, 0);
+    for (int32_t i = 0; i < 256; ++i)
+      for (int32_t j = 0; j < 256; ++j) {
+        const int32_t x = dt == DT_INT8 ? static_cast<int8_t>(i) : i, z = dt == DT_INT8 ? static_cast<int8_t>(j) : j;
+        table_[static_cast<size_t>(i * 256 + j)] = static_cast<uint8_t>(q(x, z));
+      }
+    return GRAPH_SUCCESS;
+  }
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(1);
@@ -3237,58 +3322,54 @@ class TflBinary : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
       else run(int64_t{});
       return GRAPH_SUCCESS;
     }
-    Quant qa = InputQuant(ctx, 0), qb = InputQuant(ctx, 1), qo = OutputQuant(ctx);
-    if (!qa.quantized() || !qb.quantized() || !qo.quantized()) return Fail(ctx, "quantized inputs and output need scales");
+    if ((dt == DT_INT8 || dt == DT_UINT8) && table_.size() == 65536 + 3) {  // Compile's table of every pair
+      const auto* pa = static_cast<const uint8_t*>(a->GetAddr());
+      const auto* pb = static_cast<const uint8_t*>(b->GetAddr());
+      auto* py = static_cast<uint8_t*>(y->GetAddr());
+      const uint8_t* t = table_.data();
+#ifdef WEFT_LITERT_AVX2
+      static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+      if (avx512 && as == ys && bs == ys) {
+        ctx->ParallelFor(y->GetShapeSize(), 16384, [&](int64_t i0, int64_t i1) { PairTableRow(pa + i0, pb + i0, py + i0, i1 - i0, t); });
+        return GRAPH_SUCCESS;
+      }
+#endif
+      ForEachBroadcast(as, bs, ys, [&](int64_t o, int64_t i, int64_t j) { py[o] = t[pa[i] * 256 + pb[j]]; });
+      return GRAPH_SUCCESS;
+    }
+    bool ok_quant = true;
     bool ok = DispatchQuantType(dt, [&](auto tag) {
       using T = decltype(tag);
-      int32_t lo, hi;
-      QuantClamp<T>(ctx, act, &lo, &hi);
+      QuantBinary q;
+      if (!MakeQuantBinary<T>(ctx, op, act, &q)) {
+        ok_quant = false;
+        return;
+      }
       const T* pa = a->GetData<T>();
       const T* pb = b->GetData<T>();
       T* py = y->GetData<T>();
-      if (op == 2) {  // Mul: one multiplier for the product of the scales, computed in float as TFLite does
-        int32_t m;
-        int s;
-        tfl::QuantizeMultiplier(static_cast<double>(qa.scale * qb.scale / qo.scale), &m, &s);
-        ForEachBroadcast(as, bs, ys, [&](int64_t o, int64_t i, int64_t j) {
-          int32_t prod = (static_cast<int32_t>(pa[i]) - qa.zp) * (static_cast<int32_t>(pb[j]) - qb.zp);
-          int32_t v = tfl::MultiplyByQuantizedMultiplier(prod, m, s) + qo.zp;
-          py[o] = static_cast<T>(std::min(std::max(v, lo), hi));
-        });
-        return;
-      }
-      // Add/Sub: both inputs rescaled to twice the larger input scale, left-shifted for headroom.
-      const int left = sizeof(T) == 2 ? 15 : 20;
-      const double twice_max = 2 * static_cast<double>(std::max(qa.scale, qb.scale));
-      int32_t m1, m2, mo;
-      int s1, s2, so;
-      tfl::QuantizeMultiplier(static_cast<double>(qa.scale) / twice_max, &m1, &s1);
-      tfl::QuantizeMultiplier(static_cast<double>(qb.scale) / twice_max, &m2, &s2);
-      tfl::QuantizeMultiplier(twice_max / (static_cast<double>(1 << left) * static_cast<double>(qo.scale)), &mo, &so);
-      if (as == ys && bs == ys && s1 <= 0 && s2 <= 0 && so <= 0) {  // same shapes: the vectorized row
+      const int32_t lo = q.lo, hi = q.hi, left = q.left, m1 = q.m1, m2 = q.m2, mo = q.mo, s1 = q.s1, s2 = q.s2, so = q.so;
+      if (op != 2 && as == ys && bs == ys && s1 <= 0 && s2 <= 0 && so <= 0) {  // same shapes: the vectorized row
         const int64_t n = y->GetShapeSize();
         if constexpr (!std::is_same_v<T, uint8_t>) {
           ctx->ParallelFor(n, 16384, [&](int64_t i0, int64_t i1) {
             if constexpr (std::is_same_v<T, int8_t>)
-              AddRowInt8(pa + i0, pb + i0, py + i0, i1 - i0, qa.zp, qb.zp, left, m1, -s1, m2, -s2, op == 0 ? 1 : -1, mo, -so, qo.zp, lo, hi);
+              AddRowInt8(pa + i0, pb + i0, py + i0, i1 - i0, q.a_zp, q.b_zp, left, m1, -s1, m2, -s2, op == 0 ? 1 : -1, mo, -so, q.out_zp, lo, hi);
             else
-              AddRowInt16(pa + i0, pb + i0, py + i0, i1 - i0, qa.zp, qb.zp, left, m1, -s1, m2, -s2, op == 0 ? 1 : -1, mo, -so, qo.zp, lo, hi);
+              AddRowInt16(pa + i0, pb + i0, py + i0, i1 - i0, q.a_zp, q.b_zp, left, m1, -s1, m2, -s2, op == 0 ? 1 : -1, mo, -so, q.out_zp, lo, hi);
           });
           return;
         }
       }
-      ForEachBroadcast(as, bs, ys, [&](int64_t o, int64_t i, int64_t j) {
-        int32_t x1 = (static_cast<int32_t>(pa[i]) - qa.zp) * (1 << left);
-        int32_t x2 = (static_cast<int32_t>(pb[j]) - qb.zp) * (1 << left);
-        int32_t v1 = tfl::MultiplyByQuantizedMultiplierSmallerThanOneExp(x1, m1, s1);
-        int32_t v2 = tfl::MultiplyByQuantizedMultiplierSmallerThanOneExp(x2, m2, s2);
-        int32_t raw = op == 0 ? v1 + v2 : v1 - v2;
-        int32_t v = tfl::MultiplyByQuantizedMultiplierSmallerThanOneExp(raw, mo, so) + qo.zp;
-        py[o] = static_cast<T>(std::min(std::max(v, lo), hi));
-      });
+      ForEachBroadcast(as, bs, ys, [&](int64_t o, int64_t i, int64_t j) { py[o] = static_cast<T>(q(pa[i], pb[j])); });
     });
+    if (!ok_quant) return Fail(ctx, "quantized inputs and output need scales");
     return ok ? GRAPH_SUCCESS : Fail(ctx, "unsupported type");
   }
+
+ private:
+  static constexpr int64_t kPairTableMinElements = 4096;
+  std::vector<uint8_t> table_;  // Compile's: the 8-bit result of inputs (i, j) at i * 256 + j, as bytes
 };
 
 // Element-wise Tfl ops: the output has input 0's shape.

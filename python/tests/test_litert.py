@@ -296,6 +296,35 @@ def test_float_kernels_match_litert(tmp_path, case):
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+@pytest.mark.parametrize("shapes", [([1, 64, 64, 16], [1, 64, 64, 16]), ([1, 24, 24, 16], [1, 1, 1, 16]), ([2, 5, 3], [2, 5, 3])])
+@pytest.mark.parametrize("act", [0, 3])
+def test_8bit_add_sub_mul_are_bit_exact(tmp_path, dtype, op, shapes, act):
+    """Quantized ADD, SUB and MUL (outputs large enough for the table of every input pair, broadcast,
+    and small), with and without RELU6, against LiteRT's reference kernels on every input value."""
+    code, opt = {"add": (0, 11), "sub": (41, 28), "mul": (18, 21)}[op]
+    rng = np.random.default_rng(len(op) * 7 + act + len(shapes[1]))
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    for trial in range(3):
+        sa, sb = rng.uniform(0.005, 0.2, 2)
+        so = rng.uniform(0.01, 0.3) * (sa * sb * 40 if op == "mul" else 1)
+        za, zb, zo = (int(v) for v in rng.integers(lo + 20, hi - 20, 3))
+        m = Model()
+        a = m.tensor("a", shapes[0], dtype, scale=float(sa), zero_point=za)
+        b = m.tensor("b", shapes[1], dtype, scale=float(sb), zero_point=zb)
+        y = m.tensor("y", list(np.broadcast_shapes(shapes[0], shapes[1])), dtype, scale=float(so), zero_point=zo)
+        m.builtin(code, [a, b], [y], options=(opt, [(0, "byte", act)]))
+        path = write(tmp_path, m, [a, b], [y], name=f"{op}_{trial}.tflite")
+        av = rng.integers(lo, hi + 1, shapes[0]).astype(dtype)
+        bv = rng.integers(lo, hi + 1, shapes[1]).astype(dtype)
+        if av.size >= 65536 and bv.size >= 65536:  # every pair of values
+            pairs = np.arange(65536)
+            av.reshape(-1)[:65536], bv.reshape(-1)[:65536] = (pairs // 256 + lo).astype(dtype), (pairs % 256 + lo).astype(dtype)
+        (got,) = session().compile(weft.import_litert(path)).run([av, bv])
+        np.testing.assert_array_equal(got, litert_reference(path, [av, bv]))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
 @pytest.mark.parametrize("op", ["logistic", "tanh"])
 @pytest.mark.parametrize("in_scale", [0.02, 0.1, 0.37])
 def test_8bit_logistic_and_tanh_are_bit_exact(tmp_path, op, dtype, in_scale):
