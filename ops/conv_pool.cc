@@ -13,6 +13,7 @@
 
 #include "aot_emit.h"
 #include "dnnl_runner.h"
+#include "int8_conv.h"
 #include "op_util.h"
 #include "vector_math.h"
 
@@ -1368,6 +1369,22 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     const int64_t x_zero = xzp ? At(xzp, 0) : 0;
     int64_t lo = -128, hi = 127;
     if (kLinear && yzp->GetDataType() == DT_UINT8) lo = 0, hi = 255;
+    // The wrapped sums of output elements stored: as they are, or with the bias, rescaled in float
+    // and rounded to even, plus the output zero point, clamped.
+    Requant store;
+    store.y = y->GetAddr();
+    store.lo = static_cast<float>(lo), store.hi = static_cast<float>(hi);
+    if (kLinear) {
+      store.kind = yzp->GetDataType() == DT_INT8 ? 1 : 2;
+      for (int64_t k = 0; k < ws->GetShapeSize(); ++k)
+        store.scales.push_back(xs->GetData<float>()[0] * ws->GetData<float>()[k] / ys->GetData<float>()[0]);
+      store.y_zero = static_cast<float>(At(yzp, 0));
+      store.bias = b ? b->GetData<int32_t>() : nullptr;
+    }
+    if (w.nd <= 2 && (cg == 1 || Int8ConvSums)) {
+      const int fast = cg == 1 ? Depthwise(ctx, w, x, wt, wzp, x_zero, n, m, mg, store) : Grouped(ctx, w, x, wt, wzp, x_zero, n, c, m, group, store);
+      if (fast != kNotApplicable) return fast;
+    }
     return ctx->ParallelFor(n * m, 1, [&](int64_t r0, int64_t r1) {
       int64_t oi[WEFT_MAX_DIMS], ki[WEFT_MAX_DIMS];
       for (int64_t r = r0; r < r1; ++r) {
@@ -1389,20 +1406,165 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
             for (int64_t icg = 0; icg < cg; ++icg)
               acc += (At(x, (in * c + g * cg + icg) * in_sp + lin) - x_zero) * (At(wt, (oc * cg + icg) * k_sp + kk) - w_zero);
           }
-          const int64_t at = r * out_sp + o;
-          if (!kLinear) {
-            y->GetData<int32_t>()[at] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc)));
-            continue;
-          }
-          const int32_t sum = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc + (b ? b->GetData<int32_t>()[oc] : 0))));
-          const float scale = xs->GetData<float>()[0] * ws->GetData<float>()[ws->GetShapeSize() == 1 ? 0 : oc] / ys->GetData<float>()[0];
-          const float v = std::nearbyint(static_cast<float>(sum) * scale) + static_cast<float>(At(yzp, 0));
-          const int64_t q = static_cast<int64_t>(std::min(std::max(v, static_cast<float>(lo)), static_cast<float>(hi)));
-          if (yzp->GetDataType() == DT_INT8) y->GetData<int8_t>()[at] = static_cast<int8_t>(q);
-          else y->GetData<uint8_t>()[at] = static_cast<uint8_t>(q);
+          const uint32_t sum = static_cast<uint32_t>(static_cast<uint64_t>(acc));
+          store.Run(r * out_sp + o, oc, &sum, 1, 1);
         }
       }
     });
+  }
+
+  // Stores wrapped int32 sums of one output channel: int32 as they are (kind 0), or int8 (1) /
+  // uint8 (2) as QLinearConv's rescaling gives them (ONNX Runtime's arithmetic: the sum plus the
+  // bias, wrapped, times x_scale * w_scale[oc] / y_scale in float, rounded half to even, plus the
+  // output zero point, clamped).
+  struct Requant {
+    void* y = nullptr;
+    int kind = 0;
+    std::vector<float> scales;
+    const int32_t* bias = nullptr;
+    float y_zero = 0.f, lo = 0.f, hi = 0.f;
+    // y[at + q] for q < count from sums[q * stride], less z * minus[q * stride] when minus is given.
+    void Run(int64_t at, int64_t oc, const uint32_t* sums, int64_t stride, int64_t count, const uint32_t* minus = nullptr,
+             uint32_t z = 0) const {
+      if (kind == 0) {
+        auto* out = static_cast<int32_t*>(y) + at;
+        for (int64_t q = 0; q < count; ++q) out[q] = static_cast<int32_t>(sums[q * stride] - (minus ? z * minus[q * stride] : 0u));
+        return;
+      }
+      const uint32_t add = static_cast<uint32_t>(bias ? bias[oc] : 0);
+      const float scale = scales[scales.size() == 1 ? 0 : static_cast<size_t>(oc)];
+      if (kind == 1) Store(static_cast<int8_t*>(y) + at, sums, stride, count, minus, z, add, scale);
+      else Store(static_cast<uint8_t*>(y) + at, sums, stride, count, minus, z, add, scale);
+    }
+    template <typename T>
+    void Store(T* out, const uint32_t* sums, int64_t stride, int64_t count, const uint32_t* minus, uint32_t z, uint32_t add, float scale) const {
+      for (int64_t q = 0; q < count; ++q) {
+        const int32_t sum = static_cast<int32_t>(sums[q * stride] - (minus ? z * minus[q * stride] : 0u) + add);
+        out[q] = static_cast<T>(static_cast<int32_t>(std::min(std::max(RoundEven(static_cast<float>(sum) * scale) + y_zero, lo), hi)));
+      }
+    }
+    // nearbyint in the default rounding mode (half to even) without a library call: adding and
+    // taking off 1.5 * 2^23 leaves v rounded for |v| < 2^22; larger values clamp whatever their
+    // fraction (|lo|, |hi| <= 255) and NaN stays NaN.
+    static float RoundEven(float v) {
+      constexpr float kMagic = 12582912.f;
+      return std::fabs(v) < 4194304.f ? (v + kMagic) - kMagic : v;
+    }
+  };
+
+ private:
+  static constexpr int kNotApplicable = -1;
+  // 1 or 2 spatial dims as H x W (a 1-D window as 1 x W).
+  struct Plane {
+    int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
+    explicit Plane(const Window& w) {
+      const bool two = w.nd == 2;
+      ih = two ? w.in[0] : 1, iw = w.in[w.nd - 1], oh = two ? w.out[0] : 1, ow = w.out[w.nd - 1];
+      kh = two ? w.k[0] : 1, kw = w.k[w.nd - 1], sh = two ? w.s[0] : 1, sw = w.s[w.nd - 1];
+      dh = two ? w.d[0] : 1, dw = w.d[w.nd - 1], ph = two ? w.pb[0] : 0, pw = w.pb[w.nd - 1];
+    }
+  };
+  static int64_t Shift(const Tensor* t) { return t->GetDataType() == DT_UINT8 ? 128 : 0; }
+  // One input channel per group: per output channel, whole output rows accumulated tap by tap.
+  int Depthwise(EagerOpExecutionContext* ctx, const Window& w, const Tensor* x, const Tensor* wt, const Tensor* wzp, int64_t x_zero,
+                int64_t n, int64_t m, int64_t mg, const Requant& store) const {
+    const Plane p(w);
+    const int64_t in_sp = p.ih * p.iw, out_sp = p.oh * p.ow, k_sp = p.kh * p.kw;
+    return ctx->ParallelFor(n * m, 1, [&](int64_t r0, int64_t r1) {
+      std::vector<uint32_t> row(static_cast<size_t>(p.ow));
+      std::vector<int32_t> xs(static_cast<size_t>(p.iw));
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t in = r / m, oc = r % m, ch = oc / mg;
+        const int64_t w_zero = wzp ? At(wzp, wzp->GetShapeSize() == 1 ? 0 : oc) : 0;
+        const int64_t plane = (in * (m / mg) + ch) * in_sp;
+        for (int64_t oy = 0; oy < p.oh; ++oy) {
+          std::fill(row.begin(), row.end(), 0u);
+          for (int64_t ky = 0; ky < p.kh; ++ky) {
+            const int64_t iy = oy * p.sh - p.ph + ky * p.dh;
+            if (iy < 0 || iy >= p.ih) continue;  // padding holds the zero point: it adds nothing
+            if (x->GetDataType() == DT_INT8) {
+              const int8_t* src = x->GetData<int8_t>() + plane + iy * p.iw;
+              for (int64_t ix = 0; ix < p.iw; ++ix) xs[static_cast<size_t>(ix)] = static_cast<int32_t>(src[ix] - x_zero);
+            } else {
+              const uint8_t* src = x->GetData<uint8_t>() + plane + iy * p.iw;
+              for (int64_t ix = 0; ix < p.iw; ++ix) xs[static_cast<size_t>(ix)] = static_cast<int32_t>(src[ix] - x_zero);
+            }
+            for (int64_t kx = 0; kx < p.kw; ++kx) {
+              const uint32_t wv = static_cast<uint32_t>(At(wt, oc * k_sp + ky * p.kw + kx) - w_zero);
+              // output columns whose tap lies inside the row: 0 <= ox * sw - pw + kx * dw < iw
+              const int64_t off = kx * p.dw - p.pw;
+              const int64_t ox0 = off >= 0 ? 0 : (-off + p.sw - 1) / p.sw;
+              const int64_t ox1 = std::min(p.ow, p.iw - off <= 0 ? 0 : (p.iw - off + p.sw - 1) / p.sw);
+              const int32_t* src = xs.data() + off;
+              uint32_t* dst = row.data();
+              for (int64_t ox = ox0; ox < ox1; ++ox) dst[ox] += static_cast<uint32_t>(src[ox * p.sw]) * wv;
+            }
+          }
+          store.Run((in * m + oc) * out_sp + oy * p.ow, oc, row.data(), 1, p.ow);
+        }
+      }
+    });
+  }
+  // Several input channels per group: per group, the input as NHWC int8 and the group's filters as
+  // [filters][kh][kw][channels] int8, their sums by Int8ConvSums (a filter of ones besides when a
+  // weight zero point is not 0, whose sums are those of the inputs less theirs, to take it off).
+  int Grouped(EagerOpExecutionContext* ctx, const Window& w, const Tensor* x, const Tensor* wt, const Tensor* wzp, int64_t x_zero,
+              int64_t n, int64_t c, int64_t m, int64_t group, const Requant& store) const {
+    const Plane p(w);
+    const int64_t cg = c / group, mg = m / group, in_sp = p.ih * p.iw, out_sp = p.oh * p.ow, k_sp = p.kh * p.kw, k = k_sp * cg;
+    const int64_t xz = x_zero - Shift(x);
+    std::vector<int32_t> wz(static_cast<size_t>(m), 0);
+    bool any_wz = false;
+    for (int64_t oc = 0; oc < m; ++oc) {
+      wz[static_cast<size_t>(oc)] = static_cast<int32_t>((wzp ? At(wzp, wzp->GetShapeSize() == 1 ? 0 : oc) : 0) - Shift(wt));
+      any_wz = any_wz || wz[static_cast<size_t>(oc)] != 0;
+    }
+    const int64_t cols = mg + (any_wz ? 1 : 0);
+    auto* xg = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * in_sp * cg)));
+    auto* wg = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cols * k)));
+    auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * out_sp * cols) * sizeof(int32_t)));
+    if (!xg || !wg || !acc) return GRAPH_FAILED;
+    const Int8ConvDims d{n, p.ih, p.iw, cg, p.oh, p.ow, cols, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, p.ph, p.pw};
+    // 8-bit values as int8: uint8 ones less 128 (their zero points too), which keeps every difference.
+    const auto* xb = static_cast<const uint8_t*>(x->GetAddr());
+    const auto* wb = static_cast<const uint8_t*>(wt->GetAddr());
+    const uint8_t xflip = Shift(x) ? 0x80 : 0, wflip = Shift(wt) ? 0x80 : 0;
+    for (int64_t g = 0; g < group; ++g) {
+      ctx->ParallelFor(n * in_sp, 1024, [&](int64_t q0, int64_t q1) {  // NCHW planes into NHWC, in tiles
+        for (int64_t in = q0 / in_sp; in * in_sp < q1; ++in) {
+          const int64_t a = std::max(q0, in * in_sp) - in * in_sp, e = std::min(q1, (in + 1) * in_sp) - in * in_sp;
+          uint8_t* dst = reinterpret_cast<uint8_t*>(xg) + in * in_sp * cg;
+          const uint8_t* src = xb + (in * c + g * cg) * in_sp;
+          for (int64_t c0 = 0; c0 < cg; c0 += 16)
+            for (int64_t t0 = a; t0 < e; t0 += 64) {
+              const int64_t c1 = std::min(cg, c0 + 16), t1 = std::min(e, t0 + 64);
+              for (int64_t q = t0; q < t1; ++q)
+                for (int64_t icg = c0; icg < c1; ++icg) dst[q * cg + icg] = src[icg * in_sp + q] ^ xflip;
+            }
+        }
+      });
+      for (int64_t o = 0; o < mg; ++o)
+        for (int64_t icg = 0; icg < cg; ++icg)
+          for (int64_t kk = 0; kk < k_sp; ++kk)
+            wg[(o * k_sp + kk) * cg + icg] = static_cast<int8_t>(wb[((g * mg + o) * cg + icg) * k_sp + kk] ^ wflip);
+      if (any_wz) std::memset(wg + mg * k, 1, static_cast<size_t>(k));
+      if (!Int8ConvSums(ctx, d, xg, static_cast<int32_t>(xz), wg, acc)) {
+        if (g == 0) {
+          ctx->SetError("");
+          return kNotApplicable;
+        }
+        return Fail(ctx, "the 8-bit convolution kernel failed for group " + std::to_string(g) + " after it ran the first");
+      }
+      ctx->ParallelFor(n * mg, 1, [&](int64_t r0, int64_t r1) {  // pixel-major sums to channel-major outputs
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t in = r / mg, o = r % mg, oc = g * mg + o;
+          const uint32_t z = static_cast<uint32_t>(wz[static_cast<size_t>(oc)]);
+          const auto* src = reinterpret_cast<const uint32_t*>(acc) + in * out_sp * cols;
+          store.Run((in * m + oc) * out_sp, oc, src + o, cols, out_sp, any_wz ? src + mg : nullptr, z);
+        }
+      });
+    }
+    return GRAPH_SUCCESS;
   }
 };
 

@@ -26,6 +26,7 @@
 #include "dnnl_runner.h"
 #include "litert_quant.h"
 #include "litert_rescale_avx512.h"
+#include "int8_conv.h"
 #include "op_util.h"
 #include "vector_math.h"
 
@@ -5643,6 +5644,47 @@ class TflAveragePool2D : public TflPool {};
 class TflMaxPool2D : public TflPool {};
 
 }  // namespace
+
+bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, int32_t* acc) {
+  if (x_zp < -128 || x_zp > 127 || g.n <= 0 || g.oh <= 0 || g.ow <= 0 || g.oc <= 0 || g.ic <= 0 || g.kh <= 0 || g.kw <= 0) return false;
+  const int64_t m = g.n * g.oh * g.ow, k = g.kh * g.kw * g.ic;
+  GemmOut out;
+  out.acc = acc;
+  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.ih && g.ow == g.iw;
+#ifdef WEFT_LITERT_AVX2
+  if (!direct && VnniGemmApplies(g.oc, 0, out)) {  // the GEMM packs its rows from the input itself
+    VnniConv cv{x, x + g.n * g.ih * g.iw * g.ic, g.ih, g.iw, g.ic, g.oh, g.ow, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw,
+                static_cast<int8_t>(x_zp)};
+    return GemmS8(ctx, m, g.oc, k, x, x_zp, w, 0, out, nullptr, &cv);
+  }
+#endif
+  const int8_t* a = x;
+  if (!direct) {  // the rows as [taps * ic] bytes, the padding's taps holding the zero point
+    auto* col = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(m * k)));
+    if (!col) return false;
+    ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t bn = r / g.oh, oy = r % g.oh;
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          int8_t* row = col + (r * g.ow + ox) * k;
+          for (int64_t ky = 0; ky < g.kh; ++ky)
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              const int64_t iy = oy * g.sh - g.ph + ky * g.dh, ix = ox * g.sw - g.pw + kx * g.dw;
+              int8_t* dst = row + (ky * g.kw + kx) * g.ic;
+              if (iy < 0 || iy >= g.ih || ix < 0 || ix >= g.iw) {
+                std::memset(dst, x_zp, static_cast<size_t>(g.ic));
+              } else {
+                std::memcpy(dst, x + ((bn * g.ih + iy) * g.iw + ix) * g.ic, static_cast<size_t>(g.ic));
+              }
+            }
+        }
+      }
+    });
+    a = col;
+  }
+  return GemmS8(ctx, m, g.oc, k, a, x_zp, w, 0, out);
+}
+
 
 void WeftRegister_litert(std::vector<OpEntry>& out) {
   const TensorType& all = AnyType();

@@ -87,6 +87,26 @@ std::string GroupIndex(const Grouping& g) {
   return g.count == 1 ? std::string("0") : "(i / " + aot::IntLit(g.inner) + ") % " + aot::IntLit(g.count);
 }
 
+// Execute's arithmetic for float32 to 8 bits, run by run of one scale: x / scale rounded half to
+// even without a library call (adding and taking off 1.5 * 2^23 rounds |v| < 2^22; larger values
+// clamp whatever their fraction), plus the zero point, clamped; NaN gives the zero point.
+template <typename T>
+void QuantizeRuns(EagerOpExecutionContext* ctx, const float* x, const float* s, const Tensor* zp, const Grouping& g, int64_t n, T* y) {
+  const int64_t inner = g.count == 1 ? n : g.inner, runs = inner ? (n + inner - 1) / inner : 0;
+  const float lo = static_cast<float>(std::numeric_limits<T>::min()), hi = static_cast<float>(std::numeric_limits<T>::max());
+  ctx->ParallelFor(runs, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, inner)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t q = g.count == 1 ? 0 : r % g.count, i0 = r * inner, i1 = std::min(n, i0 + inner);
+      const float scale = s[q], z = static_cast<float>(zp ? IntAt(zp, q) : 0);
+      for (int64_t i = i0; i < i1; ++i) {
+        float v = x[i] / scale;
+        v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+        y[i] = static_cast<T>(static_cast<int32_t>(v != v ? z : std::min(std::max(v + z, lo), hi)));
+      }
+    }
+  });
+}
+
 class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   // The runtime's arithmetic in C99: float division, nearbyintf (the default rounding: half to
@@ -142,6 +162,11 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
       const float scale = FloatAt(s, q);
       if (!(scale > 0.f) || std::isinf(scale)) return Fail(ctx, "scale " + std::to_string(q) + " is " + std::to_string(scale) + "; it must be positive and finite");
     }
+    if (x->GetDataType() == DT_FLOAT && s->GetDataType() == DT_FLOAT && (y->GetDataType() == DT_INT8 || y->GetDataType() == DT_UINT8)) {
+      if (y->GetDataType() == DT_INT8) QuantizeRuns(ctx, x->GetData<float>(), s->GetData<float>(), zp, g, n, y->GetData<int8_t>());
+      else QuantizeRuns(ctx, x->GetData<float>(), s->GetData<float>(), zp, g, n, y->GetData<uint8_t>());
+      return GRAPH_SUCCESS;
+    }
     for (int64_t i = 0; i < n; ++i) {
       const int64_t q = g.count == 1 ? 0 : (i / g.inner) % g.count;
       const float v = std::nearbyint(FloatAt(x, i) / FloatAt(s, q));  // the default rounding: half to even
@@ -194,6 +219,24 @@ class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emit
     if (!y) return GRAPH_FAILED;
     const int64_t n = x->GetShapeSize();
     float* py = y->GetData<float>();
+    if (x->GetDataType() == DT_INT8 || x->GetDataType() == DT_UINT8) {  // the same, run by run of one scale
+      const int64_t inner = g.count == 1 ? n : g.inner, runs = inner ? (n + inner - 1) / inner : 0;
+      ctx->ParallelFor(runs, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, inner)), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t q = g.count == 1 ? 0 : r % g.count, i0 = r * inner, i1 = std::min(n, i0 + inner);
+          const int32_t z = static_cast<int32_t>(zp ? IntAt(zp, q) : 0);
+          const float scale = s->GetData<float>()[q];
+          if (x->GetDataType() == DT_INT8) {
+            const int8_t* px = x->GetData<int8_t>();
+            for (int64_t i = i0; i < i1; ++i) py[i] = static_cast<float>(px[i] - z) * scale;
+          } else {
+            const uint8_t* px = x->GetData<uint8_t>();
+            for (int64_t i = i0; i < i1; ++i) py[i] = static_cast<float>(px[i] - z) * scale;
+          }
+        }
+      });
+      return GRAPH_SUCCESS;
+    }
     for (int64_t i = 0; i < n; ++i) {
       const int64_t q = g.count == 1 ? 0 : (i / g.inner) % g.count;
       py[i] = static_cast<float>(IntAt(x, i) - (zp ? IntAt(zp, q) : 0)) * s->GetData<float>()[q];

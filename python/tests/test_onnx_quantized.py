@@ -226,3 +226,69 @@ def test_integer_convolutions_as_c(tmp_path):
     res = build_and_run_c(tmp_path, path, {"x1": rng.integers(0, 256, [2, 2, 9]).astype(np.uint8),
                                            "x": rng.integers(0, 256, [1, 6, 9, 10]).astype(np.uint8)})
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def conv_sums_reference(x, w, xz, wz, group, strides, pads, dilations):
+    """(x - xz) conv (w - wz) in int64 (NCHW / OIHW, 1 or 2 spatial dims; pads begin..., end...)."""
+    nd = x.ndim - 2
+    xi = x.astype(np.int64) - np.int64(xz)
+    xi = np.pad(xi, [(0, 0), (0, 0)] + [(pads[d], pads[nd + d]) for d in range(nd)])  # padding: the zero point, 0 after - xz
+    wi = w.astype(np.int64) - np.asarray(wz, np.int64).reshape([-1] + [1] * (nd + 1))
+    n, c = x.shape[:2]
+    m, cg = w.shape[:2]
+    k = w.shape[2:]
+    out = [(xi.shape[2 + d] - dilations[d] * (k[d] - 1) - 1) // strides[d] + 1 for d in range(nd)]
+    y = np.zeros([n, m] + out, np.int64)
+    mg = m // group
+    for tap in np.ndindex(*k):
+        sl = tuple(slice(tap[d] * dilations[d], tap[d] * dilations[d] + strides[d] * (out[d] - 1) + 1, strides[d]) for d in range(nd))
+        for g in range(group):
+            patch = xi[(slice(None), slice(g * cg, (g + 1) * cg)) + sl]  # [n, cg, *out]
+            wt = wi[(slice(g * mg, (g + 1) * mg), slice(None)) + tap]    # [mg, cg]
+            y[:, g * mg:(g + 1) * mg] += np.einsum("nc...,mc->nm...", patch, wt)
+    return y
+
+
+@pytest.mark.parametrize("case", ["int8_groups", "uint8_dense_uint8_weights", "depthwise_uint8", "depthwise_mult2_int8",
+                                  "conv1d_dilated", "pointwise"])
+def test_qlinear_conv_is_bit_exact_against_a_numpy_recomputation(tmp_path, case):
+    """QLinearConv's arithmetic as ONNX Runtime defines it (int32 sums, plus the bias, times
+    x_scale * w_scale / y_scale in float32, rounded half to even, plus the zero point, clamped),
+    recomputed in NumPy, against Weft bit for bit: the vectorized sums (dense and grouped layers, one
+    channel per group, weight zero points taken off through the inputs' sums, 1-D and 2-D)."""
+    rng = np.random.default_rng(abs(hash(case)) % 1000)
+    xt, wt, c, m, group, k, strides, pads, dil, size = {
+        "int8_groups": (np.int8, np.int8, 8, 12, 2, [3, 3], [2, 1], [1, 0, 1, 2], [1, 2], [11, 13]),
+        "uint8_dense_uint8_weights": (np.uint8, np.uint8, 16, 24, 1, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], [14, 9]),
+        "depthwise_uint8": (np.uint8, np.int8, 24, 24, 24, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], [15, 16]),
+        "depthwise_mult2_int8": (np.int8, np.uint8, 6, 12, 6, [5, 3], [1, 2], [2, 0, 2, 1], [1, 1], [9, 12]),
+        "conv1d_dilated": (np.uint8, np.int8, 10, 7, 1, [4], [2], [3, 1], [2], [33]),
+        "pointwise": (np.int8, np.int8, 40, 72, 1, [1, 1], [1, 1], [0, 0, 0, 0], [1, 1], [20, 20]),
+    }[case]
+    ilo, ihi = (-128, 127) if xt == np.int8 else (0, 255)
+    wlo, whi = (-127, 127) if wt == np.int8 else (0, 255)
+    x = rng.integers(ilo, ihi + 1, [2, c] + size).astype(xt)
+    w = rng.integers(wlo, whi + 1, [m, c // group] + k).astype(wt)
+    xz = xt(rng.integers(ilo, ihi + 1))
+    wz = np.zeros(m, wt) if wt == np.int8 else rng.integers(100, 156, m).astype(wt)
+    ws = rng.uniform(0.001, 0.01, m).astype(np.float32)
+    xs, ys = np.float32(0.03), np.float32(0.4)
+    yz = xt(rng.integers(ilo + 40, ihi - 40))
+    b = rng.integers(-3000, 3000, m).astype(np.int32)
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], group=group, strides=strides,
+                            pads=pads, dilations=dil, kernel_shape=k)
+    path = save(tmp_path, [node], [("x", xt, x.shape)], [("y", xt)],
+                {"xs": xs, "xz": xz, "w": w, "ws": ws, "wz": wz, "ys": ys, "yz": yz, "b": b})
+    (got,) = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    sums = conv_sums_reference(x, w, xz, wz, group, strides, pads, dil)
+    wrapped = ((sums + b.reshape([1, m] + [1] * len(k)) + 2**31) % 2**32 - 2**31).astype(np.int32)
+    scale = (xs * ws / ys).astype(np.float32).reshape([1, m] + [1] * len(k))
+    want = np.clip(np.rint(wrapped.astype(np.float32) * scale) + np.float32(yz), ilo, ihi).astype(xt)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    # and the sums alone (ConvInteger), against the int64 recomputation wrapped to int32
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], group=group, strides=strides, pads=pads, dilations=dil)
+    wz_ci = wz if wt == np.uint8 else np.zeros(1, wt)
+    path = save(tmp_path, [node], [("x", xt, x.shape)], [("y", np.int32)], {"w": w, "xz": xz, "wz": wz_ci}, name="ci.onnx")
+    (got,) = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    np.testing.assert_array_equal(got, ((sums + 2**31) % 2**32 - 2**31).astype(np.int32))

@@ -1,0 +1,31 @@
+// The 8-bit convolution sums of the LiteRT kernels (ops/litert.cc: VNNI GEMM, oneDNN's s8 GEMM or
+// the AVX2 kernel, whichever the CPU has), for other built-ins whose quantized convolutions share
+// the arithmetic but not the rescaling (ONNX's ConvInteger and QLinearConv, ops/conv_pool.cc).
+#ifndef WEFT_OPS_INT8_CONV_H_
+#define WEFT_OPS_INT8_CONV_H_
+
+#include <cstdint>
+
+#include "weft/custom_op.h"
+
+namespace weft::ops {
+
+// A 2-D convolution over an NHWC input: n images of ih x iw x ic, oc filters of kh x kw x ic,
+// strides, dilations and the leading padding (ph, pw) of an oh x ow output.
+struct Int8ConvDims {
+  int64_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, dh, dw, ph, pw;
+};
+
+// acc[(b * oh + oy) * ow + ox][f] = sum over the taps inside the input and the channels of
+// (x - x_zp) * w[f][ky][kx][c], in int32 arithmetic that wraps (as sums of at most 2^31 products
+// computed in int64 and then wrapped would). x: int8 NHWC; w: int8 [oc][kh][kw][ic]; x_zp in
+// [-128, 127]. False when no vectorized kernel applies (the caller computes it itself) or a
+// workspace cannot be had. Declared weak: ops/litert.cc defines it, and a library built from a
+// file that calls it without ops/litert.cc (an operator package made of ops/conv_pool.cc alone)
+// sees a null address and computes the sums itself.
+bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, int32_t* acc)
+    __attribute__((weak));
+
+}  // namespace weft::ops
+
+#endif  // WEFT_OPS_INT8_CONV_H_
