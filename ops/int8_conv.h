@@ -1,6 +1,7 @@
-// The 8-bit convolution sums of the LiteRT kernels (ops/litert.cc: VNNI GEMM, oneDNN's s8 GEMM or
+// The 8-bit convolution and GEMM sums of the LiteRT kernels (ops/litert.cc: VNNI GEMM, oneDNN's s8 GEMM or
 // the AVX2 kernel, whichever the CPU has), for other built-ins whose quantized convolutions share
-// the arithmetic but not the rescaling (ONNX's ConvInteger and QLinearConv, ops/conv_pool.cc).
+// the arithmetic but not the rescaling (ONNX's ConvInteger and QLinearConv, ops/conv_pool.cc;
+// MatMulInteger and QLinearMatMul, ops/quantize.cc).
 #ifndef WEFT_OPS_INT8_CONV_H_
 #define WEFT_OPS_INT8_CONV_H_
 
@@ -24,6 +25,12 @@ struct Int8ConvDims {
 // file that calls it without ops/litert.cc (an operator package made of ops/conv_pool.cc alone)
 // sees a null address and computes the sums itself.
 bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, int32_t* acc)
+    __attribute__((weak));
+
+// acc[i][j] = sum over c of (a[i][c] - a_zp) * b[j][c], int32 arithmetic that wraps; a [m][k] and
+// b [n][k] int8 (B as rows of its columns, the layout of a filter); a_zp in [-128, 127]. False
+// when a workspace cannot be had or the kernel fails. Weak, as Int8ConvSums.
+bool Int8GemmSums(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t* acc)
     __attribute__((weak));
 
 }  // namespace weft::ops

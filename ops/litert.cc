@@ -5645,6 +5645,12 @@ class TflMaxPool2D : public TflPool {};
 
 }  // namespace
 
+bool Int8GemmSums(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t* acc) {
+  GemmOut out;
+  out.acc = acc;
+  return GemmS8(ctx, m, n, k, a, a_zp, b, 0, out);
+}
+
 bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, int32_t* acc) {
   if (x_zp < -128 || x_zp > 127 || g.n <= 0 || g.oh <= 0 || g.ow <= 0 || g.oc <= 0 || g.ic <= 0 || g.kh <= 0 || g.kw <= 0) return false;
   const int64_t m = g.n * g.oh * g.ow, k = g.kh * g.kw * g.ic;

@@ -4,10 +4,15 @@
 //   DequantizeLinear: y = (x - zero_point) * scale
 // with one scale (and zero point) for the tensor, or one per index along `axis` (1-D scales).
 #include <cmath>
+#include <cstring>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <limits>
 
 #include "aot_emit.h"
 #include "elementwise.h"
+#include "int8_conv.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -246,6 +251,75 @@ class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emit
 };
 
 // y (uint8), y_scale and y_zero_point from x's range widened to hold 0, over 255 steps.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define WEFT_QUANT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define WEFT_QUANT_CLONES
+#endif
+// min(0, x), max(0, x) and whether every x is finite, in 16 lanes so that it vectorizes (any order
+// gives the same min and max of finite values; a lane replaces its value only with a smaller or
+// larger one, as std::min/max do).
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers start results undefined
+// The same on AVX-512: vminps/vmaxps keep their second operand unless the first is smaller (larger).
+__attribute__((target("avx512f"))) void RangeWithZero512(const float* px, int64_t n, float* mn, float* mx, bool* finite) {
+  __m512 lo = _mm512_setzero_ps(), hi = lo;
+  const __m512 big = _mm512_set1_ps(std::numeric_limits<float>::max());
+  __mmask16 bad = 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(px + i);
+    bad |= _mm512_cmp_ps_mask(_mm512_abs_ps(v), big, _CMP_NLE_UQ);  // infinite or NaN
+    lo = _mm512_min_ps(v, lo);
+    hi = _mm512_max_ps(v, hi);
+  }
+  alignas(64) float l[16], h[16];
+  _mm512_store_ps(l, lo);
+  _mm512_store_ps(h, hi);
+  for (int k = 0; k < 16; ++k) *mn = std::min(*mn, l[k]), *mx = std::max(*mx, h[k]);
+  for (; i < n; ++i) {
+    *finite = *finite && std::fabs(px[i]) <= std::numeric_limits<float>::max();
+    *mn = std::min(*mn, px[i]);
+    *mx = std::max(*mx, px[i]);
+  }
+  *finite = *finite && bad == 0;
+}
+#pragma GCC diagnostic pop
+#endif
+WEFT_QUANT_CLONES void RangeWithZero(const float* px, int64_t n, float* mn, float* mx, bool* finite) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return RangeWithZero512(px, n, mn, mx, finite);
+#endif
+  float lo[16] = {}, hi[16] = {};
+  int ok[16];
+  std::fill(ok, ok + 16, 1);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) {
+      const float v = px[i + l];
+      ok[l] &= std::fabs(v) <= std::numeric_limits<float>::max();
+      lo[l] = v < lo[l] ? v : lo[l];
+      hi[l] = v > hi[l] ? v : hi[l];
+    }
+  for (; i < n; ++i) {
+    ok[0] &= std::fabs(px[i]) <= std::numeric_limits<float>::max();
+    lo[0] = std::min(lo[0], px[i]);
+    hi[0] = std::max(hi[0], px[i]);
+  }
+  for (int l = 0; l < 16; ++l) *mn = std::min(*mn, lo[l]), *mx = std::max(*mx, hi[l]), *finite = *finite && ok[l];
+}
+// x / scale rounded half to even (as QuantizeRuns: |v| >= 2^22 clamps whatever its fraction),
+// plus the zero point, clamped to uint8.
+WEFT_QUANT_CLONES void QuantizeToUint8(const float* px, int64_t n, float scale, float zpf, uint8_t* py) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = px[i] / scale;
+    v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+    py[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(std::max(v + zpf, 0.f), 255.f)));
+  }
+}
+
 class DynamicQuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   graphStatus Emit(EmitContext* ctx) override {
@@ -284,11 +358,11 @@ class DynamicQuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public
     const int64_t n = x->GetShapeSize();
     const float* px = x->GetData<float>();
     float mn = 0.f, mx = 0.f;
-    for (int64_t i = 0; i < n; ++i) {
-      if (!std::isfinite(px[i])) return Fail(ctx, "the input holds " + std::to_string(px[i]) + " at element " + std::to_string(i) + "; it must be finite");
-      mn = std::min(mn, px[i]);
-      mx = std::max(mx, px[i]);
-    }
+    bool finite = true;
+    RangeWithZero(px, n, &mn, &mx, &finite);
+    if (!finite)
+      for (int64_t i = 0; i < n; ++i)
+        if (!std::isfinite(px[i])) return Fail(ctx, "the input holds " + std::to_string(px[i]) + " at element " + std::to_string(i) + "; it must be finite");
     // An all-zero input has no range: scale 1 (any scale gives zeros), rather than 0 and NaNs.
     const float scale = mx == mn ? 1.f : (mx - mn) / 255.f;
     const float zpf = std::nearbyint(std::min(std::max(0.f - mn / scale, 0.f), 255.f));
@@ -296,7 +370,7 @@ class DynamicQuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public
     *ys->GetData<float>() = scale;
     *yz->GetData<uint8_t>() = zp;
     uint8_t* py = y->GetData<uint8_t>();
-    for (int64_t i = 0; i < n; ++i) py[i] = static_cast<uint8_t>(std::min(std::max(std::nearbyint(px[i] / scale) + zpf, 0.f), 255.f));
+    QuantizeToUint8(px, n, scale, zpf, py);
     return GRAPH_SUCCESS;
   }
 };
@@ -304,6 +378,7 @@ class DynamicQuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public
 // (A - a_zero_point) x (B - b_zero_point) with int32 sums, NumPy's matmul shapes. Zero points:
 // scalars, or a_zero_point per row of A ([M]) and b_zero_point per column of B ([N]).
 struct IntMatMul {
+  static constexpr int64_t kFastMacs = 4096;
   int64_t m = 0, k = 0, n = 0;
   Shape out, batch, a_batch, b_batch;
   bool Plan(const KernelContextBase* ctx, const Shape& a, const Shape& b) {
@@ -323,8 +398,74 @@ struct IntMatMul {
     if (rb != 1) out.AppendDim(n);
     return true;
   }
-  // Sums into acc ([batch][m][n] int32); zp tensors may be null.
-  bool Run(const KernelContextBase* ctx, const Tensor* a, const Tensor* b, const Tensor* azp, const Tensor* bzp, int32_t* acc) const {
+  // B laid out for RunFast ahead of the run (a constant B without batch dims): its columns as rows
+  // of int8 values (uint8 ones less 128) and their sums.
+  struct PackedB {
+    std::vector<int8_t> rows;  // [n][k]
+    std::vector<int32_t> sums;
+    bool ready = false;
+  };
+  static void PackB(const Tensor* b, int64_t k, int64_t n, int64_t ib, int8_t* rows, int32_t* sums) {
+    const auto* pb = static_cast<const uint8_t*>(b->GetAddr()) + ib * k * n;
+    const uint8_t flip = b->GetDataType() == DT_UINT8 ? 0x80 : 0;
+    for (int64_t j = 0; j < n; ++j) sums[j] = 0;
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j) {
+        const auto v = static_cast<int8_t>(pb[p * n + j] ^ flip);
+        rows[j * k + p] = v;
+        sums[j] += v;
+      }
+  }
+  // One batch's sums through Int8GemmSums on int8 operands (uint8 values and zero points less 128):
+  // with per-row zero points za and per-column ones zb, sum (a - za)(b - zb) = sum ab - za * colsum(b)
+  // - zb * rowsum(a) + k * za * zb, all modulo 2^32 as the wrapped int64 sums are.
+  bool RunFast(EagerOpExecutionContext* ctx, const Tensor* a, const Tensor* b, const Tensor* azp, const Tensor* bzp, int64_t ia, int64_t ib,
+               const PackedB* pre, int32_t* c) const {
+    const int64_t sa = a->GetDataType() == DT_UINT8 ? 128 : 0, sb = b->GetDataType() == DT_UINT8 ? 128 : 0;
+    auto* a8 = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(m * k)));
+    auto* rs = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(m) * sizeof(int32_t)));
+    int8_t* b8 = pre ? nullptr : static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * k)));
+    int32_t* cs = pre ? nullptr : static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n) * sizeof(int32_t)));
+    if (!a8 || !rs || (!pre && (!b8 || !cs))) return false;
+    const auto* pa = static_cast<const uint8_t*>(a->GetAddr()) + ia * m * k;
+    const uint8_t flip = sa ? 0x80 : 0;
+    ctx->ParallelFor(m, 16, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        int32_t sum = 0;
+        for (int64_t p = 0; p < k; ++p) sum += (a8[i * k + p] = static_cast<int8_t>(pa[i * k + p] ^ flip));
+        rs[i] = sum;
+      }
+    });
+    if (!pre) PackB(b, k, n, ib, b8, cs);
+    const int8_t* rows = pre ? pre->rows.data() : b8;
+    const int32_t* colsum = pre ? pre->sums.data() : cs;
+    if (!Int8GemmSums(ctx, m, n, k, a8, 0, rows, c)) return false;
+    const bool za_row = azp && azp->GetShapeSize() != 1, zb_col = bzp && bzp->GetShapeSize() != 1;
+    auto za = [&](int64_t i) { return static_cast<uint32_t>((azp ? IntAt(azp, za_row ? i : 0) : 0) - sa); };
+    auto zb = [&](int64_t j) { return static_cast<uint32_t>((bzp ? IntAt(bzp, zb_col ? j : 0) : 0) - sb); };
+    std::vector<uint32_t> zbs(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) zbs[static_cast<size_t>(j)] = zb(j);
+    const uint32_t ku = static_cast<uint32_t>(k);
+    ctx->ParallelFor(m, 16, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const uint32_t zai = za(i), r = static_cast<uint32_t>(rs[i]);
+        auto* row = reinterpret_cast<uint32_t*>(c + i * n);
+        for (int64_t j = 0; j < n; ++j) {
+          const uint32_t zbj = zbs[static_cast<size_t>(j)];
+          row[j] = row[j] - zai * static_cast<uint32_t>(colsum[j]) - zbj * r + ku * zai * zbj;
+        }
+      }
+    });
+    return true;
+  }
+  // Sums into acc ([batch][m][n] int32); zp tensors may be null. `fast`: the context to run
+  // Int8GemmSums in, when it is there (and the matrices are large enough to repay the layout).
+  bool Run(const KernelContextBase* ctx, const Tensor* a, const Tensor* b, const Tensor* azp, const Tensor* bzp, int32_t* acc,
+           EagerOpExecutionContext* fast = nullptr, const PackedB* pre = nullptr) const {
+    if (!Int8GemmSums || m * n * k < kFastMacs) fast = nullptr;
+    if (pre && (!pre->ready || b_batch.GetShapeSize() != 1 ||
+                pre->rows.size() != static_cast<size_t>(n * k)))
+      pre = nullptr;
     auto zp_count = [&](const Tensor* z, int64_t per, const char* what) -> bool {
       if (!z) return true;
       const int64_t c = z->GetShapeSize();
@@ -357,6 +498,10 @@ struct IntMatMul {
         ib += at * bs[d];
       }
       int32_t* c = acc + bi * m * n;
+      if (fast) {
+        if (!RunFast(fast, a, b, azp, bzp, ia, ib, pre, c)) return false;
+        continue;
+      }
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
           const int64_t za = azp ? IntAt(azp, azp->GetShapeSize() == 1 ? 0 : i) : 0, zb = bzp ? IntAt(bzp, bzp->GetShapeSize() == 1 ? 0 : j) : 0;
@@ -415,7 +560,21 @@ std::string EmitIntMatMul(EmitContext* ctx, const IntMatMul& p, size_t ia, size_
   return r;
 }
 
-class MatMulInteger : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+// A constant 2-D B laid out for IntMatMul::RunFast at compile time (again when a model file loads).
+graphStatus PackConstantB(OpCompileContext* ctx, size_t ib, IntMatMul::PackedB* packed) {
+  *packed = IntMatMul::PackedB();
+  const Tensor* b = ctx->GetInputTensor(ib);
+  if (!Int8GemmSums || !b || !b->GetAddr() || b->GetShape().GetDimNum() != 2 || !Is8Bit(b->GetDataType())) return GRAPH_SUCCESS;
+  const int64_t k = b->GetShape().GetDim(0), n = b->GetShape().GetDim(1);
+  if (k <= 0 || n <= 0) return GRAPH_SUCCESS;
+  packed->rows.resize(static_cast<size_t>(k * n));
+  packed->sums.resize(static_cast<size_t>(n));
+  IntMatMul::PackB(b, k, n, 0, packed->rows.data(), packed->sums.data());
+  packed->ready = true;
+  return GRAPH_SUCCESS;
+}
+
+class MatMulInteger : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad {
  public:
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
@@ -448,14 +607,19 @@ class MatMulInteger : public EagerExecuteOp, public ShapeInferOp, public Emittab
     if (!p.Plan(ctx, a->GetShape(), b->GetShape())) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, p.out, DT_INT32);
     if (!y) return GRAPH_FAILED;
-    return p.Run(ctx, a, b, ctx->GetOptionalInputTensor(2), ctx->GetOptionalInputTensor(3), y->GetData<int32_t>()) ? GRAPH_SUCCESS : GRAPH_FAILED;
+    return p.Run(ctx, a, b, ctx->GetOptionalInputTensor(2), ctx->GetOptionalInputTensor(3), y->GetData<int32_t>(), ctx, &packed_) ? GRAPH_SUCCESS
+                                                                                                                                : GRAPH_FAILED;
   }
+  graphStatus Compile(OpCompileContext* ctx) override { return PackConstantB(ctx, 1, &packed_); }
+
+ private:
+  IntMatMul::PackedB packed_;
 };
 
 // a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point: the int32 product of
 // the zero-point-free operands, times a_scale * b_scale / y_scale (float), rounded half to even,
 // plus y_zero_point, saturated to y's type.
-class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad {
  public:
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* a = ctx->GetInputTensor(0);
@@ -509,18 +673,29 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
     const int64_t n = p.out.GetShapeSize();
     auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(int32_t)));
     if (!acc) return GRAPH_FAILED;
-    if (!p.Run(ctx, a, b, ctx->GetInputTensor(2), ctx->GetInputTensor(5), acc)) return GRAPH_FAILED;
+    if (!p.Run(ctx, a, b, ctx->GetInputTensor(2), ctx->GetInputTensor(5), acc, ctx, &packed_)) return GRAPH_FAILED;
     const float scale = *as->GetData<float>() * *bs->GetData<float>() / *ys->GetData<float>();
     if (!std::isfinite(scale) || scale < 0.f) return Fail(ctx, "a_scale * b_scale / y_scale is " + std::to_string(scale) + "; the scales must be positive and finite");
     int64_t lo, hi;
     IntRange(yz->GetDataType(), &lo, &hi);
     const float zp = static_cast<float>(IntAt(yz, 0));
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = std::nearbyint(static_cast<float>(acc[i]) * scale) + zp;
-      StoreInt(y, i, static_cast<int64_t>(std::min(std::max(v, static_cast<float>(lo)), static_cast<float>(hi))));
-    }
+    const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+    auto store = [&](auto* out) {
+      using T = std::remove_pointer_t<decltype(out)>;
+      for (int64_t i = 0; i < n; ++i) {  // nearbyint as in QuantizeRuns: |v| >= 2^22 clamps whatever its fraction
+        float v = static_cast<float>(acc[i]) * scale;
+        v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+        out[i] = static_cast<T>(static_cast<int32_t>(std::min(std::max(v + zp, flo), fhi)));
+      }
+    };
+    if (y->GetDataType() == DT_INT8) store(y->GetData<int8_t>());
+    else store(y->GetData<uint8_t>());
     return GRAPH_SUCCESS;
   }
+  graphStatus Compile(OpCompileContext* ctx) override { return PackConstantB(ctx, 3, &packed_); }
+
+ private:
+  IntMatMul::PackedB packed_;
 };
 
 }  // namespace

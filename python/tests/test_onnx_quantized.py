@@ -292,3 +292,49 @@ def test_qlinear_conv_is_bit_exact_against_a_numpy_recomputation(tmp_path, case)
     path = save(tmp_path, [node], [("x", xt, x.shape)], [("y", np.int32)], {"w": w, "xz": xz, "wz": wz_ci}, name="ci.onnx")
     (got,) = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
     np.testing.assert_array_equal(got, ((sums + 2**31) % 2**32 - 2**31).astype(np.int32))
+
+
+@pytest.mark.parametrize("at,bt", [(np.uint8, np.int8), (np.int8, np.uint8), (np.uint8, np.uint8), (np.int8, np.int8)])
+@pytest.mark.parametrize("b_kind", ["constant", "input", "batched_input"])
+def test_matmul_integer_vectorized_sums_are_exact(tmp_path, at, bt, b_kind):
+    """MatMulInteger large enough for the vectorized sums (int8 operands, zero points taken off
+    through row and column sums), with scalar, per-row and per-column zero points, B a constant
+    (laid out at compile time), an input, or batched, against an int64 NumPy recomputation wrapped
+    to int32; QLinearMatMul on the same operands against NumPy's float32 rescaling."""
+    rng = np.random.default_rng(len(b_kind) * 3 + (at == np.uint8) + 2 * (bt == np.uint8))
+    rlo = lambda t: (-128, 128) if t == np.int8 else (0, 256)  # noqa: E731
+    a = rng.integers(*rlo(at), [3, 37, 70]).astype(at)
+    bshape = [3, 70, 45] if b_kind == "batched_input" else [70, 45]
+    b = rng.integers(*rlo(bt), bshape).astype(bt)
+    for az, bz in [(at(rng.integers(*rlo(at))), bt(rng.integers(*rlo(bt)))),
+                   (rng.integers(*rlo(at), 37).astype(at), rng.integers(*rlo(bt), 45).astype(bt))]:
+        node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+        inputs = [("a", at, a.shape)] + ([] if b_kind == "constant" else [("b", bt, b.shape)])
+        inits = {"az": az, "bz": bz, **({"b": b} if b_kind == "constant" else {})}
+        path = save(tmp_path, [node], inputs, [("y", np.int32)], inits, name="mmi_fast.onnx")
+        model = weft.Session(use_env_path=False).compile(weft.import_onnx(path))
+        (got,) = model.run([a] if b_kind == "constant" else [a, b])
+        a64 = a.astype(np.int64) - np.asarray(az, np.int64).reshape(-1, 1)
+        b64 = b.astype(np.int64) - np.asarray(bz, np.int64).reshape(1, -1)
+        sums = a64 @ b64
+        np.testing.assert_array_equal(got, ((sums + 2**31) % 2**32 - 2**31).astype(np.int32))
+        if np.ndim(az) == 0:  # QLinearMatMul takes scalar zero points
+            node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+            inits.update({"as": np.float32(0.02), "bs": np.float32(0.013), "ys": np.float32(3.1), "yz": at(rlo(at)[0] + 100)})
+            path = save(tmp_path, [node], inputs, [("y", at)], inits, name="qmm_fast.onnx")
+            (got,) = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([a] if b_kind == "constant" else [a, b])
+            scale = np.float32(0.02) * np.float32(0.013) / np.float32(3.1)
+            wrapped = ((sums + 2**31) % 2**32 - 2**31).astype(np.int32)
+            want = np.clip(np.rint(wrapped.astype(np.float32) * scale) + np.float32(rlo(at)[0] + 100), rlo(at)[0], rlo(at)[1] - 1)
+            np.testing.assert_array_equal(got, want.astype(at))
+
+
+def test_dynamic_quantize_names_a_non_finite_value(tmp_path):
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])
+    path = save(tmp_path, [node], [("x", np.float32, [5, 40])], [("y", np.uint8), ("s", np.float32), ("z", np.uint8)], {}, name="dq.onnx")
+    model = weft.Session(use_env_path=False).compile(weft.import_onnx(path))
+    for bad, at in ((np.inf, 77), (np.nan, 199), (-np.inf, 3)):
+        x = np.linspace(-3, 5, 200, dtype=np.float32).reshape(5, 40)
+        x.reshape(-1)[at] = bad
+        with pytest.raises(Exception, match=f"at element {at}; it must be finite"):
+            model.run([x])
