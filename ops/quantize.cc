@@ -92,22 +92,45 @@ std::string GroupIndex(const Grouping& g) {
   return g.count == 1 ? std::string("0") : "(i / " + aot::IntLit(g.inner) + ") % " + aot::IntLit(g.count);
 }
 
-// Execute's arithmetic for float32 to 8 bits, run by run of one scale: x / scale rounded half to
+#if defined(__x86_64__) && defined(__GNUC__)
+#define WEFT_QUANT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define WEFT_QUANT_CLONES
+#endif
+
+// Execute's arithmetic for float32 to 8 bits over one run of one scale: x / scale rounded half to
 // even without a library call (adding and taking off 1.5 * 2^23 rounds |v| < 2^22; larger values
-// clamp whatever their fraction), plus the zero point, clamped; NaN gives the zero point.
+// clamp whatever their fraction), plus the zero point, clamped; NaN gives the zero point. Written
+// without branches so that it vectorizes.
+WEFT_QUANT_CLONES void QuantizeRunS8(const float* x, int64_t n, float scale, float z, int8_t* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] / scale;
+    v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+    v = std::min(std::max(v + z, -128.f), 127.f);
+    y[i] = static_cast<int8_t>(static_cast<int32_t>(v == v ? v : z));
+  }
+}
+WEFT_QUANT_CLONES void QuantizeRunU8(const float* x, int64_t n, float scale, float z, uint8_t* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] / scale;
+    v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+    v = std::min(std::max(v + z, 0.f), 255.f);
+    y[i] = static_cast<uint8_t>(static_cast<int32_t>(v == v ? v : z));
+  }
+}
 template <typename T>
 void QuantizeRuns(EagerOpExecutionContext* ctx, const float* x, const float* s, const Tensor* zp, const Grouping& g, int64_t n, T* y) {
   const int64_t inner = g.count == 1 ? n : g.inner, runs = inner ? (n + inner - 1) / inner : 0;
-  const float lo = static_cast<float>(std::numeric_limits<T>::min()), hi = static_cast<float>(std::numeric_limits<T>::max());
-  ctx->ParallelFor(runs, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, inner)), [&](int64_t r0, int64_t r1) {
+  constexpr int64_t kChunk = 16384;  // long runs are split so that the threads share them
+  const int64_t pieces = inner ? (inner + kChunk - 1) / kChunk : 0;
+  ctx->ParallelFor(runs * pieces, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t q = g.count == 1 ? 0 : r % g.count, i0 = r * inner, i1 = std::min(n, i0 + inner);
-      const float scale = s[q], z = static_cast<float>(zp ? IntAt(zp, q) : 0);
-      for (int64_t i = i0; i < i1; ++i) {
-        float v = x[i] / scale;
-        v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
-        y[i] = static_cast<T>(static_cast<int32_t>(v != v ? z : std::min(std::max(v + z, lo), hi)));
-      }
+      const int64_t run = r / pieces, q = g.count == 1 ? 0 : run % g.count;
+      const int64_t i0 = run * inner + (r % pieces) * kChunk, i1 = std::min({n, run * inner + inner, i0 + kChunk});
+      if (i1 <= i0) continue;
+      const float z = static_cast<float>(zp ? IntAt(zp, q) : 0);
+      if constexpr (std::is_same_v<T, int8_t>) QuantizeRunS8(x + i0, i1 - i0, s[q], z, y + i0);
+      else QuantizeRunU8(x + i0, i1 - i0, s[q], z, y + i0);
     }
   });
 }
@@ -251,11 +274,6 @@ class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emit
 };
 
 // y (uint8), y_scale and y_zero_point from x's range widened to hold 0, over 255 steps.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define WEFT_QUANT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define WEFT_QUANT_CLONES
-#endif
 // min(0, x), max(0, x) and whether every x is finite, in 16 lanes so that it vectorizes (any order
 // gives the same min and max of finite values; a lane replaces its value only with a smaller or
 // larger one, as std::min/max do).

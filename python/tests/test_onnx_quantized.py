@@ -338,3 +338,27 @@ def test_dynamic_quantize_names_a_non_finite_value(tmp_path):
         x.reshape(-1)[at] = bad
         with pytest.raises(Exception, match=f"at element {at}; it must be finite"):
             model.run([x])
+
+
+@pytest.mark.parametrize("qt", [np.int8, np.uint8])
+def test_quantize_linear_rounds_and_saturates_like_the_spec(tmp_path, qt):
+    """QuantizeLinear per tensor and per axis over ties, values past the range, infinities, NaN
+    and long runs (split between threads), against NumPy: round half to even, saturate, NaN gives
+    the zero point."""
+    rng = np.random.default_rng(9)
+    lo, hi = (-128, 127) if qt == np.int8 else (0, 255)
+    x = (rng.standard_normal([3, 40000]) * 60).astype(np.float32)
+    x[0, :9] = [0.5, 1.5, 2.5, -0.5, -2.5, 1e30, -1e30, np.inf, -np.inf]
+    x[1, 5] = np.nan
+    x[2, :4] = [4194303.5, -4194304.5, 8388607.0, 3.0e9]
+    for axis_scale in (np.float32(0.5), np.float32([0.5, 0.25, 2.0])):
+        z = qt(rng.integers(lo, hi)) if np.ndim(axis_scale) == 0 else rng.integers(lo, hi, 3).astype(qt)
+        node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=0)
+        path = save(tmp_path, [node], [("x", np.float32, x.shape)], [("y", qt)], {"s": axis_scale, "z": z}, name="ql.onnx")
+        (got,) = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+        s = np.asarray(axis_scale, np.float32).reshape(-1, 1)
+        zz = np.asarray(z, np.float64).reshape(-1, 1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            v = np.rint((x / s).astype(np.float32)).astype(np.float64) + zz
+            want = np.where(np.isnan(v), np.broadcast_to(zz, v.shape), np.clip(v, lo, hi)).astype(qt)
+        np.testing.assert_array_equal(got, want)
