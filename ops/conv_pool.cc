@@ -4,12 +4,16 @@
 // Over 600 lines because the ops share one window geometry (MakeWindow, taps) and each has a
 // oneDNN path beside its reference loops; tests/plugins/conv_override.cc builds this file alone.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <mutex>
 #include <limits>
 
 #include <oneapi/dnnl/dnnl.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "aot_emit.h"
 #include "dnnl_runner.h"
@@ -1236,10 +1240,129 @@ class GlobalPool : public EagerExecuteOp, public ShapeInferOp, public LayoutAwar
 // x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B?: the int32 sums plus B, times
 // x_scale * w_scale / y_scale in float, rounded half to even, plus y_zero_point, saturated), on
 // Conv's geometry; w_zero_point and w_scale per tensor or per output channel. Direct loops.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define WEFT_CONV_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define WEFT_CONV_CLONES
+#endif
+// QLinearConv's rescaling of n wrapped sums (sums[i * stride], less z * minus[i * stride] when
+// minus is given, plus the bias `add`), as whole floats already clamped to [lo, hi]: times the
+// scale in float, rounded half to even without a library call (adding and taking off 1.5 * 2^23
+// rounds |v| < 2^22; larger values clamp whatever their fraction, |lo| and |hi| being <= 255), plus
+// the output zero point.
+WEFT_CONV_CLONES void RequantToFloat(const uint32_t* __restrict sums, const uint32_t* __restrict minus, int64_t stride, int64_t n, uint32_t z,
+                                     uint32_t add, float scale, float y_zero, float lo, float hi, float* __restrict out) {
+  auto finish = [&](uint32_t s) {
+    float v = static_cast<float>(static_cast<int32_t>(s + add)) * scale;
+    v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+    return std::min(std::max(v + y_zero, lo), hi);
+  };
+  if (!minus && stride == 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = finish(sums[i]);
+  } else if (!minus) {
+    for (int64_t i = 0; i < n; ++i) out[i] = finish(sums[i * stride]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = finish(sums[i * stride] - z * minus[i * stride]);
+  }
+}
+
+// dst[c * ld_dst + r] = src[r * cols + c] for r < rows (at most ld_dst), c < cols: 16 x 16 tiles
+// transposed in registers on AVX-512, element by element elsewhere and at the edges.
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers start results undefined
+__attribute__((target("avx512f"))) void TransposeBlock512(const uint32_t* src, int64_t cols, int64_t rows, uint32_t* dst, int64_t ld_dst) {
+  const int64_t rt = rows / 16 * 16, ct = cols / 16 * 16;
+  for (int64_t r = 0; r < rt; r += 16)
+    for (int64_t c = 0; c < ct; c += 16) {
+      __m512i v[16], t[16];
+      for (int i = 0; i < 16; ++i) v[i] = _mm512_loadu_si512(src + (r + i) * cols + c);
+      for (int i = 0; i < 8; ++i) {  // per 128-bit lane L: rows 2i, 2i+1 at columns 4L, 4L+1 / 4L+2, 4L+3
+        t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+      }
+      for (int i = 0; i < 4; ++i) {  // v[4i + j], lane L: rows 4i .. 4i+3 at column 4L + j
+        v[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        v[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        v[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        v[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+      }
+      for (int j = 0; j < 4; ++j) {  // column 4L + j: lane L of v[j], v[4 + j], v[8 + j], v[12 + j]
+        const __m512i x01 = _mm512_shuffle_i32x4(v[j], v[4 + j], 0x44), y01 = _mm512_shuffle_i32x4(v[8 + j], v[12 + j], 0x44);
+        const __m512i x23 = _mm512_shuffle_i32x4(v[j], v[4 + j], 0xEE), y23 = _mm512_shuffle_i32x4(v[8 + j], v[12 + j], 0xEE);
+        _mm512_storeu_si512(dst + (c + j) * ld_dst + r, _mm512_shuffle_i32x4(x01, y01, 0x88));
+        _mm512_storeu_si512(dst + (c + 4 + j) * ld_dst + r, _mm512_shuffle_i32x4(x01, y01, 0xDD));
+        _mm512_storeu_si512(dst + (c + 8 + j) * ld_dst + r, _mm512_shuffle_i32x4(x23, y23, 0x88));
+        _mm512_storeu_si512(dst + (c + 12 + j) * ld_dst + r, _mm512_shuffle_i32x4(x23, y23, 0xDD));
+      }
+    }
+  for (int64_t r = 0; r < rows; ++r)  // the edges
+    for (int64_t c = r < rt ? ct : 0; c < cols; ++c) dst[c * ld_dst + r] = src[r * cols + c];
+}
+#pragma GCC diagnostic pop
+#endif
+void TransposeBlock(const uint32_t* src, int64_t cols, int64_t rows, uint32_t* dst, int64_t ld_dst) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return TransposeBlock512(src, cols, rows, dst, ld_dst);
+#endif
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[c * ld_dst + r] = src[r * cols + c];
+}
+
+// One output plane of a one-channel-per-group integer convolution, modulo 2^32: out[oy][ox] = sum
+// over the taps inside the input of x[iy][ix] * w[ky][kx] (x already less its zero point, w less
+// its), tap by tap over whole output rows; built for AVX-512 and AVX2 too, where the rows vectorize.
+struct DwPlane {
+  int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
+};
+WEFT_CONV_CLONES void DepthwisePlane(const DwPlane& p, const int32_t* __restrict x, const uint32_t* __restrict w, uint32_t* __restrict out) {
+  for (int64_t i = 0; i < p.oh * p.ow; ++i) out[i] = 0;
+  for (int64_t ky = 0; ky < p.kh; ++ky)
+    for (int64_t kx = 0; kx < p.kw; ++kx) {
+      const uint32_t wv = w[ky * p.kw + kx];
+      // output columns whose tap lies inside the row: 0 <= ox * sw - pw + kx * dw < iw
+      const int64_t off = kx * p.dw - p.pw;
+      const int64_t ox0 = off >= 0 ? 0 : (-off + p.sw - 1) / p.sw;
+      const int64_t ox1 = std::min(p.ow, p.iw - off <= 0 ? 0 : (p.iw - off + p.sw - 1) / p.sw);
+      if (ox1 <= ox0) continue;
+      for (int64_t oy = 0; oy < p.oh; ++oy) {
+        const int64_t iy = oy * p.sh - p.ph + ky * p.dh;
+        if (iy < 0 || iy >= p.ih) continue;  // padding holds the zero point: it adds nothing
+        const int32_t* src = x + iy * p.iw + off;
+        uint32_t* dst = out + oy * p.ow;
+        if (p.sw == 1) {
+          for (int64_t ox = ox0; ox < ox1; ++ox) dst[ox] += static_cast<uint32_t>(src[ox]) * wv;
+        } else {
+          for (int64_t ox = ox0; ox < ox1; ++ox) dst[ox] += static_cast<uint32_t>(src[ox * p.sw]) * wv;
+        }
+      }
+    }
+}
+
 template <bool kLinear>
-class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad {
  public:
   static constexpr size_t kW = kLinear ? 3 : 1;
+  // Constant filters of a layer with several input channels per group: laid out for Grouped once.
+  graphStatus Compile(OpCompileContext* ctx) override {
+    wpack_.clear();
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetInputTensor(kW);
+    const Tensor* wzp = kLinear ? ctx->GetInputTensor(5) : ctx->GetOptionalInputTensor(3);
+    const int64_t* group = ctx->GetAttrs()->GetInt("group");
+    if (!Int8ConvSums || !x || !wt || !wt->GetAddr() || !group || *group <= 0 || x->GetShape().GetDimNum() < 3 || wt->GetShape().GetDimNum() < 3 ||
+        (wzp && !wzp->GetAddr()))
+      return GRAPH_SUCCESS;
+    const int64_t c = x->GetShape().GetDim(1), m = wt->GetShape().GetDim(0), cg = wt->GetShape().GetDim(1);
+    if (c <= 0 || m <= 0 || cg <= 1 || c != cg * *group || m % *group) return GRAPH_SUCCESS;
+    int64_t k_sp = 1;
+    for (size_t d = 2; d < wt->GetShape().GetDimNum(); ++d) k_sp *= wt->GetShape().GetDim(d);
+    if (wzp && wzp->GetShapeSize() != 1 && wzp->GetShapeSize() != m) return GRAPH_SUCCESS;
+    wpack_key_ = {m, cg, k_sp, *group};
+    PackFilters(wt, wzp, m, cg, k_sp, *group, &wpack_);
+    return GRAPH_SUCCESS;
+  }
   // Execute's loops in C for 1 to 3 spatial dims (fewer as leading dims of 1); the same int64
   // sums, wrapped to int32, and for QLinearConv the same float rescaling.
   graphStatus Emit(EmitContext* ctx) override {
@@ -1438,17 +1561,12 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     }
     template <typename T>
     void Store(T* out, const uint32_t* sums, int64_t stride, int64_t count, const uint32_t* minus, uint32_t z, uint32_t add, float scale) const {
-      for (int64_t q = 0; q < count; ++q) {
-        const int32_t sum = static_cast<int32_t>(sums[q * stride] - (minus ? z * minus[q * stride] : 0u) + add);
-        out[q] = static_cast<T>(static_cast<int32_t>(std::min(std::max(RoundEven(static_cast<float>(sum) * scale) + y_zero, lo), hi)));
+      float f[1024];
+      for (int64_t q0 = 0; q0 < count; q0 += 1024) {
+        const int64_t len = std::min<int64_t>(1024, count - q0);
+        RequantToFloat(sums + q0 * stride, minus ? minus + q0 * stride : nullptr, stride, len, z, add, scale, y_zero, lo, hi, f);
+        for (int64_t q = 0; q < len; ++q) out[q0 + q] = static_cast<T>(static_cast<int32_t>(f[q]));
       }
-    }
-    // nearbyint in the default rounding mode (half to even) without a library call: adding and
-    // taking off 1.5 * 2^23 leaves v rounded for |v| < 2^22; larger values clamp whatever their
-    // fraction (|lo|, |hi| <= 255) and NaN stays NaN.
-    static float RoundEven(float v) {
-      constexpr float kMagic = 12582912.f;
-      return std::fabs(v) < 4194304.f ? (v + kMagic) - kMagic : v;
     }
   };
 
@@ -1465,43 +1583,50 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     }
   };
   static int64_t Shift(const Tensor* t) { return t->GetDataType() == DT_UINT8 ? 128 : 0; }
+  // Grouped's filters: per group, [filters][taps][channels] as int8 (uint8 less 128), then a filter
+  // of ones when some weight zero point (less the same 128) is not 0.
+  static void PackFilters(const Tensor* wt, const Tensor* wzp, int64_t m, int64_t cg, int64_t k_sp, int64_t group, std::vector<int8_t>* out) {
+    bool any_wz = false;
+    for (int64_t oc = 0; oc < m; ++oc) any_wz = any_wz || (wzp ? At(wzp, wzp->GetShapeSize() == 1 ? 0 : oc) : 0) - Shift(wt) != 0;
+    const int64_t mg = m / group, k = k_sp * cg, cols = mg + (any_wz ? 1 : 0);
+    out->assign(static_cast<size_t>(group * cols * k), 1);
+    const auto* wb = static_cast<const uint8_t*>(wt->GetAddr());
+    const uint8_t flip = Shift(wt) ? 0x80 : 0;
+    for (int64_t g = 0; g < group; ++g)
+      for (int64_t o = 0; o < mg; ++o)
+        for (int64_t icg = 0; icg < cg; ++icg)
+          for (int64_t kk = 0; kk < k_sp; ++kk)
+            (*out)[static_cast<size_t>((g * cols + o) * k + kk * cg + icg)] = static_cast<int8_t>(wb[((g * mg + o) * cg + icg) * k_sp + kk] ^ flip);
+  }
+  std::vector<int8_t> wpack_;
+  std::array<int64_t, 4> wpack_key_{};
   // One input channel per group: per output channel, whole output rows accumulated tap by tap.
   int Depthwise(EagerOpExecutionContext* ctx, const Window& w, const Tensor* x, const Tensor* wt, const Tensor* wzp, int64_t x_zero,
                 int64_t n, int64_t m, int64_t mg, const Requant& store) const {
     const Plane p(w);
     const int64_t in_sp = p.ih * p.iw, out_sp = p.oh * p.ow, k_sp = p.kh * p.kw;
+    const DwPlane dp{p.ih, p.iw, p.oh, p.ow, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, p.ph, p.pw};
     return ctx->ParallelFor(n * m, 1, [&](int64_t r0, int64_t r1) {
-      std::vector<uint32_t> row(static_cast<size_t>(p.ow));
-      std::vector<int32_t> xs(static_cast<size_t>(p.iw));
+      std::vector<uint32_t> plane_out(static_cast<size_t>(out_sp)), wv(static_cast<size_t>(k_sp));
+      std::vector<int32_t> xp(static_cast<size_t>(in_sp));  // the input channel less its zero point
+      int64_t converted = -1;
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t in = r / m, oc = r % m, ch = oc / mg;
         const int64_t w_zero = wzp ? At(wzp, wzp->GetShapeSize() == 1 ? 0 : oc) : 0;
         const int64_t plane = (in * (m / mg) + ch) * in_sp;
-        for (int64_t oy = 0; oy < p.oh; ++oy) {
-          std::fill(row.begin(), row.end(), 0u);
-          for (int64_t ky = 0; ky < p.kh; ++ky) {
-            const int64_t iy = oy * p.sh - p.ph + ky * p.dh;
-            if (iy < 0 || iy >= p.ih) continue;  // padding holds the zero point: it adds nothing
-            if (x->GetDataType() == DT_INT8) {
-              const int8_t* src = x->GetData<int8_t>() + plane + iy * p.iw;
-              for (int64_t ix = 0; ix < p.iw; ++ix) xs[static_cast<size_t>(ix)] = static_cast<int32_t>(src[ix] - x_zero);
-            } else {
-              const uint8_t* src = x->GetData<uint8_t>() + plane + iy * p.iw;
-              for (int64_t ix = 0; ix < p.iw; ++ix) xs[static_cast<size_t>(ix)] = static_cast<int32_t>(src[ix] - x_zero);
-            }
-            for (int64_t kx = 0; kx < p.kw; ++kx) {
-              const uint32_t wv = static_cast<uint32_t>(At(wt, oc * k_sp + ky * p.kw + kx) - w_zero);
-              // output columns whose tap lies inside the row: 0 <= ox * sw - pw + kx * dw < iw
-              const int64_t off = kx * p.dw - p.pw;
-              const int64_t ox0 = off >= 0 ? 0 : (-off + p.sw - 1) / p.sw;
-              const int64_t ox1 = std::min(p.ow, p.iw - off <= 0 ? 0 : (p.iw - off + p.sw - 1) / p.sw);
-              const int32_t* src = xs.data() + off;
-              uint32_t* dst = row.data();
-              for (int64_t ox = ox0; ox < ox1; ++ox) dst[ox] += static_cast<uint32_t>(src[ox * p.sw]) * wv;
-            }
+        if (converted != plane) {  // a multiplier's filters share their input channel
+          if (x->GetDataType() == DT_INT8) {
+            const int8_t* src = x->GetData<int8_t>() + plane;
+            for (int64_t i = 0; i < in_sp; ++i) xp[static_cast<size_t>(i)] = static_cast<int32_t>(src[i] - x_zero);
+          } else {
+            const uint8_t* src = x->GetData<uint8_t>() + plane;
+            for (int64_t i = 0; i < in_sp; ++i) xp[static_cast<size_t>(i)] = static_cast<int32_t>(src[i] - x_zero);
           }
-          store.Run((in * m + oc) * out_sp + oy * p.ow, oc, row.data(), 1, p.ow);
+          converted = plane;
         }
+        for (int64_t t = 0; t < k_sp; ++t) wv[static_cast<size_t>(t)] = static_cast<uint32_t>(At(wt, oc * k_sp + t) - w_zero);
+        DepthwisePlane(dp, xp.data(), wv.data(), plane_out.data());
+        store.Run((in * m + oc) * out_sp, oc, plane_out.data(), 1, out_sp);
       }
     });
   }
@@ -1520,15 +1645,24 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
       any_wz = any_wz || wz[static_cast<size_t>(oc)] != 0;
     }
     const int64_t cols = mg + (any_wz ? 1 : 0);
+    const bool packed = !wpack_.empty() && wpack_key_ == std::array<int64_t, 4>{m, cg, k_sp, group} &&
+                        wpack_.size() == static_cast<size_t>(group * cols * k);
     auto* xg = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * in_sp * cg)));
-    auto* wg = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(cols * k)));
+    int8_t* all = nullptr;
+    if (!packed) {
+      std::vector<int8_t> tmp;
+      PackFilters(wt, wzp, m, cg, k_sp, group, &tmp);
+      all = static_cast<int8_t*>(ctx->MallocWorkSpace(tmp.size()));
+      if (all) std::memcpy(all, tmp.data(), tmp.size());
+    }
+    const int8_t* filters = packed ? wpack_.data() : all;
+    if (!packed && !all) return GRAPH_FAILED;
     auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * out_sp * cols) * sizeof(int32_t)));
-    if (!xg || !wg || !acc) return GRAPH_FAILED;
+    if (!xg || !acc) return GRAPH_FAILED;
     const Int8ConvDims d{n, p.ih, p.iw, cg, p.oh, p.ow, cols, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, p.ph, p.pw};
     // 8-bit values as int8: uint8 ones less 128 (their zero points too), which keeps every difference.
     const auto* xb = static_cast<const uint8_t*>(x->GetAddr());
-    const auto* wb = static_cast<const uint8_t*>(wt->GetAddr());
-    const uint8_t xflip = Shift(x) ? 0x80 : 0, wflip = Shift(wt) ? 0x80 : 0;
+    const uint8_t xflip = Shift(x) ? 0x80 : 0;
     for (int64_t g = 0; g < group; ++g) {
       ctx->ParallelFor(n * in_sp, 1024, [&](int64_t q0, int64_t q1) {  // NCHW planes into NHWC, in tiles
         for (int64_t in = q0 / in_sp; in * in_sp < q1; ++in) {
@@ -1543,24 +1677,27 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
             }
         }
       });
-      for (int64_t o = 0; o < mg; ++o)
-        for (int64_t icg = 0; icg < cg; ++icg)
-          for (int64_t kk = 0; kk < k_sp; ++kk)
-            wg[(o * k_sp + kk) * cg + icg] = static_cast<int8_t>(wb[((g * mg + o) * cg + icg) * k_sp + kk] ^ wflip);
-      if (any_wz) std::memset(wg + mg * k, 1, static_cast<size_t>(k));
-      if (!Int8ConvSums(ctx, d, xg, static_cast<int32_t>(xz), wg, acc)) {
+      if (!Int8ConvSums(ctx, d, xg, static_cast<int32_t>(xz), filters + g * cols * k, acc)) {
         if (g == 0) {
           ctx->SetError("");
           return kNotApplicable;
         }
         return Fail(ctx, "the 8-bit convolution kernel failed for group " + std::to_string(g) + " after it ran the first");
       }
-      ctx->ParallelFor(n * mg, 1, [&](int64_t r0, int64_t r1) {  // pixel-major sums to channel-major outputs
+      // Pixel-major sums to channel-major outputs: a block of pixels' sums transposed at a time
+      // (TransposeBlock), so that each channel's run is stored from contiguous sums.
+      constexpr int64_t kBlock = 256;
+      const int64_t blocks = (out_sp + kBlock - 1) / kBlock;
+      ctx->ParallelFor(n * blocks, 1, [&](int64_t r0, int64_t r1) {
+        std::vector<uint32_t> t(static_cast<size_t>(cols * kBlock));
         for (int64_t r = r0; r < r1; ++r) {
-          const int64_t in = r / mg, o = r % mg, oc = g * mg + o;
-          const uint32_t z = static_cast<uint32_t>(wz[static_cast<size_t>(oc)]);
-          const auto* src = reinterpret_cast<const uint32_t*>(acc) + in * out_sp * cols;
-          store.Run((in * m + oc) * out_sp, oc, src + o, cols, out_sp, any_wz ? src + mg : nullptr, z);
+          const int64_t in = r / blocks, q0 = (r % blocks) * kBlock, len = std::min(kBlock, out_sp - q0);
+          TransposeBlock(reinterpret_cast<const uint32_t*>(acc) + (in * out_sp + q0) * cols, cols, len, t.data(), kBlock);
+          for (int64_t o = 0; o < mg; ++o) {
+            const int64_t oc = g * mg + o;
+            store.Run((in * m + oc) * out_sp + q0, oc, t.data() + o * kBlock, 1, len, any_wz ? t.data() + mg * kBlock : nullptr,
+                      static_cast<uint32_t>(wz[static_cast<size_t>(oc)]));
+          }
         }
       });
     }

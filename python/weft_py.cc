@@ -792,12 +792,14 @@ PYBIND11_MODULE(_weft, m) {
          "leaves out).")
       .def_static("from_json", [](const std::string& path) { return Get(Graph::FromJsonFile(path)); })
       .def_static("from_onnx", [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes,
-                                  std::shared_ptr<RegistryContext> registry) {
+                                  std::shared_ptr<RegistryContext> registry, bool fuse_qdq) {
         OnnxImportOptions o;
         for (auto& [k, v] : shapes) o.input_shapes[k] = ToShape(v);
         o.registry = registry;
+        o.fuse_qdq = fuse_qdq;
         return Get(ImportOnnx(path, o));
-      }, py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("registry") = nullptr)
+      }, py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("registry") = nullptr,
+         py::arg("fuse_qdq") = true)
       .def_static("from_litert", [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes,
                                     const std::map<std::string, std::string>& op_map, std::shared_ptr<RegistryContext> registry) {
         LiteRtImportOptions o;

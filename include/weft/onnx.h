@@ -27,6 +27,11 @@ struct OnnxImportOptions {
   // The conversion's parts (weft/registry_context.h): its onnx_model_hooks rewrite the file's
   // bytes before they are parsed. Null: none.
   std::shared_ptr<const RegistryContext> registry;
+  // Statically quantized convolutions in the QDQ format (DequantizeLinear -> Conv -> QuantizeLinear,
+  // as onnxruntime.quantization writes them) become QLinearConv where they fit it exactly: integer
+  // sums and one rounding, as ONNX Runtime runs them (docs/onnx.md). False keeps the float Conv
+  // between the quantization nodes.
+  bool fuse_qdq = true;
 };
 
 WEFT_API Expected<Graph> ImportOnnx(const std::string& path, const OnnxImportOptions& options = {});

@@ -362,3 +362,43 @@ def test_quantize_linear_rounds_and_saturates_like_the_spec(tmp_path, qt):
             v = np.rint((x / s).astype(np.float32)).astype(np.float64) + zz
             want = np.where(np.isnan(v), np.broadcast_to(zz, v.shape), np.clip(v, lo, hi)).astype(qt)
         np.testing.assert_array_equal(got, want)
+
+
+def test_qdq_convolutions_fuse_and_match_onnxruntime_bit_for_bit(tmp_path):
+    """A float conv net quantized by onnxruntime.quantization.quantize_static in its default QDQ
+    format (per-channel weights, uint8 activations): imported, its DequantizeLinear -> Conv ->
+    QuantizeLinear chains become QLinearConv (dense, depthwise and pointwise layers), and the outputs
+    equal ONNX Runtime's, which fuses the same way; with fuse_qdq=False the float Convs run instead."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    rng = np.random.default_rng(12)
+    w = lambda *s: (rng.standard_normal(s) * 0.3).astype(np.float32)  # noqa: E731
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], group=8),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Conv", ["r2", "w3", "b3"], ["y"])]
+    inits = {"w1": w(8, 3, 3, 3), "b1": w(8), "w2": w(8, 1, 3, 3), "b2": w(8), "w3": w(16, 8, 1, 1), "b3": w(16)}
+    src = save(tmp_path, nodes, [("x", np.float32, [1, 3, 20, 24])], [("y", np.float32)], inits, name="f.onnx")
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.left = [{"x": rng.standard_normal([1, 3, 20, 24]).astype(np.float32)} for _ in range(4)]
+
+        def get_next(self):
+            return self.left.pop() if self.left else None
+
+    dst = str(tmp_path / "q.onnx")
+    quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, per_channel=True)
+    g = weft.import_onnx(dst)
+    assert sum(n["op_type"] == "QLinearConv" for n in g.nodes) == 3 and not any(n["op_type"] == "Conv" for n in g.nodes)
+    x = rng.standard_normal([1, 3, 20, 24]).astype(np.float32)
+    want = ort.InferenceSession(dst, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    (got,) = weft.Session(use_env_path=False).compile(g).run([x])
+    np.testing.assert_array_equal(got, want)
+    unfused = weft.import_onnx(dst, fuse_qdq=False)
+    assert sum(n["op_type"] == "Conv" for n in unfused.nodes) == 3
+    (loose,) = weft.Session(use_env_path=False).compile(unfused).run([x])
+    step = float(np.abs(np.diff(np.unique(want))).min())  # one quantization step of the output
+    assert np.abs(loose - want).max() <= 1.01 * step

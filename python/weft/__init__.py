@@ -39,10 +39,13 @@ class NotFoundError(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-def import_onnx(path, input_shapes=None, registry=None):
+def import_onnx(path, input_shapes=None, registry=None, fuse_qdq=True):
     """Reads an ONNX model into a Graph; `input_shapes` fixes dims ({"input": [1, 3, 224, 224]}).
-    `registry` (a RegistryContext) supplies onnx_model_hooks, run on the file's bytes first."""
-    return Graph.from_onnx(str(path), dict(input_shapes or {}), registry)
+    `registry` (a RegistryContext) supplies onnx_model_hooks, run on the file's bytes first.
+    `fuse_qdq`: statically quantized convolutions in the QDQ format (DequantizeLinear -> Conv ->
+    QuantizeLinear) become QLinearConv where they fit it exactly (integer sums, one rounding, as
+    ONNX Runtime runs them); False keeps the float Conv between the quantization nodes."""
+    return Graph.from_onnx(str(path), dict(input_shapes or {}), registry, bool(fuse_qdq))
 
 
 def import_litert(path, input_shapes=None, op_map=None, registry=None):

@@ -566,6 +566,105 @@ Expected<Graph> ImportOnnxBytes(const std::string& bytes, const std::string& bas
 }
 
 namespace {
+// Statically quantized models in the QDQ format (onnxruntime.quantization's default) write each
+// integer convolution as DequantizeLinear (activation), DequantizeLinear (constant weights) and
+// DequantizeLinear (constant int32 bias) into a float Conv whose output goes only to a
+// QuantizeLinear. Where the parts fit QLinearConv exactly (scalar activation scales and zero
+// points, weight scales per tensor or per output channel along axis 0, a bias whose scale is
+// x_scale * w_scale and whose zero point is 0), the Conv and the QuantizeLinear become one
+// QLinearConv on the quantized tensors: the integer sums are exact and the one rounding is the
+// output's, as ONNX Runtime runs such files. The DequantizeLinear nodes no longer read are dropped
+// when the graph compiles.
+void FuseQdqConvs(Graph& g) {
+  std::map<std::string, const HostTensor*> consts;
+  for (auto& [name, t] : g.constants()) consts[name] = &t;
+  std::map<std::string, size_t> producer;
+  std::map<std::string, int> readers;
+  std::vector<Node>& nodes = g.mutable_nodes();
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    for (auto& o : nodes[k].outputs) producer[o] = k;
+    for (auto& i : nodes[k].inputs) ++readers[i];
+  }
+  for (auto& o : g.outputs()) ++readers[o];
+  auto constant = [&](const std::string& name) -> const HostTensor* {
+    auto it = consts.find(name);
+    return it == consts.end() ? nullptr : it->second;
+  };
+  auto scalar = [&](const std::string& name, DataType a, DataType b = DT_UNDEFINED) {
+    const HostTensor* t = constant(name);
+    return t && t->numel() == 1 && (t->dtype() == a || t->dtype() == b);
+  };
+  auto dq = [&](const std::string& value) -> const Node* {  // the DequantizeLinear (3 inputs) that writes `value`
+    auto it = producer.find(value);
+    if (it == producer.end()) return nullptr;
+    const Node& n = nodes[it->second];
+    return n.op_type == "DequantizeLinear" && n.domain.empty() && n.inputs.size() == 3 && !n.inputs[2].empty() && n.when.empty() ? &n : nullptr;
+  };
+  auto axis = [](const Node& n) {
+    auto it = n.attrs.find("axis");
+    return it == n.attrs.end() ? int64_t{1} : it->second.i();
+  };
+  std::set<size_t> drop;
+  std::vector<Node> fused;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const Node& conv = nodes[k];
+    if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1 || conv.inputs.size() < 2 || !conv.when.empty()) continue;
+    if (readers[conv.outputs[0]] != 1) continue;
+    size_t qk = nodes.size();
+    for (size_t j = 0; j < nodes.size(); ++j)
+      if (!nodes[j].inputs.empty() && nodes[j].inputs[0] == conv.outputs[0]) qk = j;
+    if (qk == nodes.size()) continue;
+    const Node& q = nodes[qk];
+    if (q.op_type != "QuantizeLinear" || !q.domain.empty() || q.inputs.size() != 3 || q.outputs.size() != 1 || !q.when.empty() ||
+        !scalar(q.inputs[1], DT_FLOAT) || !scalar(q.inputs[2], DT_INT8, DT_UINT8))
+      continue;
+    const Node* dx = dq(conv.inputs[0]);
+    const Node* dw = dq(conv.inputs[1]);
+    if (!dx || !dw || !scalar(dx->inputs[1], DT_FLOAT) || !scalar(dx->inputs[2], DT_INT8, DT_UINT8)) continue;
+    const HostTensor *wq = constant(dw->inputs[0]), *ws = constant(dw->inputs[1]), *wz = constant(dw->inputs[2]);
+    if (!wq || !ws || !wz || (wq->dtype() != DT_INT8 && wq->dtype() != DT_UINT8) || ws->dtype() != DT_FLOAT || wz->dtype() != wq->dtype() ||
+        wq->shape().GetDimNum() < 3 || ws->numel() != wz->numel())
+      continue;
+    const int64_t m = wq->shape().GetDim(0);
+    if (ws->numel() != 1 && !(ws->numel() == m && ws->shape().GetDimNum() == 1 && axis(*dw) == 0)) continue;
+    std::string bias;
+    if (conv.inputs.size() > 2 && !conv.inputs[2].empty()) {
+      const Node* db = dq(conv.inputs[2]);
+      if (!db) continue;
+      const HostTensor *bq = constant(db->inputs[0]), *bs = constant(db->inputs[1]), *bz = constant(db->inputs[2]);
+      if (!bq || !bs || !bz || bq->dtype() != DT_INT32 || bq->numel() != m || bs->dtype() != DT_FLOAT || bz->dtype() != DT_INT32 ||
+          (bs->numel() != 1 && bs->numel() != m) || (bz->numel() != 1 && bz->numel() != m))
+        continue;
+      const float xs = *static_cast<const float*>(constant(dx->inputs[1])->data());
+      bool fits = true;
+      for (int64_t c = 0; c < m && fits; ++c) {
+        const float w_scale = static_cast<const float*>(ws->data())[ws->numel() == 1 ? 0 : c];
+        fits = static_cast<const float*>(bs->data())[bs->numel() == 1 ? 0 : c] == xs * w_scale &&
+               static_cast<const int32_t*>(bz->data())[bz->numel() == 1 ? 0 : c] == 0;
+      }
+      if (!fits) continue;
+      bias = db->inputs[0];
+    }
+    Node n;
+    n.name = conv.name;
+    n.op_type = "QLinearConv";
+    n.inputs = {dx->inputs[0], dx->inputs[1], dx->inputs[2], dw->inputs[0], dw->inputs[1], dw->inputs[2], q.inputs[1], q.inputs[2]};
+    if (!bias.empty()) n.inputs.push_back(bias);
+    n.outputs = q.outputs;
+    n.attrs = conv.attrs;
+    n.opset = conv.opset;
+    fused.push_back(std::move(n));
+    drop.insert(k);
+    drop.insert(qk);
+  }
+  if (drop.empty()) return;
+  std::vector<Node> kept;
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (!drop.count(k)) kept.push_back(std::move(nodes[k]));
+  for (auto& n : fused) kept.push_back(std::move(n));
+  nodes = std::move(kept);
+}
+
 Expected<Graph> ImportModelProto(const std::string& bytes, const std::string& base_dir, const OnnxImportOptions& options) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) return InvalidArgument("not a valid ONNX model (protobuf parse failed)");
@@ -630,6 +729,7 @@ Expected<Graph> ImportModelProto(const std::string& bytes, const std::string& ba
     return InvalidArgument(msg);
   }
   for (auto& o : gp.output()) g.AddOutput(o.name());
+  if (options.fuse_qdq) FuseQdqConvs(g);
   return g;
 }
 
