@@ -60,6 +60,8 @@ seed_onnx_import() {
   else
     echo "libonnx-testdata is not installed: the ONNX corpus starts from bench models only" >&2
   fi
+  # QDQ convolutions, which the importer fuses into QLinearConv.
+  "$PY" tests/fuzz/make_seeds.py onnx_qdq "$dir" || true
   # Benchmark models, when exported; libFuzzer truncates seeds past -max_len, so only small ones.
   for f in bench/models/out/*.onnx; do
     [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 1048576 ] && cp "$f" "$dir/bench_$(basename "$f")"

@@ -3,6 +3,7 @@
   python tests/fuzz/make_seeds.py npy DIR    # small .npy files: several dtypes, shapes, versions
   python tests/fuzz/make_seeds.py json DIR   # the JSON graphs embedded in tests/*.cc as raw strings
   python tests/fuzz/make_seeds.py plugin_table DIR   # byte strings for the table decoder
+  python tests/fuzz/make_seeds.py onnx_qdq DIR   # QDQ convolutions (the importer fuses them)
 """
 import json
 import pathlib
@@ -91,7 +92,38 @@ def plugin_table_seeds(out):
         (out / f"table_{k:02d}.bin").write_bytes(body)
 
 
+def onnx_qdq_seeds(out):
+    # DequantizeLinear -> Conv -> QuantizeLinear chains as onnxruntime.quantization writes them:
+    # per-tensor and per-channel weights, with and without an int32 bias, and one whose bias scale
+    # does not match (left unfused), so that mutations reach every check of the fusion.
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    for k, (per_channel, bias, matching) in enumerate([(False, False, True), (True, True, True), (True, True, False)]):
+        m = 4
+        ws = rng.uniform(0.01, 0.02, m if per_channel else 1).astype(np.float32)
+        inits = {"xs": np.float32(0.05), "xz": np.uint8(128), "wq": rng.integers(-127, 128, [m, 2, 3, 3]).astype(np.int8),
+                 "ws": ws if per_channel else ws[0], "wz": np.zeros(m if per_channel else 1, np.int8) if per_channel else np.int8(0),
+                 "ys": np.float32(0.1), "yz": np.uint8(100)}
+        nodes = [helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["x"]),
+                 helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], axis=0)]
+        conv_in = ["x", "w"]
+        if bias:
+            inits.update({"bq": rng.integers(-500, 500, m).astype(np.int32), "bz": np.zeros(m, np.int32),
+                          "bs": (np.float32(0.05) * ws * (1 if matching else 2)).astype(np.float32)})
+            nodes.append(helper.make_node("DequantizeLinear", ["bq", "bs", "bz"], ["b"], axis=0))
+            conv_in.append("b")
+        nodes += [helper.make_node("Conv", conv_in, ["c"], pads=[1, 1, 1, 1]),
+                  helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"])]
+        g = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("xq", TensorProto.UINT8, [1, 2, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                              [numpy_helper.from_array(np.asarray(v), n) for n, v in inits.items()])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+        (out / f"qdq_conv_{k}.onnx").write_bytes(model.SerializeToString())
+
+
 if __name__ == "__main__":
     kind, out = sys.argv[1], pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    {"npy": npy_seeds, "json": json_seeds, "plugin_table": plugin_table_seeds}[kind](out)
+    {"npy": npy_seeds, "json": json_seeds, "plugin_table": plugin_table_seeds, "onnx_qdq": onnx_qdq_seeds}[kind](out)
