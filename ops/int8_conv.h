@@ -6,6 +6,7 @@
 #define WEFT_OPS_INT8_CONV_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "weft/custom_op.h"
 
@@ -27,11 +28,18 @@ struct Int8ConvDims {
 bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, int32_t* acc)
     __attribute__((weak));
 
+// A constant B laid out for the kernel ahead of the run (Int8PackB), so that a run neither packs it
+// nor checks that it changed. Opaque.
+struct Int8PackedB;
+// B [n][k] int8 packed for Int8GemmSums, or null where the kernel takes B as it is. Weak.
+std::shared_ptr<const Int8PackedB> Int8PackB(const int8_t* b, int64_t n, int64_t k) __attribute__((weak));
+
 // acc[i][j] = sum over c of (a[i][c] - a_zp) * b[j][c], int32 arithmetic that wraps; a [m][k] and
-// b [n][k] int8 (B as rows of its columns, the layout of a filter); a_zp in [-128, 127]. False
-// when a workspace cannot be had or the kernel fails. Weak, as Int8ConvSums.
-bool Int8GemmSums(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t* acc)
-    __attribute__((weak));
+// b [n][k] int8 (B as rows of its columns, the layout of a filter); a_zp in [-128, 127]; `pre`:
+// the same B from Int8PackB, or null. False when a workspace cannot be had or the kernel fails.
+// Weak, as Int8ConvSums.
+bool Int8GemmSums(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t* acc,
+                  const Int8PackedB* pre = nullptr) __attribute__((weak));
 
 }  // namespace weft::ops
 

@@ -5645,10 +5645,22 @@ class TflMaxPool2D : public TflPool {};
 
 }  // namespace
 
-bool Int8GemmSums(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t* acc) {
+struct Int8PackedB {
+  VnniPacked vnni;
+};
+
+std::shared_ptr<const Int8PackedB> Int8PackB(const int8_t* b, int64_t n, int64_t k) {
+  if (!HasVnni512() || n <= 0 || k <= 0) return nullptr;
+  auto p = std::make_shared<Int8PackedB>();
+  p->vnni.Pack(b, n, k);
+  return p;
+}
+
+bool Int8GemmSums(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t* acc,
+                  const Int8PackedB* pre) {
   GemmOut out;
   out.acc = acc;
-  return GemmS8(ctx, m, n, k, a, a_zp, b, 0, out);
+  return GemmS8(ctx, m, n, k, a, a_zp, b, 0, out, pre ? pre->vnni.get() : nullptr);
 }
 
 bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, int32_t* acc) {

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #endif
 #include <limits>
+#include <memory>
 
 #include "aot_emit.h"
 #include "elementwise.h"
@@ -421,6 +422,7 @@ struct IntMatMul {
   struct PackedB {
     std::vector<int8_t> rows;  // [n][k]
     std::vector<int32_t> sums;
+    std::shared_ptr<const Int8PackedB> kernel;  // the rows as the kernel takes them, where it packs them
     bool ready = false;
   };
   static void PackB(const Tensor* b, int64_t k, int64_t n, int64_t ib, int8_t* rows, int32_t* sums) {
@@ -457,7 +459,7 @@ struct IntMatMul {
     if (!pre) PackB(b, k, n, ib, b8, cs);
     const int8_t* rows = pre ? pre->rows.data() : b8;
     const int32_t* colsum = pre ? pre->sums.data() : cs;
-    if (!Int8GemmSums(ctx, m, n, k, a8, 0, rows, c)) return false;
+    if (!Int8GemmSums(ctx, m, n, k, a8, 0, rows, c, pre ? pre->kernel.get() : nullptr)) return false;
     const bool za_row = azp && azp->GetShapeSize() != 1, zb_col = bzp && bzp->GetShapeSize() != 1;
     auto za = [&](int64_t i) { return static_cast<uint32_t>((azp ? IntAt(azp, za_row ? i : 0) : 0) - sa); };
     auto zb = [&](int64_t j) { return static_cast<uint32_t>((bzp ? IntAt(bzp, zb_col ? j : 0) : 0) - sb); };
@@ -588,6 +590,7 @@ graphStatus PackConstantB(OpCompileContext* ctx, size_t ib, IntMatMul::PackedB* 
   packed->rows.resize(static_cast<size_t>(k * n));
   packed->sums.resize(static_cast<size_t>(n));
   IntMatMul::PackB(b, k, n, 0, packed->rows.data(), packed->sums.data());
+  if (Int8PackB) packed->kernel = Int8PackB(packed->rows.data(), n, k);
   packed->ready = true;
   return GRAPH_SUCCESS;
 }
