@@ -1240,17 +1240,12 @@ class GlobalPool : public EagerExecuteOp, public ShapeInferOp, public LayoutAwar
 // x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B?: the int32 sums plus B, times
 // x_scale * w_scale / y_scale in float, rounded half to even, plus y_zero_point, saturated), on
 // Conv's geometry; w_zero_point and w_scale per tensor or per output channel. Direct loops.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define WEFT_CONV_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define WEFT_CONV_CLONES
-#endif
 // QLinearConv's rescaling of n wrapped sums (sums[i * stride], less z * minus[i * stride] when
 // minus is given, plus the bias `add`), as whole floats already clamped to [lo, hi]: times the
 // scale in float, rounded half to even without a library call (adding and taking off 1.5 * 2^23
 // rounds |v| < 2^22; larger values clamp whatever their fraction, |lo| and |hi| being <= 255), plus
 // the output zero point.
-WEFT_CONV_CLONES void RequantToFloat(const uint32_t* __restrict sums, const uint32_t* __restrict minus, int64_t stride, int64_t n, uint32_t z,
+WEFT_ISA_CLONES void RequantToFloat(const uint32_t* __restrict sums, const uint32_t* __restrict minus, int64_t stride, int64_t n, uint32_t z,
                                      uint32_t add, float scale, float y_zero, float lo, float hi, float* __restrict out) {
   auto finish = [&](uint32_t s) {
     float v = static_cast<float>(static_cast<int32_t>(s + add)) * scale;
@@ -1316,7 +1311,7 @@ void TransposeBlock(const uint32_t* src, int64_t cols, int64_t rows, uint32_t* d
 struct DwPlane {
   int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
 };
-WEFT_CONV_CLONES void DepthwisePlane(const DwPlane& p, const int32_t* __restrict x, const uint32_t* __restrict w, uint32_t* __restrict out) {
+WEFT_ISA_CLONES void DepthwisePlane(const DwPlane& p, const int32_t* __restrict x, const uint32_t* __restrict w, uint32_t* __restrict out) {
   for (int64_t i = 0; i < p.oh * p.ow; ++i) out[i] = 0;
   for (int64_t ky = 0; ky < p.kh; ++ky)
     for (int64_t kx = 0; kx < p.kw; ++kx) {

@@ -10,6 +10,16 @@
 
 #include "elementwise.h"
 
+// On a hot loop: one copy per instruction set (AVX-512 with its 64-bit and byte lanes, AVX2, the
+// baseline), picked when the library loads. Not under the sanitizers or clang: an ifunc resolver
+// runs before the sanitizers' runtimes are set up.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(WEFT_SANITIZED) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define WEFT_ISA_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define WEFT_ISA_CLONES
+#endif
+
 namespace weft::ops {
 
 // Records "<OpType>: <msg>" and returns GRAPH_FAILED (the engine adds the node name).

@@ -93,17 +93,12 @@ std::string GroupIndex(const Grouping& g) {
   return g.count == 1 ? std::string("0") : "(i / " + aot::IntLit(g.inner) + ") % " + aot::IntLit(g.count);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define WEFT_QUANT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define WEFT_QUANT_CLONES
-#endif
 
 // Execute's arithmetic for float32 to 8 bits over one run of one scale: x / scale rounded half to
 // even without a library call (adding and taking off 1.5 * 2^23 rounds |v| < 2^22; larger values
 // clamp whatever their fraction), plus the zero point, clamped; NaN gives the zero point. Written
 // without branches so that it vectorizes.
-WEFT_QUANT_CLONES void QuantizeRunS8(const float* x, int64_t n, float scale, float z, int8_t* y) {
+WEFT_ISA_CLONES void QuantizeRunS8(const float* x, int64_t n, float scale, float z, int8_t* y) {
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i] / scale;
     v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
@@ -111,7 +106,7 @@ WEFT_QUANT_CLONES void QuantizeRunS8(const float* x, int64_t n, float scale, flo
     y[i] = static_cast<int8_t>(static_cast<int32_t>(v == v ? v : z));
   }
 }
-WEFT_QUANT_CLONES void QuantizeRunU8(const float* x, int64_t n, float scale, float z, uint8_t* y) {
+WEFT_ISA_CLONES void QuantizeRunU8(const float* x, int64_t n, float scale, float z, uint8_t* y) {
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i] / scale;
     v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
@@ -306,7 +301,7 @@ __attribute__((target("avx512f"))) void RangeWithZero512(const float* px, int64_
 }
 #pragma GCC diagnostic pop
 #endif
-WEFT_QUANT_CLONES void RangeWithZero(const float* px, int64_t n, float* mn, float* mx, bool* finite) {
+WEFT_ISA_CLONES void RangeWithZero(const float* px, int64_t n, float* mn, float* mx, bool* finite) {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   if (avx512) return RangeWithZero512(px, n, mn, mx, finite);
@@ -331,7 +326,7 @@ WEFT_QUANT_CLONES void RangeWithZero(const float* px, int64_t n, float* mn, floa
 }
 // x / scale rounded half to even (as QuantizeRuns: |v| >= 2^22 clamps whatever its fraction),
 // plus the zero point, clamped to uint8.
-WEFT_QUANT_CLONES void QuantizeToUint8(const float* px, int64_t n, float scale, float zpf, uint8_t* py) {
+WEFT_ISA_CLONES void QuantizeToUint8(const float* px, int64_t n, float scale, float zpf, uint8_t* py) {
   for (int64_t i = 0; i < n; ++i) {
     float v = px[i] / scale;
     v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
