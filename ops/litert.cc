@@ -1857,26 +1857,15 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     const int64_t c = L.c, cp = L.cp;
     DwTableRefs t;
     if (!Tables(ctx, L, false, g, pw, bias, cs, in_off, &t)) return GRAPH_FAILED;
-    const int8_t* fpack = t.fpack;
-    const int32_t* i32 = t.i32;
-    const int64_t* i64 = t.i64;
-    const bool any_left = t.filled.any_left;
     auto* zp_line = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(c)));
     if (!zp_line) return GRAPH_FAILED;
     std::memset(zp_line, static_cast<int8_t>(-in_off), static_cast<size_t>(c));
-    const int32_t *base = i32, *mult = i32 + cp, *left = i32 + 2 * cp;
-    const int64_t *add = i64, *add_neg = i64 + cp, *shift = i64 + 2 * cp;
     const int64_t groups = L.groups, blocks = L.blocks, blocks32 = L.blocks32, blocks16 = L.blocks16;
     DwVnni d;
     d.zp_line = zp_line;
-    d.fpack = fpack;
-    d.e.base = base;
-    d.e.add = add;
-    d.e.add_neg = add_neg;
-    d.e.shift = shift;
-    d.e.left = any_left ? left : nullptr;
-    d.e.fscale = t.filled.fast ? reinterpret_cast<const float*>(i32 + 3 * cp) : nullptr;
-    d.mult = mult;
+    d.fpack = t.fpack;
+    d.e = t.Epi(cp);
+    d.mult = t.Mult(cp);
     d.ih = g.ih, d.iw = g.iw, d.c = c, d.ow = g.ow, d.kh = g.kh, d.kw = g.kw, d.sh = g.sh, d.sw = g.sw, d.dh = g.dh, d.dw = g.dw;
     d.ph = g.ph, d.pw = g.pw, d.groups = groups, d.blocks = blocks, d.blocks32 = blocks32, d.blocks16 = blocks16;
     d.out_off = out_off, d.lo = lo, d.hi = hi;
@@ -1900,6 +1889,18 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     const int32_t* i32 = nullptr;
     const int64_t* i64 = nullptr;
     DwFilled filled;
+    // The epilogue's view of the tables (FillDwVnni's layout, cp positions each) and the multipliers.
+    VnniEpi Epi(int64_t cp) const {
+      VnniEpi e;
+      e.base = i32;
+      e.left = filled.any_left ? i32 + 2 * cp : nullptr;
+      e.fscale = filled.fast ? reinterpret_cast<const float*>(i32 + 3 * cp) : nullptr;
+      e.add = i64;
+      e.add_neg = i64 + cp;
+      e.shift = i64 + 2 * cp;
+      return e;
+    }
+    const int32_t* Mult(int64_t cp) const { return i32 + cp; }
   };
   bool Tables(EagerOpExecutionContext* ctx, const DwVnniLayout& L, bool flat, const ConvGeometry& g, const int8_t* pw, const int32_t* bias,
               const ChannelScales& cs, int32_t in_off, DwTableRefs* t) const {
@@ -1943,19 +1944,10 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     const int64_t cp = L.cp;
     DwTableRefs t;
     if (!Tables(ctx, L, true, g, pw, bias, cs, in_off, &t)) return GRAPH_FAILED;
-    const int8_t* fpack = t.fpack;
-    const int32_t* i32 = t.i32;
-    const int64_t* i64 = t.i64;
-    const bool any_left = t.filled.any_left;
     DwFlat d;
-    d.fpack = fpack;
-    d.e.base = i32;
-    d.mult = i32 + cp;
-    d.e.left = any_left ? i32 + 2 * cp : nullptr;
-    d.e.fscale = t.filled.fast ? reinterpret_cast<const float*>(i32 + 3 * cp) : nullptr;
-    d.e.add = i64;
-    d.e.add_neg = i64 + cp;
-    d.e.shift = i64 + 2 * cp;
+    d.fpack = t.fpack;
+    d.e = t.Epi(cp);
+    d.mult = t.Mult(cp);
     d.n = g.n, d.ih = g.ih, d.iw = g.iw, d.ic = g.ic, d.m = g.oc / g.ic, d.c = g.oc, d.oh = g.oh, d.ow = g.ow, d.kh = g.kh, d.kw = g.kw;
     d.sh = g.sh, d.sw = g.sw, d.dh = g.dh, d.dw = g.dw, d.ph = g.ph, d.pw = g.pw, d.groups = L.groups, d.nb = cp / 64;
     const int64_t span = g.sw * (g.ow - 1) + (g.kw - 1) * g.dw + 1;  // padded pixels the taps reach
