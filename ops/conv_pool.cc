@@ -1249,7 +1249,7 @@ WEFT_ISA_CLONES void RequantToFloat(const uint32_t* __restrict sums, const uint3
                                      uint32_t add, float scale, float y_zero, float lo, float hi, float* __restrict out) {
   auto finish = [&](uint32_t s) {
     float v = static_cast<float>(static_cast<int32_t>(s + add)) * scale;
-    v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+    v = RoundHalfEvenSmall(v);
     return std::min(std::max(v + y_zero, lo), hi);
   };
   if (!minus && stride == 1) {

@@ -22,6 +22,14 @@
 
 namespace weft::ops {
 
+// nearbyint in the default rounding mode (half to even) without a library call, for quantizing
+// loops: adding and taking off 1.5 * 2^23 rounds |v| < 2^22; larger values (which those loops
+// clamp to 8 bits whatever their fraction) and NaN come back unchanged.
+[[gnu::always_inline]] inline float RoundHalfEvenSmall(float v) {
+  return std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+}
+
+
 // Records "<OpType>: <msg>" and returns GRAPH_FAILED (the engine adds the node name).
 inline graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
   ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);

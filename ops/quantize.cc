@@ -101,7 +101,7 @@ std::string GroupIndex(const Grouping& g) {
 WEFT_ISA_CLONES void QuantizeRunS8(const float* x, int64_t n, float scale, float z, int8_t* y) {
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i] / scale;
-    v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+    v = RoundHalfEvenSmall(v);
     v = std::min(std::max(v + z, -128.f), 127.f);
     y[i] = static_cast<int8_t>(static_cast<int32_t>(v == v ? v : z));
   }
@@ -109,7 +109,7 @@ WEFT_ISA_CLONES void QuantizeRunS8(const float* x, int64_t n, float scale, float
 WEFT_ISA_CLONES void QuantizeRunU8(const float* x, int64_t n, float scale, float z, uint8_t* y) {
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i] / scale;
-    v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+    v = RoundHalfEvenSmall(v);
     v = std::min(std::max(v + z, 0.f), 255.f);
     y[i] = static_cast<uint8_t>(static_cast<int32_t>(v == v ? v : z));
   }
@@ -329,7 +329,7 @@ WEFT_ISA_CLONES void RangeWithZero(const float* px, int64_t n, float* mn, float*
 WEFT_ISA_CLONES void QuantizeToUint8(const float* px, int64_t n, float scale, float zpf, uint8_t* py) {
   for (int64_t i = 0; i < n; ++i) {
     float v = px[i] / scale;
-    v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+    v = RoundHalfEvenSmall(v);
     py[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(std::max(v + zpf, 0.f), 255.f)));
   }
 }
@@ -700,7 +700,7 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
       using T = std::remove_pointer_t<decltype(out)>;
       for (int64_t i = 0; i < n; ++i) {  // nearbyint as in QuantizeRuns: |v| >= 2^22 clamps whatever its fraction
         float v = static_cast<float>(acc[i]) * scale;
-        v = std::fabs(v) < 4194304.f ? (v + 12582912.f) - 12582912.f : v;
+        v = RoundHalfEvenSmall(v);
         out[i] = static_cast<T>(static_cast<int32_t>(std::min(std::max(v + zp, flo), fhi)));
       }
     };
