@@ -1335,17 +1335,122 @@ WEFT_ISA_CLONES void DepthwisePlane(const DwPlane& p, const int32_t* __restrict 
     }
 }
 
+// Every image of a 4-D tensor between its channel planes [c][hw] and pixel rows [hw][c] (to NHWC,
+// each value xor-ed with `flip`, or back), in 64 x 64 tiles so that both sides stay in cache;
+// images and runs of 256 pixels split over the threads.
+template <typename T>
+void Relayout(const KernelContextBase* ctx, bool to_nhwc, const T* src, int64_t n, int64_t c, int64_t hw, T* dst, T flip = 0) {
+  const int64_t tiles = (hw + 255) / 256;
+  ctx->ParallelFor(n * tiles, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t in = r / tiles, q0 = (r % tiles) * 256, len = std::min<int64_t>(256, hw - q0);
+      const T* s = src + in * c * hw;
+      T* d = dst + in * c * hw;
+      if (to_nhwc) {
+        for (int64_t q = q0; q < q0 + len; q += 64)
+          for (int64_t c0 = 0; c0 < c; c0 += 64) {
+            const int64_t q1 = std::min(q0 + len, q + 64), c1 = std::min(c, c0 + 64);
+            for (int64_t p = q; p < q1; ++p)
+              for (int64_t ch = c0; ch < c1; ++ch) d[p * c + ch] = static_cast<T>(s[ch * hw + p] ^ flip);
+          }
+      } else {
+        for (int64_t c0 = 0; c0 < c; c0 += 64)
+          for (int64_t q = q0; q < q0 + len; q += 64) {
+            const int64_t q1 = std::min(q0 + len, q + 64), c1 = std::min(c, c0 + 64);
+            for (int64_t ch = c0; ch < c1; ++ch)
+              for (int64_t p = q; p < q1; ++p) d[ch * hw + p] = s[p * c + ch];
+          }
+      }
+    }
+  });
+}
+
+// QLinearConv's rescaling of one pixel's sums over n consecutive output channels (per-channel
+// arrays already offset to the first): sums[i] less wz[i] * minus (when wz is given) plus add[i],
+// as int32, times scale[i] in float, rounded half to even, plus y_zero, clamped to [lo, hi] and
+// stored as a byte (an int8 output as its two's complement bits).
+WEFT_ISA_CLONES void RequantRow(const uint32_t* __restrict sums, const uint32_t* __restrict wz, uint32_t minus, const uint32_t* __restrict add,
+                                const float* __restrict scale, float y_zero, float lo, float hi, uint8_t* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t s = sums[i] - (wz ? wz[i] * minus : 0u) + add[i];
+    float v = RoundHalfEvenSmall(static_cast<float>(static_cast<int32_t>(s)) * scale[i]);
+    v = std::min(std::max(v + y_zero, lo), hi);
+    out[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
+  }
+}
+
+// A one-channel-per-group convolution with one filter per channel, over pixel rows: acc[ox][ch]
+// for one output row, modulo 2^32, the sum over the taps inside the input of (x - xz) * w[tap][ch]
+// (w already less its zero point). x: one image, [ih][iw][c].
+struct DwNhwc {
+  int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw, c;
+};
+template <typename T>
+[[gnu::always_inline]] inline void DwRowBody(const DwNhwc& p, const T* __restrict x, int32_t xz, const uint32_t* __restrict w, int64_t oy,
+                                             uint32_t* __restrict acc) {
+  const int64_t c = p.c;
+  for (int64_t i = 0; i < p.ow * c; ++i) acc[i] = 0;
+  for (int64_t ky = 0; ky < p.kh; ++ky) {
+    const int64_t iy = oy * p.sh - p.ph + ky * p.dh;
+    if (iy < 0 || iy >= p.ih) continue;  // padding holds the zero point: it adds nothing
+    for (int64_t kx = 0; kx < p.kw; ++kx) {
+      const uint32_t* wt = w + (ky * p.kw + kx) * c;
+      const int64_t off = kx * p.dw - p.pw;
+      const int64_t ox0 = off >= 0 ? 0 : (-off + p.sw - 1) / p.sw;
+      const int64_t ox1 = std::min(p.ow, p.iw - off <= 0 ? 0 : (p.iw - off + p.sw - 1) / p.sw);
+      const T* row = x + iy * p.iw * c;
+      for (int64_t ox = ox0; ox < ox1; ++ox) {
+        const T* s = row + (ox * p.sw + off) * c;
+        uint32_t* a = acc + ox * c;
+        for (int64_t ch = 0; ch < c; ++ch) a[ch] += static_cast<uint32_t>(static_cast<int32_t>(s[ch]) - xz) * wt[ch];
+      }
+    }
+  }
+}
+WEFT_ISA_CLONES void DwRowU8(const DwNhwc& p, const uint8_t* x, int32_t xz, const uint32_t* w, int64_t oy, uint32_t* acc) {
+  DwRowBody(p, x, xz, w, oy, acc);
+}
+WEFT_ISA_CLONES void DwRowS8(const DwNhwc& p, const int8_t* x, int32_t xz, const uint32_t* w, int64_t oy, uint32_t* acc) {
+  DwRowBody(p, x, xz, w, oy, acc);
+}
+
 template <bool kLinear>
-class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad {
+class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad, public LayoutAwareOp {
  public:
   static constexpr size_t kW = kLinear ? 3 : 1;
-  // Constant filters of a layer with several input channels per group: laid out for Grouped once.
+  // Pixel rows (NHWC) for the 2-D convolutions whose fast kernels work on them: several input
+  // channels per group (the 8-bit GEMM kernels, where linked in) and one channel and one filter
+  // per group (DepthwiseRows). The input and the output independently: a layer between two that
+  // take pixel rows exchanges them with both, one beside another op converts on its side.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetInputTensor(kW);
+    const int64_t* group = ctx->GetAttrs()->GetInt("group");
+    if (!x || !wt || !group || *group <= 0 || x->GetShape().GetDimNum() != 4 || wt->GetShape().GetDimNum() != 4) return GRAPH_SUCCESS;
+    const int64_t c = x->GetShape().GetDim(1), m = wt->GetShape().GetDim(0), cg = wt->GetShape().GetDim(1);
+    if (c <= 0 || m <= 0 || cg <= 0) return GRAPH_SUCCESS;
+    s.Format(FORMAT_NHWC).Input(0).Output(0);
+    const bool rows = (cg == 1 && m == *group) || (cg > 1 && Int8ConvSums);
+    if (!rows) s.Slow();  // runs, through plain-layout copies
+    return GRAPH_SUCCESS;
+  }
+  // Constant filters laid out once: for Grouped (several input channels per group) or for
+  // DepthwiseRows (one filter per channel). An output planned as pixel rows gets its size.
   graphStatus Compile(OpCompileContext* ctx) override {
     wpack_.clear();
+    dwpack_.clear();
+    const Tensor* yt = ctx->GetOutputTensor(0);
+    if (yt && yt->GetFormat() == FORMAT_NHWC &&
+        ctx->SetOutputStorage(0, static_cast<uint64_t>(yt->GetShapeSize()) * (kLinear ? 1u : 4u), FORMAT_NHWC) != GRAPH_SUCCESS)
+      return GRAPH_FAILED;
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* wt = ctx->GetInputTensor(kW);
     const Tensor* wzp = kLinear ? ctx->GetInputTensor(5) : ctx->GetOptionalInputTensor(3);
     const int64_t* group = ctx->GetAttrs()->GetInt("group");
+    if (x && wt && wt->GetAddr() && group && *group > 0 && wt->GetShape().GetDimNum() >= 3 && wt->GetShape().GetDim(1) == 1 &&
+        wt->GetShape().GetDim(0) == *group && (!wzp || wzp->GetAddr()) &&
+        (!wzp || wzp->GetShapeSize() == 1 || wzp->GetShapeSize() == wt->GetShape().GetDim(0)))
+      PackDepthwise(wt, wzp, &dwpack_);
     if (!Int8ConvSums || !x || !wt || !wt->GetAddr() || !group || *group <= 0 || x->GetShape().GetDimNum() < 3 || wt->GetShape().GetDimNum() < 3 ||
         (wzp && !wzp->GetAddr()))
       return GRAPH_SUCCESS;
@@ -1499,36 +1604,31 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
       store.y_zero = static_cast<float>(At(yzp, 0));
       store.bias = b ? b->GetData<int32_t>() : nullptr;
     }
-    if (w.nd <= 2 && (cg == 1 || Int8ConvSums)) {
-      const int fast = cg == 1 ? Depthwise(ctx, w, x, wt, wzp, x_zero, n, m, mg, store) : Grouped(ctx, w, x, wt, wzp, x_zero, n, c, m, group, store);
+    store.PerChannel(m);
+    // Where the layout pass planned pixel rows (NHWC) for the input or the output.
+    const bool x_nhwc = w.nd == 2 && x->GetFormat() == FORMAT_NHWC, y_nhwc = w.nd == 2 && y->GetFormat() == FORMAT_NHWC;
+    if (w.nd <= 2 && cg == 1 && mg == 1) return DepthwiseRows(ctx, w, x, wt, wzp, x_zero, n, c, x_nhwc, y_nhwc, store);
+    if (w.nd <= 2 && cg > 1 && Int8ConvSums) {
+      const int fast = Grouped(ctx, w, x, wt, wzp, x_zero, n, c, m, group, x_nhwc, y_nhwc, store);
       if (fast != kNotApplicable) return fast;
     }
-    return ctx->ParallelFor(n * m, 1, [&](int64_t r0, int64_t r1) {
-      int64_t oi[WEFT_MAX_DIMS], ki[WEFT_MAX_DIMS];
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t in = r / m, oc = r % m, g = oc / mg;
-        const int64_t w_zero = wzp ? At(wzp, wzp->GetShapeSize() == 1 ? 0 : oc) : 0;
-        for (int64_t o = 0; o < out_sp; ++o) {
-          for (size_t i = w.nd, rest = static_cast<size_t>(o); i-- > 0;) oi[i] = static_cast<int64_t>(rest % static_cast<size_t>(w.out[i])), rest /= static_cast<size_t>(w.out[i]);
-          int64_t acc = 0;
-          for (int64_t kk = 0; kk < k_sp; ++kk) {
-            for (size_t i = w.nd, rest = static_cast<size_t>(kk); i-- > 0;) ki[i] = static_cast<int64_t>(rest % static_cast<size_t>(w.k[i])), rest /= static_cast<size_t>(w.k[i]);
-            int64_t lin = 0;
-            bool inside = true;
-            for (size_t i = 0; i < w.nd && inside; ++i) {
-              const int64_t p = oi[i] * w.s[i] - w.pb[i] + ki[i] * w.d[i];
-              inside = p >= 0 && p < w.in[i];
-              lin = lin * w.in[i] + p;
-            }
-            if (!inside) continue;  // padding holds the zero point: (x_zero - x_zero) * w adds nothing
-            for (int64_t icg = 0; icg < cg; ++icg)
-              acc += (At(x, (in * c + g * cg + icg) * in_sp + lin) - x_zero) * (At(wt, (oc * cg + icg) * k_sp + kk) - w_zero);
-          }
-          const uint32_t sum = static_cast<uint32_t>(static_cast<uint64_t>(acc));
-          store.Run(r * out_sp + o, oc, &sum, 1, 1);
-        }
-      }
-    });
+    // The other kernels read and write channel planes: pixel rows are converted on either side.
+    const auto* xraw = static_cast<const uint8_t*>(x->GetAddr());
+    if (x_nhwc) {
+      auto* t = static_cast<uint8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * c * in_sp)));
+      if (!t) return GRAPH_FAILED;
+      Relayout<uint8_t>(ctx, false, xraw, n, c, in_sp, t);
+      xraw = t;
+    }
+    const size_t esize = kLinear ? 1 : 4;
+    if (y_nhwc && !(store.y = ctx->MallocWorkSpace(static_cast<size_t>(n * m * out_sp) * esize))) return GRAPH_FAILED;
+    const graphStatus st = PlainKernels(ctx, w, xraw, x->GetDataType() == DT_INT8, wt, wzp, x_zero, n, c, m, mg, cg, k_sp, in_sp, out_sp, store);
+    if (st != GRAPH_SUCCESS || !y_nhwc) return st;
+    if (esize == 1)
+      Relayout<uint8_t>(ctx, true, static_cast<const uint8_t*>(store.y), n, m, out_sp, static_cast<uint8_t*>(y->GetAddr()));
+    else
+      Relayout<uint32_t>(ctx, true, static_cast<const uint32_t*>(store.y), n, m, out_sp, static_cast<uint32_t*>(y->GetAddr()));
+    return GRAPH_SUCCESS;
   }
 
   // Stores wrapped int32 sums of one output channel: int32 as they are (kind 0), or int8 (1) /
@@ -1541,6 +1641,26 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     std::vector<float> scales;
     const int32_t* bias = nullptr;
     float y_zero = 0.f, lo = 0.f, hi = 0.f;
+    std::vector<float> scale_c;     // per output channel (PerChannel)
+    std::vector<uint32_t> add_c;    // the bias per output channel, or 0
+    void PerChannel(int64_t m) {
+      scale_c.assign(static_cast<size_t>(m), 0.f);
+      add_c.assign(static_cast<size_t>(m), 0u);
+      for (int64_t oc = 0; oc < m; ++oc) {
+        if (!scales.empty()) scale_c[static_cast<size_t>(oc)] = scales[scales.size() == 1 ? 0 : static_cast<size_t>(oc)];
+        if (bias) add_c[static_cast<size_t>(oc)] = static_cast<uint32_t>(bias[oc]);
+      }
+    }
+    // One pixel's sums of output channels oc0 .. oc0 + count - 1 (less wz[q] * minus where wz is
+    // given), stored at `out` (channels consecutive) as int32 (kind 0) or rescaled bytes.
+    void RowNhwc(int64_t oc0, const uint32_t* sums, int64_t count, const uint32_t* wz, uint32_t minus, void* out) const {
+      if (kind == 0) {
+        auto* o = static_cast<int32_t*>(out);
+        for (int64_t q = 0; q < count; ++q) o[q] = static_cast<int32_t>(sums[q] - (wz ? wz[q] * minus : 0u));
+        return;
+      }
+      RequantRow(sums, wz, minus, add_c.data() + oc0, scale_c.data() + oc0, y_zero, lo, hi, static_cast<uint8_t*>(out), count);
+    }
     // y[at + q] for q < count from sums[q * stride], less z * minus[q * stride] when minus is given.
     void Run(int64_t at, int64_t oc, const uint32_t* sums, int64_t stride, int64_t count, const uint32_t* minus = nullptr,
              uint32_t z = 0) const {
@@ -1567,6 +1687,44 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
 
  private:
   static constexpr int kNotApplicable = -1;
+  // Channel planes in, channel planes out (x: the input's bytes): the depthwise kernel with
+  // several filters per channel, else direct loops.
+  graphStatus PlainKernels(EagerOpExecutionContext* ctx, const Window& w, const uint8_t* xraw, bool x8, const Tensor* wt, const Tensor* wzp,
+                           int64_t x_zero, int64_t n, int64_t c, int64_t m, int64_t mg, int64_t cg, int64_t k_sp, int64_t in_sp, int64_t out_sp,
+                           const Requant& store) const {
+    if (w.nd <= 2 && cg == 1) {
+      const int fast = Depthwise(ctx, w, xraw, x8, wt, wzp, x_zero, n, m, mg, store);
+      if (fast != kNotApplicable) return fast;
+    }
+    auto X = [&](int64_t i) { return x8 ? int64_t{reinterpret_cast<const int8_t*>(xraw)[i]} : int64_t{xraw[i]}; };
+    return ctx->ParallelFor(n * m, 1, [&](int64_t r0, int64_t r1) {
+      int64_t oi[WEFT_MAX_DIMS], ki[WEFT_MAX_DIMS];
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t in = r / m, oc = r % m, g = oc / mg;
+        const int64_t w_zero = wzp ? At(wzp, wzp->GetShapeSize() == 1 ? 0 : oc) : 0;
+        for (int64_t o = 0; o < out_sp; ++o) {
+          for (size_t i = w.nd, rest = static_cast<size_t>(o); i-- > 0;) oi[i] = static_cast<int64_t>(rest % static_cast<size_t>(w.out[i])), rest /= static_cast<size_t>(w.out[i]);
+          int64_t acc = 0;
+          for (int64_t kk = 0; kk < k_sp; ++kk) {
+            for (size_t i = w.nd, rest = static_cast<size_t>(kk); i-- > 0;) ki[i] = static_cast<int64_t>(rest % static_cast<size_t>(w.k[i])), rest /= static_cast<size_t>(w.k[i]);
+            int64_t lin = 0;
+            bool inside = true;
+            for (size_t i = 0; i < w.nd && inside; ++i) {
+              const int64_t p = oi[i] * w.s[i] - w.pb[i] + ki[i] * w.d[i];
+              inside = p >= 0 && p < w.in[i];
+              lin = lin * w.in[i] + p;
+            }
+            if (!inside) continue;  // padding holds the zero point: (x_zero - x_zero) * w adds nothing
+            for (int64_t icg = 0; icg < cg; ++icg)
+              acc += (X((in * c + g * cg + icg) * in_sp + lin) - x_zero) * (At(wt, (oc * cg + icg) * k_sp + kk) - w_zero);
+          }
+          const uint32_t sum = static_cast<uint32_t>(static_cast<uint64_t>(acc));
+          store.Run(r * out_sp + o, oc, &sum, 1, 1);
+        }
+      }
+    });
+  }
+
   // 1 or 2 spatial dims as H x W (a 1-D window as 1 x W).
   struct Plane {
     int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
@@ -1595,8 +1753,72 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
   }
   std::vector<int8_t> wpack_;
   std::array<int64_t, 4> wpack_key_{};
+  // DepthwiseRows' filters: [tap][channel], each weight less its zero point.
+  static void PackDepthwise(const Tensor* wt, const Tensor* wzp, std::vector<uint32_t>* out) {
+    const int64_t m = wt->GetShape().GetDim(0), k_sp = wt->GetShapeSize() / std::max<int64_t>(1, m);
+    out->assign(static_cast<size_t>(m * k_sp), 0);
+    for (int64_t oc = 0; oc < m; ++oc) {
+      const int64_t wz = wzp ? At(wzp, wzp->GetShapeSize() == 1 ? 0 : oc) : 0;
+      for (int64_t t = 0; t < k_sp; ++t) (*out)[static_cast<size_t>(t * m + oc)] = static_cast<uint32_t>(At(wt, oc * k_sp + t) - wz);
+    }
+  }
+  std::vector<uint32_t> dwpack_;
+  // One channel and one filter per group, over pixel rows: each output row's sums for every
+  // channel at once (DwRowU8/DwRowS8, which vectorize across channels), rescaled as they come.
+  // Channel planes are converted to pixel rows first, and the output row scattered back to planes,
+  // where the layout pass did not plan pixel rows.
+  graphStatus DepthwiseRows(EagerOpExecutionContext* ctx, const Window& w, const Tensor* x, const Tensor* wt, const Tensor* wzp, int64_t x_zero,
+                            int64_t n, int64_t c, bool x_nhwc, bool y_nhwc, const Requant& store) const {
+    const Plane p(w);
+    const int64_t in_sp = p.ih * p.iw, out_sp = p.oh * p.ow, k_sp = p.kh * p.kw;
+    const bool s8 = x->GetDataType() == DT_INT8;
+    const auto* xb = static_cast<const uint8_t*>(x->GetAddr());
+    if (!x_nhwc) {
+      auto* t = static_cast<uint8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * c * in_sp)));
+      if (!t) return GRAPH_FAILED;
+      Relayout<uint8_t>(ctx, true, xb, n, c, in_sp, t);
+      xb = t;
+    }
+    const uint32_t* wv = dwpack_.data();
+    if (dwpack_.size() != static_cast<size_t>(c * k_sp)) {  // filters not constant at Compile
+      std::vector<uint32_t> tmp;
+      PackDepthwise(wt, wzp, &tmp);
+      auto* ws = static_cast<uint32_t*>(ctx->MallocWorkSpace(tmp.size() * sizeof(uint32_t)));
+      if (!ws) return GRAPH_FAILED;
+      std::memcpy(ws, tmp.data(), tmp.size() * sizeof(uint32_t));
+      wv = ws;
+    }
+    const DwNhwc d{p.ih, p.iw, p.oh, p.ow, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, p.ph, p.pw, c};
+    const size_t esize = store.kind == 0 ? 4 : 1;
+    const auto xz = static_cast<int32_t>(x_zero);
+    return ctx->ParallelFor(n * p.oh, 1, [&](int64_t r0, int64_t r1) {
+      std::vector<uint32_t> acc(static_cast<size_t>(p.ow * c));
+      std::vector<uint32_t> rowbuf(y_nhwc ? 0 : static_cast<size_t>(p.ow * c));
+      auto* row = reinterpret_cast<uint8_t*>(rowbuf.data());
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t in = r / p.oh, oy = r % p.oh;
+        const uint8_t* img = xb + in * in_sp * c;
+        if (s8) DwRowS8(d, reinterpret_cast<const int8_t*>(img), xz, wv, oy, acc.data());
+        else DwRowU8(d, img, xz, wv, oy, acc.data());
+        auto* dst = y_nhwc ? static_cast<uint8_t*>(store.y) + static_cast<size_t>((in * p.oh + oy) * p.ow * c) * esize : row;
+        for (int64_t ox = 0; ox < p.ow; ++ox) store.RowNhwc(0, acc.data() + ox * c, c, nullptr, 0, dst + static_cast<size_t>(ox * c) * esize);
+        if (y_nhwc) continue;
+        const int64_t at = in * c * out_sp + oy * p.ow;  // channel ch's row starts at at + ch * out_sp
+        if (esize == 1) {
+          auto* y = static_cast<uint8_t*>(store.y);
+          for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t ox = 0; ox < p.ow; ++ox) y[at + ch * out_sp + ox] = row[static_cast<size_t>(ox * c + ch)];
+        } else {
+          auto* y = static_cast<int32_t*>(store.y);
+          const auto* rw = reinterpret_cast<const int32_t*>(rowbuf.data());
+          for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t ox = 0; ox < p.ow; ++ox) y[at + ch * out_sp + ox] = rw[ox * c + ch];
+        }
+      }
+    });
+  }
   // One input channel per group: per output channel, whole output rows accumulated tap by tap.
-  int Depthwise(EagerOpExecutionContext* ctx, const Window& w, const Tensor* x, const Tensor* wt, const Tensor* wzp, int64_t x_zero,
+  int Depthwise(EagerOpExecutionContext* ctx, const Window& w, const uint8_t* xraw, bool x8, const Tensor* wt, const Tensor* wzp, int64_t x_zero,
                 int64_t n, int64_t m, int64_t mg, const Requant& store) const {
     const Plane p(w);
     const int64_t in_sp = p.ih * p.iw, out_sp = p.oh * p.ow, k_sp = p.kh * p.kw;
@@ -1610,11 +1832,11 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
         const int64_t w_zero = wzp ? At(wzp, wzp->GetShapeSize() == 1 ? 0 : oc) : 0;
         const int64_t plane = (in * (m / mg) + ch) * in_sp;
         if (converted != plane) {  // a multiplier's filters share their input channel
-          if (x->GetDataType() == DT_INT8) {
-            const int8_t* src = x->GetData<int8_t>() + plane;
+          if (x8) {
+            const int8_t* src = reinterpret_cast<const int8_t*>(xraw) + plane;
             for (int64_t i = 0; i < in_sp; ++i) xp[static_cast<size_t>(i)] = static_cast<int32_t>(src[i] - x_zero);
           } else {
-            const uint8_t* src = x->GetData<uint8_t>() + plane;
+            const uint8_t* src = xraw + plane;
             for (int64_t i = 0; i < in_sp; ++i) xp[static_cast<size_t>(i)] = static_cast<int32_t>(src[i] - x_zero);
           }
           converted = plane;
@@ -1628,8 +1850,9 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
   // Several input channels per group: per group, the input as NHWC int8 and the group's filters as
   // [filters][kh][kw][channels] int8, their sums by Int8ConvSums (a filter of ones besides when a
   // weight zero point is not 0, whose sums are those of the inputs less theirs, to take it off).
+  // Pixel rows (x_nhwc, y_nhwc) are read and written as they are.
   int Grouped(EagerOpExecutionContext* ctx, const Window& w, const Tensor* x, const Tensor* wt, const Tensor* wzp, int64_t x_zero,
-              int64_t n, int64_t c, int64_t m, int64_t group, const Requant& store) const {
+              int64_t n, int64_t c, int64_t m, int64_t group, bool x_nhwc, bool y_nhwc, const Requant& store) const {
     const Plane p(w);
     const int64_t cg = c / group, mg = m / group, in_sp = p.ih * p.iw, out_sp = p.oh * p.ow, k_sp = p.kh * p.kw, k = k_sp * cg;
     const int64_t xz = x_zero - Shift(x);
@@ -1640,9 +1863,13 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
       any_wz = any_wz || wz[static_cast<size_t>(oc)] != 0;
     }
     const int64_t cols = mg + (any_wz ? 1 : 0);
+    std::vector<uint32_t> wzu(wz.begin(), wz.end());
     const bool packed = !wpack_.empty() && wpack_key_ == std::array<int64_t, 4>{m, cg, k_sp, group} &&
                         wpack_.size() == static_cast<size_t>(group * cols * k);
-    auto* xg = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * in_sp * cg)));
+    // The input as it is where it is int8 pixel rows of one group.
+    const bool direct = x_nhwc && group == 1 && !Shift(x);
+    auto* xg = direct ? const_cast<int8_t*>(static_cast<const int8_t*>(x->GetAddr()))
+                      : static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * in_sp * cg)));
     int8_t* all = nullptr;
     if (!packed) {
       std::vector<int8_t> tmp;
@@ -1659,7 +1886,15 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     const auto* xb = static_cast<const uint8_t*>(x->GetAddr());
     const uint8_t xflip = Shift(x) ? 0x80 : 0;
     for (int64_t g = 0; g < group; ++g) {
-      ctx->ParallelFor(n * in_sp, 1024, [&](int64_t q0, int64_t q1) {  // NCHW planes into NHWC, in tiles
+      if (x_nhwc && !direct) {  // the group's channels of each pixel row, as int8
+        ctx->ParallelFor(n * in_sp, 1024, [&](int64_t q0, int64_t q1) {
+          for (int64_t q = q0; q < q1; ++q) {
+            const uint8_t* src = xb + q * c + g * cg;
+            uint8_t* dst = reinterpret_cast<uint8_t*>(xg) + q * cg;
+            for (int64_t icg = 0; icg < cg; ++icg) dst[icg] = src[icg] ^ xflip;
+          }
+        });
+      } else if (!x_nhwc) ctx->ParallelFor(n * in_sp, 1024, [&](int64_t q0, int64_t q1) {  // NCHW planes into NHWC, in tiles
         for (int64_t in = q0 / in_sp; in * in_sp < q1; ++in) {
           const int64_t a = std::max(q0, in * in_sp) - in * in_sp, e = std::min(q1, (in + 1) * in_sp) - in * in_sp;
           uint8_t* dst = reinterpret_cast<uint8_t*>(xg) + in * in_sp * cg;
@@ -1678,6 +1913,17 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
           return kNotApplicable;
         }
         return Fail(ctx, "the 8-bit convolution kernel failed for group " + std::to_string(g) + " after it ran the first");
+      }
+      if (y_nhwc) {  // each pixel's sums rescaled into its row
+        const size_t esize = store.kind == 0 ? 4 : 1;
+        ctx->ParallelFor(n * out_sp, 256, [&](int64_t q0, int64_t q1) {
+          for (int64_t q = q0; q < q1; ++q) {
+            const auto* sums = reinterpret_cast<const uint32_t*>(acc) + q * cols;
+            store.RowNhwc(g * mg, sums, mg, any_wz ? wzu.data() + g * mg : nullptr, any_wz ? sums[mg] : 0u,
+                          static_cast<uint8_t*>(store.y) + static_cast<size_t>(q * m + g * mg) * esize);
+          }
+        });
+        continue;
       }
       // Pixel-major sums to channel-major outputs: a block of pixels' sums transposed at a time
       // (TransposeBlock), so that each channel's run is stored from contiguous sums.

@@ -527,6 +527,7 @@ void PrintSteps(const CompiledModel& m) {
     for (auto& t : v) {
       out += (out.empty() ? "" : ", ") + t.name + ":" + DataTypeName(t.dtype) + t.shape.ToString();
       if (t.format == FORMAT_NC1HWC0) out += "@NC1HWC0";
+      if (t.format == FORMAT_NHWC) out += "@NHWC";
     }
     return out;
   };
@@ -690,7 +691,7 @@ int main(int argc, char** argv) {
   inspect->add_option("model", ia.model, "Graph file, ONNX or LiteRT model, or compiled model file")->required();
   inspect->add_flag("--memory", ia.memory, "Compile and report the planned arena next to its lower bound");
   inspect->add_flag("--steps", ia.steps,
-                    "Compile and list the steps: op, node, fused activation, plugin origin, tensors (@NC1HWC0: blocked layout)");
+                    "Compile and list the steps: op, node, fused activation, plugin origin, tensors (@NC1HWC0, @NHWC: the layout a value is stored in, where not plain)");
   Repeatable(inspect->add_option("-s,--shape", ia.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)"));
   Repeatable(inspect->add_option("-p,--package", ia.packages, "Operator package root to load (repeatable)"));
   inspect->add_flag("--allow-override", ia.allow_override, kAllowOverrideHelp);

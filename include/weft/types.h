@@ -166,11 +166,12 @@ class StorageShape {
 };
 
 // The plain layout a storage format stands for: FORMAT_NCHW for the channel-blocked
-// FORMAT_NC1HWC0 (whose shape stays the logical [N, C, H, W]), otherwise the format itself.
-inline Format OriginFormatOf(Format storage) { return storage == FORMAT_NC1HWC0 ? FORMAT_NCHW : storage; }
+// FORMAT_NC1HWC0 and for FORMAT_NHWC, the pixel-row layout the engine plans for a 4-D value
+// (whose shapes stay the logical [N, C, H, W]), otherwise the format itself.
+inline Format OriginFormatOf(Format storage) { return storage == FORMAT_NC1HWC0 || storage == FORMAT_NHWC ? FORMAT_NCHW : storage; }
 
 // A tensor's two layouts (GE's gert::StorageFormat): the origin format the graph sees and the
-// storage format of its buffer. They differ only for a blocked layout (see OriginFormatOf).
+// storage format of its buffer. They differ only for a layout the engine planned (see OriginFormatOf).
 class StorageFormat {
  public:
   StorageFormat() = default;

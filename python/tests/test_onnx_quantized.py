@@ -402,3 +402,75 @@ def test_qdq_convolutions_fuse_and_match_onnxruntime_bit_for_bit(tmp_path):
     (loose,) = weft.Session(use_env_path=False).compile(unfused).run([x])
     step = float(np.abs(np.diff(np.unique(want))).min())  # one quantization step of the output
     assert np.abs(loose - want).max() <= 1.01 * step
+
+
+def qlinear_conv_reference(x, w, xz, wz, ws, xs, ys, yz, b, group, strides, pads, dil):
+    """QLinearConv as ONNX Runtime computes it, in NumPy: int64 sums wrapped to int32 with the
+    bias, times x_scale * w_scale / y_scale in float32, rounded half to even, plus the output zero
+    point, clamped to the output type."""
+    m, nd = w.shape[0], len(strides)
+    sums = conv_sums_reference(x, w, xz, wz, group, strides, pads, dil)
+    wrapped = ((sums + b.reshape([1, m] + [1] * nd) + 2**31) % 2**32 - 2**31).astype(np.int32)
+    scale = (xs * ws / ys).astype(np.float32).reshape([1, m] + [1] * nd)
+    lo, hi = (-128, 127) if yz.dtype == np.int8 else (0, 255)
+    return np.clip(np.rint(wrapped.astype(np.float32) * scale) + np.float32(yz), lo, hi).astype(yz.dtype)
+
+
+@pytest.mark.parametrize("xt,wt", [(np.uint8, np.int8), (np.int8, np.int8), (np.uint8, np.uint8)])
+def test_qlinear_conv_chains_exchange_pixel_rows_bit_exact(tmp_path, xt, wt):
+    """Chains of QLinearConv nodes, as an imported QDQ network has them: dense 3x3 with stride 2,
+    depthwise (stride 1 and 2, dilation, uneven padding), pointwise, two groups of several
+    channels, a depthwise layer with two filters per channel, and a value read both by a layer and
+    as a graph output. Between two layers that take them, values are planned as pixel rows (NHWC,
+    `weft inspect --steps` shows @NHWC); each layer reads and writes either layout. Every output
+    equals a NumPy recomputation of ONNX Runtime's arithmetic, layer by layer, bit for bit."""
+    import os
+    import subprocess
+    rng = np.random.default_rng(int(np.dtype(xt).num * 7 + np.dtype(wt).num))
+    ilo, ihi = (-128, 127) if xt == np.int8 else (0, 255)
+    wlo, whi = (-127, 127) if wt == np.int8 else (0, 255)
+    # (name, out channels, group, kernel, strides, pads, dilations)
+    layers = [("dense", 24, 1, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1]),
+              ("dw1", 24, 24, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1]),
+              ("pw1", 40, 1, [1, 1], [1, 1], [0, 0, 0, 0], [1, 1]),
+              ("dw2", 40, 40, [3, 3], [2, 2], [0, 1, 2, 1], [1, 1]),
+              ("grp", 32, 2, [3, 3], [1, 1], [2, 2, 2, 2], [2, 2]),
+              ("dwm", 64, 32, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1]),
+              ("pw2", 8, 1, [1, 1], [1, 1], [0, 0, 0, 0], [1, 1])]
+    x = rng.integers(ilo, ihi + 1, [2, 5, 23, 18]).astype(xt)
+    nodes, inits, prev, c = [], {}, "x", 5
+    want, cur = {}, x
+    zs = {}
+    for name, m, group, k, strides, pads, dil in layers:
+        w = rng.integers(wlo, whi + 1, [m, c // group] + k).astype(wt)
+        wz = np.zeros(m, wt) if wt == np.int8 else rng.integers(100, 156, m).astype(wt)
+        ws = rng.uniform(0.002, 0.01, m).astype(np.float32)
+        xs = np.float32(zs.get(prev, (0.05, None))[0])
+        xz = zs[prev][1] if prev in zs else xt(rng.integers(ilo, ihi + 1))
+        ys = np.float32(rng.uniform(0.2, 0.6))
+        yz = xt(rng.integers(ilo + 40, ihi - 40))
+        b = rng.integers(-3000, 3000, m).astype(np.int32)
+        p = name + "_"
+        inits.update({p + "xs": xs, p + "xz": xz, p + "w": w, p + "ws": ws, p + "wz": wz, p + "ys": ys, p + "yz": yz, p + "b": b})
+        nodes.append(helper.make_node("QLinearConv", [prev] + [p + s for s in ["xs", "xz", "w", "ws", "wz", "ys", "yz", "b"]], [name],
+                                      group=group, strides=strides, pads=pads, dilations=dil, kernel_shape=k, name=name))
+        cur = qlinear_conv_reference(cur, w, xz, wz, ws, xs, ys, yz, b, group, strides, pads, dil)
+        want[name] = cur
+        zs[name] = (ys, yz)
+        prev, c = name, m
+    outputs = ["pw2", "pw1"]  # pw1 is read by dw2 and is a graph output too
+    path = save(tmp_path, nodes, [("x", xt, x.shape)], [(o, xt) for o in outputs], inits)
+    got = weft.Session(threads=2, use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    for o, g in zip(outputs, got):
+        assert g.shape == want[o].shape, o
+        np.testing.assert_array_equal(g, want[o], err_msg=o)
+    cli = os.environ.get("WEFT_CLI")
+    if cli and os.path.exists(cli):
+        steps = subprocess.run([cli, "inspect", path, "--steps"], capture_output=True, text=True, check=True).stdout
+        line = {n: next(ln for ln in steps.splitlines() if f"'{n}'" in ln) for n, *_ in layers}
+        rows = {n: line[n].count("@NHWC") for n in line}
+        # dense reads the graph input and writes rows; dw1 rows to rows; pw1 reads rows and writes a
+        # graph output (plain), which dw2 reads; grp reads rows and writes for the layer with two
+        # filters per channel, which runs on channel planes (declared slow with rows), as pw2 then.
+        assert rows == {"dense": 1, "dw1": 2, "pw1": 1, "dw2": 1, "grp": 1, "dwm": 0, "pw2": 0}, steps
+        assert line["pw1"].endswith("pw1:" + np.dtype(xt).name + "[2,40,12,9])"), steps

@@ -181,8 +181,8 @@ struct NodeSteps {
       return Internal(NodeError(cn, "QueryLayout", error));
     const Prototype& p = cn.op->proto;
     std::string bad;
-    if (out->format != WEFT_FORMAT_ND && out->format != WEFT_FORMAT_NC1HWC0)
-      bad = "format " + std::to_string(out->format) + " is not a blocked format this engine plans";
+    if (out->format != WEFT_FORMAT_ND && out->format != WEFT_FORMAT_NC1HWC0 && out->format != WEFT_FORMAT_NHWC)
+      bad = "format " + std::to_string(out->format) + " is not a layout this engine plans (NC1HWC0 or NHWC)";
     else if (p.inputs.size() < 64 && (out->inputs >> p.inputs.size()))
       bad = "inputs names an input the op does not declare";
     else if (p.outputs.size() < 64 && (out->outputs >> p.outputs.size()))

@@ -60,7 +60,7 @@ typedef enum WeftDataType {
 
 typedef enum WeftFormat {
   WEFT_FORMAT_NCHW = 0,
-  WEFT_FORMAT_NHWC = 1,
+  WEFT_FORMAT_NHWC = 1,  /* as a planned layout: a 4-D [N, C, H, W] value stored as [N, H, W, C] */
   WEFT_FORMAT_ND = 2,
   WEFT_FORMAT_NC1HWC0 = 3 /* [N, C/16, H, W, 16], channels padded to a multiple of 16 */
 } WeftFormat;
@@ -373,7 +373,7 @@ typedef struct WeftFusionSupport {
  * producer's Compile gives the storage size with set_output_storage. */
 typedef struct WeftLayoutSupport {
   uint32_t struct_size;
-  int32_t format;   /* the blocked WeftFormat, e.g. WEFT_FORMAT_NC1HWC0 */
+  int32_t format;   /* the storage WeftFormat: WEFT_FORMAT_NC1HWC0 or WEFT_FORMAT_NHWC */
   uint64_t inputs;  /* bit k: IR input k can be read in `format` */
   uint64_t outputs; /* bit k: IR output k can be written in `format` */
   uint32_t flags;   /* WEFT_LAYOUT_* */

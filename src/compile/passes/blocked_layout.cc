@@ -19,9 +19,23 @@ struct LayoutGraph {
     ModelImpl& m = *pc.model;
     users.assign(m.values.size(), {});
     producer.assign(m.values.size(), {nullptr, 0});
-    for (auto& up : m.nodes) {
-      CompiledNode& cn = *up;
-      if (cn.folded) continue;
+    // Nodes no graph output depends on are left out: dead-code elimination drops them after this
+    // pass (an importer's rewrite can leave some behind), and a reader that never runs must not
+    // keep a value plain. Nodes are in topological order.
+    std::vector<char> needed(pc.graph_output.begin(), pc.graph_output.end());
+    needed.resize(m.values.size(), 0);
+    std::vector<char> live(m.nodes.size(), 0);
+    for (size_t k = m.nodes.size(); k-- > 0;) {
+      const CompiledNode& cn = *m.nodes[k];
+      if (cn.folded || cn.pruned) continue;
+      for (int id : cn.out_values) live[k] = live[k] || needed[id];
+      if (!live[k]) continue;
+      for (int id : cn.in_values) needed[id] = 1;
+      for (auto& guard : cn.guards) needed[guard.first] = 1;
+    }
+    for (size_t k = 0; k < m.nodes.size(); ++k) {
+      CompiledNode& cn = *m.nodes[k];
+      if (!live[k]) continue;
       WeftLayoutSupport s{};
       WEFT_RETURN_IF_ERROR(pc.query_layout(cn, &s));
       if (s.format != WEFT_FORMAT_ND && (s.inputs || s.outputs) && (include_slow || !(s.flags & WEFT_LAYOUT_SLOW)))
