@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <limits>
 
@@ -1379,9 +1380,65 @@ WEFT_ISA_CLONES void RequantRow(const uint32_t* __restrict sums, const uint32_t*
   }
 }
 
+// RequantRow for npix pixels: pixel p's sums at sums + p * stride (less wz[i] times the sum at
+// sums + p * stride + minus_at, where wz is given), its bytes at out + p * out_stride. AVX-512
+// where the CPU has it: 16 channels a vector, the last ones masked; the rounding to nearest even
+// of roundscale equals RequantRow's (values past 2^22 clamp either way).
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers start results undefined
+__attribute__((target("avx512f,avx512bw"))) void RequantPixels512(const uint32_t* sums, int64_t stride, int64_t npix, int64_t count,
+                                                                  const uint32_t* wz, int64_t minus_at, const uint32_t* add, const float* scale,
+                                                                  float y_zero, float lo, float hi, uint8_t* out, int64_t out_stride) {
+  const __m512 vz = _mm512_set1_ps(y_zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  for (int64_t p = 0; p < npix; ++p) {
+    const uint32_t* sp = sums + p * stride;
+    const __m512i minus = _mm512_set1_epi32(wz ? static_cast<int32_t>(sp[minus_at]) : 0);
+    uint8_t* op = out + p * out_stride;
+    for (int64_t i = 0; i < count; i += 16) {
+      const __mmask16 k = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (count - i)) - 1);
+      __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, sp + i), _mm512_maskz_loadu_epi32(k, add + i));
+      if (wz) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, wz + i), minus));
+      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(k, scale + i));
+      f = _mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, vz), vlo), vhi);
+      _mm512_mask_cvtepi32_storeu_epi8(op + i, k, _mm512_cvtps_epi32(f));
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+// Whether the AVX-512 kernels of the 8-bit convolutions run: the CPU has AVX-512 F, BW and VL,
+// and WEFT_DISABLE_VNNI is not 1 (the switch that also turns the LiteRT kernels' VNNI paths off,
+// so that the portable loops can be tested on any machine).
+bool Avx512Int8() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool ok = [] {
+    const char* off = std::getenv("WEFT_DISABLE_VNNI");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           !(off && std::string(off) == "1");
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+void RequantPixels(const uint32_t* sums, int64_t stride, int64_t npix, int64_t count, const uint32_t* wz, int64_t minus_at, const uint32_t* add,
+                   const float* scale, float y_zero, float lo, float hi, uint8_t* out, int64_t out_stride) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (Avx512Int8()) return RequantPixels512(sums, stride, npix, count, wz, minus_at, add, scale, y_zero, lo, hi, out, out_stride);
+#endif
+  for (int64_t p = 0; p < npix; ++p)
+    RequantRow(sums + p * stride, wz, wz ? sums[p * stride + minus_at] : 0u, add, scale, y_zero, lo, hi, out + p * out_stride, count);
+}
+// dst[i] = src[i] ^ flip.
+WEFT_ISA_CLONES void XorBytes(const uint8_t* __restrict src, int64_t n, uint8_t flip, uint8_t* __restrict dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ flip;
+}
+
 // A one-channel-per-group convolution with one filter per channel, over pixel rows: acc[ox][ch]
 // for one output row, modulo 2^32, the sum over the taps inside the input of (x - xz) * w[tap][ch]
-// (w already less its zero point). x: one image, [ih][iw][c].
+// (w already less its zero point, in the low 16 bits of each value). x: one image, [ih][iw][c].
 struct DwNhwc {
   int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw, c;
 };
@@ -1402,11 +1459,96 @@ template <typename T>
       for (int64_t ox = ox0; ox < ox1; ++ox) {
         const T* s = row + (ox * p.sw + off) * c;
         uint32_t* a = acc + ox * c;
-        for (int64_t ch = 0; ch < c; ++ch) a[ch] += static_cast<uint32_t>(static_cast<int32_t>(s[ch]) - xz) * wt[ch];
+        for (int64_t ch = 0; ch < c; ++ch)
+          a[ch] += static_cast<uint32_t>(static_cast<int32_t>(s[ch]) - xz) * static_cast<uint32_t>(static_cast<int32_t>(static_cast<int16_t>(wt[ch])));
       }
     }
   }
 }
+// The same row on AVX-512, 16 channels at a time, each pixel's sums kept in a register over its
+// taps and rescaled there (RequantPixels512's arithmetic): bytes at out[ox * c + ch], or with
+// sums32 given, the int32 sums there instead.
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// One tap of 16 channels: x less its zero point as int32 lanes whose low halves hold it as int16;
+// the weights' low halves hold them as int16 and their high halves 0, so vpmaddwd makes one
+// product per lane.
+template <bool kSigned>
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m512i DwTap512(__mmask16 k, const uint8_t* at, __m512i wv, __m512i vxz) {
+  const __m128i b = _mm_maskz_loadu_epi8(k, at);
+  return _mm512_madd_epi16(_mm512_sub_epi32(kSigned ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b), vxz), wv);
+}
+// 16 channels' sums stored (sums32) or rescaled to bytes as RequantPixels512 does.
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void DwFinish512(__m512i acc, __mmask16 k, __m512i vadd, __m512 vscale,
+                                                                                          __m512 vz, __m512 vlo, __m512 vhi, uint8_t* out,
+                                                                                          int32_t* sums32) {
+  if (sums32) {
+    _mm512_mask_storeu_epi32(sums32, k, acc);
+    return;
+  }
+  __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(acc, vadd));
+  f = _mm512_roundscale_ps(_mm512_mul_ps(f, vscale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, vz), vlo), vhi);
+  _mm512_mask_cvtepi32_storeu_epi8(out, k, _mm512_cvtps_epi32(f));
+}
+template <bool kSigned>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void DwRow512(const DwNhwc& p, const uint8_t* x, int32_t xz, const uint32_t* w, int64_t oy,
+                                                          const uint32_t* add, const float* scale, float y_zero, float lo, float hi, uint8_t* out,
+                                                          int32_t* sums32) {
+  const int64_t c = p.c;
+  int64_t ky0 = 0, ky1 = p.kh;
+  while (ky0 < p.kh && oy * p.sh - p.ph + ky0 * p.dh < 0) ++ky0;
+  while (ky1 > ky0 && oy * p.sh - p.ph + (ky1 - 1) * p.dh >= p.ih) --ky1;
+  const __m512i vxz = _mm512_set1_epi32(xz);
+  const __m512 vz = _mm512_set1_ps(y_zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const int64_t tap_step = p.dw * c;
+  const uint8_t* row0 = x + (oy * p.sh - p.ph) * p.iw * c;
+  for (int64_t cb = 0; cb < c; cb += 16) {
+    const __mmask16 k = c - cb >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (c - cb)) - 1);
+    const __m512i vadd = _mm512_maskz_loadu_epi32(k, add + cb);
+    const __m512 vscale = _mm512_maskz_loadu_ps(k, scale + cb);
+#define tap(at, wv) DwTap512<kSigned>(k, at, wv, vxz)
+#define finish(acc, ox) DwFinish512(acc, k, vadd, vscale, vz, vlo, vhi, out + (ox) * c + cb, sums32 ? sums32 + (ox) * c + cb : nullptr)
+    for (int64_t ox = 0; ox < p.ow;) {
+      int64_t kx0 = 0, kx1 = p.kw;
+      while (kx0 < p.kw && ox * p.sw - p.pw + kx0 * p.dw < 0) ++kx0;
+      while (kx1 > kx0 && ox * p.sw - p.pw + (kx1 - 1) * p.dw >= p.iw) --kx1;
+      const uint8_t* px = row0 + (ox * p.sw - p.pw) * c + cb;
+      // Four pixels at once where all their taps are inside: four sums in flight, one weight load.
+      if (kx0 == 0 && kx1 == p.kw && ox + 3 < p.ow && (ox + 3) * p.sw - p.pw + (p.kw - 1) * p.dw < p.iw) {
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+        const int64_t st = p.sw * c;
+        for (int64_t ky = ky0; ky < ky1; ++ky) {
+          const uint8_t* r = px + ky * p.dh * p.iw * c;
+          const uint32_t* wr = w + ky * p.kw * c + cb;
+          for (int64_t kx = 0; kx < p.kw; ++kx, r += tap_step) {
+            const __m512i wv = _mm512_maskz_loadu_epi32(k, wr + kx * c);
+            a0 = _mm512_add_epi32(a0, tap(r, wv));
+            a1 = _mm512_add_epi32(a1, tap(r + st, wv));
+            a2 = _mm512_add_epi32(a2, tap(r + 2 * st, wv));
+            a3 = _mm512_add_epi32(a3, tap(r + 3 * st, wv));
+          }
+        }
+        finish(a0, ox), finish(a1, ox + 1), finish(a2, ox + 2), finish(a3, ox + 3);
+        ox += 4;
+        continue;
+      }
+      __m512i acc = _mm512_setzero_si512();
+      for (int64_t ky = ky0; ky < ky1; ++ky) {
+        const uint8_t* r = px + ky * p.dh * p.iw * c;
+        const uint32_t* wr = w + ky * p.kw * c + cb;
+        for (int64_t kx = kx0; kx < kx1; ++kx) acc = _mm512_add_epi32(acc, tap(r + kx * tap_step, _mm512_maskz_loadu_epi32(k, wr + kx * c)));
+      }
+      finish(acc, ox);
+      ++ox;
+    }
+#undef tap
+#undef finish
+  }
+}
+#pragma GCC diagnostic pop
+#endif
 WEFT_ISA_CLONES void DwRowU8(const DwNhwc& p, const uint8_t* x, int32_t xz, const uint32_t* w, int64_t oy, uint32_t* acc) {
   DwRowBody(p, x, xz, w, oy, acc);
 }
@@ -1661,6 +1803,18 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
       }
       RequantRow(sums, wz, minus, add_c.data() + oc0, scale_c.data() + oc0, y_zero, lo, hi, static_cast<uint8_t*>(out), count);
     }
+    // RowNhwc for npix pixels: pixel p's sums at sums + p * stride (its inputs' sum, which wz
+    // multiplies, at sums + p * stride + minus_at), its outputs at out + p * out_stride elements.
+    void PixelsNhwc(int64_t oc0, const uint32_t* sums, int64_t stride, int64_t npix, int64_t count, const uint32_t* wz, int64_t minus_at,
+                    void* out, int64_t out_stride) const {
+      if (kind == 0) {
+        for (int64_t p = 0; p < npix; ++p)
+          RowNhwc(oc0, sums + p * stride, count, wz, wz ? sums[p * stride + minus_at] : 0u, static_cast<int32_t*>(out) + p * out_stride);
+        return;
+      }
+      RequantPixels(sums, stride, npix, count, wz, minus_at, add_c.data() + oc0, scale_c.data() + oc0, y_zero, lo, hi, static_cast<uint8_t*>(out),
+                    out_stride);
+    }
     // y[at + q] for q < count from sums[q * stride], less z * minus[q * stride] when minus is given.
     void Run(int64_t at, int64_t oc, const uint32_t* sums, int64_t stride, int64_t count, const uint32_t* minus = nullptr,
              uint32_t z = 0) const {
@@ -1753,13 +1907,14 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
   }
   std::vector<int8_t> wpack_;
   std::array<int64_t, 4> wpack_key_{};
-  // DepthwiseRows' filters: [tap][channel], each weight less its zero point.
+  // DepthwiseRows' filters: [tap][channel], each weight less its zero point (within +-255) in the
+  // low 16 bits, the high 16 bits 0 (what vpmaddwd takes).
   static void PackDepthwise(const Tensor* wt, const Tensor* wzp, std::vector<uint32_t>* out) {
     const int64_t m = wt->GetShape().GetDim(0), k_sp = wt->GetShapeSize() / std::max<int64_t>(1, m);
     out->assign(static_cast<size_t>(m * k_sp), 0);
     for (int64_t oc = 0; oc < m; ++oc) {
       const int64_t wz = wzp ? At(wzp, wzp->GetShapeSize() == 1 ? 0 : oc) : 0;
-      for (int64_t t = 0; t < k_sp; ++t) (*out)[static_cast<size_t>(t * m + oc)] = static_cast<uint32_t>(At(wt, oc * k_sp + t) - wz);
+      for (int64_t t = 0; t < k_sp; ++t) (*out)[static_cast<size_t>(t * m + oc)] = static_cast<uint32_t>(At(wt, oc * k_sp + t) - wz) & 0xFFFFu;
     }
   }
   std::vector<uint32_t> dwpack_;
@@ -1791,17 +1946,27 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     const DwNhwc d{p.ih, p.iw, p.oh, p.ow, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, p.ph, p.pw, c};
     const size_t esize = store.kind == 0 ? 4 : 1;
     const auto xz = static_cast<int32_t>(x_zero);
+    const bool avx512 = Avx512Int8();
     return ctx->ParallelFor(n * p.oh, 1, [&](int64_t r0, int64_t r1) {
-      std::vector<uint32_t> acc(static_cast<size_t>(p.ow * c));
+      std::vector<uint32_t> acc(avx512 ? 0 : static_cast<size_t>(p.ow * c));
       std::vector<uint32_t> rowbuf(y_nhwc ? 0 : static_cast<size_t>(p.ow * c));
       auto* row = reinterpret_cast<uint8_t*>(rowbuf.data());
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t in = r / p.oh, oy = r % p.oh;
         const uint8_t* img = xb + in * in_sp * c;
-        if (s8) DwRowS8(d, reinterpret_cast<const int8_t*>(img), xz, wv, oy, acc.data());
-        else DwRowU8(d, img, xz, wv, oy, acc.data());
         auto* dst = y_nhwc ? static_cast<uint8_t*>(store.y) + static_cast<size_t>((in * p.oh + oy) * p.ow * c) * esize : row;
-        for (int64_t ox = 0; ox < p.ow; ++ox) store.RowNhwc(0, acc.data() + ox * c, c, nullptr, 0, dst + static_cast<size_t>(ox * c) * esize);
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (avx512) {
+          auto* s32 = store.kind == 0 ? reinterpret_cast<int32_t*>(dst) : nullptr;
+          (s8 ? DwRow512<true> : DwRow512<false>)(d, img, xz, wv, oy, store.add_c.data(), store.scale_c.data(), store.y_zero, store.lo, store.hi,
+                                                  dst, s32);
+        } else
+#endif
+        {
+          if (s8) DwRowS8(d, reinterpret_cast<const int8_t*>(img), xz, wv, oy, acc.data());
+          else DwRowU8(d, img, xz, wv, oy, acc.data());
+          store.PixelsNhwc(0, acc.data(), c, p.ow, c, nullptr, 0, dst, c);
+        }
         if (y_nhwc) continue;
         const int64_t at = in * c * out_sp + oy * p.ow;  // channel ch's row starts at at + ch * out_sp
         if (esize == 1) {
@@ -1886,7 +2051,9 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     const auto* xb = static_cast<const uint8_t*>(x->GetAddr());
     const uint8_t xflip = Shift(x) ? 0x80 : 0;
     for (int64_t g = 0; g < group; ++g) {
-      if (x_nhwc && !direct) {  // the group's channels of each pixel row, as int8
+      if (x_nhwc && !direct && group == 1) {  // uint8 rows as int8
+        ctx->ParallelFor(n * in_sp * c, 1 << 16, [&](int64_t q0, int64_t q1) { XorBytes(xb + q0, q1 - q0, xflip, reinterpret_cast<uint8_t*>(xg) + q0); });
+      } else if (x_nhwc && !direct) {  // the group's channels of each pixel row, as int8
         ctx->ParallelFor(n * in_sp, 1024, [&](int64_t q0, int64_t q1) {
           for (int64_t q = q0; q < q1; ++q) {
             const uint8_t* src = xb + q * c + g * cg;
@@ -1917,11 +2084,8 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
       if (y_nhwc) {  // each pixel's sums rescaled into its row
         const size_t esize = store.kind == 0 ? 4 : 1;
         ctx->ParallelFor(n * out_sp, 256, [&](int64_t q0, int64_t q1) {
-          for (int64_t q = q0; q < q1; ++q) {
-            const auto* sums = reinterpret_cast<const uint32_t*>(acc) + q * cols;
-            store.RowNhwc(g * mg, sums, mg, any_wz ? wzu.data() + g * mg : nullptr, any_wz ? sums[mg] : 0u,
-                          static_cast<uint8_t*>(store.y) + static_cast<size_t>(q * m + g * mg) * esize);
-          }
+          store.PixelsNhwc(g * mg, reinterpret_cast<const uint32_t*>(acc) + q0 * cols, cols, q1 - q0, mg, any_wz ? wzu.data() + g * mg : nullptr, mg,
+                           static_cast<uint8_t*>(store.y) + static_cast<size_t>(q0 * m + g * mg) * esize, m);
         });
         continue;
       }

@@ -426,6 +426,7 @@ def test_qlinear_conv_chains_exchange_pixel_rows_bit_exact(tmp_path, xt, wt):
     equals a NumPy recomputation of ONNX Runtime's arithmetic, layer by layer, bit for bit."""
     import os
     import subprocess
+    import sys
     rng = np.random.default_rng(int(np.dtype(xt).num * 7 + np.dtype(wt).num))
     ilo, ihi = (-128, 127) if xt == np.int8 else (0, 255)
     wlo, whi = (-127, 127) if wt == np.int8 else (0, 255)
@@ -464,6 +465,15 @@ def test_qlinear_conv_chains_exchange_pixel_rows_bit_exact(tmp_path, xt, wt):
     for o, g in zip(outputs, got):
         assert g.shape == want[o].shape, o
         np.testing.assert_array_equal(g, want[o], err_msg=o)
+    # The portable loops (what a CPU without AVX-512 runs), in a process with the vector kernels off.
+    np.savez(tmp_path / "io.npz", x=x, **{o: want[o] for o in outputs})
+    script = ("import sys, numpy as np, weft\n"
+              "d = np.load(sys.argv[2])\n"
+              "got = weft.Session(threads=2, use_env_path=False).compile(weft.import_onnx(sys.argv[1])).run([d['x']])\n"
+              f"for o, g in zip({outputs!r}, got): np.testing.assert_array_equal(g, d[o], err_msg=o)\n")
+    env = dict(os.environ, WEFT_DISABLE_VNNI="1")
+    done = subprocess.run([sys.executable, "-c", script, path, str(tmp_path / "io.npz")], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
     cli = os.environ.get("WEFT_CLI")
     if cli and os.path.exists(cli):
         steps = subprocess.run([cli, "inspect", path, "--steps"], capture_output=True, text=True, check=True).stdout
