@@ -1580,6 +1580,7 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
   // DepthwiseRows (one filter per channel). An output planned as pixel rows gets its size.
   graphStatus Compile(OpCompileContext* ctx) override {
     wpack_.clear();
+    wpre_.clear();
     dwpack_.clear();
     const Tensor* yt = ctx->GetOutputTensor(0);
     if (yt && yt->GetFormat() == FORMAT_NHWC &&
@@ -1603,6 +1604,8 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     if (wzp && wzp->GetShapeSize() != 1 && wzp->GetShapeSize() != m) return GRAPH_SUCCESS;
     wpack_key_ = {m, cg, k_sp, *group};
     PackFilters(wt, wzp, m, cg, k_sp, *group, &wpack_);
+    const int64_t k = k_sp * cg, cols = static_cast<int64_t>(wpack_.size()) / (*group * k);
+    for (int64_t g = 0; Int8PackB && g < *group; ++g) wpre_.push_back(Int8PackB(wpack_.data() + g * cols * k, cols, k));
     return GRAPH_SUCCESS;
   }
   // Execute's loops in C for 1 to 3 spatial dims (fewer as leading dims of 1); the same int64
@@ -1907,6 +1910,7 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
   }
   std::vector<int8_t> wpack_;
   std::array<int64_t, 4> wpack_key_{};
+  std::vector<std::shared_ptr<const Int8PackedB>> wpre_;  // wpack_'s groups laid out for the kernel (Int8PackB)
   // DepthwiseRows' filters: [tap][channel], each weight less its zero point (within +-255) in the
   // low 16 bits, the high 16 bits 0 (what vpmaddwd takes).
   static void PackDepthwise(const Tensor* wt, const Tensor* wzp, std::vector<uint32_t>* out) {
@@ -2044,8 +2048,16 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     }
     const int8_t* filters = packed ? wpack_.data() : all;
     if (!packed && !all) return GRAPH_FAILED;
-    auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * out_sp * cols) * sizeof(int32_t)));
-    if (!xg || !acc) return GRAPH_FAILED;
+    if (!xg) return GRAPH_FAILED;
+    // QLinearConv's rescaling fused into the kernel where it can be (no weight zero point to take
+    // off): bytes as pixel rows, converted to planes at the end where the output is planes.
+    // Otherwise the int32 sums (acc), rescaled after.
+    bool fused = store.kind != 0 && !any_wz && Int8ConvRescaled;
+    uint8_t* ybytes = !fused ? nullptr
+                      : y_nhwc ? static_cast<uint8_t*>(store.y)
+                               : static_cast<uint8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * out_sp * m)));
+    fused = fused && ybytes;
+    int32_t* acc = nullptr;
     const Int8ConvDims d{n, p.ih, p.iw, cg, p.oh, p.ow, cols, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, p.ph, p.pw};
     // 8-bit values as int8: uint8 ones less 128 (their zero points too), which keeps every difference.
     const auto* xb = static_cast<const uint8_t*>(x->GetAddr());
@@ -2074,7 +2086,22 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
             }
         }
       });
-      if (!Int8ConvSums(ctx, d, xg, static_cast<int32_t>(xz), filters + g * cols * k, acc)) {
+      const Int8PackedB* pre = packed && wpre_.size() == static_cast<size_t>(group) ? wpre_[static_cast<size_t>(g)].get() : nullptr;
+      if (fused) {
+        Int8FloatRescale r;
+        r.bias = store.bias ? store.bias + g * mg : nullptr;
+        r.scale = store.scale_c.data() + g * mg;
+        r.y_zero = store.y_zero, r.lo = store.lo, r.hi = store.hi;
+        r.y = ybytes + g * mg;
+        r.ldy = m;
+        if (Int8ConvRescaled(ctx, d, xg, static_cast<int32_t>(xz), filters + g * cols * k, r, pre)) continue;
+        if (g != 0) return Fail(ctx, "the 8-bit convolution kernel failed for group " + std::to_string(g) + " after it ran the first");
+        ctx->SetError("");
+        fused = false;
+      }
+      if (!acc && !(acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n * out_sp * cols) * sizeof(int32_t)))))
+        return GRAPH_FAILED;
+      if (!Int8ConvSums(ctx, d, xg, static_cast<int32_t>(xz), filters + g * cols * k, acc, pre)) {
         if (g == 0) {
           ctx->SetError("");
           return kNotApplicable;
@@ -2106,6 +2133,7 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
         }
       });
     }
+    if (fused && !y_nhwc) Relayout<uint8_t>(ctx, false, ybytes, n, m, out_sp, static_cast<uint8_t*>(store.y));
     return GRAPH_SUCCESS;
   }
 };

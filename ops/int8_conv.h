@@ -25,12 +25,28 @@ struct Int8ConvDims {
 // workspace cannot be had. Declared weak: ops/litert.cc defines it, and a library built from a
 // file that calls it without ops/litert.cc (an operator package made of ops/conv_pool.cc alone)
 // sees a null address and computes the sums itself.
-bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, int32_t* acc)
-    __attribute__((weak));
+// `pre`: the filters from Int8PackB (as B [oc][kh * kw * ic]), or null.
+struct Int8PackedB;
+bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, int32_t* acc,
+                  const Int8PackedB* pre = nullptr) __attribute__((weak));
+
+// QLinearConv's rescaling of the same sums, fused into the kernel: y[pixel * ldy + f] = the sum
+// plus bias[f] (wrapped to int32; bias may be null), times scale[f] in float, rounded half to
+// even, plus y_zero, clamped to [lo, hi] (within [-128, 255]), stored as its low byte.
+struct Int8FloatRescale {
+  const int32_t* bias = nullptr;
+  const float* scale = nullptr;
+  float y_zero = 0.f, lo = 0.f, hi = 0.f;
+  uint8_t* y = nullptr;
+  int64_t ldy = 0;
+};
+// Int8ConvSums with the rescaling fused. False where the fused kernel does not apply (it needs
+// AVX-512 VNNI) or a workspace cannot be had: the caller then takes the sums. Weak.
+bool Int8ConvRescaled(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, const Int8FloatRescale& r,
+                      const Int8PackedB* pre = nullptr) __attribute__((weak));
 
 // A constant B laid out for the kernel ahead of the run (Int8PackB), so that a run neither packs it
 // nor checks that it changed. Opaque.
-struct Int8PackedB;
 // B [n][k] int8 packed for Int8GemmSums, or null where the kernel takes B as it is. Weak.
 std::shared_ptr<const Int8PackedB> Int8PackB(const int8_t* b, int64_t n, int64_t k) __attribute__((weak));
 

@@ -202,6 +202,13 @@ struct GemmOut {
   const int32_t* mult = nullptr;
   const int32_t* shift = nullptr;
   int32_t out_off = 0, lo = 0, hi = 0;
+  // or bytes rescaled in float as ONNX's QLinearConv does (VNNI kernel only): the sum plus
+  // bias[col] (wrapped), times fscale[col] in float, rounded half to even, plus fz, clamped to
+  // [flo, fhi], its low byte at fq[row * ldq + col].
+  uint8_t* fq = nullptr;
+  int64_t ldq = 0;
+  const float* fscale = nullptr;
+  float fz = 0.f, flo = 0.f, fhi = 0.f;
 };
 
 // The taps [k0, k1) of a window whose input coordinate o * s - p + k * d lies in [0, n).
@@ -559,6 +566,19 @@ WEFT_VNNI_TARGET inline void VnniEpilogue(const int32_t* tile, int64_t ld, int64
                                           const GemmOut& out, int64_t row0) {
   const bool full = n - col >= 16;
   const __mmask16 keep = full ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - col)) - 1);
+  if (out.fq) {  // base holds the bias too
+    const __m512i base = _mm512_loadu_si512(e.base + col);
+    const __m512 vs = _mm512_maskz_loadu_ps(keep, out.fscale + col);
+    const __m512 vz = _mm512_set1_ps(out.fz), vlo = _mm512_set1_ps(out.flo), vhi = _mm512_set1_ps(out.fhi);
+    uint8_t* dst = out.fq + row0 * out.ldq + col;
+    for (int64_t i = 0; i < rows; ++i) {
+      __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(tile + i * ld), base));
+      f = _mm512_roundscale_ps(_mm512_mul_ps(f, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, vz), vlo), vhi);
+      _mm512_mask_cvtepi32_storeu_epi8(dst + i * out.ldq, keep, _mm512_cvtps_epi32(f));
+    }
+    return;
+  }
   if (!out.q) {
     const __m512i base = _mm512_loadu_si512(e.base + col);
     int32_t* dst = out.acc + row0 * n + col;
@@ -1450,6 +1470,7 @@ bool VnniGemmApplies(int64_t n, int32_t b_zp, const GemmOut& out) { return HasVn
 bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t b_zp,
             const GemmOut& out, const VnniB* pre = nullptr, const VnniConv* cv = nullptr) {
   if (a_zp < -128 || a_zp > 127 || b_zp < -128 || b_zp > 127 || m <= 0 || n <= 0 || k <= 0) return false;
+  if (out.fq && !(HasVnni512() && b_zp == 0)) return false;  // the float rescaling is the VNNI epilogue's alone
   const bool positive = PositiveMultipliers(n, out);
   const bool vnni = HasVnni512() && b_zp == 0 && positive;  // VnniGemmApplies
   if (cv && !vnni) return false;
@@ -5655,17 +5676,42 @@ bool Int8GemmSums(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k,
   return GemmS8(ctx, m, n, k, a, a_zp, b, 0, out, pre ? pre->vnni.get() : nullptr);
 }
 
-bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, int32_t* acc) {
-  if (x_zp < -128 || x_zp > 127 || g.n <= 0 || g.oh <= 0 || g.ow <= 0 || g.oc <= 0 || g.ic <= 0 || g.kh <= 0 || g.kw <= 0) return false;
-  const int64_t m = g.n * g.oh * g.ow, k = g.kh * g.kw * g.ic;
+namespace {
+bool ConvS8(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, const GemmOut& out,
+            const Int8PackedB* pre);
+}  // namespace
+
+bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, int32_t* acc,
+                  const Int8PackedB* pre) {
   GemmOut out;
   out.acc = acc;
+  return ConvS8(ctx, g, x, x_zp, w, out, pre);
+}
+
+bool Int8ConvRescaled(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, const Int8FloatRescale& r,
+                      const Int8PackedB* pre) {
+  if (!HasVnni512() || !r.y || !r.scale || r.ldy < g.oc) return false;
+  GemmOut out;
+  out.bias = r.bias;
+  out.fq = r.y;
+  out.ldq = r.ldy;
+  out.fscale = r.scale;
+  out.fz = r.y_zero, out.flo = r.lo, out.fhi = r.hi;
+  return ConvS8(ctx, g, x, x_zp, w, out, pre);
+}
+
+namespace {
+bool ConvS8(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, const GemmOut& out,
+            const Int8PackedB* pre) {
+  if (x_zp < -128 || x_zp > 127 || g.n <= 0 || g.oh <= 0 || g.ow <= 0 || g.oc <= 0 || g.ic <= 0 || g.kh <= 0 || g.kw <= 0) return false;
+  const int64_t m = g.n * g.oh * g.ow, k = g.kh * g.kw * g.ic;
+  const VnniB* vb = pre && pre->vnni.get() && pre->vnni.get()->n == g.oc && pre->vnni.get()->k == k ? pre->vnni.get() : nullptr;
   const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.ih && g.ow == g.iw;
 #ifdef WEFT_LITERT_AVX2
   if (!direct && VnniGemmApplies(g.oc, 0, out)) {  // the GEMM packs its rows from the input itself
     VnniConv cv{x, x + g.n * g.ih * g.iw * g.ic, g.ih, g.iw, g.ic, g.oh, g.ow, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw,
                 static_cast<int8_t>(x_zp)};
-    return GemmS8(ctx, m, g.oc, k, x, x_zp, w, 0, out, nullptr, &cv);
+    return GemmS8(ctx, m, g.oc, k, x, x_zp, w, 0, out, vb, &cv);
   }
 #endif
   const int8_t* a = x;
@@ -5692,8 +5738,9 @@ bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int
     });
     a = col;
   }
-  return GemmS8(ctx, m, g.oc, k, a, x_zp, w, 0, out);
+  return GemmS8(ctx, m, g.oc, k, a, x_zp, w, 0, out, vb);
 }
+}  // namespace
 
 
 void WeftRegister_litert(std::vector<OpEntry>& out) {
