@@ -18,7 +18,10 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #define WEFT_LITERT_AVX2 1
 #endif
 
@@ -272,7 +275,9 @@ struct VnniB {
   int64_t groups() const { return (k + 3) / 4; }
   int64_t blocks() const { return (n + 15) / 16; }
 };
-inline size_t VnniDataBytes(int64_t n, int64_t k) { return static_cast<size_t>(((n + 15) / 16) * ((k + 3) / 4) * 64); }
+// With 1024 bytes to spare past the last block: the AMX kernel loads 16 groups at a time, and
+// the groups past a block's last multiply zeros.
+inline size_t VnniDataBytes(int64_t n, int64_t k) { return static_cast<size_t>(((n + 15) / 16) * ((k + 3) / 4) * 64 + 1024); }
 inline size_t VnniColsumBytes(int64_t n) { return static_cast<size_t>(((n + 15) / 16) * 16) * sizeof(int32_t); }
 
 // Packs columns [c0, c1) of W (c0 a multiple of 16).
@@ -799,10 +804,104 @@ WEFT_VNNI_TARGET void VnniRowsOf(const int8_t* a, const VnniConv* cv, int64_t k,
   if (blk < b1) VnniTile<MR, 1>(ap, stride, w, blk * 16, e, out, row, rows);
 }
 
+// ---- AMX (the tile unit of Sapphire Rapids and later): tdpbusd on 16 x 64-byte tiles ------------
+// The same u8 x s8 sums as VnniTile: A rows as unsigned bytes with a row stride of k rounded up to
+// 64 (zeros past k), B as packed for VNNI (one tile row is one group of 4 k for the 16 columns of a
+// block, so 16 consecutive groups of a block are one tile; groups past the block's last multiply
+// A's zeros, and the packed data has room past its end for them). Four accumulator tiles: 32 rows
+// x 32 columns. The sums go through VnniEpilogue like VnniTile's.
+
+// Whether the CPU has AMX-TILE and AMX-INT8, the kernel grants this process the tile state
+// (Linux: arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA), and neither WEFT_DISABLE_VNNI=1 nor
+// WEFT_DISABLE_AMX=1 turns it off.
+bool HasAmx() {
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+  static const bool ok = [] {
+    const char* off = std::getenv("WEFT_DISABLE_AMX");
+    if ((off && std::string(off) == "1") || !HasVnni512()) return false;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1)) return false;
+    constexpr long kReqXcompPerm = 0x1023, kXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) == 0;
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+#define WEFT_AMX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")))
+struct alignas(64) AmxConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Rows [r0, r1) (at least 16) of the GEMM on the tile unit, in blocks of 32 or 16 rows; returns
+// the first row it left (fewer than 16 left), for VnniTile.
+WEFT_AMX_TARGET int64_t GemmAmxRows(int64_t k, const int8_t* a, const VnniConv* cv, const VnniB& w, const VnniEpi& e, const GemmOut& out,
+                                    int64_t r0, int64_t r1, int64_t b0, int64_t b1) {
+  const int64_t groups = w.groups(), s64 = (groups * 4 + 63) / 64 * 64;
+  thread_local std::vector<uint8_t> scratch;  // 32 rows of A, and 64 bytes to spare for the packers
+  if (scratch.size() < static_cast<size_t>(32 * s64 + 128)) scratch.resize(static_cast<size_t>(32 * s64 + 128));
+  uint8_t* ap = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+  AmxConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  _tile_loadconfig(&cfg);
+  alignas(64) int32_t c[4][16 * 16];
+  int64_t row = r0;
+  for (; row + 16 <= r1;) {
+    const int64_t mt = row + 32 <= r1 ? 2 : 1;
+    if (cv) {
+      PackVnniConvRows(*cv, row, row + 16 * mt, ap, s64);
+    } else {
+      PackVnniA(a, k, row, row + 16 * mt, ap, s64);
+    }
+    for (int64_t blk = b0; blk < b1; blk += 2) {
+      const bool two = blk + 1 < b1;
+      const int8_t* bb0 = w.data + blk * groups * 64;
+      const int8_t* bb1 = bb0 + groups * 64;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t kk = 0; kk < s64; kk += 64) {
+        _tile_loadd(4, ap + kk, s64);
+        _tile_loadd(6, bb0 + kk / 4 * 64, 64);
+        _tile_dpbusd(0, 4, 6);
+        if (two) {
+          _tile_loadd(7, bb1 + kk / 4 * 64, 64);
+          _tile_dpbusd(1, 4, 7);
+        }
+        if (mt == 2) {
+          _tile_loadd(5, ap + 16 * s64 + kk, s64);
+          _tile_dpbusd(2, 5, 6);
+          if (two) _tile_dpbusd(3, 5, 7);
+        }
+      }
+      _tile_stored(0, c[0], 64);
+      if (two) _tile_stored(1, c[1], 64);
+      if (mt == 2) {
+        _tile_stored(2, c[2], 64);
+        if (two) _tile_stored(3, c[3], 64);
+      }
+      for (int64_t rt = 0; rt < mt; ++rt)
+        for (int64_t j = 0; j < (two ? 2 : 1); ++j) {
+          const int64_t col = (blk + j) * 16;
+          if (col < w.n) VnniEpilogue(c[rt * 2 + j], 16, 16, w.n, col, e, out, row + rt * 16);
+        }
+    }
+    row += 16 * mt;
+  }
+  _tile_release();
+  return row;
+}
+
 WEFT_VNNI_TARGET void GemmVnniRows(int64_t k, const int8_t* a, const VnniConv* cv, const VnniB& w, const VnniEpi& e, const GemmOut& out,
                                    int64_t r0, int64_t r1, int64_t b0, int64_t b1, uint8_t* ap) {
   const int64_t stride = w.groups() * 4;
   int64_t row = r0;
+  if (r1 - r0 >= 16 && HasAmx()) row = GemmAmxRows(k, a, cv, w, e, out, r0, r1, b0, b1);
   for (; row + 8 <= r1; row += 8) VnniRowsOf<8>(a, cv, k, row, 8, w, b0, b1, e, out, ap, stride);
   if (r1 - row >= 4) VnniRowsOf<4>(a, cv, k, row, 4, w, b0, b1, e, out, ap, stride), row += 4;
   if (r1 - row >= 2) VnniRowsOf<2>(a, cv, k, row, 2, w, b0, b1, e, out, ap, stride), row += 2;
