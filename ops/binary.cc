@@ -58,9 +58,9 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, p
              ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", -HUGE_VALF, HUGE_VALF, " + ctx->Output(0, "float") + ");\n");
     return GRAPH_SUCCESS;
   }
-  // float32 4-D Add/Sub/Mul between channel-blocked convolutions: both operands of the output's
-  // shape, or one of them with one value per channel (a squeeze-and-excitation gate), which stays
-  // plain.
+  // float32 4-D Add/Sub/Mul between convolutions: both operands of the output's shape, in any
+  // layout the values around settle on (the same for all three), or one of them with one value per
+  // channel (a squeeze-and-excitation gate), which stays plain, with the other channel-blocked.
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
     if constexpr (kBlockable<Fn>) {
       const Tensor* a = ctx->GetInputTensor(0);
@@ -68,14 +68,14 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, p
       const Tensor* c = ctx->GetOutputTensor(0);
       const Shape& cs = c->GetShape();
       if (a->GetDataType() != DT_FLOAT || cs.GetDimNum() != 4 || cs.IsUnknown()) return GRAPH_SUCCESS;
-      if (a->GetShape() == cs && b->GetShape() == cs) s.Format(FORMAT_NC1HWC0).Input(0).Input(1).Output(0).Together();
+      if (a->GetShape() == cs && b->GetShape() == cs) s.Input(0).Input(1).Output(0).AnyFormat();  // whatever its neighbours use
       else if (a->GetShape() == cs && PerChannel(b->GetShape(), cs)) s.Format(FORMAT_NC1HWC0).Input(0).Output(0).Together();
       else if (b->GetShape() == cs && PerChannel(a->GetShape(), cs)) s.Format(FORMAT_NC1HWC0).Input(1).Output(0).Together();
     }
     return GRAPH_SUCCESS;
   }
   // A blocked output needs its storage size (channels padded to 16).
-  graphStatus Compile(OpCompileContext* ctx) override { return SetBlockedOutputStorage(ctx); }
+  graphStatus Compile(OpCompileContext* ctx) override { return SetPlannedOutputStorage(ctx, sizeof(float)); }
   // [N][C/16][H*W][16] with padded channels zero.
   graphStatus ExecuteBlocked(EagerOpExecutionContext* ctx, const Tensor* a, const Tensor* b, Tensor* c) {
     const Shape& cs = c->GetShape();

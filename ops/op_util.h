@@ -207,6 +207,19 @@ inline graphStatus SetBlockedOutputStorage(OpCompileContext* ctx) {
   return ctx->SetOutputStorage(0, BlockedFloatBytes(y->GetShape()), FORMAT_NC1HWC0);
 }
 
+// Compile for ops that take any planned layout (LayoutSupport::AnyFormat) and whose only compiled
+// state is output 0's storage: its size in the layout planned for it, `elem` bytes an element.
+inline graphStatus SetPlannedOutputStorage(OpCompileContext* ctx, size_t elem) {
+  const Tensor* y = ctx->GetOutputTensor(0);
+  if (y->GetFormat() == FORMAT_NC1HWC0) return ctx->SetOutputStorage(0, BlockedFloatBytes(y->GetShape()) / sizeof(float) * elem, FORMAT_NC1HWC0);
+  if (y->GetFormat() == FORMAT_NHWC) return ctx->SetOutputStorage(0, static_cast<uint64_t>(y->GetShapeSize()) * elem, FORMAT_NHWC);
+  return GRAPH_SUCCESS;
+}
+// The elements a tensor's buffer holds in its planned layout (channel padding included).
+inline int64_t PlannedElements(const Tensor* t) {
+  return t->GetFormat() == FORMAT_NC1HWC0 ? static_cast<int64_t>(BlockedFloatBytes(t->GetShape()) / sizeof(float)) : t->GetShapeSize();
+}
+
 // For built-ins whose Compile only derives state from metadata and constant inputs (prepacked
 // weights, primitives): a loaded model file restores that state in Deserialize from the same
 // metadata and the stored weights, so nothing but the weights needs storing.

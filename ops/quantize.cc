@@ -131,8 +131,23 @@ void QuantizeRuns(EagerOpExecutionContext* ctx, const float* x, const float* s, 
   });
 }
 
-class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
  public:
+  // Per-tensor scale and zero point over a 4-D tensor: an elementwise map, so the same in any
+  // layout the values around settle on (the pixel rows of 8-bit convolutions on both sides, for
+  // one). Channel-blocked padding is mapped like the rest.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* sc = ctx->GetInputTensor(1);
+    const Tensor* zp = ctx->GetOptionalInputTensor(2);
+    if (x && sc && x->GetShape().GetDimNum() == 4 && !x->GetShape().IsUnknown() && sc->GetShapeSize() == 1 && (!zp || zp->GetShapeSize() == 1))
+      s.Input(0).Output(0).AnyFormat();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* y = ctx->GetOutputTensor(0);
+    return SetPlannedOutputStorage(ctx, y->GetDataType() == DT_FLOAT ? sizeof(float) : y->GetDataType() == DT_INT16 || y->GetDataType() == DT_UINT16 ? 2 : 1);
+  }
   // The runtime's arithmetic in C99: float division, nearbyintf (the default rounding: half to
   // even), the zero point added in double, clamped; a scale that is not positive and finite
   // fails the run.
@@ -181,7 +196,7 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
     if (!y) return GRAPH_FAILED;
     int64_t lo, hi;
     IntRange(y->GetDataType(), &lo, &hi);
-    const int64_t n = x->GetShapeSize();
+    const int64_t n = PlannedElements(x);
     for (int64_t q = 0; q < g.count; ++q) {
       const float scale = FloatAt(s, q);
       if (!(scale > 0.f) || std::isinf(scale)) return Fail(ctx, "scale " + std::to_string(q) + " is " + std::to_string(scale) + "; it must be positive and finite");
@@ -201,8 +216,23 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
   }
 };
 
-class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
  public:
+  // Per-tensor scale and zero point over a 4-D tensor: an elementwise map, so the same in any
+  // layout the values around settle on (the pixel rows of 8-bit convolutions on both sides, for
+  // one). Channel-blocked padding is mapped like the rest.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* sc = ctx->GetInputTensor(1);
+    const Tensor* zp = ctx->GetOptionalInputTensor(2);
+    if (x && sc && x->GetShape().GetDimNum() == 4 && !x->GetShape().IsUnknown() && sc->GetShapeSize() == 1 && (!zp || zp->GetShapeSize() == 1))
+      s.Input(0).Output(0).AnyFormat();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Compile(OpCompileContext* ctx) override {
+    const Tensor* y = ctx->GetOutputTensor(0);
+    return SetPlannedOutputStorage(ctx, y->GetDataType() == DT_FLOAT ? sizeof(float) : y->GetDataType() == DT_INT16 || y->GetDataType() == DT_UINT16 ? 2 : 1);
+  }
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* s = ctx->GetInputTensor(1);
@@ -241,7 +271,7 @@ class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emit
     if (s->GetDataType() != DT_FLOAT) return Fail(ctx, std::string("a ") + DataTypeName(s->GetDataType()) + " scale is not supported (float32 is)");
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), DT_FLOAT);
     if (!y) return GRAPH_FAILED;
-    const int64_t n = x->GetShapeSize();
+    const int64_t n = PlannedElements(x);
     float* py = y->GetData<float>();
     if (x->GetDataType() == DT_INT8 || x->GetDataType() == DT_UINT8) {  // the same, run by run of one scale
       const int64_t inner = g.count == 1 ? n : g.inner, runs = inner ? (n + inner - 1) / inner : 0;

@@ -484,3 +484,58 @@ def test_qlinear_conv_chains_exchange_pixel_rows_bit_exact(tmp_path, xt, wt):
         # filters per channel, which runs on channel planes (declared slow with rows), as pw2 then.
         assert rows == {"dense": 1, "dw1": 2, "pw1": 1, "dw2": 1, "grp": 1, "dwm": 0, "pw2": 0}, steps
         assert line["pw1"].endswith("pw1:" + np.dtype(xt).name + "[2,40,12,9])"), steps
+
+
+def test_residual_quantized_block_keeps_pixel_rows_through_dequantize_add_quantize(tmp_path):
+    """A residual block as an imported QDQ network has it: two QLinearConv branches, each
+    dequantized, added in float, quantized again, read by a third QLinearConv. DequantizeLinear,
+    Add and QuantizeLinear take any layout (LayoutSupport::AnyFormat), so the whole block is planned
+    as pixel rows (@NHWC) between the convolutions; the output equals a NumPy recomputation bit for
+    bit, and so does the compiled model file run by the CLI."""
+    import os
+    import subprocess
+    rng = np.random.default_rng(77)
+    x = rng.integers(0, 256, [1, 16, 14, 12]).astype(np.uint8)
+    nodes, inits, want = [], {}, {}
+
+    def conv(name, src, xs, xz, c, m, k, group=1):
+        w = rng.integers(-127, 128, [m, c // group, k, k]).astype(np.int8)
+        ws = rng.uniform(0.002, 0.01, m).astype(np.float32)
+        ys, yz = np.float32(rng.uniform(0.2, 0.5)), np.uint8(rng.integers(90, 160))
+        b = rng.integers(-2000, 2000, m).astype(np.int32)
+        p = name + "_"
+        inits.update({p + "xs": xs, p + "xz": xz, p + "w": w, p + "ws": ws, p + "wz": np.zeros(m, np.int8), p + "ys": ys, p + "yz": yz, p + "b": b})
+        nodes.append(helper.make_node("QLinearConv", [src] + [p + s for s in ["xs", "xz", "w", "ws", "wz", "ys", "yz", "b"]], [name],
+                                      group=group, pads=[k // 2] * 4, kernel_shape=[k, k], name=name))
+        want[name] = qlinear_conv_reference(want.get(src, x), w, xz, np.zeros(m, np.int8), ws, xs, ys, yz, b, group, [1, 1],
+                                            [k // 2] * 4, [1, 1])
+        return ys, yz
+
+    a_s, a_z = conv("a", "x", np.float32(0.05), np.uint8(128), 16, 24, 1)
+    b_s, b_z = conv("b", "a", a_s, a_z, 24, 24, 3, group=24)
+    q_s, q_z = np.float32(0.45), np.uint8(120)
+    inits.update({"as": a_s, "az": a_z, "bs": b_s, "bz": b_z, "qs": q_s, "qz": q_z})
+    nodes += [helper.make_node("DequantizeLinear", ["a", "as", "az"], ["da"], name="da"),
+              helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["db"], name="db"),
+              helper.make_node("Add", ["da", "db"], ["sum"], name="add"),
+              helper.make_node("QuantizeLinear", ["sum", "qs", "qz"], ["q"], name="q")]
+    da = (want["a"].astype(np.int32) - np.int32(a_z)).astype(np.float32) * a_s
+    db = (want["b"].astype(np.int32) - np.int32(b_z)).astype(np.float32) * b_s
+    want["q"] = np.clip(np.rint((da + db) / q_s) + np.float32(q_z), 0, 255).astype(np.uint8)
+    conv("c", "q", q_s, q_z, 24, 8, 1)
+    path = save(tmp_path, nodes, [("x", np.uint8, x.shape)], [("c", np.uint8)], inits)
+    (got,) = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    np.testing.assert_array_equal(got, want["c"])
+    want_ort = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, want_ort)
+    cli = os.environ.get("WEFT_CLI")
+    if cli and os.path.exists(cli):
+        steps = subprocess.run([cli, "inspect", path, "--steps"], capture_output=True, text=True, check=True).stdout
+        line = {n: next(ln for ln in steps.splitlines() if f"'{n}'" in ln) for n in ["da", "db", "add", "q"]}
+        assert all(ln.count("@NHWC") == 2 for n, ln in line.items() if n != "add"), steps
+        assert line["add"].count("@NHWC") == 3, steps
+        np.save(tmp_path / "x.npy", x)
+        subprocess.run([cli, "compile", path, "-o", str(tmp_path / "m.weft")], capture_output=True, text=True, check=True)
+        subprocess.run([os.path.abspath(cli), "run", str(tmp_path / "m.weft"), "-i", f"x={tmp_path / 'x.npy'}"], capture_output=True, text=True, check=True,
+                       cwd=tmp_path)
+        np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), want["c"])

@@ -181,13 +181,14 @@ struct NodeSteps {
       return Internal(NodeError(cn, "QueryLayout", error));
     const Prototype& p = cn.op->proto;
     std::string bad;
+    if (out->flags & WEFT_LAYOUT_ANY) out->format = WEFT_FORMAT_ND;  // decided by the neighbours
     if (out->format != WEFT_FORMAT_ND && out->format != WEFT_FORMAT_NC1HWC0 && out->format != WEFT_FORMAT_NHWC)
       bad = "format " + std::to_string(out->format) + " is not a layout this engine plans (NC1HWC0 or NHWC)";
     else if (p.inputs.size() < 64 && (out->inputs >> p.inputs.size()))
       bad = "inputs names an input the op does not declare";
     else if (p.outputs.size() < 64 && (out->outputs >> p.outputs.size()))
       bad = "outputs names an output the op does not declare";
-    else if (out->flags & ~(WEFT_LAYOUT_TOGETHER | WEFT_LAYOUT_SLOW))
+    else if (out->flags & ~(WEFT_LAYOUT_TOGETHER | WEFT_LAYOUT_SLOW | WEFT_LAYOUT_ANY))
       bad = "flags has unknown bits";
     if (!bad.empty()) return InvalidArgument(NodeError(cn, "QueryLayout", bad + " (from " + cn.op->origin + ")"));
     return Status::Ok();

@@ -385,6 +385,13 @@ typedef struct WeftLayoutSupport {
  * for this node's configuration, on this CPU, takes another layout): the layout pass does not
  * choose it, while a model file that stores them so (compiled where it was fast) still loads. */
 #define WEFT_LAYOUT_SLOW 2u
+/* The listed inputs and outputs may take whichever planned layout the values around them settle
+ * on (NC1HWC0 or NHWC), all the same one: an elementwise op whose result does not depend on how
+ * its operands are laid out, as long as they share the layout. `format` is ignored. The layout
+ * pass ties the listed values together and stores them in a layout only when every other op at
+ * their ends (a producer, a reader) declares that one layout; an op with this flag handles
+ * every layout the engine plans, with channel-blocked padding elements computed like the rest. */
+#define WEFT_LAYOUT_ANY 4u
 
 /* The REG_AUTO_MAPPING_OP side: how to make and drive one implementation class. Function
  * pointers for capabilities the class lacks are NULL. */

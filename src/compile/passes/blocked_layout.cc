@@ -1,5 +1,7 @@
 // Blocked layouts: a value whose producer can write a blocked format and whose every consumer can
 // read it (LayoutAwareOp) is stored in that format, skipping a reorder on each side of the edge.
+// Elementwise ops that take any layout (WEFT_LAYOUT_ANY) tie their listed values together; such a
+// group takes the one layout the other ops at its ends declare, or stays plain.
 #include <map>
 
 #include "compile/passes/passes.h"
@@ -38,7 +40,7 @@ struct LayoutGraph {
       if (!live[k]) continue;
       WeftLayoutSupport s{};
       WEFT_RETURN_IF_ERROR(pc.query_layout(cn, &s));
-      if (s.format != WEFT_FORMAT_ND && (s.inputs || s.outputs) && (include_slow || !(s.flags & WEFT_LAYOUT_SLOW)))
+      if ((s.format != WEFT_FORMAT_ND || (s.flags & WEFT_LAYOUT_ANY)) && (s.inputs || s.outputs) && (include_slow || !(s.flags & WEFT_LAYOUT_SLOW)))
         declared.emplace(&cn, s);
       for (uint32_t ir = 0; ir < cn.ir_in_start.size(); ++ir)
         for (uint32_t r = 0; r < cn.ir_in_count[ir]; ++r) users[cn.in_values[cn.ir_in_start[ir] + r]].push_back({&cn, ir});
@@ -52,7 +54,9 @@ struct LayoutGraph {
     return it == declared.end() ? nullptr : &it->second;
   }
   static bool Bit(uint64_t mask, uint32_t k) { return k < 64 && (mask >> k & 1); }
-  // Whether value t may be stored in `format`: producer and every reader declare it.
+  static bool Any(const WeftLayoutSupport* s) { return s && (s->flags & WEFT_LAYOUT_ANY); }
+  // Whether value t may be stored in `format`: producer and every reader declare it (a node
+  // that takes any layout declares every one).
   bool Allowed(const PassContext& pc, int t, int32_t format, std::string* why) const {
     const Value& v = pc.model->values[t];
     if (v.kind != ValueKind::kIntermediate || v.is_output || pc.graph_output[t]) {
@@ -61,7 +65,7 @@ struct LayoutGraph {
     }
     auto [p, o] = producer[t];
     const WeftLayoutSupport* ps = Support(p);
-    if (!p || !ps || ps->format != format || !Bit(ps->outputs, o)) {
+    if (!p || !ps || (ps->format != format && !Any(ps)) || !Bit(ps->outputs, o)) {
       *why = p ? "its producer [" + p->op_type + " '" + p->name + "'] does not declare writing it in that format"
                : "nothing produces it";
       return false;
@@ -72,12 +76,29 @@ struct LayoutGraph {
     }
     for (auto& [u, ir] : users[t]) {
       const WeftLayoutSupport* us = Support(u);
-      if (!us || us->format != format || !Bit(us->inputs, ir)) {
+      if (!us || (us->format != format && !Any(us)) || !Bit(us->inputs, ir)) {
         *why = "its reader [" + u->op_type + " '" + u->name + "'] does not declare reading it in that format";
         return false;
       }
     }
     return true;
+  }
+  // The one layout the ops at value t's ends that declare a fixed one agree on: kFree where every
+  // end takes any layout, ND where they disagree or t cannot leave the plain layout at all.
+  static constexpr int32_t kFree = -1;
+  int32_t Settled(const PassContext& pc, int t) const {
+    int32_t f = kFree;
+    auto meet = [&](const WeftLayoutSupport* s) {
+      if (Any(s)) return;
+      if (f == kFree) f = s ? s->format : WEFT_FORMAT_ND;
+      else if (!s || s->format != f) f = WEFT_FORMAT_ND;
+    };
+    meet(Support(producer[t].first));
+    for (auto& [u, ir] : users[t]) meet(Support(u));
+    std::string why;
+    if (f != kFree && f != WEFT_FORMAT_ND && !Allowed(pc, t, f, &why)) f = WEFT_FORMAT_ND;
+    if (f == kFree && !Allowed(pc, t, WEFT_FORMAT_NHWC, &why)) f = WEFT_FORMAT_ND;  // every end takes any: still not a graph value
+    return f;
   }
   // The values a TOGETHER node ties: its listed inputs and outputs.
   std::vector<int> Group(const CompiledNode* n, const WeftLayoutSupport& s) const {
@@ -104,11 +125,40 @@ Status AssignBlockedLayouts(PassContext& pc) {
   std::string why;
   for (auto& [n, s] : lg.declared)
     for (uint32_t o = 0; o < n->ir_out_start.size(); ++o)
-      if (LayoutGraph::Bit(s.outputs, o))
+      if (LayoutGraph::Bit(s.outputs, o) && !LayoutGraph::Any(&s))
         for (uint32_t r = 0; r < n->ir_out_count[o]; ++r) {
           int t = n->out_values[n->ir_out_start[o] + r];
           if (lg.Allowed(pc, t, s.format, &why)) fmt[t] = s.format;
         }
+  // Groups tied by nodes that take any layout (union-find over their listed values): each group
+  // takes the one layout its members' other ends settle on, or none.
+  std::vector<int> root(m.values.size());
+  for (size_t t = 0; t < root.size(); ++t) root[t] = static_cast<int>(t);
+  auto find = [&](int t) {
+    while (root[t] != t) t = root[t] = root[root[t]];
+    return t;
+  };
+  std::vector<char> tied(m.values.size(), 0);
+  for (auto& [n, s] : lg.declared) {
+    if (!LayoutGraph::Any(&s)) continue;
+    std::vector<int> group = lg.Group(n, s);
+    for (int t : group) tied[t] = 1;
+    for (size_t i = 1; i < group.size(); ++i) root[find(group[i])] = find(group[0]);
+  }
+  std::map<int, int32_t> settled;  // group root -> its layout (kFree while none is known)
+  for (size_t t = 0; t < m.values.size(); ++t) {
+    if (!tied[t]) continue;
+    const int r = find(static_cast<int>(t));
+    const int32_t f = lg.Settled(pc, static_cast<int>(t));
+    auto it = settled.emplace(r, LayoutGraph::kFree).first;
+    if (f == WEFT_FORMAT_ND || it->second == WEFT_FORMAT_ND) it->second = WEFT_FORMAT_ND;
+    else if (f != LayoutGraph::kFree) it->second = it->second == LayoutGraph::kFree || it->second == f ? f : WEFT_FORMAT_ND;
+  }
+  for (size_t t = 0; t < m.values.size(); ++t) {
+    if (!tied[t]) continue;
+    const int32_t f = settled[find(static_cast<int>(t))];
+    fmt[t] = f == LayoutGraph::kFree ? WEFT_FORMAT_ND : f;
+  }
   // Nodes whose blocked tensors go together: any plain one makes all of them plain.
   for (bool changed = true; changed;) {
     changed = false;
@@ -116,7 +166,8 @@ Status AssignBlockedLayouts(PassContext& pc) {
       if (!(s.flags & WEFT_LAYOUT_TOGETHER)) continue;
       std::vector<int> group = lg.Group(n, s);
       bool any_plain = false;
-      for (int t : group) any_plain = any_plain || fmt[t] != s.format;
+      const int32_t want = LayoutGraph::Any(&s) ? (group.empty() ? WEFT_FORMAT_ND : fmt[group[0]]) : s.format;
+      for (int t : group) any_plain = any_plain || fmt[t] != want || want == WEFT_FORMAT_ND;
       if (!any_plain) continue;
       for (int t : group)
         if (fmt[t] != WEFT_FORMAT_ND) {
