@@ -131,11 +131,12 @@ void QuantizeRuns(EagerOpExecutionContext* ctx, const float* x, const float* s, 
   });
 }
 
-class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
+// QuantizeLinear's and DequantizeLinear's layouts: with a per-tensor scale and zero point over a
+// 4-D tensor they are elementwise maps, so the same in any layout the values around settle on (the
+// pixel rows of 8-bit convolutions on both sides, for one). Channel-blocked padding is mapped like
+// the rest.
+class AnyLayoutPerTensor : public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
  public:
-  // Per-tensor scale and zero point over a 4-D tensor: an elementwise map, so the same in any
-  // layout the values around settle on (the pixel rows of 8-bit convolutions on both sides, for
-  // one). Channel-blocked padding is mapped like the rest.
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* sc = ctx->GetInputTensor(1);
@@ -145,9 +146,13 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
     return GRAPH_SUCCESS;
   }
   graphStatus Compile(OpCompileContext* ctx) override {
-    const Tensor* y = ctx->GetOutputTensor(0);
-    return SetPlannedOutputStorage(ctx, y->GetDataType() == DT_FLOAT ? sizeof(float) : y->GetDataType() == DT_INT16 || y->GetDataType() == DT_UINT16 ? 2 : 1);
+    const DataType t = ctx->GetOutputTensor(0)->GetDataType();
+    return SetPlannedOutputStorage(ctx, t == DT_FLOAT ? sizeof(float) : t == DT_INT16 || t == DT_UINT16 ? 2 : 1);
   }
+};
+
+class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public AnyLayoutPerTensor {
+ public:
   // The runtime's arithmetic in C99: float division, nearbyintf (the default rounding: half to
   // even), the zero point added in double, clamped; a scale that is not positive and finite
   // fails the run.
@@ -216,23 +221,8 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
   }
 };
 
-class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
+class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public AnyLayoutPerTensor {
  public:
-  // Per-tensor scale and zero point over a 4-D tensor: an elementwise map, so the same in any
-  // layout the values around settle on (the pixel rows of 8-bit convolutions on both sides, for
-  // one). Channel-blocked padding is mapped like the rest.
-  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
-    const Tensor* x = ctx->GetInputTensor(0);
-    const Tensor* sc = ctx->GetInputTensor(1);
-    const Tensor* zp = ctx->GetOptionalInputTensor(2);
-    if (x && sc && x->GetShape().GetDimNum() == 4 && !x->GetShape().IsUnknown() && sc->GetShapeSize() == 1 && (!zp || zp->GetShapeSize() == 1))
-      s.Input(0).Output(0).AnyFormat();
-    return GRAPH_SUCCESS;
-  }
-  graphStatus Compile(OpCompileContext* ctx) override {
-    const Tensor* y = ctx->GetOutputTensor(0);
-    return SetPlannedOutputStorage(ctx, y->GetDataType() == DT_FLOAT ? sizeof(float) : y->GetDataType() == DT_INT16 || y->GetDataType() == DT_UINT16 ? 2 : 1);
-  }
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* s = ctx->GetInputTensor(1);
