@@ -1387,7 +1387,22 @@ WEFT_ISA_CLONES void RequantRow(const uint32_t* __restrict sums, const uint32_t*
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers start results undefined
-__attribute__((target("avx512f,avx512bw"))) void RequantPixels512(const uint32_t* sums, int64_t stride, int64_t npix, int64_t count,
+// 16 channels' sums stored as int32 (sums32), or rescaled as RequantRow does: plus the bias (vadd),
+// times the scales, rounded half to even by roundscale, plus the zero point, clamped, stored as
+// bytes (k: the channels present).
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void RescaleStore512(__m512i acc, __mmask16 k, __m512i vadd, __m512 vscale,
+                                                                                          __m512 vz, __m512 vlo, __m512 vhi, uint8_t* out,
+                                                                                          int32_t* sums32) {
+  if (sums32) {
+    _mm512_mask_storeu_epi32(sums32, k, acc);
+    return;
+  }
+  __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(acc, vadd));
+  f = _mm512_roundscale_ps(_mm512_mul_ps(f, vscale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, vz), vlo), vhi);
+  _mm512_mask_cvtepi32_storeu_epi8(out, k, _mm512_cvtps_epi32(f));
+}
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void RequantPixels512(const uint32_t* sums, int64_t stride, int64_t npix, int64_t count,
                                                                   const uint32_t* wz, int64_t minus_at, const uint32_t* add, const float* scale,
                                                                   float y_zero, float lo, float hi, uint8_t* out, int64_t out_stride) {
   const __m512 vz = _mm512_set1_ps(y_zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
@@ -1397,12 +1412,9 @@ __attribute__((target("avx512f,avx512bw"))) void RequantPixels512(const uint32_t
     uint8_t* op = out + p * out_stride;
     for (int64_t i = 0; i < count; i += 16) {
       const __mmask16 k = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (count - i)) - 1);
-      __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, sp + i), _mm512_maskz_loadu_epi32(k, add + i));
+      __m512i v = _mm512_maskz_loadu_epi32(k, sp + i);
       if (wz) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, wz + i), minus));
-      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(k, scale + i));
-      f = _mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, vz), vlo), vhi);
-      _mm512_mask_cvtepi32_storeu_epi8(op + i, k, _mm512_cvtps_epi32(f));
+      RescaleStore512(v, k, _mm512_maskz_loadu_epi32(k, add + i), _mm512_maskz_loadu_ps(k, scale + i), vz, vlo, vhi, op + i, nullptr);
     }
   }
 }
@@ -1466,7 +1478,7 @@ template <typename T>
   }
 }
 // The same row on AVX-512, 16 channels at a time, each pixel's sums kept in a register over its
-// taps and rescaled there (RequantPixels512's arithmetic): bytes at out[ox * c + ch], or with
+// taps and rescaled there (RescaleStore512): bytes at out[ox * c + ch], or with
 // sums32 given, the int32 sums there instead.
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC diagnostic push
@@ -1478,19 +1490,6 @@ template <bool kSigned>
 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m512i DwTap512(__mmask16 k, const uint8_t* at, __m512i wv, __m512i vxz) {
   const __m128i b = _mm_maskz_loadu_epi8(k, at);
   return _mm512_madd_epi16(_mm512_sub_epi32(kSigned ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b), vxz), wv);
-}
-// 16 channels' sums stored (sums32) or rescaled to bytes as RequantPixels512 does.
-__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void DwFinish512(__m512i acc, __mmask16 k, __m512i vadd, __m512 vscale,
-                                                                                          __m512 vz, __m512 vlo, __m512 vhi, uint8_t* out,
-                                                                                          int32_t* sums32) {
-  if (sums32) {
-    _mm512_mask_storeu_epi32(sums32, k, acc);
-    return;
-  }
-  __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(acc, vadd));
-  f = _mm512_roundscale_ps(_mm512_mul_ps(f, vscale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, vz), vlo), vhi);
-  _mm512_mask_cvtepi32_storeu_epi8(out, k, _mm512_cvtps_epi32(f));
 }
 template <bool kSigned>
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void DwRow512(const DwNhwc& p, const uint8_t* x, int32_t xz, const uint32_t* w, int64_t oy,
@@ -1509,7 +1508,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void DwRow512(const DwNhwc&
     const __m512i vadd = _mm512_maskz_loadu_epi32(k, add + cb);
     const __m512 vscale = _mm512_maskz_loadu_ps(k, scale + cb);
 #define tap(at, wv) DwTap512<kSigned>(k, at, wv, vxz)
-#define finish(acc, ox) DwFinish512(acc, k, vadd, vscale, vz, vlo, vhi, out + (ox) * c + cb, sums32 ? sums32 + (ox) * c + cb : nullptr)
+#define finish(acc, ox) RescaleStore512(acc, k, vadd, vscale, vz, vlo, vhi, out + (ox) * c + cb, sums32 ? sums32 + (ox) * c + cb : nullptr)
     for (int64_t ox = 0; ox < p.ow;) {
       int64_t kx0 = 0, kx1 = p.kw;
       while (kx0 < p.kw && ox * p.sw - p.pw + kx0 * p.dw < 0) ++kx0;
