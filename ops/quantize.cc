@@ -734,6 +734,170 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
   IntMatMul::PackedB packed_;
 };
 
+// com.microsoft's QGemm (ONNX Runtime's QOperator form of Gemm): A, a_scale, a_zero_point, B,
+// b_scale, b_zero_point, C?, y_scale?, y_zero_point?; attributes alpha, transA, transB. The int32
+// sums of the zero-point-free operands plus C (int32, broadcast to [M, N]) times
+// (alpha * a_scale) * b_scale[j] (per tensor or per column of B) in float; with y_scale that is
+// divided by y_scale and the product rounded half to even, plus y_zero_point, saturated; without,
+// the float product is the output.
+class QGemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Dims d;
+    if (!Plan(ctx, *ctx->GetInputShape(0), *ctx->GetOptionalInputShape(3), &d)) return GRAPH_FAILED;
+    const Shape out({d.m, d.n});
+    if (const Shape* c = ctx->GetOptionalInputShape(6)) {
+      Shape b;
+      if (c->GetDimNum() > 2 || !BroadcastShape(*c, out, &b) || (!b.IsUnknown() && b != out))
+        return Fail(ctx, "C " + c->ToString() + " does not broadcast to the output " + out.ToString());
+    }
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const DataType a = ctx->GetInputDataType(0);
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    if (!Is8Bit(a) || !b || !Is8Bit(b->GetDataType())) return Fail(ctx, "A and B must be int8 or uint8");
+    const Tensor* c = ctx->GetOptionalInputTensor(6);
+    if (c && c->GetDataType() != DT_INT32) return Fail(ctx, std::string("C must be int32, not ") + DataTypeName(c->GetDataType()));
+    const Tensor* ys = ctx->GetOptionalInputTensor(7);
+    const Tensor* yz = ctx->GetOptionalInputTensor(8);
+    if (!ys) {
+      if (yz) return Fail(ctx, "y_zero_point is given without y_scale");
+      return ctx->SetOutputDataType(0, DT_FLOAT);
+    }
+    if (!yz || !Is8Bit(yz->GetDataType())) return Fail(ctx, "a quantized output (y_scale given) needs an int8 or uint8 y_zero_point");
+    return ctx->SetOutputDataType(0, yz->GetDataType());
+  }
+  // A constant B as rows of int8 values [N][K] with their sums, as IntMatMul's fast path takes it.
+  graphStatus Compile(OpCompileContext* ctx) override {
+    packed_ = IntMatMul::PackedB();
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    if (!Int8GemmSums || !b || !b->GetAddr() || b->GetShape().GetDimNum() != 2 || !Is8Bit(b->GetDataType())) return GRAPH_SUCCESS;
+    const int64_t* tb = ctx->GetAttrs()->GetInt("transB");
+    const bool trans = tb && *tb;
+    const int64_t k = b->GetShape().GetDim(trans ? 1 : 0), n = b->GetShape().GetDim(trans ? 0 : 1);
+    if (k <= 0 || n <= 0) return GRAPH_SUCCESS;
+    packed_.rows.resize(static_cast<size_t>(k * n));
+    packed_.sums.assign(static_cast<size_t>(n), 0);
+    const auto* pb = static_cast<const uint8_t*>(b->GetAddr());
+    const uint8_t flip = b->GetDataType() == DT_UINT8 ? 0x80 : 0;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p) {
+        const auto v = static_cast<int8_t>(pb[trans ? j * k + p : p * n + j] ^ flip);
+        packed_.rows[static_cast<size_t>(j * k + p)] = v;
+        packed_.sums[static_cast<size_t>(j)] += v;
+      }
+    if (Int8PackB) packed_.kernel = Int8PackB(packed_.rows.data(), n, k);
+    packed_.ready = true;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetOptionalInputTensor(0);
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    const Tensor *as = ctx->GetOptionalInputTensor(1), *az = ctx->GetOptionalInputTensor(2);
+    const Tensor *bs = ctx->GetOptionalInputTensor(4), *bz = ctx->GetOptionalInputTensor(5);
+    const Tensor *c = ctx->GetOptionalInputTensor(6), *ys = ctx->GetOptionalInputTensor(7), *yz = ctx->GetOptionalInputTensor(8);
+    Dims d;
+    if (!Plan(ctx, a->GetShape(), b->GetShape(), &d)) return GRAPH_FAILED;
+    const int64_t m = d.m, n = d.n, k = d.k;
+    // The quantization parameters.
+    auto scalar = [&](const Tensor* t, const char* what) -> bool {
+      if (t && t->GetShapeSize() == 1 && (t->GetDataType() != DT_FLOAT || (*t->GetData<float>() > 0.f && std::isfinite(*t->GetData<float>())))) return true;
+      return Fail(ctx, std::string(what) + (t && t->GetShapeSize() == 1 ? " must be positive and finite" : " must be one value (per-tensor quantization)")), false;
+    };
+    if (!scalar(as, "a_scale") || !scalar(az, "a_zero_point") || (ys && !scalar(ys, "y_scale")) || (yz && !scalar(yz, "y_zero_point"))) return GRAPH_FAILED;
+    if (az->GetDataType() != a->GetDataType() || bz->GetDataType() != b->GetDataType()) return Fail(ctx, "a zero point's type differs from its operand's");
+    const int64_t nb = bs->GetShapeSize();
+    if (bs->GetShape().GetDimNum() > 1 || (nb != 1 && nb != n) || bz->GetShape() != bs->GetShape())
+      return Fail(ctx, "b_scale " + bs->GetShape().ToString() + " and b_zero_point " + bz->GetShape().ToString() +
+                           " must both be one value or one per column of B (" + std::to_string(n) + ")");
+    for (int64_t j = 0; j < nb; ++j)
+      if (!(bs->GetData<float>()[j] > 0.f) || !std::isfinite(bs->GetData<float>()[j])) return Fail(ctx, "b_scale must be positive and finite");
+    const DataType yt = ys ? yz->GetDataType() : DT_FLOAT;
+    Tensor* y = ctx->MallocOutputTensor(0, Shape({m, n}), yt);
+    if (!y) return GRAPH_FAILED;
+    if (m * n == 0) return GRAPH_SUCCESS;
+    auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(m * n) * sizeof(int32_t)));
+    if (!acc) return GRAPH_FAILED;
+    // The sums: IntMatMul's fast path where A is not transposed and B is [K, N] or packed.
+    if (Int8GemmSums && !d.ta && (!d.tb || packed_.ready) && m * n * k >= IntMatMul::kFastMacs) {
+      IntMatMul p;
+      if (!p.Plan(ctx, Shape({m, k}), Shape({k, n}))) return GRAPH_FAILED;
+      if (!p.Run(ctx, a, b, az, bz, acc, ctx, packed_.ready ? &packed_ : nullptr)) return GRAPH_FAILED;
+    } else {
+      const int64_t za = IntAt(az, 0);
+      ctx->ParallelFor(m, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            const int64_t zb = IntAt(bz, nb == 1 ? 0 : j);
+            int64_t sum = 0;
+            for (int64_t p = 0; p < k; ++p)
+              sum += (IntAt(a, d.ta ? p * m + i : i * k + p) - za) * (IntAt(b, d.tb ? j * k + p : p * n + j) - zb);
+            acc[i * n + j] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(sum)));
+          }
+      });
+    }
+    if (c) {  // int32, wrapping as the sums do
+      int64_t cst[WEFT_MAX_DIMS];
+      const Shape out({m, n});
+      BroadcastStrides(c->GetShape(), out, cst);
+      const int32_t* pc = c->GetData<int32_t>();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          auto& v = acc[i * n + j];
+          v = static_cast<int32_t>(static_cast<uint32_t>(v) + static_cast<uint32_t>(pc[i * cst[0] + j * cst[1]]));
+        }
+    }
+    const float* alpha = ctx->GetAttrs()->GetFloat("alpha");
+    std::vector<float> scale(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      float s = (alpha ? *alpha : 1.f) * *as->GetData<float>();
+      s = s * bs->GetData<float>()[nb == 1 ? 0 : j];
+      if (ys) s = s / *ys->GetData<float>();
+      scale[static_cast<size_t>(j)] = s;
+    }
+    if (!ys) {
+      float* out = y->GetData<float>();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) out[i * n + j] = static_cast<float>(acc[i * n + j]) * scale[static_cast<size_t>(j)];
+      return GRAPH_SUCCESS;
+    }
+    int64_t lo, hi;
+    IntRange(yt, &lo, &hi);
+    const float zp = static_cast<float>(IntAt(yz, 0));
+    const float zl = static_cast<float>(lo) - zp, zh = static_cast<float>(hi) - zp;
+    auto* out = static_cast<uint8_t*>(y->GetAddr());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float v = static_cast<float>(acc[i * n + j]) * scale[static_cast<size_t>(j)];
+        v = v > zl ? v : zl;
+        v = v < zh ? v : zh;
+        out[i * n + j] = static_cast<uint8_t>(static_cast<int32_t>(RoundHalfEvenSmall(v)) + static_cast<int32_t>(zp));
+      }
+    return GRAPH_SUCCESS;
+  }
+
+ private:
+  struct Dims {
+    int64_t m = 0, n = 0, k = 0;
+    bool ta = false, tb = false;
+  };
+  static bool Plan(const KernelContextBase* ctx, const Shape& a, const Shape& b, Dims* d) {
+    if (a.GetDimNum() != 2 || b.GetDimNum() != 2) return Fail(ctx, "A and B must be matrices, not " + a.ToString() + " and " + b.ToString()), false;
+    const int64_t* ta = ctx->GetAttrs()->GetInt("transA");
+    const int64_t* tb = ctx->GetAttrs()->GetInt("transB");
+    d->ta = ta && *ta, d->tb = tb && *tb;
+    d->m = a.GetDim(d->ta ? 1 : 0), d->k = a.GetDim(d->ta ? 0 : 1);
+    const int64_t kb = b.GetDim(d->tb ? 1 : 0);
+    d->n = b.GetDim(d->tb ? 0 : 1);
+    if (d->k >= 0 && kb >= 0 && d->k != kb)
+      return Fail(ctx, "inner dimensions differ: A " + a.ToString() + (d->ta ? " (transposed)" : "") + ", B " + b.ToString() + (d->tb ? " (transposed)" : "")), false;
+    return true;
+  }
+  IntMatMul::PackedB packed_;
+};
+
 }  // namespace
 
 void WeftRegister_quantize(std::vector<OpEntry>& out) {
@@ -786,6 +950,22 @@ void WeftRegister_quantize(std::vector<OpEntry>& out) {
                      .OUTPUT(y, q8)
                      .Build(),
                  MakeOpImpl<QLinearMatMul>("QLinearMatMul")});
+  out.push_back({OpDefBuilder("QGemm")
+                     .INPUT(A, q8)
+                     .INPUT(a_scale, TensorType({DT_FLOAT}))
+                     .INPUT(a_zero_point, q8)
+                     .INPUT(B, q8)
+                     .INPUT(b_scale, TensorType({DT_FLOAT}))
+                     .INPUT(b_zero_point, q8)
+                     .OPTIONAL_INPUT(C, TensorType({DT_INT32}))
+                     .OPTIONAL_INPUT(y_scale, TensorType({DT_FLOAT}))
+                     .OPTIONAL_INPUT(y_zero_point, q8)
+                     .OUTPUT(Y, TensorType({DT_FLOAT, DT_INT8, DT_UINT8}))
+                     .ATTR(alpha, Float, 1.0f)
+                     .ATTR(transA, Int, 0)
+                     .ATTR(transB, Int, 0)
+                     .Build(),
+                 MakeOpImpl<QGemm>("QGemm")});
 }
 
 }  // namespace weft::ops

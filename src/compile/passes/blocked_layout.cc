@@ -14,11 +14,13 @@ struct LayoutGraph {
   std::map<const CompiledNode*, WeftLayoutSupport> declared;
   std::vector<std::vector<std::pair<const CompiledNode*, uint32_t>>> users;  // (node, IR input)
   std::vector<std::pair<const CompiledNode*, uint32_t>> producer;            // (node, IR output)
+  const ModelImpl* model = nullptr;
 
   // For choosing layouts, declarations marked slow count as absent; for checking a loaded model
   // file, they count.
   Status Build(PassContext& pc, bool include_slow) {
     ModelImpl& m = *pc.model;
+    model = &m;
     users.assign(m.values.size(), {});
     producer.assign(m.values.size(), {nullptr, 0});
     // Nodes no graph output depends on are left out: dead-code elimination drops them after this
@@ -100,15 +102,20 @@ struct LayoutGraph {
     if (f == kFree && !Allowed(pc, t, WEFT_FORMAT_NHWC, &why)) f = WEFT_FORMAT_ND;  // every end takes any: still not a graph value
     return f;
   }
-  // The values a TOGETHER node ties: its listed inputs and outputs.
+  // The values a TOGETHER node ties: its listed inputs and outputs that are 4-D. The planned
+  // formats are 4-D layouts; a value of another rank listed beside them (a scale among the tensors
+  // of a dynamic input) stays plain without making the others plain.
   std::vector<int> Group(const CompiledNode* n, const WeftLayoutSupport& s) const {
     std::vector<int> group;
+    auto add = [&](int t) {
+      if (model->values[t].shape.GetDimNum() == 4) group.push_back(t);
+    };
     for (uint32_t ir = 0; ir < n->ir_in_start.size(); ++ir)
       if (Bit(s.inputs, ir))
-        for (uint32_t r = 0; r < n->ir_in_count[ir]; ++r) group.push_back(n->in_values[n->ir_in_start[ir] + r]);
+        for (uint32_t r = 0; r < n->ir_in_count[ir]; ++r) add(n->in_values[n->ir_in_start[ir] + r]);
     for (uint32_t o = 0; o < n->ir_out_start.size(); ++o)
       if (Bit(s.outputs, o))
-        for (uint32_t r = 0; r < n->ir_out_count[o]; ++r) group.push_back(n->out_values[n->ir_out_start[o] + r]);
+        for (uint32_t r = 0; r < n->ir_out_count[o]; ++r) add(n->out_values[n->ir_out_start[o] + r]);
     return group;
   }
 };

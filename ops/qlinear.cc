@@ -1,0 +1,587 @@
+// The quantized operators of ONNX Runtime's com.microsoft domain that its quantizer writes in the
+// QOperator format (onnxruntime.quantization, QuantFormat.QOperator) and that the ONNX model zoo's
+// int8 models use: QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
+// QLinearGlobalAveragePool and QLinearConcat (QGemm is in quantize.cc beside the other 8-bit
+// GEMMs). The arithmetic is ONNX Runtime's on x86-64, operation for operation, so that a model
+// gives the same bytes in both:
+//   QLinearAdd:  rA = sA / sC, rB = sB / sC, F = zC - fma(rA, zA, rB * zB);
+//                y = fma(a, rA, fma(b, rB, F)); where one operand is broadcast along the innermost
+//                dimension it is folded into F first (F + v * r, unfused), and the other is fused.
+//   QLinearMul:  r = sA * sB / sC; y = float((a - zA) * (b - zB)) * r + zC (unfused).
+//   Sigmoid, LeakyRelu, Concat's requantization: a 256-entry table; each entry dequantized
+//                (sx * (x - zx)), transformed, and quantized as QuantizeLinear does.
+//   QLinearGlobalAveragePool: s = sx / (sy * pixels); y = float(sum(x) - zx * pixels) * s.
+// Results are rounded half to even and saturated. Scales are per tensor, positive and finite.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "elementwise.h"
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+bool Is8BitType(DataType t) { return t == DT_INT8 || t == DT_UINT8; }
+
+struct QParam {
+  float scale = 1.f;
+  int32_t zp = 0;
+};
+
+// A per-tensor scale (float32, one element, positive and finite) and its optional zero point (one
+// element of the data's type `t`; absent means 0). `what` names the pair in messages.
+bool ReadQParam(const KernelContextBase* ctx, const Tensor* scale, const Tensor* zp, DataType t, const std::string& what, QParam* q) {
+  if (!scale || scale->GetDataType() != DT_FLOAT || scale->GetShapeSize() != 1)
+    return Fail(ctx, what + "_scale must be one float32 value (per-tensor quantization), not " +
+                         (scale ? std::string(DataTypeName(scale->GetDataType())) + " " + scale->GetShape().ToString() : std::string("absent"))),
+           false;
+  q->scale = *scale->GetData<float>();
+  if (!(q->scale > 0.f) || !std::isfinite(q->scale))
+    return Fail(ctx, what + "_scale is " + std::to_string(q->scale) + "; it must be positive and finite"), false;
+  q->zp = 0;
+  if (!zp) return true;
+  if (zp->GetShapeSize() != 1)
+    return Fail(ctx, what + "_zero_point must be one value (per-tensor quantization), not " + zp->GetShape().ToString()), false;
+  if (zp->GetDataType() != t)
+    return Fail(ctx, what + "_zero_point is " + DataTypeName(zp->GetDataType()) + " but the data is " + DataTypeName(t)), false;
+  q->zp = t == DT_INT8 ? *zp->GetData<int8_t>() : *zp->GetData<uint8_t>();
+  return true;
+}
+
+// The type's range as floats.
+void Range(DataType t, float* lo, float* hi) {
+  *lo = t == DT_INT8 ? -128.f : 0.f;
+  *hi = t == DT_INT8 ? 127.f : 255.f;
+}
+
+// QuantizeLinear's arithmetic: x / scale (a division), clamped to the range less the zero point (NaN
+// to the bottom), rounded half to even, plus the zero point.
+int32_t QuantizeOne(float x, const QParam& q, float lo, float hi) {
+  float v = x / q.scale;
+  const float zl = lo - static_cast<float>(q.zp), zh = hi - static_cast<float>(q.zp);
+  v = v > zl ? v : zl;
+  v = v < zh ? v : zh;
+  return static_cast<int32_t>(std::nearbyint(v)) + q.zp;
+}
+
+// The value of byte b (the storage of an int8 or uint8 element).
+int32_t ByteValue(DataType t, uint8_t b) { return t == DT_INT8 ? static_cast<int8_t>(b) : b; }
+
+using Table = std::array<uint8_t, 256>;
+
+// table[b] = quantize(f(dequantize(b))) for every input byte b.
+template <typename F>
+void BuildTable(DataType xt, const QParam& x, DataType yt, const QParam& y, F&& f, Table* table) {
+  float lo, hi;
+  Range(yt, &lo, &hi);
+  for (int b = 0; b < 256; ++b) {
+    const float d = x.scale * static_cast<float>(ByteValue(xt, static_cast<uint8_t>(b)) - x.zp);
+    (*table)[static_cast<size_t>(b)] = static_cast<uint8_t>(QuantizeOne(f(d), y, lo, hi));
+  }
+}
+
+void MapBytes(const EagerOpExecutionContext* ctx, const Table& t, const uint8_t* in, uint8_t* out, int64_t n) {
+  auto body = [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) out[i] = t[in[i]];
+  };
+  if (n < (1 << 16)) body(0, n);
+  else ctx->ParallelFor(n, 1 << 15, body);
+}
+
+// A 4-D tensor of known shape (the only kind the layout pass plans).
+bool Known4D(const Tensor* t) { return t && t->GetShape().GetDimNum() == 4 && !t->GetShape().IsUnknown(); }
+
+// ---- elementwise by lookup: QLinearSigmoid, QLinearLeakyRelu --------------------------------
+// X, X_scale, X_zero_point?, Y_scale, Y_zero_point?
+class QLinearLookup : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const DataType t = ctx->GetInputDataType(0);
+    if (!Is8BitType(t)) return Fail(ctx, std::string("X must be int8 or uint8, not ") + DataTypeName(t));
+    const Tensor* yz = ctx->GetOptionalInputTensor(4);
+    if (yz && yz->GetDataType() != t) return Fail(ctx, "Y_zero_point must have X's type " + std::string(DataTypeName(t)));
+    return ctx->SetOutputDataType(0, t);
+  }
+  // Elementwise: whatever layout its neighbours settle on.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    if (Known4D(ctx->GetInputTensor(0))) s.Input(0).Output(0).AnyFormat();
+    return GRAPH_SUCCESS;
+  }
+  // The table, when the scales and zero points are constants (as the quantizer writes them).
+  graphStatus Compile(OpCompileContext* ctx) override {
+    ready_ = false;
+    if (SetPlannedOutputStorage(ctx, 1) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    if (!Constants(ctx)) return GRAPH_SUCCESS;
+    if (!MakeTable(ctx, &table_)) return GRAPH_FAILED;
+    ready_ = true;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Table local;
+    if (!ready_ && !MakeTable(ctx, &local)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    MapBytes(ctx, ready_ ? table_ : local, static_cast<const uint8_t*>(x->GetAddr()), static_cast<uint8_t*>(y->GetAddr()), PlannedElements(x));
+    return GRAPH_SUCCESS;
+  }
+
+ protected:
+  virtual float Apply(const KernelContextBase* ctx, float v) const = 0;
+
+ private:
+  static bool Constants(const KernelContextBase* ctx) {
+    for (size_t ir : {1, 2, 3, 4}) {
+      const Tensor* t = ctx->GetOptionalInputTensor(ir);
+      if ((ir == 1 || ir == 3 || t) && (!t || !t->GetAddr())) return false;
+    }
+    return true;
+  }
+  bool MakeTable(const KernelContextBase* ctx, Table* table) const {
+    const DataType t = ctx->GetInputDataType(0);
+    QParam xq, yq;
+    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "X", &xq) ||
+        !ReadQParam(ctx, ctx->GetOptionalInputTensor(3), ctx->GetOptionalInputTensor(4), t, "Y", &yq))
+      return false;
+    BuildTable(t, xq, t, yq, [&](float v) { return Apply(ctx, v); }, table);
+    return true;
+  }
+  Table table_{};
+  bool ready_ = false;
+};
+
+// The logistic function as ONNX Runtime's x86 kernel computes it: a rational approximation on
+// [-18, 18] (odd numerator of degree 9, even denominator of degree 10, Horner steps fused), 0.5
+// added, and negative results raised to 0.
+float Logistic(float x) {
+  x = std::min(std::max(x, -18.f), 18.f);
+  const float x2 = x * x;
+  float p = std::fma(4.37031012579801e-11f, x2, 1.15627324459942e-07f);
+  p = std::fma(p, x2, 6.08574864600143e-05f);
+  p = std::fma(p, x2, 8.51377133304701e-03f);
+  p = std::fma(p, x2, 2.48287947061529e-01f);
+  p = p * x;
+  float q = std::fma(6.10247389755681e-13f, x2, 5.76102136993427e-09f);
+  q = std::fma(q, x2, 6.29106785017040e-06f);
+  q = std::fma(q, x2, 1.70198817374094e-03f);
+  q = std::fma(q, x2, 1.16817656904453e-01f);
+  q = std::fma(q, x2, 9.93151921023180e-01f);
+  const float y = p / q + 0.5f;
+  return y > 0.f ? y : 0.f;
+}
+
+class QLinearSigmoid : public QLinearLookup {
+ protected:
+  float Apply(const KernelContextBase*, float v) const override { return Logistic(v); }
+};
+
+class QLinearLeakyRelu : public QLinearLookup {
+ protected:
+  float Apply(const KernelContextBase* ctx, float v) const override {
+    const float* a = ctx->GetAttrs()->GetFloat("alpha");
+    return v >= 0.f ? v : (a ? *a : 0.01f) * v;
+  }
+};
+
+// ---- QLinearAdd, QLinearMul ------------------------------------------------------------------
+// A, A_scale, A_zero_point?, B, B_scale, B_zero_point?, C_scale, C_zero_point?; ONNX broadcasting.
+
+// How an output span reads its operands: both along it, or one of them fixed for the span.
+enum class Span { kBoth, kAFixed, kBFixed };
+
+struct AddMath {
+  static constexpr const char* kName = "QLinearAdd";
+  float ra, rb, f;
+  AddMath(const QParam& a, const QParam& b, const QParam& c)
+      : ra(a.scale / c.scale), rb(b.scale / c.scale),
+        f(static_cast<float>(c.zp) - std::fma(ra, static_cast<float>(a.zp), rb * static_cast<float>(b.zp))) {}
+  // Both operands along the span: b's term fused first, then a's.
+  float Both(int32_t a, int32_t b) const { return std::fma(static_cast<float>(a), ra, std::fma(static_cast<float>(b), rb, f)); }
+  // One operand fixed: its term folded into the constant (unfused), the other's fused.
+  float FixedB(int32_t a, int32_t b) const { return std::fma(static_cast<float>(a), ra, f + static_cast<float>(b) * rb); }
+  float FixedA(int32_t a, int32_t b) const { return std::fma(static_cast<float>(b), rb, f + static_cast<float>(a) * ra); }
+};
+
+struct MulMath {
+  static constexpr const char* kName = "QLinearMul";
+  int32_t za, zb;
+  float r, zc;
+  MulMath(const QParam& a, const QParam& b, const QParam& c) : za(a.zp), zb(b.zp), r(a.scale * b.scale / c.scale), zc(static_cast<float>(c.zp)) {}
+  float Both(int32_t a, int32_t b) const {
+    const float p = static_cast<float>((a - za) * (b - zb)) * r;
+    return p + zc;
+  }
+  float FixedB(int32_t a, int32_t b) const { return Both(a, b); }
+  float FixedA(int32_t a, int32_t b) const { return Both(a, b); }
+};
+
+template <typename TA, typename TB, typename TC, typename M>
+void Combine(const M& m, Span mode, const TA* a, int64_t sa, const TB* b, int64_t sb, TC* c, int64_t n, float lo, float hi) {
+  auto store = [&](int64_t i, float v) {
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    c[i] = static_cast<TC>(static_cast<int32_t>(RoundHalfEvenSmall(v)));
+  };
+  switch (mode) {
+    case Span::kBoth:
+      for (int64_t i = 0; i < n; ++i) store(i, m.Both(a[i * sa], b[i * sb]));
+      break;
+    case Span::kBFixed:
+      for (int64_t i = 0; i < n; ++i) store(i, m.FixedB(a[i * sa], b[0]));
+      break;
+    case Span::kAFixed:
+      for (int64_t i = 0; i < n; ++i) store(i, m.FixedA(a[0], b[i * sb]));
+      break;
+  }
+}
+
+template <typename M>
+class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape* a = ctx->GetInputShape(0);
+    const Shape* b = ctx->GetOptionalInputShape(3);
+    if (!b) return Fail(ctx, "B is missing");
+    if (!BroadcastShape(*a, *b, ctx->GetOutputShape(0))) {
+      ctx->SetError(ShapeMismatch(M::kName, *a, *b));
+      return GRAPH_FAILED;
+    }
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const Tensor* a = ctx->GetOptionalInputTensor(0);
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    const Tensor* cz = ctx->GetOptionalInputTensor(7);
+    if (!a || !b || !Is8BitType(a->GetDataType()) || b->GetDataType() != a->GetDataType())
+      return Fail(ctx, "A and B must both be int8 or both uint8");
+    if (cz && cz->GetDataType() != a->GetDataType()) return Fail(ctx, "C_zero_point must have A's type");
+    return ctx->SetOutputDataType(0, a->GetDataType());
+  }
+  // Operands of the output's shape: whatever layout the neighbours settle on.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Tensor* a = ctx->GetOptionalInputTensor(0);
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    const Tensor* c = ctx->GetOutputTensor(0);
+    if (Known4D(c) && a && b && a->GetShape() == c->GetShape() && b->GetShape() == c->GetShape()) s.Input(0).Input(3).Output(0).AnyFormat();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Compile(OpCompileContext* ctx) override { return SetPlannedOutputStorage(ctx, 1); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetOptionalInputTensor(0);
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    const DataType t = a->GetDataType();
+    QParam qa, qb, qc;
+    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "A", &qa) ||
+        !ReadQParam(ctx, ctx->GetOptionalInputTensor(4), ctx->GetOptionalInputTensor(5), t, "B", &qb) ||
+        !ReadQParam(ctx, ctx->GetOptionalInputTensor(6), ctx->GetOptionalInputTensor(7), t, "C", &qc))
+      return GRAPH_FAILED;
+    const Shape& cs = ctx->GetOutputTensor(0)->GetShape();
+    Tensor* c = ctx->MallocOutputTensor(0, cs, t);
+    if (!c) return GRAPH_FAILED;
+    const M m(qa, qb, qc);
+    float lo, hi;
+    Range(t, &lo, &hi);
+    if (t == DT_INT8) return Run(ctx, m, a->GetData<int8_t>(), b->GetData<int8_t>(), c->GetData<int8_t>(), a, b, c, lo, hi);
+    return Run(ctx, m, a->GetData<uint8_t>(), b->GetData<uint8_t>(), c->GetData<uint8_t>(), a, b, c, lo, hi);
+  }
+
+ private:
+  // The output in spans along its innermost dimension (after dropping dimensions of size 1 and
+  // merging those that both operands read alike), each with the operands' strides along it. An
+  // operand of one element, or broadcast along the span, is fixed for the span.
+  template <typename T>
+  graphStatus Run(EagerOpExecutionContext* ctx, const M& m, const T* pa, const T* pb, T* pc, const Tensor* a, const Tensor* b,
+                  const Tensor* c, float lo, float hi) const {
+    const Shape& cs = c->GetShape();
+    if (a->GetShape() == cs && b->GetShape() == cs) {
+      const int64_t n = PlannedElements(c);
+      auto body = [&](int64_t i0, int64_t i1) { Combine(m, Span::kBoth, pa + i0, 1, pb + i0, 1, pc + i0, i1 - i0, lo, hi); };
+      if (n < (1 << 15)) body(0, n);
+      else return ctx->ParallelFor(n, 1 << 14, body);
+      return GRAPH_SUCCESS;
+    }
+    const int64_t total = cs.GetShapeSize();
+    if (total == 0) return GRAPH_SUCCESS;
+    if (a->GetShapeSize() == 1 || b->GetShapeSize() == 1) {
+      const Span mode = a->GetShapeSize() == 1 ? Span::kAFixed : Span::kBFixed;
+      Combine(m, mode, pa, 1, pb, 1, pc, total, lo, hi);
+      return GRAPH_SUCCESS;
+    }
+    // Strides of both operands over the output's dimensions, then merged.
+    const size_t rank = cs.GetDimNum();
+    int64_t sa[WEFT_MAX_DIMS], sb[WEFT_MAX_DIMS];
+    BroadcastStrides(a->GetShape(), cs, sa);
+    BroadcastStrides(b->GetShape(), cs, sb);
+    std::vector<int64_t> dims, as, bs;
+    for (size_t d = 0; d < rank; ++d) {
+      if (cs.GetDim(d) == 1) continue;
+      if (!dims.empty() && (as.back() == 0) == (sa[d] == 0) && (bs.back() == 0) == (sb[d] == 0) &&
+          (as.back() == 0 || as.back() == sa[d] * cs.GetDim(d)) && (bs.back() == 0 || bs.back() == sb[d] * cs.GetDim(d))) {
+        dims.back() *= cs.GetDim(d);
+        as.back() = sa[d];
+        bs.back() = sb[d];
+        continue;
+      }
+      dims.push_back(cs.GetDim(d));
+      as.push_back(sa[d]);
+      bs.push_back(sb[d]);
+    }
+    const int64_t span = dims.back(), spans = total / span;
+    const Span mode = as.back() == 0 ? Span::kAFixed : bs.back() == 0 ? Span::kBFixed : Span::kBoth;
+    const size_t outer = dims.size() - 1;
+    auto body = [&](int64_t s0, int64_t s1) {
+      for (int64_t s = s0; s < s1; ++s) {
+        int64_t ia = 0, ib = 0, rest = s;
+        for (size_t d = outer; d-- > 0;) {
+          const int64_t at = rest % dims[d];
+          rest /= dims[d];
+          ia += at * as[d];
+          ib += at * bs[d];
+        }
+        Combine(m, mode, pa + ia, as.back(), pb + ib, bs.back(), pc + s * span, span, lo, hi);
+      }
+    };
+    return ctx->ParallelFor(spans, std::max<int64_t>(1, (1 << 14) / span), body);
+  }
+};
+
+// ---- QLinearGlobalAveragePool ------------------------------------------------------------------
+// X, x_scale, x_zero_point, y_scale, y_zero_point; attribute channels_last. Each channel's sum
+// over the pixels, less zx * pixels, times sx / (sy * pixels), rounded half to even, plus zy.
+class QLinearGlobalAveragePool : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    if (x.GetDimNum() < 3) return Fail(ctx, "X must have a batch, a channel and at least one spatial dimension, not " + x.ToString());
+    Shape y;
+    for (size_t d = 0; d < x.GetDimNum(); ++d) y.AppendDim(d == 0 || d == ChannelDim(ctx, x) ? x.GetDim(d) : 1);
+    *ctx->GetOutputShape(0) = y;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const DataType t = ctx->GetInputDataType(0);
+    if (!Is8BitType(t)) return Fail(ctx, std::string("X must be int8 or uint8, not ") + DataTypeName(t));
+    const Tensor* yz = ctx->GetOptionalInputTensor(4);
+    if (yz && yz->GetDataType() != t) return Fail(ctx, "y_zero_point must have X's type");
+    return ctx->SetOutputDataType(0, t);
+  }
+  // A channels-first 4-D input may come as pixel rows (the 8-bit convolutions' layout): its sums
+  // then run along contiguous channels. The [N, C, 1, 1] output is the same bytes either way.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const int64_t* cl = ctx->GetAttrs()->GetInt("channels_last");
+    if (Known4D(ctx->GetInputTensor(0)) && !(cl && *cl)) s.Format(FORMAT_NHWC).Input(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const DataType t = x->GetDataType();
+    QParam qx, qy;
+    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "x", &qx) ||
+        !ReadQParam(ctx, ctx->GetOptionalInputTensor(3), ctx->GetOptionalInputTensor(4), t, "y", &qy))
+      return GRAPH_FAILED;
+    const Shape& xs = x->GetShape();
+    const size_t cd = ChannelDim(ctx, xs);
+    const int64_t n = xs.GetDim(0), ch = xs.GetDim(cd);
+    const int64_t pixels = n * ch == 0 ? 0 : xs.GetShapeSize() / (n * ch);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), t);
+    if (!y) return GRAPH_FAILED;
+    if (n * ch == 0) return GRAPH_SUCCESS;
+    if (pixels == 0) return Fail(ctx, "X " + xs.ToString() + " has no pixels to average");
+    if (pixels >= (int64_t{1} << 24)) return Fail(ctx, "X " + xs.ToString() + " has " + std::to_string(pixels) + " pixels a channel; at most 2^24 - 1 are supported");
+    const float scale = qx.scale / (qy.scale * static_cast<float>(pixels));
+    float lo, hi;
+    Range(t, &lo, &hi);
+    const int32_t bias = -qx.zp * static_cast<int32_t>(pixels);
+    const bool rows = cd != 1 || x->GetFormat() == FORMAT_NHWC;  // channels innermost
+    const auto* px = static_cast<const uint8_t*>(x->GetAddr());
+    auto* py = static_cast<uint8_t*>(y->GetAddr());
+    const bool s8 = t == DT_INT8;
+    auto finish = [&](int32_t sum) {
+      float v = static_cast<float>(sum + bias) * scale;
+      const float zl = lo - static_cast<float>(qy.zp), zh = hi - static_cast<float>(qy.zp);
+      v = v > zl ? v : zl;
+      v = v < zh ? v : zh;
+      return static_cast<uint8_t>(static_cast<int32_t>(RoundHalfEvenSmall(v)) + qy.zp);
+    };
+    return ctx->ParallelFor(n, 1, [&](int64_t i0, int64_t i1) {
+      std::vector<int32_t> acc(static_cast<size_t>(ch));
+      for (int64_t i = i0; i < i1; ++i) {
+        const uint8_t* img = px + i * ch * pixels;
+        if (rows) {
+          std::fill(acc.begin(), acc.end(), 0);
+          for (int64_t p = 0; p < pixels; ++p) {
+            const uint8_t* row = img + p * ch;
+            if (s8)
+              for (int64_t k = 0; k < ch; ++k) acc[static_cast<size_t>(k)] += static_cast<int8_t>(row[k]);
+            else
+              for (int64_t k = 0; k < ch; ++k) acc[static_cast<size_t>(k)] += row[k];
+          }
+        } else {
+          for (int64_t k = 0; k < ch; ++k) {
+            const uint8_t* plane = img + k * pixels;
+            int32_t sum = 0;
+            if (s8)
+              for (int64_t p = 0; p < pixels; ++p) sum += static_cast<int8_t>(plane[p]);
+            else
+              for (int64_t p = 0; p < pixels; ++p) sum += plane[p];
+            acc[static_cast<size_t>(k)] = sum;
+          }
+        }
+        for (int64_t k = 0; k < ch; ++k) py[i * ch + k] = finish(acc[static_cast<size_t>(k)]);
+      }
+    });
+  }
+
+ private:
+  static size_t ChannelDim(const KernelContextBase* ctx, const Shape& x) {
+    const int64_t* cl = ctx->GetAttrs()->GetInt("channels_last");
+    return cl && *cl ? x.GetDimNum() - 1 : 1;
+  }
+};
+
+// ---- QLinearConcat ---------------------------------------------------------------------------
+// Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) for each input; attribute axis. An input
+// quantized as the output is copied; another goes through its requantization table.
+class QLinearConcat : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
+ public:
+  // 4-D inputs and output as pixel rows together, so that a concatenation between 8-bit
+  // convolutions keeps their layout (the scales and zero points among the inputs stay plain).
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    if (!Known4D(ctx->GetOutputTensor(0))) return GRAPH_SUCCESS;
+    for (size_t i = 2; i < ctx->GetComputeNodeInputNum(); i += 3)
+      if (!Known4D(ctx->GetInputTensor(i))) return GRAPH_SUCCESS;
+    s.Format(FORMAT_NHWC).Input(0).Output(0).Together();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Compile(OpCompileContext* ctx) override { return SetPlannedOutputStorage(ctx, 1); }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const size_t n = ctx->GetComputeNodeInputNum();
+    if (n < 5 || (n - 2) % 3) return Fail(ctx, "expects Y_scale, Y_zero_point and then (X, X_scale, X_zero_point) for each input; got " + std::to_string(n) + " inputs");
+    const Shape& first = *ctx->GetInputShape(2);
+    const int64_t rank = static_cast<int64_t>(first.GetDimNum());
+    int64_t axis;
+    const int64_t* a = ctx->GetAttrs()->GetInt("axis");
+    if (!a) return Fail(ctx, "the axis attribute is required");
+    if (!NormalizeAxis(*a, rank, &axis)) return Fail(ctx, AxisError(*a, rank));
+    Shape out = first;
+    int64_t along = 0;
+    for (size_t i = 2; i < n; i += 3) {
+      const Shape& s = *ctx->GetInputShape(i);
+      if (s.GetDimNum() != first.GetDimNum()) return Fail(ctx, "input " + std::to_string((i - 2) / 3) + " " + s.ToString() + " has another rank than input 0 " + first.ToString());
+      for (int64_t d = 0; d < rank; ++d) {
+        const int64_t v = s.GetDim(static_cast<size_t>(d));
+        if (d == axis) {
+          along = along < 0 || v < 0 ? -1 : along + v;
+        } else if (v >= 0 && out.GetDim(static_cast<size_t>(d)) >= 0 && v != out.GetDim(static_cast<size_t>(d))) {
+          return Fail(ctx, "input " + std::to_string((i - 2) / 3) + " " + s.ToString() + " differs from input 0 " + first.ToString() + " outside axis " + std::to_string(axis));
+        }
+      }
+    }
+    out.SetDim(static_cast<size_t>(axis), along);
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const DataType t = ctx->GetInputDataType(1);
+    if (!Is8BitType(t)) return Fail(ctx, std::string("Y_zero_point must be int8 or uint8, not ") + DataTypeName(t));
+    for (size_t i = 2; i < ctx->GetComputeNodeInputNum(); i += 3)
+      if (ctx->GetInputDataType(i) != t)
+        return Fail(ctx, "input " + std::to_string((i - 2) / 3) + " is " + DataTypeName(ctx->GetInputDataType(i)) + " but Y_zero_point is " + DataTypeName(t));
+    return ctx->SetOutputDataType(0, t);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const size_t n = ctx->GetComputeNodeInputNum();
+    const DataType t = ctx->GetInputDataType(1);
+    QParam qy;
+    if (!ReadQParam(ctx, ctx->GetInputTensor(0), ctx->GetInputTensor(1), t, "Y", &qy)) return GRAPH_FAILED;
+    const Shape& ys = ctx->GetOutputTensor(0)->GetShape();
+    Tensor* y = ctx->MallocOutputTensor(0, ys, t);
+    if (!y) return GRAPH_FAILED;
+    int64_t axis = 0;
+    const int64_t* a = ctx->GetAttrs()->GetInt("axis");
+    if (!a || !NormalizeAxis(*a, static_cast<int64_t>(ys.GetDimNum()), &axis)) return Fail(ctx, "the axis attribute is missing or out of range");
+    // Pixel rows store [N, C, H, W] as [N, H, W, C]: the axis where it lies in storage.
+    const bool rows = y->GetFormat() == FORMAT_NHWC;
+    auto stored = [&](const Shape& s) { return rows ? Shape({s.GetDim(0), s.GetDim(2), s.GetDim(3), s.GetDim(1)}) : s; };
+    if (rows) axis = axis == 1 ? 3 : axis == 0 ? 0 : axis - 1;
+    const Shape ps = stored(ys);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= ps.GetDim(static_cast<size_t>(d));
+    for (size_t d = static_cast<size_t>(axis) + 1; d < ps.GetDimNum(); ++d) inner *= ps.GetDim(d);
+    const int64_t row = ps.GetDim(static_cast<size_t>(axis)) * inner;
+    auto* py = static_cast<uint8_t*>(y->GetAddr());
+    int64_t at = 0;
+    for (size_t i = 2; i < n; i += 3) {
+      const Tensor* x = ctx->GetInputTensor(i);
+      QParam qx;
+      if (!ReadQParam(ctx, ctx->GetInputTensor(i + 1), ctx->GetInputTensor(i + 2), t, "X" + std::to_string((i - 2) / 3), &qx)) return GRAPH_FAILED;
+      const int64_t len = stored(x->GetShape()).GetDim(static_cast<size_t>(axis)) * inner;
+      const auto* px = static_cast<const uint8_t*>(x->GetAddr());
+      if (qx.scale == qy.scale && qx.zp == qy.zp) {
+        for (int64_t o = 0; o < outer; ++o) std::memcpy(py + o * row + at, px + o * len, static_cast<size_t>(len));
+      } else {
+        Table table;
+        BuildTable(t, qx, t, qy, [](float v) { return v; }, &table);
+        for (int64_t o = 0; o < outer; ++o) MapBytes(ctx, table, px + o * len, py + o * row + at, len);
+      }
+      at += len;
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_qlinear(std::vector<OpEntry>& out) {
+  const TensorType q8({DT_INT8, DT_UINT8});
+  const TensorType f32({DT_FLOAT});
+  auto binary = [&](const char* name) {
+    return OpDefBuilder(name)
+        .INPUT(A, q8)
+        .INPUT(A_scale, f32)
+        .OPTIONAL_INPUT(A_zero_point, q8)
+        .INPUT(B, q8)
+        .INPUT(B_scale, f32)
+        .OPTIONAL_INPUT(B_zero_point, q8)
+        .INPUT(C_scale, f32)
+        .OPTIONAL_INPUT(C_zero_point, q8)
+        .OUTPUT(C, q8)
+        .Build();
+  };
+  out.push_back({binary("QLinearAdd"), MakeOpImpl<QLinearBinary<AddMath>>("QLinearAdd")});
+  out.push_back({binary("QLinearMul"), MakeOpImpl<QLinearBinary<MulMath>>("QLinearMul")});
+  auto lookup = [&](const char* name, bool alpha) {
+    OpDefBuilder b(name);
+    b.INPUT(X, q8).INPUT(X_scale, f32).OPTIONAL_INPUT(X_zero_point, q8).INPUT(Y_scale, f32).OPTIONAL_INPUT(Y_zero_point, q8).OUTPUT(Y, q8);
+    if (alpha) b.ATTR(alpha, Float, 0.01f);
+    return b.Build();
+  };
+  out.push_back({lookup("QLinearSigmoid", false), MakeOpImpl<QLinearSigmoid>("QLinearSigmoid")});
+  out.push_back({lookup("QLinearLeakyRelu", true), MakeOpImpl<QLinearLeakyRelu>("QLinearLeakyRelu")});
+  out.push_back({OpDefBuilder("QLinearGlobalAveragePool")
+                     .INPUT(X, q8)
+                     .INPUT(x_scale, f32)
+                     .INPUT(x_zero_point, q8)
+                     .INPUT(y_scale, f32)
+                     .INPUT(y_zero_point, q8)
+                     .OUTPUT(Y, q8)
+                     .ATTR(channels_last, Int, 0)
+                     .Build(),
+                 MakeOpImpl<QLinearGlobalAveragePool>("QLinearGlobalAveragePool")});
+  out.push_back({OpDefBuilder("QLinearConcat")
+                     .DYNAMIC_INPUT(inputs, TensorType({DT_FLOAT, DT_INT8, DT_UINT8}))
+                     .OUTPUT(Y, q8)
+                     .REQUIRED_ATTR(axis, Int)
+                     .Build(),
+                 MakeOpImpl<QLinearConcat>("QLinearConcat")});
+}
+
+}  // namespace weft::ops

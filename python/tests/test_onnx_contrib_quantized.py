@@ -1,0 +1,373 @@
+"""ONNX Runtime's com.microsoft quantized operators (the QOperator format of its quantizer):
+QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearConcat
+and QGemm, node by node on random data and random scales, byte for byte against ONNX Runtime and
+within one step of a float64 recomputation; a network quantized by onnxruntime.quantization in the
+QOperator format, its 8-bit values kept as pixel rows between the ops; and the errors for
+quantization parameters the ops do not take."""
+import subprocess
+import os
+
+import numpy as np
+import pytest
+
+import weft
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+T = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8, np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32}
+MS = "com.microsoft"
+
+
+def save(tmp_path, nodes, inputs, outputs, inits, name="q.onnx"):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, T[dt], list(s)) for n, dt, s in inputs],
+                          [helper.make_tensor_value_info(n, T[dt], None) for n, dt in outputs],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    path = str(tmp_path / name)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(MS, 1)], ir_version=8)
+    onnx.save(model, path)
+    return path
+
+
+def both(path, feeds):
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run(list(feeds.values()))
+    return [np.asarray(g) for g in got], want
+
+
+def lim(qtype):
+    return (-128, 127) if qtype == np.int8 else (0, 255)
+
+
+def rand_q(rng, qtype, shape):
+    lo, hi = lim(qtype)
+    return rng.integers(lo, hi + 1, size=shape).astype(qtype)
+
+
+def quantize64(v, scale, zp, qtype):
+    lo, hi = lim(qtype)
+    return np.clip(np.rint(v / scale) + zp, lo, hi)
+
+
+def within_one_step(got, want64):
+    """The float32 arithmetic of the kernels against real arithmetic: a value that lies on a
+    rounding boundary may go either way, never further."""
+    d = np.abs(got.astype(np.float64) - want64)
+    assert d.max() <= 1, d.max()
+    assert (d > 0).mean() < 0.05
+
+
+SHAPES = [  # (A, B): same shape, per channel either side, a scalar either side, a row, mixed
+    ([2, 5, 7, 9], [2, 5, 7, 9]),
+    ([2, 5, 7, 9], [1, 5, 1, 1]),
+    ([1, 5, 1, 1], [2, 5, 7, 9]),
+    ([2, 5, 7, 9], []),
+    ([1], [3, 4, 5]),
+    ([2, 5, 7, 9], [9]),
+    ([2, 1, 7, 1], [1, 5, 1, 9]),
+    ([6, 1], [1, 1]),
+]
+
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("shapes", SHAPES, ids=[f"{a}x{b}" for a, b in SHAPES])
+def test_binary_matches_onnxruntime(tmp_path, op, qtype, shapes):
+    sa, sb = shapes
+    rng = np.random.default_rng(len(sa) * 7 + len(sb) + (op == "QLinearMul") * 50 + (qtype == np.int8))
+    for trial in range(3):
+        scales = np.exp(rng.uniform(-6, -1, 3)).astype(np.float32)
+        lo, hi = lim(qtype)
+        zps = [qtype(rng.integers(lo, hi + 1)) for _ in range(3)]
+        nodes = [helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["c"], domain=MS)]
+        inits = {"as": scales[0], "az": zps[0], "bs": scales[1], "bz": zps[1], "cs": scales[2], "cz": zps[2]}
+        path = save(tmp_path, nodes, [("a", qtype, sa), ("b", qtype, sb)], [("c", qtype)], inits, name=f"{op}{trial}.onnx")
+        a, b = rand_q(rng, qtype, sa), rand_q(rng, qtype, sb)
+        got, want = both(path, {"a": a, "b": b})
+        assert got[0].dtype == qtype and got[0].shape == want[0].shape
+        np.testing.assert_array_equal(got[0], want[0])
+        fa = (a.astype(np.float64) - float(zps[0])) * float(scales[0])
+        fb = (b.astype(np.float64) - float(zps[1])) * float(scales[1])
+        within_one_step(got[0], quantize64(fa + fb if op == "QLinearAdd" else fa * fb, float(scales[2]), float(zps[2]), qtype))
+
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_binary_every_pair_of_bytes(tmp_path, op, qtype):
+    """Every (a, b) pair under 24 random sets of scales and zero points, in each broadcast form:
+    values that land within a float rounding of a half show whether the arithmetic is ONNX
+    Runtime's operation for operation."""
+    rng = np.random.default_rng(40 + (op == "QLinearMul") * 2 + (qtype == np.int8))
+    lo, hi = lim(qtype)
+    v = np.arange(lo, hi + 1).astype(qtype)
+    a_full, b_full = np.repeat(v[:, None], 256, 1), np.repeat(v[None, :], 256, 0)
+    nodes, inits, outs = [], {}, []
+    for i in range(24):
+        sc = np.exp(rng.uniform(-6, -1, 3)).astype(np.float32)
+        zp = [qtype(rng.integers(lo, hi + 1)) for _ in range(3)]
+        for k, name in enumerate(["as", "bs", "cs"]):
+            inits[f"{name}{i}"] = sc[k]
+        for k, name in enumerate(["az", "bz", "cz"]):
+            inits[f"{name}{i}"] = zp[k]
+        for form, (x, y) in enumerate([("a", "b"), ("a", "bcol"), ("arow", "b")]):
+            nodes.append(helper.make_node(op, [x, f"as{i}", f"az{i}", y, f"bs{i}", f"bz{i}", f"cs{i}", f"cz{i}"], [f"c{i}_{form}"], domain=MS))
+            outs.append((f"c{i}_{form}", qtype))
+    ins = [("a", qtype, [256, 256]), ("b", qtype, [256, 256]), ("bcol", qtype, [256, 1]), ("arow", qtype, [1, 256])]
+    path = save(tmp_path, nodes, ins, outs, inits)
+    got, want = both(path, {"a": a_full, "b": b_full, "bcol": v[:, None].copy(), "arow": v[None, :].copy()})
+    for g, w, (name, _) in zip(got, want, outs):
+        np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_binary_without_zero_points(tmp_path, qtype):
+    """Absent zero points are 0 (ONNX Runtime, which will not load the node without them, gets
+    explicit zeros)."""
+    rng = np.random.default_rng(3)
+    z = qtype(0)
+    for op in ["QLinearAdd", "QLinearMul"]:
+        inits = {"as": np.float32(0.02), "bs": np.float32(0.03), "cs": np.float32(0.04), "z": z}
+        shapes = [("a", qtype, [4, 33]), ("b", qtype, [4, 33])]
+        bare = save(tmp_path, [helper.make_node(op, ["a", "as", "", "b", "bs", "", "cs"], ["c"], domain=MS)], shapes, [("c", qtype)], inits, "bare.onnx")
+        full = save(tmp_path, [helper.make_node(op, ["a", "as", "z", "b", "bs", "z", "cs", "z"], ["c"], domain=MS)], shapes, [("c", qtype)], inits)
+        feeds = {"a": rand_q(rng, qtype, [4, 33]), "b": rand_q(rng, qtype, [4, 33])}
+        got = np.asarray(weft.Session(use_env_path=False).compile(weft.import_onnx(bare)).run(list(feeds.values()))[0])
+        np.testing.assert_array_equal(got, ort.InferenceSession(full, providers=["CPUExecutionProvider"]).run(None, feeds)[0])
+
+
+@pytest.mark.parametrize("op", ["QLinearSigmoid", "QLinearLeakyRelu"])
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_lookup_ops_match_onnxruntime_on_every_byte(tmp_path, op, qtype):
+    rng = np.random.default_rng(11 + (op == "QLinearSigmoid"))
+    lo, hi = lim(qtype)
+    x = np.arange(lo, hi + 1).astype(qtype).reshape(2, 4, 4, 8)  # every value once
+    for trial in range(4):
+        xs = np.float32(np.exp(rng.uniform(-5, -1)))
+        ys = np.float32(xs * rng.uniform(0.3, 2))
+        if op == "QLinearSigmoid":
+            ys = np.float32(1 / 256 * rng.uniform(0.5, 1.5))
+        xz, yz = qtype(rng.integers(lo, hi + 1)), qtype(rng.integers(lo, hi + 1))
+        attrs = {"alpha": float(rng.uniform(0.01, 0.3))} if op == "QLinearLeakyRelu" else {}
+        nodes = [helper.make_node(op, ["x", "xs", "xz", "ys", "yz"], ["y"], domain=MS, **attrs)]
+        path = save(tmp_path, nodes, [("x", qtype, x.shape)], [("y", qtype)], {"xs": xs, "xz": xz, "ys": ys, "yz": yz}, name=f"{op}{trial}.onnx")
+        got, want = both(path, {"x": x})
+        np.testing.assert_array_equal(got[0], want[0])
+        v = (x.astype(np.float64) - float(xz)) * float(xs)
+        f = 1 / (1 + np.exp(-v)) if op == "QLinearSigmoid" else np.where(v >= 0, v, np.float32(attrs["alpha"]) * v)
+        within_one_step(got[0], quantize64(f, float(ys), float(yz), qtype))
+        assert len(np.unique(got[0])) > 8
+
+
+@pytest.mark.parametrize("op", ["QLinearSigmoid", "QLinearLeakyRelu"])
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_lookup_tables_under_many_scales(tmp_path, op, qtype):
+    """Every byte under 96 random sets of scales and zero points (one node each)."""
+    rng = np.random.default_rng(60 + (op == "QLinearSigmoid") * 2 + (qtype == np.int8))
+    lo, hi = lim(qtype)
+    nodes, inits, outs = [], {}, []
+    for i in range(96):
+        xs = np.float32(np.exp(rng.uniform(-6, 0)))
+        inits[f"xs{i}"], inits[f"xz{i}"] = xs, qtype(rng.integers(lo, hi + 1))
+        inits[f"ys{i}"] = np.float32(np.exp(rng.uniform(-9, -5))) if op == "QLinearSigmoid" else np.float32(xs * rng.uniform(0.3, 2))
+        inits[f"yz{i}"] = qtype(rng.integers(lo, hi + 1))
+        attrs = {"alpha": float(rng.uniform(0.01, 0.3))} if op == "QLinearLeakyRelu" else {}
+        nodes.append(helper.make_node(op, ["x", f"xs{i}", f"xz{i}", f"ys{i}", f"yz{i}"], [f"y{i}"], domain=MS, **attrs))
+        outs.append((f"y{i}", qtype))
+    path = save(tmp_path, nodes, [("x", qtype, [256])], outs, inits)
+    got, want = both(path, {"x": np.arange(lo, hi + 1).astype(qtype)})
+    for g, w, (name, _) in zip(got, want, outs):
+        np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+@pytest.mark.parametrize("channels_last", [0, 1])
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("shape", [[2, 19, 7, 5], [1, 40, 1, 1], [3, 8, 33], [1, 4, 2, 3, 5]])
+def test_global_average_pool_matches_onnxruntime(tmp_path, channels_last, qtype, shape):
+    rng = np.random.default_rng(len(shape) + channels_last)
+    lo, hi = lim(qtype)
+    for trial in range(3):
+        xs, ys = np.exp(rng.uniform(-5, -1, 2)).astype(np.float32)
+        xz, yz = qtype(rng.integers(lo, hi + 1)), qtype(rng.integers(lo, hi + 1))
+        nodes = [helper.make_node("QLinearGlobalAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], domain=MS, channels_last=channels_last)]
+        path = save(tmp_path, nodes, [("x", qtype, shape)], [("y", qtype)], {"xs": xs, "xz": xz, "ys": ys, "yz": yz}, name=f"p{trial}.onnx")
+        x = rand_q(rng, qtype, shape)
+        got, want = both(path, {"x": x})
+        assert got[0].shape == want[0].shape
+        np.testing.assert_array_equal(got[0], want[0])
+        axes = tuple(range(1, len(shape) - 1)) if channels_last else tuple(range(2, len(shape)))
+        mean = ((x.astype(np.float64) - float(xz)) * float(xs)).mean(axis=axes, keepdims=True)
+        within_one_step(got[0], quantize64(mean, float(ys), float(yz), qtype))
+
+
+@pytest.mark.parametrize("axis", [1, -1, 0])
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_concat_matches_onnxruntime(tmp_path, axis, qtype):
+    rng = np.random.default_rng(5 + axis)
+    lo, hi = lim(qtype)
+    base = [2, 3, 4, 5]
+    shapes = []
+    for c in (3, 1, 6):
+        s = list(base)
+        s[axis] = c
+        shapes.append(s)
+    ys, yz = np.float32(0.05), qtype(rng.integers(lo, hi + 1))
+    # The first input is quantized as the output (copied); the others are requantized.
+    params = [(ys, yz), (np.float32(0.013), qtype(rng.integers(lo, hi + 1))), (np.float32(0.21), qtype(rng.integers(lo, hi + 1)))]
+    names = ["ys", "yz"]
+    inits = {"ys": ys, "yz": yz}
+    for i, (s, z) in enumerate(params):
+        names += [f"x{i}", f"s{i}", f"z{i}"]
+        inits[f"s{i}"], inits[f"z{i}"] = s, z
+    nodes = [helper.make_node("QLinearConcat", names, ["y"], domain=MS, axis=axis)]
+    path = save(tmp_path, nodes, [(f"x{i}", qtype, s) for i, s in enumerate(shapes)], [("y", qtype)], inits)
+    xs = [rand_q(rng, qtype, s) for s in shapes]
+    got, want = both(path, {f"x{i}": x for i, x in enumerate(xs)})
+    np.testing.assert_array_equal(got[0], want[0])
+    ref = np.concatenate([quantize64((x.astype(np.float64) - float(z)) * float(s), float(ys), float(yz), qtype)
+                          for x, (s, z) in zip(xs, params)], axis=axis)
+    within_one_step(got[0], ref)
+    np.testing.assert_array_equal(got[0].take(range(3), axis=axis), xs[0])  # copied as it is
+
+
+QGEMM_CASES = [  # (m, k, n, transA, transB, per_column, with_c, quantized_out)
+    (3, 5, 4, 0, 0, False, True, True),
+    (3, 5, 4, 1, 1, True, True, True),
+    (4, 7, 6, 0, 1, True, False, False),
+    (16, 96, 40, 0, 1, True, True, True),   # large enough for the packed GEMM kernels
+    (16, 96, 40, 0, 0, False, True, False),
+    (9, 130, 33, 1, 0, True, True, True),
+]
+
+
+@pytest.mark.parametrize("atype", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", QGEMM_CASES, ids=[str(c) for c in QGEMM_CASES])
+def test_qgemm_matches_onnxruntime(tmp_path, atype, case):
+    m, k, n, ta, tb, per_col, with_c, qout = case
+    rng = np.random.default_rng(m * k + n + ta * 2 + tb)
+    # Weights within [-64, 63]: ONNX Runtime's 16-bit pair sums on CPUs without VNNI stay exact.
+    b = rng.integers(-64, 64, size=[n, k] if tb else [k, n]).astype(np.int8)
+    a = rand_q(rng, atype, [k, m] if ta else [m, k])
+    a_s, a_z = np.float32(0.02), atype(rng.integers(*lim(atype)) // 2)
+    b_s = np.exp(rng.uniform(-6, -3, n)).astype(np.float32) if per_col else np.float32(0.004)
+    b_z = np.zeros(n, np.int8) if per_col else np.int8(0)
+    inputs = ["a", "as", "az", "b", "bs", "bz"]
+    inits = {"as": a_s, "az": a_z, "b": b, "bs": b_s, "bz": b_z}
+    c = rng.integers(-3000, 3000, size=[n]).astype(np.int32)
+    if with_c:
+        inputs.append("c")
+        inits["c"] = c
+    otype = atype if qout else np.float32
+    if qout:
+        if not with_c:
+            inputs.append("")
+        inputs += ["ys", "yz"]
+        inits["ys"], inits["yz"] = np.float32(0.3), atype(rng.integers(*lim(atype)) // 3)
+    alpha = 0.75
+    nodes = [helper.make_node("QGemm", inputs, ["y"], domain=MS, transA=ta, transB=tb, alpha=alpha)]
+    path = save(tmp_path, nodes, [("a", atype, a.shape)], [("y", otype)], inits)
+    got, want = both(path, {"a": a})
+    assert got[0].dtype == want[0].dtype and got[0].shape == (m, n)
+    np.testing.assert_array_equal(got[0], want[0])
+    A = (a.T if ta else a).astype(np.int64) - int(a_z)
+    B = (b.T if tb else b).astype(np.int64) - np.asarray(b_z, np.int64)
+    acc = A @ B + (c if with_c else 0)
+    real = acc * alpha * float(a_s) * np.asarray(b_s, np.float64)
+    if qout:
+        within_one_step(got[0], quantize64(real, float(inits["ys"]), float(inits["yz"]), atype))
+    else:
+        np.testing.assert_allclose(got[0], real, rtol=1e-6, atol=1e-6)
+
+
+def qoperator_model(tmp_path, activation_type):
+    torch = pytest.importorskip("torch")
+    quant = pytest.importorskip("onnxruntime.quantization")
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = torch.nn.Conv2d(3, 16, 3, padding=1)
+            self.c2 = torch.nn.Conv2d(16, 16, 3, padding=1)
+            self.c3 = torch.nn.Conv2d(16, 8, 1)
+            self.fc = torch.nn.Linear(24, 10)
+
+        def forward(self, x):
+            a = torch.relu(self.c1(x))
+            b = self.c2(a) + a
+            b = b * torch.sigmoid(b)
+            c = torch.cat([b, self.c3(b)], 1)
+            p = torch.nn.functional.adaptive_avg_pool2d(c, 1).flatten(1)
+            return torch.nn.functional.leaky_relu(self.fc(p), 0.1)
+
+    torch.manual_seed(0)
+    f = str(tmp_path / "f.onnx")
+    torch.onnx.export(Net().eval(), torch.randn(1, 3, 20, 20), f, opset_version=13, input_names=["x"], output_names=["y"], dynamo=False)
+    rng = np.random.default_rng(0)
+
+    class Reader(quant.CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{"x": rng.standard_normal((1, 3, 20, 20)).astype(np.float32)} for _ in range(6)])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    q = str(tmp_path / "q.onnx")
+    quant.quantize_static(f, q, Reader(), quant_format=quant.QuantFormat.QOperator, activation_type=activation_type,
+                          weight_type=quant.QuantType.QInt8)
+    return q
+
+
+@pytest.mark.parametrize("act", ["QUInt8", "QInt8"])
+def test_qoperator_network_from_the_onnxruntime_quantizer(tmp_path, act):
+    quant = pytest.importorskip("onnxruntime.quantization")
+    path = qoperator_model(tmp_path, getattr(quant.QuantType, act))
+    ops = {(n.domain, n.op_type) for n in onnx.load(path).graph.node}
+    for op in ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearGlobalAveragePool", "QGemm"]:
+        assert (MS, op) in ops
+    compiled = weft.Session(use_env_path=False).compile(weft.import_onnx(path))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        x = (rng.standard_normal((1, 3, 20, 20)) * 1.5).astype(np.float32)
+        np.testing.assert_array_equal(np.asarray(compiled.run([x])[0]), sess.run(None, {"x": x})[0])
+    # The 8-bit values between the convolutions stay pixel rows through Add, Sigmoid, Mul and Concat.
+    cli = os.environ.get("WEFT_CLI", "weft")
+    cli = os.path.abspath(cli) if os.sep in cli else cli
+    steps = subprocess.run([cli, "inspect", "--steps", path], capture_output=True, text=True, check=True).stdout
+    for node in ["/Add_quant", "/Sigmoid_quant", "/Mul_quant", "/Concat_quant"]:
+        line = next(ln for ln in steps.splitlines() if f"'{node}'" in ln)
+        assert "@NHWC" in line.split("->")[1], line
+    # A model file keeps the layouts and the outputs.
+    wf = str(tmp_path / "q.weft")
+    subprocess.run([cli, "compile", path, "-o", wf], capture_output=True, text=True, check=True)
+    x = rng.standard_normal((1, 3, 20, 20)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    subprocess.run([cli, "run", wf, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", str(tmp_path)], capture_output=True, text=True,
+                   check=True, cwd=tmp_path)
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), sess.run(None, {"x": x})[0])
+
+
+def error_of(tmp_path, nodes, inputs, outputs, inits, feeds):
+    path = save(tmp_path, nodes, inputs, outputs, inits, name="bad.onnx")
+    with pytest.raises(Exception) as e:
+        weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run(feeds)
+    return str(e.value)
+
+
+def test_errors_name_the_parameter(tmp_path):
+    a = np.zeros([2, 3], np.uint8)
+    per_channel = error_of(tmp_path, [helper.make_node("QLinearAdd", ["a", "as", "az", "a", "as", "az", "cs", "cz"], ["c"], domain=MS)],
+                           [("a", np.uint8, [2, 3])], [("c", np.uint8)],
+                           {"as": np.array([0.1, 0.2, 0.3], np.float32), "az": np.uint8(0), "cs": np.float32(0.1), "cz": np.uint8(0)}, [a])
+    assert "A_scale" in per_channel and "per-tensor" in per_channel
+    zero = error_of(tmp_path, [helper.make_node("QLinearSigmoid", ["a", "xs", "", "ys"], ["c"], domain=MS)], [("a", np.uint8, [2, 3])],
+                    [("c", np.uint8)], {"xs": np.float32(0.0), "ys": np.float32(0.1)}, [a])
+    assert "X_scale" in zero and "positive" in zero
+    mixed = error_of(tmp_path, [helper.make_node("QLinearGlobalAveragePool", ["x", "s", "z", "s", "w"], ["y"], domain=MS)],
+                     [("x", np.uint8, [1, 2, 3, 3])], [("y", np.uint8)], {"s": np.float32(0.1), "z": np.uint8(0), "w": np.int8(0)},
+                     [np.zeros([1, 2, 3, 3], np.uint8)])
+    assert "y_zero_point" in mixed
+    gemm = error_of(tmp_path, [helper.make_node("QGemm", ["a", "s", "z", "b", "bs", "bz"], ["y"], domain=MS)], [("a", np.uint8, [2, 3])],
+                    [("y", np.float32)], {"s": np.float32(0.1), "z": np.uint8(0), "b": np.ones([3, 4], np.int8),
+                                          "bs": np.full(3, 0.1, np.float32), "bz": np.zeros(3, np.int8)}, [a])
+    assert "b_scale" in gemm and "column" in gemm
