@@ -968,23 +968,29 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
   }
   // Between channel-blocked Convs a float32 2-D pooling (oneDNN path) keeps the blocked layout:
   // it reads and writes it, or neither.
+  // An 8-bit 2-D max pooling (between 8-bit convolutions) keeps their pixel rows the same way.
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
     const Tensor* x = ctx->GetInputTensor(0);
     bool include_pad = !kMax && *ctx->GetAttrs()->GetInt("count_include_pad") != 0;
     if (x->GetDataType() == DT_FLOAT && x->GetShape().GetDimNum() == 4 && ctx->GetComputeNodeOutputNum() == 1 &&
         !(include_pad && *ctx->GetAttrs()->GetInt("ceil_mode")))
       s.Format(FORMAT_NC1HWC0).Input(0).Output(0).Together();
+    if (kMax && Is8Bit(x->GetDataType()) && x->GetShape().GetDimNum() == 4 && !x->GetShape().IsUnknown() && ctx->GetComputeNodeOutputNum() == 1)
+      s.Format(FORMAT_NHWC).Input(0).Output(0).Together();
     return GRAPH_SUCCESS;
   }
-  // float32 fast path: oneDNN pooling (no Indices output).
+  static bool Is8Bit(DataType t) { return t == DT_INT8 || t == DT_UINT8; }
+  // Fast path: oneDNN pooling (no Indices output), float32, and int8/uint8 for MaxPool.
   graphStatus Compile(OpCompileContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Window w;
     std::string err;
-    if (x->GetDataType() != DT_FLOAT || ctx->GetComputeNodeOutputNum() > 1 || !Geometry(ctx, x->GetShape(), &w, &err) || w.nd > 3)
+    const bool bytes = kMax && Is8Bit(x->GetDataType());
+    if ((x->GetDataType() != DT_FLOAT && !bytes) || ctx->GetComputeNodeOutputNum() > 1 || !Geometry(ctx, x->GetShape(), &w, &err) || w.nd > 3)
       return GRAPH_SUCCESS;
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
+    const dt type = x->GetDataType() == DT_INT8 ? dt::s8 : x->GetDataType() == DT_UINT8 ? dt::u8 : dt::f32;
     int threads = ApplyIntraOpThreads(ctx);
     try {
       const Shape& xs = x->GetShape();
@@ -1011,15 +1017,17 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
         pr.push_back((w.out[i] - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - w.in[i] - w.pb[i]);
       }
       const tag tags[] = {tag::ncw, tag::nchw, tag::ncdhw};
-      dnnl::memory::desc src_md(src, dt::f32, tags[nd - 1]), dst_md(dst, dt::f32, tags[nd - 1]);
-      // Between channel-blocked Convs (the layout pass decides) pooling reads and writes nChw16c.
-      bool blocked_in = x->GetFormat() == FORMAT_NC1HWC0, blocked_out = ctx->GetOutputTensor(0)->GetFormat() == FORMAT_NC1HWC0;
+      dnnl::memory::desc src_md(src, type, tags[nd - 1]), dst_md(dst, type, tags[nd - 1]);
+      // Between channel-blocked Convs (the layout pass decides) pooling reads and writes nChw16c;
+      // between 8-bit ones, pixel rows (nhwc).
+      const Format fin = x->GetFormat(), fout = ctx->GetOutputTensor(0)->GetFormat();
+      bool blocked_in = fin == FORMAT_NC1HWC0 || fin == FORMAT_NHWC, blocked_out = fout == FORMAT_NC1HWC0 || fout == FORMAT_NHWC;
       if ((blocked_in || blocked_out) && w.nd != 2) {
         ctx->SetError("the blocked layout needs 2-D pooling");
         return GRAPH_FAILED;
       }
-      if (blocked_in) src_md = dnnl::memory::desc(src, dt::f32, tag::nChw16c);
-      if (blocked_out) dst_md = dnnl::memory::desc(dst, dt::f32, tag::nChw16c);
+      if (blocked_in) src_md = dnnl::memory::desc(src, type, fin == FORMAT_NHWC ? tag::nhwc : tag::nChw16c);
+      if (blocked_out) dst_md = dnnl::memory::desc(dst, type, fout == FORMAT_NHWC ? tag::nhwc : tag::nChw16c);
       bool include_pad = !kMax && *ctx->GetAttrs()->GetInt("count_include_pad") != 0;
       if (include_pad && *ctx->GetAttrs()->GetInt("ceil_mode")) return GRAPH_SUCCESS;  // padding rule differs: reference path
       auto alg = kMax ? dnnl::algorithm::pooling_max
@@ -1037,14 +1045,14 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       bool relayout = false;
       if (!blocked_in && !blocked_out && nd == 2 && std::string(pd.impl_info_str()).rfind("jit", 0) != 0) {
         for (tag t : {tag::nChw16c, tag::nChw8c, tag::nhwc}) {
-          auto alt = make_pd(dnnl::memory::desc(src, dt::f32, t), dnnl::memory::desc(dst, dt::f32, t));
+          auto alt = make_pd(dnnl::memory::desc(src, type, t), dnnl::memory::desc(dst, type, t));
           if (std::string(alt.impl_info_str()).rfind("jit", 0) == 0) {
             pd = alt, relayout = true;
             break;
           }
         }
       }
-      if (blocked_out && ctx->SetOutputStorage(0, dst_md.get_size(), FORMAT_NC1HWC0) != GRAPH_SUCCESS) return GRAPH_FAILED;
+      if (blocked_out && ctx->SetOutputStorage(0, dst_md.get_size(), fout) != GRAPH_SUCCESS) return GRAPH_FAILED;
       int xs_slot = runner_.AddBound(src_md), ys_slot = runner_.AddBound(dst_md);
       int in_slot = relayout ? Relayout(runner_, xs_slot, src_md, pd.src_desc()) : xs_slot;
       int out_slot = relayout ? runner_.AddTemp(pd.dst_desc()) : ys_slot;
@@ -1056,7 +1064,7 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       runner_.Finish(threads);
     } catch (const dnnl::error& e) {
       // not ready: the reference loops run instead, unless the graph relies on the blocked layout
-      if (x->GetFormat() == FORMAT_NC1HWC0 || ctx->GetOutputTensor(0)->GetFormat() == FORMAT_NC1HWC0) {
+      if (x->GetFormat() != FORMAT_ND || ctx->GetOutputTensor(0)->GetFormat() != FORMAT_ND) {
         ctx->SetError(std::string("oneDNN cannot run this pooling in the blocked layout: ") + e.what());
         return GRAPH_FAILED;
       }

@@ -52,6 +52,12 @@ bool IsModelFile(const std::string& path) {
   return n == 8 && std::memcmp(magic, "WEFTMDL", 8) == 0;
 }
 
+// --no-fuse-qdq (run, compile, inspect, aot): OnnxImportOptions::fuse_qdq off.
+bool g_no_fuse_qdq = false;
+constexpr const char* kNoFuseQdqHelp =
+    "ONNX models: keep the float operators between DequantizeLinear and QuantizeLinear (ONNX's definition of a QDQ "
+    "model) instead of running them on the quantized values as ONNX Runtime does";
+
 // A JSON graph, an ONNX model or a LiteRT model; model inputs take the given concrete shapes.
 Expected<Graph> LoadGraph(const std::string& path, const std::map<std::string, Shape>& shapes = {}) {
   if (fs::path(path).extension() == ".pt2")
@@ -66,6 +72,7 @@ Expected<Graph> LoadGraph(const std::string& path, const std::map<std::string, S
   if (!IsOnnx(path)) return Graph::FromJsonFile(path);
   OnnxImportOptions o;
   o.input_shapes = shapes;
+  o.fuse_qdq = !g_no_fuse_qdq;
   return ImportOnnx(path, o);
 }
 
@@ -631,6 +638,7 @@ int main(int argc, char** argv) {
   Repeatable(run->add_option("-p,--package", ra.packages,
                              "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)"));
   run->add_flag("--allow-override", ra.allow_override, kAllowOverrideHelp);
+  run->add_flag("--no-fuse-qdq", g_no_fuse_qdq, kNoFuseQdqHelp);
   run->add_flag("--trust-embedded-code", ra.trust_embedded_code,
                 "Run plugin libraries embedded in a .weft file (native code: only for files you trust)");
   run->add_option("-t,--threads", ra.threads, "Intra-op threads")->check(CLI::Range(1, 256))->capture_default_str();
@@ -651,6 +659,7 @@ int main(int argc, char** argv) {
   Repeatable(compile->add_option("-p,--package", ca.packages,
                                  "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)"));
   compile->add_flag("--allow-override", ca.allow_override, kAllowOverrideHelp);
+  compile->add_flag("--no-fuse-qdq", g_no_fuse_qdq, kNoFuseQdqHelp);
   compile->add_flag("--embed-plugins", ca.embed_plugins, "Store the plugin libraries in the file (loaded from memory)");
   compile->add_flag("--pin-plugins", ca.pin_plugins,
                     "Require the exact plugin library builds when loading (default: same op types, versions and ABI level)");
@@ -666,6 +675,7 @@ int main(int argc, char** argv) {
   Repeatable(aot->add_option("-s,--shape", aa.shapes, "NAME=D0,D1,... concrete shape for an input (default: unknown dims become 1)"));
   Repeatable(aot->add_option("-p,--package", aa.packages, "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)"));
   aot->add_flag("--allow-override", aa.allow_override, kAllowOverrideHelp);
+  aot->add_flag("--no-fuse-qdq", g_no_fuse_qdq, kNoFuseQdqHelp);
   Repeatable(aot->add_option("--freeze", aa.freeze,
                              "NAME=FILE.npy: make an input a constant with this value (e.g. an output_shape input), so that the "
                              "shapes it decides are known"));
@@ -695,6 +705,7 @@ int main(int argc, char** argv) {
   Repeatable(inspect->add_option("-s,--shape", ia.shapes, "NAME=D0,D1,... concrete shape for an input (repeatable)"));
   Repeatable(inspect->add_option("-p,--package", ia.packages, "Operator package root to load (repeatable)"));
   inspect->add_flag("--allow-override", ia.allow_override, kAllowOverrideHelp);
+  inspect->add_flag("--no-fuse-qdq", g_no_fuse_qdq, kNoFuseQdqHelp);
 
   CheckOpArgs cka;
   auto* check_op = app.add_subcommand(

@@ -2,15 +2,17 @@
 """Models quantized by ONNX Runtime's own tooling, Weft against ONNX Runtime, in one process.
 
     .venv/bin/python bench/quantized/compare_ort_quantized.py [--models resnet18,mobilenet_v2,bert_base]
+                                                              [--formats qdq,qoperator]
                                                               [--rounds 7] [--iters 10] [--threads 1]
                                                               [--out DIR] [--markdown FILE]
 
 Users who quantize with onnxruntime.quantization get one of two kinds of file:
   - static (quantize_static, calibrated), in its default QDQ format: QuantizeLinear/DequantizeLinear
     pairs around float operators, which ONNX Runtime fuses into integer kernels (QLinearConv, ...);
-    uint8 activations and int8 weights, per-channel weight scales; used here for the CNNs. (Its
-    QOperator format also writes contrib operators of the com.microsoft domain, QLinearAdd and
-    QLinearGlobalAveragePool among them, which Weft does not implement.)
+    uint8 activations and int8 weights, per-channel weight scales; used here for the CNNs. With
+    `--formats qoperator` the CNNs are quantized in its QOperator format instead (or as well):
+    QLinearConv, and contrib operators of the com.microsoft domain (QLinearAdd,
+    QLinearGlobalAveragePool, QGemm, ...) in place of the pairs.
   - dynamic (quantize_dynamic): DynamicQuantizeLinear + MatMulInteger for every MatMul/Gemm with a
     constant weight, the rest float; used here for the transformers.
 Each model comes from the zoo (bench/zoo/make_zoo.py, full size, static shapes, random seeded
@@ -62,10 +64,15 @@ def feeds_for(entry, seed):
     return feeds
 
 
-def quantize(name, src, entry, out_dir):
+def kind(name, fmt):
+    return ("static QDQ" if fmt == "qdq" else "static QOperator") if name in STATIC else "dynamic"
+
+
+def quantize(name, src, entry, out_dir, fmt):
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
 
-    dst = os.path.join(out_dir, f"{name}.{'static' if name in STATIC else 'dynamic'}.onnx")
+    tag = ("static" if fmt == "qdq" else "qoperator") if name in STATIC else "dynamic"
+    dst = os.path.join(out_dir, f"{name}.{tag}.onnx")
     if os.path.exists(dst):
         return dst
     if name in STATIC:
@@ -77,7 +84,8 @@ def quantize(name, src, entry, out_dir):
                 self.i += 1
                 return feeds_for(entry, 100 + self.i) if self.i <= 8 else None
 
-        quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+        quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ if fmt == "qdq" else QuantFormat.QOperator,
+                        activation_type=QuantType.QUInt8,
                         weight_type=QuantType.QInt8, per_channel=True)
     else:
         quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
@@ -87,6 +95,7 @@ def quantize(name, src, entry, out_dir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="resnet18,mobilenet_v2,bert_base")
+    ap.add_argument("--formats", default="qdq", help="qdq, qoperator or both (comma-separated): the CNNs' static format(s)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
@@ -100,11 +109,17 @@ def main():
     import onnxruntime as ort
     import weft
 
+    formats = args.formats.split(",")
+    for f in formats:
+        if f not in ("qdq", "qoperator"):
+            ap.error(f"unknown format {f!r} (qdq, qoperator)")
+    jobs = [(name, fmt) for name in args.models.split(",") for fmt in (formats if name in STATIC else formats[:1])]
     rows = []
-    for name in args.models.split(","):
+    for name, fmt in jobs:
         src, entry = zoo_file(name)
-        path = quantize(name, src, entry, args.out)
-        kinds = sorted({n.op_type for n in onnx.load(path).graph.node if "integer" in n.op_type.lower() or "quantize" in n.op_type.lower()})
+        path = quantize(name, src, entry, args.out, fmt)
+        kinds = sorted({n.op_type for n in onnx.load(path).graph.node
+                        if any(w in n.op_type.lower() for w in ("integer", "quantize", "qlinear", "qgemm"))})
         feeds = feeds_for(entry, 7)
         so = ort.SessionOptions()
         so.intra_op_num_threads = args.threads
@@ -128,8 +143,8 @@ def main():
                     batch.append(time.perf_counter() - t)
                 times[who].append(statistics.median(batch))
         w_ms, o_ms = statistics.median(times["weft"]) * 1e3, statistics.median(times["ort"]) * 1e3
-        rows.append((name, "static QDQ" if name in STATIC else "dynamic", ", ".join(kinds), w_ms, o_ms, w_ms / o_ms, diff, scale))
-        print(f"{name}: weft {w_ms:.3f} ms, onnxruntime {o_ms:.3f} ms, ratio {w_ms / o_ms:.2f}, max diff {diff:.4g} (outputs up to {scale:.4g})",
+        rows.append((name, kind(name, fmt), ", ".join(kinds), w_ms, o_ms, w_ms / o_ms, diff, scale))
+        print(f"{name} ({kind(name, fmt)}): weft {w_ms:.3f} ms, onnxruntime {o_ms:.3f} ms, ratio {w_ms / o_ms:.2f}, max diff {diff:.4g} (outputs up to {scale:.4g})",
               flush=True)
     lines = [f"Weft vs ONNX Runtime {ort.__version__} on ONNX Runtime-quantized models, {args.threads} thread(s); "
              f"{args.rounds} interleaved rounds of {args.iters} runs; median of batch medians.", "",

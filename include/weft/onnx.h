@@ -29,8 +29,11 @@ struct OnnxImportOptions {
   std::shared_ptr<const RegistryContext> registry;
   // Statically quantized convolutions in the QDQ format (DequantizeLinear -> Conv -> QuantizeLinear,
   // as onnxruntime.quantization writes them) become QLinearConv where they fit it exactly: integer
-  // sums and one rounding, as ONNX Runtime runs them (docs/onnx.md). False keeps the float Conv
-  // between the quantization nodes.
+  // sums and one rounding, as ONNX Runtime runs them (README, "Running ONNX models"). Add, Mul, Sigmoid, LeakyRelu
+  // and GlobalAveragePool between such pairs (per tensor) become QLinearAdd, QLinearMul,
+  // QLinearSigmoid, QLinearLeakyRelu and QLinearGlobalAveragePool, and a MaxPool between a pair of
+  // equal parameters runs on the 8-bit values, as ONNX Runtime rewrites them too. False keeps the
+  // float operators between the quantization nodes (`weft ... --no-fuse-qdq`).
   bool fuse_qdq = true;
 };
 

@@ -279,6 +279,82 @@ def test_qgemm_matches_onnxruntime(tmp_path, atype, case):
         np.testing.assert_allclose(got[0], real, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("pool", [dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                                  dict(kernel_shape=[2, 3], strides=[2, 1], ceil_mode=1),
+                                  dict(kernel_shape=[3, 3], dilations=[2, 2], pads=[0, 2, 1, 0])])
+def test_eight_bit_max_pool(tmp_path, qtype, pool):
+    """MaxPool on 8-bit values (oneDNN's kernels), alone and between two QLinearConvs that keep
+    pixel rows through it."""
+    rng = np.random.default_rng(8)
+    x = rand_q(rng, qtype, [2, 20, 13, 11])
+    path = save(tmp_path, [helper.make_node("MaxPool", ["x"], ["y"], **pool)], [("x", qtype, x.shape)], [("y", qtype)], {}, name="p.onnx")
+    got, want = both(path, {"x": x})
+    np.testing.assert_array_equal(got[0], want[0])
+    lo, hi = lim(qtype)
+    w1 = rng.integers(-60, 60, [20, 20, 1, 1]).astype(np.int8)
+    w2 = rng.integers(-60, 60, [8, 20, 3, 3]).astype(np.int8)
+    inits = {"s": np.float32(0.05), "z": qtype((lo + hi) // 2), "ws": np.float32(0.01), "wz": np.int8(0), "w1": w1, "w2": w2,
+             "s2": np.float32(0.3)}
+    nodes = [helper.make_node("QLinearConv", ["x", "s", "z", "w1", "ws", "wz", "s", "z"], ["a"]),
+             helper.make_node("MaxPool", ["a"], ["b"], **pool),
+             helper.make_node("QLinearConv", ["b", "s", "z", "w2", "ws", "wz", "s2", "z"], ["y"], pads=[1, 1, 1, 1])]
+    path = save(tmp_path, nodes, [("x", qtype, x.shape)], [("y", qtype)], inits, name="c.onnx")
+    got, want = both(path, {"x": x})
+    np.testing.assert_array_equal(got[0], want[0])
+    cli = os.environ.get("WEFT_CLI", "weft")
+    steps = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "inspect", "--steps", path], capture_output=True, text=True,
+                           check=True).stdout
+    line = next(ln for ln in steps.splitlines() if " MaxPool '" in ln)
+    assert line.count("@NHWC") == 2, line
+
+
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_qdq_patterns_run_as_onnxruntime_runs_them(tmp_path, qtype):
+    """DequantizeLinear -> Add / Mul / Sigmoid / LeakyRelu / GlobalAveragePool -> QuantizeLinear
+    become the contrib operators, and a MaxPool between pairs of equal parameters runs on the 8-bit
+    values, as ONNX Runtime rewrites them: the same bytes as ONNX Runtime; within one step of the
+    float path that import_onnx(fuse_qdq=False) keeps."""
+    rng = np.random.default_rng(21)
+    lo, hi = lim(qtype)
+    names = ["p", "a", "s", "l", "m", "g"]
+    inits = {}
+    for i, n in enumerate(["x", "y"] + names):
+        inits[f"{n}_s"] = np.float32(np.exp(rng.uniform(-5, -2)))
+        inits[f"{n}_z"] = qtype(rng.integers(lo // 2, hi // 2 + 1))
+    inits["p_s"], inits["p_z"] = inits["x_s"], inits["x_z"]  # MaxPool keeps its input's parameters
+
+    def dq(v, p):
+        return helper.make_node("DequantizeLinear", [v, f"{p}_s", f"{p}_z"], [v + "_f"])
+
+    def q(v, p):
+        return helper.make_node("QuantizeLinear", [v, f"{p}_s", f"{p}_z"], [p + "_q"])
+
+    nodes = [dq("x", "x"), helper.make_node("MaxPool", ["x_f"], ["pf"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), q("pf", "p"),
+             dq("p_q", "p"), dq("y", "y"), helper.make_node("Add", ["p_q_f", "y_f"], ["af"]), q("af", "a"),
+             dq("a_q", "a"), helper.make_node("Sigmoid", ["a_q_f"], ["sf"]), q("sf", "s"),
+             helper.make_node("LeakyRelu", ["a_q_f"], ["lf"], alpha=0.2), q("lf", "l"),
+             dq("s_q", "s"), dq("l_q", "l"), helper.make_node("Mul", ["s_q_f", "l_q_f"], ["mf"]), q("mf", "m"),
+             dq("m_q", "m"), helper.make_node("GlobalAveragePool", ["m_q_f"], ["gf"]), q("gf", "g")]
+    path = save(tmp_path, nodes, [("x", qtype, [1, 6, 9, 10]), ("y", qtype, [1, 6, 9, 10])], [("m_q", qtype), ("g_q", qtype)], inits)
+    feeds = {"x": rand_q(rng, qtype, [1, 6, 9, 10]), "y": rand_q(rng, qtype, [1, 6, 9, 10])}
+    got, want = both(path, feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    cli = os.environ.get("WEFT_CLI", "weft")
+    steps = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "inspect", "--steps", path], capture_output=True, text=True,
+                           check=True).stdout
+    for op in ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearGlobalAveragePool"]:
+        assert f" {op} " in steps, op
+    assert "Sigmoid '" not in steps.replace("QLinearSigmoid '", "") and " Add '" not in steps
+    pool = next(ln for ln in steps.splitlines() if " MaxPool '" in ln)
+    assert f"(x:{'int8' if qtype == np.int8 else 'uint8'}[" in pool, pool
+    plain = weft.Session(use_env_path=False).compile(weft.import_onnx(path, fuse_qdq=False)).run(list(feeds.values()))
+    for g, p in zip(got, plain):
+        d = np.abs(g.astype(np.int32) - np.asarray(p).astype(np.int32))
+        assert d.max() <= 1
+
+
 def qoperator_model(tmp_path, activation_type):
     torch = pytest.importorskip("torch")
     quant = pytest.importorskip("onnxruntime.quantization")

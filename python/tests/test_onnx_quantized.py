@@ -488,10 +488,12 @@ def test_qlinear_conv_chains_exchange_pixel_rows_bit_exact(tmp_path, xt, wt):
 
 def test_residual_quantized_block_keeps_pixel_rows_through_dequantize_add_quantize(tmp_path):
     """A residual block as an imported QDQ network has it: two QLinearConv branches, each
-    dequantized, added in float, quantized again, read by a third QLinearConv. DequantizeLinear,
-    Add and QuantizeLinear take any layout (LayoutSupport::AnyFormat), so the whole block is planned
-    as pixel rows (@NHWC) between the convolutions; the output equals a NumPy recomputation bit for
-    bit, and so does the compiled model file run by the CLI."""
+    dequantized, added in float, quantized again, read by a third QLinearConv. On import the
+    DequantizeLinear -> Add -> QuantizeLinear becomes a QLinearAdd (as ONNX Runtime runs it); with
+    --no-fuse-qdq the float Add stays. Either way the whole block is planned as pixel rows (@NHWC)
+    between the convolutions (QLinearAdd, DequantizeLinear, Add and QuantizeLinear take any layout:
+    LayoutSupport::AnyFormat); the output equals a NumPy recomputation bit for bit, and so does the
+    compiled model file run by the CLI."""
     import os
     import subprocess
     rng = np.random.default_rng(77)
@@ -531,9 +533,12 @@ def test_residual_quantized_block_keeps_pixel_rows_through_dequantize_add_quanti
     cli = os.environ.get("WEFT_CLI")
     if cli and os.path.exists(cli):
         steps = subprocess.run([cli, "inspect", path, "--steps"], capture_output=True, text=True, check=True).stdout
+        add = next(ln for ln in steps.splitlines() if "'add'" in ln)
+        assert " QLinearAdd " in add and add.count("@NHWC") == 3, steps
+        steps = subprocess.run([cli, "inspect", path, "--steps", "--no-fuse-qdq"], capture_output=True, text=True, check=True).stdout
         line = {n: next(ln for ln in steps.splitlines() if f"'{n}'" in ln) for n in ["da", "db", "add", "q"]}
         assert all(ln.count("@NHWC") == 2 for n, ln in line.items() if n != "add"), steps
-        assert line["add"].count("@NHWC") == 3, steps
+        assert " Add " in line["add"] and line["add"].count("@NHWC") == 3, steps
         np.save(tmp_path / "x.npy", x)
         subprocess.run([cli, "compile", path, "-o", str(tmp_path / "m.weft")], capture_output=True, text=True, check=True)
         subprocess.run([os.path.abspath(cli), "run", str(tmp_path / "m.weft"), "-i", f"x={tmp_path / 'x.npy'}"], capture_output=True, text=True, check=True,

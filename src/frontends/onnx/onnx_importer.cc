@@ -1,5 +1,6 @@
 // ONNX ModelProto → Graph. Rewrites old opset forms to the form the built-ins implement (the
 // newest), folds Constant nodes into graph constants.
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -574,7 +575,7 @@ namespace {
 // x_scale * w_scale and whose zero point is 0), the Conv and the QuantizeLinear become one
 // QLinearConv on the quantized tensors: the integer sums are exact and the one rounding is the
 // output's, as ONNX Runtime runs such files. The DequantizeLinear nodes no longer read are dropped
-// when the graph compiles.
+// when the graph compiles. (Other operators between such pairs: below.)
 void FuseQdqConvs(Graph& g) {
   std::map<std::string, const HostTensor*> consts;
   for (auto& [name, t] : g.constants()) consts[name] = &t;
@@ -653,6 +654,74 @@ void FuseQdqConvs(Graph& g) {
     n.outputs = q.outputs;
     n.attrs = conv.attrs;
     n.opset = conv.opset;
+    fused.push_back(std::move(n));
+    drop.insert(k);
+    drop.insert(qk);
+  }
+  // The other operators ONNX Runtime runs on the quantized tensors of such files (it rewrites the
+  // same patterns), all quantized per tensor: DequantizeLinear -> Add or Mul -> QuantizeLinear
+  // becomes QLinearAdd or QLinearMul; -> GlobalAveragePool, Sigmoid, LeakyRelu -> QuantizeLinear
+  // becomes QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu (their arithmetic is ONNX
+  // Runtime's); and a MaxPool between a DequantizeLinear and a QuantizeLinear of the same scale
+  // and zero point runs on the 8-bit values as they are (the maximum commutes with both maps, and
+  // quantizing a dequantized value gives it back).
+  auto q_of = [&](const Node& n) -> size_t {  // the QuantizeLinear alone reading n's only output
+    if (n.outputs.size() != 1 || readers[n.outputs[0]] != 1) return nodes.size();
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      const Node& q = nodes[j];
+      if (q.inputs.empty() || q.inputs[0] != n.outputs[0]) continue;
+      const bool ok = q.op_type == "QuantizeLinear" && q.domain.empty() && q.inputs.size() == 3 && q.outputs.size() == 1 && q.when.empty() &&
+                      scalar(q.inputs[1], DT_FLOAT) && scalar(q.inputs[2], DT_INT8, DT_UINT8) && !drop.count(j);
+      return ok ? j : nodes.size();
+    }
+    return nodes.size();
+  };
+  auto per_tensor = [&](const std::string& value) -> const Node* {
+    const Node* d = dq(value);
+    return d && scalar(d->inputs[1], DT_FLOAT) && scalar(d->inputs[2], DT_INT8, DT_UINT8) ? d : nullptr;
+  };
+  auto type_of = [&](const std::string& zp) { return constant(zp)->dtype(); };
+  auto same = [&](const std::string& a, const std::string& b) {
+    const HostTensor *x = constant(a), *y = constant(b);
+    return x->dtype() == y->dtype() && std::memcmp(x->data(), y->data(), x->bytes()) == 0;
+  };
+  static const std::map<std::string, std::string> kQLinear = {{"Add", "QLinearAdd"},
+                                                              {"Mul", "QLinearMul"},
+                                                              {"GlobalAveragePool", "QLinearGlobalAveragePool"},
+                                                              {"Sigmoid", "QLinearSigmoid"},
+                                                              {"LeakyRelu", "QLinearLeakyRelu"},
+                                                              {"MaxPool", ""}};
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const Node& op = nodes[k];
+    auto rule = kQLinear.find(op.op_type);
+    if (rule == kQLinear.end() || !op.domain.empty() || !op.when.empty() || drop.count(k)) continue;
+    const size_t arity = op.op_type == "Add" || op.op_type == "Mul" ? 2 : 1;
+    if (op.inputs.size() != arity) continue;
+    const size_t qk = q_of(op);
+    if (qk == nodes.size()) continue;
+    const Node& q = nodes[qk];
+    std::vector<const Node*> in;
+    for (auto& v : op.inputs) in.push_back(per_tensor(v));
+    bool fits = true;
+    for (const Node* d : in) fits = fits && d && type_of(d->inputs[2]) == type_of(q.inputs[2]);
+    if (!fits) continue;
+    Node n;
+    n.name = op.name;
+    n.outputs = q.outputs;
+    n.attrs = op.attrs;
+    n.opset = op.opset;
+    if (rule->second.empty()) {  // MaxPool
+      if (!same(in[0]->inputs[1], q.inputs[1]) || !same(in[0]->inputs[2], q.inputs[2])) continue;
+      n.op_type = op.op_type;
+      n.inputs = {in[0]->inputs[0]};
+    } else {
+      n.op_type = rule->second;
+      n.domain = "com.microsoft";
+      n.opset = 1;
+      for (const Node* d : in) n.inputs.insert(n.inputs.end(), d->inputs.begin(), d->inputs.end());
+      n.inputs.push_back(q.inputs[1]);
+      n.inputs.push_back(q.inputs[2]);
+    }
     fused.push_back(std::move(n));
     drop.insert(k);
     drop.insert(qk);
