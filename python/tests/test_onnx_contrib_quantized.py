@@ -355,6 +355,43 @@ def test_qdq_patterns_run_as_onnxruntime_runs_them(tmp_path, qtype):
         assert d.max() <= 1
 
 
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_qdq_gemm_becomes_qgemm(tmp_path, qtype, trans_b, per_column, bias):
+    """DequantizeLinear (A, B, int32 bias) -> Gemm -> QuantizeLinear runs as QGemm, as ONNX Runtime
+    runs it: the same bytes; within one step of the float path (--no-fuse-qdq)."""
+    rng = np.random.default_rng(30 + trans_b * 4 + per_column * 2 + bias)
+    m, k, n = 3, 200, 24
+    lo, hi = lim(qtype)
+    w = rng.integers(-64, 64, [n, k] if trans_b else [k, n]).astype(np.int8)
+    ws = np.exp(rng.uniform(-7, -5, n)).astype(np.float32) if per_column else np.float32(0.002)
+    xs, xz = np.float32(0.03), qtype(rng.integers(lo // 2, hi // 2))
+    inits = {"xs": xs, "xz": xz, "w": w, "ws": ws, "wz": np.zeros(n, np.int8) if per_column else np.int8(0), "ys": np.float32(0.08),
+             "yz": qtype(rng.integers(lo // 2, hi // 2))}
+    nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0 if trans_b else 1)]
+    gemm_in = ["xf", "wf"]
+    if bias:
+        inits.update({"b": rng.integers(-5000, 5000, n).astype(np.int32), "bs": (xs * ws).astype(np.float32),
+                      "bz": np.zeros(n, np.int32) if per_column else np.int32(0)})
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bf"], axis=0))
+        gemm_in.append("bf")
+    nodes += [helper.make_node("Gemm", gemm_in, ["yf"], transB=trans_b), helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["y"])]
+    path = save(tmp_path, nodes, [("x", qtype, [m, k])], [("y", qtype)], inits)
+    feeds = {"x": rand_q(rng, qtype, [m, k])}
+    got, want = both(path, feeds)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert len(np.unique(got[0])) > 10
+    cli = os.environ.get("WEFT_CLI", "weft")
+    steps = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "inspect", "--steps", path], capture_output=True, text=True,
+                           check=True).stdout
+    assert " QGemm " in steps and " Gemm '" not in steps
+    plain = weft.Session(use_env_path=False).compile(weft.import_onnx(path, fuse_qdq=False)).run(list(feeds.values()))[0]
+    assert np.abs(got[0].astype(np.int32) - np.asarray(plain).astype(np.int32)).max() <= 1
+
+
 def qoperator_model(tmp_path, activation_type):
     torch = pytest.importorskip("torch")
     quant = pytest.importorskip("onnxruntime.quantization")

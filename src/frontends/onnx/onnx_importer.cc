@@ -662,7 +662,7 @@ void FuseQdqConvs(Graph& g) {
   // same patterns), all quantized per tensor: DequantizeLinear -> Add or Mul -> QuantizeLinear
   // becomes QLinearAdd or QLinearMul; -> GlobalAveragePool, Sigmoid, LeakyRelu -> QuantizeLinear
   // becomes QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu (their arithmetic is ONNX
-  // Runtime's); and a MaxPool between a DequantizeLinear and a QuantizeLinear of the same scale
+  // Runtime's; Gemm -> QGemm further down); and a MaxPool between a DequantizeLinear and a QuantizeLinear of the same scale
   // and zero point runs on the 8-bit values as they are (the maximum commutes with both maps, and
   // quantizing a dequantized value gives it back).
   auto q_of = [&](const Node& n) -> size_t {  // the QuantizeLinear alone reading n's only output
@@ -722,6 +722,62 @@ void FuseQdqConvs(Graph& g) {
       n.inputs.push_back(q.inputs[1]);
       n.inputs.push_back(q.inputs[2]);
     }
+    fused.push_back(std::move(n));
+    drop.insert(k);
+    drop.insert(qk);
+  }
+  // Gemm -> QGemm: A dequantized per tensor, B a constant 8-bit matrix dequantized per tensor or
+  // per column (axis 0 of a transposed B, 1 of a plain one), an optional int32 bias whose scale is
+  // a_scale * b_scale and whose zero point is 0, alpha and beta 1, into a QuantizeLinear.
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const Node& op = nodes[k];
+    if (op.op_type != "Gemm" || !op.domain.empty() || !op.when.empty() || drop.count(k) || op.inputs.size() < 2 || op.inputs.size() > 3)
+      continue;
+    bool unit = true;
+    for (const char* a : {"alpha", "beta"})
+      if (auto it = op.attrs.find(a); it != op.attrs.end()) unit = unit && it->second.f() == 1.0f;
+    auto trans = [&](const char* a) {
+      auto it = op.attrs.find(a);
+      return it != op.attrs.end() && it->second.i() != 0;
+    };
+    const size_t qk = q_of(op);
+    const Node* da = per_tensor(op.inputs[0]);
+    const Node* db = dq(op.inputs[1]);
+    if (!unit || qk == nodes.size() || !da || !db || type_of(da->inputs[2]) != type_of(nodes[qk].inputs[2])) continue;
+    const Node& q = nodes[qk];
+    const HostTensor *wq = constant(db->inputs[0]), *ws = constant(db->inputs[1]), *wz = constant(db->inputs[2]);
+    if (!wq || !ws || !wz || (wq->dtype() != DT_INT8 && wq->dtype() != DT_UINT8) || wq->shape().GetDimNum() != 2 || ws->dtype() != DT_FLOAT ||
+        wz->dtype() != wq->dtype() || ws->numel() != wz->numel() || ws->shape().GetDimNum() > 1)
+      continue;
+    const bool tb = trans("transB");
+    const int64_t n_cols = wq->shape().GetDim(tb ? 0 : 1);
+    if (ws->numel() != 1 && (ws->numel() != n_cols || axis(*db) != (tb ? 0 : 1))) continue;
+    std::string bias;
+    if (op.inputs.size() == 3 && !op.inputs[2].empty()) {
+      const Node* dc = dq(op.inputs[2]);
+      if (!dc) continue;
+      const HostTensor *bq = constant(dc->inputs[0]), *bs = constant(dc->inputs[1]), *bz = constant(dc->inputs[2]);
+      if (!bq || !bs || !bz || bq->dtype() != DT_INT32 || bq->shape().GetDimNum() != 1 || bq->numel() != n_cols || bs->dtype() != DT_FLOAT ||
+          bz->dtype() != DT_INT32 || (bs->numel() != 1 && bs->numel() != n_cols) || (bz->numel() != 1 && bz->numel() != n_cols))
+        continue;
+      const float xs = *static_cast<const float*>(constant(da->inputs[1])->data());
+      bool fits = true;
+      for (int64_t c = 0; c < n_cols && fits; ++c)
+        fits = static_cast<const float*>(bs->data())[bs->numel() == 1 ? 0 : c] ==
+                   xs * static_cast<const float*>(ws->data())[ws->numel() == 1 ? 0 : c] &&
+               static_cast<const int32_t*>(bz->data())[bz->numel() == 1 ? 0 : c] == 0;
+      if (!fits) continue;
+      bias = dc->inputs[0];
+    }
+    Node n;
+    n.name = op.name;
+    n.op_type = "QGemm";
+    n.domain = "com.microsoft";
+    n.opset = 1;
+    n.inputs = {da->inputs[0], da->inputs[1], da->inputs[2], db->inputs[0], db->inputs[1], db->inputs[2], bias, q.inputs[1], q.inputs[2]};
+    n.outputs = q.outputs;
+    for (const char* a : {"transA", "transB"})
+      if (auto it = op.attrs.find(a); it != op.attrs.end()) n.attrs[a] = it->second;
     fused.push_back(std::move(n));
     drop.insert(k);
     drop.insert(qk);
