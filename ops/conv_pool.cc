@@ -1443,6 +1443,15 @@ bool Avx512Int8() {
   return false;
 #endif
 }
+// And AVX-512 VNNI (vpdpbusd) besides.
+bool Avx512Vnni() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool ok = Avx512Int8() && __builtin_cpu_supports("avx512vnni");
+  return ok;
+#else
+  return false;
+#endif
+}
 void RequantPixels(const uint32_t* sums, int64_t stride, int64_t npix, int64_t count, const uint32_t* wz, int64_t minus_at, const uint32_t* add,
                    const float* scale, float y_zero, float lo, float hi, uint8_t* out, int64_t out_stride) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -1485,6 +1494,19 @@ template <typename T>
     }
   }
 }
+// With AVX-512 VNNI, where every weight less its zero point fits int8: vpdpbusd multiplies four
+// byte pairs and adds them into each int32 lane, so the taps of a filter row go four to a lane.
+// Each input row is first laid out per output column as those lanes (DwInterleave512): for
+// channel ch, the dword of bytes x[ix + j * dw][ch], j = 0..3, of the column's taps 4g..4g+3 (int8
+// values flipped to uint8 by adding 128; the taps outside the image hold the zero point, so every
+// window sums all its taps; past the filter's width, 0). A pixel's sum over all taps of x * w, less
+// zero point * (sum of the channel's weights), is then sum (x - zero point) * w.
+struct DwVnniPack {
+  int64_t groups = 0;         // dwords per filter row: ceil(kw / 4)
+  int64_t cpad = 0;           // channels rounded up to 16
+  std::vector<uint32_t> w;    // [ky][g][cpad] the four int8 weights of taps 4g..4g+3 of row ky (0 past kw and for padded channels)
+  std::vector<int32_t> wsum;  // [cpad] each channel's weights summed
+};
 // The same row on AVX-512, 16 channels at a time, each pixel's sums kept in a register over its
 // taps and rescaled there (RescaleStore512): bytes at out[ox * c + ch], or with
 // sums32 given, the int32 sums there instead.
@@ -1554,6 +1576,105 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void DwRow512(const DwNhwc&
 #undef finish
   }
 }
+bool Vbmi() {
+  static const bool ok = __builtin_cpu_supports("avx512vbmi");
+  return ok;
+}
+// The dwords of `taps` (1 to 4) taps `step` bytes apart, all inside the image, for every channel.
+template <bool kSigned>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) void DwInterleaveInside(const uint8_t* at, int64_t step, int64_t taps, int64_t c,
+                                                                                int64_t cpad, uint32_t* dst) {
+  // Byte 4 * ch + j of the result is byte ch of lane j (tap j); bytes of taps past `taps` are 0.
+  alignas(64) static const uint8_t kIndex[64] = {
+      0, 16, 32, 48, 1, 17, 33, 49, 2, 18, 34, 50, 3, 19, 35, 51, 4, 20, 36, 52, 5, 21, 37, 53, 6, 22, 38, 54, 7, 23, 39, 55,
+      8, 24, 40, 56, 9, 25, 41, 57, 10, 26, 42, 58, 11, 27, 43, 59, 12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
+  const __m512i index = _mm512_load_si512(kIndex);
+  const __mmask64 keep = taps >= 4 ? ~0ull : taps == 3 ? 0x7777777777777777ull : taps == 2 ? 0x3333333333333333ull : 0x1111111111111111ull;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t cb = 0; cb < cpad; cb += 16) {
+    const __mmask16 k = c - cb >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (c - cb)) - 1);
+    __m512i v = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(k, at + cb));
+    if (taps > 1) v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(k, at + step + cb), 1);
+    if (taps > 2) v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(k, at + 2 * step + cb), 2);
+    if (taps > 3) v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(k, at + 3 * step + cb), 3);
+    if (kSigned) v = _mm512_xor_si512(v, flip);
+    _mm512_storeu_si512(dst + cb, _mm512_maskz_permutexvar_epi8(keep, index, v));
+  }
+}
+// One input row iy (any row: outside the image, all zero point) as out[ox][g][cpad].
+template <bool kSigned>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void DwInterleave512(const DwNhwc& p, const uint8_t* img, int64_t iy, const DwVnniPack& pk,
+                                                                  uint8_t xzu, uint32_t* out) {
+  const int64_t c = p.c, cpad = pk.cpad;
+  const __m512i pad = _mm512_set1_epi32(xzu);
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+  const bool row_in = iy >= 0 && iy < p.ih;
+  for (int64_t ox = 0; ox < p.ow; ++ox)
+    for (int64_t g = 0; g < pk.groups; ++g) {
+      // All four taps (or all the filter has) inside the image: one byte permutation (VBMI) of
+      // their 16-channel loads, placed in the four 128-bit lanes, makes the dwords.
+      const int64_t taps = std::min<int64_t>(4, p.kw - 4 * g), ix0 = ox * p.sw - p.pw + 4 * g * p.dw;
+      if (Vbmi() && row_in && ix0 >= 0 && ix0 + (taps - 1) * p.dw < p.iw) {
+        DwInterleaveInside<kSigned>(img + (iy * p.iw + ix0) * c, p.dw * c, taps, c, cpad, out + (ox * pk.groups + g) * cpad);
+        continue;
+      }
+      uint32_t* dst = out + (ox * pk.groups + g) * cpad;
+      for (int64_t cb = 0; cb < cpad; cb += 16) {
+        const __mmask16 k = c - cb >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (c - cb)) - 1);
+        __m512i v = _mm512_setzero_si512();
+        for (int64_t j = 0; j < 4 && 4 * g + j < p.kw; ++j) {
+          const int64_t ix = ox * p.sw - p.pw + (4 * g + j) * p.dw;
+          __m512i b = pad;
+          if (row_in && ix >= 0 && ix < p.iw) {
+            __m128i raw = _mm_maskz_loadu_epi8(k, img + (iy * p.iw + ix) * c + cb);
+            if (kSigned) raw = _mm_xor_si128(raw, flip);
+            b = _mm512_cvtepu8_epi32(raw);
+          }
+          v = _mm512_or_si512(v, _mm512_slli_epi32(b, static_cast<unsigned>(8 * j)));
+        }
+        _mm512_storeu_si512(dst + cb, v);
+      }
+    }
+}
+// One output row from its kh interleaved input rows, four pixels at a time, rescaled as DwRow512.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void DwRowVnni512(const DwNhwc& p, const uint32_t* const* rows,
+                                                                           const DwVnniPack& pk, int32_t xzu, const uint32_t* add,
+                                                                           const float* scale, float y_zero, float lo, float hi,
+                                                                           uint8_t* out, int32_t* sums32) {
+  const int64_t c = p.c, cpad = pk.cpad, gs = pk.groups;
+  const __m512 vz = _mm512_set1_ps(y_zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const __m512i vxz = _mm512_set1_epi32(xzu);
+  for (int64_t cb = 0; cb < c; cb += 16) {
+    const __mmask16 k = c - cb >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (c - cb)) - 1);
+    const __m512i vadd = _mm512_maskz_loadu_epi32(k, add + cb);
+    const __m512 vscale = _mm512_maskz_loadu_ps(k, scale + cb);
+    const __m512i init = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_mullo_epi32(vxz, _mm512_loadu_si512(pk.wsum.data() + cb)));
+    int64_t ox = 0;
+    for (; ox + 4 <= p.ow; ox += 4) {
+      __m512i a0 = init, a1 = init, a2 = init, a3 = init;
+      for (int64_t ky = 0; ky < p.kh; ++ky)
+        for (int64_t g = 0; g < gs; ++g) {
+          const __m512i wv = _mm512_loadu_si512(pk.w.data() + (ky * gs + g) * cpad + cb);
+          const uint32_t* r = rows[ky] + (ox * gs + g) * cpad + cb;
+          const int64_t st = gs * cpad;
+          a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512(r), wv);
+          a1 = _mm512_dpbusd_epi32(a1, _mm512_loadu_si512(r + st), wv);
+          a2 = _mm512_dpbusd_epi32(a2, _mm512_loadu_si512(r + 2 * st), wv);
+          a3 = _mm512_dpbusd_epi32(a3, _mm512_loadu_si512(r + 3 * st), wv);
+        }
+      const __m512i acc[4] = {a0, a1, a2, a3};
+      for (int q = 0; q < 4; ++q)
+        RescaleStore512(acc[q], k, vadd, vscale, vz, vlo, vhi, out + (ox + q) * c + cb, sums32 ? sums32 + (ox + q) * c + cb : nullptr);
+    }
+    for (; ox < p.ow; ++ox) {
+      __m512i a = init;
+      for (int64_t ky = 0; ky < p.kh; ++ky)
+        for (int64_t g = 0; g < gs; ++g)
+          a = _mm512_dpbusd_epi32(a, _mm512_loadu_si512(rows[ky] + (ox * gs + g) * cpad + cb), _mm512_loadu_si512(pk.w.data() + (ky * gs + g) * cpad + cb));
+      RescaleStore512(a, k, vadd, vscale, vz, vlo, vhi, out + ox * c + cb, sums32 ? sums32 + ox * c + cb : nullptr);
+    }
+  }
+}
 #pragma GCC diagnostic pop
 #endif
 WEFT_ISA_CLONES void DwRowU8(const DwNhwc& p, const uint8_t* x, int32_t xz, const uint32_t* w, int64_t oy, uint32_t* acc) {
@@ -1589,6 +1710,7 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     wpack_.clear();
     wpre_.clear();
     dwpack_.clear();
+    dwvnni_ = DwVnniPack();
     const Tensor* yt = ctx->GetOutputTensor(0);
     if (yt && yt->GetFormat() == FORMAT_NHWC &&
         ctx->SetOutputStorage(0, static_cast<uint64_t>(yt->GetShapeSize()) * (kLinear ? 1u : 4u), FORMAT_NHWC) != GRAPH_SUCCESS)
@@ -1600,7 +1722,12 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     if (x && wt && wt->GetAddr() && group && *group > 0 && wt->GetShape().GetDimNum() >= 3 && wt->GetShape().GetDim(1) == 1 &&
         wt->GetShape().GetDim(0) == *group && (!wzp || wzp->GetAddr()) &&
         (!wzp || wzp->GetShapeSize() == 1 || wzp->GetShapeSize() == wt->GetShape().GetDim(0)))
+    {
       PackDepthwise(wt, wzp, &dwpack_);
+      const size_t r = wt->GetShape().GetDimNum();
+      if (r == 3 || r == 4)
+        PackDepthwiseVnni(dwpack_, wt->GetShape().GetDim(0), r == 4 ? wt->GetShape().GetDim(2) : 1, wt->GetShape().GetDim(r - 1), &dwvnni_);
+    }
     if (!Int8ConvSums || !x || !wt || !wt->GetAddr() || !group || *group <= 0 || x->GetShape().GetDimNum() < 3 || wt->GetShape().GetDimNum() < 3 ||
         (wzp && !wzp->GetAddr()))
       return GRAPH_SUCCESS;
@@ -1929,6 +2056,24 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     }
   }
   std::vector<uint32_t> dwpack_;
+  // The same filters for DwRowVnni512, where the CPU has VNNI and they fit int8; else empty.
+  static void PackDepthwiseVnni(const std::vector<uint32_t>& dw, int64_t c, int64_t kh, int64_t kw, DwVnniPack* pk) {
+    *pk = DwVnniPack();
+    if (!Avx512Vnni() || c <= 0 || kh <= 0 || kw <= 0 || static_cast<int64_t>(dw.size()) != c * kh * kw) return;
+    const int64_t gs = (kw + 3) / 4, cpad = (c + 15) / 16 * 16;
+    std::vector<uint32_t> w(static_cast<size_t>(kh * gs * cpad), 0);
+    std::vector<int32_t> sum(static_cast<size_t>(cpad), 0);
+    for (int64_t ky = 0; ky < kh; ++ky)
+      for (int64_t kx = 0; kx < kw; ++kx)
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const int v = static_cast<int16_t>(dw[static_cast<size_t>((ky * kw + kx) * c + ch)] & 0xFFFFu);
+          if (v < -128 || v > 127) return;
+          w[static_cast<size_t>((ky * gs + kx / 4) * cpad + ch)] |= static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * (kx % 4));
+          sum[static_cast<size_t>(ch)] += v;
+        }
+    pk->groups = gs, pk->cpad = cpad, pk->w = std::move(w), pk->wsum = std::move(sum);
+  }
+  DwVnniPack dwvnni_;
   // One channel and one filter per group, over pixel rows: each output row's sums for every
   // channel at once (DwRowU8/DwRowS8, which vectorize across channels), rescaled as they come.
   // Channel planes are converted to pixel rows first, and the output row scattered back to planes,
@@ -1958,16 +2103,37 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     const size_t esize = store.kind == 0 ? 4 : 1;
     const auto xz = static_cast<int32_t>(x_zero);
     const bool avx512 = Avx512Int8();
+    // VNNI: the constant filters packed at Compile for this geometry.
+    const bool vnni = avx512 && wv == dwpack_.data() && dwvnni_.cpad == (c + 15) / 16 * 16 &&
+                      static_cast<int64_t>(dwvnni_.w.size()) == p.kh * ((p.kw + 3) / 4) * dwvnni_.cpad && dwvnni_.groups == (p.kw + 3) / 4;
+    const int32_t xzu = s8 ? xz + 128 : xz;
+    const int64_t span = (p.kh - 1) * p.dh + 1, row_words = p.ow * dwvnni_.groups * dwvnni_.cpad;
     return ctx->ParallelFor(n * p.oh, 1, [&](int64_t r0, int64_t r1) {
       std::vector<uint32_t> acc(avx512 ? 0 : static_cast<size_t>(p.ow * c));
       std::vector<uint32_t> rowbuf(y_nhwc ? 0 : static_cast<size_t>(p.ow * c));
       auto* row = reinterpret_cast<uint8_t*>(rowbuf.data());
+      // VNNI: the interleaved input rows the last output rows read, in slots by row modulo `span`.
+      std::vector<uint32_t> ring(vnni ? static_cast<size_t>(span * row_words) : 0);
+      std::vector<int64_t> ring_img(vnni ? static_cast<size_t>(span) : 0, -1), ring_row(ring_img.size(), 0);
+      std::vector<const uint32_t*> rows(vnni ? static_cast<size_t>(p.kh) : 0);
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t in = r / p.oh, oy = r % p.oh;
         const uint8_t* img = xb + in * in_sp * c;
         auto* dst = y_nhwc ? static_cast<uint8_t*>(store.y) + static_cast<size_t>((in * p.oh + oy) * p.ow * c) * esize : row;
 #if defined(__x86_64__) && defined(__GNUC__)
-        if (avx512) {
+        if (vnni) {
+          for (int64_t ky = 0; ky < p.kh; ++ky) {
+            const int64_t iy = oy * p.sh - p.ph + ky * p.dh, slot = ((iy % span) + span) % span;
+            uint32_t* buf = ring.data() + slot * row_words;
+            if (ring_img[static_cast<size_t>(slot)] != in || ring_row[static_cast<size_t>(slot)] != iy) {
+              (s8 ? DwInterleave512<true> : DwInterleave512<false>)(d, img, iy, dwvnni_, static_cast<uint8_t>(xzu), buf);
+              ring_img[static_cast<size_t>(slot)] = in, ring_row[static_cast<size_t>(slot)] = iy;
+            }
+            rows[static_cast<size_t>(ky)] = buf;
+          }
+          auto* s32 = store.kind == 0 ? reinterpret_cast<int32_t*>(dst) : nullptr;
+          DwRowVnni512(d, rows.data(), dwvnni_, xzu, store.add_c.data(), store.scale_c.data(), store.y_zero, store.lo, store.hi, dst, s32);
+        } else if (avx512) {
           auto* s32 = store.kind == 0 ? reinterpret_cast<int32_t*>(dst) : nullptr;
           (s8 ? DwRow512<true> : DwRow512<false>)(d, img, xz, wv, oy, store.add_c.data(), store.scale_c.data(), store.y_zero, store.lo, store.hi,
                                                   dst, s32);
