@@ -18,6 +18,9 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "elementwise.h"
 #include "op_util.h"
@@ -84,12 +87,46 @@ void BuildTable(DataType xt, const QParam& x, DataType yt, const QParam& y, F&& 
   }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// 64 bytes at a time through AVX-512 VBMI: two 128-entry byte permutations (vpermi2b), the input's
+// top bit choosing between them.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void MapBytesVbmi(const uint8_t* t, const uint8_t* in, uint8_t* out, int64_t n) {
+  const __m512i t0 = _mm512_loadu_si512(t), t1 = _mm512_loadu_si512(t + 64), t2 = _mm512_loadu_si512(t + 128), t3 = _mm512_loadu_si512(t + 192);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i x = _mm512_loadu_si512(in + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1), hi = _mm512_permutex2var_epi8(t2, x, t3);
+    _mm512_storeu_si512(out + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi));
+  }
+  if (i < n) {
+    const __mmask64 k = (~0ull) >> (64 - (n - i));
+    const __m512i x = _mm512_maskz_loadu_epi8(k, in + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1), hi = _mm512_permutex2var_epi8(t2, x, t3);
+    _mm512_mask_storeu_epi8(out + i, k, _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi));
+  }
+}
+bool HasVbmi() {
+  static const bool yes = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  return yes;
+}
+#endif
+
 void MapBytes(const EagerOpExecutionContext* ctx, const Table& t, const uint8_t* in, uint8_t* out, int64_t n) {
   auto body = [&](int64_t lo, int64_t hi) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (HasVbmi()) return MapBytesVbmi(t.data(), in + lo, out + lo, hi - lo);
+#endif
     for (int64_t i = lo; i < hi; ++i) out[i] = t[in[i]];
   };
   if (n < (1 << 16)) body(0, n);
   else ctx->ParallelFor(n, 1 << 15, body);
+}
+
+// One value per channel of a 4-D [N, C, H, W] shape `full`: [C, 1, 1], [1, C, 1, 1] or [N, C, 1, 1].
+bool PerChannel(const Shape& s, const Shape& full) {
+  const size_t r = s.GetDimNum();
+  if (r < 3 || r > 4 || s.GetDim(r - 1) != 1 || s.GetDim(r - 2) != 1 || s.GetDim(r - 3) != full.GetDim(1) || full.GetDim(1) <= 1) return false;
+  return r == 3 || s.GetDim(0) == 1 || s.GetDim(0) == full.GetDim(0);
 }
 
 // A 4-D tensor of known shape (the only kind the layout pass plans).
@@ -194,7 +231,9 @@ class QLinearLeakyRelu : public QLinearLookup {
 // ---- QLinearAdd, QLinearMul ------------------------------------------------------------------
 // A, A_scale, A_zero_point?, B, B_scale, B_zero_point?, C_scale, C_zero_point?; ONNX broadcasting.
 
-// How an output span reads its operands: both along it, or one of them fixed for the span.
+// How an output span reads its operands: both along it, or one of them fixed for the span (ONNX
+// Runtime's arithmetic differs between the two; a fixed operand is read with stride 0, or with
+// stride 1 from a vector of the values it takes along pixel rows).
 enum class Span { kBoth, kAFixed, kBFixed };
 
 struct AddMath {
@@ -224,8 +263,9 @@ struct MulMath {
 };
 
 template <typename TA, typename TB, typename TC, typename M>
-[[gnu::always_inline]] inline void CombineLoop(const M& m, Span mode, const TA* a, int64_t sa, const TB* b, int64_t sb, TC* c, int64_t n,
-                                                float lo, float hi) {
+[[gnu::always_inline]] inline void CombineLoop(const M& params, Span mode, const TA* __restrict a, int64_t sa, const TB* __restrict b, int64_t sb,
+                                                TC* __restrict c, int64_t n, float lo, float hi) {
+  const M m = params;  // a local copy: the byte stores below cannot change it, so the loops vectorize
   switch (mode) {
     case Span::kBoth:
       for (int64_t i = 0; i < n; ++i) {
@@ -237,7 +277,7 @@ template <typename TA, typename TB, typename TC, typename M>
       break;
     case Span::kBFixed:
       for (int64_t i = 0; i < n; ++i) {
-        float v = m.FixedB(a[i * sa], b[0]);
+        float v = m.FixedB(a[i * sa], b[i * sb]);
         v = v > lo ? v : lo;
         v = v < hi ? v : hi;
         c[i] = static_cast<TC>(static_cast<int32_t>(RoundHalfEvenSmall(v)));
@@ -245,7 +285,7 @@ template <typename TA, typename TB, typename TC, typename M>
       break;
     case Span::kAFixed:
       for (int64_t i = 0; i < n; ++i) {
-        float v = m.FixedA(a[0], b[i * sb]);
+        float v = m.FixedA(a[i * sa], b[i * sb]);
         v = v > lo ? v : lo;
         v = v < hi ? v : hi;
         c[i] = static_cast<TC>(static_cast<int32_t>(RoundHalfEvenSmall(v)));
@@ -254,26 +294,51 @@ template <typename TA, typename TB, typename TC, typename M>
   }
 }
 
+// The strides the vectorizer needs to see as constants: both operands along the span, or one fixed.
+// `rows` rows of n outputs (c advancing by n a row, a by a_row and b by b_row).
+template <typename TA, typename TB, typename TC, typename M>
+[[gnu::always_inline]] inline void CombineStrides(const M& m, Span mode, const TA* a, int64_t sa, const TB* b, int64_t sb, TC* c, int64_t n,
+                                                  float lo, float hi, int64_t rows, int64_t a_row, int64_t b_row) {
+  for (int64_t r = 0; r < rows; ++r, a += a_row, b += b_row, c += n) {
+    if (sa == 1 && sb == 1) CombineLoop(m, mode, a, 1, b, 1, c, n, lo, hi);
+    else if (sa == 1 && sb == 0) CombineLoop(m, mode, a, 1, b, 0, c, n, lo, hi);
+    else if (sa == 0 && sb == 1) CombineLoop(m, mode, a, 0, b, 1, c, n, lo, hi);
+    else CombineLoop(m, mode, a, sa, b, sb, c, n, lo, hi);
+  }
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
-// The same loops where the CPU has FMA: vectorized, the fused steps one instruction each.
+// The same loops where the CPU has FMA (and AVX-512: one instruction narrows to bytes), vectorized,
+// the fused steps one instruction each.
 template <typename TA, typename TB, typename TC, typename M>
 __attribute__((target("avx2,fma"))) void CombineFma(const M& m, Span mode, const TA* a, int64_t sa, const TB* b, int64_t sb, TC* c, int64_t n,
-                                                     float lo, float hi) {
-  if (sa == 1 && sb == 1) CombineLoop(m, mode, a, 1, b, 1, c, n, lo, hi);  // unit strides, for the vectorizer
-  else CombineLoop(m, mode, a, sa, b, sb, c, n, lo, hi);
+                                                     float lo, float hi, int64_t rows, int64_t a_row, int64_t b_row) {
+  CombineStrides(m, mode, a, sa, b, sb, c, n, lo, hi, rows, a_row, b_row);
 }
-bool HasFma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+template <typename TA, typename TB, typename TC, typename M>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))) void CombineAvx512(const M& m, Span mode, const TA* a, int64_t sa,
+                                                                                          const TB* b, int64_t sb, TC* c, int64_t n, float lo,
+                                                                                          float hi, int64_t rows, int64_t a_row, int64_t b_row) {
+  CombineStrides(m, mode, a, sa, b, sb, c, n, lo, hi, rows, a_row, b_row);
+}
+int SimdLevel() {  // 2: AVX-512 and FMA, 1: AVX2 and FMA, 0: neither
+  static const int level = !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 0
+                           : __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                                   __builtin_cpu_supports("avx512dq")
+                               ? 2
+                               : 1;
+  return level;
 }
 #endif
 
 template <typename TA, typename TB, typename TC, typename M>
-void Combine(const M& m, Span mode, const TA* a, int64_t sa, const TB* b, int64_t sb, TC* c, int64_t n, float lo, float hi) {
+void Combine(const M& m, Span mode, const TA* a, int64_t sa, const TB* b, int64_t sb, TC* c, int64_t n, float lo, float hi, int64_t rows = 1,
+             int64_t a_row = 0, int64_t b_row = 0) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (HasFma()) return CombineFma(m, mode, a, sa, b, sb, c, n, lo, hi);
+  if (SimdLevel() == 2) return CombineAvx512(m, mode, a, sa, b, sb, c, n, lo, hi, rows, a_row, b_row);
+  if (SimdLevel() == 1) return CombineFma(m, mode, a, sa, b, sb, c, n, lo, hi, rows, a_row, b_row);
 #endif
-  CombineLoop(m, mode, a, sa, b, sb, c, n, lo, hi);
+  CombineStrides(m, mode, a, sa, b, sb, c, n, lo, hi, rows, a_row, b_row);
 }
 
 template <typename M>
@@ -298,12 +363,18 @@ class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutA
     if (cz && cz->GetDataType() != a->GetDataType()) return Fail(ctx, "C_zero_point must have A's type");
     return ctx->SetOutputDataType(0, a->GetDataType());
   }
-  // Operands of the output's shape: whatever layout the neighbours settle on.
+  // Operands of the output's shape: whatever layout the neighbours settle on. One of them with one
+  // value per channel (a squeeze-and-excitation gate): the other and the output as pixel rows
+  // together, the small one plain.
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
     const Tensor* a = ctx->GetOptionalInputTensor(0);
     const Tensor* b = ctx->GetOptionalInputTensor(3);
     const Tensor* c = ctx->GetOutputTensor(0);
-    if (Known4D(c) && a && b && a->GetShape() == c->GetShape() && b->GetShape() == c->GetShape()) s.Input(0).Input(3).Output(0).AnyFormat();
+    if (!Known4D(c) || !a || !b) return GRAPH_SUCCESS;
+    const Shape& cs = c->GetShape();
+    if (a->GetShape() == cs && b->GetShape() == cs) s.Input(0).Input(3).Output(0).AnyFormat();
+    else if (a->GetShape() == cs && PerChannel(b->GetShape(), cs)) s.Format(FORMAT_NHWC).Input(0).Output(0).Together();
+    else if (b->GetShape() == cs && PerChannel(a->GetShape(), cs)) s.Format(FORMAT_NHWC).Input(3).Output(0).Together();
     return GRAPH_SUCCESS;
   }
   graphStatus Compile(OpCompileContext* ctx) override { return SetPlannedOutputStorage(ctx, 1); }
@@ -344,9 +415,22 @@ class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutA
     const int64_t total = cs.GetShapeSize();
     if (total == 0) return GRAPH_SUCCESS;
     if (a->GetShapeSize() == 1 || b->GetShapeSize() == 1) {
-      const Span mode = a->GetShapeSize() == 1 ? Span::kAFixed : Span::kBFixed;
-      Combine(m, mode, pa, 1, pb, 1, pc, total, lo, hi);
+      const bool a_fixed = a->GetShapeSize() == 1;
+      Combine(m, a_fixed ? Span::kAFixed : Span::kBFixed, pa, a_fixed ? 0 : 1, pb, a_fixed ? 1 : 0, pc, total, lo, hi);
       return GRAPH_SUCCESS;
+    }
+    if (c->GetFormat() == FORMAT_NHWC) {  // one operand per channel (QueryLayout), the other and the output pixel rows
+      const bool a_small = a->GetShape() != cs;
+      const int64_t n = cs.GetDim(0), ch = cs.GetDim(1), pixels = cs.GetDim(2) * cs.GetDim(3);
+      const bool per_batch = (a_small ? a : b)->GetShapeSize() == n * ch && n > 1;
+      return ctx->ParallelFor(n * pixels, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(ch, 1)), [&](int64_t p0, int64_t p1) {
+        for (int64_t q = p0; q < p1;) {  // the pixel rows of one image at a time
+          const int64_t end = std::min(p1, (q / pixels + 1) * pixels), at = q * ch, vec = per_batch ? q / pixels * ch : 0;
+          if (a_small) Combine(m, Span::kAFixed, pa + vec, 1, pb + at, 1, pc + at, ch, lo, hi, end - q, 0, ch);
+          else Combine(m, Span::kBFixed, pa + at, 1, pb + vec, 1, pc + at, ch, lo, hi, end - q, ch, 0);
+          q = end;
+        }
+      });
     }
     // Strides of both operands over the output's dimensions, then merged.
     const size_t rank = cs.GetDimNum();
