@@ -311,13 +311,13 @@ def test_eight_bit_max_pool(tmp_path, qtype, pool):
 
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
 def test_qdq_patterns_run_as_onnxruntime_runs_them(tmp_path, qtype):
-    """DequantizeLinear -> Add / Mul / Sigmoid / LeakyRelu / GlobalAveragePool -> QuantizeLinear
-    become the contrib operators, and a MaxPool between pairs of equal parameters runs on the 8-bit
+    """DequantizeLinear -> Add / Mul / Sigmoid / LeakyRelu / GlobalAveragePool / Concat ->
+    QuantizeLinear become the contrib operators, and a MaxPool between pairs of equal parameters runs on the 8-bit
     values, as ONNX Runtime rewrites them: the same bytes as ONNX Runtime; within one step of the
     float path that import_onnx(fuse_qdq=False) keeps."""
     rng = np.random.default_rng(21)
     lo, hi = lim(qtype)
-    names = ["p", "a", "s", "l", "m", "g"]
+    names = ["p", "a", "s", "l", "m", "g", "k"]
     inits = {}
     for i, n in enumerate(["x", "y"] + names):
         inits[f"{n}_s"] = np.float32(np.exp(rng.uniform(-5, -2)))
@@ -335,8 +335,10 @@ def test_qdq_patterns_run_as_onnxruntime_runs_them(tmp_path, qtype):
              dq("a_q", "a"), helper.make_node("Sigmoid", ["a_q_f"], ["sf"]), q("sf", "s"),
              helper.make_node("LeakyRelu", ["a_q_f"], ["lf"], alpha=0.2), q("lf", "l"),
              dq("s_q", "s"), dq("l_q", "l"), helper.make_node("Mul", ["s_q_f", "l_q_f"], ["mf"]), q("mf", "m"),
-             dq("m_q", "m"), helper.make_node("GlobalAveragePool", ["m_q_f"], ["gf"]), q("gf", "g")]
-    path = save(tmp_path, nodes, [("x", qtype, [1, 6, 9, 10]), ("y", qtype, [1, 6, 9, 10])], [("m_q", qtype), ("g_q", qtype)], inits)
+             dq("m_q", "m"), helper.make_node("GlobalAveragePool", ["m_q_f"], ["gf"]), q("gf", "g"),
+             helper.make_node("Concat", ["a_q_f", "m_q_f"], ["kf"], axis=1), q("kf", "k")]
+    path = save(tmp_path, nodes, [("x", qtype, [1, 6, 9, 10]), ("y", qtype, [1, 6, 9, 10])], [("m_q", qtype), ("g_q", qtype), ("k_q", qtype)],
+                inits)
     feeds = {"x": rand_q(rng, qtype, [1, 6, 9, 10]), "y": rand_q(rng, qtype, [1, 6, 9, 10])}
     got, want = both(path, feeds)
     for g, w in zip(got, want):
@@ -344,7 +346,7 @@ def test_qdq_patterns_run_as_onnxruntime_runs_them(tmp_path, qtype):
     cli = os.environ.get("WEFT_CLI", "weft")
     steps = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "inspect", "--steps", path], capture_output=True, text=True,
                            check=True).stdout
-    for op in ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearGlobalAveragePool"]:
+    for op in ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearGlobalAveragePool", "QLinearConcat"]:
         assert f" {op} " in steps, op
     assert "Sigmoid '" not in steps.replace("QLinearSigmoid '", "") and " Add '" not in steps
     pool = next(ln for ln in steps.splitlines() if " MaxPool '" in ln)

@@ -662,7 +662,7 @@ void FuseQdqConvs(Graph& g) {
   // same patterns), all quantized per tensor: DequantizeLinear -> Add or Mul -> QuantizeLinear
   // becomes QLinearAdd or QLinearMul; -> GlobalAveragePool, Sigmoid, LeakyRelu -> QuantizeLinear
   // becomes QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu (their arithmetic is ONNX
-  // Runtime's; Gemm -> QGemm further down); and a MaxPool between a DequantizeLinear and a QuantizeLinear of the same scale
+  // Runtime's; Concat -> QLinearConcat and Gemm -> QGemm further down); and a MaxPool between a DequantizeLinear and a QuantizeLinear of the same scale
   // and zero point runs on the 8-bit values as they are (the maximum commutes with both maps, and
   // quantizing a dequantized value gives it back).
   auto q_of = [&](const Node& n) -> size_t {  // the QuantizeLinear alone reading n's only output
@@ -722,6 +722,32 @@ void FuseQdqConvs(Graph& g) {
       n.inputs.push_back(q.inputs[1]);
       n.inputs.push_back(q.inputs[2]);
     }
+    fused.push_back(std::move(n));
+    drop.insert(k);
+    drop.insert(qk);
+  }
+  // Concat of per-tensor dequantized inputs into a QuantizeLinear -> QLinearConcat.
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const Node& op = nodes[k];
+    if (op.op_type != "Concat" || !op.domain.empty() || !op.when.empty() || drop.count(k) || op.inputs.empty()) continue;
+    const size_t qk = q_of(op);
+    if (qk == nodes.size()) continue;
+    const Node& q = nodes[qk];
+    Node n;
+    n.inputs = {q.inputs[1], q.inputs[2]};
+    bool fits = true;
+    for (auto& v : op.inputs) {
+      const Node* d = per_tensor(v);
+      fits = fits && d && type_of(d->inputs[2]) == type_of(q.inputs[2]);
+      if (fits) n.inputs.insert(n.inputs.end(), d->inputs.begin(), d->inputs.end());
+    }
+    if (!fits) continue;
+    n.name = op.name;
+    n.op_type = "QLinearConcat";
+    n.domain = "com.microsoft";
+    n.opset = 1;
+    n.outputs = q.outputs;
+    n.attrs = op.attrs;
     fused.push_back(std::move(n));
     drop.insert(k);
     drop.insert(qk);
