@@ -177,8 +177,19 @@ std::string UnaryC(const std::string& op, const RuntimeAttrs* a) {
 }
 
 template <typename Fn, bool kIntegers>
-class UnaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, public EmittableOp {
+class UnaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, public EmittableOp, public LayoutAwareOp, public CompilableOp,
+                public RebuildOnLoad {
  public:
+  // Elementwise: a float32 4-D value in pixel rows stays so (between the DequantizeLinear and the
+  // QuantizeLinear of a QDQ network's float activations). Not channel-blocked: f(0) is not 0 for
+  // every function, and the blocked layout's padding must stay 0.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    if (x && x->GetDataType() == DT_FLOAT && x->GetShape().GetDimNum() == 4 && !x->GetShape().IsUnknown())
+      s.Format(FORMAT_NHWC).Input(0).Output(0).AnyFormat();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Compile(OpCompileContext* ctx) override { return SetPlannedOutputStorage(ctx, sizeof(float)); }
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const std::string expr = UnaryC(Fn::kName, ctx->GetAttrs());

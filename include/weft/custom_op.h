@@ -452,7 +452,8 @@ class LayoutSupport {
   LayoutSupport& Together() { s_->flags |= WEFT_LAYOUT_TOGETHER; return *this; }
   // Valid but slower than plain here: never chosen, still accepted from a model file.
   LayoutSupport& Slow() { s_->flags |= WEFT_LAYOUT_SLOW; return *this; }
-  // Any layout the neighbours settle on, the same for every listed tensor (WEFT_LAYOUT_ANY).
+  // Any layout the neighbours settle on, the same for every listed tensor (WEFT_LAYOUT_ANY);
+  // after Format(f), plain or f only.
   LayoutSupport& AnyFormat() { s_->flags |= WEFT_LAYOUT_ANY | WEFT_LAYOUT_TOGETHER; return *this; }
   WeftLayoutSupport* raw() const { return s_; }
 

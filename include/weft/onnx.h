@@ -31,7 +31,7 @@ struct OnnxImportOptions {
   // as onnxruntime.quantization writes them) become QLinearConv where they fit it exactly: integer
   // sums and one rounding, as ONNX Runtime runs them (README, "Running ONNX models"). Add, Mul, Sigmoid, LeakyRelu,
   // GlobalAveragePool and Concat between such pairs (per tensor) become QLinearAdd, QLinearMul,
-  // QLinearSigmoid, QLinearLeakyRelu and QLinearGlobalAveragePool, a Gemm with a constant 8-bit B
+  // QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool and QLinearConcat, a Gemm with a constant 8-bit B
   // becomes QGemm, and a MaxPool between a pair of
   // equal parameters runs on the 8-bit values, as ONNX Runtime rewrites them too. False keeps the
   // float operators between the quantization nodes (`weft ... --no-fuse-qdq`).

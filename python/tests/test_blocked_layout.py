@@ -242,3 +242,30 @@ def test_pre_activation_batch_norm_between_convolutions(tmp_path, act, grow):
         assert len(bn) == 1 and not any(re.match(r"\s+\d+ (Relu|Sigmoid|LeakyRelu) ", line) for line in lines), lines
         if grow == 16 and convs[0].endswith("@NC1HWC0)"):  # this machine's convolutions take the blocked layout
             assert bn[0].count("@NC1HWC0") == 2, lines
+
+
+@pytest.mark.parametrize("op", ["Exp", "Cos", "Softplus"])
+def test_activation_that_moves_zero_keeps_the_blocked_layout_out(tmp_path, op):
+    """An elementwise float op with f(0) != 0 between two convolutions of 20 channels: it takes
+    pixel rows or plain values (Format(NHWC).AnyFormat()), never the channel-blocked layout, whose
+    4 padding channels would stop being 0; the result equals ONNX Runtime's."""
+    import os
+    import subprocess
+    rng = np.random.default_rng(len(op))
+    w1 = numpy_helper.from_array((rng.standard_normal([20, 8, 3, 3]) * 0.2).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array((rng.standard_normal([12, 20, 3, 3]) * 0.2).astype(np.float32), "w2")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]), helper.make_node(op, ["a"], ["b"]),
+             helper.make_node("Conv", ["b", "w2"], ["y"], pads=[1, 1, 1, 1])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 14, 14])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w1, w2])
+    path = str(tmp_path / "m.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    x = rng.standard_normal([1, 8, 14, 14]).astype(np.float32)
+    got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])[0]
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    cli = os.environ.get("WEFT_CLI")
+    if cli and os.path.exists(cli):
+        steps = subprocess.run([cli, "inspect", path, "--steps"], capture_output=True, text=True, check=True).stdout
+        line = next(ln for ln in steps.splitlines() if f" {op} '" in ln)
+        assert "@NC1HWC0" not in line, line

@@ -394,6 +394,35 @@ def test_qdq_gemm_becomes_qgemm(tmp_path, qtype, trans_b, per_column, bias):
     assert np.abs(got[0].astype(np.int32) - np.asarray(plain).astype(np.int32)).max() <= 1
 
 
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_float_activations_between_qdq_pairs_keep_pixel_rows(tmp_path, qtype):
+    """Float activations ONNX Runtime leaves unquantized (HardSigmoid, Tanh) between a
+    DequantizeLinear and a QuantizeLinear, between two QLinearConvs: the whole stretch stays in
+    pixel rows (@NHWC), and the output equals ONNX Runtime's."""
+    rng = np.random.default_rng(12)
+    lo, hi = lim(qtype)
+    x = rand_q(rng, qtype, [1, 8, 15, 13])
+    inits = {"s": np.float32(0.05), "z": qtype((lo + hi) // 2), "ws": np.float32(0.01), "wz": np.int8(0),
+             "w1": rng.integers(-60, 60, [16, 8, 1, 1]).astype(np.int8), "w2": rng.integers(-60, 60, [8, 16, 3, 3]).astype(np.int8),
+             "hs": np.float32(0.004), "hz": qtype(lo + 10), "s2": np.float32(0.2)}
+    nodes = [helper.make_node("QLinearConv", ["x", "s", "z", "w1", "ws", "wz", "s", "z"], ["a"]),
+             helper.make_node("DequantizeLinear", ["a", "s", "z"], ["af"]),
+             helper.make_node("HardSigmoid", ["af"], ["hf"], alpha=0.2, beta=0.5),
+             helper.make_node("Tanh", ["hf"], ["tf"]),
+             helper.make_node("QuantizeLinear", ["tf", "hs", "hz"], ["h"]),
+             helper.make_node("QLinearConv", ["h", "hs", "hz", "w2", "ws", "wz", "s2", "z"], ["y"], pads=[1, 1, 1, 1])]
+    path = save(tmp_path, nodes, [("x", qtype, x.shape)], [("y", qtype)], inits)
+    got, want = both(path, {"x": x})
+    np.testing.assert_array_equal(got[0], want[0])
+    assert len(np.unique(got[0])) > 10
+    cli = os.environ.get("WEFT_CLI", "weft")
+    steps = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "inspect", "--steps", path], capture_output=True, text=True,
+                           check=True).stdout
+    for op in [" HardSigmoid '", " Tanh '", " DequantizeLinear '", " QuantizeLinear '"]:
+        line = next(ln for ln in steps.splitlines() if op in ln)
+        assert line.count("@NHWC") == 2, line
+
+
 def qoperator_model(tmp_path, activation_type):
     torch = pytest.importorskip("torch")
     quant = pytest.importorskip("onnxruntime.quantization")

@@ -181,7 +181,8 @@ struct NodeSteps {
       return Internal(NodeError(cn, "QueryLayout", error));
     const Prototype& p = cn.op->proto;
     std::string bad;
-    if (out->flags & WEFT_LAYOUT_ANY) out->format = WEFT_FORMAT_ND;  // decided by the neighbours
+    // WEFT_LAYOUT_ANY: decided by the neighbours, among all planned formats (format ND) or plain and
+    // the one named.
     if (out->format != WEFT_FORMAT_ND && out->format != WEFT_FORMAT_NC1HWC0 && out->format != WEFT_FORMAT_NHWC)
       bad = "format " + std::to_string(out->format) + " is not a layout this engine plans (NC1HWC0 or NHWC)";
     else if (p.inputs.size() < 64 && (out->inputs >> p.inputs.size()))

@@ -387,10 +387,12 @@ typedef struct WeftLayoutSupport {
 #define WEFT_LAYOUT_SLOW 2u
 /* The listed inputs and outputs may take whichever planned layout the values around them settle
  * on (NC1HWC0 or NHWC), all the same one: an elementwise op whose result does not depend on how
- * its operands are laid out, as long as they share the layout. `format` is ignored. The layout
- * pass ties the listed values together and stores them in a layout only when every other op at
- * their ends (a producer, a reader) declares that one layout; an op with this flag handles
- * every layout the engine plans, with channel-blocked padding elements computed like the rest. */
+ * its operands are laid out, as long as they share the layout. `format` WEFT_FORMAT_ND: any; a
+ * planned format: that one only (an op whose result would not keep channel-blocked padding zero
+ * names WEFT_FORMAT_NHWC). The layout pass ties the listed values together and stores them in a
+ * layout only when every other op at their ends (a producer, a reader) declares that one layout
+ * and every op of the group takes it; an op with this flag handles every layout it takes, with
+ * channel-blocked padding elements computed like the rest. */
 #define WEFT_LAYOUT_ANY 4u
 
 /* The REG_AUTO_MAPPING_OP side: how to make and drive one implementation class. Function

@@ -57,6 +57,10 @@ struct LayoutGraph {
   }
   static bool Bit(uint64_t mask, uint32_t k) { return k < 64 && (mask >> k & 1); }
   static bool Any(const WeftLayoutSupport* s) { return s && (s->flags & WEFT_LAYOUT_ANY); }
+  // Whether a node's declaration admits `format`: its own, or any (or the one it restricts any to).
+  static bool Admits(const WeftLayoutSupport* s, int32_t format) {
+    return s && (s->format == format || (Any(s) && s->format == WEFT_FORMAT_ND));
+  }
   // Whether value t may be stored in `format`: producer and every reader declare it (a node
   // that takes any layout declares every one).
   bool Allowed(const PassContext& pc, int t, int32_t format, std::string* why) const {
@@ -67,7 +71,7 @@ struct LayoutGraph {
     }
     auto [p, o] = producer[t];
     const WeftLayoutSupport* ps = Support(p);
-    if (!p || !ps || (ps->format != format && !Any(ps)) || !Bit(ps->outputs, o)) {
+    if (!p || !Admits(ps, format) || !Bit(ps->outputs, o)) {
       *why = p ? "its producer [" + p->op_type + " '" + p->name + "'] does not declare writing it in that format"
                : "nothing produces it";
       return false;
@@ -78,7 +82,7 @@ struct LayoutGraph {
     }
     for (auto& [u, ir] : users[t]) {
       const WeftLayoutSupport* us = Support(u);
-      if (!us || (us->format != format && !Any(us)) || !Bit(us->inputs, ir)) {
+      if (!Admits(us, format) || !Bit(us->inputs, ir)) {
         *why = "its reader [" + u->op_type + " '" + u->name + "'] does not declare reading it in that format";
         return false;
       }
@@ -160,6 +164,14 @@ Status AssignBlockedLayouts(PassContext& pc) {
     auto it = settled.emplace(r, LayoutGraph::kFree).first;
     if (f == WEFT_FORMAT_ND || it->second == WEFT_FORMAT_ND) it->second = WEFT_FORMAT_ND;
     else if (f != LayoutGraph::kFree) it->second = it->second == LayoutGraph::kFree || it->second == f ? f : WEFT_FORMAT_ND;
+  }
+  // A node that restricts "any" to one format keeps its group plain where it settled on another.
+  for (auto& [n, s] : lg.declared) {
+    if (!LayoutGraph::Any(&s) || s.format == WEFT_FORMAT_ND) continue;
+    std::vector<int> group = lg.Group(n, s);
+    if (group.empty()) continue;
+    int32_t& f = settled[find(group[0])];
+    if (f != LayoutGraph::kFree && f != s.format) f = WEFT_FORMAT_ND;
   }
   for (size_t t = 0; t < m.values.size(); ++t) {
     if (!tied[t]) continue;
