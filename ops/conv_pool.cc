@@ -2311,6 +2311,122 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
   }
 };
 
+// com.microsoft's QLinearAveragePool (X, x_scale, x_zero_point?, y_scale, y_zero_point?; the
+// attributes of AveragePool, channels-first), as ONNX Runtime computes it: a window covering the
+// whole image without padding averages in integers (QLinearGlobalAveragePool's arithmetic);
+// otherwise each element dequantized (x_scale * (x - zero point)), summed in float row by row,
+// divided by the count (the kernel's size with count_include_pad, else the window's part inside
+// the image), and quantized as y / y_scale + y_zero_point rounded half to even, saturated.
+class QLinearAveragePool : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static bool Geometry(const KernelContextBase* ctx, const Shape& x, Window* w, std::string* err) {
+    ListView<int64_t> ks = ctx->GetAttrs()->GetListInt("kernel_shape");
+    if (x.GetDimNum() < 3 || ks.size() != x.GetDimNum() - 2) {
+      *err = "kernel_shape must have one entry per spatial dim of " + x.ToString();
+      return false;
+    }
+    if (const int64_t* cl = ctx->GetAttrs()->GetInt("channels_last"); cl && *cl) {
+      *err = "channels_last = 1 is not supported (channels-first inputs only)";
+      return false;
+    }
+    const int64_t* ceil = ctx->GetAttrs()->GetInt("ceil_mode");
+    return MakeWindow(ctx, x, ks.data(), ceil && *ceil, false, w, err);
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Window w;
+    std::string err;
+    const Shape& x = *ctx->GetInputShape(0);
+    if (!Geometry(ctx, x, &w, &err)) return Fail(ctx, err);
+    Shape out({x.GetDim(0), x.GetDim(1)});
+    for (size_t i = 0; i < w.nd; ++i) out.AppendDim(w.out[i]);
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const DataType t = ctx->GetInputDataType(0);
+    if (t != DT_INT8 && t != DT_UINT8) return Fail(ctx, std::string("X must be int8 or uint8, not ") + DataTypeName(t));
+    for (size_t ir : {2, 4})
+      if (const Tensor* z = ctx->GetOptionalInputTensor(ir); z && z->GetDataType() != t) return Fail(ctx, "the zero points must have X's type");
+    return ctx->SetOutputDataType(0, t);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), &w, &err)) return Fail(ctx, err);
+    float xs, ys;
+    int32_t xz, yz;
+    if (!Param(ctx, 1, 2, "x", &xs, &xz) || !Param(ctx, 3, 4, "y", &ys, &yz)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const bool s8 = x->GetDataType() == DT_INT8;
+    const float lo = s8 ? -128.f : 0.f, hi = s8 ? 127.f : 255.f;
+    const int64_t nc = x->GetShape().GetDim(0) * x->GetShape().GetDim(1), in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd);
+    const auto* px = static_cast<const uint8_t*>(x->GetAddr());
+    auto* py = static_cast<uint8_t*>(y->GetAddr());
+    auto value = [&](const uint8_t* p, int64_t i) { return s8 ? static_cast<int32_t>(static_cast<int8_t>(p[i])) : static_cast<int32_t>(p[i]); };
+    bool global = true;
+    for (size_t i = 0; i < w.nd; ++i) global = global && w.k[i] == w.in[i] && w.pb[i] == 0 && w.pe[i] == 0 && w.out[i] == 1;
+    if (global) {
+      if (in_sp >= (int64_t{1} << 24)) return Fail(ctx, "windows of 2^24 or more elements are not supported");
+      const float scale = xs / (ys * static_cast<float>(in_sp));
+      const float zl = lo - static_cast<float>(yz), zh = hi - static_cast<float>(yz);
+      return ctx->ParallelFor(nc, 16, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) {
+          int32_t sum = -xz * static_cast<int32_t>(in_sp);
+          for (int64_t i = 0; i < in_sp; ++i) sum += value(px + c * in_sp, i);
+          float v = static_cast<float>(sum) * scale;
+          v = v > zl ? v : zl;
+          v = v < zh ? v : zh;
+          py[c] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(v)) + yz);
+        }
+      });
+    }
+    const bool include_pad = [&] {
+      const int64_t* v = ctx->GetAttrs()->GetInt("count_include_pad");
+      return v && *v;
+    }();
+    float deq[256];  // each byte's value, dequantized
+    for (int b = 0; b < 256; ++b) deq[b] = xs * static_cast<float>((s8 ? static_cast<int8_t>(b) : b) - xz);
+    const int64_t k_sp = Prod(w.k, w.nd);
+    return ctx->ParallelFor(nc, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const uint8_t* plane = px + c * in_sp;
+        uint8_t* out = py + c * out_sp;
+        ForEachOutput(w, [&](int64_t o, const int64_t* oidx) {
+          float sum = 0.f;
+          ForEachTap(w, oidx, [&](int64_t, int64_t lin) {
+            if (lin >= 0) sum += deq[plane[lin]];
+          });
+          int64_t count = k_sp;
+          if (!include_pad) {
+            count = 1;
+            for (size_t i = 0; i < w.nd; ++i) {
+              const int64_t start = oidx[i] * w.s[i] - w.pb[i], end = std::min(start + w.k[i], w.in[i]);
+              count *= end - std::max<int64_t>(start, 0);
+            }
+          }
+          const float avg = count > 0 ? sum / static_cast<float>(count) : 0.f;
+          const float q = std::nearbyint(avg / ys + static_cast<float>(yz));
+          out[o] = static_cast<uint8_t>(static_cast<int32_t>(q < lo ? lo : q > hi ? hi : q));
+        });
+      }
+    });
+  }
+
+ private:
+  static bool Param(const KernelContextBase* ctx, size_t is, size_t iz, const char* what, float* scale, int32_t* zp) {
+    const Tensor* s = ctx->GetOptionalInputTensor(is);
+    const Tensor* z = ctx->GetOptionalInputTensor(iz);
+    if (!s || s->GetDataType() != DT_FLOAT || s->GetShapeSize() != 1 || !(*s->GetData<float>() > 0.f) || !std::isfinite(*s->GetData<float>()))
+      return Fail(ctx, std::string(what) + "_scale must be one positive, finite float32 value"), false;
+    if (z && z->GetShapeSize() != 1) return Fail(ctx, std::string(what) + "_zero_point must be one value"), false;
+    *scale = *s->GetData<float>();
+    *zp = !z ? 0 : z->GetDataType() == DT_INT8 ? *z->GetData<int8_t>() : *z->GetData<uint8_t>();
+    return true;
+  }
+};
+
 void WindowAttrs(OpDefBuilder& b) {
   b.ATTR(auto_pad, String, "NOTSET").ATTR(dilations, ListInt, {}).ATTR(pads, ListInt, {}).ATTR(strides, ListInt, {});
 }
@@ -2318,6 +2434,15 @@ void WindowAttrs(OpDefBuilder& b) {
 }  // namespace
 
 void WeftRegister_conv_pool(std::vector<OpEntry>& out) {
+  {
+    const TensorType q8({DT_INT8, DT_UINT8});
+    OpDefBuilder b("QLinearAveragePool");
+    b.INPUT(X, q8).INPUT(x_scale, TensorType({DT_FLOAT})).OPTIONAL_INPUT(x_zero_point, q8).INPUT(y_scale, TensorType({DT_FLOAT}))
+        .OPTIONAL_INPUT(y_zero_point, q8).OUTPUT(Y, q8).REQUIRED_ATTR(kernel_shape, ListInt).ATTR(ceil_mode, Int, 0)
+        .ATTR(count_include_pad, Int, 0).ATTR(channels_last, Int, 0);
+    WindowAttrs(b);
+    out.push_back({b.Build(), MakeOpImpl<QLinearAveragePool>("QLinearAveragePool")});
+  }
   {
     const TensorType q8({DT_INT8, DT_UINT8});
     OpDefBuilder b("ConvInteger");

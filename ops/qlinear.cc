@@ -2,7 +2,7 @@
 // QOperator format (onnxruntime.quantization, QuantFormat.QOperator) and that the ONNX model zoo's
 // int8 models use: QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
 // QLinearGlobalAveragePool and QLinearConcat (QGemm is in quantize.cc beside the other 8-bit
-// GEMMs). The arithmetic is ONNX Runtime's on x86-64, operation for operation, so that a model
+// GEMMs, QLinearAveragePool in conv_pool.cc beside the pooling windows). The arithmetic is ONNX Runtime's on x86-64, operation for operation, so that a model
 // gives the same bytes in both:
 //   QLinearAdd:  rA = sA / sC, rB = sB / sC, F = zC - fma(rA, zA, rB * zB);
 //                y = fma(a, rA, fma(b, rB, F)); where one operand is broadcast along the innermost

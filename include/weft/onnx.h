@@ -29,12 +29,13 @@ struct OnnxImportOptions {
   std::shared_ptr<const RegistryContext> registry;
   // Statically quantized convolutions in the QDQ format (DequantizeLinear -> Conv -> QuantizeLinear,
   // as onnxruntime.quantization writes them) become QLinearConv where they fit it exactly: integer
-  // sums and one rounding, as ONNX Runtime runs them (README, "Running ONNX models"). Add, Mul, Sigmoid, LeakyRelu,
-  // GlobalAveragePool and Concat between such pairs (per tensor) become QLinearAdd, QLinearMul,
-  // QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool and QLinearConcat, a Gemm with a constant 8-bit B
-  // becomes QGemm, and a MaxPool between a pair of
-  // equal parameters runs on the 8-bit values, as ONNX Runtime rewrites them too. False keeps the
-  // float operators between the quantization nodes (`weft ... --no-fuse-qdq`).
+  // sums and one rounding, as ONNX Runtime runs them (README, "Running ONNX models"). Add, Mul,
+  // Sigmoid, LeakyRelu, GlobalAveragePool, AveragePool and Concat between such pairs (per tensor)
+  // become QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool,
+  // QLinearAveragePool and QLinearConcat, a Gemm with a constant 8-bit B becomes QGemm, and a
+  // MaxPool between a pair of equal parameters runs on the 8-bit values, as ONNX Runtime rewrites
+  // them too. False keeps the float operators between the quantization nodes (`weft ...
+  // --no-fuse-qdq`).
   bool fuse_qdq = true;
 };
 

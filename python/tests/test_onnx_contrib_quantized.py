@@ -200,6 +200,33 @@ def test_global_average_pool_matches_onnxruntime(tmp_path, channels_last, qtype,
         within_one_step(got[0], quantize64(mean, float(ys), float(yz), qtype))
 
 
+POOLS = [dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+         dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1),
+         dict(kernel_shape=[2, 2], strides=[2, 2]),
+         dict(kernel_shape=[3, 2], strides=[2, 2], ceil_mode=1),
+         dict(kernel_shape=[9, 7]),  # the whole image: the integer path
+         dict(kernel_shape=[5, 3], strides=[1, 2], pads=[2, 0, 1, 1])]
+
+
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("pool", POOLS, ids=[str(sorted(p.items())) for p in POOLS])
+def test_average_pool_matches_onnxruntime(tmp_path, qtype, pool):
+    rng = np.random.default_rng(len(str(pool)))
+    lo, hi = lim(qtype)
+    for trial in range(3):
+        xs = np.float32(np.exp(rng.uniform(-5, -2)))
+        ys = np.float32(xs * rng.uniform(0.1, 0.3))  # averages spread over the output range
+        mid = (lo + hi) // 2
+        xz, yz = qtype(mid + rng.integers(-20, 21)), qtype(mid + rng.integers(-20, 21))
+        nodes = [helper.make_node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], domain=MS, **pool)]
+        path = save(tmp_path, nodes, [("x", qtype, [2, 5, 9, 7])], [("y", qtype)], {"xs": xs, "xz": xz, "ys": ys, "yz": yz}, name=f"a{trial}.onnx")
+        x = rand_q(rng, qtype, [2, 5, 9, 7])
+        got, want = both(path, {"x": x})
+        assert got[0].shape == want[0].shape
+        np.testing.assert_array_equal(got[0], want[0])
+        assert len(np.unique(got[0])) > 5
+
+
 @pytest.mark.parametrize("axis", [1, -1, 0])
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
 def test_concat_matches_onnxruntime(tmp_path, axis, qtype):
@@ -311,13 +338,13 @@ def test_eight_bit_max_pool(tmp_path, qtype, pool):
 
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
 def test_qdq_patterns_run_as_onnxruntime_runs_them(tmp_path, qtype):
-    """DequantizeLinear -> Add / Mul / Sigmoid / LeakyRelu / GlobalAveragePool / Concat ->
-    QuantizeLinear become the contrib operators, and a MaxPool between pairs of equal parameters runs on the 8-bit
+    """DequantizeLinear -> Add / Mul / Sigmoid / LeakyRelu / GlobalAveragePool / Concat /
+    AveragePool -> QuantizeLinear become the contrib operators, and a MaxPool between pairs of equal parameters runs on the 8-bit
     values, as ONNX Runtime rewrites them: the same bytes as ONNX Runtime; within one step of the
     float path that import_onnx(fuse_qdq=False) keeps."""
     rng = np.random.default_rng(21)
     lo, hi = lim(qtype)
-    names = ["p", "a", "s", "l", "m", "g", "k"]
+    names = ["p", "a", "s", "l", "m", "g", "k", "v"]
     inits = {}
     for i, n in enumerate(["x", "y"] + names):
         inits[f"{n}_s"] = np.float32(np.exp(rng.uniform(-5, -2)))
@@ -336,8 +363,9 @@ def test_qdq_patterns_run_as_onnxruntime_runs_them(tmp_path, qtype):
              helper.make_node("LeakyRelu", ["a_q_f"], ["lf"], alpha=0.2), q("lf", "l"),
              dq("s_q", "s"), dq("l_q", "l"), helper.make_node("Mul", ["s_q_f", "l_q_f"], ["mf"]), q("mf", "m"),
              dq("m_q", "m"), helper.make_node("GlobalAveragePool", ["m_q_f"], ["gf"]), q("gf", "g"),
-             helper.make_node("Concat", ["a_q_f", "m_q_f"], ["kf"], axis=1), q("kf", "k")]
-    path = save(tmp_path, nodes, [("x", qtype, [1, 6, 9, 10]), ("y", qtype, [1, 6, 9, 10])], [("m_q", qtype), ("g_q", qtype), ("k_q", qtype)],
+             helper.make_node("Concat", ["a_q_f", "m_q_f"], ["kf"], axis=1), q("kf", "k"),
+             helper.make_node("AveragePool", ["m_q_f"], ["vf"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), q("vf", "v")]
+    path = save(tmp_path, nodes, [("x", qtype, [1, 6, 9, 10]), ("y", qtype, [1, 6, 9, 10])], [("m_q", qtype), ("g_q", qtype), ("k_q", qtype), ("v_q", qtype)],
                 inits)
     feeds = {"x": rand_q(rng, qtype, [1, 6, 9, 10]), "y": rand_q(rng, qtype, [1, 6, 9, 10])}
     got, want = both(path, feeds)
@@ -346,7 +374,8 @@ def test_qdq_patterns_run_as_onnxruntime_runs_them(tmp_path, qtype):
     cli = os.environ.get("WEFT_CLI", "weft")
     steps = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "inspect", "--steps", path], capture_output=True, text=True,
                            check=True).stdout
-    for op in ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearGlobalAveragePool", "QLinearConcat"]:
+    for op in ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearGlobalAveragePool", "QLinearConcat",
+               "QLinearAveragePool"]:
         assert f" {op} " in steps, op
     assert "Sigmoid '" not in steps.replace("QLinearSigmoid '", "") and " Add '" not in steps
     pool = next(ln for ln in steps.splitlines() if " MaxPool '" in ln)

@@ -44,8 +44,8 @@ def import_onnx(path, input_shapes=None, registry=None, fuse_qdq=True):
     `registry` (a RegistryContext) supplies onnx_model_hooks, run on the file's bytes first.
     `fuse_qdq`: statically quantized convolutions in the QDQ format (DequantizeLinear -> Conv ->
     QuantizeLinear) become QLinearConv where they fit it exactly (integer sums, one rounding, as
-    ONNX Runtime runs them); so do Add, Mul, Sigmoid, LeakyRelu, GlobalAveragePool, Concat and
-    Gemm (QLinearAdd, ..., QGemm), and MaxPool runs on the 8-bit values. False keeps the float operators between the
+    ONNX Runtime runs them); so do Add, Mul, Sigmoid, LeakyRelu, GlobalAveragePool, AveragePool,
+    Concat and Gemm (QLinearAdd, ..., QGemm), and MaxPool runs on the 8-bit values. False keeps the float operators between the
     quantization nodes (the CLI's --no-fuse-qdq)."""
     return Graph.from_onnx(str(path), dict(input_shapes or {}), registry, bool(fuse_qdq))
 

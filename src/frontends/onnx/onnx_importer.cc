@@ -660,8 +660,8 @@ void FuseQdqConvs(Graph& g) {
   }
   // The other operators ONNX Runtime runs on the quantized tensors of such files (it rewrites the
   // same patterns), all quantized per tensor: DequantizeLinear -> Add or Mul -> QuantizeLinear
-  // becomes QLinearAdd or QLinearMul; -> GlobalAveragePool, Sigmoid, LeakyRelu -> QuantizeLinear
-  // becomes QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu (their arithmetic is ONNX
+  // becomes QLinearAdd or QLinearMul; -> GlobalAveragePool, AveragePool, Sigmoid, LeakyRelu ->
+  // QuantizeLinear becomes QLinearGlobalAveragePool, QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu (their arithmetic is ONNX
   // Runtime's; Concat -> QLinearConcat and Gemm -> QGemm further down); and a MaxPool between a DequantizeLinear and a QuantizeLinear of the same scale
   // and zero point runs on the 8-bit values as they are (the maximum commutes with both maps, and
   // quantizing a dequantized value gives it back).
@@ -690,6 +690,7 @@ void FuseQdqConvs(Graph& g) {
                                                               {"GlobalAveragePool", "QLinearGlobalAveragePool"},
                                                               {"Sigmoid", "QLinearSigmoid"},
                                                               {"LeakyRelu", "QLinearLeakyRelu"},
+                                                              {"AveragePool", "QLinearAveragePool"},
                                                               {"MaxPool", ""}};
   for (size_t k = 0; k < nodes.size(); ++k) {
     const Node& op = nodes[k];
