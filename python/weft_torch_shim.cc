@@ -118,9 +118,14 @@ const char* AttrSchemaType(WeftAttrType t) {
 std::string SchemaOf(const weft::OpSchema& s) {
   std::string args;
   auto add = [&](const std::string& a) { args += (args.empty() ? "" : ", ") + a; };
-  for (auto& io : s.inputs) {
+  // An optional input before a required one has no default (torch allows defaults at the end only).
+  size_t defaults_from = 0;
+  for (size_t k = 0; k < s.inputs.size(); ++k)
+    if (s.inputs[k].kind != WEFT_IO_OPTIONAL) defaults_from = k + 1;
+  for (size_t k = 0; k < s.inputs.size(); ++k) {
+    const auto& io = s.inputs[k];
     if (io.kind == WEFT_IO_REQUIRED) add("Tensor " + io.name);
-    else if (io.kind == WEFT_IO_OPTIONAL) add("Tensor? " + io.name + "=None");
+    else if (io.kind == WEFT_IO_OPTIONAL) add("Tensor? " + io.name + (k >= defaults_from ? "=None" : ""));
     else add("Tensor[] " + io.name);
   }
   if (!s.attrs.empty()) add("*");
@@ -433,6 +438,9 @@ class OpKernels {
     std::unique_ptr<weft::RunContext> own;
     weft::RunContext* ctx = e.ctx.get();
     if (!lock.owns_lock()) ctx = (own = e.model->CreateRunContext()).get();
+    // A call is a function of its arguments: a stateful op (SVDF, a sequence LSTM) starts from its
+    // initial state every time, as it does in a new run context.
+    ctx->ResetState();
     if (!e.dynamic && e.out_shapes.size() <= 8) {  // more outputs (a long Split) take the general path below
       size_t n_out = e.out_shapes.size();
       at::Tensor outs[8];

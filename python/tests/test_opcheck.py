@@ -29,6 +29,14 @@ def i16(*s):
     return torch.randint(-3000, 3000, s, dtype=torch.int16)
 
 
+def u8(*s):
+    return torch.randint(0, 256, s, dtype=torch.uint8)
+
+
+def s8(*s):
+    return torch.randint(-128, 128, s, dtype=torch.int8)
+
+
 def u32(*s):
     return torch.randint(0, 2**20, s, dtype=torch.int64).to(torch.uint32)
 
@@ -84,6 +92,28 @@ CASES = {
                       torch.randint(-127, 128, (3, 2, 3, 3), dtype=torch.int8), torch.rand(3) * 0.01 + 0.001, torch.zeros(3, dtype=torch.int8),
                       torch.tensor(0.2), torch.tensor(7, dtype=torch.uint8), torch.randint(-1000, 1000, (3,), dtype=torch.int32)),
                      {"pads": [1, 1, 1, 1], "strides": [2, 1]})],
+    # com.microsoft's quantized ops (ONNX Runtime's QOperator format)
+    "QLinearAdd": [((u8(2, 3, 4), torch.tensor(0.02), torch.tensor(128, dtype=torch.uint8), u8(3, 1), torch.tensor(0.03),
+                     torch.tensor(120, dtype=torch.uint8), torch.tensor(0.05), torch.tensor(100, dtype=torch.uint8)), {}),
+                   ((s8(5, 6), torch.tensor(0.02), None, s8(5, 6), torch.tensor(0.03), None, torch.tensor(0.04)), {})],
+    "QLinearMul": [((u8(2, 3, 4), torch.tensor(0.02), torch.tensor(128, dtype=torch.uint8), u8(2, 3, 4), torch.tensor(0.03),
+                     torch.tensor(120, dtype=torch.uint8), torch.tensor(0.05), torch.tensor(100, dtype=torch.uint8)), {})],
+    "QLinearSigmoid": [((s8(3, 8), torch.tensor(0.05), torch.tensor(3, dtype=torch.int8), torch.tensor(1 / 256),
+                         torch.tensor(-128, dtype=torch.int8)), {})],
+    "QLinearLeakyRelu": [((u8(2, 5), torch.tensor(0.05), torch.tensor(100, dtype=torch.uint8), torch.tensor(0.04),
+                           torch.tensor(90, dtype=torch.uint8)), {"alpha": 0.2})],
+    "QLinearGlobalAveragePool": [((u8(2, 3, 4, 5), torch.tensor(0.05), torch.tensor(100, dtype=torch.uint8), torch.tensor(0.02),
+                                   torch.tensor(90, dtype=torch.uint8)), {})],
+    "QLinearAveragePool": [((u8(1, 2, 7, 6), torch.tensor(0.05), torch.tensor(100, dtype=torch.uint8), torch.tensor(0.02),
+                             torch.tensor(90, dtype=torch.uint8)), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})],
+    "QLinearConcat": [(([torch.tensor(0.05), torch.tensor(100, dtype=torch.uint8), u8(2, 3), torch.tensor(0.05),
+                         torch.tensor(100, dtype=torch.uint8), u8(2, 4), torch.tensor(0.02), torch.tensor(90, dtype=torch.uint8)],),
+                       {"axis": 1})],
+    "QGemm": [((u8(3, 5), torch.tensor(0.02), torch.tensor(128, dtype=torch.uint8), s8(4, 5), torch.rand(4) * 0.01 + 0.001,
+                torch.zeros(4, dtype=torch.int8), torch.randint(-500, 500, (4,), dtype=torch.int32), torch.tensor(0.1),
+                torch.tensor(120, dtype=torch.uint8)), {"transB": 1}),
+              ((u8(3, 5), torch.tensor(0.02), torch.tensor(128, dtype=torch.uint8), s8(5, 4), torch.tensor(0.01),
+                torch.tensor(0, dtype=torch.int8)), {"alpha": 0.5})],
     "Clip": [((r(3, 4), torch.tensor(-0.5), torch.tensor(0.5)), {})],
     "Cast": [((r(3, 4),), {"to": 9})],
     "Gather": [((r(5, 4), i64(0, 3, 1)), {"axis": 0})],
@@ -93,8 +123,14 @@ CASES = {
     "Mod": [((r(3, 4), torch.rand(3, 4) + 1), {"fmod": 1}), ((torch.randint(1, 9, (5,)), torch.randint(1, 4, (5,))), {})],
     "ArgMax": [((r(3, 4),), {"axis": 1})], "ArgMin": [((r(3, 4),), {"axis": 0})],
     "Softmax": [((r(3, 4),), {"axis": 0})],
-    # Stateful in a model (its state lives in the run context); each call from PyTorch starts fresh.
+    # Stateful in a model (its state lives in the run context); each call from PyTorch starts fresh
+    # (test_stateful_ops_start_fresh_on_every_call).
     "TflSvdf": [((r(2, 4), r(6, 4), r(6, 3), r(3)), {"rank": 2})],
+    # float LSTM with and without the input gate (CIFG: its weights and bias absent)
+    "TflUnidirectionalSequenceLstm": [((r(2, 3, 4), r(5, 4), r(5, 4), r(5, 4), r(5, 4), r(5, 5), r(5, 5), r(5, 5), r(5, 5), None, None, None,
+                                        r(5), r(5), r(5), r(5)), {}),
+                                      ((r(3, 2, 4), None, r(5, 4), r(5, 4), r(5, 4), None, r(5, 5), r(5, 5), r(5, 5), None, None, None,
+                                        None, r(5), r(5), r(5)), {"time_major": True})],
     "Transpose": [((r(2, 3, 4),), {"perm": [2, 0, 1]})],
     "DepthToSpace": [((r(1, 8, 2, 2),), {"blocksize": 2})], "SpaceToDepth": [((r(1, 2, 4, 4),), {"blocksize": 2})],
     "Flatten": [((r(2, 3, 4),), {"axis": 2})], "LRN": [((r(1, 4, 3, 3),), {"size": 3})],
@@ -238,3 +274,15 @@ def test_every_registered_op_is_checked_or_named():
     assert not missing, f"ops with no opcheck cases: {missing}"
     print(f"{len(wt.registered_ops())} ops: {len(set(CASES) | generated | EXAMPLE_OPS)} opchecked, "
           f"{len(NOT_CHECKABLE)} not checkable, {len(BROKEN_ON_PURPOSE)} broken on purpose")
+
+
+def test_stateful_ops_start_fresh_on_every_call():
+    """SVDF and the sequence LSTM keep state between runs of one model (LiteRT's variable
+    tensors); as torch ops they are functions of their arguments: two calls, two equal results."""
+    torch.manual_seed(3)
+    svdf = (r(2, 4), r(6, 4), r(6, 3), r(3))
+    lstm = (r(2, 3, 4), r(5, 4), r(5, 4), r(5, 4), r(5, 4), r(5, 5), r(5, 5), r(5, 5), r(5, 5), None, None, None, r(5), r(5), r(5), r(5))
+    for op, args, kw in [(torch.ops.weft.TflSvdf, svdf, {"rank": 2}), (torch.ops.weft.TflUnidirectionalSequenceLstm, lstm, {})]:
+        first = op(*args, **kw)
+        assert torch.equal(first, op(*args, **kw))
+        assert first.abs().sum() > 0

@@ -88,11 +88,14 @@ def _literal(value, attr_type):
 def schema_of(proto):
     """The torch schema string of a Weft prototype (the dict ``Session.schema`` returns)."""
     args = []
-    for io in proto["inputs"]:
+    # An optional input before a required one (a zero point between data and scale) has no
+    # default: torch schemas allow defaults only at the end.
+    last_required = max((k for k, io in enumerate(proto["inputs"]) if io["kind"] != "optional"), default=-1)
+    for k, io in enumerate(proto["inputs"]):
         if io["kind"] == "required":
             args.append(f"Tensor {io['name']}")
         elif io["kind"] == "optional":
-            args.append(f"Tensor? {io['name']}=None")
+            args.append(f"Tensor? {io['name']}" + ("=None" if k > last_required else ""))
         else:
             args.append(f"Tensor[] {io['name']}")
     attrs = []
