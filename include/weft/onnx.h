@@ -37,6 +37,9 @@ struct OnnxImportOptions {
   // them too. False keeps the float operators between the quantization nodes (`weft ...
   // --no-fuse-qdq`).
   bool fuse_qdq = true;
+  // With fuse_qdq: false fuses the convolutions only, keeping the other float operators between
+  // the pairs (what `weft aot` imports: the contrib ops above have no C emitters yet).
+  bool fuse_qdq_ops = true;
 };
 
 WEFT_API Expected<Graph> ImportOnnx(const std::string& path, const OnnxImportOptions& options = {});

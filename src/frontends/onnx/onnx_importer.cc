@@ -576,7 +576,7 @@ namespace {
 // QLinearConv on the quantized tensors: the integer sums are exact and the one rounding is the
 // output's, as ONNX Runtime runs such files. The DequantizeLinear nodes no longer read are dropped
 // when the graph compiles. (Other operators between such pairs: below.)
-void FuseQdqConvs(Graph& g) {
+void FuseQdqConvs(Graph& g, bool other_ops) {
   std::map<std::string, const HostTensor*> consts;
   for (auto& [name, t] : g.constants()) consts[name] = &t;
   std::map<std::string, size_t> producer;
@@ -666,6 +666,7 @@ void FuseQdqConvs(Graph& g) {
   // and zero point runs on the 8-bit values as they are (the maximum commutes with both maps, and
   // quantizing a dequantized value gives it back).
   auto q_of = [&](const Node& n) -> size_t {  // the QuantizeLinear alone reading n's only output
+    if (!other_ops) return nodes.size();  // none: the loops below then leave every node
     if (n.outputs.size() != 1 || readers[n.outputs[0]] != 1) return nodes.size();
     for (size_t j = 0; j < nodes.size(); ++j) {
       const Node& q = nodes[j];
@@ -881,7 +882,7 @@ Expected<Graph> ImportModelProto(const std::string& bytes, const std::string& ba
     return InvalidArgument(msg);
   }
   for (auto& o : gp.output()) g.AddOutput(o.name());
-  if (options.fuse_qdq) FuseQdqConvs(g);
+  if (options.fuse_qdq) FuseQdqConvs(g, options.fuse_qdq_ops);
   return g;
 }
 
