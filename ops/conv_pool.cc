@@ -1831,6 +1831,8 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
     auto eight = [](DataType t) { return t == DT_INT8 || t == DT_UINT8; };
     if (!eight(ctx->GetInputDataType(0)) || !eight(ctx->GetInputDataType(kW))) return Fail(ctx, "x and w must be int8 or uint8");
+    if (const Tensor* xz = ctx->GetOptionalInputTensor(2); xz && xz->GetDataType() != ctx->GetInputDataType(0))
+      return Fail(ctx, std::string("x_zero_point is ") + DataTypeName(xz->GetDataType()) + " but x is " + DataTypeName(ctx->GetInputDataType(0)));
     if (!kLinear) return ctx->SetOutputDataType(0, DT_INT32);
     if (!eight(ctx->GetInputDataType(7))) return Fail(ctx, "y_zero_point must be int8 or uint8");
     return ctx->SetOutputDataType(0, ctx->GetInputDataType(7));
@@ -2107,7 +2109,10 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     const bool vnni = avx512 && wv == dwpack_.data() && dwvnni_.cpad == (c + 15) / 16 * 16 &&
                       static_cast<int64_t>(dwvnni_.w.size()) == p.kh * ((p.kw + 3) / 4) * dwvnni_.cpad && dwvnni_.groups == (p.kw + 3) / 4;
     const int32_t xzu = s8 ? xz + 128 : xz;
-    const int64_t span = (p.kh - 1) * p.dh + 1, row_words = p.ow * dwvnni_.groups * dwvnni_.cpad;
+    // Rows a window reaches span (kh - 1) * dh + 1 input rows; with a large dilation, one slot per
+    // filter row instead (fewer rows kept, rebuilt when they change).
+    const int64_t reach = (p.kh - 1) * p.dh + 1, span = reach <= 4 * p.kh ? reach : p.kh;
+    const int64_t row_words = p.ow * dwvnni_.groups * dwvnni_.cpad;
     return ctx->ParallelFor(n * p.oh, 1, [&](int64_t r0, int64_t r1) {
       std::vector<uint32_t> acc(avx512 ? 0 : static_cast<size_t>(p.ow * c));
       std::vector<uint32_t> rowbuf(y_nhwc ? 0 : static_cast<size_t>(p.ow * c));
@@ -2123,7 +2128,7 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
 #if defined(__x86_64__) && defined(__GNUC__)
         if (vnni) {
           for (int64_t ky = 0; ky < p.kh; ++ky) {
-            const int64_t iy = oy * p.sh - p.ph + ky * p.dh, slot = ((iy % span) + span) % span;
+            const int64_t iy = oy * p.sh - p.ph + ky * p.dh, slot = span == reach ? ((iy % span) + span) % span : ky;
             uint32_t* buf = ring.data() + slot * row_words;
             if (ring_img[static_cast<size_t>(slot)] != in || ring_row[static_cast<size_t>(slot)] != iy) {
               (s8 ? DwInterleave512<true> : DwInterleave512<false>)(d, img, iy, dwvnni_, static_cast<uint8_t>(xzu), buf);
@@ -2329,6 +2334,12 @@ class QLinearAveragePool : public EagerExecuteOp, public ShapeInferOp {
       *err = "channels_last = 1 is not supported (channels-first inputs only)";
       return false;
     }
+    ListView<int64_t> dil = ctx->GetAttrs()->GetListInt("dilations");
+    for (size_t i = 0; i < dil.size(); ++i)
+      if (dil.data()[i] != 1) {
+        *err = "dilations other than 1 are not supported";
+        return false;
+      }
     const int64_t* ceil = ctx->GetAttrs()->GetInt("ceil_mode");
     return MakeWindow(ctx, x, ks.data(), ceil && *ceil, false, w, err);
   }
@@ -2373,7 +2384,7 @@ class QLinearAveragePool : public EagerExecuteOp, public ShapeInferOp {
       const float zl = lo - static_cast<float>(yz), zh = hi - static_cast<float>(yz);
       return ctx->ParallelFor(nc, 16, [&](int64_t c0, int64_t c1) {
         for (int64_t c = c0; c < c1; ++c) {
-          int32_t sum = -xz * static_cast<int32_t>(in_sp);
+          int64_t sum = -int64_t{xz} * in_sp;  // exact (ONNX Runtime's int32 would wrap beyond 2^31 / 255 elements)
           for (int64_t i = 0; i < in_sp; ++i) sum += value(px + c * in_sp, i);
           float v = static_cast<float>(sum) * scale;
           v = v > zl ? v : zl;
@@ -2407,8 +2418,10 @@ class QLinearAveragePool : public EagerExecuteOp, public ShapeInferOp {
             }
           }
           const float avg = count > 0 ? sum / static_cast<float>(count) : 0.f;
-          const float q = std::nearbyint(avg / ys + static_cast<float>(yz));
-          out[o] = static_cast<uint8_t>(static_cast<int32_t>(q < lo ? lo : q > hi ? hi : q));
+          float q = std::nearbyint(avg / ys + static_cast<float>(yz));
+          q = q > lo ? q : lo;  // NaN (infinite sums of both signs) to the bottom
+          q = q < hi ? q : hi;
+          out[o] = static_cast<uint8_t>(static_cast<int32_t>(q));
         });
       }
     });

@@ -516,12 +516,12 @@ class QLinearGlobalAveragePool : public EagerExecuteOp, public ShapeInferOp, pub
     const float scale = qx.scale / (qy.scale * static_cast<float>(pixels));
     float lo, hi;
     Range(t, &lo, &hi);
-    const int32_t bias = -qx.zp * static_cast<int32_t>(pixels);
+    const int64_t bias = -int64_t{qx.zp} * pixels;  // exact in int64 (int32 would wrap beyond 2^31 / 255 pixels)
     const bool rows = cd != 1 || x->GetFormat() == FORMAT_NHWC;  // channels innermost
     const auto* px = static_cast<const uint8_t*>(x->GetAddr());
     auto* py = static_cast<uint8_t*>(y->GetAddr());
     const bool s8 = t == DT_INT8;
-    auto finish = [&](int32_t sum) {
+    auto finish = [&](int64_t sum) {
       float v = static_cast<float>(sum + bias) * scale;
       const float zl = lo - static_cast<float>(qy.zp), zh = hi - static_cast<float>(qy.zp);
       v = v > zl ? v : zl;
@@ -529,7 +529,7 @@ class QLinearGlobalAveragePool : public EagerExecuteOp, public ShapeInferOp, pub
       return static_cast<uint8_t>(static_cast<int32_t>(RoundHalfEvenSmall(v)) + qy.zp);
     };
     return ctx->ParallelFor(n, 1, [&](int64_t i0, int64_t i1) {
-      std::vector<int32_t> acc(static_cast<size_t>(ch));
+      std::vector<int64_t> acc(static_cast<size_t>(ch));
       for (int64_t i = i0; i < i1; ++i) {
         const uint8_t* img = px + i * ch * pixels;
         if (rows) {
@@ -544,7 +544,7 @@ class QLinearGlobalAveragePool : public EagerExecuteOp, public ShapeInferOp, pub
         } else {
           for (int64_t k = 0; k < ch; ++k) {
             const uint8_t* plane = img + k * pixels;
-            int32_t sum = 0;
+            int64_t sum = 0;
             if (s8)
               for (int64_t p = 0; p < pixels; ++p) sum += static_cast<int8_t>(plane[p]);
             else

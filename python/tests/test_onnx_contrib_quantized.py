@@ -550,3 +550,26 @@ def test_errors_name_the_parameter(tmp_path):
                     [("y", np.float32)], {"s": np.float32(0.1), "z": np.uint8(0), "b": np.ones([3, 4], np.int8),
                                           "bs": np.full(3, 0.1, np.float32), "bz": np.zeros(3, np.int8)}, [a])
     assert "b_scale" in gemm and "column" in gemm
+
+
+def test_parameters_the_quantized_ops_do_not_take(tmp_path):
+    """A zero point whose type differs from its data, and dilated average pooling, fail with clear
+    errors; a QDQ pattern whose scale is not positive stays on the float path (a negative scale
+    would turn MaxPool on the bytes into a minimum), whose QuantizeLinear names the scale."""
+    x = np.arange(24, dtype=np.uint8).reshape(1, 2, 3, 4)
+    mixed = error_of(tmp_path, [helper.make_node("QLinearConv", ["x", "s", "z", "w", "s", "wz", "s", "yz"], ["y"])],
+                     [("x", np.uint8, [1, 2, 3, 4])], [("y", np.uint8)],
+                     {"s": np.float32(0.1), "z": np.int8(3), "w": np.ones([2, 2, 1, 1], np.int8), "wz": np.int8(0), "yz": np.uint8(0)}, [x])
+    assert "x_zero_point is int8 but x is uint8" in mixed
+    dil = error_of(tmp_path, [helper.make_node("QLinearAveragePool", ["x", "s", "z", "s", "z"], ["y"], domain=MS, kernel_shape=[2, 2],
+                                               dilations=[2, 1])], [("x", np.uint8, [1, 2, 3, 4])], [("y", np.uint8)],
+                   {"s": np.float32(0.1), "z": np.uint8(3)}, [x])
+    assert "dilations" in dil
+    # A negative scale reverses the order: MaxPool on the bytes would compute the minimum.
+    nodes = [helper.make_node("DequantizeLinear", ["x", "neg", "z"], ["xf"]),
+             helper.make_node("MaxPool", ["xf"], ["pf"], kernel_shape=[2, 2]),
+             helper.make_node("QuantizeLinear", ["pf", "neg", "z"], ["y"])]
+    path = save(tmp_path, nodes, [("x", np.uint8, [1, 2, 3, 4])], [("y", np.uint8)], {"neg": np.float32(-0.1), "z": np.uint8(128)},
+                name="neg.onnx")
+    with pytest.raises(Exception, match="scale"):  # the float path refuses the scale, as it always did
+        weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])

@@ -250,7 +250,7 @@ def conv_sums_reference(x, w, xz, wz, group, strides, pads, dilations):
 
 
 @pytest.mark.parametrize("case", ["int8_groups", "uint8_dense_uint8_weights", "depthwise_uint8", "depthwise_mult2_int8",
-                                  "depthwise_5x5_dilated_int8", "depthwise_3x4_uint8", "depthwise_1x7_uint8_weights",
+                                  "depthwise_5x5_dilated_int8", "depthwise_3x4_uint8", "depthwise_1x7_uint8_weights", "depthwise_dilated8",
                                   "conv1d_dilated", "pointwise"])
 def test_qlinear_conv_is_bit_exact_against_a_numpy_recomputation(tmp_path, case):
     """QLinearConv's arithmetic as ONNX Runtime defines it (int32 sums, plus the bias, times
@@ -267,6 +267,8 @@ def test_qlinear_conv_is_bit_exact_against_a_numpy_recomputation(tmp_path, case)
         "depthwise_5x5_dilated_int8": (np.int8, np.int8, 20, 20, 20, [5, 5], [1, 1], [4, 3, 4, 4], [2, 2], [17, 19]),
         "depthwise_3x4_uint8": (np.uint8, np.int8, 33, 33, 33, [3, 4], [2, 1], [1, 2, 1, 1], [1, 1], [12, 21]),
         "depthwise_1x7_uint8_weights": (np.uint8, np.uint8, 18, 18, 18, [1, 7], [1, 2], [0, 3, 0, 3], [1, 1], [8, 30]),
+        # a dilation that spans more input rows than four filters' worth (rows kept per filter row)
+        "depthwise_dilated8": (np.uint8, np.int8, 16, 16, 16, [3, 3], [1, 1], [8, 8, 8, 8], [8, 8], [20, 18]),
         "conv1d_dilated": (np.uint8, np.int8, 10, 7, 1, [4], [2], [3, 1], [2], [33]),
         "pointwise": (np.int8, np.int8, 40, 72, 1, [1, 1], [1, 1], [0, 0, 0, 0], [1, 1], [20, 20]),
     }[case]

@@ -1,5 +1,6 @@
 // ONNX ModelProto → Graph. Rewrites old opset forms to the form the built-ins implement (the
 // newest), folds Constant nodes into graph constants.
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -665,6 +666,17 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
   // Runtime's; Concat -> QLinearConcat and Gemm -> QGemm further down); and a MaxPool between a DequantizeLinear and a QuantizeLinear of the same scale
   // and zero point runs on the 8-bit values as they are (the maximum commutes with both maps, and
   // quantizing a dequantized value gives it back).
+  // A scale the QLinear ops take: positive and finite (others stay on the float path, which
+  // defines them; a negative scale also reverses the order MaxPool relies on).
+  auto positive = [&](const std::string& name) {
+    const HostTensor* t = constant(name);
+    if (!t || t->dtype() != DT_FLOAT) return false;
+    for (int64_t i = 0; i < t->numel(); ++i) {
+      const float v = static_cast<const float*>(t->data())[i];
+      if (!(v > 0.f) || !std::isfinite(v)) return false;
+    }
+    return true;
+  };
   auto q_of = [&](const Node& n) -> size_t {  // the QuantizeLinear alone reading n's only output
     if (!other_ops) return nodes.size();  // none: the loops below then leave every node
     if (n.outputs.size() != 1 || readers[n.outputs[0]] != 1) return nodes.size();
@@ -672,14 +684,14 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
       const Node& q = nodes[j];
       if (q.inputs.empty() || q.inputs[0] != n.outputs[0]) continue;
       const bool ok = q.op_type == "QuantizeLinear" && q.domain.empty() && q.inputs.size() == 3 && q.outputs.size() == 1 && q.when.empty() &&
-                      scalar(q.inputs[1], DT_FLOAT) && scalar(q.inputs[2], DT_INT8, DT_UINT8) && !drop.count(j);
+                      scalar(q.inputs[1], DT_FLOAT) && positive(q.inputs[1]) && scalar(q.inputs[2], DT_INT8, DT_UINT8) && !drop.count(j);
       return ok ? j : nodes.size();
     }
     return nodes.size();
   };
   auto per_tensor = [&](const std::string& value) -> const Node* {
     const Node* d = dq(value);
-    return d && scalar(d->inputs[1], DT_FLOAT) && scalar(d->inputs[2], DT_INT8, DT_UINT8) ? d : nullptr;
+    return d && scalar(d->inputs[1], DT_FLOAT) && positive(d->inputs[1]) && scalar(d->inputs[2], DT_INT8, DT_UINT8) ? d : nullptr;
   };
   auto type_of = [&](const std::string& zp) { return constant(zp)->dtype(); };
   auto same = [&](const std::string& a, const std::string& b) {
@@ -699,6 +711,11 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
     if (rule == kQLinear.end() || !op.domain.empty() || !op.when.empty() || drop.count(k)) continue;
     const size_t arity = op.op_type == "Add" || op.op_type == "Mul" ? 2 : 1;
     if (op.inputs.size() != arity) continue;
+    if (auto d = op.attrs.find("dilations"); op.op_type == "AveragePool" && d != op.attrs.end()) {
+      bool ones = true;  // QLinearAveragePool has no dilations
+      for (int64_t v : d->second.ints()) ones = ones && v == 1;
+      if (!ones) continue;
+    }
     const size_t qk = q_of(op);
     if (qk == nodes.size()) continue;
     const Node& q = nodes[qk];
@@ -775,7 +792,7 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
     const Node& q = nodes[qk];
     const HostTensor *wq = constant(db->inputs[0]), *ws = constant(db->inputs[1]), *wz = constant(db->inputs[2]);
     if (!wq || !ws || !wz || (wq->dtype() != DT_INT8 && wq->dtype() != DT_UINT8) || wq->shape().GetDimNum() != 2 || ws->dtype() != DT_FLOAT ||
-        wz->dtype() != wq->dtype() || ws->numel() != wz->numel() || ws->shape().GetDimNum() > 1)
+        wz->dtype() != wq->dtype() || ws->numel() != wz->numel() || ws->shape().GetDimNum() > 1 || !positive(db->inputs[1]))
       continue;
     const bool tb = trans("transB");
     const int64_t n_cols = wq->shape().GetDim(tb ? 0 : 1);
