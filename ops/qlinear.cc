@@ -147,9 +147,10 @@ class QLinearLookup : public EagerExecuteOp, public ShapeInferOp, public LayoutA
     if (yz && yz->GetDataType() != t) return Fail(ctx, "Y_zero_point must have X's type " + std::string(DataTypeName(t)));
     return ctx->SetOutputDataType(0, t);
   }
-  // Elementwise: whatever layout its neighbours settle on.
+  // Elementwise: plain or the pixel rows of the 8-bit convolutions around, as its neighbours settle
+  // (no 8-bit op reads channel blocks, and a table maps their zero padding to a non-zero value).
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
-    if (Known4D(ctx->GetInputTensor(0))) s.Input(0).Output(0).AnyFormat();
+    if (Known4D(ctx->GetInputTensor(0))) s.Format(FORMAT_NHWC).Input(0).Output(0).AnyFormat();
     return GRAPH_SUCCESS;
   }
   // The table, when the scales and zero points are constants (as the quantizer writes them).
@@ -363,7 +364,7 @@ class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutA
     if (cz && cz->GetDataType() != a->GetDataType()) return Fail(ctx, "C_zero_point must have A's type");
     return ctx->SetOutputDataType(0, a->GetDataType());
   }
-  // Operands of the output's shape: whatever layout the neighbours settle on. One of them with one
+  // Operands of the output's shape: plain or pixel rows, as the neighbours settle. One of them with one
   // value per channel (a squeeze-and-excitation gate): the other and the output as pixel rows
   // together, the small one plain.
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
@@ -372,7 +373,7 @@ class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutA
     const Tensor* c = ctx->GetOutputTensor(0);
     if (!Known4D(c) || !a || !b) return GRAPH_SUCCESS;
     const Shape& cs = c->GetShape();
-    if (a->GetShape() == cs && b->GetShape() == cs) s.Input(0).Input(3).Output(0).AnyFormat();
+    if (a->GetShape() == cs && b->GetShape() == cs) s.Format(FORMAT_NHWC).Input(0).Input(3).Output(0).AnyFormat();
     else if (a->GetShape() == cs && PerChannel(b->GetShape(), cs)) s.Format(FORMAT_NHWC).Input(0).Output(0).Together();
     else if (b->GetShape() == cs && PerChannel(a->GetShape(), cs)) s.Format(FORMAT_NHWC).Input(3).Output(0).Together();
     return GRAPH_SUCCESS;
