@@ -599,18 +599,53 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     if (!Geometry(ctx, x->GetShape(), wt->GetShape(), &w, &err) || w.nd < 1 || w.nd > 3) return GRAPH_SUCCESS;
     PrepareGemm(ctx, wt, b, w);
     CompileDnnl(ctx, x, wt, b, w);
-    // The session option weft.conv_transpose_path = gemm | onednn keeps one path where both are
-    // ready (docs/runtime.md; Session::Create checks the value); auto is the timed choice.
+    if (gemm_) CompileMatmul(ctx, x, w);
+    // The session option weft.conv_transpose_path = gemm | matmul | onednn keeps that path where it
+    // is ready (docs/runtime.md; Session::Create checks the value); auto times the ready ones.
     const char* force = ctx->GetOption("weft.conv_transpose_path");
     const std::string forced = force ? force : "";
-    if (gemm_ && runner_.ready()) {
-      if (forced == "gemm") path_ = kGemm;
-      else if (forced == "onednn") path_ = kDnnl;
-      else path_ = kUndecided;
-    } else {
-      path_ = gemm_ ? kGemm : runner_.ready() ? kDnnl : kReference;
-    }
+    const int ready = (gemm_ ? 1 : 0) + (runner_.ready() ? 1 : 0) + (mm_runner_.ready() ? 1 : 0);
+    if (forced == "gemm" && gemm_) path_ = kGemm;
+    else if (forced == "onednn" && runner_.ready()) path_ = kDnnl;
+    else if (forced == "matmul" && mm_runner_.ready()) path_ = kMatmul;
+    else if (ready > 1) path_ = kUndecided;
+    else path_ = gemm_ ? kGemm : runner_.ready() ? kDnnl : kReference;
     return GRAPH_SUCCESS;
+  }
+  // The matmul path (one group only): per image Z^T[HW, M * KK] = X^T W' through oneDNN's matmul
+  // with W' [C, M * KK] (ONNX's W as it is) prepacked once in the layout the primitive reads
+  // fastest; X^T is X read with transposed strides. Products with few input positions (the first
+  // layers of generators and decoders) stream the packed weights once, where sgemm repacks them
+  // on every call. Kept only where oneDNN has an optimized kernel for it.
+  void CompileMatmul(OpCompileContext* ctx, const Tensor* x, const Window& w) {
+    using dt = dnnl::memory::data_type;
+    const Tensor* wt = ctx->GetRequiredInputTensor(1);
+    const int64_t group = *ctx->GetAttrs()->GetInt("group");
+    const int64_t c = x->GetShape().GetDim(1), mk = wt->GetShape().GetDim(1) * Prod(w.k, w.nd), in_sp = Prod(w.in, w.nd);
+    if (group != 1 || c == 0 || mk == 0 || in_sp == 0) return;
+    int threads = ApplyIntraOpThreads(ctx);
+    try {
+      dnnl::memory::desc src({in_sp, c}, dt::f32, dnnl::memory::dims{1, in_sp});
+      dnnl::memory::desc w_plain_md({c, mk}, dt::f32, dnnl::memory::format_tag::ab);
+      dnnl::memory::desc dst({in_sp, mk}, dt::f32, dnnl::memory::format_tag::ab);
+      dnnl::memory::desc w_any({c, mk}, dt::f32, dnnl::memory::format_tag::any);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, w_any, dst), attr, CpuEngine());
+      if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) return;
+      dnnl::memory w_plain(w_plain_md, CpuEngine(), const_cast<void*>(wt->GetAddr()));
+      mm_weights_ = dnnl::memory(pd.weights_desc(), CpuEngine());
+      dnnl::stream st(CpuEngine());
+      dnnl::reorder(w_plain, mm_weights_).execute(st, w_plain, mm_weights_);
+      st.wait();
+      int x_slot = mm_runner_.AddBound(src);
+      int z_slot = mm_runner_.AddBound(dst);
+      mm_runner_.AddStep(dnnl::matmul(pd), {{DNNL_ARG_SRC, x_slot}, {DNNL_ARG_WEIGHTS, mm_runner_.AddFixed(mm_weights_)}, {DNNL_ARG_DST, z_slot}},
+                         pd.scratchpad_desc());
+      mm_runner_.Finish(threads);
+    } catch (const dnnl::error&) {
+      // Not ready: the other paths run instead.
+    }
   }
   // The GEMM + col2im path's weights: per group [M/g * KK, C/g] (ONNX's W is [C, M/g, k...]).
   // Skipped when its column buffer would exceed 256 MiB.
@@ -794,7 +829,8 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
       if (st != GRAPH_SUCCESS) return st;
     }
     if (path_ == kGemm) return ExecuteGemm(ctx, x, w, y);
-    if (path_ == kDnnl || path_ == kUndecided) return ExecuteDnnl(ctx, x, y);
+    if (path_ == kMatmul) return ExecuteMatmul(ctx, x, w, y);
+    if (path_ == kDnnl) return ExecuteDnnl(ctx, x, y);
     int64_t group = *ctx->GetAttrs()->GetInt("group");
     int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), mg = wt->GetShape().GetDim(1), m = mg * group, cg = c / group;
     int64_t in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd), k_sp = Prod(w.k, w.nd);
@@ -854,21 +890,71 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
       for (int64_t p = lo; p < hi; ++p) ActivateInPlace(act, y->GetData<float>() + p * plane, plane);
     });
   }
-  // Where both fast paths are ready, the first run times each twice on its own input (the
-  // faster of two runs each, after one untimed run each), keeps the faster for every later run,
+  // Where more than one fast path is ready, the first run times each on its own input (the fastest
+  // of four interleaved runs each, after one untimed run each), keeps the fastest for every later run,
   // and leaves the kept path's result in Y, so that every run's output comes from that path.
   graphStatus PickPath(EagerOpExecutionContext* ctx, const Tensor* x, const Window& w, Tensor* y) {
     using clock = std::chrono::steady_clock;
-    double best[2] = {1e300, 1e300};  // gemm, onednn
-    for (int round = 0; round < 3; ++round)
-      for (int p = 0; p < 2; ++p) {
+    const Path paths[3] = {kGemm, kMatmul, kDnnl};
+    const bool ready[3] = {gemm_, mm_runner_.ready(), runner_.ready()};
+    double best[3] = {1e300, 1e300, 1e300};
+    auto run = [&](Path p) {
+      return p == kGemm ? ExecuteGemm(ctx, x, w, y) : p == kMatmul ? ExecuteMatmul(ctx, x, w, y) : ExecuteDnnl(ctx, x, y);
+    };
+    for (int round = 0; round < 5; ++round)
+      for (int p = 0; p < 3; ++p) {
+        if (!ready[p]) continue;
         auto t0 = clock::now();
-        graphStatus st = p == 0 ? ExecuteGemm(ctx, x, w, y) : ExecuteDnnl(ctx, x, y);
+        graphStatus st = run(paths[p]);
         if (st != GRAPH_SUCCESS) return st;
         if (round) best[p] = std::min(best[p], std::chrono::duration<double>(clock::now() - t0).count());
       }
-    path_ = best[0] <= best[1] ? kGemm : kDnnl;
-    return path_ == kGemm ? ExecuteGemm(ctx, x, w, y) : GRAPH_SUCCESS;
+    int pick = 0;
+    for (int p = 0; p < 3; ++p)
+      if (ready[p] && (!ready[pick] || best[p] < best[pick])) pick = p;
+    path_ = paths[pick];
+    return pick == 2 ? GRAPH_SUCCESS : run(paths[pick]);  // oneDNN's result is the last one in Y
+  }
+  // The matmul path per image: Z^T = X^T W' (CompileMatmul), then per output channel (in
+  // parallel) the plane starts at the bias and each input position's KK taps, one contiguous run
+  // of Z^T, are added where they land; the fused activation runs over the finished plane.
+  graphStatus ExecuteMatmul(EagerOpExecutionContext* ctx, const Tensor* x, const Window& w, Tensor* y) {
+    const Shape& xs = x->GetShape();
+    const int64_t n = xs.GetDim(0), c = xs.GetDim(1), m = static_cast<int64_t>(gemm_b_.size());
+    const int64_t kk = Prod(w.k, w.nd), in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd), mk = m * kk;
+    float* z = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(mk * in_sp) * sizeof(float)));
+    if (!z) return GRAPH_FAILED;
+    Geometry3 g(w);
+    const WeftEpilogue act = ctx->GetEpilogue();
+    for (int64_t i = 0; i < n; ++i) {
+      void* ptrs[2] = {const_cast<float*>(x->GetData<float>() + i * c * in_sp), z};
+      if (!mm_runner_.Run(ctx, ptrs)) return GRAPH_FAILED;
+      float* py = y->GetData<float>() + i * m * out_sp;
+      graphStatus st = ctx->ParallelFor(m, 1, [&](int64_t lo_m, int64_t hi_m) {
+        for (int64_t mm = lo_m; mm < hi_m; ++mm) {
+          float* dst = py + mm * out_sp;
+          std::fill(dst, dst + out_sp, gemm_b_[static_cast<size_t>(mm)]);
+          const float* zc = z + mm * kk;
+          for (int64_t t0 = 0; t0 < g.K[0]; ++t0)
+            for (int64_t t1 = 0; t1 < g.K[1]; ++t1)
+              for (int64_t t2 = 0; t2 < g.K[2]; ++t2) {
+                int64_t l0, h0, l1, h1, l2, h2;
+                g.Range(0, t0, &l0, &h0), g.Range(1, t1, &l1, &h1), g.Range(2, t2, &l2, &h2);
+                const int64_t t = (t0 * g.K[1] + t1) * g.K[2] + t2, s2 = g.S[2];
+                for (int64_t a = l0; a < h0; ++a)
+                  for (int64_t b = l1; b < h1; ++b) {
+                    const float* sr = zc + (a * g.I[1] + b) * g.I[2] * mk + t;
+                    float* o = dst + ((a * g.S[0] - g.P[0] + t0 * g.D[0]) * g.O[1] + (b * g.S[1] - g.P[1] + t1 * g.D[1])) * g.O[2] - g.P[2] +
+                               t2 * g.D[2];
+                    for (int64_t j = l2; j < h2; ++j) o[j * s2] += sr[j * mk];
+                  }
+              }
+          ActivateInPlace(act, dst, out_sp);
+        }
+      });
+      if (st != GRAPH_SUCCESS) return st;
+    }
+    return GRAPH_SUCCESS;
   }
   // Per image and group Z = W_g^T X_g ([M/g * KK, HW]); then per output channel (in parallel):
   // the plane starts at the bias, each tap's plane of Z is added at its place (input position p
@@ -885,20 +971,9 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     float* z = static_cast<float*>(ctx->MallocWorkSpace(std::max<size_t>(z_count, 1) * sizeof(float)));
     if (!z) return GRAPH_FAILED;
     if (no_product) std::fill(z, z + z_count, 0.f);
-    // Three spatial dims, leading ones of size 1 for 1-D and 2-D.
-    int64_t I[3], O[3], K[3], S[3], D[3], P[3];
-    for (size_t d = 0; d < 3; ++d) {
-      const bool real = d >= 3 - w.nd;
-      const size_t r = real ? d - (3 - w.nd) : 0;
-      I[d] = real ? w.in[r] : 1, O[d] = real ? w.out[r] : 1, K[d] = real ? w.k[r] : 1;
-      S[d] = real ? w.s[r] : 1, D[d] = real ? w.d[r] : 1, P[d] = real ? w.pb[r] : 0;
-    }
-    // The input positions along dim d whose tap t lands inside the output: [lo, hi).
-    auto range = [&](size_t d, int64_t t, int64_t* lo, int64_t* hi) {
-      const int64_t first = P[d] - t * D[d], last = O[d] - 1 + P[d] - t * D[d];
-      *lo = first <= 0 ? 0 : (first + S[d] - 1) / S[d];
-      *hi = last < 0 ? 0 : std::min(I[d], last / S[d] + 1);
-    };
+    const Geometry3 geo(w);
+    const int64_t *I = geo.I, *O = geo.O, *K = geo.K, *S = geo.S, *D = geo.D, *P = geo.P;
+    auto range = [&](size_t d, int64_t t, int64_t* lo, int64_t* hi) { geo.Range(d, t, lo, hi); };
     const WeftEpilogue act = ctx->GetEpilogue();
     ApplyIntraOpThreads(ctx);  // sgemm's OpenMP threads: the session's, set on the thread that runs
     for (int64_t i = 0; i < n; ++i) {
@@ -938,11 +1013,30 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     return GRAPH_SUCCESS;
   }
 
-  DnnlRunner runner_;
-  dnnl::memory weights_, bias_;
+  // The col2im geometry: three spatial dims, leading ones of size 1 for 1-D and 2-D.
+  struct Geometry3 {
+    int64_t I[3], O[3], K[3], S[3], D[3], P[3];
+    explicit Geometry3(const Window& w) {
+      for (size_t d = 0; d < 3; ++d) {
+        const bool real = d >= 3 - w.nd;
+        const size_t r = real ? d - (3 - w.nd) : 0;
+        I[d] = real ? w.in[r] : 1, O[d] = real ? w.out[r] : 1, K[d] = real ? w.k[r] : 1;
+        S[d] = real ? w.s[r] : 1, D[d] = real ? w.d[r] : 1, P[d] = real ? w.pb[r] : 0;
+      }
+    }
+    // The input positions along dim d whose tap t lands inside the output: [lo, hi).
+    void Range(size_t d, int64_t t, int64_t* lo, int64_t* hi) const {
+      const int64_t first = P[d] - t * D[d], last = O[d] - 1 + P[d] - t * D[d];
+      *lo = first <= 0 ? 0 : (first + S[d] - 1) / S[d];
+      *hi = last < 0 ? 0 : std::min(I[d], last / S[d] + 1);
+    }
+  };
+
+  DnnlRunner runner_, mm_runner_;
+  dnnl::memory weights_, bias_, mm_weights_;
   bool gemm_ = false;
   std::vector<float> gemm_w_, gemm_b_;
-  enum Path { kReference, kGemm, kDnnl, kUndecided };
+  enum Path { kReference, kGemm, kDnnl, kUndecided, kMatmul };
   std::atomic<int> path_{kReference};
   std::once_flag pick_;
 };

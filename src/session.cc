@@ -134,7 +134,7 @@ Status CheckEngineOptions(const std::map<std::string, std::string>& options) {
   static const Known kKnown[] = {
       {"weft.graph_passes", {"all", "none"}, nullptr},
       {"weft.conv_algorithm", {"auto", "winograd", "direct"}, nullptr},
-      {"weft.conv_transpose_path", {"auto", "gemm", "onednn"}, nullptr},
+      {"weft.conv_transpose_path", {"auto", "gemm", "matmul", "onednn"}, nullptr},
       {"weft.intra_op_threads", {}, "SessionOptions::intra_op_threads (Python: threads=)"},
       {"weft.target", {}, "the platform the session runs on"},
       {"weft.device", {}, "the device the session runs on"},

@@ -1,7 +1,7 @@
 """ConvTranspose with constant weights against ONNX Runtime, over the configurations exported models
 use: 1-3 spatial dims, groups (depthwise included), strides, dilations, pads, output_padding,
 output_shape, auto_pad, with and without bias, alone and with an activation after it (which the
-compiler fuses into it). Each case runs on both fast paths (GEMM + col2im and oneDNN's
+X
 deconvolution, kept by the session option weft.conv_transpose_path) and on the automatic choice between them."""
 import re
 
@@ -32,7 +32,7 @@ CASES = [
 ACTIVATIONS = [None, ("Relu", {}), ("Sigmoid", {}), ("Tanh", {}), ("LeakyRelu", {"alpha": 0.2})]
 
 
-@pytest.mark.parametrize("path", ["auto", "gemm", "onednn"])
+@pytest.mark.parametrize("path", ["auto", "gemm", "matmul", "onednn"])
 @pytest.mark.parametrize("act", range(len(ACTIVATIONS)))
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_conv_transpose_matches_onnx_runtime(tmp_path, case, act, path):
@@ -60,7 +60,7 @@ def test_conv_transpose_matches_onnx_runtime(tmp_path, case, act, path):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("path", ["auto", "gemm", "onednn"])
+@pytest.mark.parametrize("path", ["auto", "gemm", "matmul", "onednn"])
 @pytest.mark.parametrize("xs,ws", [((1, 2, 0, 4), (2, 3, 3, 3)), ((1, 0, 4, 4), (0, 3, 3, 3)), ((1, 2, 4, 4), (2, 0, 3, 3)),
                                    ((0, 2, 4, 4), (2, 3, 3, 3))])
 def test_conv_transpose_with_empty_dims(tmp_path, path, xs, ws):
@@ -84,7 +84,7 @@ def test_conv_transpose_with_empty_dims(tmp_path, path, xs, ws):
 
 
 @pytest.mark.parametrize("options,words", [
-    ({"weft.conv_transpose_path": "cuda"}, "'weft.conv_transpose_path' is 'cuda'; it takes auto, gemm or onednn"),
+    ({"weft.conv_transpose_path": "cuda"}, "'weft.conv_transpose_path' is 'cuda'; it takes auto, gemm, matmul or onednn"),
     ({"weft.conv_transpose_paths": "gemm"}, "did you mean 'weft.conv_transpose_path'"),
     ({"weft.conv_algorithm": "fast"}, "it takes auto, winograd or direct"),
     ({"weft.graph_passes": "some"}, "it takes all or none"),
