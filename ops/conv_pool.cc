@@ -1049,11 +1049,18 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     Window w;
     std::string err;
     if (!Geometry(ctx, x->GetShape(), &w, &err)) return Fail(ctx, err);
-    if (x->GetDataType() != DT_FLOAT || ctx->GetComputeNodeOutputNum() > 1)
-      return Fail(ctx, "the generated C pools float32 without an Indices output");
+    const bool bytes = kMax && Is8Bit(x->GetDataType());
+    if ((x->GetDataType() != DT_FLOAT && !bytes) || ctx->GetComputeNodeOutputNum() > 1)
+      return Fail(ctx, "the generated C pools float32 (and max-pools int8 and uint8) without an Indices output");
     const bool include_pad = !kMax && *ctx->GetAttrs()->GetInt("count_include_pad") != 0;
     const std::string g = NchwGeometry(x->GetShape(), w, x->GetShape().GetDim(1), 1);
     if (g.empty()) return Fail(ctx, "the generated C pools 1-D and 2-D inputs of moderate size only");
+    if (bytes) {
+      aot::EmitHelper(ctx, aot::Kernels(), "weft_maxpool_nchw_q8");
+      ctx->Run(g + "weft_maxpool_nchw_q8(&g, " + (x->GetDataType() == DT_INT8 ? "1" : "0") + ", " + ctx->Input(0, "void") + ", " +
+               ctx->Output(0, "void") + ");\n");
+      return GRAPH_SUCCESS;
+    }
     ctx->Include("<math.h>");
     aot::EmitHelper(ctx, aot::Kernels(), "weft_pool_nchw_f32");
     ctx->Run(g + "weft_pool_nchw_f32(&g, " + (kMax ? "1" : "0") + ", " + (include_pad ? "1" : "0") + ", " + ctx->Input(0, "float") + ", " +
@@ -2416,8 +2423,78 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
 // otherwise each element dequantized (x_scale * (x - zero point)), summed in float row by row,
 // divided by the count (the kernel's size with count_include_pad, else the window's part inside
 // the image), and quantized as y / y_scale + y_zero_point rounded half to even, saturated.
-class QLinearAveragePool : public EagerExecuteOp, public ShapeInferOp {
+class QLinearAveragePool : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Execute's two forms in C99 for 1 to 3 spatial dims: the integer sums of a whole-image window,
+  // else the float sums of the dequantized taps in the same order (a table of the 256 values).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Window w;
+    std::string err;
+    if (!Geometry(ctx, x->GetShape(), &w, &err)) return Fail(ctx, err);
+    if (w.nd < 1 || w.nd > 3) return Fail(ctx, "the generated C pools 1 to 3 spatial dims");
+    for (size_t i : {1, 2, 3, 4})
+      if (const Tensor* t = ctx->GetOptionalInputTensor(i); t && !t->GetAddr())
+        return Fail(ctx, "the generated C takes constant scales and zero points (as quantizers write them)");
+    float xs, ys;
+    int32_t xz, yz;
+    if (!Param(ctx, 1, 2, "x", &xs, &xz) || !Param(ctx, 3, 4, "y", &ys, &yz)) return GRAPH_FAILED;
+    const bool s8 = x->GetDataType() == DT_INT8;
+    const std::string ct = s8 ? "int8_t" : "uint8_t";
+    const float lo = s8 ? -128.f : 0.f, hi = s8 ? 127.f : 255.f;
+    const int64_t nc = x->GetShape().GetDim(0) * x->GetShape().GetDim(1), in_sp = Prod(w.in, w.nd), out_sp = Prod(w.out, w.nd);
+    auto L = [](int64_t v) { return aot::IntLit(v); };
+    bool global = true;
+    for (size_t i = 0; i < w.nd; ++i) global = global && w.k[i] == w.in[i] && w.pb[i] == 0 && w.pe[i] == 0 && w.out[i] == 1;
+    ctx->Include("<math.h>");
+    std::string r = "{\n  const " + ct + "* x = " + ctx->Input(0, ct.c_str()) + ";\n  " + ct + "* y = " + ctx->Output(0, ct.c_str()) + ";\n";
+    if (global) {
+      if (in_sp >= (int64_t{1} << 24)) return Fail(ctx, "windows of 2^24 or more elements are not supported");
+      const float scale = xs / (ys * static_cast<float>(in_sp));
+      const std::string zl = aot::FloatLit(lo - static_cast<float>(yz)), zh = aot::FloatLit(hi - static_cast<float>(yz));
+      r += "  int64_t c, i;\n  for (c = 0; c < " + L(nc) + "; ++c) {\n    int64_t sum = " + L(-int64_t{xz} * in_sp) + ";\n    float v;\n";
+      r += "    for (i = 0; i < " + L(in_sp) + "; ++i) sum += x[c * " + L(in_sp) + " + i];\n    v = (float)sum * " + aot::FloatLit(scale) + ";\n";
+      r += "    v = v > " + zl + " ? v : " + zl + ";\n    v = v < " + zh + " ? v : " + zh + ";\n    y[c] = (" + ct + ")((int32_t)nearbyintf(v) + " +
+           L(yz) + ");\n  }\n}\n";
+      ctx->Run(r);
+      return GRAPH_SUCCESS;
+    }
+    const int64_t* cip = ctx->GetAttrs()->GetInt("count_include_pad");
+    const bool include_pad = cip && *cip;
+    std::vector<float> deq(256);
+    for (int b = 0; b < 256; ++b) deq[static_cast<size_t>(b)] = xs * static_cast<float>((s8 ? static_cast<int8_t>(b) : b) - xz);
+    int64_t I[3], O[3], K[3], S[3], P[3];
+    for (size_t d = 0; d < 3; ++d) {
+      const bool real = d >= 3 - w.nd;
+      const size_t q = real ? d - (3 - w.nd) : 0;
+      I[d] = real ? w.in[q] : 1, O[d] = real ? w.out[q] : 1, K[d] = real ? w.k[q] : 1, S[d] = real ? w.s[q] : 1, P[d] = real ? w.pb[q] : 0;
+    }
+    r += "  const float* deq = " + ctx->Const("deq", DT_FLOAT, deq) + ";\n  int64_t c, o0, o1, o2, k0, k1, k2;\n";
+    r += "  for (c = 0; c < " + L(nc) + "; ++c)\n  for (o0 = 0; o0 < " + L(O[0]) + "; ++o0) for (o1 = 0; o1 < " + L(O[1]) + "; ++o1) for (o2 = 0; o2 < " +
+         L(O[2]) + "; ++o2) {\n";
+    r += "    const int64_t s0 = o0 * " + L(S[0]) + " - " + L(P[0]) + ", s1 = o1 * " + L(S[1]) + " - " + L(P[1]) + ", s2 = o2 * " + L(S[2]) + " - " + L(P[2]) + ";\n";
+    r += "    float sum = 0.f, avg, q;\n    int64_t count;\n";
+    r += "    for (k0 = 0; k0 < " + L(K[0]) + "; ++k0) for (k1 = 0; k1 < " + L(K[1]) + "; ++k1) for (k2 = 0; k2 < " + L(K[2]) + "; ++k2) {\n";
+    r += "      const int64_t p0 = s0 + k0, p1 = s1 + k1, p2 = s2 + k2;\n";
+    r += "      if (p0 < 0 || p0 >= " + L(I[0]) + " || p1 < 0 || p1 >= " + L(I[1]) + " || p2 < 0 || p2 >= " + L(I[2]) + ") continue;\n";
+    r += "      sum += deq[(uint8_t)x[c * " + L(in_sp) + " + (p0 * " + L(I[1]) + " + p1) * " + L(I[2]) + " + p2]];\n    }\n";
+    if (include_pad) {
+      r += "    count = " + L(Prod(w.k, w.nd)) + ";\n";
+    } else {
+      r += "    count = 1;\n";
+      for (int d = 0; d < 3; ++d) {
+        const std::string sd = "s" + std::to_string(d);
+        r += "    {\n      const int64_t e = " + sd + " + " + L(K[d]) + " < " + L(I[d]) + " ? " + sd + " + " + L(K[d]) + " : " + L(I[d]) +
+             ";\n      count *= e - (" + sd + " > 0 ? " + sd + " : 0);\n    }\n";
+      }
+    }
+    r += "    avg = count > 0 ? sum / (float)count : 0.f;\n    q = avg / " + aot::FloatLit(ys) + ";\n    q = nearbyintf(q + " +
+         aot::FloatLit(static_cast<float>(yz)) + ");\n";
+    r += "    q = q > " + aot::FloatLit(lo) + " ? q : " + aot::FloatLit(lo) + ";\n    q = q < " + aot::FloatLit(hi) + " ? q : " + aot::FloatLit(hi) +
+         ";\n    y[c * " + L(out_sp) + " + (o0 * " + L(O[1]) + " + o1) * " + L(O[2]) + " + o2] = (" + ct + ")(int32_t)q;\n  }\n}\n";
+    ctx->Run(r);
+    return GRAPH_SUCCESS;
+  }
   static bool Geometry(const KernelContextBase* ctx, const Shape& x, Window* w, std::string* err) {
     ListView<int64_t> ks = ctx->GetAttrs()->GetListInt("kernel_shape");
     if (x.GetDimNum() < 3 || ks.size() != x.GetDimNum() - 2) {

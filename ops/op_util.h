@@ -31,6 +31,14 @@ namespace weft::ops {
 
 
 // Records "<OpType>: <msg>" and returns GRAPH_FAILED (the engine adds the node name).
+// The instance index (as GetInputTensor and EmitContext::Input count) of IR input `ir`'s first
+// tensor: absent optional inputs before it take no index.
+inline size_t InputInstance(const KernelContextBase* ctx, size_t ir) {
+  size_t at = 0;
+  for (size_t i = 0; i < ir; ++i) at += ctx->GetIrInputInstanceNum(i);
+  return at;
+}
+
 inline graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
   ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
   return GRAPH_FAILED;

@@ -22,6 +22,7 @@
 #include <immintrin.h>
 #endif
 
+#include "aot_emit.h"
 #include "elementwise.h"
 #include "op_util.h"
 
@@ -129,13 +130,44 @@ bool PerChannel(const Shape& s, const Shape& full) {
   return r == 3 || s.GetDim(0) == 1 || s.GetDim(0) == full.GetDim(0);
 }
 
+// Whether every listed optional input that is present (and every required one) is a constant:
+// `weft aot` bakes the quantization parameters into the generated C.
+bool ConstInputs(const KernelContextBase* ctx, std::initializer_list<size_t> required, std::initializer_list<size_t> optional) {
+  for (size_t i : required) {
+    const Tensor* t = ctx->GetOptionalInputTensor(i);
+    if (!t || !t->GetAddr()) return false;
+  }
+  for (size_t i : optional) {
+    const Tensor* t = ctx->GetOptionalInputTensor(i);
+    if (t && !t->GetAddr()) return false;
+  }
+  return true;
+}
+const char kConstParams[] = "the generated C takes constant scales and zero points (as quantizers write them)";
+
+// Output 0 = table[input byte] over `count` bytes, the table a constant of the module.
+graphStatus EmitLookup(EmitContext* ctx, const Table& table, size_t input, int64_t count) {
+  const std::string t = ctx->Const("table", DT_UINT8, table.data(), table.size());
+  ctx->Run("{\n  const uint8_t* t = " + t + ";\n  const uint8_t* x = " + ctx->Input(input, "uint8_t") + ";\n  uint8_t* y = " +
+           ctx->Output(0, "uint8_t") + ";\n  int64_t i;\n  for (i = 0; i < " + aot::IntLit(count) + "; ++i) y[i] = t[x[i]];\n}\n");
+  return GRAPH_SUCCESS;
+}
+
 // A 4-D tensor of known shape (the only kind the layout pass plans).
 bool Known4D(const Tensor* t) { return t && t->GetShape().GetDimNum() == 4 && !t->GetShape().IsUnknown(); }
 
 // ---- elementwise by lookup: QLinearSigmoid, QLinearLeakyRelu --------------------------------
 // X, X_scale, X_zero_point?, Y_scale, Y_zero_point?
-class QLinearLookup : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
+class QLinearLookup : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad,
+                      public EmittableOp {
  public:
+  // The runtime's table, as a constant of the module.
+  graphStatus Emit(EmitContext* ctx) override {
+    if (!Constants(ctx)) return Fail(ctx, kConstParams);
+    Table table;
+    if (!MakeTable(ctx, &table)) return GRAPH_FAILED;
+    return EmitLookup(ctx, table, 0, ctx->GetInputTensor(0)->GetShapeSize());
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
     return GRAPH_SUCCESS;
@@ -342,9 +374,58 @@ void Combine(const M& m, Span mode, const TA* a, int64_t sa, const TB* b, int64_
   CombineStrides(m, mode, a, sa, b, sb, c, n, lo, hi, rows, a_row, b_row);
 }
 
+// The C of one output value v from int32 operands a and b (separate statements, so that no C
+// compiler contracts the unfused steps).
+std::string CombineC(const AddMath& m, Span mode) {
+  const std::string ra = aot::FloatLit(m.ra), rb = aot::FloatLit(m.rb), f = aot::FloatLit(m.f);
+  if (mode == Span::kBoth) return "v = fmaf((float)a, " + ra + ", fmaf((float)b, " + rb + ", " + f + "));";
+  if (mode == Span::kBFixed) return "{\n      const float t = (float)b * " + rb + ";\n      const float u = " + f + " + t;\n      v = fmaf((float)a, " + ra + ", u);\n    }";
+  return "{\n      const float t = (float)a * " + ra + ";\n      const float u = " + f + " + t;\n      v = fmaf((float)b, " + rb + ", u);\n    }";
+}
+std::string CombineC(const MulMath& m, Span) {
+  return "{\n      const float p = (float)((a - " + aot::IntLit(m.za) + ") * (b - " + aot::IntLit(m.zb) + ")) * " + aot::FloatLit(m.r) +
+         ";\n      v = p + " + aot::FloatLit(m.zc) + ";\n    }";
+}
+
 template <typename M>
-class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
+class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad,
+                      public EmittableOp {
  public:
+  // Execute's arithmetic for the plain layout in C99: the same formula for each output span (as
+  // Run picks it from the merged broadcast strides), the parameters folded into float literals.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* a = ctx->GetOptionalInputTensor(0);
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    const Tensor* c = ctx->GetOutputTensor(0);
+    if (!ConstInputs(ctx, {1, 4, 6}, {2, 5, 7})) return Fail(ctx, kConstParams);
+    const DataType t = a->GetDataType();
+    QParam qa, qb, qc;
+    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "A", &qa) ||
+        !ReadQParam(ctx, ctx->GetOptionalInputTensor(4), ctx->GetOptionalInputTensor(5), t, "B", &qb) ||
+        !ReadQParam(ctx, ctx->GetOptionalInputTensor(6), ctx->GetOptionalInputTensor(7), t, "C", &qc))
+      return GRAPH_FAILED;
+    const M m(qa, qb, qc);
+    float lo, hi;
+    Range(t, &lo, &hi);
+    const Shape& cs = c->GetShape();
+    const Span mode = PlainMode(a->GetShape(), b->GetShape(), cs);
+    std::string g;
+    try {
+      g = aot::Broadcast(a->GetShape(), b->GetShape(), cs);
+    } catch (const std::exception& e) {
+      return Fail(ctx, e.what());
+    }
+    const std::string ct = aot::CType(t);
+    ctx->Include("<math.h>");
+    if (!g.empty()) aot::EmitHelper(ctx, aot::Kernels(), "weft_broadcast");
+    ctx->Run("{\n  " + g + "  const " + ct + "* pa = " + ctx->Input(0, ct.c_str()) + ";\n  const " + ct + "* pb = " + ctx->Input(InputInstance(ctx, 3), ct.c_str()) +
+             ";\n  " + ct + "* pc = " + ctx->Output(0, ct.c_str()) + ";\n  int64_t o, i = 0, j = 0;\n  for (o = 0; o < " +
+             aot::IntLit(cs.GetShapeSize()) + "; ++o) {\n    int32_t a, b;\n    float v;\n    " +
+             (g.empty() ? std::string("i = j = o;") : std::string("weft_bcast_index(&g, o, &i, &j);")) +
+             "\n    a = pa[i];\n    b = pb[j];\n    " + CombineC(m, mode) + "\n    v = v > " + aot::FloatLit(lo) + " ? v : " + aot::FloatLit(lo) +
+             ";\n    v = v < " + aot::FloatLit(hi) + " ? v : " + aot::FloatLit(hi) + ";\n    pc[o] = (" + ct + ")(int32_t)nearbyintf(v);\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape* a = ctx->GetInputShape(0);
     const Shape* b = ctx->GetOptionalInputShape(3);
@@ -374,6 +455,7 @@ class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutA
     if (!Known4D(c) || !a || !b) return GRAPH_SUCCESS;
     const Shape& cs = c->GetShape();
     if (a->GetShape() == cs && b->GetShape() == cs) s.Format(FORMAT_NHWC).Input(0).Input(3).Output(0).AnyFormat();
+    else if (cs.GetDim(2) * cs.GetDim(3) == 1) return GRAPH_SUCCESS;  // plain: its spans run along the channels (kBoth)
     else if (a->GetShape() == cs && PerChannel(b->GetShape(), cs)) s.Format(FORMAT_NHWC).Input(0).Output(0).Together();
     else if (b->GetShape() == cs && PerChannel(a->GetShape(), cs)) s.Format(FORMAT_NHWC).Input(3).Output(0).Together();
     return GRAPH_SUCCESS;
@@ -433,25 +515,8 @@ class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutA
         }
       });
     }
-    // Strides of both operands over the output's dimensions, then merged.
-    const size_t rank = cs.GetDimNum();
-    int64_t sa[WEFT_MAX_DIMS], sb[WEFT_MAX_DIMS];
-    BroadcastStrides(a->GetShape(), cs, sa);
-    BroadcastStrides(b->GetShape(), cs, sb);
     std::vector<int64_t> dims, as, bs;
-    for (size_t d = 0; d < rank; ++d) {
-      if (cs.GetDim(d) == 1) continue;
-      if (!dims.empty() && (as.back() == 0) == (sa[d] == 0) && (bs.back() == 0) == (sb[d] == 0) &&
-          (as.back() == 0 || as.back() == sa[d] * cs.GetDim(d)) && (bs.back() == 0 || bs.back() == sb[d] * cs.GetDim(d))) {
-        dims.back() *= cs.GetDim(d);
-        as.back() = sa[d];
-        bs.back() = sb[d];
-        continue;
-      }
-      dims.push_back(cs.GetDim(d));
-      as.push_back(sa[d]);
-      bs.push_back(sb[d]);
-    }
+    Merge(a->GetShape(), b->GetShape(), cs, &dims, &as, &bs);
     const int64_t span = dims.back(), spans = total / span;
     const Span mode = as.back() == 0 ? Span::kAFixed : bs.back() == 0 ? Span::kBFixed : Span::kBoth;
     const size_t outer = dims.size() - 1;
@@ -469,13 +534,76 @@ class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutA
     };
     return ctx->ParallelFor(spans, std::max<int64_t>(1, (1 << 14) / span), body);
   }
+  // Strides of both operands over the output's dimensions (of size > 1), dimensions that both
+  // operands read alike merged. At least one dimension (of size 1 when the output has one element).
+  static void Merge(const Shape& a, const Shape& b, const Shape& cs, std::vector<int64_t>* dims, std::vector<int64_t>* as,
+                    std::vector<int64_t>* bs) {
+    const size_t rank = cs.GetDimNum();
+    int64_t sa[WEFT_MAX_DIMS], sb[WEFT_MAX_DIMS];
+    BroadcastStrides(a, cs, sa);
+    BroadcastStrides(b, cs, sb);
+    for (size_t d = 0; d < rank; ++d) {
+      if (cs.GetDim(d) == 1) continue;
+      if (!dims->empty() && (as->back() == 0) == (sa[d] == 0) && (bs->back() == 0) == (sb[d] == 0) &&
+          (as->back() == 0 || as->back() == sa[d] * cs.GetDim(d)) && (bs->back() == 0 || bs->back() == sb[d] * cs.GetDim(d))) {
+        dims->back() *= cs.GetDim(d);
+        as->back() = sa[d];
+        bs->back() = sb[d];
+        continue;
+      }
+      dims->push_back(cs.GetDim(d));
+      as->push_back(sa[d]);
+      bs->push_back(sb[d]);
+    }
+    if (dims->empty()) dims->push_back(1), as->push_back(0), bs->push_back(0);
+  }
+  // The formula Run uses on the plain layout: both along the span where both shapes are the
+  // output's; one fixed where it has one element or is broadcast along the innermost span.
+  static Span PlainMode(const Shape& a, const Shape& b, const Shape& cs) {
+    if (a == cs && b == cs) return Span::kBoth;
+    if (a.GetShapeSize() == 1) return Span::kAFixed;
+    if (b.GetShapeSize() == 1) return Span::kBFixed;
+    std::vector<int64_t> dims, as, bs;
+    Merge(a, b, cs, &dims, &as, &bs);
+    return as.back() == 0 ? Span::kAFixed : bs.back() == 0 ? Span::kBFixed : Span::kBoth;
+  }
 };
 
 // ---- QLinearGlobalAveragePool ------------------------------------------------------------------
 // X, x_scale, x_zero_point, y_scale, y_zero_point; attribute channels_last. Each channel's sum
 // over the pixels, less zx * pixels, times sx / (sy * pixels), rounded half to even, plus zy.
-class QLinearGlobalAveragePool : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp {
+class QLinearGlobalAveragePool : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public EmittableOp {
  public:
+  // Execute's sums and rescaling for the plain layout (channels innermost with channels_last).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    if (!ConstInputs(ctx, {1, 2, 3, 4}, {})) return Fail(ctx, kConstParams);
+    const DataType t = x->GetDataType();
+    QParam qx, qy;
+    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "x", &qx) ||
+        !ReadQParam(ctx, ctx->GetOptionalInputTensor(3), ctx->GetOptionalInputTensor(4), t, "y", &qy))
+      return GRAPH_FAILED;
+    const Shape& xs = x->GetShape();
+    const size_t cd = ChannelDim(ctx, xs);
+    const int64_t n = xs.GetDim(0), ch = xs.GetDim(cd);
+    const int64_t pixels = n * ch == 0 ? 0 : xs.GetShapeSize() / (n * ch);
+    if (n * ch == 0) return GRAPH_SUCCESS;
+    if (pixels == 0 || pixels >= (int64_t{1} << 24)) return Fail(ctx, "X " + xs.ToString() + " must have 1 to 2^24 - 1 pixels a channel");
+    const float scale = qx.scale / (qy.scale * static_cast<float>(pixels));
+    float lo, hi;
+    Range(t, &lo, &hi);
+    const std::string zl = aot::FloatLit(lo - static_cast<float>(qy.zp)), zh = aot::FloatLit(hi - static_cast<float>(qy.zp));
+    const bool last = cd != 1;
+    const std::string ct = aot::CType(t), L_ch = aot::IntLit(ch), L_px = aot::IntLit(pixels);
+    ctx->Include("<math.h>");
+    ctx->Run("{\n  const " + ct + "* x = " + ctx->Input(0, ct.c_str()) + ";\n  " + ct + "* y = " + ctx->Output(0, ct.c_str()) +
+             ";\n  int64_t i, k, p;\n  for (i = 0; i < " + aot::IntLit(n) + "; ++i)\n    for (k = 0; k < " + L_ch +
+             "; ++k) {\n      int64_t sum = " + aot::IntLit(-int64_t{qx.zp} * pixels) + ";\n      float v;\n      for (p = 0; p < " + L_px +
+             "; ++p) sum += x[" + (last ? "(i * " + L_px + " + p) * " + L_ch + " + k" : "(i * " + L_ch + " + k) * " + L_px + " + p") +
+             "];\n      v = (float)sum * " + aot::FloatLit(scale) + ";\n      v = v > " + zl + " ? v : " + zl + ";\n      v = v < " + zh +
+             " ? v : " + zh + ";\n      y[i * " + L_ch + " + k] = (" + ct + ")((int32_t)nearbyintf(v) + " + aot::IntLit(qy.zp) + ");\n    }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
     if (x.GetDimNum() < 3) return Fail(ctx, "X must have a batch, a channel and at least one spatial dimension, not " + x.ToString());
@@ -568,8 +696,47 @@ class QLinearGlobalAveragePool : public EagerExecuteOp, public ShapeInferOp, pub
 // ---- QLinearConcat ---------------------------------------------------------------------------
 // Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) for each input; attribute axis. An input
 // quantized as the output is copied; another goes through its requantization table.
-class QLinearConcat : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
+class QLinearConcat : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad,
+                      public EmittableOp {
  public:
+  // Execute's copies and requantization tables for the plain layout.
+  graphStatus Emit(EmitContext* ctx) override {
+    const size_t n = ctx->GetComputeNodeInputNum();
+    const DataType t = ctx->GetInputDataType(1);
+    for (size_t i = 0; i < n; ++i)
+      if ((i < 2 || (i - 2) % 3 != 0) && (!ctx->GetInputTensor(i) || !ctx->GetInputTensor(i)->GetAddr())) return Fail(ctx, kConstParams);
+    QParam qy;
+    if (!ReadQParam(ctx, ctx->GetInputTensor(0), ctx->GetInputTensor(1), t, "Y", &qy)) return GRAPH_FAILED;
+    const Shape& ys = ctx->GetOutputTensor(0)->GetShape();
+    int64_t axis = 0;
+    const int64_t* a = ctx->GetAttrs()->GetInt("axis");
+    if (!a || !NormalizeAxis(*a, static_cast<int64_t>(ys.GetDimNum()), &axis)) return Fail(ctx, "the axis attribute is missing or out of range");
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= ys.GetDim(static_cast<size_t>(d));
+    for (size_t d = static_cast<size_t>(axis) + 1; d < ys.GetDimNum(); ++d) inner *= ys.GetDim(d);
+    const int64_t row = ys.GetDim(static_cast<size_t>(axis)) * inner;
+    std::string r = "{\n  uint8_t* y = " + ctx->Output(0, "uint8_t") + ";\n  (void)y;\n";
+    int64_t at = 0;
+    for (size_t i = 2; i < n; i += 3) {
+      QParam qx;
+      if (!ReadQParam(ctx, ctx->GetInputTensor(i + 1), ctx->GetInputTensor(i + 2), t, "X" + std::to_string((i - 2) / 3), &qx)) return GRAPH_FAILED;
+      const int64_t len = ctx->GetInputTensor(i)->GetShape().GetDim(static_cast<size_t>(axis)) * inner;
+      if (len == 0) continue;
+      r += "  {\n    const uint8_t* x = " + ctx->Input(i, "uint8_t") + ";\n    int64_t o, i;\n";
+      std::string value = "x[o * " + aot::IntLit(len) + " + i]";
+      if (!(qx.scale == qy.scale && qx.zp == qy.zp)) {
+        Table table;
+        BuildTable(t, qx, t, qy, [](float v) { return v; }, &table);
+        r += "    const uint8_t* t = " + ctx->Const("table", DT_UINT8, table.data(), table.size()) + ";\n";
+        value = "t[" + value + "]";
+      }
+      r += "    for (o = 0; o < " + aot::IntLit(outer) + "; ++o)\n      for (i = 0; i < " + aot::IntLit(len) + "; ++i) y[o * " + aot::IntLit(row) +
+           " + " + aot::IntLit(at) + " + i] = " + value + ";\n  }\n";
+      at += len;
+    }
+    ctx->Run(r + "}\n");
+    return GRAPH_SUCCESS;
+  }
   // 4-D inputs and output as pixel rows together, so that a concatenation between 8-bit
   // convolutions keeps their layout (the scales and zero points among the inputs stay plain).
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {

@@ -740,8 +740,74 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
 // (alpha * a_scale) * b_scale[j] (per tensor or per column of B) in float; with y_scale that is
 // divided by y_scale and the product rounded half to even, plus y_zero_point, saturated; without,
 // the float product is the output.
-class QGemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
+class QGemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public EmittableOp {
  public:
+  // Execute's arithmetic in C99: int64 sums wrapped to int32 (as the runtime's int32 sums wrap),
+  // C added, then the per-column float scale (computed here as Execute computes it) applied.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* a = ctx->GetOptionalInputTensor(0);
+    const Tensor* b = ctx->GetOptionalInputTensor(3);
+    const Tensor *as = ctx->GetOptionalInputTensor(1), *az = ctx->GetOptionalInputTensor(2);
+    const Tensor *bs = ctx->GetOptionalInputTensor(4), *bz = ctx->GetOptionalInputTensor(5);
+    const Tensor *c = ctx->GetOptionalInputTensor(6), *ys = ctx->GetOptionalInputTensor(7), *yz = ctx->GetOptionalInputTensor(8);
+    for (const Tensor* t : {as, az, bs, bz, ys, yz})
+      if (t && !t->GetAddr()) return Fail(ctx, "the generated C takes constant scales and zero points (as quantizers write them)");
+    Dims d;
+    if (!Plan(ctx, a->GetShape(), b->GetShape(), &d)) return GRAPH_FAILED;
+    const int64_t m = d.m, n = d.n, k = d.k;
+    const int64_t nb = bs->GetShapeSize();
+    if (as->GetShapeSize() != 1 || az->GetShapeSize() != 1 || (ys && ys->GetShapeSize() != 1) || (yz && yz->GetShapeSize() != 1) ||
+        bs->GetShape().GetDimNum() > 1 || (nb != 1 && nb != n) || bz->GetShape() != bs->GetShape())
+      return Fail(ctx, "a_scale, a_zero_point, y_scale and y_zero_point must be one value, b_scale and b_zero_point one or one per column");
+    if (c && c->GetShape().GetDimNum() > 2) return Fail(ctx, "C must have at most 2 dims");
+    const float* alpha = ctx->GetAttrs()->GetFloat("alpha");
+    std::vector<float> scale(static_cast<size_t>(n));
+    std::vector<int32_t> zb(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      const float bsj = bs->GetData<float>()[nb == 1 ? 0 : j];
+      if (!(bsj > 0.f) || !std::isfinite(bsj) || !(*as->GetData<float>() > 0.f) || !std::isfinite(*as->GetData<float>()) ||
+          (ys && (!(*ys->GetData<float>() > 0.f) || !std::isfinite(*ys->GetData<float>()))))
+        return Fail(ctx, "the scales must be positive and finite");
+      float sc = (alpha ? *alpha : 1.f) * *as->GetData<float>();
+      sc = sc * bsj;
+      if (ys) sc = sc / *ys->GetData<float>();
+      scale[static_cast<size_t>(j)] = sc;
+      zb[static_cast<size_t>(j)] = static_cast<int32_t>(IntAt(bz, nb == 1 ? 0 : j));
+    }
+    const std::string ta = aot::CType(a->GetDataType()), tb = aot::CType(b->GetDataType());
+    const DataType yt = ys ? yz->GetDataType() : DT_FLOAT;
+    const std::string ty = aot::CType(yt);
+    auto L = [](int64_t v) { return aot::IntLit(v); };
+    std::string cst0 = "0", cst1 = "0";
+    if (c) {
+      int64_t cst[WEFT_MAX_DIMS];
+      BroadcastStrides(c->GetShape(), Shape({m, n}), cst);
+      cst0 = L(cst[0]), cst1 = L(cst[1]);
+    }
+    std::string r = "{\n  const " + ta + "* A = " + ctx->Input(0, ta.c_str()) + ";\n  const " + tb + "* B = " + ctx->Input(InputInstance(ctx, 3), tb.c_str()) +
+                    ";\n  const float* sc = " + ctx->Const("scale", DT_FLOAT, scale) + ";\n  const int32_t* zb = " + ctx->Const("zb", DT_INT32, zb) +
+                    ";\n  " + ty + "* Y = " + ctx->Output(0, ty.c_str()) + ";\n  int64_t i, j, p;\n";
+    if (c) r += "  const int32_t* C = " + ctx->Input(InputInstance(ctx, 6), "int32_t") + ";\n";
+    r += "  for (i = 0; i < " + L(m) + "; ++i)\n    for (j = 0; j < " + L(n) + "; ++j) {\n      int64_t sum = 0;\n      int32_t acc;\n      float v;\n";
+    r += "      for (p = 0; p < " + L(k) + "; ++p)\n        sum += ((int64_t)A[" + (d.ta ? "p * " + L(m) + " + i" : "i * " + L(k) + " + p") + "] - " +
+         L(IntAt(az, 0)) + ") * ((int64_t)B[" + (d.tb ? "j * " + L(k) + " + p" : "p * " + L(n) + " + j") + "] - zb[j]);\n";
+    r += "      acc = (int32_t)(uint32_t)(uint64_t)sum;\n";
+    if (c) r += "      acc = (int32_t)((uint32_t)acc + (uint32_t)C[i * " + cst0 + " + j * " + cst1 + "]);\n";
+    r += "      v = (float)acc * sc[j];\n";
+    if (!ys) {
+      r += "      Y[i * " + L(n) + " + j] = v;\n";
+    } else {
+      int64_t lo, hi;
+      IntRange(yt, &lo, &hi);
+      const int64_t zp = IntAt(yz, 0);
+      const std::string zl = aot::FloatLit(static_cast<float>(lo) - static_cast<float>(zp)), zh = aot::FloatLit(static_cast<float>(hi) - static_cast<float>(zp));
+      ctx->Include("<math.h>");
+      r += "      v = v > " + zl + " ? v : " + zl + ";\n      v = v < " + zh + " ? v : " + zh + ";\n      Y[i * " + L(n) + " + j] = (" + ty +
+           ")((int32_t)nearbyintf(v) + " + L(zp) + ");\n";
+    }
+    ctx->Run(r + "    }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     Dims d;
     if (!Plan(ctx, *ctx->GetInputShape(0), *ctx->GetOptionalInputShape(3), &d)) return GRAPH_FAILED;

@@ -54,9 +54,6 @@ bool IsModelFile(const std::string& path) {
 
 // --no-fuse-qdq (run, compile, inspect, aot): OnnxImportOptions::fuse_qdq off.
 bool g_no_fuse_qdq = false;
-// weft aot: ONNX QDQ files fuse their convolutions only (QLinearConv emits C; the contrib ops the
-// other patterns become do not yet).
-bool g_aot_import = false;
 constexpr const char* kNoFuseQdqHelp =
     "ONNX models: keep the float operators between DequantizeLinear and QuantizeLinear (ONNX's definition of a QDQ "
     "model) instead of running them on the quantized values as ONNX Runtime does";
@@ -76,7 +73,6 @@ Expected<Graph> LoadGraph(const std::string& path, const std::map<std::string, S
   OnnxImportOptions o;
   o.input_shapes = shapes;
   o.fuse_qdq = !g_no_fuse_qdq;
-  o.fuse_qdq_ops = !g_aot_import;
   return ImportOnnx(path, o);
 }
 
@@ -372,7 +368,6 @@ struct AotArgs {
 
 // The model as a C99 module: every node emits its C (EmittableOp), the arena is planned here.
 int AotCmd(const AotArgs& a) {
-  g_aot_import = true;
   if (a.list_parts) {  // the default registry context (weft/registry_context.h)
     auto ctx = DefaultRegistryContext();
     auto list = [](const char* title, const std::vector<std::string>& keys) {

@@ -38,7 +38,7 @@ struct OnnxImportOptions {
   // --no-fuse-qdq`).
   bool fuse_qdq = true;
   // With fuse_qdq: false fuses the convolutions only, keeping the other float operators between
-  // the pairs (what `weft aot` imports: the contrib ops above have no C emitters yet).
+  // the pairs.
   bool fuse_qdq_ops = true;
 };
 

@@ -1399,6 +1399,35 @@ static void weft_pool_nchw_f32(const weft_nchw* g, int max, int include_pad, con
     }
 }
 
+/* @helper weft_maxpool_nchw_q8 needs: weft_conv_nchw */
+/* Max pooling of int8 (is_signed) or uint8 values over the taps inside the input (the type's
+ * lowest value where a window has none). */
+static void weft_maxpool_nchw_q8(const weft_nchw* g, int is_signed, const void* x, void* y) {
+  int32_t b, ch, oy, ox, ky, kx;
+  for (b = 0; b < g->n; ++b)
+    for (ch = 0; ch < g->c; ++ch) {
+      const int64_t base = ((int64_t)b * g->c + ch) * g->ih * g->iw;
+      for (oy = 0; oy < g->oh; ++oy)
+        for (ox = 0; ox < g->ow; ++ox) {
+          int32_t acc = is_signed ? -128 : 0;
+          const int64_t at = (((int64_t)b * g->c + ch) * g->oh + oy) * g->ow + ox;
+          for (ky = 0; ky < g->kh; ++ky) {
+            const int32_t iy = oy * g->sh - g->ph + ky * g->dh;
+            if (iy < 0 || iy >= g->ih) continue;
+            for (kx = 0; kx < g->kw; ++kx) {
+              const int32_t ix = ox * g->sw - g->pw + kx * g->dw;
+              int32_t v;
+              if (ix < 0 || ix >= g->iw) continue;
+              v = is_signed ? ((const int8_t*)x)[base + (int64_t)iy * g->iw + ix] : ((const uint8_t*)x)[base + (int64_t)iy * g->iw + ix];
+              acc = v > acc ? v : acc;
+            }
+          }
+          if (is_signed) ((int8_t*)y)[at] = (int8_t)acc;
+          else ((uint8_t*)y)[at] = (uint8_t)acc;
+        }
+    }
+}
+
 /* @helper weft_concat */
 /* Concatenation along an axis: each input is [outer, len_k * inner] bytes-wise (len in bytes of
  * one outer row), copied into its column range of the output rows. */

@@ -1,11 +1,14 @@
 """ONNX Runtime's com.microsoft quantized operators (the QOperator format of its quantizer):
-QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearConcat
-and QGemm, node by node on random data and random scales, byte for byte against ONNX Runtime and
-within one step of a float64 recomputation; a network quantized by onnxruntime.quantization in the
-QOperator format, its 8-bit values kept as pixel rows between the ops; and the errors for
-quantization parameters the ops do not take."""
-import subprocess
+QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool,
+QLinearAveragePool, QLinearConcat and QGemm, node by node on random data and random scales, byte for
+byte against ONNX Runtime and within one step of a float64 recomputation, and as generated C
+(`weft aot`, built as strict C99) byte for byte against the runtime on the same inputs; a network
+quantized by onnxruntime.quantization in the QOperator format, its 8-bit values kept as pixel rows
+between the ops; and the errors for quantization parameters the ops do not take."""
 import os
+import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -34,6 +37,30 @@ def both(path, feeds):
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
     got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run(list(feeds.values()))
     return [np.asarray(g) for g in got], want
+
+
+def as_c(tmp_path, path, feeds, prefix="q"):
+    """weft aot on the model with these test inputs, built as strict C99 and run: every output value
+    equals the runtime's (the test program compares them byte for byte for integer outputs)."""
+    cli = os.environ.get("WEFT_CLI", "weft")
+    cli = os.path.abspath(cli) if os.sep in cli else cli
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    assert cc, "a C compiler (cc) is needed"
+    out = tmp_path / f"aot_{prefix}"
+    args = [cli, "aot", path, "-o", str(out), "--prefix", prefix, "--test"]
+    for name, value in feeds.items():
+        np.save(tmp_path / f"in_{name}.npy", value)
+        args += ["--test-input", f"{name}={tmp_path / f'in_{name}.npy'}"]
+    gen = subprocess.run(args, capture_output=True, text=True)
+    assert gen.returncode == 0, gen.stderr
+    exe = tmp_path / f"{prefix}_test"
+    build = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", f"-I{out}/includes-api", f"-I{out}/src",
+                            f"-I{out}/test", *map(str, sorted(out.glob("src/*.c"))), *map(str, sorted(out.glob("test/*.c"))), "-o", str(exe),
+                            "-lm"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[:2000]
+    res = subprocess.run([str(exe)], capture_output=True, text=True)
+    m = re.search(r"(\d+) of (\d+) output values", res.stdout)
+    assert res.returncode == 0 and m and m.group(1) == "0" and int(m.group(2)) > 0, res.stdout + res.stderr
 
 
 def lim(qtype):
@@ -87,6 +114,8 @@ def test_binary_matches_onnxruntime(tmp_path, op, qtype, shapes):
         got, want = both(path, {"a": a, "b": b})
         assert got[0].dtype == qtype and got[0].shape == want[0].shape
         np.testing.assert_array_equal(got[0], want[0])
+        if trial == 0:
+            as_c(tmp_path, path, {"a": a, "b": b})
         fa = (a.astype(np.float64) - float(zps[0])) * float(scales[0])
         fb = (b.astype(np.float64) - float(zps[1])) * float(scales[1])
         within_one_step(got[0], quantize64(fa + fb if op == "QLinearAdd" else fa * fb, float(scales[2]), float(zps[2]), qtype))
@@ -115,9 +144,11 @@ def test_binary_every_pair_of_bytes(tmp_path, op, qtype):
             outs.append((f"c{i}_{form}", qtype))
     ins = [("a", qtype, [256, 256]), ("b", qtype, [256, 256]), ("bcol", qtype, [256, 1]), ("arow", qtype, [1, 256])]
     path = save(tmp_path, nodes, ins, outs, inits)
-    got, want = both(path, {"a": a_full, "b": b_full, "bcol": v[:, None].copy(), "arow": v[None, :].copy()})
+    feeds = {"a": a_full, "b": b_full, "bcol": v[:, None].copy(), "arow": v[None, :].copy()}
+    got, want = both(path, feeds)
     for g, w, (name, _) in zip(got, want, outs):
         np.testing.assert_array_equal(g, w, err_msg=name)
+    as_c(tmp_path, path, feeds)
 
 
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
@@ -134,6 +165,7 @@ def test_binary_without_zero_points(tmp_path, qtype):
         feeds = {"a": rand_q(rng, qtype, [4, 33]), "b": rand_q(rng, qtype, [4, 33])}
         got = np.asarray(weft.Session(use_env_path=False).compile(weft.import_onnx(bare)).run(list(feeds.values()))[0])
         np.testing.assert_array_equal(got, ort.InferenceSession(full, providers=["CPUExecutionProvider"]).run(None, feeds)[0])
+        as_c(tmp_path, bare, feeds, prefix=op.lower())
 
 
 @pytest.mark.parametrize("op", ["QLinearSigmoid", "QLinearLeakyRelu"])
@@ -153,6 +185,8 @@ def test_lookup_ops_match_onnxruntime_on_every_byte(tmp_path, op, qtype):
         path = save(tmp_path, nodes, [("x", qtype, x.shape)], [("y", qtype)], {"xs": xs, "xz": xz, "ys": ys, "yz": yz}, name=f"{op}{trial}.onnx")
         got, want = both(path, {"x": x})
         np.testing.assert_array_equal(got[0], want[0])
+        if trial == 0:
+            as_c(tmp_path, path, {"x": x})
         v = (x.astype(np.float64) - float(xz)) * float(xs)
         f = 1 / (1 + np.exp(-v)) if op == "QLinearSigmoid" else np.where(v >= 0, v, np.float32(attrs["alpha"]) * v)
         within_one_step(got[0], quantize64(f, float(ys), float(yz), qtype))
@@ -178,6 +212,7 @@ def test_lookup_tables_under_many_scales(tmp_path, op, qtype):
     got, want = both(path, {"x": np.arange(lo, hi + 1).astype(qtype)})
     for g, w, (name, _) in zip(got, want, outs):
         np.testing.assert_array_equal(g, w, err_msg=name)
+    as_c(tmp_path, path, {"x": np.arange(lo, hi + 1).astype(qtype)})
 
 
 @pytest.mark.parametrize("channels_last", [0, 1])
@@ -195,6 +230,8 @@ def test_global_average_pool_matches_onnxruntime(tmp_path, channels_last, qtype,
         got, want = both(path, {"x": x})
         assert got[0].shape == want[0].shape
         np.testing.assert_array_equal(got[0], want[0])
+        if trial == 0:
+            as_c(tmp_path, path, {"x": x})
         axes = tuple(range(1, len(shape) - 1)) if channels_last else tuple(range(2, len(shape)))
         mean = ((x.astype(np.float64) - float(xz)) * float(xs)).mean(axis=axes, keepdims=True)
         within_one_step(got[0], quantize64(mean, float(ys), float(yz), qtype))
@@ -225,6 +262,8 @@ def test_average_pool_matches_onnxruntime(tmp_path, qtype, pool):
         assert got[0].shape == want[0].shape
         np.testing.assert_array_equal(got[0], want[0])
         assert len(np.unique(got[0])) > 5
+        if trial == 0:
+            as_c(tmp_path, path, {"x": x})
 
 
 @pytest.mark.parametrize("axis", [1, -1, 0])
@@ -251,6 +290,7 @@ def test_concat_matches_onnxruntime(tmp_path, axis, qtype):
     xs = [rand_q(rng, qtype, s) for s in shapes]
     got, want = both(path, {f"x{i}": x for i, x in enumerate(xs)})
     np.testing.assert_array_equal(got[0], want[0])
+    as_c(tmp_path, path, {f"x{i}": x for i, x in enumerate(xs)})
     ref = np.concatenate([quantize64((x.astype(np.float64) - float(z)) * float(s), float(ys), float(yz), qtype)
                           for x, (s, z) in zip(xs, params)], axis=axis)
     within_one_step(got[0], ref)
@@ -296,6 +336,7 @@ def test_qgemm_matches_onnxruntime(tmp_path, atype, case):
     got, want = both(path, {"a": a})
     assert got[0].dtype == want[0].dtype and got[0].shape == (m, n)
     np.testing.assert_array_equal(got[0], want[0])
+    as_c(tmp_path, path, {"a": a})
     A = (a.T if ta else a).astype(np.int64) - int(a_z)
     B = (b.T if tb else b).astype(np.int64) - np.asarray(b_z, np.int64)
     acc = A @ B + (c if with_c else 0)
@@ -318,6 +359,7 @@ def test_eight_bit_max_pool(tmp_path, qtype, pool):
     path = save(tmp_path, [helper.make_node("MaxPool", ["x"], ["y"], **pool)], [("x", qtype, x.shape)], [("y", qtype)], {}, name="p.onnx")
     got, want = both(path, {"x": x})
     np.testing.assert_array_equal(got[0], want[0])
+    as_c(tmp_path, path, {"x": x}, prefix="pool")
     lo, hi = lim(qtype)
     w1 = rng.integers(-60, 60, [20, 20, 1, 1]).astype(np.int8)
     w2 = rng.integers(-60, 60, [8, 20, 3, 3]).astype(np.int8)
@@ -384,12 +426,8 @@ def test_qdq_patterns_run_as_onnxruntime_runs_them(tmp_path, qtype):
     for g, p in zip(got, plain):
         d = np.abs(g.astype(np.int32) - np.asarray(p).astype(np.int32))
         assert d.max() <= 1
-    # weft aot keeps the float operators between the pairs (their C emitters exist; the contrib
-    # ops' do not yet), so a QDQ file still converts.
-    aot = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "aot", path, "--prefix", "q", "-o", str(tmp_path / "aot")],
-                         capture_output=True, text=True)
-    assert aot.returncode == 0, aot.stderr
-    assert (tmp_path / "aot" / "CMakeLists.txt").exists()
+    # weft aot imports the file the same way: its C gives the same bytes.
+    as_c(tmp_path, path, feeds)
 
 
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
@@ -524,6 +562,8 @@ def test_qoperator_network_from_the_onnxruntime_quantizer(tmp_path, act):
     subprocess.run([cli, "run", wf, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", str(tmp_path)], capture_output=True, text=True,
                    check=True, cwd=tmp_path)
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), sess.run(None, {"x": x})[0])
+    # As generated C: the same bytes.
+    as_c(tmp_path, path, {"x": x})
 
 
 def error_of(tmp_path, nodes, inputs, outputs, inits, feeds):
