@@ -580,13 +580,10 @@ class QLinearGlobalAveragePool : public EagerExecuteOp, public ShapeInferOp, pub
     if (!ConstInputs(ctx, {1, 2, 3, 4}, {})) return Fail(ctx, kConstParams);
     const DataType t = x->GetDataType();
     QParam qx, qy;
-    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "x", &qx) ||
-        !ReadQParam(ctx, ctx->GetOptionalInputTensor(3), ctx->GetOptionalInputTensor(4), t, "y", &qy))
-      return GRAPH_FAILED;
+    size_t cd;
+    int64_t n, ch, pixels;
+    if (!Read(ctx, x, &qx, &qy, &cd, &n, &ch, &pixels)) return GRAPH_FAILED;
     const Shape& xs = x->GetShape();
-    const size_t cd = ChannelDim(ctx, xs);
-    const int64_t n = xs.GetDim(0), ch = xs.GetDim(cd);
-    const int64_t pixels = n * ch == 0 ? 0 : xs.GetShapeSize() / (n * ch);
     if (n * ch == 0) return GRAPH_SUCCESS;
     if (pixels == 0 || pixels >= (int64_t{1} << 24)) return Fail(ctx, "X " + xs.ToString() + " must have 1 to 2^24 - 1 pixels a channel");
     const float scale = qx.scale / (qy.scale * static_cast<float>(pixels));
@@ -630,13 +627,10 @@ class QLinearGlobalAveragePool : public EagerExecuteOp, public ShapeInferOp, pub
     const Tensor* x = ctx->GetInputTensor(0);
     const DataType t = x->GetDataType();
     QParam qx, qy;
-    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "x", &qx) ||
-        !ReadQParam(ctx, ctx->GetOptionalInputTensor(3), ctx->GetOptionalInputTensor(4), t, "y", &qy))
-      return GRAPH_FAILED;
+    size_t cd;
+    int64_t n, ch, pixels;
+    if (!Read(ctx, x, &qx, &qy, &cd, &n, &ch, &pixels)) return GRAPH_FAILED;
     const Shape& xs = x->GetShape();
-    const size_t cd = ChannelDim(ctx, xs);
-    const int64_t n = xs.GetDim(0), ch = xs.GetDim(cd);
-    const int64_t pixels = n * ch == 0 ? 0 : xs.GetShapeSize() / (n * ch);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), t);
     if (!y) return GRAPH_FAILED;
     if (n * ch == 0) return GRAPH_SUCCESS;
@@ -690,6 +684,18 @@ class QLinearGlobalAveragePool : public EagerExecuteOp, public ShapeInferOp, pub
   static size_t ChannelDim(const KernelContextBase* ctx, const Shape& x) {
     const int64_t* cl = ctx->GetAttrs()->GetInt("channels_last");
     return cl && *cl ? x.GetDimNum() - 1 : 1;
+  }
+  // The parameters, the channel dim, the images, channels and pixels a channel (false after Fail).
+  static bool Read(const KernelContextBase* ctx, const Tensor* x, QParam* qx, QParam* qy, size_t* cd, int64_t* n, int64_t* ch, int64_t* pixels) {
+    const DataType t = x->GetDataType();
+    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "x", qx) ||
+        !ReadQParam(ctx, ctx->GetOptionalInputTensor(3), ctx->GetOptionalInputTensor(4), t, "y", qy))
+      return false;
+    const Shape& xs = x->GetShape();
+    *cd = ChannelDim(ctx, xs);
+    *n = xs.GetDim(0), *ch = xs.GetDim(*cd);
+    *pixels = *n * *ch == 0 ? 0 : xs.GetShapeSize() / (*n * *ch);
+    return true;
   }
 };
 
