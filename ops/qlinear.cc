@@ -400,10 +400,7 @@ class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutA
     if (!ConstInputs(ctx, {1, 4, 6}, {2, 5, 7})) return Fail(ctx, kConstParams);
     const DataType t = a->GetDataType();
     QParam qa, qb, qc;
-    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "A", &qa) ||
-        !ReadQParam(ctx, ctx->GetOptionalInputTensor(4), ctx->GetOptionalInputTensor(5), t, "B", &qb) ||
-        !ReadQParam(ctx, ctx->GetOptionalInputTensor(6), ctx->GetOptionalInputTensor(7), t, "C", &qc))
-      return GRAPH_FAILED;
+    if (!ReadParams(ctx, t, &qa, &qb, &qc)) return GRAPH_FAILED;
     const M m(qa, qb, qc);
     float lo, hi;
     Range(t, &lo, &hi);
@@ -466,10 +463,7 @@ class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutA
     const Tensor* b = ctx->GetOptionalInputTensor(3);
     const DataType t = a->GetDataType();
     QParam qa, qb, qc;
-    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "A", &qa) ||
-        !ReadQParam(ctx, ctx->GetOptionalInputTensor(4), ctx->GetOptionalInputTensor(5), t, "B", &qb) ||
-        !ReadQParam(ctx, ctx->GetOptionalInputTensor(6), ctx->GetOptionalInputTensor(7), t, "C", &qc))
-      return GRAPH_FAILED;
+    if (!ReadParams(ctx, t, &qa, &qb, &qc)) return GRAPH_FAILED;
     const Shape& cs = ctx->GetOutputTensor(0)->GetShape();
     Tensor* c = ctx->MallocOutputTensor(0, cs, t);
     if (!c) return GRAPH_FAILED;
@@ -533,6 +527,12 @@ class QLinearBinary : public EagerExecuteOp, public ShapeInferOp, public LayoutA
       }
     };
     return ctx->ParallelFor(spans, std::max<int64_t>(1, (1 << 14) / span), body);
+  }
+  // A's, B's and C's scale and zero point (false after Fail).
+  static bool ReadParams(const KernelContextBase* ctx, DataType t, QParam* qa, QParam* qb, QParam* qc) {
+    return ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "A", qa) &&
+           ReadQParam(ctx, ctx->GetOptionalInputTensor(4), ctx->GetOptionalInputTensor(5), t, "B", qb) &&
+           ReadQParam(ctx, ctx->GetOptionalInputTensor(6), ctx->GetOptionalInputTensor(7), t, "C", qc);
   }
   // Strides of both operands over the output's dimensions (of size > 1), dimensions that both
   // operands read alike merged. At least one dimension (of size 1 when the output has one element).
