@@ -209,6 +209,25 @@ std::string NchwGeometry(const Shape& x, const Window& w, int64_t m, int64_t gro
   return g + "};\n";
 }
 
+// A window of 1 to 3 spatial dims as three (leading ones of size 1 for 1-D and 2-D).
+struct Geometry3 {
+  int64_t I[3], O[3], K[3], S[3], D[3], P[3];
+  explicit Geometry3(const Window& w) {
+    for (size_t d = 0; d < 3; ++d) {
+      const bool real = d >= 3 - w.nd;
+      const size_t r = real ? d - (3 - w.nd) : 0;
+      I[d] = real ? w.in[r] : 1, O[d] = real ? w.out[r] : 1, K[d] = real ? w.k[r] : 1;
+      S[d] = real ? w.s[r] : 1, D[d] = real ? w.d[r] : 1, P[d] = real ? w.pb[r] : 0;
+    }
+  }
+  // ConvTranspose's col2im: the input positions along dim d whose tap t lands inside the output: [lo, hi).
+  void Range(size_t d, int64_t t, int64_t* lo, int64_t* hi) const {
+    const int64_t first = P[d] - t * D[d], last = O[d] - 1 + P[d] - t * D[d];
+    *lo = first <= 0 ? 0 : (first + S[d] - 1) / S[d];
+    *hi = last < 0 ? 0 : std::min(I[d], last / S[d] + 1);
+  }
+};
+
 class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public EmittableOp,
              public FusibleOp, public LayoutAwareOp {
  public:
@@ -1012,25 +1031,6 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
     }
     return GRAPH_SUCCESS;
   }
-
-  // The col2im geometry: three spatial dims, leading ones of size 1 for 1-D and 2-D.
-  struct Geometry3 {
-    int64_t I[3], O[3], K[3], S[3], D[3], P[3];
-    explicit Geometry3(const Window& w) {
-      for (size_t d = 0; d < 3; ++d) {
-        const bool real = d >= 3 - w.nd;
-        const size_t r = real ? d - (3 - w.nd) : 0;
-        I[d] = real ? w.in[r] : 1, O[d] = real ? w.out[r] : 1, K[d] = real ? w.k[r] : 1;
-        S[d] = real ? w.s[r] : 1, D[d] = real ? w.d[r] : 1, P[d] = real ? w.pb[r] : 0;
-      }
-    }
-    // The input positions along dim d whose tap t lands inside the output: [lo, hi).
-    void Range(size_t d, int64_t t, int64_t* lo, int64_t* hi) const {
-      const int64_t first = P[d] - t * D[d], last = O[d] - 1 + P[d] - t * D[d];
-      *lo = first <= 0 ? 0 : (first + S[d] - 1) / S[d];
-      *hi = last < 0 ? 0 : std::min(I[d], last / S[d] + 1);
-    }
-  };
 
   DnnlRunner runner_, mm_runner_;
   dnnl::memory weights_, bias_, mm_weights_;
@@ -2463,12 +2463,8 @@ class QLinearAveragePool : public EagerExecuteOp, public ShapeInferOp, public Em
     const bool include_pad = cip && *cip;
     std::vector<float> deq(256);
     for (int b = 0; b < 256; ++b) deq[static_cast<size_t>(b)] = xs * static_cast<float>((s8 ? static_cast<int8_t>(b) : b) - xz);
-    int64_t I[3], O[3], K[3], S[3], P[3];
-    for (size_t d = 0; d < 3; ++d) {
-      const bool real = d >= 3 - w.nd;
-      const size_t q = real ? d - (3 - w.nd) : 0;
-      I[d] = real ? w.in[q] : 1, O[d] = real ? w.out[q] : 1, K[d] = real ? w.k[q] : 1, S[d] = real ? w.s[q] : 1, P[d] = real ? w.pb[q] : 0;
-    }
+    const Geometry3 geo(w);
+    const int64_t *I = geo.I, *O = geo.O, *K = geo.K, *S = geo.S, *P = geo.P;
     r += "  const float* deq = " + ctx->Const("deq", DT_FLOAT, deq) + ";\n  int64_t c, o0, o1, o2, k0, k1, k2;\n";
     r += "  for (c = 0; c < " + L(nc) + "; ++c)\n  for (o0 = 0; o0 < " + L(O[0]) + "; ++o0) for (o1 = 0; o1 < " + L(O[1]) + "; ++o1) for (o2 = 0; o2 < " +
          L(O[2]) + "; ++o2) {\n";
