@@ -310,11 +310,12 @@ class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
 // with s/b indexed by `param_index(group, i)`.
 template <typename T, typename ParamF>
 void NormalizeGroups(const T* px, T* py, int64_t groups, int64_t count, double eps, ParamF&& param, double* mean_out = nullptr,
-                     double* inv_out = nullptr) {
+                     double* inv_out = nullptr, bool rms = false) {
   for (int64_t g = 0; g < groups; ++g) {
     const T* gx = px + g * count;
     double mean = 0, var = 0;
-    for (int64_t i = 0; i < count; ++i) mean += static_cast<double>(Load(gx[i]));
+    if (!rms)
+      for (int64_t i = 0; i < count; ++i) mean += static_cast<double>(Load(gx[i]));
     mean /= static_cast<double>(std::max<int64_t>(count, 1));
     for (int64_t i = 0; i < count; ++i) {
       double d = static_cast<double>(Load(gx[i])) - mean;
@@ -405,7 +406,11 @@ class InstanceNormalization : public EagerExecuteOp, public EmittableOp {
   }
 };
 
-class LayerNormalization : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+// LayerNormalization, and with kRms ONNX Runtime's SimplifiedLayerNormalization (RMS
+// normalization: x / sqrt(mean(x^2) + epsilon) * Scale, no mean subtracted, no B; its one
+// optional statistic output is the inverse deviation).
+template <bool kRms>
+class LayerNormalizationT : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   // float32 with Scale and B one value per element of the normalized row (the common form).
   graphStatus Emit(EmitContext* ctx) override {
@@ -426,6 +431,13 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
       return Fail(ctx, "the generated C normalizes float32 with Scale and B of one value per element of the normalized dims only");
     const size_t outs = ctx->GetComputeNodeOutputNum();
     ctx->Include("<math.h>");
+    if (kRms) {
+      aot::EmitHelper(ctx, aot::Kernels(), "weft_rms_norm_f32");
+      ctx->Run("weft_rms_norm_f32(" + aot::IntLit(outer) + ", " + aot::IntLit(inner) + ", " + aot::FloatLit(*ctx->GetAttrs()->GetFloat("epsilon")) +
+               ", " + ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", " + ctx->Output(0, "float") + ", " +
+               (outs > 1 ? ctx->Output(1, "float") : std::string("0")) + ");\n");
+      return GRAPH_SUCCESS;
+    }
     aot::EmitHelper(ctx, aot::Kernels(), "weft_layer_norm_f32");
     ctx->Run("weft_layer_norm_f32(" + aot::IntLit(outer) + ", " + aot::IntLit(inner) + ", " + aot::FloatLit(*ctx->GetAttrs()->GetFloat("epsilon")) +
              ", " + ctx->Input(0, "float") + ", " + ctx->Input(1, "float") + ", " + (bias ? ctx->Input(2, "float") : std::string("0")) + ", " +
@@ -476,7 +488,7 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
     for (size_t k = 1; k < ctx->GetComputeNodeOutputNum(); ++k) {
       Tensor* t = ctx->MallocOutputTensor(k, ctx->GetOutputTensor(k)->GetShape(), DT_FLOAT);
       if (!t) return GRAPH_FAILED;
-      (k == 1 ? mean_t : inv_t) = t;
+      (k == 1 && !kRms ? mean_t : inv_t) = t;
     }
     // Scale/B broadcast against X.
     int64_t ss[WEFT_MAX_DIMS], sb[WEFT_MAX_DIMS];
@@ -503,8 +515,10 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
       for (int64_t g = lo; g < hi; ++g) {
         const float* row = px + g * inner;
         double sum = 0, sq = 0;  // float64 sums, in vector lanes
+        if (!kRms) {
 #pragma omp simd reduction(+ : sum)
-        for (int64_t i = 0; i < inner; ++i) sum += row[i];
+          for (int64_t i = 0; i < inner; ++i) sum += row[i];
+        }
         double mu = sum / static_cast<double>(inner);
 #pragma omp simd reduction(+ : sq)
         for (int64_t i = 0; i < inner; ++i) sq += (row[i] - mu) * (row[i] - mu);
@@ -537,7 +551,7 @@ class LayerNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
                         *sv = ParamAt(scale, is);
                         *bv = bias ? ParamAt(bias, ib) : 0.0;
                       },
-                      mean, inv);
+                      mean, inv, kRms);
     });
     }
     for (int64_t g = 0; g < outer; ++g) {
@@ -690,7 +704,13 @@ void WeftRegister_nn(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("LayerNormalization").INPUT(X, "T").INPUT(Scale, "T").OPTIONAL_INPUT(B, "T").OUTPUT(Y, "T")
                      .DYNAMIC_OUTPUT(stats, TensorType({DT_FLOAT})).DATATYPE(T, FloatTypes()).ATTR(axis, Int, -1)
                      .ATTR(epsilon, Float, 1e-5).ATTR(stash_type, Int, 1).Build(),
-                 MakeOpImpl<LayerNormalization>("LayerNormalization")});
+                 MakeOpImpl<LayerNormalizationT<false>>("LayerNormalization")});
+  // ONNX Runtime registers SimplifiedLayerNormalization in the default domain; its optimizer
+  // writes it into saved models (RMS normalization, as in T5-style models).
+  out.push_back({OpDefBuilder("SimplifiedLayerNormalization").INPUT(X, "T").INPUT(scale, "T").OUTPUT(Y, "T")
+                     .DYNAMIC_OUTPUT(inv_std_var, TensorType({DT_FLOAT})).DATATYPE(T, FloatTypes()).ATTR(axis, Int, -1)
+                     .ATTR(epsilon, Float, 1e-5).ATTR(stash_type, Int, 1).Build(),
+                 MakeOpImpl<LayerNormalizationT<true>>("SimplifiedLayerNormalization")});
   out.push_back({OpDefBuilder("MeanVarianceNormalization").INPUT(X, FloatTypes()).OUTPUT(Y, FloatTypes()).SAME_AS_INPUT(X)
                      .ATTR(axes, ListInt, {0, 2, 3}).Build(), MakeOpImpl<MeanVarianceNormalization>("MeanVarianceNormalization")});
   out.push_back({OpDefBuilder("LRN").INPUT(X, FloatTypes()).OUTPUT(Y, FloatTypes()).SAME_AS_INPUT(X).REQUIRED_ATTR(size, Int)

@@ -89,6 +89,19 @@ struct GeluFn {
   }
 };
 
+// ONNX Runtime's QuickGelu (com.microsoft; its optimizer writes it for x * Sigmoid(alpha * x),
+// SiLU/Swish being alpha 1): x * sigmoid(alpha * x).
+struct QuickGeluFn {
+  static constexpr const char* kName = "QuickGelu";
+  float alpha = 1.702f;
+  static void Def(OpDefBuilder& b) { b.AttrFloat("alpha", 1.702f); }
+  void Load(const RuntimeAttrs* a) { alpha = *a->GetFloat("alpha"); }
+  template <typename C> C operator()(C x) const {
+    const C t = C(alpha) * x;
+    return x * (t >= C(0) ? C(1) / (C(1) + std::exp(-t)) : std::exp(t) / (C(1) + std::exp(t)));
+  }
+};
+
 // Activations epilogue fusion can fold into their producer (FusibleOp): what each unary op
 // declares itself as.
 template <typename Fn>
@@ -99,6 +112,9 @@ inline void DeclareActivation(const HardSwishFn&, FusionSupport& s) { s.IsActiva
 inline void DeclareActivation(const LeakyReluFn& f, FusionSupport& s) { s.IsActivation(WEFT_ACT_LEAKY_RELU, f.alpha); }
 inline void DeclareActivation(const EluFn& f, FusionSupport& s) { s.IsActivation(WEFT_ACT_ELU, f.alpha); }
 inline void DeclareActivation(const HardSigmoidFn& f, FusionSupport& s) { s.IsActivation(WEFT_ACT_HARD_SIGMOID, f.alpha, f.beta); }
+inline void DeclareActivation(const QuickGeluFn& f, FusionSupport& s) {
+  if (f.alpha == 1.f) s.IsActivation(WEFT_ACT_SWISH);
+}
 
 // float32 loops that vectorize, for the functions where the scalar library call dominates.
 WEFT_VMATH_CLONES void ExpSpan(const float* x, float* y, int64_t n) {
@@ -124,6 +140,10 @@ WEFT_VMATH_CLONES void GeluErfSpan(const float* x, float* y, int64_t n) {
 WEFT_VMATH_CLONES void GeluTanhSpan(const float* x, float* y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.f + vmath::Tanh(0.79788456080286536f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+}
+WEFT_VMATH_CLONES void QuickGeluSpan(const float* x, float* y, int64_t n, float alpha) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * vmath::Sigmoid(alpha * x[i]);
 }
 template <typename Fn> constexpr void (*kFloatSpan)(const float*, float*, int64_t) = nullptr;
 template <> constexpr void (*kFloatSpan<ErfFn>)(const float*, float*, int64_t) = ErfSpan;
@@ -170,6 +190,8 @@ std::string UnaryC(const std::string& op, const RuntimeAttrs* a) {
   if (op == "Elu") return "x >= 0.f ? x : " + f("alpha") + " * (expf(x) - 1.f)";
   if (op == "HardSigmoid") return "fmaxf(0.f, fminf(1.f, " + f("alpha") + " * x + " + f("beta") + "))";
   if (op == "Selu") return "x > 0.f ? " + f("gamma") + " * x : " + f("gamma") + " * (" + f("alpha") + " * expf(x) - " + f("alpha") + ")";
+  if (op == "QuickGelu") return "x * (" + f("alpha") + " * x >= 0.f ? 1.f / (1.f + expf(-(" + f("alpha") + " * x))) : expf(" + f("alpha") +
+                                 " * x) / (1.f + expf(" + f("alpha") + " * x)))";
   if (op == "Gelu")
     return std::string(a->GetStr("approximate")) == "tanh" ? "0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)))"
                                                            : "0.5f * x * (1.f + erff(x * 0.7071067811865476f))";
@@ -230,6 +252,8 @@ class UnaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, pu
           kFloatSpan<Fn>(px + lo, py + lo, hi - lo);
         } else if constexpr (std::is_same_v<T, float> && std::is_same_v<Fn, GeluFn>) {
           (fn.tanh_approx ? GeluTanhSpan : GeluErfSpan)(px + lo, py + lo, hi - lo);
+        } else if constexpr (std::is_same_v<T, float> && std::is_same_v<Fn, QuickGeluFn>) {
+          QuickGeluSpan(px + lo, py + lo, hi - lo, fn.alpha);
         } else {
           for (int64_t i = lo; i < hi; ++i) py[i] = Store<T>(fn(static_cast<C>(Load(px[i]))));
         }
@@ -393,6 +417,7 @@ void WeftRegister_unary(std::vector<OpEntry>& out) {
   out.push_back(Entry<HardSigmoidFn>());
   out.push_back(Entry<SeluFn>());
   out.push_back(Entry<GeluFn>());
+  out.push_back(Entry<QuickGeluFn>());
   out.push_back({OpDefBuilder("IsNaN").INPUT(X, FloatTypes()).OUTPUT(Y, TensorType({DT_BOOL})).Build(), MakeOpImpl<IsNaN>("IsNaN")});
   out.push_back({OpDefBuilder("IsInf").INPUT(X, FloatTypes()).OUTPUT(Y, TensorType({DT_BOOL}))
                      .ATTR(detect_positive, Int, 1).ATTR(detect_negative, Int, 1).Build(), MakeOpImpl<IsInf>("IsInf")});

@@ -23,6 +23,11 @@ run error (its text is printed), a failed comparison or a crash. Exit status 1 w
 listed in --allow-fail fails; listed models are still run and reported, and one that passes gets
 an "unexpectedly passed" line.
 
+--check --ort-optimized: the same, but Weft runs the file ONNX Runtime writes for each model after
+its extended graph optimizations (SessionOptions.optimized_model_filepath: FusedConv, FusedGemm,
+FusedMatMul, QuickGelu, SkipLayerNormalization, SimplifiedLayerNormalization, ...), as a user who
+saved an optimized model would hand it over; ONNX Runtime runs the original.
+
 --bench: every model's full static file at each thread count; each round times a batch of Weft
 runs, then a batch of ORT runs (interleaved), each after a 50 ms idle pause that lets the other
 runtime's spinning worker threads go to sleep; the figure is the median of the batch medians.
@@ -237,9 +242,33 @@ def rel_diff(ws, os_):
 # ----------------------------------------------------------------------------------------------
 
 
-def check_model(weft, zoo, man, name, tol):
-    """Returns a dict: model, opset, ok, runs: [{variant, batch, rel | error}]."""
+def ort_optimized_copy(path, outdir):
+    """The file ONNX Runtime writes for `path` after its extended graph optimizations (what
+    SessionOptions.optimized_model_filepath saves: its fused com.microsoft operators, FusedConv,
+    FusedGemm, FusedMatMul, QuickGelu, SkipLayerNormalization and others, in place of the
+    standard ones)."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    so.optimized_model_filepath = os.path.join(outdir, os.path.basename(path).replace(".onnx", ".ort_optimized.onnx"))
+    ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return so.optimized_model_filepath
+
+
+def check_model(weft, zoo, man, name, tol, ort_optimized=False):
+    """Returns a dict: model, opset, ok, runs: [{variant, batch, rel | error}]. With
+    ort_optimized, Weft runs the file ONNX Runtime saves after optimizing the model (ONNX Runtime
+    still runs the original)."""
     res = {"model": name, "runs": [], "ok": True}
+    scratch = tempfile.mkdtemp(prefix="zoo_ort_optimized_", dir="/tmp") if ort_optimized else None
+    try:
+        return check_files(weft, zoo, man, name, tol, res, scratch)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def check_files(weft, zoo, man, name, tol, res, scratch):
     for variant in ("static", "dynamic"):
         e = find_entry(man, name, "small", variant)
         if e is None:
@@ -262,7 +291,12 @@ def check_model(weft, zoo, man, name, tol):
                 sess = ort_session(path, 1)
                 _, yo = ort_runner(sess, xs)
                 if model is None:
-                    _, model = weft_model(weft, path, e, 1, e["batch"] if variant == "static" else None)
+                    if scratch:
+                        try:
+                            weft_path = ort_optimized_copy(path, scratch)
+                        except Exception as ex:  # noqa: BLE001
+                            raise Stage("onnxruntime optimization", ex)
+                    _, model = weft_model(weft, weft_path if scratch else path, e, 1, e["batch"] if variant == "static" else None)
                 _, yw = weft_runner(model, xs)
                 r = rel_diff(yw, yo)
                 run["rel"] = r
@@ -444,7 +478,7 @@ def worker(a):
     weft = import_weft(a.build)
     man = load_manifest(a.zoo)
     if a.check:
-        res = check_model(weft, a.zoo, man, a._worker, a.tol)
+        res = check_model(weft, a.zoo, man, a._worker, a.tol, a.ort_optimized)
     else:
         res = [bench_model(weft, a.zoo, man, a._worker, t, a.rounds, a.iters, a.warmup, a.batch_ms)
                for t in (int(x) for x in a.threads.split(","))]
@@ -455,6 +489,8 @@ def run_isolated(a, name):
     argv = [sys.executable, os.path.abspath(__file__), "--_worker", name, "--zoo", a.zoo, "--tol", str(a.tol),
             "--threads", a.threads, "--rounds", str(a.rounds), "--iters", str(a.iters), "--warmup", str(a.warmup),
             "--batch-ms", str(a.batch_ms), "--check" if a.check else "--bench"]
+    if a.ort_optimized:
+        argv.append("--ort-optimized")
     if a.build:
         argv += ["--build", a.build]
     try:
@@ -479,6 +515,9 @@ def main():
     ap.add_argument("--build", help="a Weft build directory; its python/ goes first on sys.path")
     ap.add_argument("--only", help="comma-separated model names")
     ap.add_argument("--allow-fail", default="", help="comma-separated models expected to fail (--check)")
+    ap.add_argument("--ort-optimized", action="store_true",
+                    help="--check: Weft runs the file ONNX Runtime saves after its extended graph optimizations "
+                         "(com.microsoft fused operators), compared with ONNX Runtime on the original")
     ap.add_argument("--tol", type=float, default=1e-4, help="relative tolerance (default: %(default)g)")
     ap.add_argument("--threads", default=None, help="thread counts (--bench default 1,2; --profile default 1)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default: %(default)s)")
@@ -523,7 +562,7 @@ def main():
         for name in names:
             t0 = time.time()
             if a.no_isolate:
-                res, err = check_model(weft, a.zoo, man, name, a.tol), None
+                res, err = check_model(weft, a.zoo, man, name, a.tol, a.ort_optimized), None
             else:
                 res, err = run_isolated(a, name)
             if res is None:

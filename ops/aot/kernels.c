@@ -1503,6 +1503,24 @@ static void weft_layer_norm_f32(int64_t outer, int64_t inner, double eps, const 
   }
 }
 
+/* @helper weft_rms_norm_f32 */
+/* Each of `outer` rows of `inner` floats: the mean square in double, then x * inv_rms * scale[i]
+ * in float; inv_rms per row when asked for (RMS normalization). */
+static void weft_rms_norm_f32(int64_t outer, int64_t inner, double eps, const float* x, const float* scale, float* y, float* inv_out) {
+  int64_t g, i;
+  for (g = 0; g < outer; ++g) {
+    const float* row = x + g * inner;
+    float* out = y + g * inner;
+    double sq = 0, iv;
+    float fi;
+    for (i = 0; i < inner; ++i) sq += (double)row[i] * (double)row[i];
+    iv = 1.0 / sqrt(sq / (double)inner + eps);
+    fi = (float)iv;
+    for (i = 0; i < inner; ++i) out[i] = row[i] * fi * scale[i];
+    if (inv_out) inv_out[g] = (float)iv;
+  }
+}
+
 /* @helper weft_instance_norm_f32 */
 /* [N, C, spatial]: each (n, c) group of `count` floats normalized in double with scale[c], bias[c]. */
 static void weft_instance_norm_f32(int64_t groups, int64_t channels, int64_t count, double eps, const float* x, const float* scale,

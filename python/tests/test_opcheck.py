@@ -73,6 +73,7 @@ CASES = {
     "Gemm": [((r(3, 4), r(5, 4), r(5)), {"transB": 1})], "MatMul": [((r(2, 3, 4), r(4, 5)), {})],
     "BatchNormalization": [((r(2, 3, 4, 4), r(3), r(3), r(3), torch.rand(3) + 0.5), {})],
     "LayerNormalization": [((r(2, 5, 8), r(8), r(8)), {})],
+    "SimplifiedLayerNormalization": [((r(2, 5, 8), r(8)), {}), ((r(3, 4, 6), r(4, 6)), {"axis": 1, "epsilon": 1e-6})],
     "InstanceNormalization": [((r(2, 3, 4, 4), r(3), r(3)), {})],
     "Where": [((r(3, 4) > 0, r(3, 4), r(3, 4)), {})],
     # ONNX quantization: uint8/int8 tensors, float32 scales (scalars, or one per channel)

@@ -11,6 +11,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "frontends/model_hooks.h"
+#include "frontends/onnx/onnx_contrib.h"
 #include "core/file_io.h"
 #include "weft/onnx.h"
 
@@ -281,6 +282,8 @@ struct NodeImporter {
   std::map<std::string, int64_t>& opsets;
   const std::string& base_dir;
   std::vector<std::string> problems;
+  std::map<std::string, int> ranks;  // values whose rank is known: declared, or derived on import
+  std::map<std::string, size_t> constant_index;  // g's constants by name (rebuilt when more are added)
   int counter = 0;
 
   static std::string Map(const std::map<std::string, std::string>& rename, const std::string& name) {
@@ -382,14 +385,95 @@ struct NodeImporter {
       g.AddConstant(n.outputs[0], std::move(t));
       return Status::Ok();
     }
+    if (n.domain == "com.microsoft") {  // ONNX Runtime's fused float operators: their standard parts
+      n.when = when;
+      std::vector<Node> parts;
+      internal::OnnxContribContext cc{g, ranks, problems};
+      if (internal::LowerOnnxRuntimeContribOp(n, cc, &parts)) {
+        for (Node& p : parts) AddNode(std::move(p));
+        return Status::Ok();
+      }
+    }
     if (n.domain.empty())
       if (auto it = Lowerings().find(n.op_type); it != Lowerings().end()) {
         Lowering l{g, n, n.opset, problems};
         it->second(l);
       }
     n.when = when;
-    g.AddNode(std::move(n));
+    AddNode(std::move(n));
     return Status::Ok();
+  }
+
+  // Adds a node, noting its outputs' ranks where they follow from its inputs' (for the rewrites
+  // above that need a value's rank, in files that do not declare it).
+  void AddNode(Node n) {
+    if (n.domain.empty() || n.domain == "com.microsoft") NoteRanks(n);
+    g.AddNode(std::move(n));
+  }
+  int RankOf(const std::string& v) const {
+    auto it = ranks.find(v);
+    return v.empty() || it == ranks.end() ? -1 : it->second;
+  }
+  const HostTensor* ConstantOf(const std::string& v) {
+    if (constant_index.size() != g.constants().size()) {
+      constant_index.clear();
+      for (size_t k = 0; k < g.constants().size(); ++k) constant_index[g.constants()[k].first] = k;
+    }
+    auto it = constant_index.find(v);
+    return it == constant_index.end() ? nullptr : &g.constants()[it->second].second;
+  }
+  void NoteRanks(const Node& n) {
+    static const std::set<std::string> kSameAsFirst = {
+        "Abs", "BatchNormalization", "Cast", "CastLike", "Ceil", "Clip", "Conv", "ConvTranspose", "Cos", "CumSum", "Dropout", "Elu",
+        "Erf", "Exp", "FastGelu", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization",
+        "LayerNormalization", "LeakyRelu", "Log", "LogSoftmax", "LRN", "Mish", "Neg", "Not", "PRelu", "QuickGelu", "Reciprocal",
+        "Relu", "Round", "Selu", "Sigmoid", "Sign", "SimplifiedLayerNormalization", "Sin", "Slice", "Softmax", "Softplus",
+        "Softsign", "Sqrt", "Tanh", "ThresholdedRelu", "Tile", "Pad", "Resize", "Split", "Concat", "MaxPool", "AveragePool",
+        "GlobalAveragePool", "GlobalMaxPool", "BiasGelu", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
+        "BiasAdd", "FusedConv"};
+    static const std::set<std::string> kBroadcast = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Where", "Equal", "Less",
+                                                     "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Mod",
+                                                     "Sum", "Mean"};
+    int r = -1;
+    const int r0 = n.inputs.empty() ? -1 : RankOf(n.inputs[0]);
+    auto ints = [&](size_t input) -> const HostTensor* {
+      const HostTensor* t = input < n.inputs.size() ? ConstantOf(n.inputs[input]) : nullptr;
+      return t && t->dtype() == DT_INT64 && t->shape().GetDimNum() == 1 ? t : nullptr;
+    };
+    if (kSameAsFirst.count(n.op_type)) {
+      r = r0;
+    } else if (kBroadcast.count(n.op_type)) {
+      for (const std::string& in : n.inputs) {
+        const int k = RankOf(in);
+        if (k < 0) return;
+        r = std::max(r, k);
+      }
+    } else if (n.op_type == "MatMul" || n.op_type == "FusedMatMul") {
+      const int r1 = n.inputs.size() > 1 ? RankOf(n.inputs[1]) : -1;
+      if (r0 >= 2 && r1 >= 2) r = std::max(r0, r1);
+    } else if (n.op_type == "Gemm" || n.op_type == "FusedGemm" || n.op_type == "Flatten") {
+      r = 2;
+    } else if (n.op_type == "Transpose") {
+      auto it = n.attrs.find("perm");
+      r = it != n.attrs.end() && it->second.type() == WEFT_ATTR_LIST_INT ? static_cast<int>(it->second.ints().size()) : r0;
+    } else if (n.op_type == "Reshape") {
+      if (const HostTensor* t = ints(1)) r = static_cast<int>(t->shape().GetDim(0));
+    } else if (n.op_type == "Unsqueeze" || n.op_type == "Squeeze") {
+      const HostTensor* t = ints(1);
+      auto it = n.attrs.find("axes");
+      const int k = t ? static_cast<int>(t->shape().GetDim(0))
+                      : it != n.attrs.end() && it->second.type() == WEFT_ATTR_LIST_INT ? static_cast<int>(it->second.ints().size()) : -1;
+      if (r0 >= 0 && k >= 0) r = n.op_type == "Unsqueeze" ? r0 + k : r0 - k;
+    } else if (n.op_type == "Gather") {
+      const int ri = n.inputs.size() > 1 ? RankOf(n.inputs[1]) : -1;
+      if (r0 >= 1 && ri >= 0) r = r0 - 1 + ri;
+    } else if (n.op_type == "Shape") {
+      r = 1;
+    }
+    if (r < 0) return;
+    const bool all = n.op_type == "Split";  // every output; else the first
+    for (size_t k = 0; k < (all ? n.outputs.size() : std::min<size_t>(1, n.outputs.size())); ++k)
+      if (!n.outputs[k].empty() && !ranks.count(n.outputs[k])) ranks[n.outputs[k]] = r;
   }
 
   // Loop and Scan: the body becomes a graph of its own, carried as JSON text in the node's
@@ -890,6 +974,10 @@ Expected<Graph> ImportModelProto(const std::string& bytes, const std::string& ba
     g.AddInput(in.name(), dt, shape);
   }
   NodeImporter imp{g, opsets, base_dir};
+  for (auto* list : {&gp.input(), &gp.value_info(), &gp.output()})
+    for (auto& v : *list)
+      if (v.type().has_tensor_type() && v.type().tensor_type().has_shape()) imp.ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+  for (auto& init : gp.initializer()) imp.ranks[init.name()] = init.dims_size();
   std::map<std::string, std::string> rename;
   WEFT_RETURN_IF_ERROR(imp.Import(gp, "", rename));
   std::vector<std::string>& problems = imp.problems;

@@ -1,0 +1,358 @@
+// ONNX Runtime's graph optimizers write fused operators of its com.microsoft domain into the
+// models they save (SessionOptions.optimized_model_filepath, onnxruntime.transformers'
+// optimizer). Each float one is rewritten here as the standard operators it fuses; Weft's own
+// passes then fuse those as its kernels like (a Conv's activation and residual sum into its
+// epilogue, a layer norm's parts into LayerNormalization). Semantics follow ONNX Runtime's
+// contrib operator documentation; tests compare with ONNX Runtime itself.
+#include "frontends/onnx/onnx_contrib.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace weft::internal {
+namespace {
+
+class Rewriter {
+ public:
+  Rewriter(const Node& n, OnnxContribContext& c, std::vector<Node>* out) : n_(n), c_(c), out_(out) {}
+
+  // Input i's name, "" when absent.
+  std::string In(size_t i) const { return i < n_.inputs.size() ? n_.inputs[i] : std::string(); }
+  // Output i's name, "" when the node does not produce it.
+  std::string Out(size_t i) const { return i < n_.outputs.size() ? n_.outputs[i] : std::string(); }
+  const AttrValue* Attr(const std::string& name) const {
+    auto it = n_.attrs.find(name);
+    return it == n_.attrs.end() ? nullptr : &it->second;
+  }
+  float Float(const std::string& name, float dflt) const {
+    const AttrValue* a = Attr(name);
+    return a && a->type() == WEFT_ATTR_FLOAT ? a->f() : a && a->type() == WEFT_ATTR_INT ? static_cast<float>(a->i()) : dflt;
+  }
+  int64_t Int(const std::string& name, int64_t dflt) const {
+    const AttrValue* a = Attr(name);
+    return a && a->type() == WEFT_ATTR_INT ? a->i() : dflt;
+  }
+  std::string Str(const std::string& name) const {
+    const AttrValue* a = Attr(name);
+    return a && a->type() == WEFT_ATTR_STRING ? a->s() : std::string();
+  }
+  int Rank(const std::string& v) const {
+    auto it = c_.ranks.find(v);
+    return it == c_.ranks.end() ? -1 : it->second;
+  }
+  void SetRank(const std::string& v, int r) {
+    if (!v.empty() && r >= 0) c_.ranks[v] = r;
+  }
+  bool Fail(const std::string& why) {
+    c_.problems.push_back("'" + n_.name + "' (" + n_.op_type + ", domain com.microsoft): " + why);
+    out_->clear();
+    return true;
+  }
+
+  // Appends op(inputs) and returns its (first) output: `to` when given, else a fresh name.
+  std::string Op(const std::string& op, std::vector<std::string> inputs, std::map<std::string, AttrValue> attrs = {},
+                 const std::string& to = "", size_t outputs = 1) {
+    Node m;
+    m.op_type = op;
+    m.name = n_.name + "/" + op + "_" + std::to_string(out_->size());
+    m.opset = n_.opset;
+    m.inputs = std::move(inputs);
+    m.attrs = std::move(attrs);
+    m.when = n_.when;
+    m.outputs.push_back(to.empty() ? Fresh(op) : to);
+    for (size_t k = 1; k < outputs; ++k) m.outputs.push_back(Fresh(op));
+    out_->push_back(std::move(m));
+    return out_->back().outputs[0];
+  }
+  Node& Last() { return out_->back(); }
+
+  std::string FloatConst(float v, std::vector<int64_t> dims = {}) {
+    HostTensor t(DT_FLOAT, Shape(dims));
+    for (int64_t k = 0; k < t.shape().GetShapeSize(); ++k) t.data_as<float>()[k] = v;
+    return Constant(std::move(t));
+  }
+  std::string IntsConst(const std::vector<int64_t>& v, bool scalar = false) {
+    HostTensor t(DT_INT64, scalar ? Shape() : Shape({static_cast<int64_t>(v.size())}));
+    if (!v.empty()) std::memcpy(t.data(), v.data(), v.size() * sizeof(int64_t));
+    return Constant(std::move(t));
+  }
+  // A constant's value, when `name` is one.
+  const HostTensor* ConstantValue(const std::string& name) const {
+    for (auto& [k, t] : c_.g.constants())
+      if (k == name) return &t;
+    return nullptr;
+  }
+
+  // y = activation(x) as the standard op of that name; the alpha/beta/gamma given or the op's defaults.
+  bool Activation(const std::string& act, const std::vector<float>& params, const std::string& x, const std::string& y) {
+    auto p = [&](size_t k, float dflt) { return k < params.size() ? params[k] : dflt; };
+    std::map<std::string, AttrValue> a;
+    if (act.empty() || act == "Identity") {
+      Op("Identity", {x}, {}, y);
+    } else if (act == "Relu" || act == "Tanh" || act == "Sigmoid" || act == "Softsign" || act == "Softplus") {
+      Op(act, {x}, {}, y);
+    } else if (act == "LeakyRelu" || act == "Elu" || act == "ThresholdedRelu") {
+      Op(act, {x}, {{"alpha", AttrValue::Float(p(0, act == "LeakyRelu" ? 0.01f : 1.f))}}, y);
+    } else if (act == "HardSigmoid") {
+      Op(act, {x}, {{"alpha", AttrValue::Float(p(0, 0.2f))}, {"beta", AttrValue::Float(p(1, 0.5f))}}, y);
+    } else if (act == "Selu") {
+      Op(act, {x}, {{"alpha", AttrValue::Float(p(0, 1.67326319217681884765625f))}, {"gamma", AttrValue::Float(p(2, 1.05070102519989013671875f))}}, y);
+    } else if (act == "Clip") {
+      if (params.size() != 2) return !Fail("activation Clip takes activation_params [min, max]");
+      Op("Clip", {x, FloatConst(params[0]), FloatConst(params[1])}, {}, y);
+    } else {
+      return !Fail("activation '" + act + "' is not supported (Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid, Elu, Selu, "
+                   "ThresholdedRelu, Softsign and Softplus are)");
+    }
+    return true;
+  }
+
+ private:
+  std::string Fresh(const std::string& what) { return n_.name + "/" + what + "_out_" + std::to_string(counter_++); }
+  std::string Constant(HostTensor t) {
+    std::string name = n_.name + "/const_" + std::to_string(counter_++);
+    c_.g.AddConstant(name, std::move(t));
+    return name;
+  }
+
+  const Node& n_;
+  OnnxContribContext& c_;
+  std::vector<Node>* out_;
+  int counter_ = 0;
+};
+
+std::map<std::string, AttrValue> Without(const std::map<std::string, AttrValue>& attrs, std::initializer_list<const char*> drop) {
+  std::map<std::string, AttrValue> a = attrs;
+  for (const char* k : drop) a.erase(k);
+  return a;
+}
+
+// FusedConv(X, W, B?, Z?): activation(Conv(X, W, B) + Z), activation and activation_params.
+bool FusedConv(const Node& n, Rewriter& r) {
+  std::vector<std::string> conv{r.In(0), r.In(1)};
+  if (!r.In(2).empty()) conv.push_back(r.In(2));
+  std::string y = r.Op("Conv", conv, Without(n.attrs, {"activation", "activation_params"}));
+  if (!r.In(3).empty()) y = r.Op("Add", {y, r.In(3)});
+  const AttrValue* params = r.Attr("activation_params");
+  return r.Activation(r.Str("activation"), params ? params->floats() : std::vector<float>{}, y, r.Out(0));
+}
+
+// FusedGemm(A, B, C?): activation(Gemm(A, B, C)), activation_alpha/beta/gamma.
+bool FusedGemm(const Node& n, Rewriter& r) {
+  std::vector<std::string> in{r.In(0), r.In(1)};
+  if (!r.In(2).empty()) in.push_back(r.In(2));
+  std::string y = r.Op("Gemm", in, Without(n.attrs, {"activation", "activation_alpha", "activation_beta", "activation_gamma"}));
+  // activation_alpha, _beta, _gamma; where absent, the activation's own defaults.
+  const std::string act = r.Str("activation");
+  const float alpha = act == "LeakyRelu" ? 0.01f : act == "HardSigmoid" ? 0.2f : act == "Selu" ? 1.67326319217681884765625f : 1.f;
+  const std::vector<float> given{r.Float("activation_alpha", alpha), r.Float("activation_beta", 0.5f),
+                                 r.Float("activation_gamma", 1.05070102519989013671875f)};
+  return r.Activation(act, given, y, r.Out(0));
+}
+
+// FusedMatMul(A, B): alpha * (op(A) @ op(B)); transA/transB swap the last two dims,
+// transBatchA/transBatchB move the first dim behind the other batch dims.
+bool FusedMatMul(const Node& n, Rewriter& r) {
+  (void)n;
+  std::string ab[2];
+  for (int k = 0; k < 2; ++k) {
+    const std::string side = k ? "B" : "A";
+    const bool trans = r.Int("trans" + side, 0) != 0, batch = r.Int("transBatch" + side, 0) != 0;
+    ab[k] = r.In(static_cast<size_t>(k));
+    if (!trans && !batch) continue;
+    const int rank = r.Rank(ab[k]);
+    if (rank < 0) return r.Fail("trans" + std::string(batch ? "Batch" : "") + side + " needs the rank of " + side + " ('" + ab[k] +
+                                "'), which the model does not declare (value_info)");
+    if (rank < 2) return r.Fail(side + " has rank " + std::to_string(rank) + "; trans" + side + " needs 2 or more");
+    std::vector<int64_t> perm;
+    if (batch) {
+      for (int d = 1; d < rank - 1; ++d) perm.push_back(d);
+      perm.push_back(0);
+      perm.push_back(rank - 1);
+    } else {
+      for (int d = 0; d < rank; ++d) perm.push_back(d);
+    }
+    if (trans) std::swap(perm[static_cast<size_t>(rank - 2)], perm[static_cast<size_t>(rank - 1)]);
+    ab[k] = r.Op("Transpose", {ab[k]}, {{"perm", AttrValue::ListInt(perm)}});
+  }
+  const float alpha = r.Float("alpha", 1.f);
+  if (alpha == 1.f) {
+    r.Op("MatMul", {ab[0], ab[1]}, {}, r.Out(0));
+  } else {
+    std::string y = r.Op("MatMul", {ab[0], ab[1]});
+    r.Op("Mul", {y, r.FloatConst(alpha)}, {}, r.Out(0));
+  }
+  return true;
+}
+
+// input + skip (+ bias), in that order.
+std::string SkipSum(Rewriter& r, size_t bias_input, const std::string& to) {
+  const bool bias = !r.In(bias_input).empty();
+  std::string s = r.Op("Add", {r.In(0), r.In(1)}, {}, bias ? "" : to);
+  if (bias) s = r.Op("Add", {s, r.In(bias_input)}, {}, to);
+  return s;
+}
+
+// SkipLayerNormalization(input, skip, gamma, beta?, bias?) -> output, mean?, inv_std_var?,
+// input_skip_bias_sum?: LayerNormalization over the last axis of input + skip + bias.
+bool SkipLayerNorm(const Node& n, Rewriter& r) {
+  (void)n;
+  std::string sum = SkipSum(r, 4, r.Out(3));
+  std::vector<std::string> in{sum, r.In(2)};
+  if (!r.In(3).empty()) in.push_back(r.In(3));
+  const size_t stats = !r.Out(2).empty() ? 2 : !r.Out(1).empty() ? 1 : 0;
+  r.Op("LayerNormalization", in, {{"axis", AttrValue::Int(-1)}, {"epsilon", AttrValue::Float(r.Float("epsilon", 1e-12f))}}, r.Out(0),
+       1 + stats);
+  for (size_t k = 1; k <= stats; ++k)
+    if (!r.Out(k).empty()) r.Last().outputs[k] = r.Out(k);
+  return true;
+}
+
+// SkipSimplifiedLayerNormalization(input, skip, gamma, bias?) -> output, mean (not produced),
+// inv_std_var?, input_skip_bias_sum?: RMS normalization of input + skip + bias.
+bool SkipSimplifiedLayerNorm(const Node& n, Rewriter& r) {
+  (void)n;
+  if (!r.Out(1).empty()) return r.Fail("output 1 (mean) has no value in RMS normalization; leave it unnamed");
+  std::string sum = SkipSum(r, 3, r.Out(3));
+  r.Op("SimplifiedLayerNormalization", {sum, r.In(2)}, {{"axis", AttrValue::Int(-1)}, {"epsilon", AttrValue::Float(r.Float("epsilon", 1e-12f))}},
+       r.Out(0), r.Out(2).empty() ? 1 : 2);
+  if (!r.Out(2).empty()) r.Last().outputs[1] = r.Out(2);
+  return true;
+}
+
+// Attention(input, weights, bias?, mask_index?, past?, attention_bias?, past_sequence_length?)
+// without past state: multi-head self-attention with the Q, K and V projections in one weight.
+bool Attention(const Node& n, Rewriter& r) {
+  (void)n;
+  if (!r.In(4).empty() || !r.In(6).empty() || !r.Out(1).empty())
+    return r.Fail("past and present state (key/value caches) are not supported");
+  if (r.Int("do_rotary", 0) != 0) return r.Fail("do_rotary is not supported");
+  const int64_t heads = r.Int("num_heads", 0);
+  if (heads <= 0) return r.Fail("num_heads must be positive");
+  int64_t dq = 0, dk = 0, dv = 0;
+  if (const AttrValue* q = r.Attr("qkv_hidden_sizes"); q && q->type() == WEFT_ATTR_LIST_INT && !q->ints().empty()) {
+    if (q->ints().size() != 3) return r.Fail("qkv_hidden_sizes must have 3 values");
+    dq = q->ints()[0], dk = q->ints()[1], dv = q->ints()[2];
+  } else {
+    const HostTensor* w = r.ConstantValue(r.In(1));
+    if (!w || w->shape().GetDimNum() != 2 || w->shape().GetDim(1) % 3)
+      return r.Fail("without qkv_hidden_sizes, weights must be a constant [input_hidden, 3 * hidden]");
+    dq = dk = dv = w->shape().GetDim(1) / 3;
+  }
+  if (dq <= 0 || dq != dk || dq % heads || dv % heads) return r.Fail("Q and K sizes must be equal and Q, V sizes multiples of num_heads");
+  float scale = r.Float("scale", 0.f);
+  if (scale == 0.f) scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dq / heads)));
+  const float filter = r.Float("mask_filter_value", -10000.f);
+
+  std::string qkv = r.Op("MatMul", {r.In(0), r.In(1)});
+  if (!r.In(2).empty()) qkv = r.Op("Add", {qkv, r.In(2)});
+  r.Op("Split", {qkv, r.IntsConst({dq, dk, dv})}, {{"axis", AttrValue::Int(-1)}}, "", 3);
+  const std::vector<std::string> parts = r.Last().outputs;
+  const std::string heads_shape = r.IntsConst({0, 0, heads, -1});
+  auto split_heads = [&](const std::string& v, std::vector<int64_t> perm) {
+    return r.Op("Transpose", {r.Op("Reshape", {v, heads_shape})}, {{"perm", AttrValue::ListInt(std::move(perm))}});
+  };
+  const std::string q = split_heads(parts[0], {0, 2, 1, 3});  // [B, N, S, h]
+  const std::string kt = split_heads(parts[1], {0, 2, 3, 1});  // [B, N, h, T]
+  const std::string v = split_heads(parts[2], {0, 2, 1, 3});  // [B, N, T, h]
+  std::string scores = r.Op("Mul", {r.Op("MatMul", {q, kt}), r.FloatConst(scale)});
+  std::string zero = r.FloatConst(0.f), masked = r.FloatConst(filter);
+  auto seq_len = [&](int64_t axis) {  // the scores' dim `axis` as an int64 scalar
+    return r.Op("Gather", {r.Op("Shape", {scores}), r.IntsConst({axis}, true)}, {{"axis", AttrValue::Int(0)}});
+  };
+  auto positions = [&](int64_t axis) { return r.Op("Range", {r.IntsConst({0}, true), seq_len(axis), r.IntsConst({1}, true)}); };
+  if (const std::string mask = r.In(3); !mask.empty()) {
+    const int rank = r.Rank(mask);
+    std::string valid;  // bool, true where a key position takes part
+    std::vector<int64_t> axes{1, 2};
+    if (rank == 1) {  // [B]: each batch's valid length (keys from 0 up to it)
+      std::string len = r.Op("Unsqueeze", {r.Op("Cast", {mask}, {{"to", AttrValue::Type(DT_INT64)}}), r.IntsConst({1})});
+      valid = r.Op("Less", {positions(3), len});
+    } else if (rank == 2 || rank == 3) {  // [B, T] or [B, S, T]: 1 where valid, 0 where masked
+      valid = r.Op("Cast", {mask}, {{"to", AttrValue::Type(DT_BOOL)}});
+      if (rank == 3) axes = {1};
+    } else {
+      return r.Fail(rank < 0 ? "the rank of mask_index ('" + mask + "') is not declared (value_info)"
+                             : "mask_index of rank " + std::to_string(rank) + " is not supported (1, 2 and 3 are)");
+    }
+    std::string add = r.Op("Unsqueeze", {r.Op("Where", {valid, zero, masked}), r.IntsConst(axes)});
+    scores = r.Op("Add", {scores, add});
+  }
+  if (r.Int("unidirectional", 0) != 0) {  // a query position attends to keys up to its own
+    std::string rows = r.Op("Unsqueeze", {positions(2), r.IntsConst({1})});
+    scores = r.Op("Add", {scores, r.Op("Where", {r.Op("Greater", {positions(3), rows}), masked, zero})});
+  }
+  if (!r.In(5).empty()) scores = r.Op("Add", {scores, r.In(5)});
+  std::string probs = r.Op("Softmax", {scores}, {{"axis", AttrValue::Int(-1)}});
+  std::string ctx = r.Op("Transpose", {r.Op("MatMul", {probs, v})}, {{"perm", AttrValue::ListInt({0, 2, 1, 3})}});
+  r.Op("Reshape", {ctx, r.IntsConst({0, 0, -1})}, {}, r.Out(0));
+  r.SetRank(r.Out(0), 3);
+  return true;
+}
+
+// EmbedLayerNormalization(input_ids, segment_ids?, word_embedding, position_embedding,
+// segment_embedding?, gamma, beta, mask?, position_ids?) -> output, mask_index?, embedding_sum?.
+bool EmbedLayerNorm(const Node& n, Rewriter& r) {
+  (void)n;
+  auto gather = [&](const std::string& table, const std::string& ids) { return r.Op("Gather", {table, ids}, {{"axis", AttrValue::Int(0)}}); };
+  std::string sum = gather(r.In(2), r.In(0));
+  std::string pos_ids = r.In(8);
+  if (pos_ids.empty()) {  // 0 .. S-1, broadcast over the batch
+    std::string s = r.Op("Gather", {r.Op("Shape", {r.In(0)}), r.IntsConst({1}, true)}, {{"axis", AttrValue::Int(0)}});
+    pos_ids = r.Op("Range", {r.IntsConst({0}, true), s, r.IntsConst({1}, true)});
+  }
+  const bool segments = !r.In(1).empty() && !r.In(4).empty();
+  sum = r.Op("Add", {sum, gather(r.In(3), pos_ids)}, {}, segments ? "" : r.Out(2));
+  if (segments) sum = r.Op("Add", {sum, gather(r.In(4), r.In(1))}, {}, r.Out(2));
+  std::vector<std::string> ln{sum, r.In(5)};
+  if (!r.In(6).empty()) ln.push_back(r.In(6));
+  r.Op("LayerNormalization", ln, {{"axis", AttrValue::Int(-1)}, {"epsilon", AttrValue::Float(r.Float("epsilon", 1e-12f))}}, r.Out(0));
+  r.SetRank(r.Out(0), 3);
+  if (!r.Out(1).empty()) {
+    if (r.Int("mask_index_type", 1) != 1) return r.Fail("mask_index_type " + std::to_string(r.Int("mask_index_type", 1)) + " is not supported (1 is)");
+    if (!r.In(7).empty()) {  // each batch's count of valid tokens
+      r.Op("ReduceSum", {r.In(7), r.IntsConst({1})}, {{"keepdims", AttrValue::Int(0)}}, r.Out(1));
+    } else {  // no mask: zeros
+      std::string b = r.Op("Slice", {r.Op("Shape", {r.In(0)}), r.IntsConst({0}), r.IntsConst({1})});
+      r.Op("ConstantOfShape", {b}, {{"value", AttrValue::TensorValue(DT_INT32, Shape({1}), std::vector<uint8_t>(4, 0))}}, r.Out(1));
+    }
+    r.SetRank(r.Out(1), 1);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out) {
+  if (n.domain != "com.microsoft") return false;
+  using Fn = bool (*)(const Node&, Rewriter&);
+  static const std::map<std::string, Fn> kRewrites = {
+      {"FusedConv", FusedConv},
+      {"FusedGemm", FusedGemm},
+      {"FusedMatMul", FusedMatMul},
+      {"SkipLayerNormalization", SkipLayerNorm},
+      {"SkipSimplifiedLayerNormalization", SkipSimplifiedLayerNorm},
+      {"Attention", Attention},
+      {"EmbedLayerNormalization", EmbedLayerNorm},
+      {"BiasGelu", [](const Node&, Rewriter& r) {  // Gelu(A + B)
+         r.Op("Gelu", {r.Op("Add", {r.In(0), r.In(1)})}, {}, r.Out(0));
+         return true;
+       }},
+      {"FastGelu", [](const Node&, Rewriter& r) {  // Gelu's tanh approximation of X (+ bias)
+         std::string x = r.In(1).empty() ? r.In(0) : r.Op("Add", {r.In(0), r.In(1)});
+         r.Op("Gelu", {x}, {{"approximate", AttrValue::String("tanh")}}, r.Out(0));
+         return true;
+       }},
+      {"BiasAdd", [](const Node&, Rewriter& r) {  // X + bias + skip
+         r.Op("Add", {r.Op("Add", {r.In(0), r.In(1)}), r.In(2)}, {}, r.Out(0));
+         return true;
+       }},
+  };
+  auto it = kRewrites.find(n.op_type);
+  if (it == kRewrites.end()) return false;
+  Rewriter r(n, ctx, out);
+  it->second(n, r);
+  return true;
+}
+
+}  // namespace weft::internal

@@ -1,0 +1,28 @@
+// ONNX Runtime's com.microsoft float operators, as the standard operators they stand for.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "weft/weft.h"
+
+namespace weft::internal {
+
+// What a rewrite may know of the graph around a node.
+struct OnnxContribContext {
+  Graph& g;                            // constants: those imported (weights' shapes) and new ones
+  std::map<std::string, int>& ranks;   // known ranks of values; the rewrites add their outputs'
+  std::vector<std::string>& problems;  // forms that cannot be rewritten, each naming the node
+};
+
+// When `n` is one of the com.microsoft operators ONNX Runtime's graph optimizers write into saved
+// models (FusedConv, FusedGemm, FusedMatMul, SkipLayerNormalization,
+// SkipSimplifiedLayerNormalization, BiasGelu, FastGelu, BiasAdd, Attention,
+// EmbedLayerNormalization), appends the standard nodes that compute it to *out, its outputs
+// keeping their names, and returns true; a form it cannot rewrite adds a problem instead. Returns
+// false for every other node (QuickGelu, Gelu and SimplifiedLayerNormalization are operators of
+// their own).
+bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out);
+
+}  // namespace weft::internal
