@@ -42,6 +42,12 @@ WEFT_VMATH_CLONES void ActivateInPlace(const WeftEpilogue& e, float* p, int64_t 
     case WEFT_ACT_SWISH:
       for (int64_t i = 0; i < n; ++i) p[i] = p[i] * vmath::Sigmoid(p[i]);
       return;
+    case WEFT_ACT_GELU:
+      for (int64_t i = 0; i < n; ++i) p[i] = 0.5f * p[i] * (1.f + vmath::Erf(p[i] * 0.70710678118654752f));
+      return;
+    case WEFT_ACT_GELU_TANH:
+      for (int64_t i = 0; i < n; ++i) p[i] = 0.5f * p[i] * (1.f + vmath::Tanh(0.79788456080286536f * (p[i] + 0.044715f * p[i] * p[i] * p[i])));
+      return;
     default: {
       FusedActivation act(e);
       for (int64_t i = 0; i < n; ++i) p[i] = act(p[i]);

@@ -202,6 +202,8 @@ inline std::vector<EltwiseOp> ActivationEltwise(const WeftEpilogue& e) {
     case WEFT_ACT_ELU: return {{alg::eltwise_elu, e.alpha, 0.f}};
     case WEFT_ACT_HARD_SWISH: return {{alg::eltwise_hardswish, 0.f, 0.f}};
     case WEFT_ACT_SWISH: return {{alg::eltwise_swish, 1.f, 0.f}};
+    case WEFT_ACT_GELU: return {{alg::eltwise_gelu_erf, 0.f, 0.f}};
+    case WEFT_ACT_GELU_TANH: return {{alg::eltwise_gelu_tanh, 0.f, 0.f}};
     default: return {};
   }
 }

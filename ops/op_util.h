@@ -192,14 +192,16 @@ struct FusedActivation {
         case WEFT_ACT_ELU: return v >= C(0) ? v : C(e.alpha) * (std::exp(v) - C(1));
         case WEFT_ACT_HARD_SWISH: return v * std::max(C(0), std::min(C(1), v / C(6) + C(0.5)));
         case WEFT_ACT_SWISH: return v * (v >= C(0) ? C(1) / (C(1) + std::exp(-v)) : std::exp(v) / (C(1) + std::exp(v)));
+        case WEFT_ACT_GELU: return C(0.5) * v * (C(1) + std::erf(v * C(0.7071067811865476)));
+        case WEFT_ACT_GELU_TANH: return C(0.5) * v * (C(1) + std::tanh(C(0.7978845608028654) * (v + C(0.044715) * v * v * v)));
         default: return v;
       }
     }
   }
 };
 
-// The fused activation over n floats in place; Relu, Sigmoid, Tanh and Swish in loops that
-// vectorize (ops/conv_pool.cc).
+// The fused activation over n floats in place; Relu, Sigmoid, Tanh, Swish and both Gelus in loops
+// that vectorize (ops/conv_pool.cc).
 void ActivateInPlace(const WeftEpilogue& e, float* p, int64_t n);
 
 // Bytes of a float32 [N, C, H, W] tensor stored channel-blocked (FORMAT_NC1HWC0: C padded to 16).

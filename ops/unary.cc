@@ -112,6 +112,7 @@ inline void DeclareActivation(const HardSwishFn&, FusionSupport& s) { s.IsActiva
 inline void DeclareActivation(const LeakyReluFn& f, FusionSupport& s) { s.IsActivation(WEFT_ACT_LEAKY_RELU, f.alpha); }
 inline void DeclareActivation(const EluFn& f, FusionSupport& s) { s.IsActivation(WEFT_ACT_ELU, f.alpha); }
 inline void DeclareActivation(const HardSigmoidFn& f, FusionSupport& s) { s.IsActivation(WEFT_ACT_HARD_SIGMOID, f.alpha, f.beta); }
+inline void DeclareActivation(const GeluFn& f, FusionSupport& s) { s.IsActivation(f.tanh_approx ? WEFT_ACT_GELU_TANH : WEFT_ACT_GELU); }
 inline void DeclareActivation(const QuickGeluFn& f, FusionSupport& s) {
   if (f.alpha == 1.f) s.IsActivation(WEFT_ACT_SWISH);
 }

@@ -462,6 +462,8 @@ TEST(Fusion, EveryDeclaredActivationFusesAndMatchesTheUnfusedGraph) {
       {"Elu", {{"alpha", AttrValue::Float(0.7f)}}, "Elu"},
       {"HardSwish", {}, "HardSwish"},
       {"Clip", {}, "Clip"},
+      {"Gelu", {}, "Gelu"},
+      {"Gelu", {{"approximate", AttrValue::String("tanh")}}, "GeluTanh"},
   };
   auto s = test::MakeSession();
   for (const char* producer : {"Conv4", "Conv32", "Gemm", "MatMul"}) {

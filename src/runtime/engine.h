@@ -149,7 +149,8 @@ void BindContext(WeftKernelContext& c, const CompiledNode& node, WeftStage stage
 // Names of the WeftActivation values, as model files and messages spell them. Inline: the model
 // file parser uses them and is built alone for fuzzing.
 inline constexpr const char* kActivationNames[WEFT_ACT_COUNT] = {"None", "Relu", "Clip", "LeakyRelu", "Sigmoid",
-                                                                  "Tanh", "HardSigmoid", "Elu", "HardSwish", "Swish"};
+                                                                  "Tanh", "HardSigmoid", "Elu", "HardSwish", "Swish",
+                                                                  "Gelu", "GeluTanh"};
 // "Relu", "Clip", ... for a WeftActivation; "" for an unknown one.
 inline const char* ActivationName(int32_t a) { return a >= 0 && a < WEFT_ACT_COUNT ? kActivationNames[a] : ""; }
 // The WeftActivation called `name`, or -1.

@@ -316,7 +316,8 @@ typedef WeftStatus (*WeftOpFn)(void* instance, WeftKernelContext* ctx);
 /* Activations the engine can fuse into a producer's output. Semantics are ONNX's:
  * RELU max(x,0); CLIP min(max(x,alpha),beta); LEAKY_RELU x<0 ? alpha*x : x; SIGMOID; TANH;
  * HARD_SIGMOID max(0,min(1,alpha*x+beta)); ELU x<0 ? alpha*(exp(x)-1) : x;
- * HARD_SWISH x*max(0,min(1,x/6+1/2)). */
+ * HARD_SWISH x*max(0,min(1,x/6+1/2)); SWISH x*sigmoid(x); GELU x/2*(1+erf(x/sqrt(2)));
+ * GELU_TANH x/2*(1+tanh(sqrt(2/pi)*(x+0.044715x^3))). */
 typedef enum WeftActivation {
   WEFT_ACT_NONE = 0,
   WEFT_ACT_RELU = 1,
@@ -327,9 +328,11 @@ typedef enum WeftActivation {
   WEFT_ACT_HARD_SIGMOID = 6,
   WEFT_ACT_ELU = 7,
   WEFT_ACT_HARD_SWISH = 8,
-  WEFT_ACT_SWISH = 9 /* x * sigmoid(x) (SiLU); appended */
+  WEFT_ACT_SWISH = 9,     /* x * sigmoid(x) (SiLU); appended */
+  WEFT_ACT_GELU = 10,     /* ONNX Gelu; appended */
+  WEFT_ACT_GELU_TANH = 11 /* ONNX Gelu with approximate="tanh"; appended */
 } WeftActivation;
-#define WEFT_ACT_COUNT 10
+#define WEFT_ACT_COUNT 12
 #define WEFT_ACT_BIT(a) (1ull << (a))
 
 /* The activation fused into a node (WeftHostApi::get_epilogue). */
