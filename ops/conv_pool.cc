@@ -287,6 +287,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     dnnl::convolution_forward::primitive_desc pd;
     bool activation_after = false;  // the fused activation runs as its own step after pd
     bool winograd_by_default = false;  // Winograd chosen by weft.conv_algorithm=auto (Compile times it)
+    std::string key;                   // everything the choice between kernels depends on
   };
   static bool MakePlan(const KernelContextBase* ctx, bool blocked_in, bool blocked_out, Plan* p, bool allow_winograd = true) {
     const Tensor* x = ctx->GetInputTensor(0);
@@ -357,6 +358,11 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     // C + M per tile against C * M for the product, so with fewer than 16 input or output
     // channels (a network's first layer) the direct kernels are 1.5-3x faster; and a plane of
     // fewer than 16 outputs fills a fraction of its 4x4 output tiles.
+    for (const auto* dims : {&p->src, &p->dst, &p->wd, &strides, &dil, &pl, &pr})
+      for (int64_t d : *dims) p->key += std::to_string(d) + ",";
+    const WeftEpilogue ep = ctx->GetEpilogue();
+    p->key += std::to_string(blocked_in) + std::to_string(blocked_out) + std::to_string(sum) + "," + std::to_string(ep.activation) + "," +
+              std::to_string(omp_get_max_threads());
     const char* algo_opt = ctx->GetOption("weft.conv_algorithm");
     const std::string algo = algo_opt ? algo_opt : "auto";
     bool three = w.nd == 2 && ws.GetDim(2) == 3 && ws.GetDim(3) == 3;
@@ -405,7 +411,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       // faster): where weft.conv_algorithm leaves the choice, both run here and the faster stays.
       if (plan.winograd_by_default) {
         Plan direct;
-        if (MakePlan(ctx, blocked_in, blocked_out, &direct, false) && Faster(direct, plan)) plan = std::move(direct);
+        if (MakePlan(ctx, blocked_in, blocked_out, &direct, false) && DirectIsFaster(direct, plan)) plan = std::move(direct);
       }
       const size_t nd = plan.nd;
       const int64_t group = plan.group, m = plan.m;
@@ -420,7 +426,7 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       const tag w_tags[] = {tag::oiw, tag::oihw, tag::oidhw};
       const tag gw_tags[] = {tag::goiw, tag::goihw, tag::goidhw};
       dnnl::memory w_plain({wd, dt::f32, group > 1 ? gw_tags[nd - 1] : w_tags[nd - 1]}, CpuEngine(), const_cast<void*>(wt->GetAddr()));
-      weights_ = dnnl::memory(pd.weights_desc(), CpuEngine());
+      weights_ = PackedWeights(pd.weights_desc(), CpuEngine());
       dnnl::stream st(CpuEngine());
       dnnl::reorder(w_plain, weights_).execute(st, w_plain, weights_);
       st.wait();
@@ -467,11 +473,28 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     return GRAPH_SUCCESS;
   }
 
-  // Whether plan a's convolution runs faster than b's: the fastest of up to five interleaved runs
-  // each (fewer for slow layers: about 50 ms of timing in all), after one untimed run each, on
-  // zeroed buffers in the layouts each primitive reads and writes (the reorders around it are the
-  // same for both), on the session's intra-op threads.
-  static bool Faster(const Plan& a, const Plan& b) {
+  // Whether the direct plan should replace the Winograd one: direct runs at least 10% faster (the
+  // margin keeps near ties from flipping between compiles). The answer is kept per configuration
+  // for the process, so a layer compiled again (a model file loaded, a second session) runs the
+  // same kernel and gives the same bits.
+  static bool DirectIsFaster(const Plan& direct, const Plan& winograd) {
+    static std::mutex mu;
+    static std::unordered_map<std::string, bool> decided;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (auto it = decided.find(winograd.key); it != decided.end()) return it->second;
+    }
+    double t[2];
+    Time(direct, winograd, t);
+    const bool faster = t[0] < 0.9 * t[1];
+    std::lock_guard<std::mutex> lock(mu);
+    return decided.emplace(winograd.key, faster).first->second;
+  }
+  // The time of plan a's and b's convolutions: the fastest of up to five interleaved runs each
+  // (fewer for slow layers: about 50 ms of timing in all), after one untimed run each, on zeroed
+  // buffers in the layouts each primitive reads and writes (the reorders around it are the same
+  // for both), on the session's intra-op threads.
+  static void Time(const Plan& a, const Plan& b, double* seconds) {
     using clock = std::chrono::steady_clock;
     struct Bench {
       dnnl::convolution_forward prim;
@@ -506,7 +529,8 @@ class Conv : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
       }
       if (!round) rounds = 1 + static_cast<int>(std::clamp(0.05 / std::max(took, 1e-9), 1.0, 5.0));
     }
-    return run[0].best < run[1].best;
+    seconds[0] = run[0].best;
+    seconds[1] = run[1].best;
   }
 
   static bool Geometry(const KernelContextBase* ctx, const Shape& x, const Shape& wt, Window* w, std::string* err) {
@@ -712,7 +736,7 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, w_any, dst), attr, CpuEngine());
       if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) return;
       dnnl::memory w_plain(w_plain_md, CpuEngine(), const_cast<void*>(wt->GetAddr()));
-      mm_weights_ = dnnl::memory(pd.weights_desc(), CpuEngine());
+      mm_weights_ = PackedWeights(pd.weights_desc(), CpuEngine());
       dnnl::stream st(CpuEngine());
       dnnl::reorder(w_plain, mm_weights_).execute(st, w_plain, mm_weights_);
       st.wait();
@@ -791,7 +815,7 @@ class ConvTranspose : public EagerExecuteOp, public ShapeInferOp, public Compila
             std::memcpy(&w_oi[static_cast<size_t>(((g * mg + om) * cg + ic) * k_sp)], pw + ((g * cg + ic) * mg + om) * k_sp,
                         static_cast<size_t>(k_sp) * sizeof(float));
       dnnl::memory w_plain({wd, dt::f32, group > 1 ? gw_tags[w.nd - 1] : w_tags[w.nd - 1]}, CpuEngine(), w_oi.data());
-      weights_ = dnnl::memory(pd.weights_desc(), CpuEngine());
+      weights_ = PackedWeights(pd.weights_desc(), CpuEngine());
       dnnl::stream st(CpuEngine());
       dnnl::reorder(w_plain, weights_).execute(st, w_plain, weights_);
       st.wait();

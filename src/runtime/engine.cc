@@ -4,6 +4,7 @@
 // together: each service checks the call state the loop set up.
 #include "runtime/engine.h"
 #include "runtime/omp_scope.h"
+#include "core/aligned_alloc.h"
 
 #include <dlfcn.h>
 #include <xxhash.h>
@@ -398,10 +399,7 @@ const WeftHostApi kHostApi = {sizeof(WeftHostApi), WEFT_ABI_VERSION, &SetError, 
 
 void AlignedFree(void* p) { std::free(p); }
 
-uint8_t* AlignedAlloc(size_t bytes) {
-  size_t n = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-  return static_cast<uint8_t*>(std::aligned_alloc(64, n));
-}
+uint8_t* AlignedAlloc(size_t bytes) { return static_cast<uint8_t*>(internal::AlignedAllocLarge(bytes)); }
 
 }  // namespace
 
