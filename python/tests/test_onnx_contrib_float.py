@@ -207,8 +207,8 @@ def test_bias_add(tmp_path):
     np.testing.assert_array_equal(got, (x + bias) + skip)
 
 
-def attention_model(tmp_path, rng, mask=None, unidirectional=0, attention_bias=False, qkv=None, scale=None, heads=4):
-    b, s, hin = 2, 6, 16
+def attention_model(tmp_path, rng, mask=None, unidirectional=0, attention_bias=False, qkv=None, scale=None, heads=4, b=2, filter_value=None):
+    s, hin = 6, 16
     sizes = qkv or [16, 16, 16]
     x = rand(rng, b, s, hin)
     feeds, ins = {"x": x}, ["x", "w", "bias"]
@@ -224,23 +224,32 @@ def attention_model(tmp_path, rng, mask=None, unidirectional=0, attention_bias=F
         attrs["qkv_hidden_sizes"] = qkv
     if scale is not None:
         attrs["scale"] = scale
+    if filter_value is not None:
+        attrs["mask_filter_value"] = filter_value
     path = save(tmp_path, [helper.make_node("Attention", ins, ["y"], domain=MS, **attrs)], feeds, ["y"], inits)
     return path, feeds
 
 
-@pytest.mark.parametrize("form", ["none", "lengths", "raw_2d", "raw_3d", "unidirectional", "attention_bias", "qkv_sizes", "scale"])
+@pytest.mark.parametrize("form", ["none", "lengths", "ends_starts", "ends_starts_batch1", "raw_2d", "raw_3d", "unidirectional",
+                                  "unidirectional_soft_filter", "attention_bias", "qkv_sizes", "scale"])
 def test_attention(tmp_path, form):
     rng = np.random.default_rng(10)
     kw = {}
     if form == "lengths":
         kw["mask"] = np.array([6, 3], np.int32)  # keys from each sequence's length on are masked
-    elif form == "raw_2d":
-        kw["mask"] = np.array([[1, 1, 0, 1, 1, 1], [1, 1, 1, 1, 0, 0]], np.int32)
+    elif form == "ends_starts":  # [2B]: end positions, then start positions (left padding)
+        kw["mask"] = np.array([6, 5, 0, 2], np.int32)
+    elif form == "ends_starts_batch1":
+        kw["mask"], kw["b"] = np.array([5, 1], np.int32), 1
+    elif form == "raw_2d":  # positive values take part; zero and negative ones are masked
+        kw["mask"] = np.array([[1, 2, 0, 1, -1, 1], [1, 1, 1, 1, 0, 0]], np.int32)
     elif form == "raw_3d":
         kw["mask"] = rng.integers(0, 2, (2, 6, 6)).astype(np.int32)
         kw["mask"][:, :, 0] = 1
     elif form == "unidirectional":
         kw["unidirectional"] = 1
+    elif form == "unidirectional_soft_filter":  # the causal mask does not use mask_filter_value
+        kw["unidirectional"], kw["filter_value"] = 1, -1.0
     elif form == "attention_bias":
         kw["attention_bias"] = True
     elif form == "qkv_sizes":
@@ -261,8 +270,8 @@ def test_embed_layer_normalization(tmp_path, segments, mask, position_ids):
     if segments:
         feeds["seg"] = rng.integers(0, 2, (b, s)).astype(np.int32)
         inits["segemb"] = rand(rng, 2, h)
-    if mask:
-        feeds["mask"] = np.array([[1] * 6, [1, 1, 1, 1, 0, 0]], np.int32)
+    if mask:  # mask_index counts the values equal to 1
+        feeds["mask"] = np.array([[1] * 6, [1, 2, 1, 1, 0, 0]], np.int32)
     if position_ids:
         ins.append("posids")
         feeds["posids"] = rng.integers(0, 10, (b, s)).astype(np.int32)

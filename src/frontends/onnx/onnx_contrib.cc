@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace weft::internal {
 namespace {
@@ -37,8 +38,9 @@ class Rewriter {
     return a && a->type() == WEFT_ATTR_STRING ? a->s() : std::string();
   }
   int Rank(const std::string& v) const {
-    auto it = c_.ranks.find(v);
-    return it == c_.ranks.end() ? -1 : it->second;
+    if (auto it = c_.ranks.find(v); it != c_.ranks.end()) return it->second;
+    const HostTensor* t = ConstantValue(v);
+    return t ? static_cast<int>(t->shape().GetDimNum()) : -1;
   }
   void SetRank(const std::string& v, int r) {
     if (!v.empty() && r >= 0) c_.ranks[v] = r;
@@ -69,6 +71,11 @@ class Rewriter {
   std::string FloatConst(float v, std::vector<int64_t> dims = {}) {
     HostTensor t(DT_FLOAT, Shape(dims));
     for (int64_t k = 0; k < t.shape().GetShapeSize(); ++k) t.data_as<float>()[k] = v;
+    return Constant(std::move(t));
+  }
+  std::string Int32Const(int32_t v) {
+    HostTensor t(DT_INT32, Shape());
+    *t.data_as<int32_t>() = v;
     return Constant(std::move(t));
   }
   std::string IntsConst(const std::vector<int64_t>& v, bool scalar = false) {
@@ -257,6 +264,8 @@ bool Attention(const Node& n, Rewriter& r) {
   const std::string v = split_heads(parts[2], {0, 2, 1, 3});  // [B, N, T, h]
   std::string scores = r.Op("Mul", {r.Op("MatMul", {q, kt}), r.FloatConst(scale)});
   std::string zero = r.FloatConst(0.f), masked = r.FloatConst(filter);
+  // Causal masking ignores mask_filter_value: a later key never takes part.
+  std::string future = r.FloatConst(std::numeric_limits<float>::lowest());
   auto seq_len = [&](int64_t axis) {  // the scores' dim `axis` as an int64 scalar
     return r.Op("Gather", {r.Op("Shape", {scores}), r.IntsConst({axis}, true)}, {{"axis", AttrValue::Int(0)}});
   };
@@ -265,11 +274,17 @@ bool Attention(const Node& n, Rewriter& r) {
     const int rank = r.Rank(mask);
     std::string valid;  // bool, true where a key position takes part
     std::vector<int64_t> axes{1, 2};
-    if (rank == 1) {  // [B]: each batch's valid length (keys from 0 up to it)
-      std::string len = r.Op("Unsqueeze", {r.Op("Cast", {mask}, {{"to", AttrValue::Type(DT_INT64)}}), r.IntsConst({1})});
-      valid = r.Op("Less", {positions(3), len});
-    } else if (rank == 2 || rank == 3) {  // [B, T] or [B, S, T]: 1 where valid, 0 where masked
-      valid = r.Op("Cast", {mask}, {{"to", AttrValue::Type(DT_BOOL)}});
+    if (rank == 1) {
+      // [B]: each batch's end position (keys from 0 up to it); [2B]: the ends, then the start
+      // positions (left padding). Appending zeros makes the starts of the [B] form 0.
+      const std::string b = r.Op("Unsqueeze", {seq_len(0), r.IntsConst({0})});
+      const std::string m = r.Op("Cast", {mask}, {{"to", AttrValue::Type(DT_INT64)}});
+      const std::string ends = r.Op("Slice", {m, r.IntsConst({0}), b});
+      const std::string starts = r.Op("Slice", {r.Op("Concat", {m, r.Op("Sub", {m, m})}, {{"axis", AttrValue::Int(0)}}), b, r.Op("Add", {b, b})});
+      const std::string pos = positions(3), one = r.IntsConst({1});
+      valid = r.Op("And", {r.Op("Less", {pos, r.Op("Unsqueeze", {ends, one})}), r.Op("GreaterOrEqual", {pos, r.Op("Unsqueeze", {starts, one})})});
+    } else if (rank == 2 || rank == 3) {  // [B, T] or [B, S, T]: positive where valid
+      valid = r.Op("Greater", {mask, r.Int32Const(0)});
       if (rank == 3) axes = {1};
     } else {
       return r.Fail(rank < 0 ? "the rank of mask_index ('" + mask + "') is not declared (value_info)"
@@ -280,7 +295,7 @@ bool Attention(const Node& n, Rewriter& r) {
   }
   if (r.Int("unidirectional", 0) != 0) {  // a query position attends to keys up to its own
     std::string rows = r.Op("Unsqueeze", {positions(2), r.IntsConst({1})});
-    scores = r.Op("Add", {scores, r.Op("Where", {r.Op("Greater", {positions(3), rows}), masked, zero})});
+    scores = r.Op("Add", {scores, r.Op("Where", {r.Op("Greater", {positions(3), rows}), future, zero})});
   }
   if (!r.In(5).empty()) scores = r.Op("Add", {scores, r.In(5)});
   std::string probs = r.Op("Softmax", {scores}, {{"axis", AttrValue::Int(-1)}});
@@ -310,8 +325,9 @@ bool EmbedLayerNorm(const Node& n, Rewriter& r) {
   r.SetRank(r.Out(0), 3);
   if (!r.Out(1).empty()) {
     if (r.Int("mask_index_type", 1) != 1) return r.Fail("mask_index_type " + std::to_string(r.Int("mask_index_type", 1)) + " is not supported (1 is)");
-    if (!r.In(7).empty()) {  // each batch's count of valid tokens
-      r.Op("ReduceSum", {r.In(7), r.IntsConst({1})}, {{"keepdims", AttrValue::Int(0)}}, r.Out(1));
+    if (!r.In(7).empty()) {  // each batch's count of mask values equal to 1
+      std::string ones = r.Op("Cast", {r.Op("Equal", {r.In(7), r.Int32Const(1)})}, {{"to", AttrValue::Type(DT_INT32)}});
+      r.Op("ReduceSum", {ones, r.IntsConst({1})}, {{"keepdims", AttrValue::Int(0)}}, r.Out(1));
     } else {  // no mask: zeros
       std::string b = r.Op("Slice", {r.Op("Shape", {r.In(0)}), r.IntsConst({0}), r.IntsConst({1})});
       r.Op("ConstantOfShape", {b}, {{"value", AttrValue::TensorValue(DT_INT32, Shape({1}), std::vector<uint8_t>(4, 0))}}, r.Out(1));

@@ -283,7 +283,8 @@ struct NodeImporter {
   const std::string& base_dir;
   std::vector<std::string> problems;
   std::map<std::string, int> ranks;  // values whose rank is known: declared, or derived on import
-  std::map<std::string, size_t> constant_index;  // g's constants by name (rebuilt when more are added)
+  std::map<std::string, size_t> constant_index;  // g's constants by name
+  size_t constants_indexed = 0;                  // how many of g's constants constant_index covers
   int counter = 0;
 
   static std::string Map(const std::map<std::string, std::string>& rename, const std::string& name) {
@@ -410,15 +411,15 @@ struct NodeImporter {
     if (n.domain.empty() || n.domain == "com.microsoft") NoteRanks(n);
     g.AddNode(std::move(n));
   }
-  int RankOf(const std::string& v) const {
-    auto it = ranks.find(v);
-    return v.empty() || it == ranks.end() ? -1 : it->second;
+  int RankOf(const std::string& v) {
+    if (v.empty()) return -1;
+    if (auto it = ranks.find(v); it != ranks.end()) return it->second;
+    const HostTensor* t = ConstantOf(v);
+    return t ? static_cast<int>(t->shape().GetDimNum()) : -1;
   }
   const HostTensor* ConstantOf(const std::string& v) {
-    if (constant_index.size() != g.constants().size()) {
-      constant_index.clear();
-      for (size_t k = 0; k < g.constants().size(); ++k) constant_index[g.constants()[k].first] = k;
-    }
+    // Constants are only appended: index the new ones.
+    for (; constants_indexed < g.constants().size(); ++constants_indexed) constant_index[g.constants()[constants_indexed].first] = constants_indexed;
     auto it = constant_index.find(v);
     return it == constant_index.end() ? nullptr : &g.constants()[it->second].second;
   }
