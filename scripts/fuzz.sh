@@ -60,8 +60,10 @@ seed_onnx_import() {
   else
     echo "libonnx-testdata is not installed: the ONNX corpus starts from bench models only" >&2
   fi
-  # QDQ convolutions, which the importer fuses into QLinearConv.
+  # QDQ convolutions, which the importer fuses into QLinearConv; ONNX Runtime's fused operators,
+  # which it rewrites.
   "$PY" tests/fuzz/make_seeds.py onnx_qdq "$dir" || true
+  "$PY" tests/fuzz/make_seeds.py onnx_contrib "$dir" || true
   # Benchmark models, when exported; libFuzzer truncates seeds past -max_len, so only small ones.
   for f in bench/models/out/*.onnx; do
     [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 1048576 ] && cp "$f" "$dir/bench_$(basename "$f")"
@@ -92,7 +94,7 @@ build_target() {
   case $1 in
     model_file) build model_file src/model/model_format.cc tests/fuzz/model_file_fuzz.cc -lxxhash ;;
     onnx_import)
-      build onnx_import -DONNX_NAMESPACE=onnx -DONNX_ML=1 src/frontends/onnx/onnx_importer.cc src/graph/graph.cc \
+      build onnx_import -DONNX_NAMESPACE=onnx -DONNX_ML=1 src/frontends/onnx/onnx_importer.cc src/frontends/onnx/onnx_contrib.cc src/graph/graph.cc \
         src/aot/registry_parts.cc src/core/suggest.cc src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc tests/fuzz/onnx_import_fuzz.cc -lonnx_proto -lprotobuf ;;
     litert_import)
       mkdir -p "$OUT/generated"

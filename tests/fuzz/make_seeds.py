@@ -4,6 +4,7 @@
   python tests/fuzz/make_seeds.py json DIR   # the JSON graphs embedded in tests/*.cc as raw strings
   python tests/fuzz/make_seeds.py plugin_table DIR   # byte strings for the table decoder
   python tests/fuzz/make_seeds.py onnx_qdq DIR   # QDQ convolutions (the importer fuses them)
+  python tests/fuzz/make_seeds.py onnx_contrib DIR   # ONNX Runtime's fused operators (rewritten on import)
 """
 import json
 import pathlib
@@ -123,7 +124,38 @@ def onnx_qdq_seeds(out):
         (out / f"qdq_conv_{k}.onnx").write_bytes(model.SerializeToString())
 
 
+def onnx_contrib_seeds(out):
+    # One node each of the com.microsoft operators the importer rewrites, with the inputs and
+    # attributes that steer the rewrite (activations, transposes, masks), so mutations reach them.
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    ms = "com.microsoft"
+    f32 = np.float32
+    cases = {
+        "fused_conv": ([helper.make_node("FusedConv", ["x", "w", "b", "x"], ["y"], domain=ms, activation="Clip", activation_params=[0.0, 6.0],
+                                         pads=[1, 1, 1, 1])], {"x": [1, 2, 4, 4]}, {"w": np.ones([2, 2, 3, 3], f32), "b": np.ones(2, f32)}),
+        "fused_matmul": ([helper.make_node("FusedMatMul", ["x", "x"], ["y"], domain=ms, alpha=0.5, transA=1, transBatchB=1)],
+                         {"x": [2, 3, 3]}, {}),
+        "skip_ln": ([helper.make_node("SkipLayerNormalization", ["x", "x", "g", "g", "g"], ["y", "m", "v", "s"], domain=ms)],
+                    {"x": [1, 2, 4]}, {"g": np.ones(4, f32)}),
+        "attention": ([helper.make_node("Attention", ["x", "w", "b", "mask"], ["y"], domain=ms, num_heads=2, unidirectional=1)],
+                      {"x": [1, 3, 4], "mask": [2]}, {"w": np.ones([4, 12], f32), "b": np.ones(12, f32)}),
+        "embed_ln": ([helper.make_node("EmbedLayerNormalization", ["ids", "ids", "e", "e", "e", "g", "g", "ids"], ["y", "mi", "s"], domain=ms)],
+                     {"ids": [1, 3]}, {"e": np.ones([4, 4], f32), "g": np.ones(4, f32)}),
+    }
+    for name, (nodes, ins, inits) in cases.items():
+        ints = {"mask", "ids"}
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(k, TensorProto.INT32 if k in ints else TensorProto.FLOAT, s)
+                                            for k, s in ins.items()],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in nodes[-1].output],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)], ir_version=8)
+        (out / f"contrib_{name}.onnx").write_bytes(model.SerializeToString())
+
+
 if __name__ == "__main__":
     kind, out = sys.argv[1], pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    {"npy": npy_seeds, "json": json_seeds, "plugin_table": plugin_table_seeds, "onnx_qdq": onnx_qdq_seeds}[kind](out)
+    {"npy": npy_seeds, "json": json_seeds, "plugin_table": plugin_table_seeds, "onnx_qdq": onnx_qdq_seeds,
+     "onnx_contrib": onnx_contrib_seeds}[kind](out)
