@@ -37,9 +37,10 @@ class Rewriter {
     const AttrValue* a = Attr(name);
     return a && a->type() == WEFT_ATTR_STRING ? a->s() : std::string();
   }
+  const HostTensor* Constant(const std::string& v) const { return c_.constant(v); }
   int Rank(const std::string& v) const {
     if (auto it = c_.ranks.find(v); it != c_.ranks.end()) return it->second;
-    const HostTensor* t = ConstantValue(v);
+    const HostTensor* t = c_.constant(v);
     return t ? static_cast<int>(t->shape().GetDimNum()) : -1;
   }
   void SetRank(const std::string& v, int r) {
@@ -71,23 +72,17 @@ class Rewriter {
   std::string FloatConst(float v, std::vector<int64_t> dims = {}) {
     HostTensor t(DT_FLOAT, Shape(dims));
     for (int64_t k = 0; k < t.shape().GetShapeSize(); ++k) t.data_as<float>()[k] = v;
-    return Constant(std::move(t));
+    return AddConstant(std::move(t));
   }
   std::string Int32Const(int32_t v) {
     HostTensor t(DT_INT32, Shape());
     *t.data_as<int32_t>() = v;
-    return Constant(std::move(t));
+    return AddConstant(std::move(t));
   }
   std::string IntsConst(const std::vector<int64_t>& v, bool scalar = false) {
     HostTensor t(DT_INT64, scalar ? Shape() : Shape({static_cast<int64_t>(v.size())}));
     if (!v.empty()) std::memcpy(t.data(), v.data(), v.size() * sizeof(int64_t));
-    return Constant(std::move(t));
-  }
-  // A constant's value, when `name` is one.
-  const HostTensor* ConstantValue(const std::string& name) const {
-    for (auto& [k, t] : c_.g.constants())
-      if (k == name) return &t;
-    return nullptr;
+    return AddConstant(std::move(t));
   }
 
   // y = activation(x) as the standard op of that name; the alpha/beta/gamma given or the op's defaults.
@@ -116,7 +111,7 @@ class Rewriter {
 
  private:
   std::string Fresh(const std::string& what) { return n_.name + "/" + what + "_out_" + std::to_string(counter_++); }
-  std::string Constant(HostTensor t) {
+  std::string AddConstant(HostTensor t) {
     std::string name = n_.name + "/const_" + std::to_string(counter_++);
     c_.g.AddConstant(name, std::move(t));
     return name;
@@ -241,7 +236,7 @@ bool Attention(const Node& n, Rewriter& r) {
     if (q->ints().size() != 3) return r.Fail("qkv_hidden_sizes must have 3 values");
     dq = q->ints()[0], dk = q->ints()[1], dv = q->ints()[2];
   } else {
-    const HostTensor* w = r.ConstantValue(r.In(1));
+    const HostTensor* w = r.Constant(r.In(1));
     if (!w || w->shape().GetDimNum() != 2 || w->shape().GetDim(1) % 3)
       return r.Fail("without qkv_hidden_sizes, weights must be a constant [input_hidden, 3 * hidden]");
     dq = dk = dv = w->shape().GetDim(1) / 3;

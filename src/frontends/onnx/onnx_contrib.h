@@ -1,6 +1,7 @@
 // ONNX Runtime's com.microsoft float operators, as the standard operators they stand for.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,7 +12,8 @@ namespace weft::internal {
 
 // What a rewrite may know of the graph around a node.
 struct OnnxContribContext {
-  Graph& g;                            // constants: those imported (weights' shapes) and new ones
+  Graph& g;                            // takes the constants the rewrites add
+  std::function<const HostTensor*(const std::string&)> constant;  // a constant's value by name, or null
   std::map<std::string, int>& ranks;   // known ranks of values; the rewrites add their outputs'
   std::vector<std::string>& problems;  // forms that cannot be rewritten, each naming the node
 };

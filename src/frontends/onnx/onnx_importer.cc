@@ -389,7 +389,7 @@ struct NodeImporter {
     if (n.domain == "com.microsoft") {  // ONNX Runtime's fused float operators: their standard parts
       n.when = when;
       std::vector<Node> parts;
-      internal::OnnxContribContext cc{g, ranks, problems};
+      internal::OnnxContribContext cc{g, [this](const std::string& v) { return ConstantOf(v); }, ranks, problems};
       if (internal::LowerOnnxRuntimeContribOp(n, cc, &parts)) {
         for (Node& p : parts) AddNode(std::move(p));
         return Status::Ok();
@@ -426,12 +426,11 @@ struct NodeImporter {
   void NoteRanks(const Node& n) {
     static const std::set<std::string> kSameAsFirst = {
         "Abs", "BatchNormalization", "Cast", "CastLike", "Ceil", "Clip", "Conv", "ConvTranspose", "Cos", "CumSum", "Dropout", "Elu",
-        "Erf", "Exp", "FastGelu", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization",
+        "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization",
         "LayerNormalization", "LeakyRelu", "Log", "LogSoftmax", "LRN", "Mish", "Neg", "Not", "PRelu", "QuickGelu", "Reciprocal",
         "Relu", "Round", "Selu", "Sigmoid", "Sign", "SimplifiedLayerNormalization", "Sin", "Slice", "Softmax", "Softplus",
         "Softsign", "Sqrt", "Tanh", "ThresholdedRelu", "Tile", "Pad", "Resize", "Split", "Concat", "MaxPool", "AveragePool",
-        "GlobalAveragePool", "GlobalMaxPool", "BiasGelu", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-        "BiasAdd", "FusedConv"};
+        "GlobalAveragePool", "GlobalMaxPool"};
     static const std::set<std::string> kBroadcast = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Where", "Equal", "Less",
                                                      "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Mod",
                                                      "Sum", "Mean"};
@@ -449,10 +448,10 @@ struct NodeImporter {
         if (k < 0) return;
         r = std::max(r, k);
       }
-    } else if (n.op_type == "MatMul" || n.op_type == "FusedMatMul") {
+    } else if (n.op_type == "MatMul") {
       const int r1 = n.inputs.size() > 1 ? RankOf(n.inputs[1]) : -1;
       if (r0 >= 2 && r1 >= 2) r = std::max(r0, r1);
-    } else if (n.op_type == "Gemm" || n.op_type == "FusedGemm" || n.op_type == "Flatten") {
+    } else if (n.op_type == "Gemm" || n.op_type == "Flatten") {
       r = 2;
     } else if (n.op_type == "Transpose") {
       auto it = n.attrs.find("perm");
