@@ -391,20 +391,8 @@ class DynamicQuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public
     if (!y || !ys || !yz) return GRAPH_FAILED;
     const int64_t n = x->GetShapeSize();
     const float* px = x->GetData<float>();
-    float mn = 0.f, mx = 0.f;
-    bool finite = true;
-    RangeWithZero(px, n, &mn, &mx, &finite);
-    if (!finite)
-      for (int64_t i = 0; i < n; ++i)
-        if (!std::isfinite(px[i])) return Fail(ctx, "the input holds " + std::to_string(px[i]) + " at element " + std::to_string(i) + "; it must be finite");
-    // An all-zero input has no range: scale 1 (any scale gives zeros), rather than 0 and NaNs.
-    const float scale = mx == mn ? 1.f : (mx - mn) / 255.f;
-    const float zpf = std::nearbyint(std::min(std::max(0.f - mn / scale, 0.f), 255.f));
-    const uint8_t zp = static_cast<uint8_t>(zpf);
-    *ys->GetData<float>() = scale;
-    *yz->GetData<uint8_t>() = zp;
-    uint8_t* py = y->GetData<uint8_t>();
-    QuantizeToUint8(px, n, scale, zpf, py);
+    if (int64_t bad = DynamicQuantizeUint8(px, n, y->GetData<uint8_t>(), ys->GetData<float>(), yz->GetData<uint8_t>()); bad >= 0)
+      return Fail(ctx, "the input holds " + std::to_string(px[bad]) + " at element " + std::to_string(bad) + "; it must be finite");
     return GRAPH_SUCCESS;
   }
 };
@@ -965,6 +953,22 @@ class QGemm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, p
 };
 
 }  // namespace
+
+int64_t DynamicQuantizeUint8(const float* x, int64_t n, uint8_t* q, float* scale, uint8_t* zero_point) {
+  float mn = 0.f, mx = 0.f;
+  bool finite = true;
+  RangeWithZero(x, n, &mn, &mx, &finite);
+  if (!finite)
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(x[i])) return i;
+  // An all-zero input has no range: scale 1 (any scale gives zeros), rather than 0 and NaNs.
+  const float s = mx == mn ? 1.f : (mx - mn) / 255.f;
+  const float zpf = std::nearbyint(std::min(std::max(0.f - mn / s, 0.f), 255.f));
+  *scale = s;
+  *zero_point = static_cast<uint8_t>(zpf);
+  QuantizeToUint8(x, n, s, zpf, q);
+  return -1;
+}
 
 void WeftRegister_quantize(std::vector<OpEntry>& out) {
   const TensorType q({DT_INT8, DT_UINT8, DT_INT16, DT_UINT16, DT_INT32});

@@ -10,6 +10,7 @@
 #include "aot_emit.h"
 #include "dnnl_runner.h"
 #include "op_util.h"
+#include "rnn_activation.h"
 #include "vector_math.h"
 
 namespace weft::ops {
@@ -17,25 +18,7 @@ namespace {
 
 enum class Kind { kRnn, kGru, kLstm };
 
-struct Activation {
-  std::string name;
-  float alpha = 0, beta = 0;
-  bool sigmoid = false, tanh = false;  // set with the name, for the vectorized paths
-  double operator()(double x) const {
-    if (name == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
-    if (name == "Tanh") return std::tanh(x);
-    if (name == "Relu") return std::max(0.0, x);
-    if (name == "HardSigmoid") return std::clamp(alpha * x + beta, 0.0, 1.0);
-    if (name == "LeakyRelu") return x >= 0 ? x : alpha * x;
-    if (name == "ThresholdedRelu") return x > alpha ? x : 0.0;
-    if (name == "ScaledTanh") return alpha * std::tanh(beta * x);
-    if (name == "Affine") return alpha * x + beta;
-    if (name == "Elu") return x >= 0 ? x : alpha * (std::exp(x) - 1);
-    if (name == "Softsign") return x / (1 + std::fabs(x));
-    if (name == "Softplus") return std::log1p(std::exp(x));
-    return NAN;
-  }
-};
+using Activation = RnnActivation;
 
 WEFT_VMATH_CLONES void SigmoidInPlace(float* v, int64_t n) {
 #pragma omp simd
@@ -177,13 +160,6 @@ WEFT_VMATH_CLONES void RnnGates(const GateArgs& a, float* z) {
   if (a.y) std::copy(a.hn, a.hn + a.n, a.y);
 }
 
-bool KnownActivation(const std::string& n) {
-  for (const char* k : {"Sigmoid", "Tanh", "Relu", "HardSigmoid", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "Affine", "Elu",
-                        "Softsign", "Softplus"})
-    if (n == k) return true;
-  return false;
-}
-
 template <Kind K>
 class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad {
  public:
@@ -260,40 +236,7 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
 
   // Activations: per direction f, g (and h for LSTM), with alpha/beta consumed in order.
   static bool GetActivations(const KernelContextBase* ctx, int64_t dirs, std::vector<Activation>* acts, std::string* err) {
-    const int per_dir = K == Kind::kLstm ? 3 : K == Kind::kGru ? 2 : 1;
-    const RuntimeAttrs* a = ctx->GetAttrs();
-    ListView<const char*> names = a->GetListString("activations");
-    ListView<float> alphas = a->GetListFloat("activation_alpha"), betas = a->GetListFloat("activation_beta");
-    if (names.size() != 0 && names.size() != static_cast<size_t>(per_dir * dirs)) {
-      *err = "activations lists " + std::to_string(names.size()) + " names; it needs " + std::to_string(per_dir) + " per direction (" +
-             std::to_string(per_dir * dirs) + " for " + std::to_string(dirs) + " direction(s)) or none for the defaults";
-      return false;
-    }
-    if (*a->GetFloat("clip") < 0) {
-      *err = "clip must be positive (0 or absent: no clipping), not " + std::to_string(*a->GetFloat("clip"));
-      return false;
-    }
-    size_t ai = 0, bi = 0;
-    for (int64_t k = 0; k < per_dir * dirs; ++k) {
-      Activation act;
-      act.name = names.size() > static_cast<size_t>(k) ? names[k] : (k % per_dir == 0 && K != Kind::kRnn ? "Sigmoid" : "Tanh");
-      act.sigmoid = act.name == "Sigmoid";
-      act.tanh = act.name == "Tanh";
-      if (!KnownActivation(act.name)) {
-        *err = "unknown activation '" + act.name + "'";
-        return false;
-      }
-      bool takes_alpha = act.name == "HardSigmoid" || act.name == "LeakyRelu" || act.name == "ThresholdedRelu" || act.name == "ScaledTanh" ||
-                         act.name == "Affine" || act.name == "Elu";
-      bool takes_beta = act.name == "HardSigmoid" || act.name == "ScaledTanh" || act.name == "Affine";
-      if (act.name == "HardSigmoid") act.alpha = 0.2f, act.beta = 0.5f;
-      if (act.name == "LeakyRelu") act.alpha = 0.01f;
-      if (act.name == "ThresholdedRelu" || act.name == "Elu") act.alpha = 1.0f;
-      if (takes_alpha && ai < alphas.size()) act.alpha = alphas[ai++];
-      if (takes_beta && bi < betas.size()) act.beta = betas[bi++];
-      acts->push_back(act);
-    }
-    return true;
+    return ParseRnnActivations(ctx, K == Kind::kLstm ? 3 : K == Kind::kGru ? 2 : 1, dirs, K != Kind::kRnn, acts, err);
   }
 
   // float32 through weft_rnn_f32 (ops/aot/rnn.c), one row of the batch at a time; sequence_lens
