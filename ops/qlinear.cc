@@ -1,7 +1,7 @@
 // The quantized operators of ONNX Runtime's com.microsoft domain that its quantizer writes in the
 // QOperator format (onnxruntime.quantization, QuantFormat.QOperator) and that the ONNX model zoo's
 // int8 models use: QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
-// QLinearGlobalAveragePool and QLinearConcat (QGemm is in quantize.cc beside the other 8-bit
+// QLinearGlobalAveragePool, QLinearConcat and QLinearSoftmax (QGemm is in quantize.cc beside the other 8-bit
 // GEMMs, QLinearAveragePool in conv_pool.cc beside the pooling windows). The arithmetic is ONNX Runtime's on x86-64, operation for operation, so that a model
 // gives the same bytes in both:
 //   QLinearAdd:  rA = sA / sC, rB = sB / sC, F = zC - fma(rA, zA, rB * zB);
@@ -16,6 +16,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -829,6 +830,81 @@ class QLinearConcat : public EagerExecuteOp, public ShapeInferOp, public LayoutA
   }
 };
 
+// ---- QLinearSoftmax -----------------------------------------------------------------------------
+// X, X_scale, x_zero_point?, y_scale, y_zero_point?; `axis` and `opset` (that of the Softmax it
+// replaces: below 13 the input is taken as 2-D, split before `axis`; from 13 the softmax runs along
+// `axis` alone; axis defaults to -1 for both, as in ONNX Runtime's schema). ONNX Runtime's arithmetic: with D the length
+// softmaxed over and s = X_scale, a table of 256 floats E[i] = exp((i - 255 + c) * s), computed in
+// double, where c = max(0, ln(FLT_MAX / D) - 5) / s keeps the sums finite; per row, with m the
+// largest byte value, sum = the floats E[x - m + 255] added in order; then
+// y = nearbyint(E[x - m + 255] * floor(1 / y_scale) / sum) + y_zero_point, in float, saturated. The
+// zero point of X cancels out. (Where ONNX Runtime's int8 kernel lets a value above 127 wrap, as a
+// probability that rounds to 1 does when y_zero_point is -128, this one saturates.)
+class QLinearSoftmax : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const DataType t = ctx->GetInputDataType(0);
+    if (!Is8BitType(t)) return Fail(ctx, std::string("X must be int8 or uint8, not ") + DataTypeName(t));
+    const Tensor* yz = ctx->GetOptionalInputTensor(4);
+    if (yz && yz->GetDataType() != t) return Fail(ctx, "y_zero_point must have X's type " + std::string(DataTypeName(t)));
+    return ctx->SetOutputDataType(0, t);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const DataType t = x->GetDataType();
+    const Shape& shape = x->GetShape();
+    const int64_t rank = static_cast<int64_t>(shape.GetDimNum());
+    const int64_t opset = *ctx->GetAttrs()->GetInt("opset");
+    int64_t axis = *ctx->GetAttrs()->GetInt("axis");
+    if (!NormalizeAxis(axis, std::max<int64_t>(rank, 1), &axis)) return Fail(ctx, AxisError(axis, rank));
+    QParam xq, yq;
+    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "X", &xq) ||
+        !ReadQParam(ctx, ctx->GetOptionalInputTensor(3), ctx->GetOptionalInputTensor(4), t, "y", &yq))
+      return GRAPH_FAILED;
+    // rows of `len` values `stride` apart: outer x inner of them
+    int64_t outer = 1, len = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t n = shape.GetDim(static_cast<size_t>(d));
+      if (d < axis) outer *= n;
+      else if (d == axis || opset < 13) len *= n;
+      else inner *= n;
+    }
+    Tensor* y = ctx->MallocOutputTensor(0, shape, t);
+    if (!y) return GRAPH_FAILED;
+    if (shape.GetShapeSize() == 0) return GRAPH_SUCCESS;
+    double c = std::log(static_cast<double>(std::numeric_limits<float>::max() / static_cast<float>(len)));
+    c = std::max(0.0, c - 5.0) / static_cast<double>(xq.scale);
+    float table[256];
+    for (int i = 0; i < 256; ++i) table[i] = static_cast<float>(std::exp((static_cast<double>(i) - 255.0 + c) * static_cast<double>(xq.scale)));
+    const float ys = std::floor(1.0f / yq.scale);
+    float lo, hi;
+    Range(t, &lo, &hi);
+    const auto* px = static_cast<const uint8_t*>(x->GetAddr());
+    auto* py = static_cast<uint8_t*>(y->GetAddr());
+    const bool s8 = t == DT_INT8;
+    ctx->ParallelFor(outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t base = (r / inner) * len * inner + r % inner;
+        auto value = [&](int64_t k) { return s8 ? static_cast<int32_t>(static_cast<int8_t>(px[base + k * inner])) : static_cast<int32_t>(px[base + k * inner]); };
+        int32_t m = value(0);
+        for (int64_t k = 1; k < len; ++k) m = std::max(m, value(k));
+        float sum = 0.f;
+        for (int64_t k = 0; k < len; ++k) sum += table[value(k) - m + 255];
+        for (int64_t k = 0; k < len; ++k) {
+          float q = std::nearbyint(table[value(k) - m + 255] * ys / sum) + static_cast<float>(yq.zp);
+          q = std::min(std::max(q, lo), hi);
+          py[base + k * inner] = static_cast<uint8_t>(static_cast<int32_t>(q));
+        }
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
 }  // namespace
 
 void WeftRegister_qlinear(std::vector<OpEntry>& out) {
@@ -867,6 +943,17 @@ void WeftRegister_qlinear(std::vector<OpEntry>& out) {
                      .ATTR(channels_last, Int, 0)
                      .Build(),
                  MakeOpImpl<QLinearGlobalAveragePool>("QLinearGlobalAveragePool")});
+  out.push_back({OpDefBuilder("QLinearSoftmax")
+                     .INPUT(X, q8)
+                     .INPUT(X_scale, f32)
+                     .OPTIONAL_INPUT(x_zero_point, q8)
+                     .INPUT(y_scale, f32)
+                     .OPTIONAL_INPUT(y_zero_point, q8)
+                     .OUTPUT(Y, q8)
+                     .ATTR(axis, Int, -1)
+                     .REQUIRED_ATTR(opset, Int)
+                     .Build(),
+                 MakeOpImpl<QLinearSoftmax>("QLinearSoftmax")});
   out.push_back({OpDefBuilder("QLinearConcat")
                      .DYNAMIC_INPUT(inputs, TensorType({DT_FLOAT, DT_INT8, DT_UINT8}))
                      .OUTPUT(Y, q8)

@@ -1,6 +1,6 @@
 """ONNX Runtime's com.microsoft quantized operators (the QOperator format of its quantizer):
 QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool,
-QLinearAveragePool, QLinearConcat and QGemm, node by node on random data and random scales, byte for
+QLinearAveragePool, QLinearConcat, QLinearSoftmax, QLinearWhere and QGemm, node by node on random data and random scales, byte for
 byte against ONNX Runtime and within one step of a float64 recomputation, and as generated C
 (`weft aot`, built as strict C99) byte for byte against the runtime on the same inputs; a network
 quantized by onnxruntime.quantization in the QOperator format, its 8-bit values kept as pixel rows
@@ -19,7 +19,8 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-T = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8, np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32}
+T = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8, np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32,
+     np.bool_: TensorProto.BOOL}
 MS = "com.microsoft"
 
 
@@ -571,6 +572,72 @@ def error_of(tmp_path, nodes, inputs, outputs, inits, feeds):
     with pytest.raises(Exception) as e:
         weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run(feeds)
     return str(e.value)
+
+
+SOFTMAX = [  # shape, axis (None: the attribute absent), opset of the Softmax replaced
+    ([2, 12, 197], -1, 13),
+    ([3, 5, 7], 1, 13),
+    ([4, 10], None, 13),
+    ([2, 3, 4, 5], 2, 12),
+    ([2, 3, 4, 5], None, 11),
+    ([1, 1000], 1, 13),
+]
+
+
+@pytest.mark.parametrize("qtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", range(len(SOFTMAX)))
+def test_softmax_matches_onnxruntime(tmp_path, qtype, case):
+    """QLinearSoftmax as onnxruntime.quantization writes it (y_scale 1/256, y_zero_point 0 or -128)
+    and with other output parameters, on random bytes under scales that keep many values apart and
+    that make one value dominate: ONNX Runtime's bytes, within one step of a float64 softmax."""
+    shape, axis, opset = SOFTMAX[case]
+    rng = np.random.default_rng(case * 7 + (qtype == np.int8))
+    x = rand_q(rng, qtype, shape)
+    for k, (xs, ys, yz) in enumerate([(0.02, 1 / 256, 0 if qtype == np.uint8 else -128), (0.15, 1 / 256, 0 if qtype == np.uint8 else -128),
+                                      (0.05, 1 / 200, 10 if qtype == np.uint8 else -100)]):
+        attrs = {"opset": opset}
+        if axis is not None:
+            attrs["axis"] = axis
+        node = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], domain=MS, **attrs)
+        path = save(tmp_path, [node], [("x", qtype, shape)], [("y", qtype)],
+                    {"xs": np.float32(xs), "xz": qtype(3), "ys": np.float32(ys), "yz": qtype(yz)}, name=f"s{k}.onnx")
+        got, want = both(path, {"x": x})
+        # float64: the softmax of the dequantized values along the axis (below opset 13, over the
+        # flattened dims from the axis on)
+        ax = (axis if axis is not None else -1) % len(shape)  # absent: -1 below opset 13 too (ONNX Runtime's schema)
+        v = (x.astype(np.float64) - 3) * np.float32(xs)
+        if opset < 13:
+            v = v.reshape(int(np.prod(shape[:ax])), -1)
+            e = np.exp(v - v.max(axis=1, keepdims=True))
+            p = (e / e.sum(axis=1, keepdims=True)).reshape(shape)
+        else:
+            e = np.exp(v - v.max(axis=ax, keepdims=True))
+            p = e / e.sum(axis=ax, keepdims=True)
+        ref = quantize64(p, np.float64(np.float32(ys)), yz, qtype)
+        within_one_step(got[0], ref)
+        # where ONNX Runtime's int8 kernel wraps a probability that rounds to 1, Weft saturates
+        wraps = (want[0].astype(np.int64) == -128) & (ref == 127) if qtype == np.int8 else np.zeros(shape, bool)
+        assert np.array_equal(got[0][~wraps], want[0][~wraps])
+        assert (got[0][wraps] == 127).all()
+
+
+@pytest.mark.parametrize("qtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("shapes", [([2, 3, 4], [2, 3, 4], [2, 3, 4]), ([1, 1, 4], [2, 3, 1], [3, 4]), ([2, 3, 4], [], [1])])
+def test_where_matches_onnxruntime(tmp_path, qtype, shapes):
+    """QLinearWhere: each side requantized to the output's parameters (also when they equal the
+    side's own), with broadcasting; ONNX Runtime's bytes."""
+    cs, xsh, ysh = shapes
+    rng = np.random.default_rng(len(cs) * 10 + len(xsh))
+    feeds = {"c": rng.integers(0, 2, cs).astype(bool), "x": rand_q(rng, qtype, xsh), "y": rand_q(rng, qtype, ysh)}
+    for k, (xs, xz, ys, yz) in enumerate([(0.1, 5, 0.03, -7), (0.07, 1, 0.07, 1)]):
+        lo, _ = lim(qtype)
+        zs, zz = np.float32(0.07), qtype(1)
+        node = helper.make_node("QLinearWhere", ["c", "x", "xs", "xz", "y", "ys", "yz", "zs", "zz"], ["z"], domain=MS)
+        path = save(tmp_path, [node], [("c", np.bool_, cs), ("x", qtype, xsh), ("y", qtype, ysh)], [("z", qtype)],
+                    {"xs": np.float32(xs), "xz": qtype(xz - lo if qtype == np.uint8 and xz < 0 else xz), "ys": np.float32(ys),
+                     "yz": qtype(yz + 128 if qtype == np.uint8 and yz < 0 else yz), "zs": zs, "zz": zz}, name=f"w{k}.onnx")
+        got, want = both(path, feeds)
+        assert got[0].dtype == want[0].dtype and np.array_equal(got[0], want[0])
 
 
 def test_errors_name_the_parameter(tmp_path):

@@ -358,6 +358,18 @@ bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vect
          r.Op("Add", {r.Op("Add", {r.In(0), r.In(1)}), r.In(2)}, {}, r.Out(0));
          return true;
        }},
+      {"QLinearWhere", [](const Node&, Rewriter& r) {
+         // condition ? requantize(X) : requantize(Y), each value dequantized and quantized with Z's
+         // parameters, as ONNX Runtime's tables map them (condition, X, x_scale, x_zero_point, Y,
+         // y_scale, y_zero_point, z_scale, z_zero_point; all nine present).
+         for (size_t k = 0; k < 9; ++k)
+           if (r.In(k).empty()) return r.Fail("takes nine inputs (condition, X, x_scale, x_zero_point, Y, y_scale, y_zero_point, z_scale, z_zero_point)");
+         auto requant = [&](size_t at) {
+           return r.Op("QuantizeLinear", {r.Op("DequantizeLinear", {r.In(at), r.In(at + 1), r.In(at + 2)}), r.In(7), r.In(8)});
+         };
+         r.Op("Where", {r.In(0), requant(1), requant(4)}, {}, r.Out(0));
+         return true;
+       }},
   };
   auto it = kRewrites.find(n.op_type);
   if (it == kRewrites.end()) return false;
