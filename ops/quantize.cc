@@ -70,7 +70,10 @@ struct Grouping {
 bool Group(const KernelContextBase* ctx, const Shape& x, const Shape& scale, const Shape* zp, Grouping* g) {
   const int64_t* bs = ctx->GetAttrs()->GetInt("block_size");
   if (bs && *bs != 0) return Fail(ctx, "block-wise quantization (block_size " + std::to_string(*bs) + ") is not supported"), false;
-  if (zp && *zp != scale) return Fail(ctx, "the zero point " + zp->ToString() + " must have the scale's shape " + scale.ToString()), false;
+  // One value each in any of the per-tensor forms (a scalar zero point beside a [1] scale, as
+  // quantizers write for biases) is per-tensor too.
+  const bool one = scale.GetDimNum() <= 1 && scale.GetShapeSize() == 1 && (!zp || (zp->GetDimNum() <= 1 && zp->GetShapeSize() == 1));
+  if (zp && *zp != scale && !one) return Fail(ctx, "the zero point " + zp->ToString() + " must have the scale's shape " + scale.ToString()), false;
   if (scale.GetDimNum() == 0 || (scale.GetDimNum() == 1 && scale.GetDim(0) == 1)) return true;
   if (scale.GetDimNum() != 1) return Fail(ctx, "the scale must be a scalar or 1-D, not " + scale.ToString()), false;
   const int64_t* a = ctx->GetAttrs()->GetInt("axis");
@@ -154,8 +157,7 @@ class AnyLayoutPerTensor : public LayoutAwareOp, public CompilableOp, public Reb
 class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public AnyLayoutPerTensor {
  public:
   // The runtime's arithmetic in C99: float division, nearbyintf (the default rounding: half to
-  // even), the zero point added in double, clamped; a scale that is not positive and finite
-  // fails the run.
+  // even), the zero point added in double, clamped; a scale that is not positive fails the run.
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* s = ctx->GetInputTensor(1);
@@ -170,7 +172,7 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
     ctx->Include("<math.h>");
     std::string r = "{\n  const float* in = " + ctx->Input(0, "float") + ";\n  const float* sc = " + ctx->Input(1, "float") + ";\n  " + ct +
                     "* out = " + ctx->Output(0, ct.c_str()) + ";\n  int64_t i;\n";
-    r += "  for (i = 0; i < " + aot::IntLit(g.count) + "; ++i)\n    if (!(sc[i] > 0.f) || sc[i] > 3.402823466e38f) return 1;\n";
+    r += "  for (i = 0; i < " + aot::IntLit(g.count) + "; ++i)\n    if (!(sc[i] > 0.f)) return 1;\n";
     r += "  for (i = 0; i < " + aot::IntLit(x->GetShapeSize()) + "; ++i) {\n    const int64_t q = " + GroupIndex(g) + ";\n";
     r += "    const double z = " + (zp ? "(double)" + ctx->Input(2, ct.c_str()) + "[q]" : std::string("0.0")) + ";\n";
     r += "    const float v = nearbyintf(in[i] / sc[q]);\n    double d = (double)v + z;\n";
@@ -204,7 +206,9 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
     const int64_t n = PlannedElements(x);
     for (int64_t q = 0; q < g.count; ++q) {
       const float scale = FloatAt(s, q);
-      if (!(scale > 0.f) || std::isinf(scale)) return Fail(ctx, "scale " + std::to_string(q) + " is " + std::to_string(scale) + "; it must be positive and finite");
+      // An infinite scale (calibration over values that overflow writes one) maps every finite value
+      // to the zero point, as x / inf = 0 does.
+      if (!(scale > 0.f)) return Fail(ctx, "scale " + std::to_string(q) + " is " + std::to_string(scale) + "; it must be positive");
     }
     if (x->GetDataType() == DT_FLOAT && s->GetDataType() == DT_FLOAT && (y->GetDataType() == DT_INT8 || y->GetDataType() == DT_UINT8)) {
       if (y->GetDataType() == DT_INT8) QuantizeRuns(ctx, x->GetData<float>(), s->GetData<float>(), zp, g, n, y->GetData<int8_t>());
@@ -649,22 +653,26 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(3);
     const Tensor *as = ctx->GetInputTensor(1), *bs = ctx->GetInputTensor(4), *ys = ctx->GetInputTensor(6), *yz = ctx->GetInputTensor(7);
-    for (const Tensor* t : {as, bs, ys})
-      if (t->GetShapeSize() != 1 || t->GetDataType() != DT_FLOAT) return Fail(ctx, "the scales must be float32 scalars (per-axis scales are not supported)");
-    if (yz->GetShapeSize() != 1) return Fail(ctx, "y_zero_point must be a scalar");
+    (void)as, (void)ys;
     const Tensor *azp = ctx->GetInputTensor(2), *bzp = ctx->GetInputTensor(5);
     IntMatMul p;
     if (!p.Plan(ctx, a->GetShape(), b->GetShape())) return GRAPH_FAILED;
+    if (!CheckScales(ctx, p)) return GRAPH_FAILED;
+    const bool per_column = bs->GetShapeSize() > 1;
     if ((azp->GetShapeSize() != 1 && azp->GetShapeSize() != p.m) || (bzp->GetShapeSize() != 1 && bzp->GetShapeSize() != p.n))
       return Fail(ctx, "a zero point must be a scalar or hold one value per row of a / column of b");
     const std::string ct = aot::CType(yz->GetDataType());
     int64_t lo, hi;
     IntRange(yz->GetDataType(), &lo, &hi);
     ctx->Include("<math.h>");
+    // per column of b: the scale of the output's column (at % n)
+    const std::string sc = per_column ? ctx->Input(1, "float") + "[0] * " + ctx->Input(4, "float") + "[at % " + aot::IntLit(p.n) + "] / " +
+                                            ctx->Input(6, "float") + "[0]"
+                                      : std::string("scale");
     std::string r = "{\n  " + ct + "* Y = " + ctx->Output(0, ct.c_str()) + ";\n  const float scale = " + ctx->Input(1, "float") + "[0] * " +
                     ctx->Input(4, "float") + "[0] / " + ctx->Input(6, "float") + "[0];\n  const float yz = (float)" + ctx->Input(7, ct.c_str()) +
                     "[0];\n  if (!(scale >= 0.f) || scale > 3.402823466e38f) return 1;\n";
-    const std::string store = "        {\n          float v = nearbyintf((float)sum32 * scale) + yz;\n          v = v < " + aot::IntLit(lo) + ".f ? " +
+    const std::string store = "        {\n          const float s = " + sc + ";\n          float v = nearbyintf((float)sum32 * s) + yz;\n          if (!(s >= 0.f) || s > 3.402823466e38f) return 1;\n          v = v < " + aot::IntLit(lo) + ".f ? " +
                               aot::IntLit(lo) + ".f : v > " + aot::IntLit(hi) + ".f ? " + aot::IntLit(hi) + ".f : v;\n          Y[at] = (" + ct +
                               ")v;\n        }\n";
     r += EmitIntMatMul(ctx, p, 0, 3, 2, 5, a, b, azp, bzp, store) + "}\n";
@@ -687,19 +695,24 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
     const Tensor* a = ctx->GetInputTensor(0);
     const Tensor* b = ctx->GetInputTensor(3);
     const Tensor *as = ctx->GetInputTensor(1), *bs = ctx->GetInputTensor(4), *ys = ctx->GetInputTensor(6), *yz = ctx->GetInputTensor(7);
-    for (const Tensor* s : {as, bs, ys})
-      if (s->GetShapeSize() != 1 || s->GetDataType() != DT_FLOAT) return Fail(ctx, "the scales must be float32 scalars (per-axis scales are not supported)");
-    if (yz->GetShapeSize() != 1) return Fail(ctx, "y_zero_point must be a scalar");
     IntMatMul p;
     if (!p.Plan(ctx, a->GetShape(), b->GetShape())) return GRAPH_FAILED;
+    if (!CheckScales(ctx, p)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, p.out, yz->GetDataType());
     if (!y) return GRAPH_FAILED;
     const int64_t n = p.out.GetShapeSize();
     auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(int32_t)));
     if (!acc) return GRAPH_FAILED;
     if (!p.Run(ctx, a, b, ctx->GetInputTensor(2), ctx->GetInputTensor(5), acc, ctx, &packed_)) return GRAPH_FAILED;
-    const float scale = *as->GetData<float>() * *bs->GetData<float>() / *ys->GetData<float>();
-    if (!std::isfinite(scale) || scale < 0.f) return Fail(ctx, "a_scale * b_scale / y_scale is " + std::to_string(scale) + "; the scales must be positive and finite");
+    // One multiplier per column of b: a_scale * b_scale[j] / y_scale (one for all with a per-tensor b_scale).
+    const int64_t ns = bs->GetShapeSize();
+    std::vector<float> scales(static_cast<size_t>(ns));
+    for (int64_t j = 0; j < ns; ++j) {
+      scales[j] = *as->GetData<float>() * bs->GetData<float>()[j] / *ys->GetData<float>();
+      if (!std::isfinite(scales[j]) || scales[j] < 0.f)
+        return Fail(ctx, "a_scale * b_scale" + std::string(ns > 1 ? "[" + std::to_string(j) + "]" : "") + " / y_scale is " + std::to_string(scales[j]) +
+                             "; the scales must be positive and finite");
+    }
     int64_t lo, hi;
     IntRange(yz->GetDataType(), &lo, &hi);
     const float zp = static_cast<float>(IntAt(yz, 0));
@@ -707,7 +720,7 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
     auto store = [&](auto* out) {
       using T = std::remove_pointer_t<decltype(out)>;
       for (int64_t i = 0; i < n; ++i) {  // nearbyint as in QuantizeRuns: |v| >= 2^22 clamps whatever its fraction
-        float v = static_cast<float>(acc[i]) * scale;
+        float v = static_cast<float>(acc[i]) * scales[ns == 1 ? 0 : i % ns];
         v = RoundHalfEvenSmall(v);
         out[i] = static_cast<T>(static_cast<int32_t>(std::min(std::max(v + zp, flo), fhi)));
       }
@@ -719,6 +732,20 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
   graphStatus Compile(OpCompileContext* ctx) override { return PackConstantB(ctx, 3, &packed_); }
 
  private:
+  // float32 scales: a_scale and y_scale one value each, b_scale one or one per column of b
+  // (per-channel weights); y_zero_point one value.
+  static bool CheckScales(const KernelContextBase* ctx, const IntMatMul& p) {
+    const Tensor *as = ctx->GetInputTensor(1), *bs = ctx->GetInputTensor(4), *ys = ctx->GetInputTensor(6), *yz = ctx->GetInputTensor(7);
+    for (const Tensor* t : {as, bs, ys})
+      if (t->GetDataType() != DT_FLOAT) return Fail(ctx, "the scales must be float32"), false;
+    if (as->GetShapeSize() != 1 || ys->GetShapeSize() != 1)
+      return Fail(ctx, "a_scale and y_scale must be one value each (per-tensor), not " + as->GetShape().ToString() + " and " + ys->GetShape().ToString()), false;
+    if (bs->GetShapeSize() != 1 && (bs->GetShapeSize() != p.n || b_rank(ctx) < 2))
+      return Fail(ctx, "b_scale " + bs->GetShape().ToString() + " must be one value or one per column of b (" + std::to_string(p.n) + ")"), false;
+    if (yz->GetShapeSize() != 1) return Fail(ctx, "y_zero_point must be a scalar"), false;
+    return true;
+  }
+  static size_t b_rank(const KernelContextBase* ctx) { return ctx->GetInputTensor(3)->GetShape().GetDimNum(); }
   IntMatMul::PackedB packed_;
 };
 

@@ -121,6 +121,32 @@ def test_conv_integer_and_dynamic_quantize_match_onnxruntime(tmp_path):
         assert np.abs(got[0].astype(np.int32) - want[0].astype(np.int32)).max() <= 1
 
 
+@pytest.mark.parametrize("btype", [np.int8, np.uint8])
+def test_qlinear_matmul_with_per_column_weights(tmp_path, btype):
+    """QLinearMatMul as quantize_static(per_channel=True) writes it: b_scale and b_zero_point one per
+    column of the constant B; ONNX Runtime's bytes (the multiplier a_scale * b_scale[j] / y_scale
+    per column), in the runtime and as generated C; a b_scale of another length is an error."""
+    rng = np.random.default_rng(9)
+    a = rng.integers(0, 256, [2, 7, 33]).astype(np.uint8)
+    lo, hi = (-128, 127) if btype == np.int8 else (0, 255)
+    b = rng.integers(lo, hi + 1, [33, 20]).astype(btype)
+    bz = np.zeros(20, btype) if btype == np.int8 else rng.integers(100, 156, 20).astype(btype)
+    inits = {"b": b, "as": np.float32(0.02), "az": np.uint8(128), "bs": rng.uniform(0.002, 0.02, 20).astype(np.float32), "bz": bz,
+             "ys": np.float32(0.07), "yz": np.uint8(120)}
+    node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+    path = save(tmp_path, [node], [("a", np.uint8, a.shape)], [("y", np.uint8)], inits, name="qmm_pc.onnx")
+    got, want = both(path, {"a": a})
+    assert len(np.unique(want[0])) > 50
+    np.testing.assert_array_equal(got[0], want[0])
+    res = build_and_run_c(tmp_path, path, {"a": a})
+    assert res.returncode == 0, res.stdout + res.stderr
+    inits["bs"] = inits["bs"][:7]
+    inits["bz"] = inits["bz"][:7]
+    path = save(tmp_path, [node], [("a", np.uint8, a.shape)], [("y", np.uint8)], inits, name="qmm_bad.onnx")
+    with pytest.raises(Exception, match=r"b_scale \[7\] must be one value or one per column of b \(20\)"):
+        weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([a])
+
+
 def test_bad_quantization_parameters_are_errors(tmp_path):
     x = np.ones([2, 3], np.float32)
     node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=1)
@@ -130,8 +156,21 @@ def test_bad_quantization_parameters_are_errors(tmp_path):
         weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
     path = save(tmp_path, [node], [("x", np.float32, [2, 3])], [("y", np.int8)], {"s": np.float32([0.1, 0.0, 0.2]), "z": np.int8([0, 0, 0])},
                 name="b.onnx")
-    with pytest.raises(Exception, match="scale 1 is 0.0+; it must be positive and finite"):
+    with pytest.raises(Exception, match="scale 1 is 0.0+; it must be positive"):
         weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    # An infinite scale (what calibration over values that overflow writes) maps finite values to the
+    # zero point, as ONNX Runtime runs it; a scalar zero point beside a [1] scale is per-tensor.
+    path = save(tmp_path, [node], [("x", np.float32, [2, 3])], [("y", np.int8)], {"s": np.float32([0.1, np.inf, 0.2]), "z": np.int8([0, 3, 0])},
+                name="inf.onnx")
+    xi = np.float32([[1, 2, 3], [-4, 5e30, -np.inf]])
+    got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([xi])[0]
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": xi})[0]
+    assert np.array_equal(got[:, :2], want[:, :2]) and (got[:1, 1] == 3).all()
+    dq = helper.make_node("DequantizeLinear", ["q", "s1", "z0"], ["f"])
+    path = save(tmp_path, [dq], [("q", np.int32, [4])], [("f", np.float32)], {"s1": np.float32([0.5]), "z0": np.int32(0)}, name="bias.onnx")
+    q = np.int32([1, -2, 300, 7])
+    assert np.array_equal(weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([q])[0],
+                          ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"q": q})[0])
     path = save(tmp_path, [node], [("x", np.float32, [2, 3])], [("y", np.int8)], {"s": np.float32([0.1, 0.1, 0.2]), "z": np.int8([0, 0])},
                 name="c.onnx")
     with pytest.raises(Exception, match=r"zero point \[2\] must have the scale's shape \[3\]"):
