@@ -57,6 +57,12 @@ std::shared_ptr<const Int8PackedB> Int8PackB(const int8_t* b, int64_t n, int64_t
 bool Int8GemmSums(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t* acc,
                   const Int8PackedB* pre = nullptr) __attribute__((weak));
 
+// Int8GemmSums with Int8ConvRescaled's rescaling fused (pixel = row of A, f = column): y[i * ldy + j]
+// = round_half_even(float(sum + bias[j]) * scale[j]) + y_zero, clamped, stored as its low byte.
+// False where the fused kernel does not apply (it needs AVX-512 VNNI). Weak.
+bool Int8GemmRescaled(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b,
+                      const Int8FloatRescale& r, const Int8PackedB* pre = nullptr) __attribute__((weak));
+
 // ONNX's DynamicQuantizeLinear on n floats, as ONNX Runtime computes it (the range widened to hold
 // 0; scale (max - min) / 255, or 1 for an all-zero input; zero point and values rounded half to
 // even and saturated): q [n], *scale, *zero_point. -1, or the index of the first value that is

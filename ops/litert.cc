@@ -5787,6 +5787,18 @@ bool Int8ConvSums(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int
   return ConvS8(ctx, g, x, x_zp, w, out, pre);
 }
 
+bool Int8GemmRescaled(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b,
+                      const Int8FloatRescale& r, const Int8PackedB* pre) {
+  if (!HasVnni512() || !r.y || !r.scale || r.ldy < n) return false;
+  GemmOut out;
+  out.bias = r.bias;
+  out.fq = r.y;
+  out.ldq = r.ldy;
+  out.fscale = r.scale;
+  out.fz = r.y_zero, out.flo = r.lo, out.fhi = r.hi;
+  return GemmS8(ctx, m, n, k, a, a_zp, b, 0, out, pre ? pre->vnni.get() : nullptr);
+}
+
 bool Int8ConvRescaled(EagerOpExecutionContext* ctx, const Int8ConvDims& g, const int8_t* x, int32_t x_zp, const int8_t* w, const Int8FloatRescale& r,
                       const Int8PackedB* pre) {
   if (!HasVnni512() || !r.y || !r.scale || r.ldy < g.oc) return false;

@@ -840,6 +840,58 @@ class QLinearConcat : public EagerExecuteOp, public ShapeInferOp, public LayoutA
 // y = nearbyint(E[x - m + 255] * floor(1 / y_scale) / sum) + y_zero_point, in float, saturated. The
 // zero point of X cancels out. (Where ONNX Runtime's int8 kernel lets a value above 127 wrap, as a
 // probability that rounds to 1 does when y_zero_point is -128, this one saturates.)
+#if defined(__x86_64__) && defined(__GNUC__)
+bool HasAvx512Bw() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return yes;
+}
+// Byte k of each of 16 rows (`rows`: their offsets from x) as int32 values. Each lane reads 4 bytes
+// inside its row (rows of 8 bytes or more): the word ending at byte k, or for the first three bytes
+// the row's first word.
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m512i LaneBytes(const uint8_t* x, __m512i rows, int64_t k, bool s8) {
+  const int64_t from = k >= 3 ? k - 3 : 0;
+  __m512i v = _mm512_i32gather_epi32(_mm512_add_epi32(rows, _mm512_set1_epi32(static_cast<int32_t>(from))), reinterpret_cast<const int*>(x), 1);
+  if (k < 3) v = _mm512_slli_epi32(v, static_cast<unsigned>(24 - 8 * k));
+  return s8 ? _mm512_srai_epi32(v, 24) : _mm512_srli_epi32(v, 24);
+}
+
+// QLinearSoftmax's arithmetic (below) on 16 consecutive rows of `len` bytes at once: lane i holds
+// row i's maximum and sum, the sum built in the row's own order, so every value is the scalar one.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void SoftmaxRows16(const uint8_t* x, int64_t len, bool s8, const float* table, float ys, float zp,
+                                                                float lo, float hi, uint8_t* y) {
+  alignas(64) int32_t mx[16];
+  for (int i = 0; i < 16; ++i) {
+    const uint8_t* row = x + i * len;
+    int32_t m = s8 ? static_cast<int8_t>(row[0]) : row[0];
+    for (int64_t k = 1; k < len; ++k) m = std::max(m, s8 ? static_cast<int32_t>(static_cast<int8_t>(row[k])) : static_cast<int32_t>(row[k]));
+    mx[i] = m;
+  }
+  // offsets of the rows' bytes; the index of value v in row i's table is v - max_i + 255
+  const __m512i shift = _mm512_sub_epi32(_mm512_set1_epi32(255), _mm512_load_si512(mx));
+  const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(static_cast<int32_t>(len)));
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t k = 0; k < len; ++k) sum = _mm512_add_ps(sum, _mm512_i32gather_ps(_mm512_add_epi32(LaneBytes(x, rows, k, s8), shift), table, 4));
+  alignas(64) float sums[16];
+  _mm512_store_ps(sums, sum);
+  const __m512 vys = _mm512_set1_ps(ys), vz = _mm512_set1_ps(zp), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  for (int i = 0; i < 16; ++i) {
+    const uint8_t* row = x + i * len;
+    uint8_t* out = y + i * len;
+    const __m512 vs = _mm512_set1_ps(sums[i]);
+    const __m512i sh = _mm512_set1_epi32(255 - mx[i]);
+    for (int64_t k = 0; k < len; k += 16) {
+      const __mmask16 keep = len - k >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (len - k)) - 1);
+      const __m128i b = _mm_maskz_loadu_epi8(keep, row + k);
+      const __m512i v = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+      const __m512 t = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), keep, _mm512_add_epi32(v, sh), table, 4);
+      __m512 q = _mm512_roundscale_ps(_mm512_div_ps(_mm512_mul_ps(t, vys), vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(q, vz), vlo), vhi);
+      _mm512_mask_cvtepi32_storeu_epi8(out + k, keep, _mm512_cvtps_epi32(q));
+    }
+  }
+}
+#endif
+
 class QLinearSoftmax : public EagerExecuteOp, public ShapeInferOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
@@ -886,7 +938,12 @@ class QLinearSoftmax : public EagerExecuteOp, public ShapeInferOp {
     const auto* px = static_cast<const uint8_t*>(x->GetAddr());
     auto* py = static_cast<uint8_t*>(y->GetAddr());
     const bool s8 = t == DT_INT8;
-    ctx->ParallelFor(outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
+    const float fz = static_cast<float>(yq.zp);
+    ctx->ParallelFor(outer * inner, std::max<int64_t>(16, 4096 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
+#if defined(__x86_64__) && defined(__GNUC__)
+      if (inner == 1 && len >= 8 && len < (1 << 24) && HasAvx512Bw())  // rows side by side, each lane one row's sum in its own order
+        for (; r0 + 16 <= r1; r0 += 16) SoftmaxRows16(px + r0 * len, len, s8, table, ys, fz, lo, hi, py + r0 * len);
+#endif
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t base = (r / inner) * len * inner + r % inner;
         auto value = [&](int64_t k) { return s8 ? static_cast<int32_t>(static_cast<int8_t>(px[base + k * inner])) : static_cast<int32_t>(px[base + k * inner]); };

@@ -644,6 +644,18 @@ class MatMulInteger : public EagerExecuteOp, public ShapeInferOp, public Emittab
   IntMatMul::PackedB packed_;
 };
 
+// rows x cols int32 sums to 8 bits: sum * scale[col] rounded half to even (as QuantizeRuns: |v| >=
+// 2^22 clamps whatever its fraction), plus zp, clamped to [lo, hi].
+template <typename T>
+WEFT_ISA_CLONES void RequantizeRows(const int32_t* acc, int64_t rows, int64_t cols, const float* scale, float zp, float lo, float hi, T* out) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      float v = static_cast<float>(acc[r * cols + j]) * scale[j];
+      v = RoundHalfEvenSmall(v);
+      out[r * cols + j] = static_cast<T>(static_cast<int32_t>(std::min(std::max(v + zp, lo), hi)));
+    }
+}
+
 // a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point: the int32 product of
 // the zero-point-free operands, times a_scale * b_scale / y_scale (float), rounded half to even,
 // plus y_zero_point, saturated to y's type.
@@ -701,32 +713,33 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
     Tensor* y = ctx->MallocOutputTensor(0, p.out, yz->GetDataType());
     if (!y) return GRAPH_FAILED;
     const int64_t n = p.out.GetShapeSize();
-    auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(int32_t)));
-    if (!acc) return GRAPH_FAILED;
-    if (!p.Run(ctx, a, b, ctx->GetInputTensor(2), ctx->GetInputTensor(5), acc, ctx, &packed_)) return GRAPH_FAILED;
-    // One multiplier per column of b: a_scale * b_scale[j] / y_scale (one for all with a per-tensor b_scale).
-    const int64_t ns = bs->GetShapeSize();
-    std::vector<float> scales(static_cast<size_t>(ns));
+    // One multiplier per column of the output: a_scale * b_scale[j] / y_scale (the same for all
+    // with a per-tensor b_scale).
+    const int64_t ns = bs->GetShapeSize(), cols = std::max<int64_t>(p.n, 1);
+    auto* scales = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(cols) * sizeof(float)));
+    if (!scales) return GRAPH_FAILED;
     for (int64_t j = 0; j < ns; ++j) {
       scales[j] = *as->GetData<float>() * bs->GetData<float>()[j] / *ys->GetData<float>();
       if (!std::isfinite(scales[j]) || scales[j] < 0.f)
         return Fail(ctx, "a_scale * b_scale" + std::string(ns > 1 ? "[" + std::to_string(j) + "]" : "") + " / y_scale is " + std::to_string(scales[j]) +
                              "; the scales must be positive and finite");
     }
+    for (int64_t j = ns; j < cols; ++j) scales[j] = scales[0];
     int64_t lo, hi;
     IntRange(yz->GetDataType(), &lo, &hi);
     const float zp = static_cast<float>(IntAt(yz, 0));
-    const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
-    auto store = [&](auto* out) {
-      using T = std::remove_pointer_t<decltype(out)>;
-      for (int64_t i = 0; i < n; ++i) {  // nearbyint as in QuantizeRuns: |v| >= 2^22 clamps whatever its fraction
-        float v = static_cast<float>(acc[i]) * scales[ns == 1 ? 0 : i % ns];
-        v = RoundHalfEvenSmall(v);
-        out[i] = static_cast<T>(static_cast<int32_t>(std::min(std::max(v + zp, flo), fhi)));
-      }
-    };
-    if (y->GetDataType() == DT_INT8) store(y->GetData<int8_t>());
-    else store(y->GetData<uint8_t>());
+    if (n == 0) return GRAPH_SUCCESS;
+    if (Fused(ctx, p, scales, zp, static_cast<float>(lo), static_cast<float>(hi), y)) return GRAPH_SUCCESS;
+    auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n) * sizeof(int32_t)));
+    if (!acc) return GRAPH_FAILED;
+    if (!p.Run(ctx, a, b, ctx->GetInputTensor(2), ctx->GetInputTensor(5), acc, ctx, &packed_)) return GRAPH_FAILED;
+    const int64_t rows = n / cols;
+    ctx->ParallelFor(rows, std::max<int64_t>(1, 16384 / cols), [&](int64_t r0, int64_t r1) {
+      if (y->GetDataType() == DT_INT8)
+        RequantizeRows(acc + r0 * cols, r1 - r0, cols, scales, zp, static_cast<float>(lo), static_cast<float>(hi), y->GetData<int8_t>() + r0 * cols);
+      else
+        RequantizeRows(acc + r0 * cols, r1 - r0, cols, scales, zp, static_cast<float>(lo), static_cast<float>(hi), y->GetData<uint8_t>() + r0 * cols);
+    });
     return GRAPH_SUCCESS;
   }
   graphStatus Compile(OpCompileContext* ctx) override { return PackConstantB(ctx, 3, &packed_); }
@@ -746,6 +759,39 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
     return true;
   }
   static size_t b_rank(const KernelContextBase* ctx) { return ctx->GetInputTensor(3)->GetShape().GetDimNum(); }
+  // The product and the rescaling in one pass (Int8GemmRescaled), where it applies: B the constant
+  // int8 matrix Compile laid out, zero points 0; a_zero_point one value; every row of A (its batch
+  // dims too) one row of the product.
+  bool Fused(EagerOpExecutionContext* ctx, const IntMatMul& p, const float* scales, float zp, float lo, float hi, Tensor* y) const {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor *azp = ctx->GetInputTensor(2), *bzp = ctx->GetInputTensor(5);
+    if (!Int8GemmRescaled || !packed_.ready || !packed_.kernel || ctx->GetInputTensor(3)->GetDataType() != DT_INT8 || p.b_batch.GetShapeSize() != 1 ||
+        packed_.rows.size() != static_cast<size_t>(p.n * p.k) || azp->GetShapeSize() != 1 || a->GetShape().GetDimNum() < 2 ||
+        p.m * p.n * p.k < IntMatMul::kFastMacs)
+      return false;
+    for (int64_t j = 0; j < bzp->GetShapeSize(); ++j)
+      if (IntAt(bzp, j) != 0) return false;
+    const int64_t rows = a->GetShapeSize() / p.k;
+    const int8_t* a8 = a->GetData<int8_t>();
+    int32_t a_zp = static_cast<int32_t>(IntAt(azp, 0));
+    if (a->GetDataType() == DT_UINT8) {  // the kernel takes int8: values and zero point less 128
+      auto* t = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(rows * p.k)));
+      if (!t) return false;
+      const uint8_t* pa = a->GetData<uint8_t>();
+      const int64_t total = rows * p.k;
+      ctx->ParallelFor(total, 1 << 16, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) t[i] = static_cast<int8_t>(pa[i] ^ 0x80);
+      });
+      a8 = t;
+      a_zp -= 128;
+    }
+    Int8FloatRescale r;
+    r.scale = scales;
+    r.y_zero = zp, r.lo = lo, r.hi = hi;
+    r.y = static_cast<uint8_t*>(y->GetAddr());
+    r.ldy = p.n;
+    return Int8GemmRescaled(ctx, rows, p.n, p.k, a8, a_zp, packed_.rows.data(), r, packed_.kernel.get());
+  }
   IntMatMul::PackedB packed_;
 };
 

@@ -2,7 +2,7 @@
 """Models quantized by ONNX Runtime's own tooling, Weft against ONNX Runtime, in one process.
 
     .venv/bin/python bench/quantized/compare_ort_quantized.py [--models resnet18,mobilenet_v2,bert_base]
-                                                              [--formats qdq,qoperator]
+                                                              [--formats qdq,qoperator,dynamic]
                                                               [--rounds 7] [--iters 10] [--threads 1]
                                                               [--out DIR] [--markdown FILE]
 
@@ -14,7 +14,9 @@ Users who quantize with onnxruntime.quantization get one of two kinds of file:
     QLinearConv, and contrib operators of the com.microsoft domain (QLinearAdd,
     QLinearGlobalAveragePool, QGemm, ...) in place of the pairs.
   - dynamic (quantize_dynamic): DynamicQuantizeLinear + MatMulInteger for every MatMul/Gemm with a
-    constant weight, the rest float; used here for the transformers.
+    constant weight, ConvInteger for convolutions, DynamicQuantizeLSTM for LSTMs, the rest float;
+    used here for the transformers and recurrent models. With `dynamic` among --formats every listed
+    model is quantized in every listed format.
 Each model comes from the zoo (bench/zoo/make_zoo.py, full size, static shapes, random seeded
 weights), is quantized once into --out (default bench/quantized/out, ignored by git), then timed:
 interleaved batches of `--iters` runs of each runtime, a 50 ms pause before each batch, the figure
@@ -65,17 +67,17 @@ def feeds_for(entry, seed):
 
 
 def kind(name, fmt):
-    return ("static QDQ" if fmt == "qdq" else "static QOperator") if name in STATIC else "dynamic"
+    return {"qdq": "static QDQ", "qoperator": "static QOperator", "dynamic": "dynamic"}[fmt]
 
 
 def quantize(name, src, entry, out_dir, fmt):
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
 
-    tag = ("static" if fmt == "qdq" else "qoperator") if name in STATIC else "dynamic"
+    tag = {"qdq": "static", "qoperator": "qoperator", "dynamic": "dynamic"}[fmt]
     dst = os.path.join(out_dir, f"{name}.{tag}.onnx")
     if os.path.exists(dst):
         return dst
-    if name in STATIC:
+    if fmt != "dynamic":
         class Reader(CalibrationDataReader):
             def __init__(self):
                 self.i = 0
@@ -95,7 +97,8 @@ def quantize(name, src, entry, out_dir, fmt):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="resnet18,mobilenet_v2,bert_base")
-    ap.add_argument("--formats", default="qdq", help="qdq, qoperator or both (comma-separated): the CNNs' static format(s)")
+    ap.add_argument("--formats", default="qdq", help="qdq, qoperator or both (comma-separated): the CNNs' static format(s); "
+                    "with dynamic among them, every listed model in every listed format")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
@@ -111,9 +114,12 @@ def main():
 
     formats = args.formats.split(",")
     for f in formats:
-        if f not in ("qdq", "qoperator"):
-            ap.error(f"unknown format {f!r} (qdq, qoperator)")
-    jobs = [(name, fmt) for name in args.models.split(",") for fmt in (formats if name in STATIC else formats[:1])]
+        if f not in ("qdq", "qoperator", "dynamic"):
+            ap.error(f"unknown format {f!r} (qdq, qoperator, dynamic)")
+    if "dynamic" in formats:
+        jobs = [(name, fmt) for name in args.models.split(",") for fmt in formats]
+    else:  # the CNNs statically, the others dynamically
+        jobs = [(name, fmt) for name in args.models.split(",") for fmt in (formats if name in STATIC else ["dynamic"])]
     rows = []
     for name, fmt in jobs:
         src, entry = zoo_file(name)

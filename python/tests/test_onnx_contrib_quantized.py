@@ -469,6 +469,44 @@ def test_qdq_gemm_becomes_qgemm(tmp_path, qtype, trans_b, per_column, bias):
 
 
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("case", ["weights_per_column", "weights_per_tensor", "two_activations"])
+def test_qdq_matmul_becomes_qlinear_matmul(tmp_path, qtype, case):
+    """DequantizeLinear (A per tensor; B a constant per column or per tensor, or a second activation
+    as in attention) -> MatMul -> QuantizeLinear runs as QLinearMatMul, as ONNX Runtime runs it: the
+    same bytes; within one step of the float path (--no-fuse-qdq)."""
+    rng = np.random.default_rng({"weights_per_column": 50, "weights_per_tensor": 51, "two_activations": 52}[case] + (qtype == np.int8))
+    lo, hi = lim(qtype)
+    shape_a, k, n = [2, 5, 96], 96, 40
+    xs, xz = np.float32(0.03), qtype(rng.integers(lo // 2, hi // 2))
+    inits = {"xs": xs, "xz": xz, "ys": np.float32(4.0 if case == "two_activations" else 0.3), "yz": qtype(rng.integers(lo // 2, hi // 2))}
+    nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"])]
+    inputs = [("x", qtype, shape_a)]
+    feeds = {"x": rand_q(rng, qtype, shape_a)}
+    if case == "two_activations":
+        inits.update({"bs": np.float32(0.02), "bz": qtype(rng.integers(lo // 2, hi // 2))})
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["wf"]))
+        inputs.append(("b", qtype, [2, k, n]))
+        feeds["b"] = rand_q(rng, qtype, [2, k, n])
+    else:
+        per_column = case == "weights_per_column"
+        inits.update({"w": rng.integers(-128, 128, [k, n]).astype(np.int8),
+                      "ws": np.exp(rng.uniform(-7, -5, n)).astype(np.float32) if per_column else np.float32(0.002),
+                      "wz": np.zeros(n, np.int8) if per_column else np.int8(0)})
+        nodes.append(helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=1))
+    nodes += [helper.make_node("MatMul", ["xf", "wf"], ["yf"]), helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["y"])]
+    path = save(tmp_path, nodes, inputs, [("y", qtype)], inits)
+    got, want = both(path, feeds)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert len(np.unique(got[0])) > 10
+    cli = os.environ.get("WEFT_CLI", "weft")
+    steps = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "inspect", "--steps", path], capture_output=True, text=True,
+                           check=True).stdout
+    assert " QLinearMatMul " in steps and " MatMul '" not in steps
+    plain = weft.Session(use_env_path=False).compile(weft.import_onnx(path, fuse_qdq=False)).run(list(feeds.values()))[0]
+    assert np.abs(got[0].astype(np.int32) - np.asarray(plain).astype(np.int32)).max() <= 1
+
+
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
 def test_float_activations_between_qdq_pairs_keep_pixel_rows(tmp_path, qtype):
     """Float activations ONNX Runtime leaves unquantized (HardSigmoid, Tanh) between a
     DequantizeLinear and a QuantizeLinear, between two QLinearConvs: the whole stretch stays in
@@ -581,6 +619,7 @@ SOFTMAX = [  # shape, axis (None: the attribute absent), opset of the Softmax re
     ([2, 3, 4, 5], 2, 12),
     ([2, 3, 4, 5], None, 11),
     ([1, 1000], 1, 13),
+    ([5, 8, 9], -1, 13),  # 40 short rows: 16 at a time, then one by one
 ]
 
 

@@ -747,7 +747,7 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
   // same patterns), all quantized per tensor: DequantizeLinear -> Add or Mul -> QuantizeLinear
   // becomes QLinearAdd or QLinearMul; -> GlobalAveragePool, AveragePool, Sigmoid, LeakyRelu ->
   // QuantizeLinear becomes QLinearGlobalAveragePool, QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu (their arithmetic is ONNX
-  // Runtime's; Concat -> QLinearConcat and Gemm -> QGemm further down); and a MaxPool between a DequantizeLinear and a QuantizeLinear of the same scale
+  // Runtime's; Concat -> QLinearConcat, Gemm -> QGemm and MatMul -> QLinearMatMul further down); and a MaxPool between a DequantizeLinear and a QuantizeLinear of the same scale
   // and zero point runs on the 8-bit values as they are (the maximum commutes with both maps, and
   // quantizing a dequantized value gives it back).
   // A scale the QLinear ops take: positive and finite (others stay on the float path, which
@@ -907,6 +907,33 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
     n.outputs = q.outputs;
     for (const char* a : {"transA", "transB"})
       if (auto it = op.attrs.find(a); it != op.attrs.end()) n.attrs[a] = it->second;
+    fused.push_back(std::move(n));
+    drop.insert(k);
+    drop.insert(qk);
+  }
+  // MatMul -> QLinearMatMul (as ONNX Runtime fuses it): A dequantized per tensor; B dequantized
+  // per tensor, or a constant 2-D 8-bit matrix dequantized per column (axis 1); into a QuantizeLinear.
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const Node& op = nodes[k];
+    if (op.op_type != "MatMul" || !op.domain.empty() || !op.when.empty() || drop.count(k) || op.inputs.size() != 2) continue;
+    const size_t qk = q_of(op);
+    const Node* da = per_tensor(op.inputs[0]);
+    const Node* db = dq(op.inputs[1]);
+    if (qk == nodes.size() || !da || !db) continue;
+    if (!per_tensor(op.inputs[1])) {
+      const HostTensor *wq = constant(db->inputs[0]), *ws = constant(db->inputs[1]), *wz = constant(db->inputs[2]);
+      if (!wq || !ws || !wz || (wq->dtype() != DT_INT8 && wq->dtype() != DT_UINT8) || wq->shape().GetDimNum() != 2 || ws->dtype() != DT_FLOAT ||
+          wz->dtype() != wq->dtype() || ws->numel() != wz->numel() || ws->shape().GetDimNum() != 1 || !positive(db->inputs[1]) ||
+          ws->numel() != wq->shape().GetDim(1) || (axis(*db) != 1 && axis(*db) != -1))
+        continue;
+    }
+    const Node& q = nodes[qk];
+    Node n;
+    n.name = op.name;
+    n.op_type = "QLinearMatMul";
+    n.opset = op.opset;
+    n.inputs = {da->inputs[0], da->inputs[1], da->inputs[2], db->inputs[0], db->inputs[1], db->inputs[2], q.inputs[1], q.inputs[2]};
+    n.outputs = q.outputs;
     fused.push_back(std::move(n));
     drop.insert(k);
     drop.insert(qk);
