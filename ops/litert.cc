@@ -839,62 +839,73 @@ struct alignas(64) AmxConfig {
 
 // Rows [r0, r1) (at least 16) of the GEMM on the tile unit, in blocks of 32 or 16 rows; returns
 // the first row it left (fewer than 16 left), for VnniTile.
+// Whole tiles of 16 rows of [r0, r1), the column blocks [b0, b1). The rows are packed a chunk at a
+// time (up to 256 KiB of them), and for each chunk every pair of column blocks runs over all its
+// rows: the pair's weights stay in the near caches while the chunk's rows pass, so the weights are
+// read from memory once per chunk, not once per row tile.
 WEFT_AMX_TARGET int64_t GemmAmxRows(int64_t k, const int8_t* a, const VnniConv* cv, const VnniB& w, const VnniEpi& e, const GemmOut& out,
                                     int64_t r0, int64_t r1, int64_t b0, int64_t b1) {
   const int64_t groups = w.groups(), s64 = (groups * 4 + 63) / 64 * 64;
-  thread_local std::vector<uint8_t> scratch;  // 32 rows of A, and 64 bytes to spare for the packers
-  if (scratch.size() < static_cast<size_t>(32 * s64 + 128)) scratch.resize(static_cast<size_t>(32 * s64 + 128));
+  const int64_t end = r0 + (r1 - r0) / 16 * 16;
+  if (end <= r0) return r0;
+  const int64_t chunk = std::max<int64_t>(32, (256 * 1024 / s64) / 32 * 32);
+  thread_local std::vector<uint8_t> scratch;  // a chunk of rows of A, and 64 bytes to spare for the packers
+  const size_t need = static_cast<size_t>(std::min(chunk, end - r0) * s64 + 128);
+  if (scratch.size() < need) scratch.resize(need);
   uint8_t* ap = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
   AmxConfig cfg;
   for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
   _tile_loadconfig(&cfg);
   alignas(64) int32_t c[4][16 * 16];
-  int64_t row = r0;
-  for (; row + 16 <= r1;) {
-    const int64_t mt = row + 32 <= r1 ? 2 : 1;
+  for (int64_t c0 = r0; c0 < end; c0 += chunk) {
+    const int64_t c1 = std::min(end, c0 + chunk);
     if (cv) {
-      PackVnniConvRows(*cv, row, row + 16 * mt, ap, s64);
+      PackVnniConvRows(*cv, c0, c1, ap, s64);
     } else {
-      PackVnniA(a, k, row, row + 16 * mt, ap, s64);
+      PackVnniA(a, k, c0, c1, ap, s64);
     }
     for (int64_t blk = b0; blk < b1; blk += 2) {
       const bool two = blk + 1 < b1;
       const int8_t* bb0 = w.data + blk * groups * 64;
       const int8_t* bb1 = bb0 + groups * 64;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      for (int64_t kk = 0; kk < s64; kk += 64) {
-        _tile_loadd(4, ap + kk, s64);
-        _tile_loadd(6, bb0 + kk / 4 * 64, 64);
-        _tile_dpbusd(0, 4, 6);
-        if (two) {
-          _tile_loadd(7, bb1 + kk / 4 * 64, 64);
-          _tile_dpbusd(1, 4, 7);
+      for (int64_t row = c0; row < c1;) {
+        const int64_t mt = row + 32 <= c1 ? 2 : 1;
+        const uint8_t* at = ap + (row - c0) * s64;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t kk = 0; kk < s64; kk += 64) {
+          _tile_loadd(4, at + kk, s64);
+          _tile_loadd(6, bb0 + kk / 4 * 64, 64);
+          _tile_dpbusd(0, 4, 6);
+          if (two) {
+            _tile_loadd(7, bb1 + kk / 4 * 64, 64);
+            _tile_dpbusd(1, 4, 7);
+          }
+          if (mt == 2) {
+            _tile_loadd(5, at + 16 * s64 + kk, s64);
+            _tile_dpbusd(2, 5, 6);
+            if (two) _tile_dpbusd(3, 5, 7);
+          }
         }
+        _tile_stored(0, c[0], 64);
+        if (two) _tile_stored(1, c[1], 64);
         if (mt == 2) {
-          _tile_loadd(5, ap + 16 * s64 + kk, s64);
-          _tile_dpbusd(2, 5, 6);
-          if (two) _tile_dpbusd(3, 5, 7);
+          _tile_stored(2, c[2], 64);
+          if (two) _tile_stored(3, c[3], 64);
         }
+        for (int64_t rt = 0; rt < mt; ++rt)
+          for (int64_t j = 0; j < (two ? 2 : 1); ++j) {
+            const int64_t col = (blk + j) * 16;
+            if (col < w.n) VnniEpilogue(c[rt * 2 + j], 16, 16, w.n, col, e, out, row + rt * 16);
+          }
+        row += 16 * mt;
       }
-      _tile_stored(0, c[0], 64);
-      if (two) _tile_stored(1, c[1], 64);
-      if (mt == 2) {
-        _tile_stored(2, c[2], 64);
-        if (two) _tile_stored(3, c[3], 64);
-      }
-      for (int64_t rt = 0; rt < mt; ++rt)
-        for (int64_t j = 0; j < (two ? 2 : 1); ++j) {
-          const int64_t col = (blk + j) * 16;
-          if (col < w.n) VnniEpilogue(c[rt * 2 + j], 16, 16, w.n, col, e, out, row + rt * 16);
-        }
     }
-    row += 16 * mt;
   }
   _tile_release();
-  return row;
+  return end;
 }
 
 WEFT_VNNI_TARGET void GemmVnniRows(int64_t k, const int8_t* a, const VnniConv* cv, const VnniB& w, const VnniEpi& e, const GemmOut& out,
