@@ -256,22 +256,47 @@ class Where : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     BroadcastStrides(x->GetShape(), so, sx);
     BroadcastStrides(y->GetShape(), so, sy);
     size_t elem = DataTypeSize(x->GetDataType());
-    int n = static_cast<int>(so.GetDimNum());
-    int64_t idx[WEFT_MAX_DIMS] = {0};
-    int64_t ic = 0, ix = 0, iy = 0;
+    const int n = static_cast<int>(so.GetDimNum());
     const uint8_t* pc = cond->GetData<uint8_t>();
     const uint8_t* px = x->GetData<uint8_t>();
     const uint8_t* py = y->GetData<uint8_t>();
     uint8_t* po = out->GetData<uint8_t>();
-    for (int64_t i = 0; i < so.GetShapeSize(); ++i) {
-      CopyElem(po + i * elem, pc[ic] ? px + ix * elem : py + iy * elem, elem);
-      for (int k = n - 1; k >= 0; --k) {
-        ic += sc[k]; ix += sx[k]; iy += sy[k];
-        if (++idx[k] < so.GetDim(k)) break;
-        ic -= sc[k] * idx[k]; ix -= sx[k] * idx[k]; iy -= sy[k] * idx[k];
-        idx[k] = 0;
+    const int64_t total = so.GetShapeSize();
+    if (total == 0) return GRAPH_SUCCESS;
+    // Runs along the innermost dim, each operand stepping 1 or 0 (broadcast) there; the runs' starts
+    // through the strides of the outer dims.
+    const int64_t inner = n ? so.GetDim(static_cast<size_t>(n - 1)) : 1;
+    const int64_t dc = n ? sc[n - 1] : 0, dx = n ? sx[n - 1] : 0, dy = n ? sy[n - 1] : 0;
+    auto run = [&](auto tag, int64_t ic, int64_t ix, int64_t iy, int64_t o) {
+      using T = decltype(tag);
+      const T* X = reinterpret_cast<const T*>(px);
+      const T* Y = reinterpret_cast<const T*>(py);
+      T* O = reinterpret_cast<T*>(po) + o;
+      if (dc == 1 && dx == 1 && dy == 1) {
+        for (int64_t j = 0; j < inner; ++j) O[j] = pc[ic + j] ? X[ix + j] : Y[iy + j];
+      } else {
+        for (int64_t j = 0; j < inner; ++j) O[j] = pc[ic + j * dc] ? X[ix + j * dx] : Y[iy + j * dy];
       }
-    }
+    };
+    ctx->ParallelFor(total / inner, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t ic = 0, ix = 0, iy = 0, rest = r;
+        for (int k = n - 2; k >= 0; --k) {
+          const int64_t at = rest % so.GetDim(static_cast<size_t>(k));
+          rest /= so.GetDim(static_cast<size_t>(k));
+          ic += at * sc[k], ix += at * sx[k], iy += at * sy[k];
+        }
+        switch (elem) {
+          case 1: run(uint8_t{}, ic, ix, iy, r * inner); break;
+          case 2: run(uint16_t{}, ic, ix, iy, r * inner); break;
+          case 4: run(uint32_t{}, ic, ix, iy, r * inner); break;
+          case 8: run(uint64_t{}, ic, ix, iy, r * inner); break;
+          default:
+            for (int64_t j = 0; j < inner; ++j)
+              CopyElem(po + (r * inner + j) * elem, pc[ic + j * dc] ? px + (ix + j * dx) * elem : py + (iy + j * dy) * elem, elem);
+        }
+      }
+    });
     return GRAPH_SUCCESS;
   }
 };

@@ -4,6 +4,8 @@
 // float32 emits C (weft aot) through the same taps.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
+#include <limits>
 #include <cstring>
 
 #include "aot_emit.h"
@@ -183,20 +185,27 @@ bool MakeTaps(const RuntimeAttrs* a, const Shape& in, const Plan& p, std::vector
   return true;
 }
 
-// float32 when only the last two dims change (every other dim maps each index to itself) and no
+// float32 (and 8-bit) when only the last two dims change (every other dim maps each index to itself) and no
 // output falls outside the input: per plane, a horizontal pass over the input rows, then a
 // vertical one, each over precomputed taps; planes split over the intra-op threads. False when
 // the resize is not of that form (the general loops run instead).
+// 8-bit data too: the passes in float, each output rounded half away from zero (as the general
+// loops round) and saturated.
+template <typename T>
 bool ResizeLastTwo(const KernelContextBase* ctx, const Shape& in, const Shape& out, const std::vector<std::vector<std::vector<Tap>>>& taps,
-                   const float* x, float* y) {
+                   const T* x, T* y) {
   size_t r = in.GetDimNum();
   if (r < 2) return false;
   int64_t planes = 1;
   for (size_t d = 0; d + 2 < r; ++d) {
     if (in.GetDim(d) != out.GetDim(d)) return false;
-    for (int64_t o = 0; o < out.GetDim(d); ++o) {
-      const auto& t = taps[d][static_cast<size_t>(o)];
-      if (t.size() != 1 || t[0].index != o || t[0].weight != 1.0) return false;
+    for (int64_t o = 0; o < out.GetDim(d); ++o) {  // index o with weight 1 (cubic adds taps of weight 0)
+      bool self = false;
+      for (const Tap& tp : taps[d][static_cast<size_t>(o)]) {
+        if (tp.index == o && tp.weight == 1.0 && !self) self = true;
+        else if (tp.weight != 0.0) return false;
+      }
+      if (!self) return false;
     }
     planes *= in.GetDim(d);
   }
@@ -221,46 +230,55 @@ bool ResizeLastTwo(const KernelContextBase* ctx, const Shape& in, const Shape& o
   bool nearest = nx == 1 && ny == 1;  // single taps of weight 1: a copy by index
   for (size_t d = r - 2; d < r && nearest; ++d)
     for (auto& t : taps[d]) nearest = nearest && t[0].weight == 1.0;
-  // Nearest: rows copy by index. Otherwise each plane needs hi * wo floats of scratch.
+  // Nearest: rows copy by index. Otherwise each plane needs hi * wo floats of scratch (and 8-bit
+  // data a row of wo floats more).
+  constexpr bool kFloat = std::is_same_v<T, float>;
   float* scratch = nullptr;
   if (!nearest) {
-    scratch = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(planes * hi * wo) * sizeof(float)));
+    scratch = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(planes * (hi + (kFloat ? 0 : 1)) * wo) * sizeof(float)));
     if (!scratch) return false;
   }
   ctx->ParallelFor(planes, 1, [&](int64_t begin, int64_t end) {
     for (int64_t pl = begin; pl < end; ++pl) {
-      const float* src = x + pl * hi * wi;
-      float* dst = y + pl * ho * wo;
+      const T* src = x + pl * hi * wi;
+      T* dst = y + pl * ho * wo;
       if (nearest) {
         for (int64_t oy = 0; oy < ho; ++oy) {
-          const float* row = src + iy[static_cast<size_t>(oy * 4)] * wi;
-          float* o = dst + oy * wo;
+          const T* row = src + iy[static_cast<size_t>(oy * 4)] * wi;
+          T* o = dst + oy * wo;
           for (int64_t ox = 0; ox < wo; ++ox) o[ox] = row[ix[static_cast<size_t>(ox * 4)]];
         }
         continue;
       }
-      float* tmp = scratch + pl * hi * wo;
+      float* tmp = scratch + pl * (hi + (kFloat ? 0 : 1)) * wo;
       for (int64_t yy = 0; yy < hi; ++yy) {  // horizontal pass over every input row
-        const float* row = src + yy * wi;
+        const T* row = src + yy * wi;
         float* t = tmp + yy * wo;
         for (int64_t ox = 0; ox < wo; ++ox) {
           const int64_t* id = &ix[static_cast<size_t>(ox * 4)];
           const float* w = &wx[static_cast<size_t>(ox * 4)];
-          float v = w[0] * row[id[0]];
-          for (size_t k = 1; k < nx; ++k) v += w[k] * row[id[k]];
+          float v = w[0] * static_cast<float>(row[id[0]]);
+          for (size_t k = 1; k < nx; ++k) v += w[k] * static_cast<float>(row[id[k]]);
           t[ox] = v;
         }
       }
       for (int64_t oy = 0; oy < ho; ++oy) {  // vertical pass
         const int64_t* id = &iy[static_cast<size_t>(oy * 4)];
         const float* w = &wy[static_cast<size_t>(oy * 4)];
-        float* o = dst + oy * wo;
+        float* o;
+        if constexpr (kFloat) o = dst + oy * wo;
+        else o = tmp + hi * wo;
         const float* r0 = tmp + id[0] * wo;
         for (int64_t ox = 0; ox < wo; ++ox) o[ox] = w[0] * r0[ox];
         for (size_t k = 1; k < ny; ++k) {
           const float* rk = tmp + id[k] * wo;
           const float wk = w[k];
           for (int64_t ox = 0; ox < wo; ++ox) o[ox] += wk * rk[ox];
+        }
+        if constexpr (!kFloat) {
+          constexpr float lo = static_cast<float>(std::numeric_limits<T>::min()), top = static_cast<float>(std::numeric_limits<T>::max());
+          T* d = dst + oy * wo;
+          for (int64_t ox = 0; ox < wo; ++ox) d[ox] = static_cast<T>(std::min(std::max(std::round(o[ox]), lo), top));
         }
       }
     }
@@ -465,6 +483,10 @@ class Resize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, p
     size_t r = in.GetDimNum();
     if (x->GetDataType() == DT_FLOAT && ResizeLastTwo(ctx, in, p.out, taps, x->GetData<float>(), y->GetData<float>()))
       return GRAPH_SUCCESS;
+    if (x->GetDataType() == DT_UINT8 && ResizeLastTwo(ctx, in, p.out, taps, x->GetData<uint8_t>(), y->GetData<uint8_t>()))
+      return GRAPH_SUCCESS;
+    if (x->GetDataType() == DT_INT8 && ResizeLastTwo(ctx, in, p.out, taps, x->GetData<int8_t>(), y->GetData<int8_t>()))
+      return GRAPH_SUCCESS;
     int64_t st[WEFT_MAX_DIMS];
     Strides(in, st);
     DispatchNumeric(x->GetDataType(), [&](auto tag) {
@@ -504,7 +526,11 @@ class Resize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, p
             if (d == static_cast<size_t>(-1)) break;
           }
         }
-        if constexpr (std::is_integral<T>::value) py[i] = static_cast<T>(std::round(v));
+        if constexpr (std::is_integral<T>::value && sizeof(T) < 8)  // rounded, saturated to the type (cubic overshoots)
+          py[i] = static_cast<T>(std::clamp(std::round(v), static_cast<double>(std::numeric_limits<T>::min()),
+                                            static_cast<double>(std::numeric_limits<T>::max())));
+        else if constexpr (std::is_integral<T>::value)
+          py[i] = static_cast<T>(std::clamp(std::round(v), -9.2233720368547748e18, 9.2233720368547748e18 - 2048.0));
         else py[i] = Store<T>(static_cast<typename Compute<T>::type>(v));
       }
     });

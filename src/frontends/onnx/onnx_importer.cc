@@ -938,7 +938,25 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
     drop.insert(k);
     drop.insert(qk);
   }
-  if (drop.empty()) return;
+  // Gather of a dequantized constant (an embedding table) -> the Gather on the 8-bit values, then
+  // DequantizeLinear of the rows it took (per tensor: the same floats), as ONNX Runtime runs it:
+  // the table is not dequantized whole on every run.
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    Node& op = nodes[k];
+    if (op.op_type != "Gather" || !op.domain.empty() || !op.when.empty() || drop.count(k) || op.inputs.size() != 2 || op.outputs.size() != 1)
+      continue;
+    const Node* d = per_tensor(op.inputs[0]);
+    if (!d || !constant(d->inputs[0])) continue;
+    const std::string out = op.outputs[0];
+    Node deq = *d;
+    deq.name = op.name + "/DequantizeLinear";
+    deq.inputs[0] = out + "/quantized";
+    deq.outputs = {out};
+    op.inputs[0] = d->inputs[0];
+    op.outputs[0] = out + "/quantized";
+    fused.push_back(std::move(deq));
+  }
+  if (drop.empty() && fused.empty()) return;
   std::vector<Node> kept;
   for (size_t k = 0; k < nodes.size(); ++k)
     if (!drop.count(k)) kept.push_back(std::move(nodes[k]));
