@@ -507,6 +507,32 @@ def test_qdq_matmul_becomes_qlinear_matmul(tmp_path, qtype, case):
 
 
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_qdq_embedding_gathers_the_eight_bit_rows(tmp_path, qtype):
+    """DequantizeLinear of a constant table -> Gather (a QDQ embedding, also read by a second op):
+    the Gather takes the 8-bit rows and only they are dequantized; the same floats as ONNX Runtime."""
+    rng = np.random.default_rng(60)
+    lo, hi = lim(qtype)
+    table = rng.integers(lo, hi + 1, [500, 16]).astype(qtype)
+    inits = {"t": table, "ts": np.float32(0.05), "tz": qtype(rng.integers(lo // 2, hi // 2))}
+    nodes = [helper.make_node("DequantizeLinear", ["t", "ts", "tz"], ["tf"]),
+             helper.make_node("Gather", ["tf", "ids"], ["emb"]),
+             helper.make_node("ReduceSum", ["tf"], ["total"], keepdims=0)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 7])],
+                          [helper.make_tensor_value_info("emb", TensorProto.FLOAT, None), helper.make_tensor_value_info("total", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    path = str(tmp_path / "emb.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    feeds = {"ids": rng.integers(-500, 500, [2, 7]).astype(np.int64)}
+    got, want = both(path, feeds)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
+    cli = os.environ.get("WEFT_CLI", "weft")
+    steps = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "inspect", "--steps", path], capture_output=True, text=True,
+                           check=True).stdout
+    assert re.search(r"Gather '[^']*' \(t:u?int8\[500,16\]", steps), steps  # the table stays 8-bit
+
+
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
 def test_float_activations_between_qdq_pairs_keep_pixel_rows(tmp_path, qtype):
     """Float activations ONNX Runtime leaves unquantized (HardSigmoid, Tanh) between a
     DequantizeLinear and a QuantizeLinear, between two QLinearConvs: the whole stretch stays in
