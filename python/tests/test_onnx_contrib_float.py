@@ -21,7 +21,7 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 MS = "com.microsoft"
-TYPES = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64}
+TYPES = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64, np.float16: TensorProto.FLOAT16}
 
 
 def save(tmp_path, nodes, inputs, outputs, inits=None, name="m.onnx", opset=17):
@@ -260,6 +260,48 @@ def test_attention(tmp_path, form):
     check(path, feeds)
 
 
+@pytest.mark.parametrize("mask", ["none", "raw_2d", "lengths"])
+@pytest.mark.parametrize("unidirectional", [0, 1])
+def test_attention_with_past_state(tmp_path, mask, unidirectional):
+    """GPT-2-style decoding: past [2, B, N, P, h] before this step's keys and values, present the
+    same P + S long; a causal mask offset by P; masks over all P + S keys."""
+    rng = np.random.default_rng(20 + unidirectional)
+    b, s, p, heads, hid = 2, 3, 5, 4, 16
+    feeds = {"x": rand(rng, b, s, hid), "past": rand(rng, 2, b, heads, p, hid // heads)}
+    ins = ["x", "w", "bias", "", "past"]
+    if mask == "raw_2d":
+        feeds["mask"] = np.ones((b, p + s), np.int32)
+        feeds["mask"][1, :2] = 0  # left padding
+        ins[3] = "mask"
+    elif mask == "lengths":
+        feeds["mask"] = np.array([p + s, p + 1], np.int32)
+        ins[3] = "mask"
+    node = helper.make_node("Attention", ins, ["y", "present"], domain=MS, num_heads=heads, unidirectional=unidirectional)
+    path = save(tmp_path, [node], feeds, ["y", "present"], {"w": rand(rng, hid, 3 * hid, scale=0.4), "bias": rand(rng, 3 * hid, scale=0.1)})
+    check(path, feeds)
+
+
+def test_attention_in_float16(tmp_path):
+    """A float16 Attention (the transformers optimizer's float16 conversion): its constants in float16."""
+    rng = np.random.default_rng(23)
+    feeds = {"x": rand(rng, 2, 6, 16).astype(np.float16), "mask": np.array([6, 4], np.int32)}
+    node = helper.make_node("Attention", ["x", "w", "bias", "mask"], ["y"], domain=MS, num_heads=4, unidirectional=1)
+    path = save(tmp_path, [node], feeds, [("y", np.float16)], {"w": rand(rng, 16, 48, scale=0.4).astype(np.float16),
+                                                               "bias": rand(rng, 48, scale=0.1).astype(np.float16)})
+    check(path, feeds, tol=2e-3)
+
+
+def test_attention_mask_from_an_undeclared_reduction(tmp_path):
+    """mask_index computed in the graph (ReduceSum with keepdims=0, no value_info): its rank follows
+    from the reduction."""
+    rng = np.random.default_rng(24)
+    feeds = {"x": rand(rng, 2, 6, 16), "raw": np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], np.int32)}
+    nodes = [helper.make_node("ReduceSum", ["raw", "ax"], ["lens"], keepdims=0),
+             helper.make_node("Attention", ["x", "w", "bias", "lens"], ["y"], domain=MS, num_heads=4)]
+    path = save(tmp_path, nodes, feeds, ["y"], {"w": rand(rng, 16, 48, scale=0.4), "bias": rand(rng, 48, scale=0.1), "ax": np.array([1], np.int64)})
+    check(path, feeds)
+
+
 @pytest.mark.parametrize("segments,mask,position_ids", [(True, True, False), (False, True, False), (True, False, False), (True, True, True)])
 def test_embed_layer_normalization(tmp_path, segments, mask, position_ids):
     rng = np.random.default_rng(11)
@@ -342,7 +384,7 @@ def test_a_network_onnx_runtime_optimized_and_saved(tmp_path):
 @pytest.mark.parametrize("case,message", [
     ("activation", "'fc' (FusedConv, domain com.microsoft): activation 'Swoosh' is not supported"),
     ("clip", "'fc' (FusedConv, domain com.microsoft): activation Clip takes activation_params [min, max]"),
-    ("past", "'att' (Attention, domain com.microsoft): past and present state (key/value caches) are not supported"),
+    ("past", "'att' (Attention, domain com.microsoft): past_sequence_length and past_present_share_buffer (a key/value cache shared in place) are not supported"),
     ("rank", "'mm' (FusedMatMul, domain com.microsoft): transA needs the rank of A ('h')"),
 ])
 def test_forms_not_rewritten_name_the_node(tmp_path, case, message):
@@ -352,8 +394,9 @@ def test_forms_not_rewritten_name_the_node(tmp_path, case, message):
         path = save(tmp_path, [helper.make_node("FusedConv", ["x", "w"], ["y"], name="fc", domain=MS, **attrs)], {"x": rand(rng, 1, 2, 4, 4)}, ["y"],
                     {"w": rand(rng, 2, 2, 1, 1)})
     elif case == "past":
-        path = save(tmp_path, [helper.make_node("Attention", ["x", "w", "b", "", "past"], ["y"], name="att", domain=MS, num_heads=2)],
-                    {"x": rand(rng, 1, 3, 8), "past": rand(rng, 2, 1, 2, 3, 4)}, ["y"], {"w": rand(rng, 8, 24), "b": rand(rng, 24)})
+        path = save(tmp_path, [helper.make_node("Attention", ["x", "w", "b", "", "past", "", "plen"], ["y"], name="att", domain=MS, num_heads=2)],
+                    {"x": rand(rng, 1, 3, 8), "past": rand(rng, 2, 1, 2, 3, 4), "plen": np.array([3], np.int32)}, ["y"],
+                    {"w": rand(rng, 8, 24), "b": rand(rng, 24)})
     else:  # h's rank is known only when the model runs (a Reshape to a shape given as an input)
         nodes = [helper.make_node("Reshape", ["x", "s"], ["h"]), helper.make_node("FusedMatMul", ["h", "x"], ["y"], name="mm", domain=MS, transA=1)]
         path = save(tmp_path, nodes, {"x": rand(rng, 4, 4), "s": np.array([4, 4], np.int64)}, ["y"])

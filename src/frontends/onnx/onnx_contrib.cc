@@ -226,8 +226,9 @@ bool SkipSimplifiedLayerNorm(const Node& n, Rewriter& r) {
 // without past state: multi-head self-attention with the Q, K and V projections in one weight.
 bool Attention(const Node& n, Rewriter& r) {
   (void)n;
-  if (!r.In(4).empty() || !r.In(6).empty() || !r.Out(1).empty())
-    return r.Fail("past and present state (key/value caches) are not supported");
+  if (!r.In(6).empty() || r.Int("past_present_share_buffer", 0) != 0)
+    return r.Fail("past_sequence_length and past_present_share_buffer (a key/value cache shared in place) are not supported");
+  if (!r.Out(1).empty() && r.In(4).empty()) return r.Fail("present needs past (input 4)");
   if (r.Int("do_rotary", 0) != 0) return r.Fail("do_rotary is not supported");
   const int64_t heads = r.Int("num_heads", 0);
   if (heads <= 0) return r.Fail("num_heads must be positive");
@@ -246,6 +247,8 @@ bool Attention(const Node& n, Rewriter& r) {
   if (scale == 0.f) scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dq / heads)));
   const float filter = r.Float("mask_filter_value", -10000.f);
 
+  // Constants in the input's float type (float16 models too).
+  auto typed = [&](float v) { return r.Op("CastLike", {r.FloatConst(v), r.In(0)}); };
   std::string qkv = r.Op("MatMul", {r.In(0), r.In(1)});
   if (!r.In(2).empty()) qkv = r.Op("Add", {qkv, r.In(2)});
   r.Op("Split", {qkv, r.IntsConst({dq, dk, dv})}, {{"axis", AttrValue::Int(-1)}}, "", 3);
@@ -255,12 +258,26 @@ bool Attention(const Node& n, Rewriter& r) {
     return r.Op("Transpose", {r.Op("Reshape", {v, heads_shape})}, {{"perm", AttrValue::ListInt(std::move(perm))}});
   };
   const std::string q = split_heads(parts[0], {0, 2, 1, 3});  // [B, N, S, h]
-  const std::string kt = split_heads(parts[1], {0, 2, 3, 1});  // [B, N, h, T]
-  const std::string v = split_heads(parts[2], {0, 2, 1, 3});  // [B, N, T, h]
-  std::string scores = r.Op("Mul", {r.Op("MatMul", {q, kt}), r.FloatConst(scale)});
-  std::string zero = r.FloatConst(0.f), masked = r.FloatConst(filter);
+  std::string kt, v;
+  const std::string past = r.In(4);
+  if (past.empty()) {
+    kt = split_heads(parts[1], {0, 2, 3, 1});  // [B, N, h, T]
+    v = split_heads(parts[2], {0, 2, 1, 3});   // [B, N, T, h]
+  } else {  // past [2, B, N, P, h]: its keys and values before this step's; present the same, P + S long
+    auto past_of = [&](int64_t i) { return r.Op("Gather", {past, r.IntsConst({i}, true)}, {{"axis", AttrValue::Int(0)}}); };
+    const std::string k = r.Op("Concat", {past_of(0), split_heads(parts[1], {0, 2, 1, 3})}, {{"axis", AttrValue::Int(2)}});
+    v = r.Op("Concat", {past_of(1), split_heads(parts[2], {0, 2, 1, 3})}, {{"axis", AttrValue::Int(2)}});
+    kt = r.Op("Transpose", {k}, {{"perm", AttrValue::ListInt({0, 1, 3, 2})}});
+    if (!r.Out(1).empty()) {
+      const std::string zero_axis = r.IntsConst({0});
+      r.Op("Concat", {r.Op("Unsqueeze", {k, zero_axis}), r.Op("Unsqueeze", {v, zero_axis})}, {{"axis", AttrValue::Int(0)}}, r.Out(1));
+      r.SetRank(r.Out(1), 5);
+    }
+  }
+  std::string scores = r.Op("Mul", {r.Op("MatMul", {q, kt}), typed(scale)});
+  std::string zero = typed(0.f), masked = typed(filter);
   // Causal masking ignores mask_filter_value: a later key never takes part.
-  std::string future = r.FloatConst(std::numeric_limits<float>::lowest());
+  std::string future = typed(std::numeric_limits<float>::lowest());
   auto seq_len = [&](int64_t axis) {  // the scores' dim `axis` as an int64 scalar
     return r.Op("Gather", {r.Op("Shape", {scores}), r.IntsConst({axis}, true)}, {{"axis", AttrValue::Int(0)}});
   };
@@ -288,8 +305,9 @@ bool Attention(const Node& n, Rewriter& r) {
     std::string add = r.Op("Unsqueeze", {r.Op("Where", {valid, zero, masked}), r.IntsConst(axes)});
     scores = r.Op("Add", {scores, add});
   }
-  if (r.Int("unidirectional", 0) != 0) {  // a query position attends to keys up to its own
+  if (r.Int("unidirectional", 0) != 0) {  // a query position attends to keys up to its own (after the past's P)
     std::string rows = r.Op("Unsqueeze", {positions(2), r.IntsConst({1})});
+    if (!past.empty()) rows = r.Op("Add", {rows, r.Op("Sub", {seq_len(3), seq_len(2)})});
     scores = r.Op("Add", {scores, r.Op("Where", {r.Op("Greater", {positions(3), rows}), future, zero})});
   }
   if (!r.In(5).empty()) scores = r.Op("Add", {scores, r.In(5)});

@@ -469,6 +469,20 @@ struct NodeImporter {
       if (r0 >= 1 && ri >= 0) r = r0 - 1 + ri;
     } else if (n.op_type == "Shape") {
       r = 1;
+    } else if (n.op_type.rfind("Reduce", 0) == 0 || n.op_type == "ArgMax" || n.op_type == "ArgMin") {
+      // keepdims (default 1) keeps the rank; without it the rank drops by the axes named (an
+      // attribute, or a constant input from opset 13/18), or to 0 when none are (all of them).
+      auto kd = n.attrs.find("keepdims");
+      const bool keep = kd == n.attrs.end() || kd->second.i() != 0;
+      auto ax = n.attrs.find("axes");
+      const HostTensor* t = ints(1);
+      const bool arg = n.op_type == "ArgMax" || n.op_type == "ArgMin";
+      const int k = arg ? 1 : t ? static_cast<int>(t->shape().GetDim(0))
+                        : ax != n.attrs.end() && ax->second.type() == WEFT_ATTR_LIST_INT ? static_cast<int>(ax->second.ints().size())
+                        : n.inputs.size() > 1 && !n.inputs[1].empty() ? -1 : r0;
+      auto noop = n.attrs.find("noop_with_empty_axes");
+      const bool none = !t && ax == n.attrs.end() && (n.inputs.size() < 2 || n.inputs[1].empty());
+      if (r0 >= 0 && (keep || k >= 0)) r = keep || (none && noop != n.attrs.end() && noop->second.i() != 0) ? r0 : r0 - k;
     }
     if (r < 0) return;
     const bool all = n.op_type == "Split";  // every output; else the first
