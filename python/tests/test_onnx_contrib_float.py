@@ -302,6 +302,55 @@ def test_attention_mask_from_an_undeclared_reduction(tmp_path):
     check(path, feeds)
 
 
+@pytest.mark.parametrize("form", ["plain", "bias", "lengths", "raw_2d", "raw_3d", "attention_bias", "cross", "past", "past_causal", "bnsh", "scale",
+                                  "float16"])
+def test_multi_head_attention(tmp_path, form):
+    """MultiHeadAttention as the transformers optimizer writes it (separate query, key and value, a
+    bias, key_padding_mask of each form) and as decoders use it (past and present keys and values,
+    cross attention, keys and values already split into heads)."""
+    rng = np.random.default_rng(40 + len(form))
+    b, s, l, heads, d = 2, 5, 7 if form == "cross" else 5, 4, 16
+    h = d // heads
+    feeds = {"q": rand(rng, b, s, d)}
+    if form == "bnsh":
+        feeds["k"], feeds["v"] = rand(rng, b, heads, l, h), rand(rng, b, heads, l, h)
+    else:
+        feeds["k"], feeds["v"] = rand(rng, b, l, d), rand(rng, b, l, d)
+    ins, inits, attrs = ["q", "k", "v"], {}, {"num_heads": heads}
+    outs = ["y"]
+    if form not in ("plain", "bnsh"):
+        inits["bias"] = rand(rng, 3 * d, scale=0.2)
+        ins.append("bias")
+    mask = {"lengths": np.array([l, 3], np.int32), "raw_2d": np.array([[1] * l, [1] * (l - 2) + [0, 0]], np.int32),
+            "raw_3d": rng.integers(0, 2, (b, s, l)).astype(np.int32)}.get(form)
+    if mask is not None:
+        if form == "raw_3d":
+            mask[:, :, 0] = 1
+        while len(ins) < 4:
+            ins.append("")
+        feeds["mask"] = mask
+        ins.append("mask")
+    if form == "attention_bias":
+        feeds["ab"] = rand(rng, 1, heads, s, l)
+        ins += ["", "ab"]
+    if form.startswith("past"):
+        p = 3
+        feeds["pk"], feeds["pv"] = rand(rng, b, heads, p, h), rand(rng, b, heads, p, h)
+        while len(ins) < 6:
+            ins.append("")
+        ins += ["pk", "pv"]
+        outs += ["present_k", "present_v"]
+        attrs["unidirectional"] = int(form == "past_causal")
+    if form == "scale":
+        attrs["scale"] = 0.37
+    if form == "float16":
+        feeds = {k: v.astype(np.float16) for k, v in feeds.items()}
+        inits = {k: v.astype(np.float16) for k, v in inits.items()}
+    node = helper.make_node("MultiHeadAttention", ins, outs, domain=MS, **attrs)
+    path = save(tmp_path, [node], feeds, [(o, np.float16) if form == "float16" else o for o in outs], inits)
+    check(path, feeds, tol=3e-3 if form == "float16" else 1e-5)
+
+
 @pytest.mark.parametrize("segments,mask,position_ids", [(True, True, False), (False, True, False), (True, False, False), (True, True, True)])
 def test_embed_layer_normalization(tmp_path, segments, mask, position_ids):
     rng = np.random.default_rng(11)

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 namespace weft::internal {
@@ -224,6 +225,57 @@ bool SkipSimplifiedLayerNorm(const Node& n, Rewriter& r) {
 
 // Attention(input, weights, bias?, mask_index?, past?, attention_bias?, past_sequence_length?)
 // without past state: multi-head self-attention with the Q, K and V projections in one weight.
+// The attention of ONNX Runtime's Attention and MultiHeadAttention after their projections:
+// softmax(q kt * scale + masks + attention_bias) v, with q [B, N, S, h], kt [B, N, h, T], v [B, N,
+// T, h], back to [B, S, N * h] in the node's output 0. mask: [B] end positions, [2B] ends then
+// starts, or raw [B, T] / [B, S, T] (positive where a key takes part); causal: a query attends to
+// keys up to its own position, offset by T - S where there is a past (`offset`).
+bool Attend(Rewriter& r, const std::string& q, const std::string& kt, const std::string& v, const std::string& mask_in, const std::string& attn_bias,
+            bool causal, bool offset, const std::string& scale, float filter, const std::function<std::string(float)>& typed) {
+  std::string scores = r.Op("Mul", {r.Op("MatMul", {q, kt}), scale});
+  std::string zero = typed(0.f), masked = typed(filter);
+  // Causal masking ignores mask_filter_value: a later key never takes part.
+  std::string future = typed(std::numeric_limits<float>::lowest());
+  auto seq_len = [&](int64_t axis) {  // the scores' dim `axis` as an int64 scalar
+    return r.Op("Gather", {r.Op("Shape", {scores}), r.IntsConst({axis}, true)}, {{"axis", AttrValue::Int(0)}});
+  };
+  auto positions = [&](int64_t axis) { return r.Op("Range", {r.IntsConst({0}, true), seq_len(axis), r.IntsConst({1}, true)}); };
+  if (const std::string mask = mask_in; !mask.empty()) {
+    const int rank = r.Rank(mask);
+    std::string valid;  // bool, true where a key position takes part
+    std::vector<int64_t> axes{1, 2};
+    if (rank == 1) {
+      // [B]: each batch's end position (keys from 0 up to it); [2B]: the ends, then the start
+      // positions (left padding). Appending zeros makes the starts of the [B] form 0.
+      const std::string b = r.Op("Unsqueeze", {seq_len(0), r.IntsConst({0})});
+      const std::string m = r.Op("Cast", {mask}, {{"to", AttrValue::Type(DT_INT64)}});
+      const std::string ends = r.Op("Slice", {m, r.IntsConst({0}), b});
+      const std::string starts = r.Op("Slice", {r.Op("Concat", {m, r.Op("Sub", {m, m})}, {{"axis", AttrValue::Int(0)}}), b, r.Op("Add", {b, b})});
+      const std::string pos = positions(3), one = r.IntsConst({1});
+      valid = r.Op("And", {r.Op("Less", {pos, r.Op("Unsqueeze", {ends, one})}), r.Op("GreaterOrEqual", {pos, r.Op("Unsqueeze", {starts, one})})});
+    } else if (rank == 2 || rank == 3) {  // [B, T] or [B, S, T]: positive where valid
+      valid = r.Op("Greater", {mask, r.Int32Const(0)});
+      if (rank == 3) axes = {1};
+    } else {
+      return r.Fail(rank < 0 ? "the rank of mask_index ('" + mask + "') is not declared (value_info)"
+                             : "mask_index of rank " + std::to_string(rank) + " is not supported (1, 2 and 3 are)");
+    }
+    std::string add = r.Op("Unsqueeze", {r.Op("Where", {valid, zero, masked}), r.IntsConst(axes)});
+    scores = r.Op("Add", {scores, add});
+  }
+  if (causal) {  // a query position attends to keys up to its own (after the past's P)
+    std::string rows = r.Op("Unsqueeze", {positions(2), r.IntsConst({1})});
+    if (offset) rows = r.Op("Add", {rows, r.Op("Sub", {seq_len(3), seq_len(2)})});
+    scores = r.Op("Add", {scores, r.Op("Where", {r.Op("Greater", {positions(3), rows}), future, zero})});
+  }
+  if (!attn_bias.empty()) scores = r.Op("Add", {scores, attn_bias});
+  std::string probs = r.Op("Softmax", {scores}, {{"axis", AttrValue::Int(-1)}});
+  std::string ctx = r.Op("Transpose", {r.Op("MatMul", {probs, v})}, {{"perm", AttrValue::ListInt({0, 2, 1, 3})}});
+  r.Op("Reshape", {ctx, r.IntsConst({0, 0, -1})}, {}, r.Out(0));
+  r.SetRank(r.Out(0), 3);
+  return true;
+}
+
 bool Attention(const Node& n, Rewriter& r) {
   (void)n;
   if (!r.In(6).empty() || r.Int("past_present_share_buffer", 0) != 0)
@@ -248,7 +300,7 @@ bool Attention(const Node& n, Rewriter& r) {
   const float filter = r.Float("mask_filter_value", -10000.f);
 
   // Constants in the input's float type (float16 models too).
-  auto typed = [&](float v) { return r.Op("CastLike", {r.FloatConst(v), r.In(0)}); };
+  const std::function<std::string(float)> typed = [&](float v) { return r.Op("CastLike", {r.FloatConst(v), r.In(0)}); };
   std::string qkv = r.Op("MatMul", {r.In(0), r.In(1)});
   if (!r.In(2).empty()) qkv = r.Op("Add", {qkv, r.In(2)});
   r.Op("Split", {qkv, r.IntsConst({dq, dk, dv})}, {{"axis", AttrValue::Int(-1)}}, "", 3);
@@ -274,48 +326,63 @@ bool Attention(const Node& n, Rewriter& r) {
       r.SetRank(r.Out(1), 5);
     }
   }
-  std::string scores = r.Op("Mul", {r.Op("MatMul", {q, kt}), typed(scale)});
-  std::string zero = typed(0.f), masked = typed(filter);
-  // Causal masking ignores mask_filter_value: a later key never takes part.
-  std::string future = typed(std::numeric_limits<float>::lowest());
-  auto seq_len = [&](int64_t axis) {  // the scores' dim `axis` as an int64 scalar
-    return r.Op("Gather", {r.Op("Shape", {scores}), r.IntsConst({axis}, true)}, {{"axis", AttrValue::Int(0)}});
-  };
-  auto positions = [&](int64_t axis) { return r.Op("Range", {r.IntsConst({0}, true), seq_len(axis), r.IntsConst({1}, true)}); };
-  if (const std::string mask = r.In(3); !mask.empty()) {
-    const int rank = r.Rank(mask);
-    std::string valid;  // bool, true where a key position takes part
-    std::vector<int64_t> axes{1, 2};
-    if (rank == 1) {
-      // [B]: each batch's end position (keys from 0 up to it); [2B]: the ends, then the start
-      // positions (left padding). Appending zeros makes the starts of the [B] form 0.
-      const std::string b = r.Op("Unsqueeze", {seq_len(0), r.IntsConst({0})});
-      const std::string m = r.Op("Cast", {mask}, {{"to", AttrValue::Type(DT_INT64)}});
-      const std::string ends = r.Op("Slice", {m, r.IntsConst({0}), b});
-      const std::string starts = r.Op("Slice", {r.Op("Concat", {m, r.Op("Sub", {m, m})}, {{"axis", AttrValue::Int(0)}}), b, r.Op("Add", {b, b})});
-      const std::string pos = positions(3), one = r.IntsConst({1});
-      valid = r.Op("And", {r.Op("Less", {pos, r.Op("Unsqueeze", {ends, one})}), r.Op("GreaterOrEqual", {pos, r.Op("Unsqueeze", {starts, one})})});
-    } else if (rank == 2 || rank == 3) {  // [B, T] or [B, S, T]: positive where valid
-      valid = r.Op("Greater", {mask, r.Int32Const(0)});
-      if (rank == 3) axes = {1};
-    } else {
-      return r.Fail(rank < 0 ? "the rank of mask_index ('" + mask + "') is not declared (value_info)"
-                             : "mask_index of rank " + std::to_string(rank) + " is not supported (1, 2 and 3 are)");
+  return Attend(r, q, kt, v, r.In(3), r.In(5), r.Int("unidirectional", 0) != 0, !past.empty(), typed(scale), filter, typed);
+}
+
+// MultiHeadAttention(query, key?, value?, bias?, key_padding_mask?, attention_bias?, past_key?,
+// past_value?) -> output, present_key?, present_value?: query [B, S, D]; key and value [B, L, D]
+// (the bias's parts added: [D + D + Dv]) or already split into heads, [B, N, L, h] (no bias part
+// then); past_key and past_value [B, N, P, h] before them, present the same P + L long. Packed
+// Q/K/V forms, past_sequence_length and cache_indirection are refused.
+bool MultiHeadAttention(const Node& n, Rewriter& r) {
+  (void)n;
+  if (r.In(1).empty() || r.In(2).empty())
+    return r.Fail("packed query/key/value (no separate key and value inputs) are not supported");
+  for (size_t k = 8; k < 10; ++k)
+    if (!r.In(k).empty()) return r.Fail("past_sequence_length and cache_indirection are not supported");
+  if ((!r.Out(1).empty() || !r.Out(2).empty()) && (r.In(6).empty() || r.In(7).empty()))
+    return r.Fail("present_key and present_value need past_key and past_value");
+  if (!r.Out(3).empty()) return r.Fail("the qk output is not supported");
+  const int64_t heads = r.Int("num_heads", 0);
+  if (heads <= 0) return r.Fail("num_heads must be positive");
+  const int rq = r.Rank(r.In(0)), rk = r.Rank(r.In(1)), rv = r.Rank(r.In(2));
+  if (rq != 3) return r.Fail(rq < 0 ? "the rank of query is not declared (value_info)" : "query must be [B, S, D] (packed forms are not supported)");
+  if ((rk != 3 && rk != 4) || rk != rv) return r.Fail("key and value must both be [B, L, D] or both [B, N, L, h] (ranks declared)");
+  const std::function<std::string(float)> typed = [&](float v) { return r.Op("CastLike", {r.FloatConst(v), r.In(0)}); };
+  // the bias's parts: [0, D), [D, 2D), [2D, end) with D query's hidden size (known when it runs)
+  std::string q = r.In(0), k = r.In(1), v = r.In(2);
+  if (!r.In(3).empty()) {
+    const std::string d = r.Op("Slice", {r.Op("Shape", {q}), r.IntsConst({2}), r.IntsConst({3})});
+    const std::string d2 = r.Op("Add", {d, d});
+    q = r.Op("Add", {q, r.Op("Slice", {r.In(3), r.IntsConst({0}), d})});
+    if (rk == 3) {
+      k = r.Op("Add", {k, r.Op("Slice", {r.In(3), d, d2})});
+      v = r.Op("Add", {v, r.Op("Slice", {r.In(3), d2, r.IntsConst({std::numeric_limits<int64_t>::max()})})});
     }
-    std::string add = r.Op("Unsqueeze", {r.Op("Where", {valid, zero, masked}), r.IntsConst(axes)});
-    scores = r.Op("Add", {scores, add});
   }
-  if (r.Int("unidirectional", 0) != 0) {  // a query position attends to keys up to its own (after the past's P)
-    std::string rows = r.Op("Unsqueeze", {positions(2), r.IntsConst({1})});
-    if (!past.empty()) rows = r.Op("Add", {rows, r.Op("Sub", {seq_len(3), seq_len(2)})});
-    scores = r.Op("Add", {scores, r.Op("Where", {r.Op("Greater", {positions(3), rows}), future, zero})});
+  const std::string heads_shape = r.IntsConst({0, 0, heads, -1});
+  auto split_heads = [&](const std::string& x) {
+    return r.Op("Transpose", {r.Op("Reshape", {x, heads_shape})}, {{"perm", AttrValue::ListInt({0, 2, 1, 3})}});
+  };
+  q = split_heads(q);
+  if (rk == 3) k = split_heads(k), v = split_heads(v);
+  const bool past = !r.In(6).empty() && !r.In(7).empty();
+  if (past) {
+    k = r.Op("Concat", {r.In(6), k}, {{"axis", AttrValue::Int(2)}}, r.Out(1));
+    v = r.Op("Concat", {r.In(7), v}, {{"axis", AttrValue::Int(2)}}, r.Out(2));
+    r.SetRank(r.Out(1), 4);
+    r.SetRank(r.Out(2), 4);
   }
-  if (!r.In(5).empty()) scores = r.Op("Add", {scores, r.In(5)});
-  std::string probs = r.Op("Softmax", {scores}, {{"axis", AttrValue::Int(-1)}});
-  std::string ctx = r.Op("Transpose", {r.Op("MatMul", {probs, v})}, {{"perm", AttrValue::ListInt({0, 2, 1, 3})}});
-  r.Op("Reshape", {ctx, r.IntsConst({0, 0, -1})}, {}, r.Out(0));
-  r.SetRank(r.Out(0), 3);
-  return true;
+  const std::string kt = r.Op("Transpose", {k}, {{"perm", AttrValue::ListInt({0, 1, 3, 2})}});
+  // scale: given, else 1 / sqrt(h) with h known when it runs
+  std::string scale;
+  if (const float given = r.Float("scale", 0.f); given != 0.f) {
+    scale = typed(given);
+  } else {
+    const std::string h = r.Op("Cast", {r.Op("Slice", {r.Op("Shape", {q}), r.IntsConst({3}), r.IntsConst({4})})}, {{"to", AttrValue::Type(DT_FLOAT)}});
+    scale = r.Op("CastLike", {r.Op("Reciprocal", {r.Op("Sqrt", {h})}), r.In(0)});
+  }
+  return Attend(r, q, kt, v, r.In(4), r.In(5), r.Int("unidirectional", 0) != 0, past, scale, r.Float("mask_filter_value", -10000.f), typed);
 }
 
 // EmbedLayerNormalization(input_ids, segment_ids?, word_embedding, position_embedding,
@@ -362,6 +429,7 @@ bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vect
       {"SkipLayerNormalization", SkipLayerNorm},
       {"SkipSimplifiedLayerNormalization", SkipSimplifiedLayerNorm},
       {"Attention", Attention},
+      {"MultiHeadAttention", MultiHeadAttention},
       {"EmbedLayerNormalization", EmbedLayerNorm},
       {"BiasGelu", [](const Node&, Rewriter& r) {  // Gelu(A + B)
          r.Op("Gelu", {r.Op("Add", {r.In(0), r.In(1)})}, {}, r.Out(0));
