@@ -351,6 +351,33 @@ def test_multi_head_attention(tmp_path, form):
     check(path, feeds, tol=3e-3 if form == "float16" else 1e-5)
 
 
+@pytest.mark.parametrize("layout", ["bsd", "bnsh"])
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("form", ["ids", "offset", "partial", "float16"])
+def test_rotary_embedding(tmp_path, layout, interleaved, form):
+    """RotaryEmbedding (the rotary position embedding of Llama/Qwen-style decoders): 3-D input with
+    num_heads or 4-D, halves or interleaved pairs, position ids or an offset, a rotary size below the
+    head size, float16."""
+    rng = np.random.default_rng(60 + interleaved + 2 * len(form))
+    b, s, heads, h, positions = 2, 5, 3, 8, 16
+    rot = 4 if form == "partial" else h
+    x = rand(rng, b, s, heads * h) if layout == "bsd" else rand(rng, b, heads, s, h)
+    angles = np.arange(positions)[:, None] * (1.0 / 10000 ** (np.arange(rot // 2) / (rot // 2)))[None, :]
+    feeds = {"x": x, "pos": np.array([3], np.int64) if form == "offset" else rng.integers(0, positions, (b, s)).astype(np.int64)}
+    inits = {"cos": np.cos(angles).astype(np.float32), "sin": np.sin(angles).astype(np.float32)}
+    attrs = {"interleaved": interleaved}
+    if layout == "bsd" or form == "partial":
+        attrs["num_heads"] = heads
+    if form == "partial":
+        attrs["rotary_embedding_dim"] = rot
+    if form == "float16":
+        feeds["x"] = feeds["x"].astype(np.float16)
+        inits = {k: v.astype(np.float16) for k, v in inits.items()}
+    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], domain=MS, **attrs)
+    path = save(tmp_path, [node], feeds, [("y", np.float16) if form == "float16" else "y"], inits)
+    check(path, feeds, tol=2e-3 if form == "float16" else 1e-5)
+
+
 @pytest.mark.parametrize("segments,mask,position_ids", [(True, True, False), (False, True, False), (True, False, False), (True, True, True)])
 def test_embed_layer_normalization(tmp_path, segments, mask, position_ids):
     rng = np.random.default_rng(11)

@@ -143,6 +143,12 @@ def onnx_contrib_seeds(out):
                       {"x": [1, 3, 4], "mask": [2]}, {"w": np.ones([4, 12], f32), "b": np.ones(12, f32)}),
         "embed_ln": ([helper.make_node("EmbedLayerNormalization", ["ids", "ids", "e", "e", "e", "g", "g", "ids"], ["y", "mi", "s"], domain=ms)],
                      {"ids": [1, 3]}, {"e": np.ones([4, 4], f32), "g": np.ones(4, f32)}),
+        "attention_past": ([helper.make_node("Attention", ["x", "w", "b", "", "past"], ["y", "present"], domain=ms, num_heads=2, unidirectional=1)],
+                           {"x": [1, 3, 4], "past": [2, 1, 2, 2, 2]}, {"w": np.ones([4, 12], f32), "b": np.ones(12, f32)}),
+        "mha": ([helper.make_node("MultiHeadAttention", ["x", "x", "x", "b", "mask"], ["y"], domain=ms, num_heads=2)],
+                {"x": [1, 3, 4], "mask": [1, 3]}, {"b": np.ones(12, f32)}),
+        "rotary": ([helper.make_node("RotaryEmbedding", ["x", "ids", "c", "c"], ["y"], domain=ms, num_heads=2, interleaved=1)],
+                   {"x": [1, 3, 8], "ids": [1, 3]}, {"c": np.ones([4, 2], f32)}),
     }
     for name, (nodes, ins, inits) in cases.items():
         ints = {"mask", "ids"}

@@ -385,6 +385,64 @@ bool MultiHeadAttention(const Node& n, Rewriter& r) {
   return Attend(r, q, kt, v, r.In(4), r.In(5), r.Int("unidirectional", 0) != 0, past, scale, r.Float("mask_filter_value", -10000.f), typed);
 }
 
+// RotaryEmbedding(input, position_ids, cos_cache, sin_cache) -> output: input [B, S, hidden] (heads
+// of num_heads, or of the rotary size where num_heads is 0) or [B, N, S, h]; position_ids [B, S], or
+// [1] an offset added to 0 .. S-1; the caches [positions, rotary / 2]. The first `rotary` values of
+// each head turn by the cached angles: halves (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin), or with
+// interleaved the pairs (x[2i], x[2i+1]) the same; the rest pass unchanged.
+bool RotaryEmbedding(const Node& n, Rewriter& r) {
+  (void)n;
+  if (r.Int("is_packed_batching", 0) != 0) return r.Fail("is_packed_batching is not supported");
+  if (r.Float("scale", 1.f) != 1.f) return r.Fail("scale other than 1 is not supported");
+  const int rank = r.Rank(r.In(0)), prank = r.Rank(r.In(1));
+  if (rank != 3 && rank != 4) return r.Fail(rank < 0 ? "the rank of input is not declared (value_info)" : "input must be 3-D or 4-D");
+  if (prank != 1 && prank != 2) return r.Fail("position_ids must be [B, S] or [1] (an offset)");
+  const int64_t heads = r.Int("num_heads", 0), rotary_attr = r.Int("rotary_embedding_dim", 0);
+  const bool interleaved = r.Int("interleaved", 0) != 0;
+  auto dim = [&](const std::string& v, int64_t axis) { return r.Op("Slice", {r.Op("Shape", {v}), r.IntsConst({axis}), r.IntsConst({axis + 1})}); };
+  const std::string half = dim(r.In(2), 1);                                                  // [1]
+  const std::string rot = rotary_attr > 0 ? r.IntsConst({rotary_attr}) : r.Op("Add", {half, half});  // [1]
+  const std::string seq_axis_len = dim(r.In(0), rank == 3 ? 1 : 2);
+  std::string pos = r.In(1);
+  if (prank == 1) {  // offset + 0 .. S-1, as [1, S]
+    const std::string s = r.Op("Squeeze", {seq_axis_len, r.IntsConst({0})});
+    const std::string range = r.Op("Range", {r.IntsConst({0}, true), s, r.IntsConst({1}, true)});
+    pos = r.Op("Unsqueeze", {r.Op("Add", {range, r.Op("Cast", {pos}, {{"to", AttrValue::Type(DT_INT64)}})}), r.IntsConst({0})});
+  }
+  // [B, S, half] -> broadcast over the heads: [B, S, 1, half] (3-D input as [B, S, N, h]) or [B, 1, S, half]
+  const std::string head_axis = r.IntsConst({rank == 3 ? 2 : 1});
+  const std::string cos = r.Op("Unsqueeze", {r.Op("Gather", {r.In(2), pos}, {{"axis", AttrValue::Int(0)}}), head_axis});
+  const std::string sin = r.Op("Unsqueeze", {r.Op("Gather", {r.In(3), pos}, {{"axis", AttrValue::Int(0)}}), head_axis});
+  std::string x = r.In(0);
+  if (rank == 3) {
+    const std::string shape = heads > 0 ? r.IntsConst({0, 0, heads, -1}) : r.Op("Concat", {r.IntsConst({0, 0, -1}), rot}, {{"axis", AttrValue::Int(0)}});
+    x = r.Op("Reshape", {x, shape});
+  }
+  const std::string last = r.IntsConst({-1}), big = r.IntsConst({std::numeric_limits<int64_t>::max()});
+  const std::string xr = r.Op("Slice", {x, r.IntsConst({0}), rot, last});
+  const std::string rest = r.Op("Slice", {x, rot, big, last});
+  std::string turned;
+  if (!interleaved) {
+    const std::string x1 = r.Op("Slice", {xr, r.IntsConst({0}), half, last}), x2 = r.Op("Slice", {xr, half, rot, last});
+    const std::string o1 = r.Op("Sub", {r.Op("Mul", {x1, cos}), r.Op("Mul", {x2, sin})});
+    const std::string o2 = r.Op("Add", {r.Op("Mul", {x2, cos}), r.Op("Mul", {x1, sin})});
+    turned = r.Op("Concat", {o1, o2}, {{"axis", AttrValue::Int(-1)}});
+  } else {  // pairs: [..., half, 2]
+    const std::string pairs_shape = r.Op("Concat", {r.IntsConst({0, 0, 0}), half, r.IntsConst({2})}, {{"axis", AttrValue::Int(0)}});
+    const std::string pr = r.Op("Reshape", {xr, pairs_shape});
+    const std::string x1 = r.Op("Squeeze", {r.Op("Slice", {pr, r.IntsConst({0}), r.IntsConst({1}), last}), last});
+    const std::string x2 = r.Op("Squeeze", {r.Op("Slice", {pr, r.IntsConst({1}), r.IntsConst({2}), last}), last});
+    const std::string o1 = r.Op("Sub", {r.Op("Mul", {x1, cos}), r.Op("Mul", {x2, sin})});
+    const std::string o2 = r.Op("Add", {r.Op("Mul", {x2, cos}), r.Op("Mul", {x1, sin})});
+    const std::string both = r.Op("Concat", {r.Op("Unsqueeze", {o1, last}), r.Op("Unsqueeze", {o2, last})}, {{"axis", AttrValue::Int(-1)}});
+    turned = r.Op("Reshape", {both, r.Op("Concat", {r.IntsConst({0, 0, 0}), rot}, {{"axis", AttrValue::Int(0)}})});
+  }
+  const std::string out = r.Op("Concat", {turned, rest}, {{"axis", AttrValue::Int(-1)}}, rank == 4 ? r.Out(0) : "");
+  if (rank == 3) r.Op("Reshape", {out, r.IntsConst({0, 0, -1})}, {}, r.Out(0));
+  r.SetRank(r.Out(0), rank);
+  return true;
+}
+
 // EmbedLayerNormalization(input_ids, segment_ids?, word_embedding, position_embedding,
 // segment_embedding?, gamma, beta, mask?, position_ids?) -> output, mask_index?, embedding_sum?.
 bool EmbedLayerNorm(const Node& n, Rewriter& r) {
@@ -430,6 +488,7 @@ bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vect
       {"SkipSimplifiedLayerNormalization", SkipSimplifiedLayerNorm},
       {"Attention", Attention},
       {"MultiHeadAttention", MultiHeadAttention},
+      {"RotaryEmbedding", RotaryEmbedding},
       {"EmbedLayerNormalization", EmbedLayerNorm},
       {"BiasGelu", [](const Node&, Rewriter& r) {  // Gelu(A + B)
          r.Op("Gelu", {r.Op("Add", {r.In(0), r.In(1)})}, {}, r.Out(0));
