@@ -26,7 +26,9 @@ an "unexpectedly passed" line.
 --check --ort-optimized: the same, but Weft runs the file ONNX Runtime writes for each model after
 its extended graph optimizations (SessionOptions.optimized_model_filepath: FusedConv, FusedGemm,
 FusedMatMul, QuickGelu, SkipLayerNormalization, SimplifiedLayerNormalization, ...), as a user who
-saved an optimized model would hand it over; ONNX Runtime runs the original.
+saved an optimized model would hand it over; ONNX Runtime runs the original. `--ort-optimized all`
+saves at ORT_ENABLE_ALL instead: on x86 CPUs that file holds ONNX Runtime's channel-blocked
+(com.microsoft.nchwc) graph, ReorderInput/ReorderOutput and reordered convolution weights.
 
 --bench: every model's full static file at each thread count; each round times a batch of Weft
 runs, then a batch of ORT runs (interleaved), each after a 50 ms idle pause that lets the other
@@ -242,14 +244,14 @@ def rel_diff(ws, os_):
 # ----------------------------------------------------------------------------------------------
 
 
-def ort_optimized_copy(path, outdir):
+def ort_optimized_copy(path, outdir, level="extended"):
     """The file ONNX Runtime writes for `path` after its extended graph optimizations (what
     SessionOptions.optimized_model_filepath saves: its fused com.microsoft operators, FusedConv,
     FusedGemm, FusedMatMul, QuickGelu, SkipLayerNormalization and others, in place of the
     standard ones)."""
     import onnxruntime as ort
     so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL if level == "all" else ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     so.optimized_model_filepath = os.path.join(outdir, os.path.basename(path).replace(".onnx", ".ort_optimized.onnx"))
     ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     return so.optimized_model_filepath
@@ -259,7 +261,7 @@ def check_model(weft, zoo, man, name, tol, ort_optimized=False):
     """Returns a dict: model, opset, ok, runs: [{variant, batch, rel | error}]. With
     ort_optimized, Weft runs the file ONNX Runtime saves after optimizing the model (ONNX Runtime
     still runs the original)."""
-    res = {"model": name, "runs": [], "ok": True}
+    res = {"model": name, "runs": [], "ok": True, "ort_level": ort_optimized if isinstance(ort_optimized, str) else "extended"}
     scratch = tempfile.mkdtemp(prefix="zoo_ort_optimized_", dir="/tmp") if ort_optimized else None
     try:
         return check_files(weft, zoo, man, name, tol, res, scratch)
@@ -293,7 +295,7 @@ def check_files(weft, zoo, man, name, tol, res, scratch):
                 if model is None:
                     if scratch:
                         try:
-                            weft_path = ort_optimized_copy(path, scratch)
+                            weft_path = ort_optimized_copy(path, scratch, res["ort_level"])
                         except Exception as ex:  # noqa: BLE001
                             raise Stage("onnxruntime optimization", ex)
                     _, model = weft_model(weft, weft_path if scratch else path, e, 1, e["batch"] if variant == "static" else None)
@@ -490,7 +492,7 @@ def run_isolated(a, name):
             "--threads", a.threads, "--rounds", str(a.rounds), "--iters", str(a.iters), "--warmup", str(a.warmup),
             "--batch-ms", str(a.batch_ms), "--check" if a.check else "--bench"]
     if a.ort_optimized:
-        argv.append("--ort-optimized")
+        argv += ["--ort-optimized", a.ort_optimized]
     if a.build:
         argv += ["--build", a.build]
     try:
@@ -515,9 +517,9 @@ def main():
     ap.add_argument("--build", help="a Weft build directory; its python/ goes first on sys.path")
     ap.add_argument("--only", help="comma-separated model names")
     ap.add_argument("--allow-fail", default="", help="comma-separated models expected to fail (--check)")
-    ap.add_argument("--ort-optimized", action="store_true",
+    ap.add_argument("--ort-optimized", nargs="?", const="extended", choices=("extended", "all"),
                     help="--check: Weft runs the file ONNX Runtime saves after its extended graph optimizations "
-                         "(com.microsoft fused operators), compared with ONNX Runtime on the original")
+                         "(com.microsoft fused operators; 'all': also its NCHWc layout), compared with ONNX Runtime on the original")
     ap.add_argument("--tol", type=float, default=1e-4, help="relative tolerance (default: %(default)g)")
     ap.add_argument("--threads", default=None, help="thread counts (--bench default 1,2; --profile default 1)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default: %(default)s)")

@@ -500,3 +500,52 @@ def test_new_operators_as_generated_c(tmp_path):
                     *sorted(glob.glob(f"{out}/src/*.c")), *sorted(glob.glob(f"{out}/test/*.c")), "-o", exe, "-lm"], check=True)
     res = subprocess.run([exe], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_onnx_runtime_nchwc_graph(tmp_path, mode):
+    """A file ONNX Runtime saves at ORT_ENABLE_ALL on this CPU: its channel-blocked (NCHWc) graph,
+    ReorderInput/ReorderOutput, reordered convolution weights with channels padded to whole blocks
+    (24 and 40 here), a depthwise and a grouped convolution, a residual sum and activations fused
+    into its Conv, an upsampling; Weft runs it and matches ONNX Runtime on the original file."""
+    rng = np.random.default_rng(70)
+    inits = {"w0": rand(rng, 24, 3, 3, 3, scale=0.3), "b0": rand(rng, 24, scale=0.1), "w1": rand(rng, 24, 1, 3, 3, scale=0.3),
+             "w2": rand(rng, 32, 24, 1, 1, scale=0.3), "w3": rand(rng, 32, 16, 3, 3, scale=0.1), "w4": rand(rng, 40, 32, 1, 1, scale=0.2),
+             "sc": np.array([1, 1, 2, 2], np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("HardSwish", ["c0"], ["a0"]),
+             helper.make_node("Conv", ["a0", "w1"], ["c1"], pads=[1, 1, 1, 1], group=24),
+             helper.make_node("Relu", ["c1"], ["a1"]),
+             helper.make_node("Conv", ["a1", "w2"], ["c2"]),
+             helper.make_node("Conv", ["c2", "w3"], ["c3"], pads=[1, 1, 1, 1], group=2),
+             helper.make_node("Add", ["c3", "c2"], ["s3"]),
+             helper.make_node("Relu", ["s3"], ["a3"]),
+             helper.make_node("Resize", ["a3", "", "sc"], ["u"], mode=mode),
+             helper.make_node("Conv", ["u", "w4"], ["c4"]),
+             helper.make_node("MaxPool", ["c4"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("GlobalAveragePool", ["c4"], ["g"])]
+    feeds = {"x": rand(rng, 1, 3, 12, 12)}
+    path = save(tmp_path, nodes, feeds, ["p", "g"], inits, opset=14)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.optimized_model_filepath = str(tmp_path / "all.onnx")
+    ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    saved = onnx.load(so.optimized_model_filepath)
+    domains = {(n.domain, n.op_type) for n in saved.graph.node}
+    if not any(d == "com.microsoft.nchwc" for d, _ in domains):
+        pytest.skip("ONNX Runtime wrote no NCHWc graph on this CPU")
+    assert ("com.microsoft.nchwc", "ReorderOutput") in domains
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = weft.Session(use_env_path=False).compile(weft.import_onnx(so.optimized_model_filepath)).run(list(feeds.values()))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_unknown_nchwc_operator_is_named(tmp_path):
+    path = save(tmp_path, [helper.make_node("ReorderSideways", ["x"], ["y"], name="odd", domain="com.microsoft.nchwc")],
+                {"x": np.zeros([1, 16, 2, 2], np.float32)}, ["y"])
+    m = onnx.load(path)
+    m.opset_import.append(helper.make_opsetid("com.microsoft.nchwc", 1))
+    onnx.save(m, path)
+    with pytest.raises(Exception, match="'odd' \\(ReorderSideways, domain com.microsoft\\): is not an operator of ONNX Runtime's NCHWc layout"):
+        weft.import_onnx(path)

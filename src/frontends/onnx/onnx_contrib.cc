@@ -7,6 +7,7 @@
 #include "frontends/onnx/onnx_contrib.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -86,6 +87,9 @@ class Rewriter {
     return AddConstant(std::move(t));
   }
 
+  // A constant of this value, by a fresh name.
+  std::string TensorConst(HostTensor t) { return AddConstant(std::move(t)); }
+
   // y = activation(x) as the standard op of that name; the alpha/beta/gamma given or the op's defaults.
   bool Activation(const std::string& act, const std::vector<float>& params, const std::string& x, const std::string& y) {
     auto p = [&](size_t k, float dflt) { return k < params.size() ? params[k] : dflt; };
@@ -96,6 +100,8 @@ class Rewriter {
       Op(act, {x}, {}, y);
     } else if (act == "LeakyRelu" || act == "Elu" || act == "ThresholdedRelu") {
       Op(act, {x}, {{"alpha", AttrValue::Float(p(0, act == "LeakyRelu" ? 0.01f : 1.f))}}, y);
+    } else if (act == "HardSwish") {
+      Op(act, {x}, {}, y);
     } else if (act == "HardSigmoid") {
       Op(act, {x}, {{"alpha", AttrValue::Float(p(0, 0.2f))}, {"beta", AttrValue::Float(p(1, 0.5f))}}, y);
     } else if (act == "Selu") {
@@ -104,7 +110,7 @@ class Rewriter {
       if (params.size() != 2) return !Fail("activation Clip takes activation_params [min, max]");
       Op("Clip", {x, FloatConst(params[0]), FloatConst(params[1])}, {}, y);
     } else {
-      return !Fail("activation '" + act + "' is not supported (Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid, Elu, Selu, "
+      return !Fail("activation '" + act + "' is not supported (Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid, HardSwish, Elu, Selu, "
                    "ThresholdedRelu, Softsign and Softplus are)");
     }
     return true;
@@ -475,7 +481,137 @@ bool EmbedLayerNorm(const Node& n, Rewriter& r) {
   return true;
 }
 
+// ---- com.microsoft.nchwc: the channel-blocked layout of ONNX Runtime's CPU provider ----------------
+// ONNX Runtime at ORT_ENABLE_ALL (and the transformers optimizer at opt_level 99) saves its NCHWc
+// graph: tensors of [N, C, H, W] stored as [N, C/B, H, W, B] blocks of B channels (B = 16 on AVX-512
+// CPUs, 8 on AVX2 ones: the machine that saved the file), channels padded to a multiple of B, and
+// convolution weights reordered to match. Here the blocked tensors are read as plain NCHW ones of
+// the padded channel count (every op on them is per channel or a convolution), the weights put back
+// in OIHW order, and ReorderInput/ReorderOutput become the padding and the slice of channels.
+int64_t NchwcBlock() {
+  static const int64_t b = [] {
+    if (const char* e = std::getenv("WEFT_NCHWC_BLOCK")) return static_cast<int64_t>(std::atoi(e));
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx512f")) return int64_t{16};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return int64_t{8};
+#endif
+    return int64_t{0};
+  }();
+  return b;
+}
+
+bool NchwcReorderInput(const Node& n, Rewriter& r) {
+  (void)n;
+  const int64_t b = NchwcBlock();
+  std::string x = r.In(0);
+  if (r.Int("channels_last", 0) != 0) x = r.Op("Transpose", {x}, {{"perm", AttrValue::ListInt({0, 3, 1, 2})}});
+  // pads [0, 0, 0, 0, 0, (B - C % B) % B, 0, 0]
+  const std::string c = r.Op("Slice", {r.Op("Shape", {x}), r.IntsConst({1}), r.IntsConst({2})});
+  const std::string bb = r.IntsConst({b});
+  const std::string extra = r.Op("Mod", {r.Op("Sub", {bb, r.Op("Mod", {c, bb})}), bb});
+  const std::string pads = r.Op("Concat", {r.IntsConst({0, 0, 0, 0, 0}), extra, r.IntsConst({0, 0})}, {{"axis", AttrValue::Int(0)}});
+  r.Op("Pad", {x, pads}, {}, r.Out(0));
+  r.SetRank(r.Out(0), 4);
+  return true;
+}
+
+bool NchwcReorderOutput(const Node& n, Rewriter& r) {
+  (void)n;
+  const int64_t c = r.Int("channels", 0);
+  if (c <= 0) return r.Fail("channels must be positive");
+  const bool last = r.Int("channels_last", 0) != 0;
+  std::string y = r.Op("Slice", {r.In(0), r.IntsConst({0}), r.IntsConst({c}), r.IntsConst({1})}, {}, last ? "" : r.Out(0));
+  if (last) r.Op("Transpose", {y}, {{"perm", AttrValue::ListInt({0, 2, 3, 1})}}, r.Out(0));
+  r.SetRank(r.Out(0), 4);
+  return true;
+}
+
+// Conv(X, W, B?, Sum?) with activation: activation(conv(X) + B + Sum). W as ONNX Runtime reordered
+// it: [O/B][I/B][kh][kw][B in][B out] where the input channels (of a group) are whole blocks,
+// [O/B][I][kh][kw][B out] for a plain NCHW input (channels not a multiple of B) and for depthwise
+// filters (I = 1).
+bool NchwcConv(const Node& n, Rewriter& r) {
+  const int64_t b = NchwcBlock();
+  const HostTensor* w = r.Constant(r.In(1));
+  if (!w || w->dtype() != DT_FLOAT || w->shape().GetDimNum() != 4)
+    return r.Fail("the weights must be a constant float32 4-D tensor (as ONNX Runtime reorders them)");
+  const int64_t o = w->shape().GetDim(0), i = w->shape().GetDim(1), kh = w->shape().GetDim(2), kw = w->shape().GetDim(3);
+  if (o % b) return r.Fail("the weights' " + std::to_string(o) + " output channels are not a multiple of the block size " + std::to_string(b));
+  const bool blocked_in = i % b == 0;  // per group: grouped convolutions with whole blocks per group too
+  HostTensor plain(DT_FLOAT, w->shape());
+  const float* src = static_cast<const float*>(w->data());
+  float* dst = plain.data_as<float>();
+  const int64_t k = kh * kw;
+  for (int64_t oc = 0; oc < o; ++oc)
+    for (int64_t ic = 0; ic < i; ++ic)
+      for (int64_t t = 0; t < k; ++t) {
+        const int64_t ob = oc / b, bo = oc % b;
+        const int64_t at = blocked_in ? (((ob * (i / b) + ic / b) * k + t) * b + ic % b) * b + bo : ((ob * i + ic) * k + t) * b + bo;
+        dst[(oc * i + ic) * k + t] = src[at];
+      }
+  std::vector<std::string> ins{r.In(0), r.TensorConst(std::move(plain))};
+  if (!r.In(2).empty()) ins.push_back(r.In(2));
+  std::map<std::string, AttrValue> attrs;
+  for (const char* a : {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
+    if (const AttrValue* v = r.Attr(a)) attrs[a] = *v;
+  const std::string act = r.Str("activation");
+  std::vector<float> params;
+  if (const AttrValue* p = r.Attr("activation_params"); p && p->type() == WEFT_ATTR_LIST_FLOAT) params.assign(p->floats().begin(), p->floats().end());
+  const bool sum = !r.In(3).empty();
+  std::string y = r.Op("Conv", ins, attrs, sum || !act.empty() ? "" : r.Out(0));
+  if (sum) y = r.Op("Add", {y, r.In(3)}, {}, act.empty() ? r.Out(0) : "");
+  if (!act.empty() && !r.Activation(act, params, y, r.Out(0))) return true;
+  r.SetRank(r.Out(0), 4);
+  (void)n;
+  return true;
+}
+
+// Upsample(X) with integer `scales` per dim, mode nearest or linear: a Resize.
+bool NchwcUpsample(const Node& n, Rewriter& r) {
+  (void)n;
+  const AttrValue* sc = r.Attr("scales");
+  if (!sc || sc->type() != WEFT_ATTR_LIST_INT || sc->ints().empty()) return r.Fail("scales must list one integer per dim");
+  HostTensor scales(DT_FLOAT, Shape({static_cast<int64_t>(sc->ints().size())}));
+  for (size_t d = 0; d < sc->ints().size(); ++d) scales.data_as<float>()[d] = static_cast<float>(sc->ints()[d]);
+  std::string mode = r.Str("mode");
+  std::string ctm = r.Str("coordinate_transformation_mode");
+  r.Op("Resize", {r.In(0), "", r.TensorConst(std::move(scales))},
+       {{"mode", AttrValue::String(mode.empty() ? "nearest" : mode)}, {"coordinate_transformation_mode", AttrValue::String(ctm.empty() ? "asymmetric" : ctm)}},
+       r.Out(0));
+  r.SetRank(r.Out(0), static_cast<int>(sc->ints().size()));
+  return true;
+}
+
+bool NchwcPool(const Node& n, Rewriter& r) {  // the standard operator of the same name and attributes
+  std::vector<std::string> ins{r.In(0)};
+  r.Op(n.op_type, ins, n.attrs, r.Out(0));
+  r.SetRank(r.Out(0), 4);
+  return true;
+}
+
 }  // namespace
+
+bool LowerOnnxRuntimeNchwcOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out) {
+  if (n.domain != "com.microsoft.nchwc") return false;
+  Rewriter r(n, ctx, out);
+  if (NchwcBlock() <= 0) {
+    r.Fail("this CPU has no NCHWc block size (ONNX Runtime's channel-blocked layout needs AVX2 or AVX-512; WEFT_NCHWC_BLOCK=8 or 16 sets it)");
+    return true;
+  }
+  using Fn = bool (*)(const Node&, Rewriter&);
+  static const std::map<std::string, Fn> kRewrites = {
+      {"ReorderInput", NchwcReorderInput}, {"ReorderOutput", NchwcReorderOutput}, {"Conv", NchwcConv}, {"Upsample", NchwcUpsample},
+      {"MaxPool", NchwcPool},           {"AveragePool", NchwcPool},           {"GlobalMaxPool", NchwcPool},
+      {"GlobalAveragePool", NchwcPool},
+  };
+  auto it = kRewrites.find(n.op_type);
+  if (it == kRewrites.end()) {
+    r.Fail("is not an operator of ONNX Runtime's NCHWc layout that Weft reads");
+    return true;
+  }
+  it->second(n, r);
+  return true;
+}
 
 bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out) {
   if (n.domain != "com.microsoft") return false;

@@ -27,4 +27,10 @@ struct OnnxContribContext {
 // their own).
 bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out);
 
+// The same for the com.microsoft.nchwc domain (the channel-blocked graphs ONNX Runtime saves at
+// ORT_ENABLE_ALL): ReorderInput, ReorderOutput, Conv, Upsample and the pools, read in plain NCHW
+// with the channels padded as ONNX Runtime pads them. True for every node of that domain (an
+// operator it does not know adds a problem).
+bool LowerOnnxRuntimeNchwcOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out);
+
 }  // namespace weft::internal

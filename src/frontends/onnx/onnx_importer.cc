@@ -386,11 +386,11 @@ struct NodeImporter {
       g.AddConstant(n.outputs[0], std::move(t));
       return Status::Ok();
     }
-    if (n.domain == "com.microsoft") {  // ONNX Runtime's fused float operators: their standard parts
+    if (n.domain == "com.microsoft" || n.domain == "com.microsoft.nchwc") {  // ONNX Runtime's fused float operators and NCHWc graphs: their standard parts
       n.when = when;
       std::vector<Node> parts;
       internal::OnnxContribContext cc{g, [this](const std::string& v) { return ConstantOf(v); }, ranks, problems};
-      if (internal::LowerOnnxRuntimeContribOp(n, cc, &parts)) {
+      if (internal::LowerOnnxRuntimeContribOp(n, cc, &parts) || internal::LowerOnnxRuntimeNchwcOp(n, cc, &parts)) {
         for (Node& p : parts) AddNode(std::move(p));
         return Status::Ok();
       }
