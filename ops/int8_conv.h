@@ -63,6 +63,11 @@ bool Int8GemmSums(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k,
 bool Int8GemmRescaled(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b,
                       const Int8FloatRescale& r, const Int8PackedB* pre = nullptr) __attribute__((weak));
 
+// Int8GemmSums turned into floats in the same pass: y[i * ldy + j] = float(sum) * scale[j] (+ bias[j]
+// where bias is given). False where the kernel does not apply (it needs AVX-512 VNNI). Weak.
+bool Int8GemmFloat(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, const float* scale,
+                   const float* bias, float* y, int64_t ldy, const Int8PackedB* pre = nullptr) __attribute__((weak));
+
 // ONNX's DynamicQuantizeLinear on n floats, as ONNX Runtime computes it (the range widened to hold
 // 0; scale (max - min) / 255, or 1 for an all-zero input; zero point and values rounded half to
 // even and saturated): q [n], *scale, *zero_point. -1, or the index of the first value that is

@@ -212,6 +212,11 @@ struct GemmOut {
   int64_t ldq = 0;
   const float* fscale = nullptr;
   float fz = 0.f, flo = 0.f, fhi = 0.f;
+  // or floats (VNNI kernel only): the sum plus bias[col] (wrapped), times fscale[col], plus fbias[col]
+  // where given, at ff[row * ldf + col].
+  float* ff = nullptr;
+  int64_t ldf = 0;
+  const float* fbias = nullptr;
 };
 
 // The taps [k0, k1) of a window whose input coordinate o * s - p + k * d lies in [0, n).
@@ -571,6 +576,18 @@ WEFT_VNNI_TARGET inline void VnniEpilogue(const int32_t* tile, int64_t ld, int64
                                           const GemmOut& out, int64_t row0) {
   const bool full = n - col >= 16;
   const __mmask16 keep = full ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - col)) - 1);
+  if (out.ff) {  // base holds the bias too
+    const __m512i base = _mm512_loadu_si512(e.base + col);
+    const __m512 vs = _mm512_maskz_loadu_ps(keep, out.fscale + col);
+    const __m512 vb = out.fbias ? _mm512_maskz_loadu_ps(keep, out.fbias + col) : _mm512_setzero_ps();
+    float* dst = out.ff + row0 * out.ldf + col;
+    for (int64_t i = 0; i < rows; ++i) {
+      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(tile + i * ld), base)), vs);
+      if (out.fbias) f = _mm512_add_ps(f, vb);
+      _mm512_mask_storeu_ps(dst + i * out.ldf, keep, f);
+    }
+    return;
+  }
   if (out.fq) {  // base holds the bias too
     const __m512i base = _mm512_loadu_si512(e.base + col);
     const __m512 vs = _mm512_maskz_loadu_ps(keep, out.fscale + col);
@@ -1580,7 +1597,7 @@ bool VnniGemmApplies(int64_t n, int32_t b_zp, const GemmOut& out) { return HasVn
 bool GemmS8(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, int32_t b_zp,
             const GemmOut& out, const VnniB* pre = nullptr, const VnniConv* cv = nullptr) {
   if (a_zp < -128 || a_zp > 127 || b_zp < -128 || b_zp > 127 || m <= 0 || n <= 0 || k <= 0) return false;
-  if (out.fq && !(HasVnni512() && b_zp == 0)) return false;  // the float rescaling is the VNNI epilogue's alone
+  if ((out.fq || out.ff) && !(HasVnni512() && b_zp == 0)) return false;  // the float rescaling is the VNNI epilogue's alone
   const bool positive = PositiveMultipliers(n, out);
   const bool vnni = HasVnni512() && b_zp == 0 && positive;  // VnniGemmApplies
   if (cv && !vnni) return false;
@@ -5807,6 +5824,17 @@ bool Int8GemmRescaled(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_
   out.ldq = r.ldy;
   out.fscale = r.scale;
   out.fz = r.y_zero, out.flo = r.lo, out.fhi = r.hi;
+  return GemmS8(ctx, m, n, k, a, a_zp, b, 0, out, pre ? pre->vnni.get() : nullptr);
+}
+
+bool Int8GemmFloat(EagerOpExecutionContext* ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, int32_t a_zp, const int8_t* b, const float* scale,
+                   const float* bias, float* y, int64_t ldy, const Int8PackedB* pre) {
+  if (!HasVnni512() || !y || !scale || ldy < n) return false;
+  GemmOut out;
+  out.ff = y;
+  out.ldf = ldy;
+  out.fscale = scale;
+  out.fbias = bias;
   return GemmS8(ctx, m, n, k, a, a_zp, b, 0, out, pre ? pre->vnni.get() : nullptr);
 }
 

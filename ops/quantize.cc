@@ -795,6 +795,86 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
   IntMatMul::PackedB packed_;
 };
 
+// com.microsoft's MatMulIntegerToFloat (what ONNX Runtime fuses a dynamically quantized MatMul
+// into, and what Weft's importer makes of MatMulInteger -> Cast -> Mul by the scales' product [->
+// Add bias]): A, B, a_scale, b_scale, a_zero_point?, b_zero_point?, bias? -> float32
+// y = float((A - a_zero_point)(B - b_zero_point)) * (a_scale * b_scale[j]) + bias[j]; a_scale one
+// value, b_scale and b_zero_point one value or one per column of B, bias one per column.
+class MatMulIntegerToFloat : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    IntMatMul p;
+    if (!p.Plan(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1))) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = p.out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    if (!Is8Bit(ctx->GetInputDataType(0)) || !Is8Bit(ctx->GetInputDataType(1))) return Fail(ctx, "A and B must be int8 or uint8");
+    return ctx->SetOutputDataType(0, DT_FLOAT);
+  }
+  graphStatus Compile(OpCompileContext* ctx) override { return PackConstantB(ctx, 1, &packed_); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor *a = ctx->GetInputTensor(0), *b = ctx->GetRequiredInputTensor(1);
+    const Tensor *as = ctx->GetRequiredInputTensor(2), *bs = ctx->GetRequiredInputTensor(3);
+    const Tensor *azp = ctx->GetOptionalInputTensor(4), *bzp = ctx->GetOptionalInputTensor(5), *bias = ctx->GetOptionalInputTensor(6);
+    IntMatMul p;
+    if (!p.Plan(ctx, a->GetShape(), b->GetShape())) return GRAPH_FAILED;
+    const int64_t cols = std::max<int64_t>(p.n, 1), n = p.out.GetShapeSize();
+    if (as->GetDataType() != DT_FLOAT || as->GetShapeSize() != 1) return Fail(ctx, "a_scale must be one float32 value (per tensor)");
+    if (bs->GetDataType() != DT_FLOAT || (bs->GetShapeSize() != 1 && bs->GetShapeSize() != p.n))
+      return Fail(ctx, "b_scale " + bs->GetShape().ToString() + " must be one float32 value or one per column of B (" + std::to_string(p.n) + ")");
+    if (bias && (bias->GetDataType() != DT_FLOAT || bias->GetShapeSize() != p.n))
+      return Fail(ctx, "bias " + bias->GetShape().ToString() + " must hold one float32 value per column of B (" + std::to_string(p.n) + ")");
+    Tensor* y = ctx->MallocOutputTensor(0, p.out, DT_FLOAT);
+    auto* scales = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(cols) * sizeof(float)));
+    if (!y || !scales) return GRAPH_FAILED;
+    for (int64_t j = 0; j < cols; ++j) scales[j] = *as->GetData<float>() * bs->GetData<float>()[bs->GetShapeSize() == 1 ? 0 : j];
+    if (n == 0) return GRAPH_SUCCESS;
+    const float* pb = bias ? bias->GetData<float>() : nullptr;
+    float* py = y->GetData<float>();
+    // One pass where it applies: B the constant int8 matrix Compile laid out, zero points 0, a_zero_point one value.
+    bool zero_b = !bzp;
+    if (bzp) {
+      zero_b = true;
+      for (int64_t j = 0; j < bzp->GetShapeSize(); ++j) zero_b = zero_b && IntAt(bzp, j) == 0;
+    }
+    if (Int8GemmFloat && packed_.ready && packed_.kernel && b->GetDataType() == DT_INT8 && zero_b && p.b_batch.GetShapeSize() == 1 &&
+        packed_.rows.size() == static_cast<size_t>(p.n * p.k) && (!azp || azp->GetShapeSize() == 1) && a->GetShape().GetDimNum() >= 2 &&
+        p.m * p.n * p.k >= IntMatMul::kFastMacs) {
+      const int64_t rows = a->GetShapeSize() / p.k;
+      const int8_t* a8 = a->GetData<int8_t>();
+      int32_t a_zp = azp ? static_cast<int32_t>(IntAt(azp, 0)) : 0;
+      if (a->GetDataType() == DT_UINT8) {  // the kernel takes int8: values and zero point less 128
+        auto* t = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(rows * p.k)));
+        if (!t) return GRAPH_FAILED;
+        const uint8_t* pa = a->GetData<uint8_t>();
+        const int64_t total = rows * p.k;
+        ctx->ParallelFor(total, 1 << 16, [&](int64_t i0, int64_t i1) {
+          for (int64_t i = i0; i < i1; ++i) t[i] = static_cast<int8_t>(pa[i] ^ 0x80);
+        });
+        a8 = t;
+        a_zp -= 128;
+      }
+      if (Int8GemmFloat(ctx, rows, p.n, p.k, a8, a_zp, packed_.rows.data(), scales, pb, py, p.n, packed_.kernel.get())) return GRAPH_SUCCESS;
+    }
+    auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n) * sizeof(int32_t)));
+    if (!acc) return GRAPH_FAILED;
+    if (!p.Run(ctx, a, b, azp, bzp, acc, ctx, &packed_)) return GRAPH_FAILED;
+    const int64_t rows = n / cols;
+    ctx->ParallelFor(rows, std::max<int64_t>(1, 16384 / cols), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t j = 0; j < cols; ++j) {
+          const float v = static_cast<float>(acc[r * cols + j]) * scales[j];
+          py[r * cols + j] = pb ? v + pb[j] : v;
+        }
+    });
+    return GRAPH_SUCCESS;
+  }
+
+ private:
+  IntMatMul::PackedB packed_;
+};
+
 // com.microsoft's QGemm (ONNX Runtime's QOperator form of Gemm): A, a_scale, a_zero_point, B,
 // b_scale, b_zero_point, C?, y_scale?, y_zero_point?; attributes alpha, transA, transB. The int32
 // sums of the zero-point-free operands plus C (int32, broadcast to [M, N]) times
@@ -1093,6 +1173,17 @@ void WeftRegister_quantize(std::vector<OpEntry>& out) {
                      .OUTPUT(y, q8)
                      .Build(),
                  MakeOpImpl<QLinearMatMul>("QLinearMatMul")});
+  out.push_back({OpDefBuilder("MatMulIntegerToFloat")
+                     .INPUT(A, q8)
+                     .INPUT(B, q8)
+                     .INPUT(a_scale, TensorType({DT_FLOAT}))
+                     .INPUT(b_scale, TensorType({DT_FLOAT}))
+                     .OPTIONAL_INPUT(a_zero_point, q8)
+                     .OPTIONAL_INPUT(b_zero_point, q8)
+                     .OPTIONAL_INPUT(bias, TensorType({DT_FLOAT}))
+                     .OUTPUT(Y, TensorType({DT_FLOAT}))
+                     .Build(),
+                 MakeOpImpl<MatMulIntegerToFloat>("MatMulIntegerToFloat")});
   out.push_back({OpDefBuilder("QGemm")
                      .INPUT(A, q8)
                      .INPUT(a_scale, TensorType({DT_FLOAT}))

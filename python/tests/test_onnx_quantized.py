@@ -3,6 +3,9 @@ DequantizeLinear around a float Conv, per-tensor and per-channel), QLinearConv w
 weight scales, groups, strides and padding, QLinearMatMul, MatMulInteger with per-row and
 per-column zero points and batch broadcasting, ConvInteger, DynamicQuantizeLinear; and the errors
 for bad scales and zero points."""
+import os
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -145,6 +148,55 @@ def test_qlinear_matmul_with_per_column_weights(tmp_path, btype):
     path = save(tmp_path, [node], [("a", np.uint8, a.shape)], [("y", np.uint8)], inits, name="qmm_bad.onnx")
     with pytest.raises(Exception, match=r"b_scale \[7\] must be one value or one per column of b \(20\)"):
         weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([a])
+
+
+@pytest.mark.parametrize("btype", [np.int8, np.uint8])
+@pytest.mark.parametrize("per_column,bias", [(False, False), (True, True), (True, False)])
+def test_matmul_integer_to_float_matches_onnxruntime(tmp_path, btype, per_column, bias):
+    """com.microsoft's MatMulIntegerToFloat (ONNX Runtime's fused dynamic MatMul): the int32 sums
+    times a_scale * b_scale[j], plus the bias; ONNX Runtime's floats exactly."""
+    rng = np.random.default_rng(80 + per_column * 2 + bias)
+    m, k, n = 37, 96, 50
+    lo, hi = (-128, 127) if btype == np.int8 else (0, 255)
+    inits = {"b": rng.integers(lo, hi + 1, [k, n]).astype(btype),
+             "bs": rng.uniform(0.001, 0.01, n if per_column else 1).astype(np.float32).reshape([n] if per_column else []),
+             "bz": (np.zeros(n, btype) if btype == np.int8 else rng.integers(100, 156, n).astype(btype)) if per_column else btype(0 if btype == np.int8 else 128)}
+    ins = ["a", "b", "as", "bs", "az", "bz"]
+    if bias:
+        inits["bias"] = rng.standard_normal(n).astype(np.float32)
+        ins.append("bias")
+    node = helper.make_node("MatMulIntegerToFloat", ins, ["y"], domain="com.microsoft")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.UINT8, [2, m, k]),
+                                        helper.make_tensor_value_info("as", TensorProto.FLOAT, []),
+                                        helper.make_tensor_value_info("az", TensorProto.UINT8, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.asarray(v), k_) for k_, v in inits.items()])
+    path = str(tmp_path / "mitf.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)], ir_version=8), path)
+    feeds = {"a": rng.integers(0, 256, [2, m, k]).astype(np.uint8), "as": np.array(0.02, np.float32), "az": np.array(131, np.uint8)}
+    got, want = both(path, feeds)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_dynamically_quantized_matmuls_run_fused(tmp_path, per_channel):
+    """quantize_dynamic's MatMulInteger -> Cast -> Mul (-> Add bias) runs as MatMulIntegerToFloat: ONNX
+    Runtime's floats exactly, one step per MatMul."""
+    from onnxruntime.quantization import quantize_dynamic
+    rng = np.random.default_rng(90 + per_channel)
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Add", ["h", "b1"], ["hb"]), helper.make_node("Relu", ["hb"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["y"])]
+    inits = {"w1": rng.standard_normal([64, 48]).astype(np.float32) * 0.2, "b1": rng.standard_normal(48).astype(np.float32),
+             "w2": rng.standard_normal([48, 24]).astype(np.float32) * 0.2}
+    src = save(tmp_path, nodes, [("x", np.float32, [3, 10, 64])], [("y", np.float32)], inits, name="f.onnx")
+    dst = str(tmp_path / "d.onnx")
+    quantize_dynamic(src, dst, per_channel=per_channel)
+    feeds = {"x": rng.standard_normal([3, 10, 64]).astype(np.float32)}
+    got, want = both(dst, feeds)
+    np.testing.assert_array_equal(got[0], want[0])
+    cli = os.environ.get("WEFT_CLI", "weft")
+    steps = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "inspect", "--steps", dst], capture_output=True, text=True, check=True).stdout
+    assert steps.count(" MatMulIntegerToFloat ") == 2 and " Cast " not in steps, steps
 
 
 def test_bad_quantization_parameters_are_errors(tmp_path):

@@ -1,5 +1,6 @@
 // ONNX ModelProto → Graph. Rewrites old opset forms to the form the built-ins implement (the
 // newest), folds Constant nodes into graph constants.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -951,6 +952,61 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
     fused.push_back(std::move(n));
     drop.insert(k);
     drop.insert(qk);
+  }
+  // quantize_dynamic's MatMul: MatMulInteger -> Cast to float -> Mul by (a_scale * b_scale) [-> Add
+  // of a constant bias] becomes com.microsoft's MatMulIntegerToFloat, as ONNX Runtime fuses it (the
+  // same floats: the sums times the scales' product, plus the bias), one pass over the output.
+  auto single_reader = [&](const std::string& v, const char* op) -> size_t {  // the node of type op alone reading v
+    if (readers[v] != 1) return nodes.size();
+    for (size_t j = 0; j < nodes.size(); ++j)
+      if (!drop.count(j) && nodes[j].op_type == op && nodes[j].domain.empty() && nodes[j].when.empty() &&
+          std::find(nodes[j].inputs.begin(), nodes[j].inputs.end(), v) != nodes[j].inputs.end())
+        return j;
+    return nodes.size();
+  };
+  for (size_t k = 0; other_ops && k < nodes.size(); ++k) {
+    const Node& mm = nodes[k];
+    if (mm.op_type != "MatMulInteger" || !mm.domain.empty() || !mm.when.empty() || drop.count(k) || mm.inputs.size() < 2 || mm.outputs.size() != 1)
+      continue;
+    const size_t ck = single_reader(mm.outputs[0], "Cast");
+    if (ck == nodes.size()) continue;
+    auto to = nodes[ck].attrs.find("to");
+    if (to == nodes[ck].attrs.end() || to->second.i() != DT_FLOAT || nodes[ck].outputs.size() != 1) continue;
+    const size_t mk = single_reader(nodes[ck].outputs[0], "Mul");
+    if (mk == nodes.size() || nodes[mk].inputs.size() != 2) continue;
+    const Node& mul = nodes[mk];
+    const std::string scale = mul.inputs[0] == nodes[ck].outputs[0] ? mul.inputs[1] : mul.inputs[0];
+    auto sp = producer.find(scale);
+    if (sp == producer.end()) continue;
+    const Node& sm = nodes[sp->second];
+    if (sm.op_type != "Mul" || !sm.domain.empty() || sm.inputs.size() != 2) continue;
+    const bool first_const = constant(sm.inputs[0]) != nullptr;
+    const std::string b_scale = first_const ? sm.inputs[0] : sm.inputs[1], a_scale = first_const ? sm.inputs[1] : sm.inputs[0];
+    const HostTensor* bs = constant(b_scale);
+    if (!bs || bs->dtype() != DT_FLOAT || bs->shape().GetDimNum() > 1) continue;
+    std::string bias, out = mul.outputs[0];
+    size_t ak = single_reader(mul.outputs[0], "Add");
+    if (ak != nodes.size() && nodes[ak].inputs.size() == 2) {
+      const std::string c = nodes[ak].inputs[0] == mul.outputs[0] ? nodes[ak].inputs[1] : nodes[ak].inputs[0];
+      const HostTensor* ct = constant(c);
+      if (ct && ct->dtype() == DT_FLOAT && ct->shape().GetDimNum() == 1) bias = c, out = nodes[ak].outputs[0];
+      else ak = nodes.size();
+    } else {
+      ak = nodes.size();
+    }
+    Node n;
+    n.name = mm.name;
+    n.op_type = "MatMulIntegerToFloat";
+    n.domain = "com.microsoft";
+    n.opset = 1;
+    n.inputs = {mm.inputs[0], mm.inputs[1], a_scale, b_scale, mm.inputs.size() > 2 ? mm.inputs[2] : "", mm.inputs.size() > 3 ? mm.inputs[3] : "", bias};
+    while (!n.inputs.empty() && n.inputs.back().empty()) n.inputs.pop_back();
+    n.outputs = {out};
+    fused.push_back(std::move(n));
+    drop.insert(k);
+    drop.insert(ck);
+    drop.insert(mk);
+    if (ak != nodes.size()) drop.insert(ak);
   }
   // Gather of a dequantized constant (an embedding table) -> the Gather on the 8-bit values, then
   // DequantizeLinear of the rows it took (per tensor: the same floats), as ONNX Runtime runs it:
