@@ -198,6 +198,25 @@ def test_gelu_family(tmp_path, op, with_bias):
     check(save(tmp_path, [helper.make_node(op, ins, ["y"], domain=MS)], feeds, ["y"], inits), feeds)
 
 
+@pytest.mark.parametrize("bias", [False, True])
+def test_gemm_fast_gelu(tmp_path, bias):
+    """GemmFastGelu (the transformers optimizer's MatMul + FastGelu): ONNX Runtime's CPU provider has
+    no kernel for it, so the reference is its parts, MatMul (+ Add) and FastGelu."""
+    rng = np.random.default_rng(95 + bias)
+    feeds = {"x": rand(rng, 2, 5, 16)}
+    inits = {"w": rand(rng, 16, 24, scale=0.3)}
+    ins = ["x", "w"]
+    if bias:
+        inits["b"] = rand(rng, 24, scale=0.2)
+        ins.append("b")
+    path = save(tmp_path, [helper.make_node("GemmFastGelu", ins, ["y"], domain=MS)], feeds, ["y"], inits, name="g.onnx")
+    parts = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("FastGelu", ["h"] + (["b"] if bias else []), ["y"], domain=MS)]
+    ref = save(tmp_path, parts, feeds, ["y"], inits, name="parts.onnx")
+    want = ort.InferenceSession(ref, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run(list(feeds.values()))[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_bias_add(tmp_path):
     """BiasAdd (X + bias + skip; ONNX Runtime has it for CUDA only): against NumPy."""
     rng = np.random.default_rng(16)

@@ -635,6 +635,12 @@ bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vect
          r.Op("Gelu", {x}, {{"approximate", AttrValue::String("tanh")}}, r.Out(0));
          return true;
        }},
+      {"GemmFastGelu", [](const Node&, Rewriter& r) {  // Gelu's tanh approximation of X W (+ bias)
+         std::string y = r.Op("MatMul", {r.In(0), r.In(1)});
+         if (!r.In(2).empty()) y = r.Op("Add", {y, r.In(2)});
+         r.Op("Gelu", {y}, {{"approximate", AttrValue::String("tanh")}}, r.Out(0));
+         return true;
+       }},
       {"BiasAdd", [](const Node&, Rewriter& r) {  // X + bias + skip
          r.Op("Add", {r.Op("Add", {r.In(0), r.In(1)}), r.In(2)}, {}, r.Out(0));
          return true;
