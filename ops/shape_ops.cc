@@ -135,8 +135,77 @@ class Unsqueeze : public CopyExecute, public ShapeInferOp {
   }
 };
 
-class Transpose : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+// A transpose whose input-contiguous dim b is not the output's last dim a (NCHW <-> NHWC, a
+// matrix's transpose, heads swapped with tokens): for every index of the other dims, tiles of 32 x
+// 32 elements, each read along b and written along a, so both sides stay in cache lines already
+// loaded. False where it does not apply (no dim of input stride 1 among the others).
+template <typename T>
+void TransposeTiles(const KernelContextBase* ctx, const Shape& os, const int64_t* src_st, int a, int b, const T* px, T* py) {
+  const int r = static_cast<int>(os.GetDimNum());
+  int64_t out_st[WEFT_MAX_DIMS];
+  Strides(os, out_st);
+  const int64_t na = os.GetDim(static_cast<size_t>(a)), nb = os.GetDim(static_cast<size_t>(b));
+  const int64_t sa = src_st[a], ob = out_st[b];
+  constexpr int64_t kTile = 32;
+  const int64_t tb = (nb + kTile - 1) / kTile, ta = (na + kTile - 1) / kTile;
+  int64_t outer = 1;
+  for (int k = 0; k < r; ++k)
+    if (k != a && k != b) outer *= os.GetDim(static_cast<size_t>(k));
+  ctx->ParallelFor(outer * tb * ta, 16, [&](int64_t lo, int64_t hi) {
+    for (int64_t w = lo; w < hi; ++w) {
+      int64_t rest = w / (tb * ta);
+      const int64_t ib = (w / ta) % tb, ia = w % ta;
+      int64_t src = 0, dst = 0;
+      for (int k = r - 1; k >= 0; --k) {  // the other dims' index, innermost first
+        if (k == a || k == b) continue;
+        const int64_t n = os.GetDim(static_cast<size_t>(k)), at = rest % n;
+        rest /= n;
+        src += at * src_st[k];
+        dst += at * out_st[k];
+      }
+      const int64_t b0 = ib * kTile, b1 = std::min(nb, b0 + kTile), a0 = ia * kTile, a1 = std::min(na, a0 + kTile);
+      for (int64_t i = b0; i < b1; ++i) {
+        const T* s = px + src + i;
+        T* d = py + dst + i * ob;
+        for (int64_t j = a0; j < a1; ++j) d[j] = s[j * sa];
+      }
+    }
+  });
+}
+
+bool TiledTranspose(const KernelContextBase* ctx, const Shape& os, const int64_t* src_st, size_t elem, const uint8_t* px, uint8_t* py) {
+  const int r = static_cast<int>(os.GetDimNum());
+  int b = -1;
+  for (int k = 0; k < r - 1; ++k)
+    if (src_st[k] == 1 && os.GetDim(static_cast<size_t>(k)) > 1) b = k;
+  if (b < 0 || os.GetDim(static_cast<size_t>(r - 1)) < 4 || os.GetDim(static_cast<size_t>(b)) < 4) return false;
+  switch (elem) {
+    case 1: TransposeTiles(ctx, os, src_st, r - 1, b, px, py); return true;
+    case 2: TransposeTiles(ctx, os, src_st, r - 1, b, reinterpret_cast<const uint16_t*>(px), reinterpret_cast<uint16_t*>(py)); return true;
+    case 4: TransposeTiles(ctx, os, src_st, r - 1, b, reinterpret_cast<const uint32_t*>(px), reinterpret_cast<uint32_t*>(py)); return true;
+    case 8: TransposeTiles(ctx, os, src_st, r - 1, b, reinterpret_cast<const uint64_t*>(px), reinterpret_cast<uint64_t*>(py)); return true;
+    default: return false;
+  }
+}
+
+class Transpose : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public LayoutAwareOp, public CompilableOp, public RebuildOnLoad {
  public:
+  // 8-bit NCHW <-> NHWC transposes (the explicit permutes around a quantized model's convolutions):
+  // NCHW data stored as pixel rows (the 8-bit convolutions' layout) is already the NHWC result, and
+  // an NHWC input stored as pixel rows of its NCHW result, so those take the neighbours' layout and
+  // copy bytes as they are.
+  graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    if (!x || x->GetShape().GetDimNum() != 4 || x->GetShape().IsUnknown() || (x->GetDataType() != DT_UINT8 && x->GetDataType() != DT_INT8))
+      return GRAPH_SUCCESS;
+    int64_t perm[WEFT_MAX_DIMS];
+    std::string err;
+    if (!Perm(ctx, 4, perm, &err)) return GRAPH_SUCCESS;
+    if (perm[0] == 0 && perm[1] == 2 && perm[2] == 3 && perm[3] == 1) s.Format(FORMAT_NHWC).Input(0);
+    else if (perm[0] == 0 && perm[1] == 3 && perm[2] == 1 && perm[3] == 2) s.Format(FORMAT_NHWC).Output(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Compile(OpCompileContext* ctx) override { return SetPlannedOutputStorage(ctx, DataTypeSize(ctx->GetOutputTensor(0)->GetDataType())); }
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Shape& xs = x->GetShape();
@@ -184,6 +253,10 @@ class Transpose : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
+    if (x->GetFormat() == FORMAT_NHWC || y->GetFormat() == FORMAT_NHWC) {  // QueryLayout: the bytes are the result's
+      std::memcpy(y->GetAddr(), x->GetAddr(), static_cast<size_t>(x->GetShapeSize()) * DataTypeSize(x->GetDataType()));
+      return GRAPH_SUCCESS;
+    }
     const Shape& in = x->GetShape();
     size_t r = in.GetDimNum();
     int64_t perm[WEFT_MAX_DIMS], st[WEFT_MAX_DIMS], src_st[WEFT_MAX_DIMS];
@@ -204,6 +277,7 @@ class Transpose : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     // Output rows (the last output dim) start at computed source offsets; a row whose source is
     // contiguous (the last dim stays last) is one memcpy.
     int64_t last = os.GetDim(r - 1), step = src_st[r - 1];
+    if (step != 1 && TiledTranspose(ctx, os, src_st, elem, px, py)) return GRAPH_SUCCESS;
     ForRows(ctx, total / last, last, [&](int64_t lo, int64_t hi) {
       int64_t idx[WEFT_MAX_DIMS] = {0}, off = 0, rem = lo;
       for (size_t k = r - 1; k-- > 0;) {

@@ -533,6 +533,33 @@ def test_qdq_embedding_gathers_the_eight_bit_rows(tmp_path, qtype):
 
 
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_permutes_between_eight_bit_convolutions_copy_pixel_rows(tmp_path, qtype):
+    """QLinearConv -> Transpose to NHWC -> an 8-bit op -> Transpose back -> QLinearConv (ConvNeXt's
+    blocks quantized in the QOperator format): the convolutions keep pixel rows, which are the NHWC
+    tensor's bytes, so the transposes copy; ONNX Runtime's bytes."""
+    rng = np.random.default_rng(77)
+    lo, hi = lim(qtype)
+    c = 24
+    inits = {"s": np.float32(0.05), "z": qtype(rng.integers(lo // 2, hi // 2)), "w1": rng.integers(-60, 60, [c, 8, 3, 3]).astype(np.int8),
+             "w2": rng.integers(-60, 60, [c, 1, 3, 3]).astype(np.int8), "ws": np.float32(0.01), "wz": np.int8(0),
+             "ys": np.float32(0.08), "yz": qtype(rng.integers(lo // 2, hi // 2)), "ts": np.float32(0.02)}
+    nodes = [helper.make_node("QLinearConv", ["x", "s", "z", "w1", "ws", "wz", "ys", "yz"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Transpose", ["c1"], ["t1"], perm=[0, 2, 3, 1]),
+             helper.make_node("QLinearSigmoid", ["t1", "ys", "yz", "ts", "z"], ["g"], domain=MS),
+             helper.make_node("Transpose", ["g"], ["t2"], perm=[0, 3, 1, 2]),
+             helper.make_node("QLinearConv", ["t2", "ts", "z", "w2", "ws", "wz", "ys", "yz"], ["y"], pads=[1, 1, 1, 1], group=c)]
+    path = save(tmp_path, nodes, [("x", qtype, [1, 8, 10, 12])], [("y", qtype)], inits)
+    feeds = {"x": rand_q(rng, qtype, [1, 8, 10, 12])}
+    got, want = both(path, feeds)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert len(np.unique(got[0])) > 10
+    cli = os.environ.get("WEFT_CLI", "weft")
+    steps = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "inspect", "--steps", path], capture_output=True, text=True,
+                           check=True).stdout
+    assert steps.count("@NHWC) -> (") + steps.count("@NHWC)\n") >= 2, steps
+
+
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
 def test_float_activations_between_qdq_pairs_keep_pixel_rows(tmp_path, qtype):
     """Float activations ONNX Runtime leaves unquantized (HardSigmoid, Tanh) between a
     DequantizeLinear and a QuantizeLinear, between two QLinearConvs: the whole stretch stays in
