@@ -1873,8 +1873,8 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
  public:
   static constexpr size_t kW = kLinear ? 3 : 1;
   // Pixel rows (NHWC) for the 2-D convolutions whose fast kernels work on them: several input
-  // channels per group (the 8-bit GEMM kernels, where linked in) and one channel and one filter
-  // per group (DepthwiseRows). The input and the output independently: a layer between two that
+  // channels per group or one input channel to many filters (the 8-bit GEMM kernels, where linked
+  // in) and one channel and one filter per group (DepthwiseRows). The input and the output independently: a layer between two that
   // take pixel rows exchanges them with both, one beside another op converts on its side.
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
     const Tensor* x = ctx->GetInputTensor(0);
@@ -1884,7 +1884,7 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     const int64_t c = x->GetShape().GetDim(1), m = wt->GetShape().GetDim(0), cg = wt->GetShape().GetDim(1);
     if (c <= 0 || m <= 0 || cg <= 0) return GRAPH_SUCCESS;
     s.Format(FORMAT_NHWC).Input(0).Output(0);
-    const bool rows = (cg == 1 && m == *group) || (cg > 1 && Int8ConvSums);
+    const bool rows = (cg == 1 && m == *group) || ((cg > 1 || (*group == 1 && m >= 16)) && Int8ConvSums);  // as Execute picks
     if (!rows) s.Slow();  // runs, through plain-layout copies
     return GRAPH_SUCCESS;
   }
@@ -2073,7 +2073,9 @@ class IntegerConv : public EagerExecuteOp, public ShapeInferOp, public Emittable
     // Where the layout pass planned pixel rows (NHWC) for the input or the output.
     const bool x_nhwc = w.nd == 2 && x->GetFormat() == FORMAT_NHWC, y_nhwc = w.nd == 2 && y->GetFormat() == FORMAT_NHWC;
     if (w.nd <= 2 && cg == 1 && mg == 1) return DepthwiseRows(ctx, w, x, wt, wzp, x_zero, n, c, x_nhwc, y_nhwc, store);
-    if (w.nd <= 2 && cg > 1 && Int8ConvSums) {
+    // A single input channel feeding many filters (a first layer over one channel: spectrograms,
+    // grey images) is a GEMM of k = kh * kw too, far faster than a plane per filter.
+    if (w.nd <= 2 && (cg > 1 || (group == 1 && m >= 16)) && Int8ConvSums) {
       const int fast = Grouped(ctx, w, x, wt, wzp, x_zero, n, c, m, group, x_nhwc, y_nhwc, store);
       if (fast != kNotApplicable) return fast;
     }

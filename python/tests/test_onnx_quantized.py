@@ -342,7 +342,7 @@ def conv_sums_reference(x, w, xz, wz, group, strides, pads, dilations):
 
 @pytest.mark.parametrize("case", ["int8_groups", "uint8_dense_uint8_weights", "depthwise_uint8", "depthwise_mult2_int8",
                                   "depthwise_5x5_dilated_int8", "depthwise_3x4_uint8", "depthwise_1x7_uint8_weights", "depthwise_dilated8",
-                                  "conv1d_dilated", "pointwise"])
+                                  "conv1d_dilated", "pointwise", "one_channel_stride2_uint8", "one_channel_uint8_weights"])
 def test_qlinear_conv_is_bit_exact_against_a_numpy_recomputation(tmp_path, case):
     """QLinearConv's arithmetic as ONNX Runtime defines it (int32 sums, plus the bias, times
     x_scale * w_scale / y_scale in float32, rounded half to even, plus the zero point, clamped),
@@ -362,6 +362,9 @@ def test_qlinear_conv_is_bit_exact_against_a_numpy_recomputation(tmp_path, case)
         "depthwise_dilated8": (np.uint8, np.int8, 16, 16, 16, [3, 3], [1, 1], [8, 8, 8, 8], [8, 8], [20, 18]),
         "conv1d_dilated": (np.uint8, np.int8, 10, 7, 1, [4], [2], [3, 1], [2], [33]),
         "pointwise": (np.int8, np.int8, 40, 72, 1, [1, 1], [1, 1], [0, 0, 0, 0], [1, 1], [20, 20]),
+        # a first layer over one channel (a spectrogram): the GEMM of k = kh * kw
+        "one_channel_stride2_uint8": (np.uint8, np.int8, 1, 48, 1, [3, 3], [2, 2], [0, 0, 0, 0], [1, 1], [41, 23]),
+        "one_channel_uint8_weights": (np.int8, np.uint8, 1, 32, 1, [5, 3], [1, 1], [2, 1, 2, 1], [1, 1], [17, 16]),
     }[case]
     ilo, ihi = (-128, 127) if xt == np.int8 else (0, 255)
     wlo, whi = (-127, 127) if wt == np.int8 else (0, 255)
