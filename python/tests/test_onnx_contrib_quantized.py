@@ -560,6 +560,34 @@ def test_permutes_between_eight_bit_convolutions_copy_pixel_rows(tmp_path, qtype
 
 
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+def test_qdq_moves_run_on_the_eight_bit_values(tmp_path, qtype):
+    """Transpose, Reshape, Squeeze, Unsqueeze and Flatten between a DequantizeLinear and a
+    QuantizeLinear of the same parameters (what quantize_static writes around them) move the 8-bit
+    values: no float step, ONNX Runtime's bytes; a pair whose parameters differ stays on the float path."""
+    rng = np.random.default_rng(81)
+    lo, hi = lim(qtype)
+    inits = {"s": np.float32(0.05), "z": qtype(rng.integers(lo // 2, hi // 2)), "s2": np.float32(0.07), "shape": np.array([2, 12, 5], np.int64),
+             "ax": np.array([1], np.int64)}
+    chain = [("Transpose", [], {"perm": [0, 2, 1, 3]}), ("Reshape", ["shape"], {}), ("Unsqueeze", ["ax"], {}), ("Squeeze", ["ax"], {}),
+             ("Flatten", [], {"axis": 2})]
+    nodes, cur = [], "x"
+    for i, (op, extra, attrs) in enumerate(chain):
+        nodes += [helper.make_node("DequantizeLinear", [cur, "s", "z"], [f"d{i}"]), helper.make_node(op, [f"d{i}"] + extra, [f"m{i}"], **attrs),
+                  helper.make_node("QuantizeLinear", [f"m{i}", "s", "z"], [f"q{i}"])]
+        cur = f"q{i}"
+    nodes += [helper.make_node("DequantizeLinear", [cur, "s", "z"], ["dl"]), helper.make_node("Transpose", ["dl"], ["tl"], perm=[1, 0]),
+              helper.make_node("QuantizeLinear", ["tl", "s2", "z"], ["y"])]  # other parameters: requantized in float
+    path = save(tmp_path, nodes, [("x", qtype, [2, 3, 4, 5])], [("y", qtype)], inits)
+    feeds = {"x": rand_q(rng, qtype, [2, 3, 4, 5])}
+    got, want = both(path, feeds)
+    np.testing.assert_array_equal(got[0], want[0])
+    cli = os.environ.get("WEFT_CLI", "weft")
+    steps = subprocess.run([os.path.abspath(cli) if os.sep in cli else cli, "inspect", "--steps", path], capture_output=True, text=True,
+                           check=True).stdout
+    assert steps.count(" DequantizeLinear '") == 1 and steps.count(" QuantizeLinear '") == 1, steps  # the last pair only
+
+
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
 def test_float_activations_between_qdq_pairs_keep_pixel_rows(tmp_path, qtype):
     """Float activations ONNX Runtime leaves unquantized (HardSigmoid, Tanh) between a
     DequantizeLinear and a QuantizeLinear, between two QLinearConvs: the whole stretch stays in

@@ -762,7 +762,7 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
   // same patterns), all quantized per tensor: DequantizeLinear -> Add or Mul -> QuantizeLinear
   // becomes QLinearAdd or QLinearMul; -> GlobalAveragePool, AveragePool, Sigmoid, LeakyRelu ->
   // QuantizeLinear becomes QLinearGlobalAveragePool, QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu (their arithmetic is ONNX
-  // Runtime's; Concat -> QLinearConcat, Gemm -> QGemm and MatMul -> QLinearMatMul further down); and a MaxPool between a DequantizeLinear and a QuantizeLinear of the same scale
+  // Runtime's; Concat -> QLinearConcat, Gemm -> QGemm and MatMul -> QLinearMatMul further down); and a MaxPool (or a Transpose, Reshape, Squeeze, Unsqueeze, Flatten) between a DequantizeLinear and a QuantizeLinear of the same scale
   // and zero point runs on the 8-bit values as they are (the maximum commutes with both maps, and
   // quantizing a dequantized value gives it back).
   // A scale the QLinear ops take: positive and finite (others stay on the float path, which
@@ -803,13 +803,22 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
                                                               {"Sigmoid", "QLinearSigmoid"},
                                                               {"LeakyRelu", "QLinearLeakyRelu"},
                                                               {"AveragePool", "QLinearAveragePool"},
-                                                              {"MaxPool", ""}};
+                                                              {"MaxPool", ""},
+                                                              // moves of values (the quantizer's "direct 8-bit" ops)
+                                                              {"Transpose", ""},
+                                                              {"Reshape", ""},
+                                                              {"Squeeze", ""},
+                                                              {"Unsqueeze", ""},
+                                                              {"Flatten", ""}};
   for (size_t k = 0; k < nodes.size(); ++k) {
     const Node& op = nodes[k];
     auto rule = kQLinear.find(op.op_type);
     if (rule == kQLinear.end() || !op.domain.empty() || !op.when.empty() || drop.count(k)) continue;
+    // the values moved: input 0 (the others, a shape or axes, as they are)
+    const bool moves = op.op_type == "Transpose" || op.op_type == "Reshape" || op.op_type == "Squeeze" || op.op_type == "Unsqueeze" ||
+                       op.op_type == "Flatten";
     const size_t arity = op.op_type == "Add" || op.op_type == "Mul" ? 2 : 1;
-    if (op.inputs.size() != arity) continue;
+    if (moves ? op.inputs.empty() || op.outputs.size() != 1 : op.inputs.size() != arity) continue;
     if (auto d = op.attrs.find("dilations"); op.op_type == "AveragePool" && d != op.attrs.end()) {
       bool ones = true;  // QLinearAveragePool has no dilations
       for (int64_t v : d->second.ints()) ones = ones && v == 1;
@@ -819,7 +828,7 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
     if (qk == nodes.size()) continue;
     const Node& q = nodes[qk];
     std::vector<const Node*> in;
-    for (auto& v : op.inputs) in.push_back(per_tensor(v));
+    for (size_t i = 0; i < (moves ? 1 : op.inputs.size()); ++i) in.push_back(per_tensor(op.inputs[i]));
     bool fits = true;
     for (const Node* d : in) fits = fits && d && type_of(d->inputs[2]) == type_of(q.inputs[2]);
     if (!fits) continue;
@@ -828,10 +837,11 @@ void FuseQdqConvs(Graph& g, bool other_ops) {
     n.outputs = q.outputs;
     n.attrs = op.attrs;
     n.opset = op.opset;
-    if (rule->second.empty()) {  // MaxPool
+    if (rule->second.empty()) {  // MaxPool and the moves: on the 8-bit values, the same parameters either side
       if (!same(in[0]->inputs[1], q.inputs[1]) || !same(in[0]->inputs[2], q.inputs[2])) continue;
       n.op_type = op.op_type;
-      n.inputs = {in[0]->inputs[0]};
+      n.inputs = op.inputs;
+      n.inputs[0] = in[0]->inputs[0];
     } else {
       n.op_type = rule->second;
       n.domain = "com.microsoft";
