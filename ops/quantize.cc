@@ -656,6 +656,36 @@ WEFT_ISA_CLONES void RequantizeRows(const int32_t* acc, int64_t rows, int64_t co
     }
 }
 
+// The operands of the one-pass int8 GEMM (Int8GemmRescaled, Int8GemmFloat), where it applies: B the
+// constant int8 matrix PackConstantB laid out, its zero points 0; a_zero_point one value or none;
+// every row of A (its batch dims too) one row of the product; enough work to repay it. *a8 and
+// *a_zp: A as int8 (uint8 values and zero point less 128, in workspace). False where it does not
+// apply, or when the workspace cannot be had.
+bool FusedGemmOperands(EagerOpExecutionContext* ctx, const IntMatMul& p, const IntMatMul::PackedB& packed, const Tensor* a, const Tensor* b,
+                       const Tensor* azp, const Tensor* bzp, const int8_t** a8, int32_t* a_zp, int64_t* rows) {
+  if (!packed.ready || !packed.kernel || b->GetDataType() != DT_INT8 || p.b_batch.GetShapeSize() != 1 ||
+      packed.rows.size() != static_cast<size_t>(p.n * p.k) || (azp && azp->GetShapeSize() != 1) || a->GetShape().GetDimNum() < 2 ||
+      p.m * p.n * p.k < IntMatMul::kFastMacs)
+    return false;
+  for (int64_t j = 0; bzp && j < bzp->GetShapeSize(); ++j)
+    if (IntAt(bzp, j) != 0) return false;
+  *rows = a->GetShapeSize() / p.k;
+  *a8 = a->GetData<int8_t>();
+  *a_zp = azp ? static_cast<int32_t>(IntAt(azp, 0)) : 0;
+  if (a->GetDataType() == DT_UINT8) {  // the kernels take int8: values and zero point less 128
+    const int64_t total = *rows * p.k;
+    auto* t = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(total)));
+    if (!t) return false;
+    const uint8_t* pa = a->GetData<uint8_t>();
+    ctx->ParallelFor(total, 1 << 16, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) t[i] = static_cast<int8_t>(pa[i] ^ 0x80);
+    });
+    *a8 = t;
+    *a_zp -= 128;
+  }
+  return true;
+}
+
 // a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point: the int32 product of
 // the zero-point-free operands, times a_scale * b_scale / y_scale (float), rounded half to even,
 // plus y_zero_point, saturated to y's type.
@@ -763,28 +793,12 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
   // int8 matrix Compile laid out, zero points 0; a_zero_point one value; every row of A (its batch
   // dims too) one row of the product.
   bool Fused(EagerOpExecutionContext* ctx, const IntMatMul& p, const float* scales, float zp, float lo, float hi, Tensor* y) const {
-    const Tensor* a = ctx->GetInputTensor(0);
-    const Tensor *azp = ctx->GetInputTensor(2), *bzp = ctx->GetInputTensor(5);
-    if (!Int8GemmRescaled || !packed_.ready || !packed_.kernel || ctx->GetInputTensor(3)->GetDataType() != DT_INT8 || p.b_batch.GetShapeSize() != 1 ||
-        packed_.rows.size() != static_cast<size_t>(p.n * p.k) || azp->GetShapeSize() != 1 || a->GetShape().GetDimNum() < 2 ||
-        p.m * p.n * p.k < IntMatMul::kFastMacs)
+    const int8_t* a8 = nullptr;
+    int32_t a_zp = 0;
+    int64_t rows = 0;
+    if (!Int8GemmRescaled ||
+        !FusedGemmOperands(ctx, p, packed_, ctx->GetInputTensor(0), ctx->GetInputTensor(3), ctx->GetInputTensor(2), ctx->GetInputTensor(5), &a8, &a_zp, &rows))
       return false;
-    for (int64_t j = 0; j < bzp->GetShapeSize(); ++j)
-      if (IntAt(bzp, j) != 0) return false;
-    const int64_t rows = a->GetShapeSize() / p.k;
-    const int8_t* a8 = a->GetData<int8_t>();
-    int32_t a_zp = static_cast<int32_t>(IntAt(azp, 0));
-    if (a->GetDataType() == DT_UINT8) {  // the kernel takes int8: values and zero point less 128
-      auto* t = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(rows * p.k)));
-      if (!t) return false;
-      const uint8_t* pa = a->GetData<uint8_t>();
-      const int64_t total = rows * p.k;
-      ctx->ParallelFor(total, 1 << 16, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i) t[i] = static_cast<int8_t>(pa[i] ^ 0x80);
-      });
-      a8 = t;
-      a_zp -= 128;
-    }
     Int8FloatRescale r;
     r.scale = scales;
     r.y_zero = zp, r.lo = lo, r.hi = hi;
@@ -832,31 +846,13 @@ class MatMulIntegerToFloat : public EagerExecuteOp, public ShapeInferOp, public 
     if (n == 0) return GRAPH_SUCCESS;
     const float* pb = bias ? bias->GetData<float>() : nullptr;
     float* py = y->GetData<float>();
-    // One pass where it applies: B the constant int8 matrix Compile laid out, zero points 0, a_zero_point one value.
-    bool zero_b = !bzp;
-    if (bzp) {
-      zero_b = true;
-      for (int64_t j = 0; j < bzp->GetShapeSize(); ++j) zero_b = zero_b && IntAt(bzp, j) == 0;
-    }
-    if (Int8GemmFloat && packed_.ready && packed_.kernel && b->GetDataType() == DT_INT8 && zero_b && p.b_batch.GetShapeSize() == 1 &&
-        packed_.rows.size() == static_cast<size_t>(p.n * p.k) && (!azp || azp->GetShapeSize() == 1) && a->GetShape().GetDimNum() >= 2 &&
-        p.m * p.n * p.k >= IntMatMul::kFastMacs) {
-      const int64_t rows = a->GetShapeSize() / p.k;
-      const int8_t* a8 = a->GetData<int8_t>();
-      int32_t a_zp = azp ? static_cast<int32_t>(IntAt(azp, 0)) : 0;
-      if (a->GetDataType() == DT_UINT8) {  // the kernel takes int8: values and zero point less 128
-        auto* t = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(rows * p.k)));
-        if (!t) return GRAPH_FAILED;
-        const uint8_t* pa = a->GetData<uint8_t>();
-        const int64_t total = rows * p.k;
-        ctx->ParallelFor(total, 1 << 16, [&](int64_t i0, int64_t i1) {
-          for (int64_t i = i0; i < i1; ++i) t[i] = static_cast<int8_t>(pa[i] ^ 0x80);
-        });
-        a8 = t;
-        a_zp -= 128;
-      }
-      if (Int8GemmFloat(ctx, rows, p.n, p.k, a8, a_zp, packed_.rows.data(), scales, pb, py, p.n, packed_.kernel.get())) return GRAPH_SUCCESS;
-    }
+    // One pass where it applies (FusedGemmOperands).
+    const int8_t* a8 = nullptr;
+    int32_t a_zp = 0;
+    int64_t rows8 = 0;
+    if (Int8GemmFloat && FusedGemmOperands(ctx, p, packed_, a, b, azp, bzp, &a8, &a_zp, &rows8) &&
+        Int8GemmFloat(ctx, rows8, p.n, p.k, a8, a_zp, packed_.rows.data(), scales, pb, py, p.n, packed_.kernel.get()))
+      return GRAPH_SUCCESS;
     auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(n) * sizeof(int32_t)));
     if (!acc) return GRAPH_FAILED;
     if (!p.Run(ctx, a, b, azp, bzp, acc, ctx, &packed_)) return GRAPH_FAILED;
