@@ -131,6 +131,15 @@ bool PerChannel(const Shape& s, const Shape& full) {
   return r == 3 || s.GetDim(0) == 1 || s.GetDim(0) == full.GetDim(0);
 }
 
+// X (input 0) int8 or uint8, the output zero point (input 4, optional) and the output of X's type.
+graphStatus EightBitLikeX(InferDataTypeContext* ctx, const char* zero_point) {
+  const DataType t = ctx->GetInputDataType(0);
+  if (!Is8BitType(t)) return Fail(ctx, std::string("X must be int8 or uint8, not ") + DataTypeName(t));
+  const Tensor* yz = ctx->GetOptionalInputTensor(4);
+  if (yz && yz->GetDataType() != t) return Fail(ctx, std::string(zero_point) + " must have X's type " + DataTypeName(t));
+  return ctx->SetOutputDataType(0, t);
+}
+
 // Whether every listed optional input that is present (and every required one) is a constant:
 // `weft aot` bakes the quantization parameters into the generated C.
 bool ConstInputs(const KernelContextBase* ctx, std::initializer_list<size_t> required, std::initializer_list<size_t> optional) {
@@ -173,13 +182,7 @@ class QLinearLookup : public EagerExecuteOp, public ShapeInferOp, public LayoutA
     *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    const DataType t = ctx->GetInputDataType(0);
-    if (!Is8BitType(t)) return Fail(ctx, std::string("X must be int8 or uint8, not ") + DataTypeName(t));
-    const Tensor* yz = ctx->GetOptionalInputTensor(4);
-    if (yz && yz->GetDataType() != t) return Fail(ctx, "Y_zero_point must have X's type " + std::string(DataTypeName(t)));
-    return ctx->SetOutputDataType(0, t);
-  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return EightBitLikeX(ctx, "Y_zero_point"); }
   // Elementwise: plain or the pixel rows of the 8-bit convolutions around, as its neighbours settle
   // (no 8-bit op reads channel blocks, and a table maps their zero padding to a non-zero value).
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
@@ -841,6 +844,9 @@ class QLinearConcat : public EagerExecuteOp, public ShapeInferOp, public LayoutA
 // zero point of X cancels out. (Where ONNX Runtime's int8 kernel lets a value above 127 wrap, as a
 // probability that rounds to 1 does when y_zero_point is -128, this one saturates.)
 #if defined(__x86_64__) && defined(__GNUC__)
+// GCC 12 reads the intrinsics' undefined pass-through operands as maybe-uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 bool HasAvx512Bw() {
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return yes;
@@ -890,6 +896,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void SoftmaxRows16(const ui
     }
   }
 }
+#pragma GCC diagnostic pop
 #endif
 
 class QLinearSoftmax : public EagerExecuteOp, public ShapeInferOp {
@@ -898,13 +905,7 @@ class QLinearSoftmax : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    const DataType t = ctx->GetInputDataType(0);
-    if (!Is8BitType(t)) return Fail(ctx, std::string("X must be int8 or uint8, not ") + DataTypeName(t));
-    const Tensor* yz = ctx->GetOptionalInputTensor(4);
-    if (yz && yz->GetDataType() != t) return Fail(ctx, "y_zero_point must have X's type " + std::string(DataTypeName(t)));
-    return ctx->SetOutputDataType(0, t);
-  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return EightBitLikeX(ctx, "y_zero_point"); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const DataType t = x->GetDataType();
