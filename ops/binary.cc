@@ -80,6 +80,7 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, p
   graphStatus ExecuteBlocked(EagerOpExecutionContext* ctx, const Tensor* a, const Tensor* b, Tensor* c) {
     const Shape& cs = c->GetShape();
     const int64_t n = cs.GetDim(0), ch = cs.GetDim(1), cb = (ch + 15) / 16, hw = cs.GetDim(2) * cs.GetDim(3);
+    const WeftEpilogue act = ctx->GetEpilogue();  // zero-preserving (QueryFusion): the padding stays zero
     const float* pa = a->GetData<float>();
     const float* pb = b->GetData<float>();
     float* pc = c->GetData<float>();
@@ -88,6 +89,7 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, p
       auto body = [&](int64_t lo, int64_t hi) {
 #pragma omp simd
         for (int64_t i = lo; i < hi; ++i) pc[i] = Fn::template Apply<float>(pa[i], pb[i]);
+        ActivateInPlace(act, pc + lo, hi - lo);
       };
       if (total < kParallelGrain) body(0, total);
       else return ctx->ParallelFor(total, kParallelGrain, body);
@@ -112,14 +114,24 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, p
 #pragma omp simd
           for (int k = 0; k < 16; ++k)
             dst[p * 16 + k] = a_big ? Fn::template Apply<float>(src[p * 16 + k], v[k]) : Fn::template Apply<float>(v[k], src[p * 16 + k]);
+        ActivateInPlace(act, dst, hw * 16);
       }
     };
     return ctx->ParallelFor(n * cb, 1, body);
   }
-  // Add declares itself so that epilogue fusion can fold it into its producer.
-  graphStatus QueryFusion(OpQueryContext*, FusionSupport& s) override {
+  // Add declares itself so that epilogue fusion can fold it into its producer. A float32 Add, Sub
+  // or Mul that no producer absorbs takes the activation after it instead (a residual Add + Relu
+  // whose producer keeps its own activation): only activations that keep zero zero, since the
+  // output may be channel-blocked with zero padding.
+  graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
     if constexpr (std::is_same<Fn, AddFn>::value) s.IsAdd();
     if constexpr (std::is_same<Fn, MulFn>::value) s.IsMul();
+    if constexpr (kBlockable<Fn>) {
+      if (ctx->GetInputTensor(0)->GetDataType() == DT_FLOAT && ctx->GetInputTensor(1)->GetDataType() == DT_FLOAT)
+        for (WeftActivation a : {WEFT_ACT_RELU, WEFT_ACT_LEAKY_RELU, WEFT_ACT_TANH, WEFT_ACT_ELU, WEFT_ACT_SWISH, WEFT_ACT_HARD_SWISH,
+                                 WEFT_ACT_GELU, WEFT_ACT_GELU_TANH})
+          s.Absorb(a);
+    }
     return GRAPH_SUCCESS;
   }
 
@@ -145,6 +157,7 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, p
     }
     Tensor* c = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), a->GetDataType());
     if (!c) return GRAPH_FAILED;
+    const WeftEpilogue act = ctx->GetEpilogue();  // float32 only (QueryFusion)
     graphStatus status = GRAPH_SUCCESS;
     DispatchNumeric(a->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
@@ -165,6 +178,7 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, p
         int64_t n = c->GetShapeSize();
         auto body = [&](int64_t lo, int64_t hi) {
           for (int64_t i = lo; i < hi; ++i) pc[i] = Store<T>(Fn::template Apply<C>(Load(pa[i]), Load(pb[i])));
+          if constexpr (std::is_same<T, float>::value) ActivateInPlace(act, pc + lo, hi - lo);
         };
         if (n < kParallelGrain) body(0, n);
         else ctx->ParallelFor(n, kParallelGrain, body);
@@ -173,6 +187,7 @@ class BinaryOp : public EagerExecuteOp, public ShapeInferOp, public FusibleOp, p
       ForEachBroadcast(a->GetShape(), b->GetShape(), c->GetShape(), [&](int64_t i, int64_t ia, int64_t ib) {
         pc[i] = Store<T>(Fn::template Apply<C>(Load(pa[ia]), Load(pb[ib])));
       });
+      if constexpr (std::is_same<T, float>::value) ActivateInPlace(act, pc, c->GetShapeSize());
     });
     return status;
   }

@@ -493,6 +493,7 @@ struct Builder : NodeSteps {
     if (!m->dynamic && !no_passes) {
       PassContext pc = Passes(GraphOutputIds());
       WEFT_RETURN_IF_ERROR(FoldPadIntoConv(pc));
+      WEFT_RETURN_IF_ERROR(FoldSliceIntoConv(pc));
       WEFT_RETURN_IF_ERROR(FoldBatchNorm(pc));
       WEFT_RETURN_IF_ERROR(FuseGelu(pc, reg.Find("Gelu")));
       WEFT_RETURN_IF_ERROR(FuseEpilogues(pc));

@@ -36,6 +36,9 @@ void ConnectInput(CompiledNode& cn, uint32_t ir, int id);
 // A zero Pad of the spatial dims read only by a Conv becomes the Conv's padding
 // (passes/fold_pad.cc).
 Status FoldPadIntoConv(PassContext& pc);
+// A Slice trimming the spatial edges of a Conv's output, its only reader, becomes less padding
+// on the Conv (passes/fold_slice.cc).
+Status FoldSliceIntoConv(PassContext& pc);
 // An inference BatchNormalization read only from a Conv or ConvTranspose with constant weights
 // becomes part of its weights and bias (passes/fold_batch_norm.cc).
 Status FoldBatchNorm(PassContext& pc);
