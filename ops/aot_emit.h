@@ -65,6 +65,14 @@ inline graphStatus EmitCopy(const EmitContext* ctx) {
   return GRAPH_SUCCESS;
 }
 
+// The instance index of IR input `ir` (present), for EmitContext::Input: absent optional inputs
+// before it take no place.
+inline size_t InputAt(const EmitContext* ctx, size_t ir) {
+  size_t at = 0;
+  for (size_t i = 0; i < ir; ++i) at += ctx->GetIrInputInstanceNum(i);
+  return at;
+}
+
 // An integer as a C literal of at least its width (INT32_MIN and INT64_MIN spelled safely).
 inline std::string IntLit(int64_t v) {
   if (v == INT64_MIN) return "INT64_MIN";

@@ -5253,7 +5253,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
       if (v > INT32_MAX / 8) return Fail(ctx, "too large for the generated C");
     const bool cifg = !ctx->GetOptionalInputTensor(kWxi);
     if (cifg != !ctx->GetOptionalInputTensor(kWhi)) return Fail(ctx, "input_to_input_weights and recurrent_to_input_weights must be both present or both absent (CIFG)");
-    auto ptr = [&](int k) { return ctx->GetOptionalInputTensor(static_cast<size_t>(k)) ? ctx->Input(IrIndex(ctx, k), "float") : std::string("0"); };
+    auto ptr = [&](int k) { return ctx->GetOptionalInputTensor(static_cast<size_t>(k)) ? ctx->Input(aot::InputAt(ctx, static_cast<size_t>(k)), "float") : std::string("0"); };
     ctx->Include("<string.h>");
     ctx->DeclareState("float h[" + std::to_string(batch * out) + "];\nfloat c[" + std::to_string(batch * cell) + "];\n");
     const bool ln = LayerNorm(ctx);
@@ -5288,7 +5288,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     std::vector<int32_t> folded(p.FoldedInts());
     FoldInteger(ctx, folded.data(), &p);
     auto ptr = [&](int k, const char* ct) {
-      return ctx->GetOptionalInputTensor(static_cast<size_t>(k)) ? ctx->Input(IrIndex(ctx, k), ct) : std::string("0");
+      return ctx->GetOptionalInputTensor(static_cast<size_t>(k)) ? ctx->Input(aot::InputAt(ctx, static_cast<size_t>(k)), ct) : std::string("0");
     };
     auto folded_const = [&](const int32_t* v, int64_t n, const char* hint) {
       return v ? ctx->Const(hint, DT_INT32, v, static_cast<size_t>(n)) : std::string("0");
@@ -5324,12 +5324,6 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     return GRAPH_SUCCESS;
   }
 
-  // The instance index of IR input k (present), for EmitContext::Input.
-  static size_t IrIndex(const EmitContext* ctx, int k) {
-    size_t at = 0;
-    for (int i = 0; i < k; ++i) at += ctx->GetIrInputInstanceNum(static_cast<size_t>(i));
-    return at;
-  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetOptionalInputShape(kX);
     const Shape& wxo = *ctx->GetOptionalInputShape(kWxo);

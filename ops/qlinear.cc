@@ -899,47 +899,49 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void SoftmaxRows16(const ui
 #pragma GCC diagnostic pop
 #endif
 
-class QLinearSoftmax : public EagerExecuteOp, public ShapeInferOp {
+class QLinearSoftmax : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   graphStatus InferShape(InferShapeContext* ctx) override {
     *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
     return GRAPH_SUCCESS;
   }
   graphStatus InferDataType(InferDataTypeContext* ctx) override { return EightBitLikeX(ctx, "y_zero_point"); }
+  // Execute's row loop in C: the same table (a constant of the module) and float operations in
+  // the same order, so the bytes are the runtime's.
+  graphStatus Emit(EmitContext* ctx) override {
+    if (!ConstInputs(ctx, {1, 3}, {2, 4})) return Fail(ctx, kConstParams);
+    Plan p;
+    if (!p.Make(ctx)) return GRAPH_FAILED;
+    if (ctx->GetInputTensor(0)->GetShape().GetShapeSize() == 0) return GRAPH_SUCCESS;
+    const std::string ct = aot::CType(p.t), table = ctx->Const("table", DT_FLOAT, p.table, 256);
+    const std::string L_len = aot::IntLit(p.len), L_in = aot::IntLit(p.inner), at = "base + k * " + L_in;
+    const std::string value = "(int32_t)x[" + at + "]";
+    ctx->Include("<math.h>");
+    ctx->Run("{\n  const " + ct + "* x = " + ctx->Input(0, ct.c_str()) + ";\n  " + ct + "* y = " + ctx->Output(0, ct.c_str()) +
+             ";\n  int64_t r, k;\n  for (r = 0; r < " + aot::IntLit(p.outer * p.inner) + "; ++r) {\n    const int64_t base = (r / " + L_in +
+             ") * " + aot::IntLit(p.len * p.inner) + " + r % " + L_in + ";\n    int32_t m = (int32_t)x[base];\n    float sum = 0.0f;\n" +
+             "    for (k = 1; k < " + L_len + "; ++k)\n      if (" + value + " > m) m = " + value + ";\n    for (k = 0; k < " + L_len +
+             "; ++k) sum += " + table + "[" + value + " - m + 255];\n    for (k = 0; k < " + L_len + "; ++k) {\n      float q = nearbyintf(" +
+             table + "[" + value + " - m + 255] * " + aot::FloatLit(p.ys) + " / sum) + " + aot::FloatLit(p.fz) + ";\n      q = q < " +
+             aot::FloatLit(p.lo) + " ? " + aot::FloatLit(p.lo) + " : q;\n      q = " + aot::FloatLit(p.hi) + " < q ? " + aot::FloatLit(p.hi) +
+             " : q;\n      y[" + at + "] = (" + ct + ")(int32_t)q;\n    }\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
-    const DataType t = x->GetDataType();
-    const Shape& shape = x->GetShape();
-    const int64_t rank = static_cast<int64_t>(shape.GetDimNum());
-    const int64_t opset = *ctx->GetAttrs()->GetInt("opset");
-    int64_t axis = *ctx->GetAttrs()->GetInt("axis");
-    if (!NormalizeAxis(axis, std::max<int64_t>(rank, 1), &axis)) return Fail(ctx, AxisError(axis, rank));
-    QParam xq, yq;
-    if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "X", &xq) ||
-        !ReadQParam(ctx, ctx->GetOptionalInputTensor(3), ctx->GetOptionalInputTensor(4), t, "y", &yq))
-      return GRAPH_FAILED;
-    // rows of `len` values `stride` apart: outer x inner of them
-    int64_t outer = 1, len = 1, inner = 1;
-    for (int64_t d = 0; d < rank; ++d) {
-      const int64_t n = shape.GetDim(static_cast<size_t>(d));
-      if (d < axis) outer *= n;
-      else if (d == axis || opset < 13) len *= n;
-      else inner *= n;
-    }
-    Tensor* y = ctx->MallocOutputTensor(0, shape, t);
+    Plan p;
+    if (!p.Make(ctx)) return GRAPH_FAILED;
+    const DataType t = p.t;
+    const int64_t outer = p.outer, len = p.len, inner = p.inner;
+    const float* table = p.table;
+    const float ys = p.ys, lo = p.lo, hi = p.hi;
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), t);
     if (!y) return GRAPH_FAILED;
-    if (shape.GetShapeSize() == 0) return GRAPH_SUCCESS;
-    double c = std::log(static_cast<double>(std::numeric_limits<float>::max() / static_cast<float>(len)));
-    c = std::max(0.0, c - 5.0) / static_cast<double>(xq.scale);
-    float table[256];
-    for (int i = 0; i < 256; ++i) table[i] = static_cast<float>(std::exp((static_cast<double>(i) - 255.0 + c) * static_cast<double>(xq.scale)));
-    const float ys = std::floor(1.0f / yq.scale);
-    float lo, hi;
-    Range(t, &lo, &hi);
+    if (x->GetShape().GetShapeSize() == 0) return GRAPH_SUCCESS;
     const auto* px = static_cast<const uint8_t*>(x->GetAddr());
     auto* py = static_cast<uint8_t*>(y->GetAddr());
     const bool s8 = t == DT_INT8;
-    const float fz = static_cast<float>(yq.zp);
+    const float fz = p.fz;
     ctx->ParallelFor(outer * inner, std::max<int64_t>(16, 4096 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
 #if defined(__x86_64__) && defined(__GNUC__)
       if (inner == 1 && len >= 8 && len < (1 << 24) && HasAvx512Bw())  // rows side by side, each lane one row's sum in its own order
@@ -953,7 +955,7 @@ class QLinearSoftmax : public EagerExecuteOp, public ShapeInferOp {
         float sum = 0.f;
         for (int64_t k = 0; k < len; ++k) sum += table[value(k) - m + 255];
         for (int64_t k = 0; k < len; ++k) {
-          float q = std::nearbyint(table[value(k) - m + 255] * ys / sum) + static_cast<float>(yq.zp);
+          float q = std::nearbyint(table[value(k) - m + 255] * ys / sum) + fz;
           q = std::min(std::max(q, lo), hi);
           py[base + k * inner] = static_cast<uint8_t>(static_cast<int32_t>(q));
         }
@@ -961,6 +963,43 @@ class QLinearSoftmax : public EagerExecuteOp, public ShapeInferOp {
     });
     return GRAPH_SUCCESS;
   }
+
+ private:
+  // What the arithmetic needs: rows of `len` values `inner` apart, outer x inner of them; the
+  // exponentials of the 256 differences from a row's maximum (ONNX Runtime's table, offset so
+  // that `len` of them cannot overflow); the output's scale and range.
+  struct Plan {
+    DataType t = DT_UINT8;
+    int64_t outer = 1, len = 1, inner = 1;
+    float table[256];
+    float ys = 0.f, fz = 0.f, lo = 0.f, hi = 0.f;
+    bool Make(const KernelContextBase* ctx) {
+      const Tensor* x = ctx->GetInputTensor(0);
+      t = x->GetDataType();
+      const Shape& shape = x->GetShape();
+      const int64_t rank = static_cast<int64_t>(shape.GetDimNum());
+      const int64_t opset = *ctx->GetAttrs()->GetInt("opset");
+      int64_t axis = *ctx->GetAttrs()->GetInt("axis");
+      if (!NormalizeAxis(axis, std::max<int64_t>(rank, 1), &axis)) return Fail(ctx, AxisError(axis, rank)), false;
+      QParam xq, yq;
+      if (!ReadQParam(ctx, ctx->GetOptionalInputTensor(1), ctx->GetOptionalInputTensor(2), t, "X", &xq) ||
+          !ReadQParam(ctx, ctx->GetOptionalInputTensor(3), ctx->GetOptionalInputTensor(4), t, "y", &yq))
+        return false;
+      for (int64_t d = 0; d < rank; ++d) {
+        const int64_t n = shape.GetDim(static_cast<size_t>(d));
+        if (d < axis) outer *= n;
+        else if (d == axis || opset < 13) len *= n;
+        else inner *= n;
+      }
+      double c = std::log(static_cast<double>(std::numeric_limits<float>::max() / static_cast<float>(std::max<int64_t>(len, 1))));
+      c = std::max(0.0, c - 5.0) / static_cast<double>(xq.scale);
+      for (int i = 0; i < 256; ++i) table[i] = static_cast<float>(std::exp((static_cast<double>(i) - 255.0 + c) * static_cast<double>(xq.scale)));
+      ys = std::floor(1.0f / yq.scale);
+      fz = static_cast<float>(yq.zp);
+      Range(t, &lo, &hi);
+      return true;
+    }
+  };
 };
 
 }  // namespace

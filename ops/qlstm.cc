@@ -19,12 +19,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
 
+#include "aot_emit.h"
 #include "dnnl_runner.h"
 #include "int8_conv.h"
 #include "op_util.h"
@@ -257,8 +259,76 @@ bool Prepare(const KernelContextBase* ctx, size_t ir, int64_t dd, const Dims& d,
   return true;
 }
 
-class DynamicQuantizeLstm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
+class DynamicQuantizeLstm : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public EmittableOp {
  public:
+  // Execute's arithmetic through weft_dq_lstm (ops/aot/qlstm.c): the same quantization points and
+  // exact integer sums; the activations are C's. sequence_lens must be constant.
+  graphStatus Emit(EmitContext* ctx) override {
+    Dims d;
+    std::string err;
+    std::vector<RnnActivation> acts;
+    if (!GetDims(ctx, &d, &err) || !ParseRnnActivations(ctx, 3, d.dirs, true, &acts, &err)) return Fail(ctx, err);
+    if (d.seq > INT32_MAX || d.batch > INT32_MAX || d.input > INT32_MAX || 4 * d.hidden > INT32_MAX) return Fail(ctx, "too large for the generated C");
+    for (size_t ir : {kWScale, kRScale}) {  // the runtime's check, ahead of time
+      const Tensor* sc = ctx->GetRequiredInputTensor(ir);
+      if (!sc->GetAddr()) continue;
+      for (int64_t k = 0; k < sc->GetShapeSize(); ++k)
+        if (!(sc->GetData<float>()[k] > 0.f) || !std::isfinite(sc->GetData<float>()[k]))
+          return Fail(ctx, std::string(ir == kWScale ? "W" : "R") + "_scale[" + std::to_string(k) + "] is " + std::to_string(sc->GetData<float>()[k]) +
+                               "; it must be positive and finite");
+    }
+    static const char* const kCodes[] = {"Sigmoid", "Tanh", "Relu", "HardSigmoid", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "Affine",
+                                         "Elu", "Softsign", "Softplus"};
+    auto code = [&](const RnnActivation& act) {
+      for (int k = 0; k < 11; ++k)
+        if (act.name == kCodes[k]) return k;
+      return -1;
+    };
+    std::string lens = "0";
+    if (const Tensor* l = ctx->GetOptionalInputTensor(kLens)) {
+      if (!l->GetAddr()) return Fail(ctx, "the generated C needs a constant sequence_lens");
+      if (l->GetShapeSize() != d.batch) return Fail(ctx, "sequence_lens " + l->GetShape().ToString() + " must hold one length per batch row");
+      std::vector<int64_t> v(static_cast<size_t>(d.batch));
+      for (int64_t b = 0; b < d.batch; ++b) {
+        v[b] = l->GetDataType() == DT_INT64 ? l->GetData<int64_t>()[b] : l->GetData<int32_t>()[b];
+        if (v[b] < 0 || v[b] > d.seq) return Fail(ctx, "sequence_lens values must lie in [0, " + std::to_string(d.seq) + "]");
+      }
+      lens = ctx->Const("seq_lens", DT_INT64, v);
+    }
+    auto in = [&](size_t ir, const char* ct) {
+      return ctx->GetOptionalInputTensor(ir) ? ctx->Input(aot::InputAt(ctx, ir), ct) : std::string("0");
+    };
+    auto out = [&](size_t k) { return k < ctx->GetComputeNodeOutputNum() ? ctx->Output(k, "float") : std::string("0"); };
+    auto per_row = [&](size_t ir) { return ctx->GetRequiredInputTensor(ir)->GetShapeSize() != d.dirs; };
+    auto is_signed = [&](size_t ir) { return ctx->GetRequiredInputTensor(ir)->GetDataType() == DT_INT8; };
+    const RuntimeAttrs* a = ctx->GetAttrs();
+    const int64_t T = d.seq, Bn = d.batch, H = d.hidden, G = 4 * H;
+    const size_t floats = static_cast<size_t>((T * Bn + Bn) * G + 3 * Bn * H);
+    const size_t bytes = static_cast<size_t>(std::max(T * Bn * d.input, Bn * H));
+    ctx->Include("<math.h>");
+    ctx->Include("<string.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_dq_lstm");
+    std::ostringstream r;
+    r << "{\n  weft_dq_lstm_args a;\n  a.seq = " << T << ";\n  a.batch = " << Bn << ";\n  a.in = " << d.input << ";\n  a.hidden = " << H
+      << ";\n  a.dirs = " << d.dirs << ";\n  a.reverse = " << (std::string(a->GetStr("direction")) == "reverse")
+      << ";\n  a.input_forget = " << (*a->GetInt("input_forget") != 0) << ";\n  a.clip = " << aot::FloatLit(*a->GetFloat("clip")) << ";\n";
+    for (int64_t dd = 0; dd < 2; ++dd)
+      for (int k = 0; k < 3; ++k) {
+        const RnnActivation& act = acts[static_cast<size_t>(std::min<int64_t>(dd, d.dirs - 1) * 3 + k)];
+        if (code(act) < 0) return Fail(ctx, "activation '" + act.name + "' has no C implementation");
+        r << "  a.act[" << dd << "][" << k << "].kind = " << code(act) << ";\n  a.act[" << dd << "][" << k << "].alpha = " << aot::FloatLit(act.alpha)
+          << ";\n  a.act[" << dd << "][" << k << "].beta = " << aot::FloatLit(act.beta) << ";\n";
+      }
+    r << "  a.x = " << in(kX, "float") << ";\n  a.w = " << in(kW, "uint8_t") << ";\n  a.r = " << in(kR, "uint8_t") << ";\n  a.w_signed = "
+      << is_signed(kW) << ";\n  a.r_signed = " << is_signed(kR) << ";\n  a.w_scale = " << in(kWScale, "float") << ";\n  a.w_zero = "
+      << in(kWZero, "uint8_t") << ";\n  a.w_per_row = " << per_row(kWScale) << ";\n  a.r_scale = " << in(kRScale, "float")
+      << ";\n  a.r_zero = " << in(kRZero, "uint8_t") << ";\n  a.r_per_row = " << per_row(kRScale) << ";\n  a.b = " << in(kB, "float")
+      << ";\n  a.p = " << in(kP, "float") << ";\n  a.h0 = " << in(kH0, "float") << ";\n  a.c0 = " << in(kC0, "float") << ";\n  a.lens = " << lens
+      << ";\n  a.y = " << out(0) << ";\n  a.y_h = " << out(1) << ";\n  a.y_c = " << out(2) << ";\n  if (weft_dq_lstm(&a, (float*)(void*)"
+      << ctx->Scratch(floats * sizeof(float) + bytes) << ")) return 1; /* a value to quantize is not finite */\n}\n";
+    ctx->Run(r.str());
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     Dims d;
     std::string err;

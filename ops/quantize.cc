@@ -814,8 +814,26 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
 // Add bias]): A, B, a_scale, b_scale, a_zero_point?, b_zero_point?, bias? -> float32
 // y = float((A - a_zero_point)(B - b_zero_point)) * (a_scale * b_scale[j]) + bias[j]; a_scale one
 // value, b_scale and b_zero_point one value or one per column of B, bias one per column.
-class MatMulIntegerToFloat : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
+class MatMulIntegerToFloat : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad, public EmittableOp {
  public:
+  // Execute's arithmetic: the exact int32 sums, times a_scale * b_scale[j] (the float product
+  // Execute forms), plus bias[j].
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor *a = ctx->GetInputTensor(0), *b = ctx->GetRequiredInputTensor(1);
+    const Tensor *azp = ctx->GetOptionalInputTensor(4), *bzp = ctx->GetOptionalInputTensor(5), *bias = ctx->GetOptionalInputTensor(6);
+    IntMatMul p;
+    if (!p.Plan(ctx, a->GetShape(), b->GetShape()) || !Check(ctx, p)) return GRAPH_FAILED;
+    if ((azp && azp->GetShapeSize() != 1 && azp->GetShapeSize() != p.m) || (bzp && bzp->GetShapeSize() != 1 && bzp->GetShapeSize() != p.n))
+      return Fail(ctx, "a zero point must be a scalar or hold one value per row of A / column of B");
+    const size_t iaz = aot::InputAt(ctx, 4), ibz = aot::InputAt(ctx, 5), ibias = aot::InputAt(ctx, 6);
+    const bool per_column = ctx->GetRequiredInputTensor(3)->GetShapeSize() > 1;
+    const std::string n = aot::IntLit(std::max<int64_t>(p.n, 1));
+    const std::string scale = ctx->Input(2, "float") + "[0] * " + ctx->Input(3, "float") + (per_column ? "[at % " + n + "]" : std::string("[0]"));
+    const std::string store = "        {\n          const float s = " + scale + ";\n          const float v = (float)sum32 * s;\n          Y[at] = " +
+                              (bias ? "v + " + ctx->Input(ibias, "float") + "[at % " + n + "]" : std::string("v")) + ";\n        }\n";
+    ctx->Run("{\n  float* Y = " + ctx->Output(0, "float") + ";\n" + EmitIntMatMul(ctx, p, 0, 1, iaz, ibz, a, b, azp, bzp, store) + "}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     IntMatMul p;
     if (!p.Plan(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1))) return GRAPH_FAILED;
@@ -834,11 +852,7 @@ class MatMulIntegerToFloat : public EagerExecuteOp, public ShapeInferOp, public 
     IntMatMul p;
     if (!p.Plan(ctx, a->GetShape(), b->GetShape())) return GRAPH_FAILED;
     const int64_t cols = std::max<int64_t>(p.n, 1), n = p.out.GetShapeSize();
-    if (as->GetDataType() != DT_FLOAT || as->GetShapeSize() != 1) return Fail(ctx, "a_scale must be one float32 value (per tensor)");
-    if (bs->GetDataType() != DT_FLOAT || (bs->GetShapeSize() != 1 && bs->GetShapeSize() != p.n))
-      return Fail(ctx, "b_scale " + bs->GetShape().ToString() + " must be one float32 value or one per column of B (" + std::to_string(p.n) + ")");
-    if (bias && (bias->GetDataType() != DT_FLOAT || bias->GetShapeSize() != p.n))
-      return Fail(ctx, "bias " + bias->GetShape().ToString() + " must hold one float32 value per column of B (" + std::to_string(p.n) + ")");
+    if (!Check(ctx, p)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, p.out, DT_FLOAT);
     auto* scales = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(cols) * sizeof(float)));
     if (!y || !scales) return GRAPH_FAILED;
@@ -868,6 +882,16 @@ class MatMulIntegerToFloat : public EagerExecuteOp, public ShapeInferOp, public 
   }
 
  private:
+  // a_scale one float32, b_scale one or one per column of B, bias one per column.
+  static bool Check(const KernelContextBase* ctx, const IntMatMul& p) {
+    const Tensor *as = ctx->GetRequiredInputTensor(2), *bs = ctx->GetRequiredInputTensor(3), *bias = ctx->GetOptionalInputTensor(6);
+    if (as->GetDataType() != DT_FLOAT || as->GetShapeSize() != 1) return Fail(ctx, "a_scale must be one float32 value (per tensor)"), false;
+    if (bs->GetDataType() != DT_FLOAT || (bs->GetShapeSize() != 1 && bs->GetShapeSize() != p.n))
+      return Fail(ctx, "b_scale " + bs->GetShape().ToString() + " must be one float32 value or one per column of B (" + std::to_string(p.n) + ")"), false;
+    if (bias && (bias->GetDataType() != DT_FLOAT || bias->GetShapeSize() != p.n))
+      return Fail(ctx, "bias " + bias->GetShape().ToString() + " must hold one float32 value per column of B (" + std::to_string(p.n) + ")"), false;
+    return true;
+  }
   IntMatMul::PackedB packed_;
 };
 

@@ -272,7 +272,7 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
       lens = ctx->Const("seq_lens", DT_INT64, v);
     }
     auto in = [&](size_t ir) {
-      return ctx->GetOptionalInputTensor(ir) ? ctx->Input(IrIndex(ctx, ir), "float") : std::string("0");
+      return ctx->GetOptionalInputTensor(ir) ? ctx->Input(aot::InputAt(ctx, ir), "float") : std::string("0");
     };
     auto out = [&](size_t k) { return k < ctx->GetComputeNodeOutputNum() ? ctx->Output(k, "float") : std::string("0"); };
     const std::string dir = ctx->GetAttrs()->GetStr("direction");
@@ -297,12 +297,6 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
       << ";\n  weft_rnn_f32(&a, (float*)(void*)" << ctx->Scratch(static_cast<size_t>((kGates + 3) * d.hidden) * sizeof(float)) << ");\n}\n";
     ctx->Run(r.str());
     return GRAPH_SUCCESS;
-  }
-  // The instance index of IR input ir (present), for EmitContext::Input.
-  static size_t IrIndex(const EmitContext* ctx, size_t ir) {
-    size_t at = 0;
-    for (size_t i = 0; i < ir; ++i) at += ctx->GetIrInputInstanceNum(i);
-    return at;
   }
 
   graphStatus InferShape(InferShapeContext* ctx) override {

@@ -1,33 +1,11 @@
-/* @helper weft_rnn_f32 */
-/* ONNX RNN, GRU and LSTM in float32, as ops/rnn.cc computes them: W [dirs, G, in], R [dirs, G, hidden]
- * and B [dirs, 2G] with the gates in ONNX's order (GRU z r h, LSTM i o f c), P [dirs, 3 hidden] (i o f),
- * every direction, sequence_lens, initial states, clip and layout 0 (time major) or 1 (batch major). */
+/* @helper weft_rnn_act */
+/* A recurrent layer's activation (ONNX's names) and how a gate applies it. */
 typedef struct weft_rnn_act {
   /* 0 Sigmoid, 1 Tanh, 2 Relu, 3 HardSigmoid, 4 LeakyRelu, 5 ThresholdedRelu, 6 ScaledTanh, 7 Affine,
    * 8 Elu, 9 Softsign, 10 Softplus */
   int32_t kind;
   float alpha, beta;
 } weft_rnn_act;
-
-typedef struct weft_rnn_f32_args {
-  int32_t kind; /* 0 RNN, 1 GRU, 2 LSTM */
-  int32_t seq, batch, in, hidden, dirs, batch_first;
-  int32_t reverse; /* direction "reverse": the only direction runs backwards */
-  int32_t linear_before_reset, input_forget;
-  float clip;             /* > 0: gate pre-activations clamped to [-clip, clip] */
-  weft_rnn_act act[2][3]; /* per direction: f, g, h */
-  const float* x;         /* [seq, batch, in] (layout 1: [batch, seq, in]) */
-  const float* w;
-  const float* r;
-  const float* b;      /* or NULL */
-  const float* p;      /* or NULL */
-  const float* h0;     /* or NULL: zeros */
-  const float* c0;     /* or NULL: zeros */
-  const int64_t* lens; /* [batch] in [0, seq], or NULL: all seq */
-  float* y;            /* [seq, dirs, batch, hidden] (layout 1: [batch, seq, dirs, hidden]), or NULL */
-  float* y_h;          /* [dirs, batch, hidden] (layout 1: [batch, dirs, hidden]), or NULL */
-  float* y_c;          /* like y_h (LSTM), or NULL */
-} weft_rnn_f32_args;
 
 /* Clips (clip > 0), then applies the activation: Sigmoid, Tanh and Relu in float, the others
  * through double as the runtime computes them. */
@@ -49,6 +27,30 @@ static float weft_rnn_apply(const weft_rnn_act* a, float clip, float v) {
     default: return (float)log1p(exp(x));
   }
 }
+
+/* @helper weft_rnn_f32 needs: weft_rnn_act */
+/* ONNX RNN, GRU and LSTM in float32, as ops/rnn.cc computes them: W [dirs, G, in], R [dirs, G, hidden]
+ * and B [dirs, 2G] with the gates in ONNX's order (GRU z r h, LSTM i o f c), P [dirs, 3 hidden] (i o f),
+ * every direction, sequence_lens, initial states, clip and layout 0 (time major) or 1 (batch major). */
+typedef struct weft_rnn_f32_args {
+  int32_t kind; /* 0 RNN, 1 GRU, 2 LSTM */
+  int32_t seq, batch, in, hidden, dirs, batch_first;
+  int32_t reverse; /* direction "reverse": the only direction runs backwards */
+  int32_t linear_before_reset, input_forget;
+  float clip;             /* > 0: gate pre-activations clamped to [-clip, clip] */
+  weft_rnn_act act[2][3]; /* per direction: f, g, h */
+  const float* x;         /* [seq, batch, in] (layout 1: [batch, seq, in]) */
+  const float* w;
+  const float* r;
+  const float* b;      /* or NULL */
+  const float* p;      /* or NULL */
+  const float* h0;     /* or NULL: zeros */
+  const float* c0;     /* or NULL: zeros */
+  const int64_t* lens; /* [batch] in [0, seq], or NULL: all seq */
+  float* y;            /* [seq, dirs, batch, hidden] (layout 1: [batch, seq, dirs, hidden]), or NULL */
+  float* y_h;          /* [dirs, batch, hidden] (layout 1: [batch, dirs, hidden]), or NULL */
+  float* y_c;          /* like y_h (LSTM), or NULL */
+} weft_rnn_f32_args;
 
 static float weft_rnn_dot(const float* a, const float* b, int32_t n) {
   float acc = 0.f;

@@ -709,7 +709,8 @@ SOFTMAX = [  # shape, axis (None: the attribute absent), opset of the Softmax re
 def test_softmax_matches_onnxruntime(tmp_path, qtype, case):
     """QLinearSoftmax as onnxruntime.quantization writes it (y_scale 1/256, y_zero_point 0 or -128)
     and with other output parameters, on random bytes under scales that keep many values apart and
-    that make one value dominate: ONNX Runtime's bytes, within one step of a float64 softmax."""
+    that make one value dominate: ONNX Runtime's bytes, within one step of a float64 softmax; and
+    the C that weft aot writes gives the same bytes."""
     shape, axis, opset = SOFTMAX[case]
     rng = np.random.default_rng(case * 7 + (qtype == np.int8))
     x = rand_q(rng, qtype, shape)
@@ -739,6 +740,8 @@ def test_softmax_matches_onnxruntime(tmp_path, qtype, case):
         wraps = (want[0].astype(np.int64) == -128) & (ref == 127) if qtype == np.int8 else np.zeros(shape, bool)
         assert np.array_equal(got[0][~wraps], want[0][~wraps])
         assert (got[0][wraps] == 127).all()
+        if k == 0 or case == 0:  # the generated C gives the runtime's bytes
+            as_c(tmp_path, path, {"x": x}, prefix=f"s{k}")
 
 
 @pytest.mark.parametrize("qtype", [np.uint8, np.int8])

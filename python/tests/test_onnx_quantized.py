@@ -154,7 +154,8 @@ def test_qlinear_matmul_with_per_column_weights(tmp_path, btype):
 @pytest.mark.parametrize("per_column,bias", [(False, False), (True, True), (True, False)])
 def test_matmul_integer_to_float_matches_onnxruntime(tmp_path, btype, per_column, bias):
     """com.microsoft's MatMulIntegerToFloat (ONNX Runtime's fused dynamic MatMul): the int32 sums
-    times a_scale * b_scale[j], plus the bias; ONNX Runtime's floats exactly."""
+    times a_scale * b_scale[j], plus the bias; ONNX Runtime's floats exactly, and so are those of the
+    C that weft aot writes."""
     rng = np.random.default_rng(80 + per_column * 2 + bias)
     m, k, n = 37, 96, 50
     lo, hi = (-128, 127) if btype == np.int8 else (0, 255)
@@ -176,6 +177,9 @@ def test_matmul_integer_to_float_matches_onnxruntime(tmp_path, btype, per_column
     feeds = {"a": rng.integers(0, 256, [2, m, k]).astype(np.uint8), "as": np.array(0.02, np.float32), "az": np.array(131, np.uint8)}
     got, want = both(path, feeds)
     np.testing.assert_array_equal(got[0], want[0])
+    # weft aot's C: the runtime's floats bit for bit
+    res = build_and_run_c(tmp_path, path, feeds)
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 @pytest.mark.parametrize("per_channel", [False, True])
