@@ -185,51 +185,69 @@ bool MakeTaps(const RuntimeAttrs* a, const Shape& in, const Plan& p, std::vector
   return true;
 }
 
+// The form ResizeLastTwo takes: planes of hi x wi resized to ho x wo through up to 4 taps per output
+// coordinate and axis (flattened, unused ones weight 0), or a copy by index (nearest).
+struct LastTwo {
+  int64_t planes = 1, hi = 0, wi = 0, ho = 0, wo = 0;
+  std::vector<int64_t> ix, iy;
+  std::vector<float> wx, wy;
+  size_t nx = 0, ny = 0;
+  bool nearest = false;
+  bool Make(const Shape& in, const Shape& out, const std::vector<std::vector<std::vector<Tap>>>& taps) {
+    size_t r = in.GetDimNum();
+    if (r < 2) return false;
+    planes = 1;
+    for (size_t d = 0; d + 2 < r; ++d) {
+      if (in.GetDim(d) != out.GetDim(d)) return false;
+      for (int64_t o = 0; o < out.GetDim(d); ++o) {  // index o with weight 1 (cubic adds taps of weight 0)
+        bool self = false;
+        for (const Tap& tp : taps[d][static_cast<size_t>(o)]) {
+          if (tp.index == o && tp.weight == 1.0 && !self) self = true;
+          else if (tp.weight != 0.0) return false;
+        }
+        if (!self) return false;
+      }
+      planes *= in.GetDim(d);
+    }
+    hi = in.GetDim(r - 2), wi = in.GetDim(r - 1), ho = out.GetDim(r - 2), wo = out.GetDim(r - 1);
+    for (size_t d = r - 2; d < r; ++d)
+      for (auto& t : taps[d])
+        if (t.empty() || t.size() > 4) return false;
+    auto flatten = [](const std::vector<std::vector<Tap>>& t, std::vector<int64_t>* idx, std::vector<float>* w) {
+      idx->assign(t.size() * 4, 0);
+      w->assign(t.size() * 4, 0.f);
+      for (size_t o = 0; o < t.size(); ++o)
+        for (size_t k = 0; k < t[o].size(); ++k) (*idx)[o * 4 + k] = t[o][k].index, (*w)[o * 4 + k] = static_cast<float>(t[o][k].weight);
+    };
+    flatten(taps[r - 1], &ix, &wx);
+    flatten(taps[r - 2], &iy, &wy);
+    nx = ny = 0;
+    for (auto& t : taps[r - 1]) nx = std::max(nx, t.size());
+    for (auto& t : taps[r - 2]) ny = std::max(ny, t.size());
+    nearest = nx == 1 && ny == 1;  // single taps of weight 1: a copy by index
+    for (size_t d = r - 2; d < r && nearest; ++d)
+      for (auto& t : taps[d]) nearest = nearest && t[0].weight == 1.0;
+    return true;
+  }
+};
+
 // float32 (and 8-bit) when only the last two dims change (every other dim maps each index to itself) and no
 // output falls outside the input: per plane, a horizontal pass over the input rows, then a
 // vertical one, each over precomputed taps; planes split over the intra-op threads. False when
 // the resize is not of that form (the general loops run instead).
 // 8-bit data too: the passes in float, each output rounded half away from zero (as the general
-// loops round) and saturated.
+// loops round) and saturated. This file is built without multiply-add contraction, so that the
+// generated C (weft_resize_planes_q8) gives the same bytes.
 template <typename T>
 bool ResizeLastTwo(const KernelContextBase* ctx, const Shape& in, const Shape& out, const std::vector<std::vector<std::vector<Tap>>>& taps,
                    const T* x, T* y) {
-  size_t r = in.GetDimNum();
-  if (r < 2) return false;
-  int64_t planes = 1;
-  for (size_t d = 0; d + 2 < r; ++d) {
-    if (in.GetDim(d) != out.GetDim(d)) return false;
-    for (int64_t o = 0; o < out.GetDim(d); ++o) {  // index o with weight 1 (cubic adds taps of weight 0)
-      bool self = false;
-      for (const Tap& tp : taps[d][static_cast<size_t>(o)]) {
-        if (tp.index == o && tp.weight == 1.0 && !self) self = true;
-        else if (tp.weight != 0.0) return false;
-      }
-      if (!self) return false;
-    }
-    planes *= in.GetDim(d);
-  }
-  const int64_t hi = in.GetDim(r - 2), wi = in.GetDim(r - 1), ho = out.GetDim(r - 2), wo = out.GetDim(r - 1);
-  for (size_t d = r - 2; d < r; ++d)
-    for (auto& t : taps[d])
-      if (t.empty() || t.size() > 4) return false;
-  // Flattened taps: up to 4 (index, weight) pairs per output coordinate, unused ones weight 0.
-  auto flatten = [](const std::vector<std::vector<Tap>>& t, std::vector<int64_t>* idx, std::vector<float>* w) {
-    idx->assign(t.size() * 4, 0);
-    w->assign(t.size() * 4, 0.f);
-    for (size_t o = 0; o < t.size(); ++o)
-      for (size_t k = 0; k < t[o].size(); ++k) (*idx)[o * 4 + k] = t[o][k].index, (*w)[o * 4 + k] = static_cast<float>(t[o][k].weight);
-  };
-  std::vector<int64_t> ix, iy;
-  std::vector<float> wx, wy;
-  flatten(taps[r - 1], &ix, &wx);
-  flatten(taps[r - 2], &iy, &wy);
-  size_t nx = 0, ny = 0;
-  for (auto& t : taps[r - 1]) nx = std::max(nx, t.size());
-  for (auto& t : taps[r - 2]) ny = std::max(ny, t.size());
-  bool nearest = nx == 1 && ny == 1;  // single taps of weight 1: a copy by index
-  for (size_t d = r - 2; d < r && nearest; ++d)
-    for (auto& t : taps[d]) nearest = nearest && t[0].weight == 1.0;
+  LastTwo lt;
+  if (!lt.Make(in, out, taps)) return false;
+  const int64_t planes = lt.planes, hi = lt.hi, wi = lt.wi, ho = lt.ho, wo = lt.wo;
+  const std::vector<int64_t>&ix = lt.ix, &iy = lt.iy;
+  const std::vector<float>&wx = lt.wx, &wy = lt.wy;
+  const size_t nx = lt.nx, ny = lt.ny;
+  const bool nearest = lt.nearest;
   // Nearest: rows copy by index. Otherwise each plane needs hi * wo floats of scratch (and 8-bit
   // data a row of wo floats more).
   constexpr bool kFloat = std::is_same_v<T, float>;
@@ -388,15 +406,18 @@ class Resize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, p
       }
     });
   }
-  // float32 of any rank (1 to 8) through weft_resize_f32 (ops/aot/resize.c): the per-axis taps of
-  // MakeTaps as constant tables, so the C computes what Execute's general loop computes.
+  // float32, uint8 and int8 of any rank (1 to 8) through weft_resize (ops/aot/resize.c): the
+  // per-axis taps of MakeTaps as constant tables, so the C computes what Execute's general loop
+  // computes; 8-bit resizes of the last two dims through weft_resize_planes_q8, Execute's
+  // separable path, byte for byte.
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Shape& in = x->GetShape();
     const Shape& want = ctx->GetOutputTensor(0)->GetShape();
     const size_t r = in.GetDimNum();
-    if (x->GetDataType() != DT_FLOAT || ctx->GetOutputTensor(0)->GetDataType() != DT_FLOAT)
-      return Fail(ctx, "the generated C resizes float32 tensors only");
+    const DataType t = x->GetDataType();
+    if ((t != DT_FLOAT && t != DT_UINT8 && t != DT_INT8) || ctx->GetOutputTensor(0)->GetDataType() != t)
+      return Fail(ctx, "the generated C resizes float32, uint8 and int8 tensors only");
     if (r < 1 || r > 8) return Fail(ctx, "the generated C resizes tensors of rank 1 to 8 only");
     const RuntimeAttrs* a = ctx->GetAttrs();
     Plan p;
@@ -423,6 +444,18 @@ class Resize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, p
     std::vector<std::vector<std::vector<Tap>>> taps;
     if (!MakeTaps(a, in, p, &taps, &err)) return Fail(ctx, err);
     if (p.out.GetShapeSize() == 0) return GRAPH_SUCCESS;
+    LastTwo lt;
+    if (t != DT_FLOAT && lt.Make(in, p.out, taps)) {  // Execute's separable 8-bit path, in the same float operations
+      aot::EmitHelper(ctx, aot::Kernels(), "weft_resize_planes_q8");
+      ctx->Include("<math.h>");
+      const std::string tmp = lt.nearest ? std::string("0") : "(float*)(void*)" + ctx->Scratch(static_cast<size_t>((lt.hi + 1) * lt.wo) * sizeof(float));
+      ctx->Run("weft_resize_planes_q8(" + aot::IntLit(lt.planes) + ", " + aot::IntLit(lt.hi) + ", " + aot::IntLit(lt.wi) + ", " + aot::IntLit(lt.ho) +
+               ", " + aot::IntLit(lt.wo) + ", " + ctx->Const("ix", DT_INT64, lt.ix) + ", " + ctx->Const("wx", DT_FLOAT, lt.wx) + ", " +
+               std::to_string(lt.nx) + ", " + ctx->Const("iy", DT_INT64, lt.iy) + ", " + ctx->Const("wy", DT_FLOAT, lt.wy) + ", " +
+               std::to_string(lt.ny) + ", " + (lt.nearest ? "1" : "0") + ", " + (t == DT_INT8 ? "1" : "0") + ", " + ctx->Input(0, "uint8_t") +
+               ", " + ctx->Output(0, "uint8_t") + ", " + tmp + ");\n");
+      return GRAPH_SUCCESS;
+    }
     int64_t st[WEFT_MAX_DIMS];
     Strides(in, st);
     std::vector<int64_t> dims, off;
@@ -439,12 +472,12 @@ class Resize : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, p
     }
     if (off.empty()) off.push_back(0), w.push_back(0.0);  // every output extrapolated: no C array is empty
     const float extrap = static_cast<float>(*a->GetFloat("extrapolation_value"));
-    if (!std::isfinite(extrap)) ctx->Include("<math.h>");
-    aot::EmitHelper(ctx, aot::Kernels(), "weft_resize_f32");
-    ctx->Run("weft_resize_f32(" + std::to_string(r) + ", " + ctx->Const("out_dims", DT_INT64, dims) + ", " +
+    ctx->Include("<math.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_resize");
+    ctx->Run("weft_resize(" + std::to_string(r) + ", " + ctx->Const("out_dims", DT_INT64, dims) + ", " +
              ctx->Const("tap_start", DT_INT32, start) + ", " + ctx->Const("tap_offset", DT_INT64, off) + ", " +
-             ctx->Const("tap_weight", DT_DOUBLE, w) + ", " + aot::FloatLit(extrap) + ", " + ctx->Input(0, "float") + ", " +
-             ctx->Output(0, "float") + ");\n");
+             ctx->Const("tap_weight", DT_DOUBLE, w) + ", " + aot::FloatLit(extrap) + ", " + (t == DT_FLOAT ? "0" : t == DT_UINT8 ? "1" : "2") +
+             ", " + ctx->Input(0, "void") + ", " + ctx->Output(0, "void") + ");\n");
     return GRAPH_SUCCESS;
   }
 

@@ -43,3 +43,20 @@ def check_onnx_model(tmp_path, model, inputs, atol=1e-5, rtol=1e-4, name="m"):
     res = subprocess.run([exe], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
     return want
+
+
+def check_c_against_runtime(tmp_path, path, inputs, atol=0.0, rtol=0.0, name="m"):
+    """Writes, builds (strict C99) and runs the C module of the ONNX file at `path` with Weft's
+    runtime outputs on `inputs` as the expected values: for what the C must reproduce byte for
+    byte (atol and rtol 0) or within a tolerance where the runtime itself has no independent
+    reference that agrees to the bit."""
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if not cc:
+        pytest.skip("needs a C compiler")
+    out = tmp_path / f"{name}_c"
+    weft.generate_c(path, out, prefix=name, test_inputs=inputs, atol=atol, rtol=rtol)
+    exe = str(tmp_path / f"{name}_test")
+    subprocess.run([cc, *STRICT, "-O1", f"-I{out}/includes-api", f"-I{out}/src", f"-I{out}/test", *sorted(glob.glob(f"{out}/src/*.c")),
+                    *sorted(glob.glob(f"{out}/test/*.c")), "-o", exe, "-lm"], check=True)
+    res = subprocess.run([exe], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr

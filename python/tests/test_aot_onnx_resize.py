@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aot_onnx_check import check_onnx_model  # noqa: E402
+from aot_onnx_check import check_c_against_runtime, check_onnx_model  # noqa: E402
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -177,15 +177,15 @@ def test_resize_two_in_a_row(tmp_path):
     check_onnx_model(tmp_path, m, {"x": rand(3, 1, 2, 3, 4)}, ATOL, RTOL)
 
 
-def test_resize_refuses_integer_input(tmp_path):
-    # Weft's runtime resizes integers; the generated C takes float32 only and says so.
+def test_resize_refuses_wider_integer_input(tmp_path):
+    # Weft's runtime resizes every integer type; the generated C takes float32 and 8-bit and says so.
     s = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
     node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")
-    m = model([node], [vi("x", [1, 1, 2, 2], TensorProto.UINT8)], [out(4, TensorProto.UINT8)], [s])
-    path = str(tmp_path / "u8.onnx")
+    m = model([node], [vi("x", [1, 1, 2, 2], TensorProto.INT32)], [out(4, TensorProto.INT32)], [s])
+    path = str(tmp_path / "i32.onnx")
     onnx.save(m, path)
-    with pytest.raises(Exception, match="float32"):
-        weft.generate_c(path, tmp_path / "u8_c", prefix="u8")
+    with pytest.raises(Exception, match="float32, uint8 and int8"):
+        weft.generate_c(path, tmp_path / "i32_c", prefix="i32")
 
 
 # ---- ConvTranspose ----
@@ -275,3 +275,44 @@ def test_upsample_opset9(tmp_path):
     node = helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest")
     m = model([node], [vi("x", [1, 2, 3, 4])], [out(4)], [s], opset=9)
     check_onnx_model(tmp_path, m, {"x": rand(6, 1, 2, 3, 4)}, ATOL, RTOL)
+
+
+# ---- Resize on 8-bit tensors (what QDQ and QOperator models resize): the runtime's bytes ----
+
+EIGHT_BIT = [  # shape, Resize inputs and attributes
+    ((1, 3, 5, 7), dict(scales=[1, 1, 2, 2], mode="linear")),                                      # the separable path
+    ((2, 2, 6, 5), dict(scales=[1, 1, 0.5, 1.6], mode="linear", coordinate_transformation_mode="align_corners")),
+    ((1, 2, 4, 4), dict(scales=[1, 1, 2.5, 2.5], mode="cubic")),                                   # overshoots: saturates
+    ((1, 3, 5, 7), dict(scales=[1, 1, 2, 3], mode="nearest")),                                     # a copy by index
+    ((2, 4, 5, 3), dict(scales=[1, 2, 1.5, 1], mode="linear")),                                    # channels last: the general loop
+    ((1, 1, 6, 6), dict(sizes=[1, 1, 4, 5], roi=[0, 0, 0.2, 0.1, 1, 1, 1.3, 0.9], mode="linear",
+                        coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=300.0)),  # extrapolated: saturates
+]
+
+
+@pytest.mark.parametrize("qtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", range(len(EIGHT_BIT)))
+def test_resize_eight_bit_gives_the_runtime_bytes(tmp_path, qtype, case):
+    """int8 and uint8 Resize in the C module: the bytes of Weft's runtime (its separable path where
+    only the last two dims change, its general loop otherwise), on random bytes over the whole range."""
+    shape, kw = EIGHT_BIT[case]
+    m = resize_model(shape, **kw)
+    t = TensorProto.UINT8 if qtype == np.uint8 else TensorProto.INT8
+    m.graph.input[0].type.tensor_type.elem_type = t
+    m.graph.output[0].type.tensor_type.elem_type = t
+    path = str(tmp_path / "r8.onnx")
+    onnx.save(m, path)
+    info = np.iinfo(qtype)
+    x = np.random.default_rng(case).integers(info.min, info.max + 1, shape).astype(qtype)
+    y = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])[0]
+    # the runtime against a float64 re-computation: ONNX Runtime's float Resize of the same values,
+    # rounded half away from zero and saturated (one step apart at most, where float32 passes round
+    # a sum that lies on .5)
+    fm = resize_model(shape, **kw)
+    fpath = str(tmp_path / "rf.onnx")
+    onnx.save(fm, fpath)
+    ort = pytest.importorskip("onnxruntime")
+    ref = ort.InferenceSession(fpath, providers=["CPUExecutionProvider"]).run(None, {"x": x.astype(np.float32)})[0]
+    ref = np.clip(np.sign(ref) * np.floor(np.abs(ref.astype(np.float64)) + 0.5), info.min, info.max)
+    assert y.shape == ref.shape and np.abs(y.astype(np.float64) - ref).max() <= 1
+    check_c_against_runtime(tmp_path, path, {"x": x})

@@ -5,11 +5,15 @@ sequence lengths, clip, input_forget) against ONNX Runtime and against the float
 dequantized weights; torch LSTMs quantized by ONNX Runtime's own tool; and the errors for inputs
 the operator does not take."""
 import os
+import sys
 
 import numpy as np
 import pytest
 
 import weft
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from aot_onnx_check import check_c_against_runtime  # noqa: E402
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -187,33 +191,16 @@ def test_errors_name_the_input(tmp_path):
     fails(lambda m: m.graph.node[0].attribute.append(helper.make_attribute("direction", "sideways")), "unknown direction 'sideways'")
 
 
-def as_c(tmp_path, path, feeds, atol):
-    """weft aot on the model, with Weft's runtime outputs on these inputs as the test case's golden
-    values; the module built as strict C99 and run (it fails on an output further than atol)."""
-    import glob
-    import shutil
-    import subprocess
-    cc = shutil.which(os.environ.get("CC", "cc"))
-    assert cc, "a C compiler (cc) is needed"
-    out = tmp_path / "c"
-    weft.generate_c(path, out, prefix="q", test_inputs=feeds, atol=atol, rtol=0.0)
-    exe = str(tmp_path / "q_test")
-    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", f"-I{out}/includes-api", f"-I{out}/src", f"-I{out}/test",
-                    *sorted(glob.glob(f"{out}/src/*.c")), *sorted(glob.glob(f"{out}/test/*.c")), "-o", exe, "-lm"], check=True)
-    res = subprocess.run([exe], capture_output=True, text=True)
-    assert res.returncode == 0, res.stdout + res.stderr
-
-
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_generated_c_matches_the_runtime(tmp_path, case):
     """weft aot's C quantizes at the same points and sums exactly; only the activations are C's
     own, so it lies as near the runtime as ONNX Runtime does."""
     I, H, dirs, seq, batch, wtype, per_row, bias, states, peep, lens, attrs = CASES[case]
     path, feeds, _ = lstm_model(tmp_path, I, H, dirs, seq, batch, wtype, per_row, bias, states, peep, lens, attrs, seed=case)
-    as_c(tmp_path, path, feeds, atol=2e-5)
+    check_c_against_runtime(tmp_path, path, feeds, atol=2e-5)
 
 
 def test_generated_c_of_a_torch_lstm_quantized_by_onnxruntime(tmp_path):
     src, dst, feeds = torch_lstm(tmp_path, 20, 48, 2, True, 2, 8, True)
     sess = ort.InferenceSession(dst, providers=["CPUExecutionProvider"])
-    as_c(tmp_path, dst, {i.name: feeds[i.name] for i in sess.get_inputs()}, atol=2e-5)
+    check_c_against_runtime(tmp_path, dst, {i.name: feeds[i.name] for i in sess.get_inputs()}, atol=2e-5)
