@@ -363,6 +363,7 @@ struct AotArgs {
   std::string const_section, config;
   uint64_t seed = 1;
   int test_steps = 1;
+  std::string test_layers = "auto";
   double atol = 1e-5, rtol = 1e-4;
 };
 
@@ -461,6 +462,7 @@ int AotCmd(const AotArgs& a) {
   ao.test = a.test || !a.test_inputs.empty() || !a.test_outputs.empty();
   ao.seed = a.seed;
   ao.test_steps = a.test_steps;
+  ao.test_layers = a.test_layers == "on" ? 1 : a.test_layers == "off" ? 0 : -1;
   ao.atol = a.atol;
   ao.rtol = a.rtol;
   for (const std::string& spec : a.test_inputs) {
@@ -687,6 +689,10 @@ int main(int argc, char** argv) {
   aot->add_option("--test-steps", aa.test_steps,
                   "Runs in a row in the test case, on one context (a model with state gets at least 8)")
       ->check(CLI::Range(1, 1000))->capture_default_str();
+  aot->add_option("--test-layers", aa.test_layers,
+                  "Also compare every operator's outputs as it runs: on, off, or auto (when they take at most 1 MiB); integer ones "
+                  "must match exactly, so 'off' for a model whose 8-bit values come from float arithmetic the C does in another order")
+      ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
   aot->add_option("--atol", aa.atol, "Test tolerance for float outputs: absolute part")->capture_default_str();
   aot->add_option("--rtol", aa.rtol, "Test tolerance for float outputs: relative part")->capture_default_str();
   aot->add_option("--const-section", aa.const_section, "Place the constant arrays in this linker section (GCC/Clang)");
