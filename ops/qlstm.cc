@@ -277,13 +277,7 @@ class DynamicQuantizeLstm : public EagerExecuteOp, public ShapeInferOp, public C
           return Fail(ctx, std::string(ir == kWScale ? "W" : "R") + "_scale[" + std::to_string(k) + "] is " + std::to_string(sc->GetData<float>()[k]) +
                                "; it must be positive and finite");
     }
-    static const char* const kCodes[] = {"Sigmoid", "Tanh", "Relu", "HardSigmoid", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "Affine",
-                                         "Elu", "Softsign", "Softplus"};
-    auto code = [&](const RnnActivation& act) {
-      for (int k = 0; k < 11; ++k)
-        if (act.name == kCodes[k]) return k;
-      return -1;
-    };
+    auto code = [&](const RnnActivation& act) { return RnnActivationCKind(act.name); };
     std::string lens = "0";
     if (const Tensor* l = ctx->GetOptionalInputTensor(kLens)) {
       if (!l->GetAddr()) return Fail(ctx, "the generated C needs a constant sequence_lens");

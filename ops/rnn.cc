@@ -251,13 +251,7 @@ class Recurrent : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
       return Fail(ctx, "too large for the generated C");
     std::vector<Activation> acts;
     if (!GetActivations(ctx, d.dirs, &acts, &err)) return Fail(ctx, err);
-    static const char* const kCodes[] = {"Sigmoid", "Tanh", "Relu", "HardSigmoid", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "Affine",
-                                         "Elu", "Softsign", "Softplus"};
-    auto code = [&](const Activation& act) {
-      for (int k = 0; k < 11; ++k)
-        if (act.name == kCodes[k]) return k;
-      return -1;
-    };
+    auto code = [&](const Activation& act) { return RnnActivationCKind(act.name); };
     for (const Activation& act : acts)
       if (code(act) < 0) return Fail(ctx, "activation '" + act.name + "' has no C implementation");
     const int per_dir = K == Kind::kLstm ? 3 : K == Kind::kGru ? 2 : 1;

@@ -33,6 +33,15 @@ struct RnnActivation {
   }
 };
 
+// The activation's kind in the generated C (weft_rnn_act in ops/aot/rnn.c), or -1.
+inline int RnnActivationCKind(const std::string& n) {
+  static const char* const kKinds[] = {"Sigmoid", "Tanh", "Relu", "HardSigmoid", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "Affine",
+                                       "Elu", "Softsign", "Softplus"};
+  for (int k = 0; k < 11; ++k)
+    if (n == kKinds[k]) return k;
+  return -1;
+}
+
 inline bool KnownRnnActivation(const std::string& n) {
   for (const char* k : {"Sigmoid", "Tanh", "Relu", "HardSigmoid", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "Affine", "Elu",
                         "Softsign", "Softplus"})

@@ -14,24 +14,12 @@
 #include "compile/passes/passes.h"
 
 namespace weft::internal {
-namespace {
-
-// Value id of the only instance of IR input `ir`, or -1 when it is absent.
-int IrInput(const CompiledNode& n, size_t ir) {
-  if (ir >= n.ir_in_count.size() || n.ir_in_count[ir] != 1) return -1;
-  return n.in_values[n.ir_in_start[ir]];
-}
-
-}  // namespace
 
 Status FoldBatchNorm(PassContext& pc) {
   ModelImpl& m = *pc.model;
-  std::vector<int> uses(m.values.size(), 0);
-  std::vector<CompiledNode*> reader(m.values.size(), nullptr);
-  for (auto& cn : m.nodes) {
-    if (cn->folded || cn->pruned) continue;
-    for (int id : cn->in_values) ++uses[id], reader[id] = cn.get();
-  }
+  Readers readers = CountReaders(m);
+  std::vector<int>& uses = readers.uses;  // grown as constants are added
+  std::vector<CompiledNode*>& reader = readers.last;
   // A float32 constant's values, or null.
   auto constant = [&](int id, int64_t count) -> const float* {
     if (id < 0) return nullptr;

@@ -17,14 +17,28 @@ int AttrIndex(const CompiledNode& n, const char* name) {
   return -1;
 }
 
+int IrInput(const CompiledNode& n, size_t ir) {
+  if (ir >= n.ir_in_count.size() || n.ir_in_count[ir] != 1) return -1;
+  return n.in_values[n.ir_in_start[ir]];
+}
+
+Readers CountReaders(const ModelImpl& m) {
+  Readers r;
+  r.uses.assign(m.values.size(), 0);
+  r.last.assign(m.values.size(), nullptr);
+  for (auto& cn : m.nodes) {
+    if (cn->folded || cn->pruned) continue;
+    for (int id : cn->in_values) ++r.uses[id], r.last[id] = cn.get();
+    for (auto& g : cn->guards) ++r.uses[g.first], r.last[g.first] = cn.get();
+  }
+  return r;
+}
+
 Status FoldPadIntoConv(PassContext& pc) {
   ModelImpl& m = *pc.model;
-  std::vector<int> uses(m.values.size(), 0);
-  std::vector<CompiledNode*> reader(m.values.size(), nullptr);
-  for (auto& cn : m.nodes) {
-    if (cn->folded) continue;
-    for (int id : cn->in_values) ++uses[id], reader[id] = cn.get();
-  }
+  Readers readers = CountReaders(m);
+  const std::vector<int>& uses = readers.uses;
+  const std::vector<CompiledNode*>& reader = readers.last;
   auto constant = [&](int id) -> const HostTensor* {
     const Value& v = m.values[id];
     return v.kind == ValueKind::kConstant ? &m.constants[v.index] : nullptr;

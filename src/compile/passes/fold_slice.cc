@@ -45,13 +45,9 @@ std::vector<int64_t> IntsAttr(const CompiledNode& n, const char* name, size_t co
 
 Status FoldSliceIntoConv(PassContext& pc) {
   ModelImpl& m = *pc.model;
-  std::vector<int> uses(m.values.size(), 0);
-  std::vector<CompiledNode*> reader(m.values.size(), nullptr);
-  for (auto& cn : m.nodes) {
-    if (cn->folded || cn->pruned) continue;
-    for (int id : cn->in_values) ++uses[id], reader[id] = cn.get();
-    for (auto& g : cn->guards) ++uses[g.first];
-  }
+  Readers readers = CountReaders(m);
+  const std::vector<int>& uses = readers.uses;
+  const std::vector<CompiledNode*>& reader = readers.last;
   for (auto& up : m.nodes) {
     CompiledNode& conv = *up;
     if (conv.folded || conv.pruned || conv.op_type != "Conv" || conv.out_values.size() != 1 || !conv.guards.empty()) continue;
@@ -70,11 +66,8 @@ Status FoldSliceIntoConv(PassContext& pc) {
     std::vector<int64_t> pads = IntsAttr(conv, "pads", 2 * spatial, 0), strides = IntsAttr(conv, "strides", spatial, 1);
     if (pads.size() != 2 * spatial || strides.size() != spatial) continue;
 
-    // Slice's inputs: data, starts, ends, axes?, steps? (by IR position; absent optionals have count 0).
-    auto ir = [&](size_t k) -> int {
-      if (k >= slice->ir_in_count.size() || slice->ir_in_count[k] != 1) return -1;
-      return slice->in_values[slice->ir_in_start[k]];
-    };
+    // Slice's inputs: data, starts, ends, axes?, steps?
+    auto ir = [&](size_t k) { return IrInput(*slice, k); };
     std::vector<int64_t> starts, ends, axes, steps;
     if (ir(1) < 0 || ir(2) < 0 || !ConstantIndices(m, ir(1), &starts) || !ConstantIndices(m, ir(2), &ends) ||
         starts.size() != ends.size())

@@ -29,6 +29,16 @@ struct PassContext {
 
 // Index of the node's attribute `name` in its op's prototype, or -1 (passes/fold_pad.cc).
 int AttrIndex(const CompiledNode& n, const char* name);
+// The value of IR input `ir` of `n` when that input has exactly one instance, else -1
+// (passes/fold_pad.cc).
+int IrInput(const CompiledNode& n, size_t ir);
+// Per value: how many nodes that will run read it (a condition a node runs under counts), and the
+// last of them (passes/fold_pad.cc).
+struct Readers {
+  std::vector<int> uses;
+  std::vector<CompiledNode*> last;
+};
+Readers CountReaders(const ModelImpl& m);
 // Inserts value `id` as the only instance of the absent optional IR input `ir` of `cn`
 // (passes/fuse_epilogues.cc).
 void ConnectInput(CompiledNode& cn, uint32_t ir, int id);
