@@ -1,4 +1,9 @@
 // Running compiled graphs: plugin numerics, failures inside plugins, run-time input checks.
+#include <omp.h>
+
+#include <atomic>
+
+#include "runtime/thread_pool.h"
 #include "test_util.h"
 
 namespace weft {
@@ -122,6 +127,39 @@ TEST(Run, ParallelForUsesTheSessionPool) {
     auto x = RandomFloat({100000}, 8);
     auto out = s->Compile(g).value()->Run({x}).value();
     for (int i = 0; i < 100000; ++i) ASSERT_EQ(out[0].data_as<float>()[i], x.data_as<float>()[i] * x.data_as<float>()[i]);
+  }
+}
+
+// Every index of [0, n) in exactly one chunk, for small and large n and any grain; with one
+// chunk per thread, chunk k runs on thread k on every call (what keeps a recurrent layer's
+// weights in the cache of the core that read them the step before).
+TEST(ThreadPool, ChunksCoverTheRangeOnceAndOneChunkPerThreadStaysPut) {
+  internal::ThreadPool pool(2);
+  struct Seen {
+    std::vector<std::atomic<int>> hits;
+    std::vector<int> thread_of;
+  };
+  auto run = [&](int64_t n, int64_t grain, Seen* seen) {
+    pool.ParallelFor(n, grain, [](void* user, int64_t b, int64_t e) {
+      auto* s = static_cast<Seen*>(user);
+      for (int64_t i = b; i < e; ++i) {
+        s->hits[static_cast<size_t>(i)].fetch_add(1);
+        s->thread_of[static_cast<size_t>(i)] = omp_get_thread_num();
+      }
+    }, seen);
+  };
+  for (int64_t n : {1, 2, 3, 7, 8, 9, 100, 1001})
+    for (int64_t grain : {1, 2, 5, 64}) {
+      Seen seen{std::vector<std::atomic<int>>(static_cast<size_t>(n)), std::vector<int>(static_cast<size_t>(n), -1)};
+      run(n, grain, &seen);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen.hits[static_cast<size_t>(i)].load(), 1) << "n " << n << " grain " << grain << " index " << i;
+    }
+  if (omp_get_max_threads() < 2 && omp_get_dynamic()) GTEST_SKIP() << "OpenMP gives one thread here";
+  for (int call = 0; call < 50; ++call) {
+    Seen seen{std::vector<std::atomic<int>>(2), std::vector<int>(2, -1)};
+    run(2, 1, &seen);
+    ASSERT_EQ(seen.thread_of[0], 0) << "call " << call;
+    ASSERT_EQ(seen.thread_of[1], 1) << "call " << call;
   }
 }
 

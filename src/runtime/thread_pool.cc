@@ -27,10 +27,23 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, WeftParallelFn fn, void* 
   std::atomic<int64_t> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;
+  // One chunk per thread: chunk k goes to thread k, every call alike, so that work cut the same
+  // way call after call (a recurrent layer's weights, step after step) stays with the core whose
+  // cache holds its data. Otherwise chunks go to whichever thread asks first.
+  const bool fixed = team * chunk >= n && chunk * (team - 1) < n;
 #pragma omp parallel num_threads(team)
   {
+    const bool one_each = fixed && omp_get_num_threads() == team;  // OpenMP may give fewer threads
+    bool mine = one_each;
     for (;;) {
-      int64_t b = next.fetch_add(chunk, std::memory_order_relaxed);
+      int64_t b;
+      if (one_each) {
+        if (!mine) break;
+        mine = false;
+        b = static_cast<int64_t>(omp_get_thread_num()) * chunk;
+      } else {
+        b = next.fetch_add(chunk, std::memory_order_relaxed);
+      }
       if (b >= n) break;
       try {
         fn(user, b, std::min(n, b + chunk));
