@@ -92,14 +92,15 @@ class Concat : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp,
     Split3(y->GetShape(), axis, &outer, &inner);
     size_t elem = DataTypeSize(y->GetDataType());
     int64_t out_row = y->GetShape().GetDim(static_cast<size_t>(axis)) * inner, offset = 0;
+    std::vector<ByteCopy> copies;
     for (size_t i = 0; i < ctx->GetComputeNodeInputNum(); ++i) {
       const Tensor* x = ctx->GetInputTensor(i);
       int64_t row = x->GetShape().GetDim(static_cast<size_t>(axis)) * inner;
       for (int64_t o = 0; o < outer; ++o)
-        std::memcpy(y->GetData<uint8_t>() + (o * out_row + offset) * elem, x->GetData<uint8_t>() + o * row * elem, static_cast<size_t>(row) * elem);
+        copies.push_back({y->GetData<uint8_t>() + (o * out_row + offset) * elem, x->GetData<uint8_t>() + o * row * elem, static_cast<size_t>(row) * elem});
       offset += row;
     }
-    return GRAPH_SUCCESS;
+    return ParallelCopy(ctx, copies);
   }
 };
 
@@ -194,15 +195,16 @@ class Split : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     Split3(x->GetShape(), axis, &outer, &inner);
     size_t elem = DataTypeSize(x->GetDataType());
     int64_t in_row = x->GetShape().GetDim(static_cast<size_t>(axis)) * inner, offset = 0;
+    std::vector<ByteCopy> copies;
     for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) {
       Tensor* y = ctx->MallocOutputTensor(k, ctx->GetOutputTensor(k)->GetShape(), x->GetDataType());
       if (!y) return GRAPH_FAILED;
       int64_t row = y->GetShape().GetDim(static_cast<size_t>(axis)) * inner;
       for (int64_t o = 0; o < outer; ++o)
-        std::memcpy(y->GetData<uint8_t>() + o * row * elem, x->GetData<uint8_t>() + (o * in_row + offset) * elem, static_cast<size_t>(row) * elem);
+        copies.push_back({y->GetData<uint8_t>() + o * row * elem, x->GetData<uint8_t>() + (o * in_row + offset) * elem, static_cast<size_t>(row) * elem});
       offset += row;
     }
-    return GRAPH_SUCCESS;
+    return ParallelCopy(ctx, copies);
   }
 };
 
@@ -317,6 +319,7 @@ class Slice : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     // The start of the run at dims >= lead.
     int64_t base = 0;
     for (size_t k = outer_dims; k < r; ++k) base += p.start[k] * st[k];
+    std::vector<ByteCopy> copies;
     for (int64_t i = 0; i < total; i += step_elems) {
       int64_t rem = i / step_elems, src = base;
       for (size_t k = outer_dims; k-- > 0;) {
@@ -324,10 +327,10 @@ class Slice : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         rem /= p.out.GetDim(k);
         src += (p.start[k] + c * p.step[k]) * st[k];
       }
-      if (rows) std::memcpy(py + i * elem, px + src * elem, static_cast<size_t>(inner) * elem);
+      if (rows) copies.push_back({py + i * elem, px + src * elem, static_cast<size_t>(inner) * elem});
       else CopyElem(py + i * elem, px + src * elem, elem);
     }
-    return GRAPH_SUCCESS;
+    return ParallelCopy(ctx, copies);
   }
 };
 

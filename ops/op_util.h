@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -242,6 +243,34 @@ class RebuildOnLoad : public PortableOp {
     return self->Compile(&c);
   }
 };
+
+// Byte copies (memcpy's) spread over the intra-op threads: each cut into pieces of kCopyPiece
+// bytes, so that a large copy, or a few of them, keeps every core busy (data another core just
+// wrote is also read faster by two cores than by one). Below 2 pieces in all, inline.
+struct ByteCopy {
+  uint8_t* dst;
+  const uint8_t* src;
+  size_t bytes;
+};
+constexpr size_t kCopyPiece = size_t{32} << 10;
+inline graphStatus ParallelCopy(const KernelContextBase* ctx, const std::vector<ByteCopy>& copies) {
+  size_t total = 0;
+  for (const ByteCopy& c : copies) total += c.bytes;
+  if (total < 2 * kCopyPiece) {
+    for (const ByteCopy& c : copies)
+      if (c.bytes) std::memcpy(c.dst, c.src, c.bytes);
+    return GRAPH_SUCCESS;
+  }
+  std::vector<ByteCopy> pieces;
+  for (const ByteCopy& c : copies)
+    for (size_t at = 0; at < c.bytes; at += kCopyPiece) pieces.push_back({c.dst + at, c.src + at, std::min(kCopyPiece, c.bytes - at)});
+  return ctx->ParallelFor(static_cast<int64_t>(pieces.size()), 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t k = lo; k < hi; ++k) {
+      const ByteCopy& c = pieces[static_cast<size_t>(k)];
+      std::memcpy(c.dst, c.src, c.bytes);
+    }
+  });
+}
 
 }  // namespace weft::ops
 
