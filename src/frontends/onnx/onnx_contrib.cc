@@ -613,6 +613,80 @@ bool LowerOnnxRuntimeNchwcOp(const Node& n, OnnxContribContext& ctx, std::vector
   return true;
 }
 
+namespace {
+
+// MatMulNBits (weight-only block quantization, what onnxruntime.quantization's
+// MatMulNBitsQuantizer and ONNX Runtime's model builder write for language models): A [..., K]
+// times the dequantized B, B [N, k_blocks, blob] holding `bits`-bit codes packed low bit first along
+// K, block_size codes a block, each block of column n with a scale (and a zero point: packed
+// codes of the same width, one of A's type per block, or 2^(bits - 1) when absent); plus bias. With
+// constant B, scales and zero points the weights are dequantized once here into a float32 [K, N]
+// constant (4-bit weights take 8x the memory they did) and the node becomes MatMul (+ Add).
+bool MatMulNBits(const Node&, Rewriter& r) {
+  const int64_t K = r.Int("K", -1), N = r.Int("N", -1), bits = r.Int("bits", 4), block = r.Int("block_size", -1);
+  if (K <= 0 || N <= 0) return r.Fail("attributes K and N must be given and positive");
+  if (bits < 1 || bits > 8) return r.Fail("bits is " + std::to_string(bits) + "; 1 to 8 are defined");
+  if (block < 16 || (block & (block - 1)) != 0) return r.Fail("block_size is " + std::to_string(block) + "; it must be a power of 2, at least 16");
+  const int64_t blocks = (K + block - 1) / block, blob = block * bits / 8;
+  if (static_cast<double>(K) * static_cast<double>(N) > static_cast<double>(int64_t{1} << 31))
+    return r.Fail("K x N = " + std::to_string(K) + " x " + std::to_string(N) + " weights are too many to dequantize to float32 here");
+  const HostTensor* b = r.Constant(r.In(1));
+  const HostTensor* sc = r.Constant(r.In(2));
+  if (!b || !sc) return r.Fail("B and scales must be constants (initializers)");
+  if (b->dtype() != DT_UINT8 || b->shape().GetShapeSize() != N * blocks * blob)
+    return r.Fail("B " + b->shape().ToString() + " must be uint8 [N " + std::to_string(N) + ", k_blocks " + std::to_string(blocks) + ", blob " +
+                  std::to_string(blob) + "]");
+  if ((sc->dtype() != DT_FLOAT && sc->dtype() != DT_FLOAT16) || sc->shape().GetShapeSize() != N * blocks)
+    return r.Fail("scales " + sc->shape().ToString() + " must be float32 or float16 with N x k_blocks = " + std::to_string(N * blocks) + " values");
+  auto as_float = [](const HostTensor* t, int64_t i) {
+    return t->dtype() == DT_FLOAT16 ? static_cast<float>(t->data_as<float16>()[i]) : t->data_as<float>()[i];
+  };
+  // Code `i` of a packed run of `bits`-bit codes, low bit first.
+  auto code = [&](const uint8_t* row, int64_t i) {
+    int32_t v = 0;
+    for (int64_t bit = 0; bit < bits; ++bit) {
+      const int64_t at = i * bits + bit;
+      v |= ((row[at / 8] >> (at % 8)) & 1) << bit;
+    }
+    return v;
+  };
+  const HostTensor* zp = nullptr;
+  const int64_t zp_row = (blocks * bits + 7) / 8;
+  if (!r.In(3).empty()) {
+    zp = r.Constant(r.In(3));
+    if (!zp) return r.Fail("zero_points must be a constant (an initializer)");
+    const bool packed = zp->dtype() == DT_UINT8 && zp->shape().GetShapeSize() == N * zp_row;
+    const bool per_block = (zp->dtype() == DT_FLOAT || zp->dtype() == DT_FLOAT16) && zp->shape().GetShapeSize() == N * blocks;
+    if (!packed && !per_block)
+      return r.Fail("zero_points " + zp->shape().ToString() + " must be uint8 with N x ceil(k_blocks x bits / 8) = " + std::to_string(N * zp_row) +
+                    " bytes, or float with N x k_blocks = " + std::to_string(N * blocks) + " values");
+  }
+  // g_idx (act-order block indices) is deprecated in ONNX Runtime's schema, and its CPU kernel
+  // reads it for the first 8 codes of each block only: refused rather than run either way.
+  if (!r.In(4).empty()) return r.Fail("g_idx (act-order block indices, deprecated) is not supported; quantize without act-order");
+  HostTensor w(DT_FLOAT, Shape({K, N}));
+  float* pw = w.data_as<float>();
+  const auto* pb = b->data_as<uint8_t>();
+  const float dflt = static_cast<float>(1 << (bits - 1));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t blk = k / block;
+      const int64_t at = n * blocks + blk;
+      float z = dflt;
+      if (zp && zp->dtype() == DT_UINT8) z = static_cast<float>(code(zp->data_as<uint8_t>() + n * zp_row, blk));
+      else if (zp) z = as_float(zp, at);
+      const int32_t q = code(pb + (n * blocks + k / block) * blob, k % block);
+      pw[k * N + n] = (static_cast<float>(q) - z) * as_float(sc, at);
+    }
+  std::string wname = r.TensorConst(std::move(w));
+  if (sc->dtype() == DT_FLOAT16) wname = r.Op("Cast", {wname}, {{"to", AttrValue::Type(DT_FLOAT16)}});  // A is float16 too
+  std::string y = r.Op("MatMul", {r.In(0), wname}, {}, r.In(5).empty() ? r.Out(0) : "");
+  if (!r.In(5).empty()) r.Op("Add", {y, r.In(5)}, {}, r.Out(0));
+  return true;
+}
+
+}  // namespace
+
 bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out) {
   if (n.domain != "com.microsoft") return false;
   using Fn = bool (*)(const Node&, Rewriter&);
@@ -620,6 +694,7 @@ bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vect
       {"FusedConv", FusedConv},
       {"FusedGemm", FusedGemm},
       {"FusedMatMul", FusedMatMul},
+      {"MatMulNBits", MatMulNBits},
       {"SkipLayerNormalization", SkipLayerNorm},
       {"SkipSimplifiedLayerNormalization", SkipSimplifiedLayerNorm},
       {"Attention", Attention},
