@@ -92,15 +92,18 @@ class Concat : public EagerExecuteOp, public ShapeInferOp, public LayoutAwareOp,
     Split3(y->GetShape(), axis, &outer, &inner);
     size_t elem = DataTypeSize(y->GetDataType());
     int64_t out_row = y->GetShape().GetDim(static_cast<size_t>(axis)) * inner, offset = 0;
-    std::vector<ByteCopy> copies;
-    for (size_t i = 0; i < ctx->GetComputeNodeInputNum(); ++i) {
+    const size_t inputs = ctx->GetComputeNodeInputNum();
+    ByteCopy* copies = AllocCopies(ctx, inputs * static_cast<size_t>(outer));
+    if (!copies) return GRAPH_FAILED;
+    size_t count = 0;
+    for (size_t i = 0; i < inputs; ++i) {
       const Tensor* x = ctx->GetInputTensor(i);
       int64_t row = x->GetShape().GetDim(static_cast<size_t>(axis)) * inner;
       for (int64_t o = 0; o < outer; ++o)
-        copies.push_back({y->GetData<uint8_t>() + (o * out_row + offset) * elem, x->GetData<uint8_t>() + o * row * elem, static_cast<size_t>(row) * elem});
+        copies[count++] = {y->GetData<uint8_t>() + (o * out_row + offset) * elem, x->GetData<uint8_t>() + o * row * elem, static_cast<size_t>(row) * elem};
       offset += row;
     }
-    return ParallelCopy(ctx, copies);
+    return ParallelCopy(ctx, copies, count);
   }
 };
 
@@ -195,16 +198,19 @@ class Split : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     Split3(x->GetShape(), axis, &outer, &inner);
     size_t elem = DataTypeSize(x->GetDataType());
     int64_t in_row = x->GetShape().GetDim(static_cast<size_t>(axis)) * inner, offset = 0;
-    std::vector<ByteCopy> copies;
-    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) {
+    const size_t outputs = ctx->GetComputeNodeOutputNum();
+    ByteCopy* copies = AllocCopies(ctx, outputs * static_cast<size_t>(outer));
+    if (!copies) return GRAPH_FAILED;
+    size_t count = 0;
+    for (size_t k = 0; k < outputs; ++k) {
       Tensor* y = ctx->MallocOutputTensor(k, ctx->GetOutputTensor(k)->GetShape(), x->GetDataType());
       if (!y) return GRAPH_FAILED;
       int64_t row = y->GetShape().GetDim(static_cast<size_t>(axis)) * inner;
       for (int64_t o = 0; o < outer; ++o)
-        copies.push_back({y->GetData<uint8_t>() + o * row * elem, x->GetData<uint8_t>() + (o * in_row + offset) * elem, static_cast<size_t>(row) * elem});
+        copies[count++] = {y->GetData<uint8_t>() + o * row * elem, x->GetData<uint8_t>() + (o * in_row + offset) * elem, static_cast<size_t>(row) * elem};
       offset += row;
     }
-    return ParallelCopy(ctx, copies);
+    return ParallelCopy(ctx, copies, count);
   }
 };
 
@@ -319,7 +325,9 @@ class Slice : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     // The start of the run at dims >= lead.
     int64_t base = 0;
     for (size_t k = outer_dims; k < r; ++k) base += p.start[k] * st[k];
-    std::vector<ByteCopy> copies;
+    ByteCopy* copies = rows ? AllocCopies(ctx, static_cast<size_t>(total / step_elems)) : nullptr;
+    if (rows && !copies) return GRAPH_FAILED;
+    size_t count = 0;
     for (int64_t i = 0; i < total; i += step_elems) {
       int64_t rem = i / step_elems, src = base;
       for (size_t k = outer_dims; k-- > 0;) {
@@ -327,10 +335,10 @@ class Slice : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         rem /= p.out.GetDim(k);
         src += (p.start[k] + c * p.step[k]) * st[k];
       }
-      if (rows) copies.push_back({py + i * elem, px + src * elem, static_cast<size_t>(inner) * elem});
+      if (rows) copies[count++] = {py + i * elem, px + src * elem, static_cast<size_t>(inner) * elem};
       else CopyElem(py + i * elem, px + src * elem, elem);
     }
-    return ParallelCopy(ctx, copies);
+    return rows ? ParallelCopy(ctx, copies, count) : GRAPH_SUCCESS;
   }
 };
 

@@ -246,29 +246,33 @@ class RebuildOnLoad : public PortableOp {
 
 // Byte copies (memcpy's) spread over the intra-op threads: each cut into pieces of kCopyPiece
 // bytes, so that a large copy, or a few of them, keeps every core busy (data another core just
-// wrote is also read faster by two cores than by one). Below 2 pieces in all, inline.
+// wrote is also read faster by two cores than by one). Below 2 pieces in all, inline. The lists
+// live in workspace memory (AllocCopies): a run allocates nothing.
 struct ByteCopy {
   uint8_t* dst;
   const uint8_t* src;
   size_t bytes;
 };
 constexpr size_t kCopyPiece = size_t{32} << 10;
-inline graphStatus ParallelCopy(const KernelContextBase* ctx, const std::vector<ByteCopy>& copies) {
-  size_t total = 0;
-  for (const ByteCopy& c : copies) total += c.bytes;
+inline ByteCopy* AllocCopies(const KernelContextBase* ctx, size_t count) {
+  return static_cast<ByteCopy*>(ctx->MallocWorkSpace(std::max<size_t>(count, 1) * sizeof(ByteCopy)));
+}
+inline graphStatus ParallelCopy(const KernelContextBase* ctx, const ByteCopy* copies, size_t count) {
+  size_t total = 0, pieces = 0;
+  for (size_t i = 0; i < count; ++i) total += copies[i].bytes, pieces += (copies[i].bytes + kCopyPiece - 1) / kCopyPiece;
   if (total < 2 * kCopyPiece) {
-    for (const ByteCopy& c : copies)
-      if (c.bytes) std::memcpy(c.dst, c.src, c.bytes);
+    for (size_t i = 0; i < count; ++i)
+      if (copies[i].bytes) std::memcpy(copies[i].dst, copies[i].src, copies[i].bytes);
     return GRAPH_SUCCESS;
   }
-  std::vector<ByteCopy> pieces;
-  for (const ByteCopy& c : copies)
-    for (size_t at = 0; at < c.bytes; at += kCopyPiece) pieces.push_back({c.dst + at, c.src + at, std::min(kCopyPiece, c.bytes - at)});
-  return ctx->ParallelFor(static_cast<int64_t>(pieces.size()), 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t k = lo; k < hi; ++k) {
-      const ByteCopy& c = pieces[static_cast<size_t>(k)];
-      std::memcpy(c.dst, c.src, c.bytes);
-    }
+  ByteCopy* piece = AllocCopies(ctx, pieces);
+  if (!piece) return GRAPH_FAILED;
+  size_t k = 0;
+  for (size_t i = 0; i < count; ++i)
+    for (size_t at = 0; at < copies[i].bytes; at += kCopyPiece)
+      piece[k++] = {copies[i].dst + at, copies[i].src + at, std::min(kCopyPiece, copies[i].bytes - at)};
+  return ctx->ParallelFor(static_cast<int64_t>(pieces), 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t j = lo; j < hi; ++j) std::memcpy(piece[j].dst, piece[j].src, piece[j].bytes);
   });
 }
 
