@@ -2,6 +2,9 @@
 MatMulNBitsQuantizer and model builder write for language models): hand-built nodes over the
 widths, block sizes, zero-point forms and bias, against ONNX Runtime and against a
 NumPy float64 re-computation from the packed codes; and errors for what it does not take."""
+import os
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -137,3 +140,103 @@ def test_float16_activations(tmp_path):
     # float16 outputs: within two of their units in the last place at the largest output
     ulp = float(np.spacing(np.float16(np.abs(want).max())))
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=0, atol=2 * ulp)
+
+
+NATIVE = [  # K, N, bits, block_size, zero points, bias: the packed-code kernel's lane widths and forms
+    (256, 80, 4, 32, "packed", True),    # 16 bytes a block: 16 lanes
+    (200, 33, 4, 64, None, False),       # a partial last block
+    (96, 40, 4, 16, "float", True),      # 8 bytes a block: 8 lanes
+    (128, 24, 8, 16, "packed", False),
+    (160, 18, 2, 32, "packed", True),    # 8 bytes a block
+    (64, 20, 1, 16, None, True),         # 2 bytes a block
+    (512, 300, 4, 128, "packed", True),  # many columns: chunks over the threads
+]
+
+
+def steps_of(path):
+    cli = os.environ.get("WEFT_CLI")
+    if not cli:
+        return None
+    return subprocess.run([cli, "inspect", path, "--steps"], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("rows", [(1,), (2, 3), (8,), (1, 11), (13,), (4, 16)])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", range(len(NATIVE)))
+def test_packed_codes_kernel(tmp_path, case, threads, rows):
+    """float32 A with 1-, 2-, 4- and 8-bit codes runs on the packed codes: up to 12 rows straight
+    from them, more through dequantized panels. Against a float64 re-computation and ONNX
+    Runtime, for row counts on both sides of that split, at 1 and 2 threads."""
+    K, N, bits, block, zp, bias = NATIVE[case]
+    rng = np.random.default_rng(100 + case)
+    path, W, b = build(tmp_path, rng, K, N, bits, block, zp, bias, False, rows=rows)
+    a = rng.standard_normal(tuple(rows) + (K,)).astype(np.float32)
+    got = weft.Session(threads=threads, use_env_path=False).compile(weft.import_onnx(path)).run([a])[0]
+    ref = a.astype(np.float64) @ W + (b if b is not None else 0)
+    assert got.shape == tuple(rows) + (N,)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+    if bits == 1:
+        return  # ONNX Runtime's CPU kernel takes 2, 4 and 8 bits
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"A": a})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_codes_stay_packed(tmp_path):
+    """The imported graph keeps the packed codes (no float32 copy of the weights) and runs one
+    MatMulNBits step; 3-bit codes, which straddle bytes, are dequantized at import instead."""
+    rng = np.random.default_rng(7)
+    path, _, _ = build(tmp_path, rng, 1024, 512, 4, 32, "packed", True, False, rows=("rows",))
+    g = weft.import_onnx(path)
+    out = tmp_path / "m.weft"
+    s = weft.Session(use_env_path=False)
+    model = s.compile(g)
+    model.save(str(out))
+    # 1024 x 512 weights: 256 KiB of codes; as float32 they would be 2 MiB
+    assert out.stat().st_size < 600_000, out.stat().st_size
+    for rows in (1, 20):  # both kernels, from the loaded file
+        a = rng.standard_normal((rows, 1024)).astype(np.float32)
+        np.testing.assert_array_equal(s.load_model(str(out)).run([a])[0], model.run([a])[0])
+    steps = steps_of(path)
+    if steps is not None:
+        assert " MatMulNBits " in steps and " MatMul " not in steps, steps
+    path3, W, _ = build(tmp_path, rng, 64, 16, 3, 32, "packed", False, False, name="three.onnx")
+    steps = steps_of(path3)
+    if steps is not None:
+        assert " MatMul " in steps and " MatMulNBits " not in steps, steps
+
+
+def test_portable_loops(tmp_path):
+    """The loops a CPU without AVX-512 runs (WEFT_DISABLE_AVX512=1, in a child process), for row
+    counts on both sides of the split and each code width, against the float64 re-computation."""
+    import sys
+    rng = np.random.default_rng(11)
+    cases = []
+    for i, (K, N, bits, block, zp, bias) in enumerate(NATIVE[:6]):
+        for rows in ((3,), (2, 10)):
+            path, W, b = build(tmp_path, rng, K, N, bits, block, zp, bias, False, rows=rows, name=f"p{i}_{len(rows)}.onnx")
+            a = rng.standard_normal(tuple(rows) + (K,)).astype(np.float32)
+            ref = a.astype(np.float64) @ W + (b if b is not None else 0)
+            np.savez(tmp_path / f"p{i}_{len(rows)}.npz", a=a, ref=ref)
+            cases.append((path, str(tmp_path / f"p{i}_{len(rows)}.npz")))
+    script = ("import sys, numpy as np, weft\n"
+              "for path, io in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+              "    d = np.load(io)\n"
+              "    for t in (1, 2):\n"
+              "        got = weft.Session(threads=t, use_env_path=False).compile(weft.import_onnx(path)).run([d['a']])[0]\n"
+              "        np.testing.assert_allclose(got, d['ref'], rtol=1e-5, atol=1e-5 * np.abs(d['ref']).max(), err_msg=path)\n")
+    env = dict(os.environ, WEFT_DISABLE_AVX512="1")
+    done = subprocess.run([sys.executable, "-c", script] + [x for c in cases for x in c], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("case", [0, 2, 3, 4])
+def test_generated_c(tmp_path, case):
+    """weft aot: the C of MatMulNBits (strict C99, from the packed codes) gives the runtime's
+    values within float32 rounding of the sums' order."""
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from aot_onnx_check import check_c_against_runtime
+    K, N, bits, block, zp, bias = NATIVE[case]
+    rng = np.random.default_rng(300 + case)
+    path, _, _ = build(tmp_path, rng, K, N, bits, block, zp, bias, False, rows=(1, 3))
+    check_c_against_runtime(tmp_path, path, {"A": rng.standard_normal((1, 3, K)).astype(np.float32)}, atol=2e-5, rtol=2e-5)

@@ -619,17 +619,16 @@ namespace {
 // MatMulNBitsQuantizer and ONNX Runtime's model builder write for language models): A [..., K]
 // times the dequantized B, B [N, k_blocks, blob] holding `bits`-bit codes packed low bit first along
 // K, block_size codes a block, each block of column n with a scale (and a zero point: packed
-// codes of the same width, one of A's type per block, or 2^(bits - 1) when absent); plus bias. With
-// constant B, scales and zero points the weights are dequantized once here into a float32 [K, N]
-// constant (4-bit weights take 8x the memory they did) and the node becomes MatMul (+ Add).
+// codes of the same width, one of A's type per block, or 2^(bits - 1) when absent); plus bias.
+// float32 with 1-, 2-, 4- or 8-bit codes runs as Weft's MatMulNBits on the packed codes. Other
+// widths and float16 are dequantized once here into a constant [K, N] of A's type (4-bit weights
+// take 8x the memory) and the node becomes MatMul (+ Add).
 bool MatMulNBits(const Node&, Rewriter& r) {
   const int64_t K = r.Int("K", -1), N = r.Int("N", -1), bits = r.Int("bits", 4), block = r.Int("block_size", -1);
   if (K <= 0 || N <= 0) return r.Fail("attributes K and N must be given and positive");
   if (bits < 1 || bits > 8) return r.Fail("bits is " + std::to_string(bits) + "; 1 to 8 are defined");
   if (block < 16 || (block & (block - 1)) != 0) return r.Fail("block_size is " + std::to_string(block) + "; it must be a power of 2, at least 16");
   const int64_t blocks = (K + block - 1) / block, blob = block * bits / 8;
-  if (static_cast<double>(K) * static_cast<double>(N) > static_cast<double>(int64_t{1} << 31))
-    return r.Fail("K x N = " + std::to_string(K) + " x " + std::to_string(N) + " weights are too many to dequantize to float32 here");
   const HostTensor* b = r.Constant(r.In(1));
   const HostTensor* sc = r.Constant(r.In(2));
   if (!b || !sc) return r.Fail("B and scales must be constants (initializers)");
@@ -664,6 +663,18 @@ bool MatMulNBits(const Node&, Rewriter& r) {
   // g_idx (act-order block indices) is deprecated in ONNX Runtime's schema, and its CPU kernel
   // reads it for the first 8 codes of each block only: refused rather than run either way.
   if (!r.In(4).empty()) return r.Fail("g_idx (act-order block indices, deprecated) is not supported; quantize without act-order");
+  // float32 A with codes that never straddle a byte (1, 2, 4, 8 bits): the codes stay packed and
+  // Weft's MatMulNBits multiplies from them (ops/matmul_nbits.cc).
+  const bool zp_native = !zp || zp->dtype() == DT_FLOAT || zp->dtype() == DT_UINT8;
+  if (sc->dtype() == DT_FLOAT && 8 % bits == 0 && zp_native) {
+    r.Op("MatMulNBits", {r.In(0), r.In(1), r.In(2), r.In(3), "", r.In(5)}, {{"K", AttrValue::Int(K)}, {"N", AttrValue::Int(N)},
+         {"bits", AttrValue::Int(bits)}, {"block_size", AttrValue::Int(block)}}, r.Out(0));
+    r.Last().domain = "com.microsoft";
+    r.SetRank(r.Out(0), r.Rank(r.In(0)));
+    return true;
+  }
+  if (static_cast<double>(K) * static_cast<double>(N) > static_cast<double>(int64_t{1} << 31))
+    return r.Fail("K x N = " + std::to_string(K) + " x " + std::to_string(N) + " weights are too many to dequantize here");
   HostTensor w(DT_FLOAT, Shape({K, N}));
   float* pw = w.data_as<float>();
   const auto* pb = b->data_as<uint8_t>();
