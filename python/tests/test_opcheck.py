@@ -124,6 +124,8 @@ CASES = {
                      {"K": 64, "N": 16, "bits": 4, "block_size": 32}),
                     ((r(2, 20, 40), u8(24, 3, 8), torch.rand(72) * 0.01 + 0.001, torch.rand(72) * 3), {"K": 40, "N": 24, "bits": 4, "block_size": 16}),
                     ((r(1, 32), u8(8, 1, 32), torch.rand(8) * 0.01 + 0.001), {"K": 32, "N": 8, "bits": 8, "block_size": 32})],
+    "GroupQueryAttention": [((r(1, 3, 64), r(1, 3, 32), r(1, 3, 32), r(1, 2, 2, 16), r(1, 2, 2, 16), torch.tensor([4], dtype=torch.int32),
+                              torch.tensor(5, dtype=torch.int32)), {"num_heads": 4, "kv_num_heads": 2})],
     "DynamicQuantizeLSTM": [((r(3, 2, 4), s8(1, 4, 8), s8(1, 2, 8), r(1, 16), None, r(1, 2, 2), r(1, 2, 2), None, torch.tensor([0.01]),
                               torch.zeros(1, dtype=torch.int8), torch.tensor([0.02]), torch.zeros(1, dtype=torch.int8)), {"hidden_size": 2})],
     "Clip": [((r(3, 4), torch.tensor(-0.5), torch.tensor(0.5)), {})],

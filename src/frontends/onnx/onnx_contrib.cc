@@ -391,39 +391,19 @@ bool MultiHeadAttention(const Node& n, Rewriter& r) {
   return Attend(r, q, kt, v, r.In(4), r.In(5), r.Int("unidirectional", 0) != 0, past, scale, r.Float("mask_filter_value", -10000.f), typed);
 }
 
-// RotaryEmbedding(input, position_ids, cos_cache, sin_cache) -> output: input [B, S, hidden] (heads
-// of num_heads, or of the rotary size where num_heads is 0) or [B, N, S, h]; position_ids [B, S], or
-// [1] an offset added to 0 .. S-1; the caches [positions, rotary / 2]. The first `rotary` values of
-// each head turn by the cached angles: halves (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin), or with
-// interleaved the pairs (x[2i], x[2i+1]) the same; the rest pass unchanged.
-bool RotaryEmbedding(const Node& n, Rewriter& r) {
-  (void)n;
-  if (r.Int("is_packed_batching", 0) != 0) return r.Fail("is_packed_batching is not supported");
-  if (r.Float("scale", 1.f) != 1.f) return r.Fail("scale other than 1 is not supported");
-  const int rank = r.Rank(r.In(0)), prank = r.Rank(r.In(1));
-  if (rank != 3 && rank != 4) return r.Fail(rank < 0 ? "the rank of input is not declared (value_info)" : "input must be 3-D or 4-D");
-  if (prank != 1 && prank != 2) return r.Fail("position_ids must be [B, S] or [1] (an offset)");
-  const int64_t heads = r.Int("num_heads", 0), rotary_attr = r.Int("rotary_embedding_dim", 0);
-  const bool interleaved = r.Int("interleaved", 0) != 0;
+// x (4-D, heads on `head_axis`: [B, N, S, h] for 1, [B, S, N, h] for 2) turned by the cached
+// angles at positions pos ([B, S] or [1, S], int64): the first `rotary` values of each head (the
+// attribute when positive, else twice the caches' width), halves (x1, x2) -> (x1 cos - x2 sin,
+// x2 cos + x1 sin), or with interleaved the pairs (x[2i], x[2i+1]) the same; the rest unchanged.
+std::string Rotate(Rewriter& r, const std::string& x, int64_t head_axis, const std::string& pos, const std::string& cos_cache,
+                   const std::string& sin_cache, bool interleaved, int64_t rotary_attr, const std::string& to = "") {
   auto dim = [&](const std::string& v, int64_t axis) { return r.Op("Slice", {r.Op("Shape", {v}), r.IntsConst({axis}), r.IntsConst({axis + 1})}); };
-  const std::string half = dim(r.In(2), 1);                                                  // [1]
+  const std::string half = dim(cos_cache, 1);                                                        // [1]
   const std::string rot = rotary_attr > 0 ? r.IntsConst({rotary_attr}) : r.Op("Add", {half, half});  // [1]
-  const std::string seq_axis_len = dim(r.In(0), rank == 3 ? 1 : 2);
-  std::string pos = r.In(1);
-  if (prank == 1) {  // offset + 0 .. S-1, as [1, S]
-    const std::string s = r.Op("Squeeze", {seq_axis_len, r.IntsConst({0})});
-    const std::string range = r.Op("Range", {r.IntsConst({0}, true), s, r.IntsConst({1}, true)});
-    pos = r.Op("Unsqueeze", {r.Op("Add", {range, r.Op("Cast", {pos}, {{"to", AttrValue::Type(DT_INT64)}})}), r.IntsConst({0})});
-  }
-  // [B, S, half] -> broadcast over the heads: [B, S, 1, half] (3-D input as [B, S, N, h]) or [B, 1, S, half]
-  const std::string head_axis = r.IntsConst({rank == 3 ? 2 : 1});
-  const std::string cos = r.Op("Unsqueeze", {r.Op("Gather", {r.In(2), pos}, {{"axis", AttrValue::Int(0)}}), head_axis});
-  const std::string sin = r.Op("Unsqueeze", {r.Op("Gather", {r.In(3), pos}, {{"axis", AttrValue::Int(0)}}), head_axis});
-  std::string x = r.In(0);
-  if (rank == 3) {
-    const std::string shape = heads > 0 ? r.IntsConst({0, 0, heads, -1}) : r.Op("Concat", {r.IntsConst({0, 0, -1}), rot}, {{"axis", AttrValue::Int(0)}});
-    x = r.Op("Reshape", {x, shape});
-  }
+  // [B, S, half] -> broadcast over the heads: [B, S, 1, half] or [B, 1, S, half]
+  const std::string axis = r.IntsConst({head_axis});
+  const std::string cos = r.Op("Unsqueeze", {r.Op("Gather", {cos_cache, pos}, {{"axis", AttrValue::Int(0)}}), axis});
+  const std::string sin = r.Op("Unsqueeze", {r.Op("Gather", {sin_cache, pos}, {{"axis", AttrValue::Int(0)}}), axis});
   const std::string last = r.IntsConst({-1}), big = r.IntsConst({std::numeric_limits<int64_t>::max()});
   const std::string xr = r.Op("Slice", {x, r.IntsConst({0}), rot, last});
   const std::string rest = r.Op("Slice", {x, rot, big, last});
@@ -443,7 +423,40 @@ bool RotaryEmbedding(const Node& n, Rewriter& r) {
     const std::string both = r.Op("Concat", {r.Op("Unsqueeze", {o1, last}), r.Op("Unsqueeze", {o2, last})}, {{"axis", AttrValue::Int(-1)}});
     turned = r.Op("Reshape", {both, r.Op("Concat", {r.IntsConst({0, 0, 0}), rot}, {{"axis", AttrValue::Int(0)}})});
   }
-  const std::string out = r.Op("Concat", {turned, rest}, {{"axis", AttrValue::Int(-1)}}, rank == 4 ? r.Out(0) : "");
+  return r.Op("Concat", {turned, rest}, {{"axis", AttrValue::Int(-1)}}, to);
+}
+
+// RotaryEmbedding(input, position_ids, cos_cache, sin_cache) -> output: input [B, S, hidden] (heads
+// of num_heads, or of the rotary size where num_heads is 0) or [B, N, S, h]; position_ids [B, S], or
+// [1] an offset added to 0 .. S-1; the caches [positions, rotary / 2]; turned as Rotate does.
+bool RotaryEmbedding(const Node& n, Rewriter& r) {
+  (void)n;
+  if (r.Int("is_packed_batching", 0) != 0) return r.Fail("is_packed_batching is not supported");
+  if (r.Float("scale", 1.f) != 1.f) return r.Fail("scale other than 1 is not supported");
+  const int rank = r.Rank(r.In(0)), prank = r.Rank(r.In(1));
+  if (rank != 3 && rank != 4) return r.Fail(rank < 0 ? "the rank of input is not declared (value_info)" : "input must be 3-D or 4-D");
+  if (prank != 1 && prank != 2) return r.Fail("position_ids must be [B, S] or [1] (an offset)");
+  const int64_t heads = r.Int("num_heads", 0), rotary_attr = r.Int("rotary_embedding_dim", 0);
+  auto dim = [&](const std::string& v, int64_t axis) { return r.Op("Slice", {r.Op("Shape", {v}), r.IntsConst({axis}), r.IntsConst({axis + 1})}); };
+  std::string pos = r.In(1);
+  if (prank == 1) {  // offset + 0 .. S-1, as [1, S]
+    const std::string s = r.Op("Squeeze", {dim(r.In(0), rank == 3 ? 1 : 2), r.IntsConst({0})});
+    const std::string range = r.Op("Range", {r.IntsConst({0}, true), s, r.IntsConst({1}, true)});
+    pos = r.Op("Unsqueeze", {r.Op("Add", {range, r.Op("Cast", {pos}, {{"to", AttrValue::Type(DT_INT64)}})}), r.IntsConst({0})});
+  }
+  std::string x = r.In(0);
+  if (rank == 3) {  // as [B, S, N, h]
+    std::string shape;
+    if (heads > 0) {
+      shape = r.IntsConst({0, 0, heads, -1});
+    } else {
+      const std::string half = dim(r.In(2), 1);
+      const std::string rot = rotary_attr > 0 ? r.IntsConst({rotary_attr}) : r.Op("Add", {half, half});
+      shape = r.Op("Concat", {r.IntsConst({0, 0, -1}), rot}, {{"axis", AttrValue::Int(0)}});
+    }
+    x = r.Op("Reshape", {x, shape});
+  }
+  const std::string out = Rotate(r, x, rank == 3 ? 2 : 1, pos, r.In(2), r.In(3), r.Int("interleaved", 0) != 0, rotary_attr, rank == 4 ? r.Out(0) : "");
   if (rank == 3) r.Op("Reshape", {out, r.IntsConst({0, 0, -1})}, {}, r.Out(0));
   r.SetRank(r.Out(0), rank);
   return true;
