@@ -22,7 +22,7 @@ only what these examples and tests need is written. Uses the `flatbuffers` packa
 import flatbuffers
 import numpy as np
 
-TYPES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int64": 4, "bool": 6, "int16": 7, "int8": 9, "uint64": 12, "uint32": 15,
+TYPES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int64": 4, "bool": 6, "int16": 7, "int8": 9, "uint64": 12, "resource": 13, "uint32": 15,
          "int4": 17}
 
 

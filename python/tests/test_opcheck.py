@@ -21,7 +21,9 @@ NOT_CHECKABLE = {"Squeeze": "rank from values", "Unsqueeze": "rank from values",
                  "MulCustomGrad": "checked through MulCustom's backward",
                  "TflMean": "constant axis", "TflPad": "constant paddings", "TflPadv2": "constant paddings",
                  "TflTranspose": "constant perm", "TflReshape": "constant shape", "TflStridedSlice": "constant bounds",
-                 "SIGNALFILTERBANKSPECTRALSUBTRACTION": "keeps a noise estimate from call to call (not a function of its inputs)"}
+                 "SIGNALFILTERBANKSPECTRALSUBTRACTION": "keeps a noise estimate from call to call (not a function of its inputs)",
+                 "ReadVariable": "reads the run context's variable (not a function of its inputs)",
+                 "AssignVariable": "writes the run context's variable (an effect, not a function)"}
 # Test packages' deliberately broken ops.
 BROKEN_ON_PURPOSE = {"Faulty", "NoShape"}
 

@@ -508,7 +508,7 @@ struct Builder : NodeSteps {
     for (size_t k = m->nodes.size(); k-- > 0;) {
       auto& cn = m->nodes[k];
       bool live = !cn->folded && !cn->pruned;
-      if (live) {
+      if (live && cn->op_type != "AssignVariable") {  // an assignment is kept for its effect on the run context
         live = false;
         for (int id : cn->out_values) live = live || needed[id];
       }

@@ -514,6 +514,7 @@ RunContextImpl::RunContextImpl(const ModelImpl& m) : model(&m) {
     s.st.bounds = &s.bounds;
     s.st.shape_buffers = &s.shape_buffers;
     s.st.host_args = &s.host_args;
+    s.st.variables = &variables;
     BindContext(s.c, n, WEFT_STAGE_EXECUTE, s.ins.data(), s.outs.data(), &s.st);
     s.exec = n.op->impl->execute;
     if ((n.op->impl->capabilities & WEFT_CAP_ARGS_UPDATER) && n.op->impl->update_host_args) {
@@ -868,7 +869,10 @@ std::shared_ptr<const CompiledModel> ModelImpl::SpecializedPlan(RunContextImpl& 
   auto plan = Specialize(in, num_in, rc.signature);
   if (!plan) return nullptr;
   auto& ctx = rc.specialized[plan.get()];
-  if (!ctx) ctx = plan->CreateRunContext();
+  if (!ctx) {
+    ctx = plan->CreateRunContext();
+    if (auto* sub_rc = dynamic_cast<RunContextImpl*>(ctx.get())) sub_rc->variables = rc.variables;  // one set of variables
+  }
   ctx->SetStepObserver(rc.step_observer());
   *sub = ctx.get();
   return plan;
@@ -951,6 +955,7 @@ void RunContextImpl::ResetState() {
   // An ArgsUpdater's block caches its arguments, not state: UpdateHostArgs keeps it current.
   for (Step& s : steps)
     if (!s.update_args && !s.host_args.empty()) std::fill(s.host_args.begin(), s.host_args.end(), uint8_t{0});
+  variables->clear();  // every variable back to its initial value
   for (auto& [plan, ctx] : specialized) ctx->ResetState();
 }
 

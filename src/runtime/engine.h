@@ -134,6 +134,8 @@ struct CallState {
   // (MallocOutputTensor with their real shape; ops that size outputs in Execute, Loop and Scan).
   Scratch* dynamic_arena = nullptr;
   EmitSink* emit = nullptr;  // Emit: where the node's C goes
+  // Execute: the run context's variables (ReadVariable, AssignVariable; src/runtime/variable_ops.cc).
+  std::shared_ptr<std::map<std::string, std::vector<uint8_t>>>* variables = nullptr;
 };
 
 // Loop and Scan (src/runtime/subgraph_ops.cc): ops of the engine that run a subgraph and may
@@ -200,6 +202,8 @@ class RunContextImpl : public RunContext {
   Scratch dynamic_arena;  // intermediates of dynamic-shape models, reset per run
   std::string error;
   std::map<const CompiledModel*, std::unique_ptr<RunContext>> specialized;  // run contexts of cached plans
+  // Variables by name (ReadVariable, AssignVariable), shared with the contexts in `specialized`.
+  std::shared_ptr<std::map<std::string, std::vector<uint8_t>>> variables = std::make_shared<std::map<std::string, std::vector<uint8_t>>>();
   std::vector<double>* step_ns = nullptr;  // set while profiling: time per step accumulates here
   std::string signature;                   // input-shape signature buffer (input-dynamic models)
 };

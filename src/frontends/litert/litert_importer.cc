@@ -67,7 +67,7 @@ DataType FromLiteRt(int8_t t, std::string* name) {
 // ---- builtin options ---------------------------------------------------------------------------
 // Each options table the importer decodes, field by field: the attribute name (the format's field
 // name), the field id, how it is stored and its default. Enum fields become strings.
-enum class FieldKind { kInt, kBool, kFloat, kIntVector, kPadding, kActivation, kTensorType, kMirrorMode };
+enum class FieldKind { kInt, kBool, kFloat, kIntVector, kPadding, kActivation, kTensorType, kMirrorMode, kString };
 struct OptionField {
   const char* name;
   int id;
@@ -133,6 +133,7 @@ const std::vector<OptionTable>& OptionTables() {
       {94, "DepthToSpaceOptions", {{"block_size", 0, K::kInt}}},
       {101, "BatchMatMulOptions", {{"adj_x", 0, K::kBool}, {"adj_y", 1, K::kBool}, {"asymmetric_quantize_inputs", 2, K::kBool}}},
       {103, "CallOnceOptions", {{"init_subgraph_index", 0, K::kInt}}},
+      {111, "VarHandleOptions", {{"container", 0, K::kString}, {"shared_name", 1, K::kString}}},
       {116, "GeluOptions", {{"approximate", 0, K::kBool}}},
   };
   return tables;
@@ -171,6 +172,13 @@ bool DecodeOptions(const flatbuffers::Table* t, int type, flatbuffers::Verifier&
         auto vec = ok ? t->GetPointer<const flatbuffers::Vector<int32_t>*>(vo) : nullptr;
         ok = ok && v.VerifyVector(vec);
         if (ok && vec) (*attrs)[f.name] = AttrValue::ListInt(std::vector<int64_t>(vec->begin(), vec->end()));
+        break;
+      }
+      case FieldKind::kString: {
+        ok = t->VerifyOffset(v, vo);
+        auto str = ok ? t->GetPointer<const flatbuffers::String*>(vo) : nullptr;
+        ok = ok && v.VerifyString(str);
+        if (ok) (*attrs)[f.name] = AttrValue::String(str ? str->str() : std::string());
         break;
       }
       case FieldKind::kPadding: {
@@ -659,6 +667,12 @@ class Importer {
                     ? names_[static_cast<size_t>(op->outputs()->Get(0))]
                     : "op" + std::to_string(k)) + "/" + (code == kCustom ? n.op_type : BuiltinName(code));
       std::string what = where + " (" + (code == kCustom ? "custom '" + n.attrs["custom_code"].s() + "'" : BuiltinName(code)) + ")";
+      if (code == 129 || code == 142 || code == 143 || code == 144) {  // CALL_ONCE and resource variables
+        if (bound)
+          return Unsupported(what + " uses resource variables inside a subgraph that IF or WHILE runs; Weft supports them in the main subgraph");
+        WEFT_RETURN_IF_ERROR(ResourceOp(code, op, n, what, g, tensor_ref, produced, is_const, is_input));
+        continue;
+      }
       if (op->inputs())
         for (uint32_t k_in = 0; k_in < op->inputs()->size(); ++k_in) {
           int32_t t = op->inputs()->Get(k_in);
@@ -756,6 +770,7 @@ class Importer {
       WEFT_RETURN_IF_ERROR(add_node(std::move(n), code, what));
     }
     for (auto& [name, pending] : pending_pads) WEFT_RETURN_IF_ERROR(add_node(std::move(pending.node), pending.code, pending.what));
+    if (!bound) AssignVariables(g);
     if (!sg->outputs() || sg->outputs()->size() == 0) return InvalidArgument("LiteRT model: the subgraph has no outputs");
     for (int32_t t : *sg->outputs()) {
       WEFT_RETURN_IF_ERROR(tensor_ref(t, "subgraph output"));
@@ -768,6 +783,190 @@ class Importer {
     out_types_.clear();
     for (int32_t t : *sg->outputs()) out_types_.push_back(types_[static_cast<size_t>(t)]);
     return Status::Ok();
+  }
+
+  // Resource variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE) and the CALL_ONCE subgraph that
+  // gives them their first values. A variable is named by its handle's container and shared_name.
+  // Its first read in a run becomes Weft's ReadVariable (the run context's value, or the initial
+  // one); later reads in the run take the value last assigned or read; the last assignment of a run
+  // becomes one AssignVariable, ordered after the reads (AssignVariables, at the end of the
+  // subgraph). CALL_ONCE's subgraph may only assign constants to variables: those are the initial
+  // values, which reset_state() returns to.
+  template <typename Ref>
+  Status ResourceOp(int32_t code, const fb::Operator* op, const Node& n, const std::string& what, Graph& g, const Ref& tensor_ref,
+                    std::vector<char>& produced, const std::vector<char>& is_const, const std::vector<char>& is_input) {
+    const size_t n_in = op->inputs() ? op->inputs()->size() : 0, n_out = op->outputs() ? op->outputs()->size() : 0;
+    auto in = [&](size_t k, size_t* i) -> Status {
+      const int32_t t = op->inputs()->Get(static_cast<uint32_t>(k));
+      WEFT_RETURN_IF_ERROR(tensor_ref(t, what + " input"));
+      *i = static_cast<size_t>(t);
+      return Status::Ok();
+    };
+    auto out = [&](size_t* i) -> Status {
+      const int32_t t = op->outputs()->Get(0);
+      WEFT_RETURN_IF_ERROR(tensor_ref(t, what + " output"));
+      *i = static_cast<size_t>(t);
+      if (produced[*i] || is_const[*i] || is_input[*i])
+        return InvalidArgument(what + " writes tensor '" + names_[*i] + "', which is already an input, a constant or another operator's output");
+      produced[*i] = 1;
+      return Status::Ok();
+    };
+    auto variable = [&](size_t handle, std::string* key) -> Status {
+      auto it = handles_.find(handle);
+      if (it == handles_.end()) return InvalidArgument(what + " reads the resource '" + names_[handle] + "', which no VAR_HANDLE before it gives");
+      *key = it->second;
+      return Status::Ok();
+    };
+    if (code == 129) {  // CALL_ONCE
+      auto idx = n.attrs.find("init_subgraph_index");
+      uint32_t callee = 0;
+      WEFT_RETURN_IF_ERROR(CalleeIndex(idx == n.attrs.end() ? 0 : idx->second.i(), what, "init_subgraph_index", &callee));
+      return InitialValues(callee, what);
+    }
+    if (code == 142) {  // VAR_HANDLE -> resource
+      if (n_out != 1) return InvalidArgument(what + " must have one output");
+      size_t o;
+      WEFT_RETURN_IF_ERROR(out(&o));
+      handles_[o] = VariableKey(n, names_[o]);
+      return Status::Ok();
+    }
+    if (code == 143) {  // READ_VARIABLE(resource) -> value
+      if (n_in != 1 || n_out != 1) return InvalidArgument(what + " must have one input and one output");
+      size_t h, o;
+      std::string key;
+      WEFT_RETURN_IF_ERROR(in(0, &h));
+      WEFT_RETURN_IF_ERROR(variable(h, &key));
+      WEFT_RETURN_IF_ERROR(out(&o));
+      if (auto cur = var_current_.find(key); cur != var_current_.end()) {  // read or assigned before in this run
+        Node id;
+        id.op_type = "Identity";
+        id.name = n.name;
+        id.inputs = {cur->second};
+        id.outputs = {names_[o]};
+        g.AddNode(std::move(id));
+        return Status::Ok();
+      }
+      auto init = var_initial_.find(key);
+      if (init == var_initial_.end())
+        return Unsupported(what + " reads the variable '" + key + "' before anything assigns it (no CALL_ONCE subgraph gives it a value)");
+      if (types_[o] != DT_UNDEFINED && (types_[o] != init->second.dtype() || shapes_[o] != init->second.shape()))
+        return InvalidArgument(what + " reads the variable '" + key + "' (" + init->second.shape().ToString() + ") into tensor '" + names_[o] +
+                               "' of shape " + shapes_[o].ToString() + " or another type");
+      Node r;
+      r.op_type = "ReadVariable";
+      r.name = n.name;
+      r.outputs = {names_[o]};
+      r.attrs["variable"] = AttrValue::String(key);
+      r.attrs["initial"] = InitialAttr(init->second);
+      g.AddNode(std::move(r));
+      var_current_[key] = names_[o];
+      var_reads_[key].push_back(names_[o]);
+      return Status::Ok();
+    }
+    // ASSIGN_VARIABLE(resource, value)
+    if (n_in != 2 || n_out != 0) return InvalidArgument(what + " must have two inputs and no output");
+    size_t h, v;
+    std::string key;
+    WEFT_RETURN_IF_ERROR(in(0, &h));
+    WEFT_RETURN_IF_ERROR(variable(h, &key));
+    WEFT_RETURN_IF_ERROR(in(1, &v));
+    if (!produced[v] && !is_const[v] && !is_input[v]) return InvalidArgument(what + " assigns tensor '" + names_[v] + "', which nothing before it writes");
+    if (types_[v] == DT_UNDEFINED) return Unsupported(what + " assigns tensor '" + names_[v] + "' of a type Weft does not support");
+    auto init = var_initial_.find(key);
+    if (init == var_initial_.end()) {  // first given in the main subgraph: zeros until then
+      init = var_initial_.emplace(key, HostTensor(types_[v], shapes_[v])).first;
+      if (init->second.bytes()) std::memset(init->second.data(), 0, init->second.bytes());
+    }
+    if (types_[v] != init->second.dtype() || shapes_[v] != init->second.shape())
+      return InvalidArgument(what + " assigns tensor '" + names_[v] + "' (" + shapes_[v].ToString() + ") to the variable '" + key + "' (" +
+                             init->second.shape().ToString() + ") or a value of another type");
+    var_current_[key] = names_[v];
+    var_assigned_[key] = names_[v];
+    return Status::Ok();
+  }
+
+  // The variable a VAR_HANDLE names: "container/shared_name" (its output tensor's name when both are empty).
+  static std::string VariableKey(const Node& n, const std::string& fallback) {
+    auto str = [&](const char* k) {
+      auto it = n.attrs.find(k);
+      return it == n.attrs.end() ? std::string() : it->second.s();
+    };
+    const std::string c = str("container"), s = str("shared_name");
+    return c.empty() && s.empty() ? fallback : c + "/" + s;
+  }
+
+  static AttrValue InitialAttr(const HostTensor& t) {
+    const auto* p = static_cast<const uint8_t*>(t.data());
+    return AttrValue::TensorValue(t.dtype(), t.shape(), std::vector<uint8_t>(p, p + t.bytes()));
+  }
+
+  // CALL_ONCE's subgraph: VAR_HANDLEs and ASSIGN_VARIABLEs of constants, nothing else.
+  Status InitialValues(uint32_t index, const std::string& what) {
+    const fb::SubGraph* sg = model_->subgraphs()->Get(index);
+    auto tensors = sg->tensors();
+    const size_t nt = tensors ? tensors->size() : 0;
+    std::map<int32_t, std::string> handles;
+    const std::string where = what + ": subgraph " + std::to_string(index);
+    for (const fb::Operator* op : Ops(sg)) {
+      const int32_t code = OpCode(op);
+      const size_t n_in = op->inputs() ? op->inputs()->size() : 0, n_out = op->outputs() ? op->outputs()->size() : 0;
+      auto ref = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < nt; };
+      if (code == 142 && n_out == 1 && ref(op->outputs()->Get(0))) {
+        Node n;
+        flatbuffers::Verifier v(data_, std::min<size_t>(size_, FLATBUFFERS_MAX_BUFFER_SIZE - 1));
+        std::string err;
+        auto table = reinterpret_cast<const flatbuffers::Table*>(op->builtin_options());
+        if (table && !DecodeOptions(table, op->builtin_options_type(), v, &n.attrs, &err)) return InvalidArgument(where + " (VAR_HANDLE): " + err);
+        const int32_t t = op->outputs()->Get(0);
+        auto name = tensors->Get(static_cast<uint32_t>(t))->name();
+        handles[t] = VariableKey(n, name ? name->str() : "t" + std::to_string(t));
+        continue;
+      }
+      if (code == 144 && n_in == 2 && n_out == 0 && ref(op->inputs()->Get(0)) && ref(op->inputs()->Get(1))) {
+        auto h = handles.find(op->inputs()->Get(0));
+        if (h == handles.end()) return InvalidArgument(where + " assigns a resource no VAR_HANDLE before it gives");
+        const fb::Tensor* t = tensors->Get(static_cast<uint32_t>(op->inputs()->Get(1)));
+        std::string tname;
+        const DataType dt = FromLiteRt(t->type(), &tname);
+        const uint8_t* p = nullptr;
+        size_t bytes = 0;
+        WEFT_RETURN_IF_ERROR(BufferBytes(t->buffer(), &p, &bytes, where + " initial value"));
+        if (!p || dt == DT_UNDEFINED || t->sparsity() || t->type() == 17 || (t->quantization() && t->quantization()->details_type() != 0))
+          return Unsupported(where + " assigns the variable '" + h->second +
+                             "' a value that is not a plain constant; Weft takes initializers that assign constants");
+        Shape shape;
+        if (t->shape()) {
+          if (t->shape()->size() > WEFT_MAX_DIMS) return InvalidArgument(where + ": an initial value has rank above " + std::to_string(WEFT_MAX_DIMS));
+          for (int32_t d : *t->shape()) {
+            if (d < 0) return InvalidArgument(where + ": an initial value has the negative dim " + std::to_string(d));
+            shape.AppendDim(d);
+          }
+        }
+        auto ht = HostTensor::FromBytes(dt, shape, p, bytes);
+        if (!ht.ok()) return InvalidArgument(where + " initial value of '" + h->second + "': " + ht.status().message());
+        var_initial_.insert_or_assign(h->second, std::move(ht.value()));
+        continue;
+      }
+      return Unsupported(where + " runs " + (code >= 0 ? BuiltinName(code) : std::string("an unknown operator")) +
+                         "; Weft takes CALL_ONCE subgraphs that only assign constants to resource variables");
+    }
+    return Status::Ok();
+  }
+
+  // One AssignVariable per variable assigned in the main subgraph: its last value, after its reads.
+  void AssignVariables(Graph& g) {
+    for (auto& [key, value] : var_assigned_) {
+      Node a;
+      a.op_type = "AssignVariable";
+      a.name = key + "/AssignVariable";
+      a.inputs = {value};
+      for (const std::string& r : var_reads_[key])
+        if (r != value) a.inputs.push_back(r);
+      a.outputs = {key + "/assigned"};
+      a.attrs["variable"] = AttrValue::String(key);
+      a.attrs["initial"] = InitialAttr(var_initial_.at(key));
+      g.AddNode(std::move(a));
+    }
   }
 
   // WHILE(v...) -> v...: while cond(v) holds, v = body(v). Weft's op Loop with no trip count:
@@ -1421,6 +1620,13 @@ class Importer {
   std::vector<Shape> shapes_;
   std::set<size_t> sparse_;
   std::set<size_t> dequantized_;  // block-wise quantized constants, imported as float32
+  // Resource variables (main subgraph): handle tensor -> variable; initial values (CALL_ONCE);
+  // in the run being imported, each variable's current value, its ReadVariable outputs and the
+  // value last assigned.
+  std::map<size_t, std::string> handles_;
+  std::map<std::string, HostTensor> var_initial_;
+  std::map<std::string, std::string> var_current_, var_assigned_;
+  std::map<std::string, std::vector<std::string>> var_reads_;
   const fb::SubGraph* sg_ = nullptr;  // the subgraph being imported
   std::vector<uint32_t> stack_;       // the subgraphs being imported, the main one first
   std::vector<DataType> out_types_;   // the output types of the subgraph imported last

@@ -1,0 +1,141 @@
+// ReadVariable and AssignVariable: variables that live in the run context, as LiteRT's resource
+// variables do in its interpreter (VAR_HANDLE / READ_VARIABLE / ASSIGN_VARIABLE, set up by a
+// CALL_ONCE subgraph; the LiteRT importer turns them into these). A variable is named by the
+// attribute `variable`; until something assigns it in a run context it holds `initial`. Values
+// carry from run to run of one context; RunContext::ResetState() (Python: reset_state()) returns
+// every variable to its initial value, and a context created for another input shape shares its
+// parent's variables. Both ask for per-context memory, so neither is ever constant-folded.
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/engine.h"
+#include "weft/custom_op.h"
+
+namespace weft::ops {
+namespace {
+
+using internal::CallState;
+
+CallState* StateOf(const KernelContextBase* ctx) { return static_cast<CallState*>(ctx->raw()->engine); }
+
+graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
+  ctx->SetError(std::string(ctx->GetNodeType()) + ": " + msg);
+  return GRAPH_FAILED;
+}
+
+// The variable's name and initial value.
+bool Declared(const KernelContextBase* ctx, std::string* name, const Tensor** initial) {
+  const char* n = ctx->GetAttrs()->GetAttrPointer<char>("variable");
+  *initial = ctx->GetAttrs()->GetTensor("initial");
+  if (!n || !*n || !*initial) return Fail(ctx, "needs the attributes 'variable' (a name) and 'initial' (a tensor)"), false;
+  *name = n;
+  return true;
+}
+
+// The context's store, or nullptr (with the error set) outside a compiled model's run.
+std::map<std::string, std::vector<uint8_t>>* Store(EagerOpExecutionContext* ctx) {
+  // Per-context memory: marks the node as stateful (never folded) and fails outside a run.
+  if (!ctx->GetHostArgs(1)) return nullptr;
+  CallState* st = StateOf(ctx);
+  if (!st || !st->variables || !*st->variables) {
+    Fail(ctx, "variables exist only in a compiled model's run context");
+    return nullptr;
+  }
+  return st->variables->get();
+}
+
+class ReadVariable : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    std::string name;
+    const Tensor* initial;
+    if (!Declared(ctx, &name, &initial)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = initial->GetShape();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const Tensor* initial = ctx->GetAttrs()->GetTensor("initial");
+    if (!initial) return Fail(ctx, "needs the attribute 'initial' (a tensor)");
+    return ctx->SetOutputDataType(0, initial->GetDataType());
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    std::string name;
+    const Tensor* initial;
+    if (!Declared(ctx, &name, &initial)) return GRAPH_FAILED;
+    auto* store = Store(ctx);
+    if (!store) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, initial->GetShape(), initial->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const size_t bytes = y->GetSize();
+    auto it = store->find(name);
+    const void* src = it == store->end() ? initial->GetAddr() : it->second.data();
+    if (it != store->end() && it->second.size() != bytes) return Fail(ctx, "variable '" + name + "' holds a value of another size");
+    if (bytes) std::memcpy(y->GetAddr(), src, bytes);
+    return GRAPH_SUCCESS;
+  }
+};
+
+// AssignVariable(value, after...) -> done: stores value as the variable's value; `after` (the
+// reads of the variable that must see the old value) only orders it. `done` is a bool scalar
+// nothing needs to read: the compiler keeps the node for its effect.
+class AssignVariable : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    std::string name;
+    const Tensor* initial;
+    if (!Declared(ctx, &name, &initial)) return GRAPH_FAILED;
+    const Shape& v = *ctx->GetInputShape(0);
+    if (v != initial->GetShape())
+      return Fail(ctx, "variable '" + name + "' is " + initial->GetShape().ToString() + "; the value assigned is " + v.ToString());
+    *ctx->GetOutputShape(0) = Shape();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const Tensor* initial = ctx->GetAttrs()->GetTensor("initial");
+    if (!initial) return Fail(ctx, "needs the attribute 'initial' (a tensor)");
+    if (ctx->GetInputDataType(0) != initial->GetDataType())
+      return Fail(ctx, std::string("the value assigned is ") + DataTypeName(ctx->GetInputDataType(0)) + "; the variable is " +
+                           DataTypeName(initial->GetDataType()));
+    return ctx->SetOutputDataType(0, DT_BOOL);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    std::string name;
+    const Tensor* initial;
+    if (!Declared(ctx, &name, &initial)) return GRAPH_FAILED;
+    auto* store = Store(ctx);
+    if (!store) return GRAPH_FAILED;
+    const Tensor* v = ctx->GetInputTensor(0);
+    if (v->GetShape() != initial->GetShape() || v->GetDataType() != initial->GetDataType())
+      return Fail(ctx, "variable '" + name + "' is " + initial->GetShape().ToString() + "; the value assigned is " + v->GetShape().ToString());
+    auto* bytes = static_cast<const uint8_t*>(v->GetAddr());
+    (*store)[name].assign(bytes, bytes + v->GetSize());
+    Tensor* done = ctx->MallocOutputTensor(0, Shape(), DT_BOOL);
+    if (!done) return GRAPH_FAILED;
+    *done->GetData<bool>() = true;
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_variable(std::vector<OpEntry>& out) {
+  out.push_back({OpDefBuilder("ReadVariable")
+                     .OUTPUT(value, TensorType::ALL())
+                     .REQUIRED_ATTR(variable, String)
+                     .REQUIRED_ATTR(initial, Tensor)
+                     .Build(),
+                 MakeOpImpl<ReadVariable>("ReadVariable")});
+  out.push_back({OpDefBuilder("AssignVariable")
+                     .INPUT(value, TensorType::ALL())
+                     .DYNAMIC_INPUT(after, TensorType::ALL())
+                     .OUTPUT(done, TensorType({DT_BOOL}))
+                     .REQUIRED_ATTR(variable, String)
+                     .REQUIRED_ATTR(initial, Tensor)
+                     .Build(),
+                 MakeOpImpl<AssignVariable>("AssignVariable")});
+}
+
+}  // namespace weft::ops
