@@ -3,13 +3,13 @@
 //   query [B, S, N h] (or Q, K and V packed in it when key and value are absent), key and value
 //   [B, S, Nkv h], past_key and past_value [B, Nkv, P, h], seqlens_k [B] (int32: each sequence's
 //   length less one), total_sequence_length (int32 scalar), cos_cache and sin_cache [positions,
-//   rotary / 2], position_ids [B, S], attention_bias broadcastable to [B, N, S, L].
+//   rotary / 2], position_ids [B, S], attention_bias [B or 1, N or 1, S, total_sequence_length].
 // Sequence b holds total_b = seqlens_k[b] + 1 positions, past_b = max(total_b - S, 0) of them
 // from before. present ([B, Nkv, L, h], L = max(P, total_sequence_length)) holds the past's first
 // past_b positions, then this step's S keys/values (keys rotated first with do_rotary, at positions
 // past_b + s or position_ids), then zeros. Query head i reads key/value head i / (N / Nkv); query s
-// attends to keys t < total_b with t <= past_b + s (and t > past_b + s - local_window_size when that
-// is positive): softmax(q.k * scale, soft-capped as softcap * tanh(x / softcap) when softcap > 0,
+// attends to keys t < total_b with t <= past_b + s (and t > past_b + s - local_window_size unless
+// that is negative: a window of 0 takes no key, and the output is zeros): softmax(q.k * scale, soft-capped as softcap * tanh(x / softcap) when softcap > 0,
 // plus attention_bias) over those keys, times their values.
 #include <algorithm>
 #include <cmath>
@@ -23,7 +23,7 @@ namespace weft::ops {
 namespace {
 
 struct Gqa {
-  int64_t batch = 0, seq = 0, heads = 0, kv_heads = 0, head = 0, past = 0, len = -1;
+  int64_t batch = 0, seq = 0, heads = 0, kv_heads = 0, head = 0, past = 0, len = -1, total = -1;
   bool packed = false;
 };
 
@@ -64,6 +64,7 @@ bool Plan(const KernelContextBase* ctx, Gqa* g) {
   if (tot->GetAddr()) {
     const int64_t total = tot->GetData<int32_t>()[0];
     if (total < 1) return Fail(ctx, "total_sequence_length is " + std::to_string(total)), false;
+    g->total = total;
     g->len = std::max(g->past, total);
   }
   if (*a->GetInt("do_rotary") != 0) {
@@ -77,8 +78,8 @@ bool Plan(const KernelContextBase* ctx, Gqa* g) {
   if (const Tensor* ab = In(ctx, 10)) {
     const Shape& bs = ab->GetShape();
     if (bs.GetDimNum() != 4 || (bs.GetDim(0) != 1 && bs.GetDim(0) != g->batch) || (bs.GetDim(1) != 1 && bs.GetDim(1) != g->heads) ||
-        bs.GetDim(2) != g->seq || (g->len >= 0 && bs.GetDim(3) != g->len))
-      return Fail(ctx, "attention_bias " + bs.ToString() + " must be [B or 1, num_heads or 1, S, present length]"), false;
+        bs.GetDim(2) != g->seq || (g->total >= 0 && bs.GetDim(3) != g->total))
+      return Fail(ctx, "attention_bias " + bs.ToString() + " must be [B or 1, num_heads or 1, S, total_sequence_length]"), false;
   }
   return true;
 }
@@ -96,7 +97,7 @@ void Turn(float* x, const float* cos, const float* sin, int64_t half, bool inter
 
 // What the items of one call share.
 struct Attend {
-  int64_t S, N, H, L, group, window;
+  int64_t S, N, H, L, T, group, window;  // T: total_sequence_length, the bias rows' length
   const int64_t *total, *past;
   const float *q, *k, *v, *bias;  // rotated queries [B, S, N, H]; present [B, Nkv, L, H]
   int64_t bias_b, bias_n;
@@ -115,9 +116,9 @@ WEFT_ISA_CLONES void AttendItems(const Attend& a, int64_t i0, int64_t i1, float*
     float* out = a.y + (b * S + s) * N * H + i * H;
     for (int64_t d = 0; d < H; ++d) out[d] = 0.f;
     const int64_t hi = std::min(a.total[b] - 1, a.past[b] + s);
-    const int64_t lo = a.window > 0 ? std::max<int64_t>(0, a.past[b] + s - a.window + 1) : 0;
+    const int64_t lo = a.window >= 0 ? std::max<int64_t>(0, a.past[b] + s - a.window + 1) : 0;
     if (hi < lo) continue;
-    const float* brow = a.bias ? a.bias + ((b * a.bias_b * (a.bias_n ? N : 1) + i * a.bias_n) * S + s) * L : nullptr;
+    const float* brow = a.bias ? a.bias + ((b * a.bias_b * (a.bias_n ? N : 1) + i * a.bias_n) * S + s) * a.T : nullptr;
     float top = -std::numeric_limits<float>::infinity();
     for (int64_t t = lo; t <= hi; ++t) {
       const float* kr = kc + t * H;
@@ -166,7 +167,7 @@ class GroupQueryAttention : public EagerExecuteOp, public ShapeInferOp {
     for (int64_t b = 0; b < B; ++b) {
       total[b] = static_cast<int64_t>(sl[b]) + 1;
       past[b] = std::max<int64_t>(total[b] - S, 0);
-      if (total[b] < 1 || total[b] > L || past[b] + S > L || past[b] > P)
+      if (total[b] < 1 || total[b] > g.total || past[b] + S > L || past[b] > P)
         return Fail(ctx, "seqlens_k[" + std::to_string(b) + "] = " + std::to_string(sl[b]) + " does not fit " + std::to_string(S) +
                              " new positions after a past of " + std::to_string(P) + " in a present of " + std::to_string(L));
     }
@@ -233,7 +234,7 @@ class GroupQueryAttention : public EagerExecuteOp, public ShapeInferOp {
     const Tensor* bias_t = In(ctx, 10);
     const float* bias = bias_t ? bias_t->GetData<float>() : nullptr;
     const int64_t bias_b = bias_t && bias_t->GetShape().GetDim(0) > 1 ? 1 : 0, bias_n = bias_t && bias_t->GetShape().GetDim(1) > 1 ? 1 : 0;
-    const Attend job{S, N, H, L, N / NK, window, total.data(), past.data(), qrot, pres[0], pres[1], bias, bias_b, bias_n, scale, cap,
+    const Attend job{S, N, H, L, g.total, N / NK, window, total.data(), past.data(), qrot, pres[0], pres[1], bias, bias_b, bias_n, scale, cap,
                      y->GetData<float>()};
     // One item per (sequence, query head, query position).
     return ctx->ParallelFor(B * N * S, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, L * H)), [&](int64_t i0, int64_t i1) {

@@ -34,7 +34,7 @@ bool Layout(const KernelContextBase* ctx, NBits* l) {
   if (l->bits != 1 && l->bits != 2 && l->bits != 4 && l->bits != 8)
     return Fail(ctx, "bits is " + std::to_string(l->bits) + "; this kernel takes 1, 2, 4 or 8"), false;
   if (l->block < 16 || (l->block & (l->block - 1)) != 0 || l->block > (int64_t{1} << 20))
-    return Fail(ctx, "block_size is " + std::to_string(l->block) + "; it must be a power of 2 from 16"), false;
+    return Fail(ctx, "block_size is " + std::to_string(l->block) + "; it must be a power of 2 from 16 to 2^20"), false;
   if (l->k > (int64_t{1} << 40) / l->n) return Fail(ctx, "K x N is too large"), false;
   l->blocks = (l->k + l->block - 1) / l->block;
   l->blob = l->block * l->bits / 8;
@@ -303,22 +303,27 @@ void PackStrips(const NBits& l, const uint8_t* codes, const float* scales, const
   }
 }
 
-// Strips s0 and s0 + 1 (when there is one) decoded into w [blocks * block][kPanel].
+// Rows of K a decoded panel holds: K rounded up to 8 (a byte's codes are whole), at most the blocks'.
+int64_t PanelRows(const NBits& l) { return std::min(l.blocks * l.block, (l.k + 7) / 8 * 8); }
+
+// Strips s0 and s0 + 1 (when there is one) decoded into w [PanelRows][kPanel].
 template <int BITS>
 WEFT_ISA_CLONES void DecodePanel(const NBits& l, const Strips& st, int64_t s0, float* w) {
   constexpr int kPer = 8 / BITS;
   constexpr int kMask = (1 << BITS) - 1;
+  const int64_t rows = PanelRows(l);
   for (int64_t h = 0; h < 2; ++h) {
     const int64_t s = s0 + h;
     if (s >= st.count) {
-      for (int64_t k = 0; k < l.blocks * l.block; ++k)
+      for (int64_t k = 0; k < rows; ++k)
         for (int64_t c = 0; c < kStrip; ++c) w[k * kPanel + h * kStrip + c] = 0.f;
       continue;
     }
-    for (int64_t b = 0; b < l.blocks; ++b) {
+    for (int64_t b = 0; b < l.blocks && b * l.block < rows; ++b) {
       const float* z = &st.zps[(s * l.blocks + b) * kStrip];
       const float* sc = &st.scales[(s * l.blocks + b) * kStrip];
-      for (int64_t j = 0; j < l.blob; ++j) {
+      const int64_t bytes = std::min(l.blob, (rows - b * l.block) / kPer);
+      for (int64_t j = 0; j < bytes; ++j) {
         const uint8_t* c = &st.codes[((s * l.blocks + b) * l.blob + j) * kStrip];
         for (int p = 0; p < kPer; ++p) {
           float* o = w + (b * l.block + j * kPer + p) * kPanel + h * kStrip;
@@ -336,18 +341,20 @@ template <int BITS>
 __attribute__((target("avx512f"))) void DecodePanel512(const NBits& l, const Strips& st, int64_t s0, float* w) {
   constexpr int kPer = 8 / BITS;
   const __m512i mask = _mm512_set1_epi32((1 << BITS) - 1);
+  const int64_t rows = PanelRows(l);
   for (int64_t h = 0; h < 2; ++h) {
     const int64_t s = s0 + h;
     if (s >= st.count) {
-      for (int64_t k = 0; k < l.blocks * l.block; ++k) _mm512_storeu_ps(w + k * kPanel + h * kStrip, _mm512_setzero_ps());
+      for (int64_t k = 0; k < rows; ++k) _mm512_storeu_ps(w + k * kPanel + h * kStrip, _mm512_setzero_ps());
       continue;
     }
-    for (int64_t b = 0; b < l.blocks; ++b) {
+    for (int64_t b = 0; b < l.blocks && b * l.block < rows; ++b) {
       const __m512 z = _mm512_loadu_ps(&st.zps[(s * l.blocks + b) * kStrip]);
       const __m512 sc = _mm512_loadu_ps(&st.scales[(s * l.blocks + b) * kStrip]);
       const uint8_t* c = &st.codes[(s * l.blocks + b) * l.blob * kStrip];
       float* o = w + b * l.block * kPanel + h * kStrip;
-      for (int64_t j = 0; j < l.blob; ++j) {
+      const int64_t bytes = std::min(l.blob, (rows - b * l.block) / kPer);
+      for (int64_t j = 0; j < bytes; ++j) {
         const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + j * kStrip)));
         for (int p = 0; p < kPer; ++p) {
           __m512i v = p ? _mm512_srli_epi32(q, p * BITS) : q;
@@ -521,7 +528,7 @@ class MatMulNBits : public EagerExecuteOp, public ShapeInferOp, public Compilabl
     const int threads = ApplyIntraOpThreads(ctx);
     if (rows > kGemvRows && strips_.count) {
       // Per thread, a run of panels, each decoded into that thread's buffer once for all rows.
-      const int64_t kp = l.blocks * l.block, panels = (strips_.count + 1) / 2;
+      const int64_t kp = PanelRows(l), panels = (strips_.count + 1) / 2;
       const int64_t parts = std::min<int64_t>(threads, panels);
       auto* buf = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(parts * kp * kPanel) * sizeof(float)));
       if (!buf) return GRAPH_FAILED;

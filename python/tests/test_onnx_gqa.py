@@ -202,3 +202,31 @@ def test_decoder_prompt_then_steps(tmp_path, threads):
         caches_o, caches_w = want[1:], got[1:]
         ids = np.array([[int(np.argmax(want[0][0, -1])) % 50]])
         total += 1
+
+
+@pytest.mark.parametrize("bias_shape", [(1, 4, 1, 5), (2, 1, 1, 5), (2, 4, 1, 5)])
+def test_attention_bias_over_a_shared_cache(tmp_path, bias_shape):
+    """attention_bias is [B or 1, N or 1, S, total_sequence_length], also when the cache (8 long
+    here) is longer than the sequences; a local window of 0 takes no key (zeros, as ONNX Runtime)."""
+    rng = np.random.default_rng(9)
+    args, named = feeds_for(rng, gqa_model(past=True), 2, 1, 8, [3, 4], 5)
+    m = gqa_model(past=True)
+    ins = list(m.graph.node[0].input) + ["", "", "", "attention_bias"]
+    m.graph.node[0].ClearField("input")
+    m.graph.node[0].input.extend(ins)
+    m.graph.input.append(helper.make_tensor_value_info("attention_bias", TensorProto.FLOAT, list(bias_shape)))
+    path = str(tmp_path / "bias.onnx")
+    onnx.save(m, path)
+    bias = rng.standard_normal(bias_shape).astype(np.float32)
+    named["attention_bias"] = bias
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, named)
+    got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run(args + [bias])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    m0 = gqa_model(past=True, local_window_size=0)
+    onnx.save(m0, path)
+    args, named = feeds_for(rng, m0, 1, 3, 5, [7], 8)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, named)
+    got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run(args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

@@ -112,6 +112,21 @@ def test_errors_name_what_is_wrong(tmp_path):
     onnx.save(m, path)
     with pytest.raises(Exception, match=r"B \[16,2,8\] must be uint8 \[N 16, k_blocks 2, blob 16\]"):
         weft.import_onnx(path)
+    # a block size whose blob would overflow (B empty, scales one per column): refused, not read
+    for bits in (3, 5, 4):
+        path, _, _ = build(tmp_path, rng, 64, 32, 4, 64, None, False, False, name=f"huge{bits}.onnx")
+        m = onnx.load(path)
+        node = m.graph.node[0]
+        for a in node.attribute:
+            if a.name == "block_size":
+                a.i = 2 ** 62
+            if a.name == "bits":
+                a.i = bits
+        m.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.zeros(0, np.uint8), "B"))
+        m.graph.initializer[1].CopyFrom(numpy_helper.from_array(np.ones(32, np.float32), "scales"))
+        onnx.save(m, path)
+        with pytest.raises(Exception, match="block_size is 4611686018427387904"):
+            weft.import_onnx(path)
     # act-order block indices: deprecated, and read differently by ONNX Runtime's CPU kernel
     path, _, _ = build(tmp_path, rng, 64, 16, 4, 32, "packed", False, True, name="g.onnx")
     with pytest.raises(Exception, match="g_idx .* is not supported"):

@@ -640,7 +640,9 @@ bool MatMulNBits(const Node&, Rewriter& r) {
   const int64_t K = r.Int("K", -1), N = r.Int("N", -1), bits = r.Int("bits", 4), block = r.Int("block_size", -1);
   if (K <= 0 || N <= 0) return r.Fail("attributes K and N must be given and positive");
   if (bits < 1 || bits > 8) return r.Fail("bits is " + std::to_string(bits) + "; 1 to 8 are defined");
-  if (block < 16 || (block & (block - 1)) != 0) return r.Fail("block_size is " + std::to_string(block) + "; it must be a power of 2, at least 16");
+  if (block < 16 || (block & (block - 1)) != 0 || block > (int64_t{1} << 20))
+    return r.Fail("block_size is " + std::to_string(block) + "; it must be a power of 2 from 16 to 2^20");
+  if (K > (int64_t{1} << 40) / N) return r.Fail("K x N = " + std::to_string(K) + " x " + std::to_string(N) + " is too large");
   const int64_t blocks = (K + block - 1) / block, blob = block * bits / 8;
   const HostTensor* b = r.Constant(r.In(1));
   const HostTensor* sc = r.Constant(r.In(2));
