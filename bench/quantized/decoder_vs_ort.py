@@ -17,13 +17,14 @@ outputs are compared with ONNX Runtime's.
 """
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interleave import interleaved_ms  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -75,18 +76,7 @@ def main():
                 runs = {"weft": lambda: w.run(fw), "ort": lambda: o.run(None, fo)}
                 outs = {k: f() for k, f in runs.items()}
                 diff = max(float(np.max(np.abs(a - b))) for a, b in zip(outs["weft"], outs["ort"]))
-                med = {k: [] for k in runs}
-                for _ in range(args.rounds):
-                    for k, f in runs.items():
-                        time.sleep(0.05)
-                        f()
-                        t = []
-                        for _ in range(args.iters):
-                            t0 = time.perf_counter()
-                            f()
-                            t.append(time.perf_counter() - t0)
-                        med[k].append(statistics.median(t))
-                ms = {k: 1e3 * statistics.median(v) for k, v in med.items()}
+                ms = interleaved_ms(runs, args.rounds, args.iters)
                 line = f"| {label} | {threads} | {ms['weft']:.3f} | {ms['ort']:.3f} | {ms['weft'] / ms['ort']:.2f} | {diff:.1e} |"
                 lines.append(line)
                 print(line, flush=True)

@@ -20,12 +20,13 @@ Outputs are compared with ONNX Runtime's and the largest relative difference pri
 """
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interleave import interleaved_ms  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -119,18 +120,7 @@ def main():
                     runs = {"weft": lambda: wq.run([x])[0], "ort": lambda: o.run(None, {"X": x})[0], "float": lambda: wf.run([x])[0]}
                     outs = {k: f() for k, f in runs.items()}
                     diff = float(np.max(np.abs(outs["weft"] - outs["ort"])) / max(1e-30, float(np.max(np.abs(outs["ort"])))))
-                    med = {k: [] for k in runs}
-                    for _ in range(args.rounds):
-                        for k, f in runs.items():
-                            time.sleep(0.05)
-                            f()
-                            t = []
-                            for _ in range(args.iters):
-                                t0 = time.perf_counter()
-                                f()
-                                t.append(time.perf_counter() - t0)
-                            med[k].append(statistics.median(t))
-                    ms = {k: 1e3 * statistics.median(v) for k, v in med.items()}
+                    ms = interleaved_ms(runs, args.rounds, args.iters)
                     line = (f"| {block} | {rows} | {threads} | {ms['weft']:.3f} | {ms['ort']:.3f} | {ms['weft'] / ms['ort']:.2f} | {ms['float']:.3f} | "
                             f"{ms['weft'] / ms['float']:.2f} | {diff:.1e} |")
                     lines.append(line)
