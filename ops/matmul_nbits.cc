@@ -1,4 +1,5 @@
-// MatMulNBits (ONNX Runtime's com.microsoft operator for weight-only block quantization, what its
+// Block-quantized weights as ONNX Runtime writes them (MatMulNBits; GatherBlockQuantized below).
+// MatMulNBits (its com.microsoft operator for weight-only block quantization, what its
 // MatMulNBitsQuantizer and model builder write for language models): Y = A x W (+ bias), A
 // [..., K] float32, W [K, N] held as `bits`-bit codes. B [N, k_blocks, blob] packs column n's
 // codes along K low bit first, block_size codes a block; each block has a scale and a zero point
@@ -571,6 +572,88 @@ class MatMulNBits : public EagerExecuteOp, public ShapeInferOp, public Compilabl
   Strips strips_;
 };
 
+// GatherBlockQuantized (ONNX Runtime's com.microsoft operator; what its model builder writes for
+// embeddings quantized to 4 bits, tied to the output projection): rows of a block-quantized table,
+// dequantized as they are gathered. data uint8 [V, ..., C] holds `bits`-bit codes (4: two a byte,
+// the lower nibble first; 8: one), quantized along the last axis in blocks of block_size with
+// scales [V, ..., ceil(C x 8 / bits / block_size)] and zero points packed as the codes (default
+// 2^(bits - 1)); indices (negative ones count from the end) pick along axis 0. The output,
+// float32, is indices' shape followed by data's middle dims and C x 8 / bits values.
+class GatherBlockQuantized : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  struct Plan {
+    int64_t bits = 0, block = 0, rows = 0, inner = 0, width = 0, blocks = 0, zp_row = 0;  // inner: dims between 0 and last
+    Shape out;
+  };
+  static bool Make(const KernelContextBase* ctx, const Shape& data, const Shape& idx, const Tensor* sc, const Tensor* zp, Plan* p) {
+    const RuntimeAttrs* a = ctx->GetAttrs();
+    p->bits = *a->GetInt("bits"), p->block = *a->GetInt("block_size");
+    const int64_t r = static_cast<int64_t>(data.GetDimNum());
+    int64_t gather = *a->GetInt("gather_axis"), quant = *a->GetInt("quantize_axis");
+    if (gather < 0) gather += r;
+    if (quant < 0) quant += r;
+    if (p->bits != 4 && p->bits != 8) return Fail(ctx, "bits is " + std::to_string(p->bits) + "; 4 and 8 are supported"), false;
+    if (p->block < 16 || (p->block & (p->block - 1)) || p->block > (int64_t{1} << 20))
+      return Fail(ctx, "block_size is " + std::to_string(p->block) + "; it must be a power of 2 from 16 to 2^20"), false;
+    if (r < 2 || gather != 0 || quant != r - 1)
+      return Fail(ctx, "data " + data.ToString() + " must have rank 2 or more, gathered along axis 0 and quantized along the last"), false;
+    p->rows = data.GetDim(0);
+    p->inner = 1;
+    for (int64_t d = 1; d + 1 < r; ++d) p->inner *= data.GetDim(d);
+    p->width = data.GetDim(r - 1) * 8 / p->bits;
+    p->blocks = (p->width + p->block - 1) / p->block;
+    p->zp_row = p->bits == 4 ? (p->blocks + 1) / 2 : p->blocks;
+    if (sc->GetShapeSize() != p->rows * p->inner * p->blocks)
+      return Fail(ctx, "scales " + sc->GetShape().ToString() + " must hold " + std::to_string(p->blocks) + " values per row of " + std::to_string(p->width)), false;
+    if (zp && (zp->GetDataType() != DT_UINT8 || zp->GetShapeSize() != p->rows * p->inner * p->zp_row))
+      return Fail(ctx, "zero_points " + zp->GetShape().ToString() + " must be uint8 codes packed as data's, " + std::to_string(p->zp_row) + " bytes a row"), false;
+    p->out = idx;
+    for (int64_t d = 1; d + 1 < r; ++d) p->out.AppendDim(data.GetDim(d));
+    p->out.AppendDim(p->width);
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Plan p;
+    if (!Make(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), ctx->GetInputTensor(2), ctx->GetOptionalInputTensor(3), &p)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = p.out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, DT_FLOAT); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor *data = ctx->GetInputTensor(0), *idx = ctx->GetInputTensor(1), *sc = ctx->GetInputTensor(2), *zp = ctx->GetOptionalInputTensor(3);
+    Plan p;
+    if (!Make(ctx, data->GetShape(), idx->GetShape(), sc, zp, &p)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, p.out, DT_FLOAT);
+    if (!y) return GRAPH_FAILED;
+    const int64_t n = idx->GetShapeSize(), bytes = p.width * p.bits / 8;
+    const uint8_t* codes = data->GetData<uint8_t>();
+    const uint8_t* zb = zp ? zp->GetData<uint8_t>() : nullptr;
+    const float* scales = sc->GetData<float>();
+    float* out = y->GetData<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t row = idx->GetDataType() == DT_INT32 ? idx->GetData<int32_t>()[i] : idx->GetData<int64_t>()[i];
+      if (row < -p.rows || row >= p.rows)
+        return Fail(ctx, "index " + std::to_string(row) + " is outside the table's " + std::to_string(p.rows) + " rows");
+      if (row < 0) row += p.rows;
+      for (int64_t m = 0; m < p.inner; ++m) {
+        const int64_t r = row * p.inner + m;
+        const uint8_t* c = codes + r * bytes;
+        float* o = out + (i * p.inner + m) * p.width;
+        for (int64_t b = 0; b < p.blocks; ++b) {
+          float z = static_cast<float>(1 << (p.bits - 1));
+          if (zb) z = static_cast<float>(p.bits == 8 ? zb[r * p.zp_row + b] : (zb[r * p.zp_row + b / 2] >> ((b % 2) * 4)) & 15);
+          const float s = scales[r * p.blocks + b];
+          for (int64_t k = b * p.block; k < std::min(p.width, (b + 1) * p.block); ++k) {
+            const int q = p.bits == 8 ? c[k] : (c[k / 2] >> ((k % 2) * 4)) & 15;
+            o[k] = (static_cast<float>(q) - z) * s;
+          }
+        }
+      }
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
 }  // namespace
 
 void WeftRegister_matmul_nbits(std::vector<OpEntry>& out) {
@@ -589,6 +672,18 @@ void WeftRegister_matmul_nbits(std::vector<OpEntry>& out) {
                      .ATTR(accuracy_level, Int, 0)
                      .Build(),
                  MakeOpImpl<MatMulNBits>("MatMulNBits")});
+  out.push_back({OpDefBuilder("GatherBlockQuantized")
+                     .INPUT(data, TensorType({DT_UINT8}))
+                     .INPUT(indices, TensorType({DT_INT32, DT_INT64}))
+                     .INPUT(scales, TensorType({DT_FLOAT}))
+                     .OPTIONAL_INPUT(zero_points, TensorType({DT_UINT8}))
+                     .OUTPUT(output, TensorType({DT_FLOAT}))
+                     .ATTR(gather_axis, Int, 0)
+                     .ATTR(quantize_axis, Int, 1)
+                     .ATTR(block_size, Int, 128)
+                     .ATTR(bits, Int, 4)
+                     .Build(),
+                 MakeOpImpl<GatherBlockQuantized>("GatherBlockQuantized")});
 }
 
 }  // namespace weft::ops

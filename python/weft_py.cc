@@ -817,7 +817,8 @@ PYBIND11_MODULE(_weft, m) {
            "to the next, as one stream; a call made while another runs on the same Model starts from\n"
            "the initial state.")
       .def("reset_state", &PyModel::ResetState,
-           "Puts a stateful model's state back to its initial value (zeros): the next run starts a new stream.")
+           "Puts a stateful model's state back to its initial values (an operator's state to zeros, a LiteRT resource\n"
+           "variable to the value its CALL_ONCE subgraph gives): the next run starts a new stream.")
       .def("run_into", &PyModel::RunInto, py::arg("inputs"), py::arg("outputs"),
            "Runs writing into the given C-contiguous output arrays (no copies).")
       .def("save", [](PyModel& p, const std::string& path, bool embed, bool pin) {

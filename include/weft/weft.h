@@ -426,10 +426,10 @@ class WEFT_API RunContext {
   //   model->RunViews(*ctx, inputs.data(), inputs.size());
   void SetStepObserver(StepObserver* observer) { step_observer_ = observer; }
   StepObserver* step_observer() const { return step_observer_; }
-  // Stateful models (LiteRT variable tensors: SVDF, sequence LSTMs) keep their state in the run
-  // context, carried from one run to the next: runs with one context form one stream. This puts
-  // every op's state back where a new context starts (zeros, or what the op defines as its
-  // initial state). The convenience runs (Run on HostTensors, RunNamed) start from the initial
+  // Stateful models (LiteRT variable tensors: SVDF, sequence LSTMs; LiteRT resource variables)
+  // keep their state in the run context, carried from one run to the next: runs with one context
+  // form one stream. This puts every op's state back where a new context starts (zeros, or what
+  // the op defines as its initial state) and every variable to its initial value. The convenience runs (Run on HostTensors, RunNamed) start from the initial
   // state on every call.
   virtual void ResetState() {}
 

@@ -128,7 +128,7 @@ def test_saved_model_file_keeps_variables(tmp_path):
 
 
 def test_errors_name_the_variable_or_the_construct(tmp_path):
-    with pytest.raises(Exception, match="reads the variable '/acc' before anything assigns it"):
+    with pytest.raises(Exception, match="reads the variable 'acc' before anything assigns it"):
         weft.import_litert(accumulator(tmp_path, init=False))
     m = Model()
     x = m.tensor("x", [1, 4], "float32")
@@ -152,3 +152,68 @@ def test_errors_name_the_variable_or_the_construct(tmp_path):
         f.write(m.finish([x], [y]))
     with pytest.raises(Exception, match="runs MUL; Weft takes CALL_ONCE subgraphs that only assign constants"):
         weft.import_litert(bad)
+
+
+def test_a_variable_is_its_container_and_shared_name(tmp_path):
+    """Handles name a variable by the pair (container, shared_name), as LiteRT does: ('a/b', 'c')
+    and ('a', 'b/c') are two variables, and handles without names are one."""
+    m = Model()
+    x = m.tensor("x", [1, 4], "float32")
+
+    def build(s):
+        for k, (c, n, v) in enumerate((("a/b", "c", 1.0), ("a", "b/c", 100.0), ("", "", 5.0))):
+            h = s.tensor(f"h{k}", [], "resource")
+            s.builtin(VAR_HANDLE, [], [h], options=(VAR_HANDLE_OPTIONS, [(0, "string", c), (1, "string", n)]))
+            s.builtin(ASSIGN_VARIABLE, [h, s.tensor(f"v{k}", [1, 4], "float32", data=np.full((1, 4), v, np.float32))], [])
+        return [], []
+    index = m.subgraph(build, name="init")
+    m.builtin(CALL_ONCE, [], [], options=(CALL_ONCE_OPTIONS, [(0, "int32", index)]))
+    outs = []
+    for k, (c, n) in enumerate((("a/b", "c"), ("a", "b/c"), ("", ""))):
+        h = m.tensor(f"mh{k}", [], "resource")
+        if c or n:
+            m.builtin(VAR_HANDLE, [], [h], options=(VAR_HANDLE_OPTIONS, [(0, "string", c), (1, "string", n)]))
+        else:
+            m.builtin(VAR_HANDLE, [], [h])  # no options: the unnamed variable
+        r = m.tensor(f"r{k}", [1, 4], "float32")
+        m.builtin(READ_VARIABLE, [h], [r])
+        y = m.tensor(f"y{k}", [1, 4], "float32")
+        m.builtin(ADD, [r, x], [y])
+        m.builtin(ASSIGN_VARIABLE, [h, y], [])
+        outs.append(y)
+    path = str(tmp_path / "names.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([x], outs))
+    model = weft.Session(use_env_path=False).compile(weft.import_litert(path))
+    it = litert(path)
+    for step in range(3):
+        x1 = np.full((1, 4), step, np.float32)
+        for g, w in zip(model.run([x1]), run_litert(it, x1)):
+            np.testing.assert_array_equal(g, w, err_msg=f"step {step}")
+
+
+def test_every_read_is_checked_and_call_once_comes_first(tmp_path):
+    m = Model()
+    x = m.tensor("x", [1, 4], "float32")
+    index = init_subgraph(m, {"acc": np.zeros((1, 4), np.float32)})
+    m.builtin(CALL_ONCE, [], [], options=(CALL_ONCE_OPTIONS, [(0, "int32", index)]))
+    acc = handle(m, "acc_h", "acc")
+    m.builtin(ASSIGN_VARIABLE, [acc, x], [])
+    wrong = m.tensor("wrong", [7, 7], "int32")
+    m.builtin(READ_VARIABLE, [acc], [wrong])  # after the assignment, into another type and shape
+    path = str(tmp_path / "read.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([x], [wrong]))
+    with pytest.raises(Exception, match=r"reads the variable 'acc' \(float32\[1,4\]\) into tensor 'wrong' \(int32\[7,7\]\)"):
+        weft.import_litert(path)
+    m = Model()
+    x = m.tensor("x", [1, 4], "float32")
+    acc = handle(m, "acc_h", "acc")
+    m.builtin(ASSIGN_VARIABLE, [acc, x], [])
+    index = init_subgraph(m, {"acc": np.zeros((1, 4), np.float32)})
+    m.builtin(CALL_ONCE, [], [], options=(CALL_ONCE_OPTIONS, [(0, "int32", index)]))
+    path = str(tmp_path / "late.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish([x], [x]))
+    with pytest.raises(Exception, match="gives the variable 'acc' a value after the main subgraph used it; CALL_ONCE must come first"):
+        weft.import_litert(path)

@@ -255,3 +255,47 @@ def test_generated_c(tmp_path, case):
     rng = np.random.default_rng(300 + case)
     path, _, _ = build(tmp_path, rng, K, N, bits, block, zp, bias, False, rows=(1, 3))
     check_c_against_runtime(tmp_path, path, {"A": rng.standard_normal((1, 3, K)).astype(np.float32)}, atol=2e-5, rtol=2e-5)
+
+
+def gather_model(tmp_path, rng, V, dims, bits, block, zp, idx_shape, idx_type=TensorProto.INT64, name="g.onnx"):
+    """GatherBlockQuantized over a [V, *dims] table: its initializers and the float64 table."""
+    C = dims[-1]
+    blocks = (C + block - 1) // block
+    codes = rng.integers(0, 2 ** bits, (V,) + tuple(dims[:-1]) + (blocks * block,))
+    data = codes[..., :C]
+    if bits == 4:
+        data = (data[..., 0::2] | (data[..., 1::2] << 4))
+    scales = rng.uniform(0.01, 0.1, (V,) + tuple(dims[:-1]) + (blocks,)).astype(np.float32)
+    inits = [numpy_helper.from_array(data.astype(np.uint8), "data"), numpy_helper.from_array(scales, "scales")]
+    z = np.full((V,) + tuple(dims[:-1]) + (blocks,), 2 ** (bits - 1))
+    names = ["data", "indices", "scales"]
+    if zp:
+        z = rng.integers(0, 2 ** bits, z.shape)
+        zz = np.concatenate([z, np.zeros(z.shape[:-1] + (blocks % 2,), z.dtype)], -1) if bits == 4 else z
+        packed = (zz[..., 0::2] | (zz[..., 1::2] << 4)) if bits == 4 else zz
+        inits.append(numpy_helper.from_array(packed.astype(np.uint8), "zp"))
+        names.append("zp")
+    table = (codes[..., :C] - np.repeat(z, block, -1)[..., :C]) * np.repeat(scales.astype(np.float64), block, -1)[..., :C]
+    node = helper.make_node("GatherBlockQuantized", names, ["y"], domain=MS, bits=bits, block_size=block, gather_axis=0, quantize_axis=len(dims))
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("indices", idx_type, list(idx_shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    path = str(tmp_path / name)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)], ir_version=8), path)
+    return path, table
+
+
+@pytest.mark.parametrize("case", [(50, (64,), 4, 32, False), (50, (96,), 4, 32, True), (20, (3, 48), 8, 16, True), (30, (80,), 8, 64, False)])
+def test_gather_block_quantized(tmp_path, case):
+    """Embedding rows of a 4- or 8-bit block-quantized table (tied embeddings of language models):
+    against the float64 table and ONNX Runtime, negative indices and int32 indices too."""
+    V, dims, bits, block, zp = case
+    rng = np.random.default_rng(V)
+    for idx_type, np_type in ((TensorProto.INT64, np.int64), (TensorProto.INT32, np.int32)):
+        path, table = gather_model(tmp_path, rng, V, dims, bits, block, zp, (2, 3), idx_type)
+        idx = rng.integers(-V, V, (2, 3)).astype(np_type)
+        got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([idx])[0]
+        np.testing.assert_allclose(got, table[idx], rtol=1e-6, atol=1e-7)
+        want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"indices": idx})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    with pytest.raises(Exception, match=f"index {V} is outside the table's {V} rows"):
+        weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([np.full((2, 3), V, np_type)])

@@ -26,6 +26,13 @@ graphStatus Fail(const KernelContextBase* ctx, const std::string& msg) {
   return GRAPH_FAILED;
 }
 
+// The attribute `initial`, or nullptr with the error set.
+const Tensor* Initial(const KernelContextBase* ctx) {
+  const Tensor* t = ctx->GetAttrs()->GetTensor("initial");
+  if (!t) Fail(ctx, "needs the attribute 'initial' (a tensor)");
+  return t;
+}
+
 // The variable's name and initial value.
 bool Declared(const KernelContextBase* ctx, std::string* name, const Tensor** initial) {
   const char* n = ctx->GetAttrs()->GetAttrPointer<char>("variable");
@@ -57,9 +64,8 @@ class ReadVariable : public EagerExecuteOp, public ShapeInferOp {
     return GRAPH_SUCCESS;
   }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    const Tensor* initial = ctx->GetAttrs()->GetTensor("initial");
-    if (!initial) return Fail(ctx, "needs the attribute 'initial' (a tensor)");
-    return ctx->SetOutputDataType(0, initial->GetDataType());
+    const Tensor* initial = Initial(ctx);
+    return initial ? ctx->SetOutputDataType(0, initial->GetDataType()) : GRAPH_FAILED;
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     std::string name;
@@ -78,38 +84,50 @@ class ReadVariable : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
-// AssignVariable(value, after...) -> done: stores value as the variable's value; `after` (the
-// reads of the variable that must see the old value) only orders it. `done` is a bool scalar
-// nothing needs to read: the compiler keeps the node for its effect.
+// AssignVariable(value, after...) -> done: stores value as the variable's value (of `dtype` and
+// `shape`); `after` (the reads and the assignment before it that must see the old value) only
+// orders it. `done` is a bool scalar: the compiler keeps the node for its effect.
 class AssignVariable : public EagerExecuteOp, public ShapeInferOp {
  public:
+  static bool Declared(const KernelContextBase* ctx, std::string* name, DataType* dtype, Shape* shape) {
+    const char* n = ctx->GetAttrs()->GetAttrPointer<char>("variable");
+    const DataType* t = ctx->GetAttrs()->GetAttrPointer<DataType>("dtype");
+    ListView<int64_t> dims = ctx->GetAttrs()->GetListInt("shape");
+    if (!n || !*n || !t) return Fail(ctx, "needs the attributes 'variable' (a name), 'dtype' and 'shape'"), false;
+    *name = n, *dtype = *t;
+    *shape = Shape();
+    for (size_t d = 0; d < dims.size(); ++d) shape->AppendDim(dims[d]);
+    return true;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     std::string name;
-    const Tensor* initial;
-    if (!Declared(ctx, &name, &initial)) return GRAPH_FAILED;
+    DataType t;
+    Shape shape;
+    if (!Declared(ctx, &name, &t, &shape)) return GRAPH_FAILED;
     const Shape& v = *ctx->GetInputShape(0);
-    if (v != initial->GetShape())
-      return Fail(ctx, "variable '" + name + "' is " + initial->GetShape().ToString() + "; the value assigned is " + v.ToString());
+    if (v != shape) return Fail(ctx, "variable '" + name + "' is " + shape.ToString() + "; the value assigned is " + v.ToString());
     *ctx->GetOutputShape(0) = Shape();
     return GRAPH_SUCCESS;
   }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    const Tensor* initial = ctx->GetAttrs()->GetTensor("initial");
-    if (!initial) return Fail(ctx, "needs the attribute 'initial' (a tensor)");
-    if (ctx->GetInputDataType(0) != initial->GetDataType())
-      return Fail(ctx, std::string("the value assigned is ") + DataTypeName(ctx->GetInputDataType(0)) + "; the variable is " +
-                           DataTypeName(initial->GetDataType()));
+    std::string name;
+    DataType t;
+    Shape shape;
+    if (!Declared(ctx, &name, &t, &shape)) return GRAPH_FAILED;
+    if (ctx->GetInputDataType(0) != t)
+      return Fail(ctx, std::string("the value assigned is ") + DataTypeName(ctx->GetInputDataType(0)) + "; the variable is " + DataTypeName(t));
     return ctx->SetOutputDataType(0, DT_BOOL);
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     std::string name;
-    const Tensor* initial;
-    if (!Declared(ctx, &name, &initial)) return GRAPH_FAILED;
+    DataType t;
+    Shape shape;
+    if (!Declared(ctx, &name, &t, &shape)) return GRAPH_FAILED;
     auto* store = Store(ctx);
     if (!store) return GRAPH_FAILED;
     const Tensor* v = ctx->GetInputTensor(0);
-    if (v->GetShape() != initial->GetShape() || v->GetDataType() != initial->GetDataType())
-      return Fail(ctx, "variable '" + name + "' is " + initial->GetShape().ToString() + "; the value assigned is " + v->GetShape().ToString());
+    if (v->GetShape() != shape || v->GetDataType() != t)
+      return Fail(ctx, "variable '" + name + "' is " + shape.ToString() + "; the value assigned is " + v->GetShape().ToString());
     auto* bytes = static_cast<const uint8_t*>(v->GetAddr());
     (*store)[name].assign(bytes, bytes + v->GetSize());
     Tensor* done = ctx->MallocOutputTensor(0, Shape(), DT_BOOL);
@@ -133,7 +151,8 @@ void WeftRegister_variable(std::vector<OpEntry>& out) {
                      .DYNAMIC_INPUT(after, TensorType::ALL())
                      .OUTPUT(done, TensorType({DT_BOOL}))
                      .REQUIRED_ATTR(variable, String)
-                     .REQUIRED_ATTR(initial, Tensor)
+                     .REQUIRED_ATTR(dtype, Type)
+                     .REQUIRED_ATTR(shape, ListInt)
                      .Build(),
                  MakeOpImpl<AssignVariable>("AssignVariable")});
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <flatbuffers/flatbuffers.h>
 #include <flatbuffers/flexbuffers.h>
@@ -770,7 +771,6 @@ class Importer {
       WEFT_RETURN_IF_ERROR(add_node(std::move(n), code, what));
     }
     for (auto& [name, pending] : pending_pads) WEFT_RETURN_IF_ERROR(add_node(std::move(pending.node), pending.code, pending.what));
-    if (!bound) AssignVariables(g);
     if (!sg->outputs() || sg->outputs()->size() == 0) return InvalidArgument("LiteRT model: the subgraph has no outputs");
     for (int32_t t : *sg->outputs()) {
       WEFT_RETURN_IF_ERROR(tensor_ref(t, "subgraph output"));
@@ -786,12 +786,13 @@ class Importer {
   }
 
   // Resource variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE) and the CALL_ONCE subgraph that
-  // gives them their first values. A variable is named by its handle's container and shared_name.
-  // Its first read in a run becomes Weft's ReadVariable (the run context's value, or the initial
-  // one); later reads in the run take the value last assigned or read; the last assignment of a run
-  // becomes one AssignVariable, ordered after the reads (AssignVariables, at the end of the
-  // subgraph). CALL_ONCE's subgraph may only assign constants to variables: those are the initial
-  // values, which reset_state() returns to.
+  // gives them their first values. A variable is the pair (container, shared_name) of its handles,
+  // as in LiteRT (handles without names share one). Its first read in a run becomes Weft's
+  // ReadVariable (the run context's value, or the initial one); later reads in the run take the
+  // value last read or assigned. Each assignment becomes an AssignVariable where it stands,
+  // ordered after the reads before it and after the previous assignment. CALL_ONCE's subgraph may
+  // only assign constants to variables: those are the initial values, which reset_state() returns
+  // to; it must come before the variables' first use.
   template <typename Ref>
   Status ResourceOp(int32_t code, const fb::Operator* op, const Node& n, const std::string& what, Graph& g, const Ref& tensor_ref,
                     std::vector<char>& produced, const std::vector<char>& is_const, const std::vector<char>& is_input) {
@@ -827,7 +828,7 @@ class Importer {
       if (n_out != 1) return InvalidArgument(what + " must have one output");
       size_t o;
       WEFT_RETURN_IF_ERROR(out(&o));
-      handles_[o] = VariableKey(n, names_[o]);
+      handles_[o] = VariableKey(n);
       return Status::Ok();
     }
     if (code == 143) {  // READ_VARIABLE(resource) -> value
@@ -837,6 +838,12 @@ class Importer {
       WEFT_RETURN_IF_ERROR(in(0, &h));
       WEFT_RETURN_IF_ERROR(variable(h, &key));
       WEFT_RETURN_IF_ERROR(out(&o));
+      auto init = var_initial_.find(key);
+      if (init == var_initial_.end())
+        return Unsupported(what + " reads the variable " + Display(key) + " before anything assigns it (no CALL_ONCE subgraph gives it a value)");
+      if (types_[o] != init->second.dtype() || shapes_[o] != init->second.shape())
+        return InvalidArgument(what + " reads the variable " + Display(key) + " (" + DataTypeName(init->second.dtype()) + init->second.shape().ToString() +
+                               ") into tensor '" + names_[o] + "' (" + DataTypeName(types_[o]) + shapes_[o].ToString() + ")");
       if (auto cur = var_current_.find(key); cur != var_current_.end()) {  // read or assigned before in this run
         Node id;
         id.op_type = "Identity";
@@ -846,12 +853,6 @@ class Importer {
         g.AddNode(std::move(id));
         return Status::Ok();
       }
-      auto init = var_initial_.find(key);
-      if (init == var_initial_.end())
-        return Unsupported(what + " reads the variable '" + key + "' before anything assigns it (no CALL_ONCE subgraph gives it a value)");
-      if (types_[o] != DT_UNDEFINED && (types_[o] != init->second.dtype() || shapes_[o] != init->second.shape()))
-        return InvalidArgument(what + " reads the variable '" + key + "' (" + init->second.shape().ToString() + ") into tensor '" + names_[o] +
-                               "' of shape " + shapes_[o].ToString() + " or another type");
       Node r;
       r.op_type = "ReadVariable";
       r.name = n.name;
@@ -860,7 +861,7 @@ class Importer {
       r.attrs["initial"] = InitialAttr(init->second);
       g.AddNode(std::move(r));
       var_current_[key] = names_[o];
-      var_reads_[key].push_back(names_[o]);
+      var_pending_[key].push_back(names_[o]);
       return Status::Ok();
     }
     // ASSIGN_VARIABLE(resource, value)
@@ -878,21 +879,48 @@ class Importer {
       if (init->second.bytes()) std::memset(init->second.data(), 0, init->second.bytes());
     }
     if (types_[v] != init->second.dtype() || shapes_[v] != init->second.shape())
-      return InvalidArgument(what + " assigns tensor '" + names_[v] + "' (" + shapes_[v].ToString() + ") to the variable '" + key + "' (" +
-                             init->second.shape().ToString() + ") or a value of another type");
+      return InvalidArgument(what + " assigns tensor '" + names_[v] + "' (" + DataTypeName(types_[v]) + shapes_[v].ToString() + ") to the variable " +
+                             Display(key) + " (" + DataTypeName(init->second.dtype()) + init->second.shape().ToString() + ")");
+    Node a;
+    a.op_type = "AssignVariable";
+    a.name = n.name;
+    a.inputs = {names_[v]};
+    for (const std::string& r : var_pending_[key])
+      if (r != names_[v]) a.inputs.push_back(r);
+    var_pending_[key].clear();
+    a.outputs = {FreshName(n.name + "/done")};
+    a.attrs["variable"] = AttrValue::String(key);
+    a.attrs["dtype"] = AttrValue::Type(init->second.dtype());
+    std::vector<int64_t> dims;
+    for (size_t d = 0; d < init->second.shape().GetDimNum(); ++d) dims.push_back(init->second.shape().GetDim(d));
+    a.attrs["shape"] = AttrValue::ListInt(std::move(dims));
+    var_pending_[key].push_back(a.outputs[0]);  // the next assignment comes after this one
+    g.AddNode(std::move(a));
     var_current_[key] = names_[v];
-    var_assigned_[key] = names_[v];
     return Status::Ok();
   }
 
-  // The variable a VAR_HANDLE names: "container/shared_name" (its output tensor's name when both are empty).
-  static std::string VariableKey(const Node& n, const std::string& fallback) {
+  // The variable a VAR_HANDLE names, (container, shared_name) as one unambiguous string.
+  static std::string VariableKey(const Node& n) {
     auto str = [&](const char* k) {
       auto it = n.attrs.find(k);
       return it == n.attrs.end() ? std::string() : it->second.s();
     };
-    const std::string c = str("container"), s = str("shared_name");
-    return c.empty() && s.empty() ? fallback : c + "/" + s;
+    const std::string c = str("container");
+    return std::to_string(c.size()) + ":" + c + str("shared_name");
+  }
+  // The variable as messages name it: 'shared_name', 'container/shared_name', or 'unnamed'.
+  static std::string Display(const std::string& key) {
+    const size_t colon = key.find(':');
+    const size_t len = static_cast<size_t>(std::stoull(key.substr(0, colon)));
+    const std::string c = key.substr(colon + 1, len), sn = key.substr(colon + 1 + len);
+    return c.empty() && sn.empty() ? "(unnamed)" : "'" + (c.empty() ? sn : c + "/" + sn) + "'";
+  }
+  // A value name no tensor of the subgraph has.
+  std::string FreshName(std::string name) const {
+    std::unordered_set<std::string> taken(names_.begin(), names_.end());
+    while (taken.count(name)) name += "_";
+    return name;
   }
 
   static AttrValue InitialAttr(const HostTensor& t) {
@@ -917,23 +945,20 @@ class Importer {
         std::string err;
         auto table = reinterpret_cast<const flatbuffers::Table*>(op->builtin_options());
         if (table && !DecodeOptions(table, op->builtin_options_type(), v, &n.attrs, &err)) return InvalidArgument(where + " (VAR_HANDLE): " + err);
-        const int32_t t = op->outputs()->Get(0);
-        auto name = tensors->Get(static_cast<uint32_t>(t))->name();
-        handles[t] = VariableKey(n, name ? name->str() : "t" + std::to_string(t));
+        handles[op->outputs()->Get(0)] = VariableKey(n);
         continue;
       }
       if (code == 144 && n_in == 2 && n_out == 0 && ref(op->inputs()->Get(0)) && ref(op->inputs()->Get(1))) {
         auto h = handles.find(op->inputs()->Get(0));
         if (h == handles.end()) return InvalidArgument(where + " assigns a resource no VAR_HANDLE before it gives");
+        if (var_current_.count(h->second))
+          return Unsupported(where + " gives the variable " + Display(h->second) + " a value after the main subgraph used it; CALL_ONCE must come first");
         const fb::Tensor* t = tensors->Get(static_cast<uint32_t>(op->inputs()->Get(1)));
         std::string tname;
         const DataType dt = FromLiteRt(t->type(), &tname);
         const uint8_t* p = nullptr;
         size_t bytes = 0;
         WEFT_RETURN_IF_ERROR(BufferBytes(t->buffer(), &p, &bytes, where + " initial value"));
-        if (!p || dt == DT_UNDEFINED || t->sparsity() || t->type() == 17 || (t->quantization() && t->quantization()->details_type() != 0))
-          return Unsupported(where + " assigns the variable '" + h->second +
-                             "' a value that is not a plain constant; Weft takes initializers that assign constants");
         Shape shape;
         if (t->shape()) {
           if (t->shape()->size() > WEFT_MAX_DIMS) return InvalidArgument(where + ": an initial value has rank above " + std::to_string(WEFT_MAX_DIMS));
@@ -942,8 +967,12 @@ class Importer {
             shape.AppendDim(d);
           }
         }
+        const bool empty = shape.GetDimNum() && shape.GetShapeSize() == 0;
+        if ((!p && !empty) || dt == DT_UNDEFINED || t->sparsity() || t->type() == 17 || (t->quantization() && t->quantization()->details_type() != 0))
+          return Unsupported(where + " assigns the variable " + Display(h->second) +
+                             " a value that is not a plain constant; Weft takes initializers that assign constants");
         auto ht = HostTensor::FromBytes(dt, shape, p, bytes);
-        if (!ht.ok()) return InvalidArgument(where + " initial value of '" + h->second + "': " + ht.status().message());
+        if (!ht.ok()) return InvalidArgument(where + " initial value of " + Display(h->second) + ": " + ht.status().message());
         var_initial_.insert_or_assign(h->second, std::move(ht.value()));
         continue;
       }
@@ -951,22 +980,6 @@ class Importer {
                          "; Weft takes CALL_ONCE subgraphs that only assign constants to resource variables");
     }
     return Status::Ok();
-  }
-
-  // One AssignVariable per variable assigned in the main subgraph: its last value, after its reads.
-  void AssignVariables(Graph& g) {
-    for (auto& [key, value] : var_assigned_) {
-      Node a;
-      a.op_type = "AssignVariable";
-      a.name = key + "/AssignVariable";
-      a.inputs = {value};
-      for (const std::string& r : var_reads_[key])
-        if (r != value) a.inputs.push_back(r);
-      a.outputs = {key + "/assigned"};
-      a.attrs["variable"] = AttrValue::String(key);
-      a.attrs["initial"] = InitialAttr(var_initial_.at(key));
-      g.AddNode(std::move(a));
-    }
   }
 
   // WHILE(v...) -> v...: while cond(v) holds, v = body(v). Weft's op Loop with no trip count:
@@ -1621,12 +1634,13 @@ class Importer {
   std::set<size_t> sparse_;
   std::set<size_t> dequantized_;  // block-wise quantized constants, imported as float32
   // Resource variables (main subgraph): handle tensor -> variable; initial values (CALL_ONCE);
-  // in the run being imported, each variable's current value, its ReadVariable outputs and the
-  // value last assigned.
+  // in the run being imported, each variable's current value.
   std::map<size_t, std::string> handles_;
   std::map<std::string, HostTensor> var_initial_;
-  std::map<std::string, std::string> var_current_, var_assigned_;
-  std::map<std::string, std::vector<std::string>> var_reads_;
+  std::map<std::string, std::string> var_current_;
+  // Per variable, what its next AssignVariable must follow: the reads since the last assignment,
+  // and that assignment.
+  std::map<std::string, std::vector<std::string>> var_pending_;
   const fb::SubGraph* sg_ = nullptr;  // the subgraph being imported
   std::vector<uint32_t> stack_;       // the subgraphs being imported, the main one first
   std::vector<DataType> out_types_;   // the output types of the subgraph imported last
