@@ -13,6 +13,7 @@
 // plus attention_bias) over those keys, times their values.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -162,7 +163,9 @@ class GroupQueryAttention : public EagerExecuteOp, public ShapeInferOp {
     const RuntimeAttrs* at = ctx->GetAttrs();
     const int64_t B = g.batch, S = g.seq, N = g.heads, NK = g.kv_heads, H = g.head, L = g.len, P = g.past;
     // Each sequence's length and past.
-    std::vector<int64_t> total(static_cast<size_t>(B)), past(static_cast<size_t>(B));
+    auto* total = static_cast<int64_t*>(ctx->MallocWorkSpace(static_cast<size_t>(2 * std::max<int64_t>(B, 1)) * sizeof(int64_t)));
+    if (!total) return GRAPH_FAILED;
+    int64_t* past = total + B;
     const int32_t* sl = ctx->GetRequiredInputTensor(5)->GetData<int32_t>();
     for (int64_t b = 0; b < B; ++b) {
       total[b] = static_cast<int64_t>(sl[b]) + 1;
@@ -234,12 +237,16 @@ class GroupQueryAttention : public EagerExecuteOp, public ShapeInferOp {
     const Tensor* bias_t = In(ctx, 10);
     const float* bias = bias_t ? bias_t->GetData<float>() : nullptr;
     const int64_t bias_b = bias_t && bias_t->GetShape().GetDim(0) > 1 ? 1 : 0, bias_n = bias_t && bias_t->GetShape().GetDim(1) > 1 ? 1 : 0;
-    const Attend job{S, N, H, L, g.total, N / NK, window, total.data(), past.data(), qrot, pres[0], pres[1], bias, bias_b, bias_n, scale, cap,
+    const Attend job{S, N, H, L, g.total, N / NK, window, total, past, qrot, pres[0], pres[1], bias, bias_b, bias_n, scale, cap,
                      y->GetData<float>()};
-    // One item per (sequence, query head, query position).
-    return ctx->ParallelFor(B * N * S, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, L * H)), [&](int64_t i0, int64_t i1) {
-      std::vector<float> score(static_cast<size_t>(L));
-      AttendItems(job, i0, i1, score.data());
+    // Items of (sequence, query head, query position), one run of them per thread, each with its
+    // own L floats of scores.
+    const char* tv = ctx->GetOption("weft.intra_op_threads");
+    const int64_t items = B * N * S, parts = std::max<int64_t>(1, std::min<int64_t>(tv ? std::max(1, std::atoi(tv)) : 1, items));
+    auto* scores = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(parts * L) * sizeof(float)));
+    if (!scores) return GRAPH_FAILED;
+    return ctx->ParallelFor(parts, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t part = p0; part < p1; ++part) AttendItems(job, items * part / parts, items * (part + 1) / parts, scores + part * L);
     });
   }
 };
