@@ -9,6 +9,7 @@
 // output_scale/output_zero_point, one entry per tensor; channel_scales/channel_zero_points/
 // quantized_dimension for weights quantized per channel), and its builtin options by their names
 // in the format.
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -1788,6 +1789,129 @@ struct ConvGeometry {
   int64_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, dh, dw, ph, pw;
 };
 
+// ---- hybrid layers: float activations, int8 weights (dynamic-range quantized models) ----------
+
+// LiteRT's quantization of a hybrid layer's float input, one row (FULLY_CONNECTED) or one image
+// (CONV_2D, DEPTHWISE_CONV_2D) at a time, in float arithmetic as LiteRT does it. Symmetric: scale
+// max|x| / 127, values rounded half away from zero into [-127, 127]. Asymmetric: the range
+// [min(0, min x), max(0, max x)] in 255 steps, the zero point taken from the end that gives the
+// smaller error, rounded and clamped to [-128, 127], added to each rounded x / scale. All zeros:
+// zeros, scale 1, zero point 0.
+struct HybridScale {
+  float scale = 1.f;
+  int32_t offset = 0;
+};
+
+// The loops below, vectorized per instruction set; products and sums stay separate roundings (no
+// multiply-add contraction), as in the reference.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(WEFT_SANITIZED) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define WEFT_HYBRID_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math", "fp-contract=off")))
+// The smallest and largest value do not depend on the order they are looked for in, so the
+// reduction may be reordered (its ties between -0 and +0 do not change the quantization).
+#define WEFT_HYBRID_MINMAX_CLONES \
+  __attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math", "finite-math-only", "no-signed-zeros")))
+#else
+#define WEFT_HYBRID_CLONES
+#define WEFT_HYBRID_MINMAX_CLONES
+#endif
+
+WEFT_HYBRID_MINMAX_CLONES void HybridMinMax(const float* x, int64_t n, float* mn, float* mx) {
+  float lo = x[0], hi = x[0];
+  for (int64_t c = 1; c < n; ++c) {
+    lo = x[c] < lo ? x[c] : lo;
+    hi = x[c] > hi ? x[c] : hi;
+  }
+  *mn = lo;
+  *mx = hi;
+}
+
+// q[c] = clamp(round(x[c] * inv) + off, lo, 127): the product rounded half away from zero, then
+// the zero point added, as LiteRT does it (rounding off + x * inv instead moves ties between
+// codes). The rounding is the truncation, then one more where the dropped fraction is at least a
+// half (exact: the value is clamped to +-512 first, where float holds every fraction). NaN
+// becomes lo. Written as selects so that the loop vectorizes.
+WEFT_HYBRID_CLONES void HybridQuantizeRun(const float* x, int64_t n, float inv, int32_t off, int32_t lo, int8_t* q) {
+  for (int64_t c = 0; c < n; ++c) {
+    float v = x[c] * inv;
+    v = v > -512.f ? v : -512.f;
+    v = v < 512.f ? v : 512.f;
+    int32_t i = static_cast<int32_t>(v);
+    const float frac = v - static_cast<float>(i);
+    i = i + (frac >= 0.5f ? 1 : 0) - (frac <= -0.5f ? 1 : 0) + off;
+    i = i < lo ? lo : i;
+    i = i > 127 ? 127 : i;
+    q[c] = static_cast<int8_t>(i);
+  }
+}
+
+// One pixel's channels of a hybrid convolution from their int32 sums (TflConv::PlanHybrid's modes):
+// 0: sum * (s * scales[c]); 1: (sum * scales[c]) * s; 2: sum * (scales[c] * s); plus the bias,
+// clamped to [lo, hi].
+WEFT_HYBRID_CLONES void HybridRescale(const int32_t* a, int64_t n, int mode, const float* scales, float s, const float* bias, float lo, float hi,
+                                      float* out) {
+  for (int64_t c = 0; c < n; ++c) {
+    float v = static_cast<float>(a[c]);
+    if (mode == 1) {
+      v = v * scales[c];
+      v = v * s;
+    } else {
+      const float m = mode == 0 ? s * scales[c] : scales[c] * s;
+      v = v * m;
+    }
+    v = bias ? v + bias[c] : v;
+    v = v < lo ? lo : v;  // std::min(std::max(v, lo), hi), as the reference clamps (-0 stays -0)
+    out[c] = hi < v ? hi : v;
+  }
+}
+
+// Quantizes x[0, n) (split over the threads when ctx is given and n is large).
+HybridScale QuantizeHybridInput(EagerOpExecutionContext* ctx, const float* x, int64_t n, bool asym, int8_t* q) {
+  HybridScale h;
+  float mn = 0.f, mx = 0.f;
+  constexpr int64_t kChunk = 1 << 15;
+  const int64_t chunks = ctx && n > 2 * kChunk ? (n + kChunk - 1) / kChunk : 1;
+  if (n > 0 && chunks == 1) {
+    HybridMinMax(x, n, &mn, &mx);
+  } else if (n > 0) {
+    std::vector<float> lows(static_cast<size_t>(chunks)), highs(static_cast<size_t>(chunks));
+    ctx->ParallelFor(chunks, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c)
+        HybridMinMax(x + c * kChunk, std::min(kChunk, n - c * kChunk), &lows[static_cast<size_t>(c)], &highs[static_cast<size_t>(c)]);
+    });
+    mn = *std::min_element(lows.begin(), lows.end());
+    mx = *std::max_element(highs.begin(), highs.end());
+  }
+  auto run = [&](auto&& f) {
+    if (chunks == 1) return f(int64_t(0), n);
+    ctx->ParallelFor(chunks, 1, [&](int64_t c0, int64_t c1) { f(c0 * kChunk, std::min(n, c1 * kChunk)); });
+  };
+  if (!asym) {
+    const float range = std::max(std::abs(mn), std::abs(mx));
+    if (range == 0.f) {
+      std::memset(q, 0, static_cast<size_t>(n));
+      return h;
+    }
+    h.scale = range / 127.f;
+    const float inv = 127.f / range;
+    run([&](int64_t i0, int64_t i1) { HybridQuantizeRun(x + i0, i1 - i0, inv, 0, -127, q + i0); });
+    return h;
+  }
+  const float rmin = std::min(0.f, mn), rmax = std::max(0.f, mx);
+  if (rmin == rmax) {
+    std::memset(q, 0, static_cast<size_t>(n));
+    return h;
+  }
+  const float scale = (rmax - rmin) / 255.f;
+  const float from_min = -128.f - rmin / scale, from_max = 127.f - rmax / scale;
+  const float zp = 128.f + std::abs(rmin / scale) < 127.f + std::abs(rmax / scale) ? from_min : from_max;
+  h.offset = zp <= -128.f ? -128 : zp >= 127.f ? 127 : static_cast<int32_t>(std::round(zp));
+  h.scale = scale;
+  const float inv = 1.f / scale;
+  run([&](int64_t i0, int64_t i1) { HybridQuantizeRun(x + i0, i1 - i0, inv, h.offset, -128, q + i0); });
+  return h;
+}
+
 // The reference loops of a convolution: for every output element (rows split over the threads),
 // tap(acc, pixel, oc, ky, kx) for each filter tap inside the input (pixel: the element offset of
 // the input pixel it reads), then store(output index, oc, acc).
@@ -1841,8 +1965,10 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
       scales_ready_ = ConvMultipliers(ctx, w->GetShape().GetDim(depthwise(ctx) ? 3 : 0), 0, 1, &scales_);
       if (!scales_ready_) ctx->SetError("");  // Execute reports it
     }
-    if (!HasVnni512() || !x || !w || x->GetDataType() != DT_INT8 || w->GetDataType() != DT_INT8 || !w->GetAddr()) return GRAPH_SUCCESS;
-    if (depthwise(ctx)) return CompileDepthwise(ctx, w, ctx->GetOptionalInputTensor(2));
+    const bool hybrid = x && w && x->GetDataType() == DT_FLOAT && w->GetDataType() == DT_INT8;  // packed for Hybrid's GEMM
+    if (!HasVnni512() || !x || !w || (x->GetDataType() != DT_INT8 && !hybrid) || w->GetDataType() != DT_INT8 || !w->GetAddr())
+      return GRAPH_SUCCESS;
+    if (depthwise(ctx)) return hybrid ? GRAPH_SUCCESS : CompileDepthwise(ctx, w, ctx->GetOptionalInputTensor(2));
     const Shape& ws = w->GetShape();
     if (ws.GetDimNum() != 4 || ws.GetDim(0) <= 0 || ws.GetDim(1) <= 0 || ws.GetDim(2) <= 0 || ws.GetDim(3) <= 0) return GRAPH_SUCCESS;
     packed_.Pack(w->GetData<int8_t>(), ws.GetDim(0), ws.GetDim(1) * ws.GetDim(2) * ws.GetDim(3));
@@ -1900,8 +2026,6 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     ListView<int64_t> fz = ctx->GetAttrs()->GetListInt("channel_zero_points");
     for (int64_t z : fz)
       if (z != 0) return kNotApplicable;
-    const int64_t m = g.n * g.oh * g.ow, k = g.kh * g.kw * g.ic;
-    const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.ih && g.ow == g.iw;
     GemmOut out;
     out.q = py;
     out.bias = bias;
@@ -1910,15 +2034,23 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     out.out_off = out_off;
     out.lo = lo;
     out.hi = hi;
+    return ConvGemmS8(ctx, g, px, static_cast<int8_t>(-in_off), pw, out, pre);
+  }
+
+  // A convolution without groups as GemmS8 over the taps: sums of (x - zp) * w into `out`; taps
+  // in the padding hold zp, so they add nothing. kNotApplicable where GemmS8 cannot run it.
+  int ConvGemmS8(EagerOpExecutionContext* ctx, const ConvGeometry& g, const int8_t* px, int8_t zp, const int8_t* pw, const GemmOut& out,
+                 const VnniB* pre) const {
+    const int64_t m = g.n * g.oh * g.ow, k = g.kh * g.kw * g.ic;
+    const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.ih && g.ow == g.iw;
     if (!direct && VnniGemmApplies(g.oc, 0, out)) {  // the GEMM packs its rows from the input itself
-      VnniConv cv{px, px + g.n * g.ih * g.iw * g.ic, g.ih, g.iw, g.ic, g.oh, g.ow, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, static_cast<int8_t>(-in_off)};
-      return GemmS8(ctx, m, g.oc, k, px, -in_off, pw, 0, out, pre, &cv) ? GRAPH_SUCCESS : kNotApplicable;
+      VnniConv cv{px, px + g.n * g.ih * g.iw * g.ic, g.ih, g.iw, g.ic, g.oh, g.ow, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, zp};
+      return GemmS8(ctx, m, g.oc, k, px, zp, pw, 0, out, pre, &cv) ? GRAPH_SUCCESS : kNotApplicable;
     }
     const int8_t* a = px;
     if (!direct) {
       auto* col = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(m * k)));
       if (!col) return GRAPH_FAILED;
-      const int8_t zp = static_cast<int8_t>(-in_off);
       ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           int64_t bn = r / g.oh, oy = r % g.oh;
@@ -1964,7 +2096,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
       });
       a = col;
     }
-    return GemmS8(ctx, m, g.oc, k, a, -in_off, pw, 0, out, pre) ? GRAPH_SUCCESS : kNotApplicable;
+    return GemmS8(ctx, m, g.oc, k, a, zp, pw, 0, out, pre) ? GRAPH_SUCCESS : kNotApplicable;
   }
 
   // A depthwise filter, bias and quantization known at compile time: DepthwiseVnni's tables laid
@@ -2233,6 +2365,20 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     geom.resize(geom.size() - 2);
     geom += "};\n";
     const DataType xt = x->GetDataType();
+    if (xt == DT_FLOAT && w->GetDataType() == DT_INT8) {  // Hybrid's arithmetic (weft_conv_hybrid)
+      HybridPlan plan;
+      if (!PlanHybrid(ctx, b, ctx->GetOutputTensor(0), g.oc, &plan)) return GRAPH_FAILED;
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      aot::EmitHelper(ctx, kTflKernels, "weft_conv_hybrid");
+      ctx->Include("<math.h>");
+      const std::string sc = ctx->Const("channel_scales", DT_FLOAT, plan.scales);
+      const std::string q = ctx->Scratch(static_cast<size_t>(std::max<int64_t>(1, g.ih * g.iw * g.ic)));
+      ctx->Run(geom + "weft_conv_hybrid(&g, " + std::to_string(static_cast<int>(plan.mode)) + ", " + ctx->Input(0, "float") + ", " +
+               ctx->Input(1, "int8_t") + ", " + (b ? ctx->Input(2, "float") : std::string("0")) + ", " + sc + ", " + aot::FloatLit(lo) +
+               ", " + aot::FloatLit(hi) + ", (int8_t*)(void*)" + q + ", " + ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
     if (xt == DT_FLOAT) {
       if (w->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT)) return Fail(ctx, "a float input needs a float filter and bias");
       float lo, hi;
@@ -2272,6 +2418,152 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
   }
   graphStatus InferDataType(InferDataTypeContext* ctx) override { return SetRecordedOutputType(ctx, 0); }
 
+  // How a hybrid convolution (float input, int8 filter) quantizes and rescales, as LiteRT decides:
+  // CONV_2D whose channel scales differ quantizes each image asymmetrically and computes
+  // (sum * channel scale) * image scale; CONV_2D with one filter scale (or all equal) quantizes
+  // symmetrically, sum * (image scale * filter scale); DEPTHWISE_CONV_2D quantizes asymmetrically,
+  // sum * (channel scale * image scale). Then the bias is added and the activation clamps.
+  enum HybridMode { kHybridTensor = 0, kHybridChannel = 1, kHybridDepthwise = 2 };
+  struct HybridPlan {
+    HybridMode mode = kHybridTensor;
+    std::vector<float> scales;  // per output channel
+  };
+  bool PlanHybrid(const KernelContextBase* ctx, const Tensor* b, const Tensor* y, int64_t oc, HybridPlan* p) const {
+    if (y->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT))
+      return Fail(ctx, std::string("a float input with int8 filters takes a float bias and gives a float output, not ") +
+                           (b && b->GetDataType() != DT_FLOAT ? std::string(DataTypeName(b->GetDataType())) + " bias" :
+                                                                std::string(DataTypeName(y->GetDataType())) + " output")),
+             false;
+    const bool dw = depthwise(ctx);
+    if (!dw && !SymmetricFilter(ctx)) return false;
+    ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    const Quant fq = InputQuant(ctx, 1);
+    if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != oc)
+      return Fail(ctx, "the filter has " + std::to_string(chs.size()) + " channel scales for " + std::to_string(oc) + " output channels"), false;
+    if (chs.size() == 0 && !fq.quantized()) return Fail(ctx, "the int8 filter has no scale"), false;
+    p->scales.assign(static_cast<size_t>(oc), chs.size() == 1 ? chs[0] : fq.scale);
+    bool differ = false;
+    if (chs.size() > 1)
+      for (int64_t c = 0; c < oc; ++c) {
+        p->scales[static_cast<size_t>(c)] = chs[static_cast<size_t>(c)];
+        differ = differ || chs[static_cast<size_t>(c)] != chs[0];
+      }
+    for (float v : p->scales)
+      if (!(v > 0.f) || !std::isfinite(v)) return Fail(ctx, "the filter's scales must be positive and finite"), false;
+    p->mode = dw ? kHybridDepthwise : differ ? kHybridChannel : kHybridTensor;
+    return true;
+  }
+
+  // Float input with int8 filters (dynamic-range quantized models), as LiteRT's hybrid kernels
+  // compute it (PlanHybrid): each image quantized on the fly (QuantizeHybridInput), int32 sums
+  // over the taps inside the input, rescaled in float. Convolutions without groups run as an
+  // 8-bit GEMM per image; depthwise and grouped ones as direct loops.
+  graphStatus Hybrid(EagerOpExecutionContext* ctx, const ConvGeometry& g, const Tensor* x, const Tensor* w, const Tensor* b, Tensor* y,
+                     Activation act) const {
+    HybridPlan plan;
+    if (!PlanHybrid(ctx, b, y, g.oc, &plan)) return GRAPH_FAILED;
+    float lo, hi;
+    tfl::ActivationRange(act, &lo, &hi);
+    const bool dw = plan.mode == kHybridDepthwise;
+    const int64_t wic = dw ? 1 : w->GetShape().GetDim(3), per_group = dw ? g.oc / g.ic : g.oc / (g.ic / wic);
+    const int64_t image = g.ih * g.iw * g.ic, pixels = g.oh * g.ow;
+    auto* q = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(1, g.n * image))));
+    auto* img = static_cast<HybridScale*>(ctx->MallocWorkSpace(static_cast<size_t>(g.n) * sizeof(HybridScale)));
+    auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(1, g.n * pixels * g.oc)) * sizeof(int32_t)));
+    if (!q || !img || !acc) return GRAPH_FAILED;
+    const float* px = x->GetData<float>();
+    const int8_t* pw = w->GetData<int8_t>();
+    for (int64_t bn = 0; bn < g.n; ++bn) img[bn] = QuantizeHybridInput(ctx, px + bn * image, image, plan.mode != kHybridTensor, q + bn * image);
+    bool gemm = false;
+    if (!dw && wic == g.ic && g.oc > 0 && g.kh * g.kw * g.ic > 0) {
+      ConvGeometry one = g;
+      one.n = 1;
+      gemm = true;
+      for (int64_t bn = 0; bn < g.n && gemm; ++bn) {
+        GemmOut out;
+        out.acc = acc + bn * pixels * g.oc;
+        const int st = ConvGemmS8(ctx, one, q + bn * image, static_cast<int8_t>(img[bn].offset), pw, out, packed_.get());
+        if (st == static_cast<int>(GRAPH_FAILED)) return GRAPH_FAILED;
+        gemm = st != kNotApplicable;
+      }
+    }
+    if (!gemm && dw && per_group == 1) {  // the 8-bit depthwise rows, the image's zero point as the input's
+      const int64_t taps = g.kh * g.kw;
+      int16_t* pairs = nullptr;
+      auto* offset_sum = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(g.n * g.ic) * sizeof(int32_t)));
+      auto* zp_lines = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(g.n * g.ic)));
+      if (!offset_sum || !zp_lines) return GRAPH_FAILED;
+      if (g.ic >= 16) {  // DepthwiseRow's paired form for interior pixels
+        pairs = static_cast<int16_t*>(ctx->MallocWorkSpace(static_cast<size_t>((taps + 1) / 2 * (g.ic / 16) * 32) * sizeof(int16_t)));
+        if (!pairs) return GRAPH_FAILED;
+        PackDepthwisePairs(pw, taps, g.ic, pairs);
+      }
+      for (int64_t bn = 0; bn < g.n; ++bn) {
+        std::memset(zp_lines + bn * g.ic, static_cast<int8_t>(img[bn].offset), static_cast<size_t>(g.ic));
+        for (int64_t ch = 0; ch < g.ic; ++ch) {
+          int32_t sum = 0;
+          for (int64_t t = 0; t < taps; ++t) sum += pw[t * g.ic + ch];
+          offset_sum[bn * g.ic + ch] = sum * -img[bn].offset;
+        }
+      }
+      ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t bn = r / g.oh, oy = r % g.oh;
+          DepthwiseRow row{q + bn * image, pw, -img[bn].offset, g.ih, g.iw, g.ic, g.ow, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw};
+          row.pairs = pairs;
+          row.offset_sum = pairs ? offset_sum + bn * g.ic : nullptr;
+          row.zp_line = pairs ? zp_lines + bn * g.ic : nullptr;
+          DepthwiseRowInt8(row, oy, acc + r * g.ow * g.oc);
+        }
+      });
+    } else if (!gemm && dw) {  // a depth multiplier: each output pixel's channels at once
+      ctx->ParallelFor(g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t bn = r / g.oh, oy = r % g.oh;
+          const int32_t off = img[bn].offset;
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            int32_t* a = acc + (r * g.ow + ox) * g.oc;
+            std::fill(a, a + g.oc, 0);
+            for (int64_t ky = 0; ky < g.kh; ++ky) {
+              const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+              if (iy < 0 || iy >= g.ih) continue;
+              for (int64_t kx = 0; kx < g.kw; ++kx) {
+                const int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+                if (ix < 0 || ix >= g.iw) continue;
+                const int8_t* xr = q + ((bn * g.ih + iy) * g.iw + ix) * g.ic;
+                const int8_t* wr = pw + (ky * g.kw + kx) * g.oc;
+                if (per_group == 1) {
+                  for (int64_t c = 0; c < g.oc; ++c) a[c] += static_cast<int32_t>(wr[c]) * (static_cast<int32_t>(xr[c]) - off);
+                } else {
+                  for (int64_t c = 0; c < g.oc; ++c) a[c] += static_cast<int32_t>(wr[c]) * (static_cast<int32_t>(xr[c / per_group]) - off);
+                }
+              }
+            }
+          }
+        }
+      });
+    } else if (!gemm) {  // groups: the reference loops
+      ForEachConvOutput<int32_t>(
+          ctx, g,
+          [&](int32_t& sum, int64_t pixel, int64_t oc, int64_t ky, int64_t kx) {
+            const int32_t off = img[pixel / image].offset;
+            const int8_t* row = q + pixel + (oc / per_group) * wic;
+            const int8_t* f = pw + ((oc * g.kh + ky) * g.kw + kx) * wic;
+            for (int64_t c = 0; c < wic; ++c) sum += static_cast<int32_t>(f[c]) * (static_cast<int32_t>(row[c]) - off);
+          },
+          [&](int64_t i, int64_t, int32_t sum) { acc[i] = sum; });
+    }
+    const float* pb = b ? b->GetData<float>() : nullptr;
+    const float* sc = plan.scales.data();
+    float* py = y->GetData<float>();
+    ctx->ParallelFor(g.n * pixels, 16, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        HybridRescale(acc + p * g.oc, g.oc, plan.mode, sc, img[p / pixels].scale, pb, lo, hi, py + p * g.oc);
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* w = ctx->GetInputTensor(1);
@@ -2283,6 +2575,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
     if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, Shape({g.n, g.oh, g.ow, g.oc}), ctx->GetOutputTensor(0)->GetDataType());
     if (!y) return GRAPH_FAILED;
+    if (x->GetDataType() == DT_FLOAT && w->GetDataType() == DT_INT8) return Hybrid(ctx, g, x, w, b, y, act);
     const bool dw = depthwise(ctx);
     const int64_t wic = dw ? 1 : w->GetShape().GetDim(3);  // input channels per filter
     const int64_t per_group = dw ? g.oc / g.ic : g.oc / (g.ic / wic);  // output channels per group
@@ -2594,7 +2887,8 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     packed_.Clear();
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* w = ctx->GetInputTensor(1);
-    if (!HasVnni512() || !x || !w || x->GetDataType() != DT_INT8 || w->GetDataType() != DT_INT8 || !w->GetAddr()) return GRAPH_SUCCESS;
+    const bool in_ok = x && (x->GetDataType() == DT_INT8 || x->GetDataType() == DT_FLOAT);  // float: the hybrid kernel's GEMM
+    if (!HasVnni512() || !in_ok || !w || w->GetDataType() != DT_INT8 || !w->GetAddr()) return GRAPH_SUCCESS;
     const Shape& ws = w->GetShape();
     if (ws.GetDimNum() != 2 || ws.GetDim(0) <= 0 || ws.GetDim(1) <= 0) return GRAPH_SUCCESS;
     packed_.Pack(w->GetData<int8_t>(), ws.GetDim(0), ws.GetDim(1));
@@ -2797,10 +3091,10 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
   }
 
   // Float input with int8 weights (dynamic-range quantized models), as LiteRT's hybrid kernel:
-  // each input row is quantized to int8 on the fly (symmetric: scale max|x| / 127; with
-  // asymmetric_quantize_inputs: the [min, max] range with 0 in it over 255 steps and a zero point),
-  // the int32 dot products are scaled back by the row's scale times the weights' (per tensor or
-  // per channel) and added to the float bias, then the activation.
+  // each input row quantized on the fly (QuantizeHybridInput: symmetric, or asymmetric with
+  // asymmetric_quantize_inputs), the int32 dot products of all rows as one 8-bit GEMM (a row's
+  // zero point taken out through the weights' row sums), then bias + dot * (row scale * weight
+  // scale), the weight scale per tensor or per channel, and the activation.
   graphStatus Hybrid(EagerOpExecutionContext* ctx, const Tensor* x, const Tensor* w, const Tensor* b, Tensor* y, Activation act,
                      int64_t rows, int64_t oc, int64_t ic) {
     if (y->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT))
@@ -2813,61 +3107,43 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     const bool asym = asym_p && *asym_p;
     float lo, hi;
     tfl::ActivationRange(act, &lo, &hi);
+    if (rows <= 0 || oc <= 0) return GRAPH_SUCCESS;
     const float* px = x->GetData<float>();
     const int8_t* pw = w->GetData<int8_t>();
     const float* pb = b ? b->GetData<float>() : nullptr;
     float* py = y->GetData<float>();
-    std::vector<int32_t> row_sums(static_cast<size_t>(oc), 0);
-    if (asym)
-      for (int64_t r = 0; r < oc; ++r)
-        for (int64_t c = 0; c < ic; ++c) row_sums[static_cast<size_t>(r)] += pw[r * ic + c];
-    std::vector<int8_t> q(static_cast<size_t>(ic));
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = px + r * ic;
-      float scale = 1.f;
-      int32_t offset = 0;
-      float mn = 0.f, mx = 0.f;
-      if (ic > 0) {
-        mn = *std::min_element(xr, xr + ic);
-        mx = *std::max_element(xr, xr + ic);
-      }
-      if (!asym) {
-        const float range = std::max(std::abs(mn), std::abs(mx));
-        if (range == 0.f) {
-          std::fill(q.begin(), q.end(), int8_t{0});
-        } else {
-          scale = range / 127.f;
-          const float inv = 127.f / range;
-          for (int64_t c = 0; c < ic; ++c)
-            q[static_cast<size_t>(c)] = static_cast<int8_t>(std::min(127, std::max(-127, static_cast<int32_t>(std::round(xr[c] * inv)))));
-        }
-      } else {
-        const double rmin = std::min(0.f, mn), rmax = std::max(0.f, mx);
-        if (rmin == rmax) {
-          std::fill(q.begin(), q.end(), int8_t{0});
-        } else {
-          const double s = (rmax - rmin) / 255.0;
-          const double from_min = -128.0 - rmin / s, from_max = 127.0 - rmax / s;
-          const double zp = 128.0 + std::abs(rmin / s) < 127.0 + std::abs(rmax / s) ? from_min : from_max;
-          offset = zp <= -128.0 ? -128 : zp >= 127.0 ? 127 : static_cast<int32_t>(std::round(zp));
-          scale = static_cast<float>(s);
-          const float inv = 1.f / scale;
-          for (int64_t c = 0; c < ic; ++c)
-            q[static_cast<size_t>(c)] =
-                static_cast<int8_t>(std::min(127, std::max(-128, static_cast<int32_t>(std::round(static_cast<float>(offset) + xr[c] * inv)))));
-        }
-      }
-      const float row_scale = chs.size() > 1 ? scale : scale * (chs.size() == 1 ? chs[0] : fq.scale);
-      for (int64_t k = 0; k < oc; ++k) {
-        int32_t dot = 0;
-        for (int64_t c = 0; c < ic; ++c) dot += static_cast<int32_t>(pw[k * ic + c]) * q[static_cast<size_t>(c)];
-        if (asym) dot -= row_sums[static_cast<size_t>(k)] * offset;
-        // In the reference's order: the dot product times the row's scale, then the channel's.
-        const float scaled = chs.size() > 1 ? static_cast<float>(dot) * row_scale * chs[static_cast<size_t>(k)] : static_cast<float>(dot) * row_scale;
-        const float v = (pb ? pb[k] : 0.f) + scaled;
-        py[r * oc + k] = std::min(std::max(v, lo), hi);
-      }
+    auto* q = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(1, rows * ic))));
+    auto* row = static_cast<HybridScale*>(ctx->MallocWorkSpace(static_cast<size_t>(rows) * sizeof(HybridScale)));
+    auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(rows * oc) * sizeof(int32_t)));
+    auto* sums = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(oc) * sizeof(int32_t)));
+    if (!q || !row || !acc || !sums) return GRAPH_FAILED;
+    for (int64_t r = 0; r < rows; ++r) row[r] = QuantizeHybridInput(rows == 1 ? ctx : nullptr, px + r * ic, ic, asym, q + r * ic);
+    GemmOut out;
+    out.acc = acc;
+    if (ic == 0) {
+      std::fill(acc, acc + rows * oc, 0);
+    } else if (!GemmS8(ctx, rows, oc, ic, q, 0, pw, 0, out, packed_.get())) {
+      return Fail(ctx, "the 8-bit product could not run (out of memory)");
     }
+    if (asym)
+      ctx->ParallelFor(oc, 64, [&](int64_t k0, int64_t k1) {
+        for (int64_t k = k0; k < k1; ++k) {
+          int32_t sum = 0;
+          for (int64_t c = 0; c < ic; ++c) sum += pw[k * ic + c];
+          sums[k] = sum;
+        }
+      });
+    const float w_scale = chs.size() == 1 ? chs[0] : fq.scale;
+    ctx->ParallelFor(rows * oc, 256, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t r = i / oc, k = i % oc;
+        int32_t dot = acc[i];
+        if (asym) dot = static_cast<int32_t>(static_cast<uint32_t>(dot) - static_cast<uint32_t>(sums[k]) * static_cast<uint32_t>(row[r].offset));
+        const float scale = row[r].scale * (chs.size() > 1 ? chs[static_cast<size_t>(k)] : w_scale);
+        const float v = (pb ? pb[k] : 0.f) + static_cast<float>(dot) * scale;
+        py[i] = std::min(std::max(v, lo), hi);
+      }
+    });
     return GRAPH_SUCCESS;
   }
 

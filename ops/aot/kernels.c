@@ -168,72 +168,129 @@ static void weft_fully_connected_f32(int32_t rows, int32_t oc, int32_t ic, const
     }
 }
 
-/* @helper weft_fully_connected_hybrid */
-/* A float input with int8 weights (dynamic-range quantized models): each input row quantized to
- * int8 on the fly, symmetric (scale max|x| / 127) or asymmetric (the [min, max] range holding 0 in
- * 255 steps, with a zero point); the int32 dot products scaled back by the row's scale times the
- * weights' (per tensor: ch_scales 0, w_scale; per channel: ch_scales[oc]); bias and clamp in float.
- * q: ic bytes of scratch. */
+/* @helper weft_hybrid_quantize */
+/* A hybrid layer's float input (one row or one image) quantized to int8 as the runtime does it, in
+ * float arithmetic: symmetric (scale max|x| / 127, values in [-127, 127]) or asymmetric (the
+ * [min, max] range holding 0 in 255 steps, the zero point from the end with the smaller error,
+ * added to each rounded x / scale);
+ * all zeros: zeros, scale 1, zero point 0. */
+static void weft_hybrid_quantize(const float* x, int64_t n, int asym, int8_t* q, float* scale, int32_t* offset) {
+  int64_t c;
+  float mn = 0.f, mx = 0.f;
+  *scale = 1.f;
+  *offset = 0;
+  if (n > 0) {
+    mn = x[0];
+    mx = x[0];
+    for (c = 1; c < n; ++c) {
+      mn = x[c] < mn ? x[c] : mn;
+      mx = x[c] > mx ? x[c] : mx;
+    }
+  }
+  if (!asym) {
+    const float range = fabsf(mn) > fabsf(mx) ? fabsf(mn) : fabsf(mx);
+    float inv;
+    if (range == 0.f) {
+      for (c = 0; c < n; ++c) q[c] = 0;
+      return;
+    }
+    inv = 127.f / range;
+    *scale = range / 127.f;
+    for (c = 0; c < n; ++c) {
+      int32_t v = (int32_t)roundf(x[c] * inv);
+      q[c] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
+    }
+  } else {
+    const float rmin = mn < 0.f ? mn : 0.f, rmax = mx > 0.f ? mx : 0.f;
+    float s, from_min, from_max, zp, inv;
+    if (rmin == rmax) {
+      for (c = 0; c < n; ++c) q[c] = 0;
+      return;
+    }
+    s = (rmax - rmin) / 255.f;
+    from_min = -128.f - rmin / s;
+    from_max = 127.f - rmax / s;
+    zp = 128.f + fabsf(rmin / s) < 127.f + fabsf(rmax / s) ? from_min : from_max;
+    *offset = zp <= -128.f ? -128 : zp >= 127.f ? 127 : (int32_t)roundf(zp);
+    *scale = s;
+    inv = 1.f / s;
+    for (c = 0; c < n; ++c) {
+      int32_t v = (int32_t)roundf(x[c] * inv) + *offset; /* the product rounded, then the zero point */
+      q[c] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+    }
+  }
+}
+
+/* @helper weft_fully_connected_hybrid needs: weft_hybrid_quantize */
+/* A float input with int8 weights (dynamic-range quantized models): each input row quantized on
+ * the fly (weft_hybrid_quantize, asymmetric when asym), the int32 dot products scaled back by the
+ * row's scale times the weights' (per tensor: ch_scales 0, w_scale; per channel: ch_scales[oc]),
+ * added to the bias, clamped. q: ic bytes of scratch. */
 static void weft_fully_connected_hybrid(int32_t rows, int32_t oc, int32_t ic, const float* x, const int8_t* w, const float* bias,
                                         const float* ch_scales, float w_scale, int asym, float lo, float hi, int8_t* q, float* y) {
   int32_t r, o, c;
   for (r = 0; r < rows; ++r) {
-    const float* xr = x + (int64_t)r * ic;
-    float scale = 1.f, mn = 0.f, mx = 0.f, row_scale;
-    int32_t offset = 0;
-    if (ic > 0) {
-      mn = xr[0];
-      mx = xr[0];
-      for (c = 1; c < ic; ++c) {
-        mn = xr[c] < mn ? xr[c] : mn;
-        mx = xr[c] > mx ? xr[c] : mx;
-      }
-    }
-    if (!asym) {
-      const float range = fabsf(mn) > fabsf(mx) ? fabsf(mn) : fabsf(mx);
-      if (range == 0.f) {
-        for (c = 0; c < ic; ++c) q[c] = 0;
-      } else {
-        const float inv = 127.f / range;
-        scale = range / 127.f;
-        for (c = 0; c < ic; ++c) {
-          int32_t v = (int32_t)roundf(xr[c] * inv);
-          q[c] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
-        }
-      }
-    } else {
-      const double rmin = mn < 0.f ? (double)mn : 0.0, rmax = mx > 0.f ? (double)mx : 0.0;
-      if (rmin == rmax) {
-        for (c = 0; c < ic; ++c) q[c] = 0;
-      } else {
-        const double s = (rmax - rmin) / 255.0;
-        const double from_min = -128.0 - rmin / s, from_max = 127.0 - rmax / s;
-        const double zp = 128.0 + fabs(rmin / s) < 127.0 + fabs(rmax / s) ? from_min : from_max;
-        float inv;
-        offset = zp <= -128.0 ? -128 : zp >= 127.0 ? 127 : (int32_t)round(zp);
-        scale = (float)s;
-        inv = 1.f / scale;
-        for (c = 0; c < ic; ++c) {
-          int32_t v = (int32_t)roundf((float)offset + xr[c] * inv);
-          q[c] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
-        }
-      }
-    }
-    row_scale = ch_scales ? scale : scale * w_scale;
+    float scale;
+    int32_t offset;
+    weft_hybrid_quantize(x + (int64_t)r * ic, ic, asym, q, &scale, &offset);
     for (o = 0; o < oc; ++o) {
-      int32_t dot = 0, row_sum = 0;
-      float v;
-      for (c = 0; c < ic; ++c) {
-        dot += (int32_t)w[(int64_t)o * ic + c] * q[c];
-        row_sum += w[(int64_t)o * ic + c];
-      }
-      if (asym) dot -= row_sum * offset;
-      /* in the reference's order: the dot product times the row's scale, then the channel's */
-      v = (bias ? bias[o] : 0.f) + (ch_scales ? (float)dot * row_scale * ch_scales[o] : (float)dot * row_scale);
+      int32_t dot = 0;
+      float v, prod;
+      for (c = 0; c < ic; ++c) dot += (int32_t)w[(int64_t)o * ic + c] * ((int32_t)q[c] - offset);
+      prod = scale * (ch_scales ? ch_scales[o] : w_scale);
+      prod = (float)dot * prod;
+      v = (bias ? bias[o] : 0.f) + prod;
       v = v < lo ? lo : v;
       v = v > hi ? hi : v;
       y[(int64_t)r * oc + o] = v;
     }
+  }
+}
+
+/* @helper weft_conv_hybrid needs: weft_conv_geometry weft_hybrid_quantize */
+/* A convolution of a float input with int8 filters, as the runtime computes it: each image
+ * quantized on the fly into q (one image's bytes of scratch), int32 sums over the taps inside the
+ * input, rescaled in float by mode: 0 (CONV_2D, one filter scale w_scale) symmetric input,
+ * sum * (scale * w_scale); 1 (CONV_2D, channel scales) asymmetric, (sum * ch_scales[oc]) * scale;
+ * 2 (DEPTHWISE_CONV_2D) asymmetric, sum * (ch_scales[oc] * scale). Then bias and clamp. */
+static void weft_conv_hybrid(const weft_conv* g, int mode, const float* x, const int8_t* w, const float* bias, const float* ch_scales,
+                             float lo, float hi, int8_t* q, float* y) {
+  int32_t b, oy, ox, oc, ky, kx, c;
+  const int64_t image = (int64_t)g->ih * g->iw * g->ic;
+  for (b = 0; b < g->n; ++b) {
+    float scale;
+    int32_t offset;
+    weft_hybrid_quantize(x + b * image, image, mode != 0, q, &scale, &offset);
+    for (oy = 0; oy < g->oh; ++oy)
+      for (ox = 0; ox < g->ow; ++ox)
+        for (oc = 0; oc < g->oc; ++oc) {
+          int32_t acc = 0;
+          float v;
+          const int32_t base = weft_conv_in_base(g, oc);
+          for (ky = 0; ky < g->kh; ++ky) {
+            const int32_t iy = oy * g->sh - g->ph + ky * g->dh;
+            if (iy < 0 || iy >= g->ih) continue;
+            for (kx = 0; kx < g->kw; ++kx) {
+              const int32_t ix = ox * g->sw - g->pw + kx * g->dw;
+              const int8_t* row;
+              if (ix < 0 || ix >= g->iw) continue;
+              row = q + ((int64_t)iy * g->iw + ix) * g->ic + base;
+              for (c = 0; c < g->wic; ++c) acc += (int32_t)w[weft_conv_filter_at(g, oc, ky, kx, c)] * ((int32_t)row[c] - offset);
+            }
+          }
+          v = (float)acc;
+          if (mode == 1) {
+            v = v * ch_scales[oc];
+            v = v * scale;
+          } else {
+            const float s = mode == 0 ? scale * ch_scales[oc] : ch_scales[oc] * scale;
+            v = v * s;
+          }
+          if (bias) v = v + bias[oc];
+          v = v < lo ? lo : v;
+          v = v > hi ? hi : v;
+          y[((int64_t)(b * g->oh + oy) * g->ow + ox) * g->oc + oc] = v;
+        }
   }
 }
 

@@ -1246,10 +1246,11 @@ def test_fully_connected_without_a_scale_is_refused(tmp_path, missing):
 def test_hybrid_fully_connected_matches_litert(tmp_path, asymmetric, per_channel):
     """FULLY_CONNECTED with a float input and int8 weights (dynamic-range quantized models): each
     input row quantized on the fly, symmetric or (asymmetric_quantize_inputs) with a zero point, as
-    LiteRT's hybrid kernel does; random shapes, scales, biases, activations and an all-zero row; in
-    the runtime and in the C of weft aot."""
+    LiteRT's hybrid kernel does; random shapes, scales, biases, activations, small and large ranges
+    and an all-zero row; equal to LiteRT's outputs bit for bit, in the runtime and in the C of weft
+    aot."""
     rng = np.random.default_rng(31 + 2 * asymmetric + per_channel)
-    for trial in range(8):
+    for trial in range(12):
         rows, ic, oc = int(rng.integers(1, 6)), int(rng.integers(1, 70)), int(rng.integers(1, 40))
         m = Model()
         x = m.tensor("x", [rows, ic], "float32")
@@ -1262,15 +1263,188 @@ def test_hybrid_fully_connected_matches_litert(tmp_path, asymmetric, per_channel
         y = m.tensor("y", [rows, oc], "float32")
         m.builtin(9, ins, [y], options=(8, [(0, "byte", [0, RELU, RELU6][trial % 3]), (3, "bool", asymmetric)]))
         path = write(tmp_path, m, [x], [y], name=f"hybrid{trial}.tflite")
-        xv = (rng.standard_normal([rows, ic]) * rng.uniform(0.1, 10) + rng.uniform(-3, 3)).astype(np.float32)
+        xv = (rng.standard_normal([rows, ic]) * rng.uniform(0.01, 100) + rng.uniform(-3, 3)).astype(np.float32)
         xv[0] = 0 if trial == 5 else xv[0]
+        if trial == 9:  # scale 1 and values halfway between codes (asymmetric: the zero point added after rounding)
+            xv = (rng.integers(0, 255, [rows, ic]) + 0.5).astype(np.float32)
+            xv[:, 0] = 255.0
         want = litert_reference(path, [xv])
         got = session().compile(weft.import_litert(path)).run([xv])[0]
-        atol = 1e-6 * max(1.0, float(np.abs(want).max()))
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=atol, err_msg=f"trial {trial}")
+        np.testing.assert_array_equal(got, want, err_msg=f"trial {trial}")
         assert np.abs(want).max() > 0
         if trial in (1, 5, 6):  # weft aot: the same arithmetic in C (trial 5 has an all-zero row)
-            run_c_module(tmp_path / f"c{trial}", path, {"x": xv}, {"y": want}, atol=atol, rtol=1e-6)
+            run_c_module(tmp_path / f"c{trial}", path, {"x": xv}, {"y": want})
+
+
+def _hybrid_conv(rng, op, scales, trial, groups=1):
+    """A CONV_2D or DEPTHWISE_CONV_2D with a float input and int8 filters, random geometry; returns
+    (model, x, y, input shape)."""
+    n, ic = int(rng.integers(1, 3)), int(rng.integers(1, 7)) * groups
+    kh, kw, stride, dil = int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    pad = [SAME, VALID][trial % 2]
+    h, w_ = int(rng.integers((kh - 1) * dil + 1, 10)), int(rng.integers((kw - 1) * dil + 1, 10))
+    mult = int(rng.integers(1, 4)) if op == "depthwise" else 1
+    oc = ic * mult if op == "depthwise" else int(rng.integers(1, 5)) * groups
+    if pad == SAME:
+        oh, ow = -(-h // stride), -(-w_ // stride)
+    else:
+        oh, ow = (h - (kh - 1) * dil - 1) // stride + 1, (w_ - (kw - 1) * dil - 1) // stride + 1
+    wshape = [1, kh, kw, oc] if op == "depthwise" else [oc, kh, kw, ic // groups]
+    if scales == "per_channel":
+        sc = list(rng.uniform(0.001, 0.03, oc))
+    elif scales == "equal":
+        sc = [float(rng.uniform(0.001, 0.03))] * oc
+    else:
+        sc = float(rng.uniform(0.001, 0.03))
+    wv, bv = rng.integers(-127, 128, wshape).astype(np.int8), rng.standard_normal(oc).astype(np.float32)
+    act = [0, RELU, RELU6][trial % 3]
+
+    def build(sc):
+        m = Model()
+        x = m.tensor("x", [n, h, w_, ic], "float32")
+        w = m.tensor("w", wshape, "int8", data=wv, scale=sc, zero_point=[0] * oc if isinstance(sc, list) else 0,
+                     quantized_dimension=3 if op == "depthwise" else 0)
+        b = m.tensor("b", [oc], "float32", data=bv)
+        y = m.tensor("y", [n, oh, ow, oc], "float32")
+        if op == "depthwise":
+            m.builtin(4, [x, w, b], [y], options=(2, [(0, "byte", pad), (1, "int32", stride), (2, "int32", stride), (3, "int32", mult),
+                                                       (4, "byte", act), (5, "int32", dil), (6, "int32", dil)]))
+        else:
+            m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", pad), (1, "int32", stride), (2, "int32", stride), (3, "byte", act),
+                                                       (4, "int32", dil), (5, "int32", dil)]))
+        return m, x, y
+
+    geo = dict(w=wv, b=bv, scales=np.broadcast_to(np.asarray(sc, np.float32), [oc]), pad=pad, stride=stride, dil=dil,
+               groups=groups, act=act, out=[n, oh, ow, oc], build=build, sc=sc)
+    m, x, y = build(sc)
+    return m, x, y, [n, h, w_, ic], geo
+
+
+@pytest.mark.parametrize("op", ["conv", "depthwise"])
+@pytest.mark.parametrize("scales", ["per_channel", "equal", "one"])
+def test_hybrid_convolutions_match_litert_bit_for_bit(tmp_path, op, scales):
+    """CONV_2D and DEPTHWISE_CONV_2D with a float input and int8 filters (what dynamic-range
+    quantization writes): each image quantized on the fly (CONV_2D symmetrically when its filter
+    has one scale or all equal, asymmetrically with channel scales; DEPTHWISE_CONV_2D
+    asymmetrically), int32 sums, the float rescale in LiteRT's order. Equal to LiteRT's reference
+    kernels bit for bit over random geometries (padding, strides, dilations, depth multipliers,
+    batches of two, activations, an all-zero image, small and large ranges), in the runtime and in
+    the C of weft aot."""
+    rng = np.random.default_rng({"conv": 0, "depthwise": 10}[op] + {"per_channel": 0, "equal": 1, "one": 2}[scales])
+    for trial in range(10):
+        m, x, y, shape, geo = _hybrid_conv(rng, op, scales, trial)
+        path = write(tmp_path, m, [x], [y], name=f"hy{trial}.tflite")
+        ref = path
+        if op == "depthwise" and scales == "one":  # LiteRT takes depthwise filters' scales only per channel: the same one repeated
+            rm, rx, ry = geo["build"]([geo["sc"]] * len(geo["b"]))
+            ref = write(tmp_path, rm, [rx], [ry], name=f"ref{trial}.tflite")
+        xv = (rng.standard_normal(shape) * rng.uniform(0.01, 100) + rng.uniform(-2, 2)).astype(np.float32)
+        if trial == 4:
+            xv[0] = 0  # an image of zeros: scale 1, zero point 0
+        if trial == 7:
+            xv = np.abs(xv)  # all positive: the zero point at the low end
+        if trial == 8:  # scale 1 and values halfway between codes: x / scale rounds first, then the zero point is added
+            xv = (rng.integers(0, 255, shape) + 0.5).astype(np.float32)
+            xv.flat[0] = 255.0
+        want = litert_reference(ref, [xv])
+        got = session().compile(weft.import_litert(path)).run([xv])[0]
+        np.testing.assert_array_equal(got, want, err_msg=f"trial {trial}")
+        assert np.abs(want).max() > 0
+        if trial in (1, 4, 7):
+            run_c_module(tmp_path / f"c{trial}", path, {"x": xv}, {"y": want})
+
+
+@pytest.mark.parametrize("net", ["kws_cnn", "mobilenet_v1_025"])
+def test_dynamic_range_quantized_networks_match_litert_bit_for_bit(tmp_path, net):
+    """Whole dynamic-range quantized networks (bench/litert/make_hybrid.py: a keyword-spotting CNN,
+    MobileNet v1 at width 0.25 and 128x128): every layer a hybrid CONV_2D, DEPTHWISE_CONV_2D or
+    FULLY_CONNECTED, equal to LiteRT's reference kernels bit for bit on random inputs."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "litert"))
+    import make_hybrid
+
+    rng = np.random.default_rng(7)
+    data = make_hybrid.kws_cnn(rng) if net == "kws_cnn" else make_hybrid.mobilenet_v1(rng, 0.25, 128)
+    path = str(tmp_path / f"{net}.tflite")
+    with open(path, "wb") as f:
+        f.write(data)
+    model = session().compile(weft.import_litert(path))
+    shape = [1, 49, 40, 1] if net == "kws_cnn" else [1, 128, 128, 3]
+    for seed in range(2):
+        xv = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+        want = litert_reference(path, [xv])
+        np.testing.assert_array_equal(model.run([xv])[0], want)
+        assert np.abs(want).max() > 0
+
+
+def test_hybrid_grouped_convolution_matches_a_recomputation(tmp_path):
+    """A grouped CONV_2D with a float input and int8 filters (which LiteRT's hybrid kernel does not
+    take) runs the same arithmetic: checked against a NumPy re-computation of the quantization, the
+    integer sums and the rescale, in the runtime and the C of weft aot."""
+    rng = np.random.default_rng(5)
+    for trial in range(4):
+        m, x, y, shape, geo = _hybrid_conv(rng, "conv", "per_channel" if trial % 2 else "one", trial, groups=2 + trial % 2)
+        path = write(tmp_path, m, [x], [y], name=f"g{trial}.tflite")
+        xv = (rng.standard_normal(shape) * 3 + 0.5).astype(np.float32)
+        got = session().compile(weft.import_litert(path)).run([xv])[0]
+        want = _hybrid_conv_numpy(geo, xv)
+        np.testing.assert_array_equal(got, want, err_msg=f"trial {trial}")
+        if trial < 2:
+            run_c_module(tmp_path / f"c{trial}", path, {"x": xv}, {"y": want})
+
+
+def _round_away(v):
+    return np.sign(v) * np.floor(np.abs(v) + np.float32(0.5))
+
+
+def _hybrid_quantize(x, asym):
+    f = np.float32
+    mn, mx = min(f(0), f(x.min())), max(f(0), f(x.max()))
+    if not asym:
+        r = max(abs(mn), abs(mx))
+        if r == 0:
+            return np.zeros(x.shape, np.int64), f(1), 0
+        return np.clip(_round_away(x * (f(127) / r)), -127, 127).astype(np.int64), f(r / f(127)), 0
+    if mn == mx:
+        return np.zeros(x.shape, np.int64), f(1), 0
+    s = f(mx - mn) / f(255)
+    zmin, zmax = f(-128) - mn / s, f(127) - mx / s
+    zp = zmin if f(128) + abs(mn / s) < f(127) + abs(mx / s) else zmax
+    off = -128 if zp <= -128 else 127 if zp >= 127 else int(_round_away(zp))
+    return np.clip(_round_away(x * (f(1) / s)) + off, -128, 127).astype(np.int64), s, off
+
+
+def _hybrid_conv_numpy(geo, xv):
+    """CONV_2D (groups allowed) of a float input with int8 filters in NumPy, as LiteRT's hybrid
+    kernel computes it: symmetric quantization and sum * (scale * filter scale) for one filter
+    scale, asymmetric and (sum * channel scale) * scale for channel scales."""
+    f = np.float32
+    wq, sc = geo["w"].astype(np.int64), geo["scales"]
+    oc, kh, kw, wic = wq.shape
+    n, h, w_, ic = xv.shape
+    _, oh, ow, _ = geo["out"]
+    stride, dil, per_group = geo["stride"], geo["dil"], oc // geo["groups"]
+    per_channel = bool(np.any(sc != sc[0]))
+    ph = max(0, ((oh - 1) * stride + (kh - 1) * dil + 1 - h) // 2) if geo["pad"] == SAME else 0
+    pw = max(0, ((ow - 1) * stride + (kw - 1) * dil + 1 - w_) // 2) if geo["pad"] == SAME else 0
+    out = np.zeros(geo["out"], np.float32)
+    for bn in range(n):
+        q, s, off = _hybrid_quantize(xv[bn], per_channel)
+        acc = np.zeros([oh, ow, oc], np.int64)
+        for oy in range(oh):
+            for ox in range(ow):
+                for ky in range(kh):
+                    for kx in range(kw):
+                        iy, ix = oy * stride - ph + ky * dil, ox * stride - pw + kx * dil
+                        if 0 <= iy < h and 0 <= ix < w_:
+                            for o in range(oc):
+                                base = (o // per_group) * wic
+                                acc[oy, ox, o] += int(np.dot(wq[o, ky, kx], q[iy, ix, base:base + wic] - off))
+        a = acc.astype(np.float32)
+        v = (a * sc) * s if per_channel else a * (s * sc)
+        v = v + geo["b"]
+        lo, hi = {0: (-np.inf, np.inf), RELU: (0, np.inf), RELU6: (0, 6)}[geo["act"]]
+        out[bn] = np.minimum(np.maximum(v, f(lo)), f(hi))
+    return out
 
 
 def test_float_fully_connected_with_other_weight_types_is_refused(tmp_path):
@@ -1287,9 +1461,9 @@ def test_float_fully_connected_with_other_weight_types_is_refused(tmp_path):
 @pytest.mark.parametrize("op", ["conv", "transpose_conv", "fully_connected"])
 @pytest.mark.parametrize("bad", ["weights", "bias"])
 def test_float_layers_refuse_integer_weights_or_bias_they_cannot_take(tmp_path, op, bad):
-    """A float CONV_2D or TRANSPOSE_CONV with int8 weights, or any of them with an int32 bias, is an
-    error naming the types, in the runtime and in weft aot (they were read as floats). FULLY_CONNECTED
-    takes int8 weights (the hybrid kernel) but not an int32 bias."""
+    """A float TRANSPOSE_CONV with int8 weights, or any of these layers with an int32 bias, is an
+    error naming the types, in the runtime and in weft aot (they were read as floats).
+    FULLY_CONNECTED and CONV_2D take int8 weights (the hybrid kernels) but not an int32 bias."""
     m = Model()
     x = m.tensor("x", [1, 4, 4, 3] if op != "fully_connected" else [2, 3], "float32")
     w_shape = [4, 3] if op == "fully_connected" else [4, 1, 1, 3]
@@ -1301,8 +1475,8 @@ def test_float_layers_refuse_integer_weights_or_bias_they_cannot_take(tmp_path, 
     y = m.tensor("y", [1, 4, 4, 4] if op != "fully_connected" else [2, 4], "float32")
     add_weighted_layer(m, op, x, w, b, y)
     path = write(tmp_path, m, [x], [y])
-    if op == "fully_connected" and bad == "weights":
-        return  # float weights: nothing wrong
+    if op != "transpose_conv" and bad == "weights":
+        return  # float weights (fully_connected), or int8 filters that run as LiteRT's hybrid convolution
     xv = np.ones([1, 4, 4, 3] if op != "fully_connected" else [2, 3], np.float32)
     with pytest.raises(Exception, match="float input (needs|takes) (a )?float"):
         session().compile(weft.import_litert(path)).run([xv])
