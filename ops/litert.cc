@@ -5484,7 +5484,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     for (size_t k = kWxi; k < kLn0 + 4; ++k) {
       const Tensor* t = ctx->GetOptionalInputTensor(k);
       if (t && t->GetDataType() != DT_FLOAT)
-        return Fail(ctx, "input " + std::to_string(k) + " must be float32 (hybrid LSTMs with quantized weights are not supported)"), false;
+        return Fail(ctx, "input " + std::to_string(k) + " must be float32 (" + DataTypeName(t->GetDataType()) + " here; a hybrid LSTM has a float input and int8 weights)"), false;
     }
     // Layer norm: a coefficient vector for every gate there is (CIFG: none for the input gate).
     const bool cifg = !ctx->GetOptionalInputTensor(kWxi);
@@ -5513,6 +5513,8 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetRequiredInputTensor(kX);
     if (x->GetDataType() == DT_INT8) return EmitInteger(ctx, x);
+    if (Hybrid(ctx))
+      return Fail(ctx, "a hybrid LSTM (float activations, int8 weights) runs in Weft's runtime but has no C emitter yet");
     if (!FloatInputsSupported(ctx)) return GRAPH_FAILED;
     const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
     const char* act_s = ctx->GetAttrs()->GetStr("fused_activation_function");
@@ -5639,9 +5641,165 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
       return Fail(ctx, "the integer LSTM needs its 5 intermediate tensors (gate and hidden scales); the 8x8->8 form is not supported");
     return SetRecordedOutputType(ctx, 0);
   }
+  // Whether the node is a hybrid LSTM: float activations, int8 weights (dynamic-range quantized).
+  static bool Hybrid(const KernelContextBase* ctx) {
+    const Tensor* x = ctx->GetOptionalInputTensor(kX);
+    const Tensor* w = ctx->GetOptionalInputTensor(kWxo);
+    return x && w && x->GetDataType() == DT_FLOAT && w->GetDataType() == DT_INT8;
+  }
+
+  // LiteRT's hybrid LSTM step, for each batch row and step in turn: the input row and the
+  // previous output are quantized to int8 (QuantizeHybridInput; asymmetric with
+  // asymmetric_quantize_inputs), each skipped when it is all zeros. Per gate: the bias (0 with layer
+  // norm), plus each int32 product times (row scale * weight scale), plus the peephole (int8
+  // weight * its scale, times the cell state), then layer norm, coefficients and bias, and the
+  // activation (sigmoid; the cell gate: fused_activation_function). The cell state is
+  // f * c + g * i (CIFG: g * (1 - f)), clipped; the output gate's peephole reads the new cell
+  // state. The output o * act(c) is quantized again for an int8 projection (projection bias first,
+  // then clip). Weights are int8 with one scale each; biases and layer-norm coefficients float.
+  graphStatus ExecuteHybrid(EagerOpExecutionContext* ctx, const Tensor* x) {
+    const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
+    const bool asym = [&] { const bool* b = ctx->GetAttrs()->GetBool("asymmetric_quantize_inputs"); return b && *b; }();
+    const char* act_s = ctx->GetAttrs()->GetStr("fused_activation_function");
+    const std::string act = act_s ? act_s : "TANH";
+    float (*activate)(float);
+    if (act == "TANH") activate = [](float v) { return std::tanh(v); };
+    else if (act == "RELU") activate = [](float v) { return std::max(v, 0.f); };
+    else if (act == "RELU6") activate = [](float v) { return std::min(std::max(v, 0.f), 6.f); };
+    else if (act == "RELU_N1_TO_1") activate = [](float v) { return std::min(std::max(v, -1.f), 1.f); };
+    else if (act == "NONE") activate = [](float v) { return v; };
+    else return Fail(ctx, "activation " + act + " is not supported");
+    if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 0)
+      return Fail(ctx, "a hybrid LSTM's weights take one scale each, not channel scales");
+    const int weights[] = {kWxi, kWxf, kWxc, kWxo, kWhi, kWhf, kWhc, kWho, kPi, kPf, kPo, kProj};
+    for (int k : weights) {
+      const Tensor* t = ctx->GetOptionalInputTensor(static_cast<size_t>(k));
+      if (t && (t->GetDataType() != DT_INT8 || !InputQuant(ctx, static_cast<size_t>(k)).quantized()))
+        return Fail(ctx, "input " + std::to_string(k) + " of a hybrid LSTM (float input, int8 weights) must be int8 with a scale, not " +
+                             DataTypeName(t->GetDataType()) + (t->GetDataType() == DT_INT8 ? " without one" : ""));
+    }
+    for (int k : {int(kBi), int(kBf), int(kBc), int(kBo), int(kProjBias), int(kLn0), kLn0 + 1, kLn0 + 2, kLn0 + 3}) {
+      const Tensor* t = ctx->GetOptionalInputTensor(static_cast<size_t>(k));
+      if (t && t->GetDataType() != DT_FLOAT)
+        return Fail(ctx, "input " + std::to_string(k) + " of a hybrid LSTM (a bias or layer-norm coefficients) must be float32, not " +
+                             DataTypeName(t->GetDataType()));
+    }
+    const float* cell_clip = ctx->GetAttrs()->GetFloat("cell_clip");
+    const float* proj_clip = ctx->GetAttrs()->GetFloat("proj_clip");
+    const float cclip = cell_clip ? *cell_clip : 0.f, pclip = proj_clip ? *proj_clip : 0.f;
+    const Shape& xs = x->GetShape();
+    const int64_t batch = time_major ? xs.GetDim(1) : xs.GetDim(0), steps = time_major ? xs.GetDim(0) : xs.GetDim(1), in = xs.GetDim(2);
+    const int64_t cell = ctx->GetRequiredInputTensor(kWxo)->GetShape().GetDim(0), out = ctx->GetRequiredInputTensor(kWho)->GetShape().GetDim(1);
+    Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_FLOAT);
+    if (!y) return GRAPH_FAILED;
+    auto i8 = [&](int k) -> const int8_t* {
+      const Tensor* t = ctx->GetOptionalInputTensor(static_cast<size_t>(k));
+      return t ? t->GetData<int8_t>() : nullptr;
+    };
+    auto f32 = [&](int k) -> const float* {
+      const Tensor* t = ctx->GetOptionalInputTensor(static_cast<size_t>(k));
+      return t ? t->GetData<float>() : nullptr;
+    };
+    auto scale = [&](int k) { return InputQuant(ctx, static_cast<size_t>(k)).scale; };
+    const int wxk[4] = {kWxi, kWxf, kWxc, kWxo}, whk[4] = {kWhi, kWhf, kWhc, kWho}, bk[4] = {kBi, kBf, kBc, kBo}, pk[4] = {kPi, kPf, -1, kPo};
+    const int8_t *wx[4], *wh[4], *peep[4];
+    const float *bias[4], *lnc[4];
+    float sx[4], sh[4], sp[4];
+    for (int g = 0; g < 4; ++g) {
+      wx[g] = i8(wxk[g]), wh[g] = i8(whk[g]), bias[g] = f32(bk[g]), lnc[g] = f32(kLn0 + g);
+      peep[g] = pk[g] < 0 ? nullptr : i8(pk[g]);
+      sx[g] = wx[g] ? scale(wxk[g]) : 0.f, sh[g] = wh[g] ? scale(whk[g]) : 0.f, sp[g] = peep[g] ? scale(pk[g]) : 0.f;
+    }
+    const int8_t* proj = i8(kProj);
+    const float* proj_bias = f32(kProjBias);
+    const float s_proj = proj ? scale(kProj) : 0.f;
+    const bool cifg = !wx[0];
+    if (cifg != !wh[0]) return Fail(ctx, "input_to_input_weights and recurrent_to_input_weights must be both present or both absent (CIFG)");
+    if (!wh[1] || !wh[2] || !wx[1] || !wx[2]) return Fail(ctx, "the forget and cell gates need their input and recurrent weights");
+    const bool ln = LayerNorm(ctx);
+    for (int g = cifg ? 1 : 0; g < 4; ++g)
+      if (!bias[g]) return Fail(ctx, "a hybrid LSTM needs a bias for every gate it has");
+    auto* state = static_cast<float*>(ctx->GetHostArgs(static_cast<size_t>(batch * (out + cell)) * sizeof(float)));
+    auto* gate = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(5 * cell + 3 * cell) * sizeof(float)));
+    auto* q = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(in + out + cell + 3)));
+    if (!state || !gate || !q) return GRAPH_FAILED;
+    float* m = gate + 4 * cell;  // o * act(c), before the projection
+    float* rp = m + cell;        // the peepholes' weights as floats (int8 * scale)
+    for (int g = 0; g < 4; ++g)
+      if (peep[g])
+        for (int64_t j = 0; j < cell; ++j) rp[(g == 3 ? 2 : g) * cell + j] = static_cast<float>(peep[g][j]) * sp[g];
+    int8_t *qx = q, *qh = q + in, *qm = qh + out;
+    const float* px = x->GetData<float>();
+    float* py = y->GetData<float>();
+    auto all_zero = [](const float* v, int64_t n) {
+      for (int64_t k = 0; k < n; ++k)
+        if (v[k] != 0.f) return false;
+      return true;
+    };
+    // gate[j] += (sum_k w[j][k] * (q[k] - off)) * (row scale * weight scale)
+    auto accumulate = [](float* g, const int8_t* w, const int8_t* qv, int64_t rows, int64_t n, HybridScale hs, float ws) {
+      const float f = hs.scale * ws;
+      for (int64_t j = 0; j < rows; ++j) {
+        int32_t dot = 0;
+        const int8_t* r = w + j * n;
+        for (int64_t k = 0; k < n; ++k) dot += static_cast<int32_t>(r[k]) * (static_cast<int32_t>(qv[k]) - hs.offset);
+        g[j] += static_cast<float>(dot) * f;
+      }
+    };
+    auto sigmoid = [](float v) { return 1.f / (1.f + std::exp(-v)); };
+    for (int64_t b = 0; b < batch; ++b) {
+      float* h = state + b * out;
+      float* c = state + batch * out + b * cell;
+      for (int64_t t = 0; t < steps; ++t) {
+        const int64_t row = time_major ? t * batch + b : b * steps + t;
+        const float* xt = px + row * in;
+        const bool xz = all_zero(xt, in), hz = all_zero(h, out);
+        HybridScale hx, hh;
+        if (!xz) hx = QuantizeHybridInput(nullptr, xt, in, asym, qx);
+        if (!hz) hh = QuantizeHybridInput(nullptr, h, out, asym, qh);
+        // One gate up to its activation; peep_c: the cell state its peephole reads.
+        auto compute = [&](int g, const float* peep_c, bool tanh_like) {
+          float* a = gate + g * cell;
+          for (int64_t j = 0; j < cell; ++j) a[j] = ln ? 0.f : bias[g][j];
+          if (!xz) accumulate(a, wx[g], qx, cell, in, hx, sx[g]);
+          if (!hz) accumulate(a, wh[g], qh, cell, out, hh, sh[g]);
+          if (peep[g]) {
+            const float* w = rp + (g == 3 ? 2 : g) * cell;
+            for (int64_t j = 0; j < cell; ++j) a[j] += w[j] * peep_c[j];
+          }
+          if (ln) NormalizeGate(a, cell, lnc[g], bias[g]);
+          for (int64_t j = 0; j < cell; ++j) a[j] = tanh_like ? activate(a[j]) : sigmoid(a[j]);
+        };
+        if (!cifg) compute(0, c, false);
+        compute(1, c, false);
+        compute(2, c, true);
+        float *ig = gate, *fg = gate + cell, *cg = gate + 2 * cell, *og = gate + 3 * cell;
+        for (int64_t j = 0; j < cell; ++j) {
+          float cn = fg[j] * c[j];
+          cn += cg[j] * (cifg ? 1.f - fg[j] : ig[j]);
+          if (cclip > 0.f) cn = std::min(std::max(cn, -cclip), cclip);
+          c[j] = cn;
+        }
+        compute(3, c, false);
+        for (int64_t j = 0; j < cell; ++j) m[j] = og[j] * activate(c[j]);
+        if (proj) {
+          for (int64_t k = 0; k < out; ++k) h[k] = proj_bias ? proj_bias[k] : 0.f;
+          if (!all_zero(m, cell)) accumulate(h, proj, qm, out, cell, QuantizeHybridInput(nullptr, m, cell, asym, qm), s_proj);
+          if (pclip > 0.f)
+            for (int64_t k = 0; k < out; ++k) h[k] = std::min(std::max(h[k], -pclip), pclip);
+        } else {
+          std::memcpy(h, m, static_cast<size_t>(out) * sizeof(float));
+        }
+        std::memcpy(py + row * out, h, static_cast<size_t>(out) * sizeof(float));
+      }
+    }
+    return GRAPH_SUCCESS;
+  }
+
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetRequiredInputTensor(kX);
     if (x->GetDataType() == DT_INT8) return ExecuteInteger(ctx, x);
+    if (Hybrid(ctx)) return ExecuteHybrid(ctx, x);
     if (!FloatInputsSupported(ctx)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_FLOAT);
     if (!y) return GRAPH_FAILED;
