@@ -5278,6 +5278,8 @@ class TflSvdf : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     ctx->Include("<string.h>");
     const std::string dims = std::to_string(batch) + ", " + std::to_string(input_size) + ", " + std::to_string(filters) + ", " +
                              std::to_string(memory) + ", " + std::to_string(rank) + ", ";
+    if (x->GetDataType() == DT_FLOAT && wf->GetDataType() == DT_INT8)
+      return Fail(ctx, "a hybrid SVDF (float input, int8 weights) runs in Weft's runtime but has no C emitter yet");
     if (x->GetDataType() == DT_FLOAT) {
       if (wf->GetDataType() != DT_FLOAT || wt->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT))
         return Fail(ctx, "float SVDF takes float32 weights and bias");
@@ -5348,21 +5350,51 @@ class TflSvdf : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     Activation act;
     if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
     if (x->GetDataType() == DT_FLOAT) {
-      if (wf->GetDataType() != DT_FLOAT || wt->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT))
-        return Fail(ctx, "float SVDF takes float32 weights and bias (hybrid SVDF with quantized weights is not supported)");
+      // Hybrid (dynamic-range quantized): int8 weights_feature and weights_time, each with a scale.
+      const bool hybrid = wf->GetDataType() == DT_INT8;
+      if (hybrid ? (wt->GetDataType() != DT_INT8 || !InputQuant(ctx, 1).quantized() || !InputQuant(ctx, 2).quantized())
+                 : (wf->GetDataType() != DT_FLOAT || wt->GetDataType() != DT_FLOAT))
+        return Fail(ctx, std::string("float SVDF takes float32 weights, or int8 weights_feature and weights_time with a scale each (hybrid), not ") +
+                             DataTypeName(wf->GetDataType()) + " and " + DataTypeName(wt->GetDataType()) + " weights");
+      if (b && b->GetDataType() != DT_FLOAT) return Fail(ctx, std::string("float SVDF takes a float32 bias, not ") + DataTypeName(b->GetDataType()));
       auto* state = static_cast<float*>(ctx->GetHostArgs(static_cast<size_t>(cells) * sizeof(float)));
       if (!state) return GRAPH_FAILED;
       // Shift each filter's memory left; the newest activation goes last.
       std::memmove(state, state + 1, static_cast<size_t>(cells - 1) * sizeof(float));
       const float* px = x->GetData<float>();
-      const float* pf = wf->GetData<float>();
-      const float* pt = wt->GetData<float>();
-      for (int64_t n = 0; n < batch; ++n)
-        for (int64_t f = 0; f < filters; ++f) {
-          float acc = 0.f;
-          for (int64_t c = 0; c < input_size; ++c) acc += pf[f * input_size + c] * px[n * input_size + c];
-          state[(n * filters + f) * memory + memory - 1] = acc;
+      const float* pt = hybrid ? nullptr : wt->GetData<float>();
+      if (!hybrid) {
+        const float* pf = wf->GetData<float>();
+        for (int64_t n = 0; n < batch; ++n)
+          for (int64_t f = 0; f < filters; ++f) {
+            float acc = 0.f;
+            for (int64_t c = 0; c < input_size; ++c) acc += pf[f * input_size + c] * px[n * input_size + c];
+            state[(n * filters + f) * memory + memory - 1] = acc;
+          }
+      } else {
+        // As LiteRT's hybrid SVDF: each input row quantized (QuantizeHybridInput; asymmetric with
+        // asymmetric_quantize_inputs), the newest activation 0 + dot * (row scale * feature scale);
+        // weights_time as floats (int8 * its scale).
+        const bool* asym_p = ctx->GetAttrs()->GetBool("asymmetric_quantize_inputs");
+        const bool asym = asym_p && *asym_p;
+        const float fs = InputQuant(ctx, 1).scale, ts = InputQuant(ctx, 2).scale;
+        auto* q = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(1, input_size))));
+        auto* ptf = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(1, filters * memory)) * sizeof(float)));
+        if (!q || !ptf) return GRAPH_FAILED;
+        const int8_t* pf = wf->GetData<int8_t>();
+        const int8_t* pti = wt->GetData<int8_t>();
+        for (int64_t k = 0; k < filters * memory; ++k) ptf[k] = static_cast<float>(pti[k]) * ts;
+        pt = ptf;
+        for (int64_t n = 0; n < batch; ++n) {
+          const HybridScale h = QuantizeHybridInput(nullptr, px + n * input_size, input_size, asym, q);
+          const float sf = h.scale * fs;
+          for (int64_t f = 0; f < filters; ++f) {
+            int32_t dot = 0;
+            for (int64_t c = 0; c < input_size; ++c) dot += static_cast<int32_t>(pf[f * input_size + c]) * (static_cast<int32_t>(q[c]) - h.offset);
+            state[(n * filters + f) * memory + memory - 1] = 0.f + static_cast<float>(dot) * sf;
+          }
         }
+      }
       float lo, hi;
       tfl::ActivationRange(act, &lo, &hi);
       float* py = y->GetData<float>();

@@ -80,6 +80,43 @@ def test_svdf_float_stream_matches_litert(tmp_path, batch, rank, act, bias):
     assert not np.allclose(fresh, got[-1], atol=1e-4)
 
 
+def svdf_hybrid(tmp_path, batch, inputs, filters, memory, rank, act, bias, asymmetric):
+    """An SVDF as dynamic-range quantization writes it: float input, bias and state; int8
+    weights_feature and weights_time with a scale each."""
+    rng = np.random.default_rng(3)
+    m = Model()
+    x = m.tensor("x", [batch, inputs], "float32")
+    wf = m.tensor("wf", [filters, inputs], "int8", data=rng.integers(-127, 128, (filters, inputs)), scale=0.004)
+    wt = m.tensor("wt", [filters, memory], "int8", data=rng.integers(-127, 128, (filters, memory)), scale=0.006)
+    b = m.tensor("b", [filters // rank], "float32", data=rng.standard_normal(filters // rank).astype(np.float32)) if bias else -1
+    state = m.tensor("state", [batch, filters * memory], "float32", variable=True)
+    y = m.tensor("y", [batch, filters // rank], "float32")
+    m.builtin(SVDF, [x, wf, wt, b, state], [y], options=(SVDF_OPTIONS, [(0, "int32", rank), (1, "byte", act), (2, "bool", asymmetric)]))
+    return write(tmp_path, m, [x], [y], f"svdf_hybrid_{batch}_{rank}_{act}_{bias}_{asymmetric}.tflite")
+
+
+@pytest.mark.parametrize("batch,rank,act,bias,asymmetric", [(1, 1, NONE, True, False), (2, 2, RELU, True, True), (3, 4, NONE, False, False),
+                                                            (2, 1, RELU, False, True)])
+def test_svdf_hybrid_stream_matches_litert(tmp_path, batch, rank, act, bias, asymmetric):
+    """SVDF with a float input and int8 weights: each input row quantized on the fly (symmetric, or
+    asymmetric with asymmetric_quantize_inputs), the newest activation from the int32 products,
+    weights_time as floats; streamed over 12 runs against LiteRT's reference kernels, including
+    an all-zero input and values halfway between codes."""
+    path = svdf_hybrid(tmp_path, batch, 16, 8, 5, rank, act, bias, asymmetric)
+    rng = np.random.default_rng(4)
+    xs = [(rng.standard_normal((batch, 16)) * 3).astype(np.float32) for _ in range(12)]
+    xs[3][:] = 0
+    xs[5] = (rng.integers(0, 255, (batch, 16)) + 0.5).astype(np.float32)
+    xs[5][:, 0] = 255.0
+    model, got, want = stream(path, xs)
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=f"step {k}")
+    fresh = session().compile(weft.import_litert(path)).run([xs[-1]])[0]
+    assert not np.allclose(fresh, got[-1], atol=1e-4)
+    with pytest.raises(Exception, match="hybrid SVDF .* has no C emitter"):
+        weft.generate_c(path, tmp_path / "c", prefix="m")
+
+
 def svdf_int(tmp_path, state_type, state_zp, batch=2):
     rng = np.random.default_rng(3)
     filters, inputs, memory, rank = 8, 10, 6, 2
