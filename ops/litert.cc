@@ -3404,6 +3404,108 @@ class TflAtan2 : public EagerExecuteOp, public ShapeInferOp, public EmittableOp 
   }
 };
 
+// EMBEDDING_LOOKUP: rows of `value` picked by the int32 ids of `lookup` (1-D): output
+// [len(lookup), value dims 1...]. A value of any type is copied as it is; int8 values with a float
+// output are dequantized as LiteRT's hybrid kernel does (value * scale in double, the scale per
+// tensor or, per channel, the picked row's). An id outside [0, rows) is an error naming it.
+class TflEmbeddingLookup : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& ids = *ctx->GetInputShape(0);
+    const Shape& v = *ctx->GetInputShape(1);
+    if (ids.GetDimNum() != 1) return Fail(ctx, "lookup must be 1-D, not " + ids.ToString());
+    if (v.GetDimNum() < 1) return Fail(ctx, "value must have at least one dimension");
+    Shape o = v;
+    o.SetDim(0, ids.GetDim(0));
+    *ctx->GetOutputShape(0) = o;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return SetRecordedOutputType(ctx, 1); }
+
+  // How a row is produced: copied, or dequantized (scales: one per row, or one for all).
+  struct Plan {
+    bool dequantize = false;
+    std::vector<float> scales;
+    int64_t rows = 0, row = 0;
+  };
+  bool MakePlan(const KernelContextBase* ctx, const Tensor* ids, const Tensor* v, const Tensor* y, Plan* p) const {
+    if (ids->GetDataType() != DT_INT32) return Fail(ctx, std::string("lookup must be int32, not ") + DataTypeName(ids->GetDataType())), false;
+    p->rows = v->GetShape().GetDim(0);
+    p->row = p->rows > 0 ? v->GetShapeSize() / p->rows : 0;
+    if (y->GetDataType() == v->GetDataType()) return true;
+    if (y->GetDataType() != DT_FLOAT || v->GetDataType() != DT_INT8)
+      return Fail(ctx, std::string("a lookup of ") + DataTypeName(v->GetDataType()) + " values gives them as they are, or float32 from int8 values, not " +
+                           DataTypeName(y->GetDataType())),
+             false;
+    ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    const Quant q = InputQuant(ctx, 1);
+    if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != p->rows)
+      return Fail(ctx, "the value has " + std::to_string(chs.size()) + " scales for " + std::to_string(p->rows) + " rows"), false;
+    if (chs.size() == 0 && !q.quantized()) return Fail(ctx, "int8 values need a scale to give float32"), false;
+    p->dequantize = true;
+    if (chs.size() > 1) p->scales.assign(chs.begin(), chs.end());
+    else p->scales.assign(1, chs.size() == 1 ? chs[0] : q.scale);
+    return true;
+  }
+
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* ids = ctx->GetInputTensor(0);
+    const Tensor* v = ctx->GetInputTensor(1);
+    const int64_t n = ids->GetShapeSize();
+    Shape os = v->GetShape();
+    os.SetDim(0, n);
+    Tensor* y = ctx->MallocOutputTensor(0, os, ctx->GetOutputTensor(0)->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    Plan p;
+    if (!MakePlan(ctx, ids, v, y, &p)) return GRAPH_FAILED;
+    const int32_t* pid = ids->GetData<int32_t>();
+    for (int64_t i = 0; i < n; ++i)
+      if (pid[i] < 0 || pid[i] >= p.rows)
+        return Fail(ctx, "lookup id " + std::to_string(pid[i]) + " (entry " + std::to_string(i) + ") is outside [0, " + std::to_string(p.rows) + ")");
+    if (!p.dequantize) {
+      const size_t bytes = static_cast<size_t>(p.row) * DataTypeSize(v->GetDataType());
+      auto* dst = static_cast<uint8_t*>(y->GetAddr());
+      const auto* src = static_cast<const uint8_t*>(v->GetAddr());
+      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * bytes, src + pid[i] * bytes, bytes);
+      return GRAPH_SUCCESS;
+    }
+    const int8_t* pv = v->GetData<int8_t>();
+    float* py = y->GetData<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const double sc = p.scales[p.scales.size() > 1 ? static_cast<size_t>(pid[i]) : 0];
+      for (int64_t j = 0; j < p.row; ++j) py[i * p.row + j] = static_cast<float>(static_cast<double>(pv[pid[i] * p.row + j]) * sc);
+    }
+    return GRAPH_SUCCESS;
+  }
+
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* ids = ctx->GetInputTensor(0);
+    const Tensor* v = ctx->GetInputTensor(1);
+    const Tensor* y = ctx->GetOutputTensor(0);
+    Plan p;
+    if (!MakePlan(ctx, ids, v, y, &p)) return GRAPH_FAILED;
+    const int64_t n = ids->GetShapeSize();
+    if (n > INT32_MAX / 4 || p.rows > INT32_MAX / 4 || p.row > INT32_MAX / 4) return Fail(ctx, "too large for the generated C (32-bit indices)");
+    const std::string N = std::to_string(n), R = std::to_string(p.rows), W = std::to_string(p.row);
+    std::string body = "{\n  int32_t i;\n  const int32_t* ids = " + ctx->Input(0, "int32_t") + ";\n  for (i = 0; i < " + N +
+                       "; ++i)\n    if (ids[i] < 0 || ids[i] >= " + R + ") return 1; /* a lookup id out of range */\n";
+    if (!p.dequantize) {
+      ctx->Include("<string.h>");
+      const std::string bytes = std::to_string(p.row * static_cast<int64_t>(DataTypeSize(v->GetDataType())));
+      body += "  for (i = 0; i < " + N + "; ++i)\n    memcpy((unsigned char*)" + ctx->Output(0, "void") + " + (size_t)i * " + bytes +
+              ", (const unsigned char*)" + ctx->Input(1, "void") + " + (size_t)ids[i] * " + bytes + ", " + bytes + ");\n";
+    } else {
+      const std::string sc = ctx->Const("scales", DT_FLOAT, p.scales);
+      body += "  for (i = 0; i < " + N + "; ++i) {\n    const double sc = " + sc + "[" + (p.scales.size() > 1 ? "ids[i]" : "0") +
+              "];\n    int32_t j;\n    for (j = 0; j < " + W + "; ++j) " + ctx->Output(0, "float") + "[(int64_t)i * " + W + " + j] = (float)((double)" +
+              ctx->Input(1, "int8_t") + "[(int64_t)ids[i] * " + W + " + j] * sc);\n  }\n";
+    }
+    ctx->Run(body + "}\n");
+    return GRAPH_SUCCESS;
+  }
+
+};
+
 // RSQRT: float32; int8 with TFLite's integer kernel (each value's offset from the zero point
 // through the fixed-point inverse square root, then rescaled by 1 / (sqrt(input scale) * output
 // scale)), computed once per distinct input value; int16 through TFLite's 513-entry table. Values
@@ -6375,6 +6477,9 @@ void WeftRegister_litert(std::vector<OpEntry>& out) {
                      .AttrBool("keep_num_dims", false).AttrBool("asymmetric_quantize_inputs", false)
                      .AttrString("quantized_bias_type", "FLOAT32").Build(),
                  MakeOpImpl<TflFullyConnected>("TflFullyConnected")});
+  out.push_back({TflDef("TflEmbeddingLookup").Input("lookup", TensorType({DT_INT32})).Input("value", AnyType()).Output("output", AnyType())
+                     .Build(),
+                 MakeOpImpl<TflEmbeddingLookup>("TflEmbeddingLookup")});
   out.push_back({TflDef("TflAtan2").Input("y", TensorType({DT_FLOAT})).Input("x", TensorType({DT_FLOAT})).Output("z", TensorType({DT_FLOAT}))
                      .Build(),
                  MakeOpImpl<TflAtan2>("TflAtan2")});

@@ -1447,6 +1447,41 @@ def _hybrid_conv_numpy(geo, xv):
     return out
 
 
+@pytest.mark.parametrize("kind", ["float32", "int32", "int8_per_tensor", "int8_per_row"])
+def test_embedding_lookup_matches_litert(tmp_path, kind):
+    """EMBEDDING_LOOKUP: rows picked by int32 ids (repeats, any order), value of rank 2 and 3;
+    float and int32 values copied, int8 values dequantized to float32 (scale per tensor or per
+    row, as dynamic-range quantization writes embeddings). Equal to LiteRT bit for bit, in the
+    runtime and in the C of weft aot."""
+    rng = np.random.default_rng(len(kind))
+    for vshape in ([10, 4], [7, 3, 5]):
+        m = Model()
+        ids = m.tensor("ids", [6], "int32")
+        rows = vshape[0]
+        if kind.startswith("int8"):
+            scale = list(rng.uniform(0.01, 0.1, rows)) if kind == "int8_per_row" else 0.037
+            v = m.tensor("v", vshape, "int8", data=rng.integers(-128, 128, vshape), scale=scale,
+                         zero_point=[0] * rows if isinstance(scale, list) else 0, quantized_dimension=0)
+            out_type = "float32"
+        else:
+            v = m.tensor("v", vshape, kind, data=(rng.standard_normal(vshape) * 10).astype(kind))
+            out_type = kind
+        y = m.tensor("y", [6] + vshape[1:], out_type)
+        m.builtin(7, [ids, v], [y])
+        path = write(tmp_path, m, [ids], [y], name=f"emb{len(vshape)}.tflite")
+        idv = rng.integers(0, rows, 6).astype(np.int32)
+        idv[3] = idv[1]
+        want = litert_reference(path, [idv])
+        got = session().compile(weft.import_litert(path)).run([idv])[0]
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        run_c_module(tmp_path / f"c{len(vshape)}", path, {"ids": idv}, {"y": want})
+        bad = idv.copy()
+        bad[4] = rows
+        with pytest.raises(Exception, match=f"lookup id {rows} \\(entry 4\\) is outside \\[0, {rows}\\)"):
+            session().compile(weft.import_litert(path)).run([bad])
+
+
 def test_float_fully_connected_with_other_weight_types_is_refused(tmp_path):
     m = Model()
     x = m.tensor("x", [2, 3], "float32")
