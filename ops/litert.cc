@@ -3255,6 +3255,8 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp, public Emitta
     Dims d;
     if (!Geometry(ctx, x->GetShape(), w->GetShape(), &d)) return GRAPH_FAILED;
     const DataType xt = x->GetDataType(), wt = w->GetDataType(), yt = y->GetDataType();
+    if (xt == DT_FLOAT && wt == DT_INT8)
+      return Fail(ctx, "a hybrid batch matmul (float lhs, int8 rhs) runs in Weft's runtime but has no C emitter yet");
     Shape xb, wb;
     for (size_t i = 0; i + 2 < x->GetShape().GetDimNum(); ++i) xb.AppendDim(x->GetShape().GetDim(i));
     for (size_t i = 0; i + 2 < w->GetShape().GetDimNum(); ++i) wb.AppendDim(w->GetShape().GetDim(i));
@@ -3297,6 +3299,46 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp, public Emitta
     return GRAPH_SUCCESS;
   }
 
+  // Float lhs with int8 rhs (dynamic-range quantized), as LiteRT's hybrid kernel: each lhs row
+  // quantized (QuantizeHybridInput; asymmetric with asymmetric_quantize_inputs), the int32 sums,
+  // the row's zero point taken out in float as LiteRT does (sum - rhs column sum * offset,
+  // truncated back to int32), then 0 + (row scale * rhs scale) * sum. The rhs has one scale.
+  graphStatus Hybrid(EagerOpExecutionContext* ctx, const Tensor* x, const Tensor* w, Tensor* y, const Dims& d, const Shape& xb, const Shape& wb,
+                     bool ax, bool ay) const {
+    if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 1)
+      return Fail(ctx, "a hybrid batch matmul (float lhs, int8 rhs) takes an rhs with one scale, not one per channel");
+    const Quant wq = InputQuant(ctx, 1);
+    if (!wq.quantized()) return Fail(ctx, "the int8 rhs of a hybrid batch matmul needs a scale");
+    const bool asym = Flag(ctx, "asymmetric_quantize_inputs");
+    const int64_t batches = d.batch.GetShapeSize(), mk = d.m * d.k, kn = d.k * d.n;
+    const float* px = x->GetData<float>();
+    const int8_t* pw = w->GetData<int8_t>();
+    float* py = y->GetData<float>();
+    ctx->ParallelFor(batches * d.m, 1, [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<size_t>(d.k));
+      std::vector<int8_t> q(static_cast<size_t>(std::max<int64_t>(1, d.k)));
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / d.m, i = r % d.m;
+        const float* xm = px + BatchOffset(d.batch, xb, b, mk);
+        const int8_t* wm = pw + BatchOffset(d.batch, wb, b, kn);
+        for (int64_t t = 0; t < d.k; ++t) row[static_cast<size_t>(t)] = xm[ax ? t * d.m + i : i * d.k + t];
+        const HybridScale h = QuantizeHybridInput(nullptr, row.data(), d.k, asym, q.data());
+        const float sf = h.scale * wq.scale, off = static_cast<float>(h.offset);
+        for (int64_t j = 0; j < d.n; ++j) {
+          int32_t total = 0, col_sum = 0;
+          for (int64_t t = 0; t < d.k; ++t) {
+            const int32_t v = wm[ay ? j * d.k + t : t * d.n + j];
+            total += static_cast<int32_t>(q[static_cast<size_t>(t)]) * v;
+            col_sum += v;
+          }
+          total = static_cast<int32_t>(static_cast<float>(total) - static_cast<float>(col_sum) * off);
+          py[r * d.n + j] = 0.f + sf * static_cast<float>(total);
+        }
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* w = ctx->GetInputTensor(1);
@@ -3310,6 +3352,7 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp, public Emitta
     for (size_t i = 0; i + 2 < w->GetShape().GetDimNum(); ++i) wb.AppendDim(w->GetShape().GetDim(i));
     const int64_t batches = d.batch.GetShapeSize(), mk = d.m * d.k, kn = d.k * d.n;
     const bool ay = Flag(ctx, "adj_y"), ax = Flag(ctx, "adj_x");
+    if (xt == DT_FLOAT && wt == DT_INT8 && yt == DT_FLOAT) return Hybrid(ctx, x, w, y, d, xb, wb, ax, ay);
     if (xt == DT_FLOAT && wt == DT_FLOAT && yt == DT_FLOAT) {
       const float* px = x->GetData<float>();
       const float* pw = w->GetData<float>();
