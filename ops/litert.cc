@@ -3255,8 +3255,8 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp, public Emitta
     Dims d;
     if (!Geometry(ctx, x->GetShape(), w->GetShape(), &d)) return GRAPH_FAILED;
     const DataType xt = x->GetDataType(), wt = w->GetDataType(), yt = y->GetDataType();
-    if (xt == DT_FLOAT && wt == DT_INT8)
-      return Fail(ctx, "a hybrid batch matmul (float lhs, int8 rhs) runs in Weft's runtime but has no C emitter yet");
+    float hybrid_scale = 0.f;
+    if (xt == DT_FLOAT && wt == DT_INT8 && !RhsScale(ctx, &hybrid_scale)) return GRAPH_FAILED;
     Shape xb, wb;
     for (size_t i = 0; i + 2 < x->GetShape().GetDimNum(); ++i) xb.AppendDim(x->GetShape().GetDim(i));
     for (size_t i = 0; i + 2 < w->GetShape().GetDimNum(); ++i) wb.AppendDim(w->GetShape().GetDim(i));
@@ -3275,6 +3275,24 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp, public Emitta
     std::string code = "{\n  const " + X + "* px = " + ctx->Input(0, X.c_str()) + ";\n  const " + W + "* pw = " + ctx->Input(1, W.c_str()) +
                        ";\n  " + X + "* py = " + ctx->Output(0, X.c_str()) + ";\n  const int64_t* xo = " + ctx->Const("x_offset", DT_INT64, xo) +
                        ";\n  const int64_t* wo = " + ctx->Const("w_offset", DT_INT64, wo) + ";\n";
+    if (xt == DT_FLOAT && wt == DT_INT8) {  // Hybrid's arithmetic: each lhs row gathered, quantized (weft_hybrid_quantize), summed
+      aot::EmitHelper(ctx, kTflKernels, "weft_hybrid_quantize");
+      ctx->Include("<math.h>");
+      const std::string S = ctx->Scratch(static_cast<size_t>(std::max<int64_t>(1, d.k)) * (sizeof(float) + 1));
+      code = "{\n  const float* px = " + ctx->Input(0, "float") + ";\n  const int8_t* pw = " + ctx->Input(1, "int8_t") + ";\n  float* py = " +
+             ctx->Output(0, "float") + ";\n  const int64_t* xo = " + ctx->Const("x_offset", DT_INT64, xo) + ";\n  const int64_t* wo = " +
+             ctx->Const("w_offset", DT_INT64, wo) + ";\n  float* row = (float*)(void*)" + S + ";\n  int8_t* q = (int8_t*)(void*)((unsigned char*)(void*)" + S +
+             " + " + std::to_string(std::max<int64_t>(1, d.k) * 4) + ");\n  int64_t b, i, j, t;\n  for (b = 0; b < " + aot::IntLit(batches) +
+             "; ++b)\n    for (i = 0; i < " + M + "; ++i) {\n      const float* xm = px + xo[b];\n      const int8_t* wm = pw + wo[b];\n      float* out = py + (b * " +
+             M + " + i) * " + N + ";\n      float scale, sf;\n      int32_t offset;\n      for (t = 0; t < " + K + "; ++t) row[t] = xm[" + xi +
+             "];\n      weft_hybrid_quantize(row, " + K + ", " + (Flag(ctx, "asymmetric_quantize_inputs") ? "1" : "0") +
+             ", q, &scale, &offset);\n      sf = scale * " + aot::FloatLit(hybrid_scale) + ";\n      for (j = 0; j < " + N +
+             "; ++j) {\n        int32_t total = 0, col = 0;\n        for (t = 0; t < " + K + "; ++t) {\n          const int32_t v = wm[" + wi +
+             "];\n          total += (int32_t)q[t] * v;\n          col += v;\n        }\n        total = (int32_t)((float)total - (float)col * (float)offset);\n"
+             "        out[j] = 0.f + sf * (float)total;\n      }\n    }\n}\n";
+      ctx->Run(code);
+      return GRAPH_SUCCESS;
+    }
     std::string inner;
     if (is_float) {
       inner = "        float acc = 0.f;\n        for (t = 0; t < " + K + "; ++t) acc += xm[" + xi + "] * wm[" + wi + "];\n        out[j] = acc;\n";
@@ -3299,16 +3317,23 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp, public Emitta
     return GRAPH_SUCCESS;
   }
 
+  // The one scale of a hybrid batch matmul's int8 rhs.
+  static bool RhsScale(const KernelContextBase* ctx, float* scale) {
+    ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    if (chs.size() > 1) return Fail(ctx, "a hybrid batch matmul (float lhs, int8 rhs) takes an rhs with one scale, not one per channel"), false;
+    *scale = chs.size() == 1 ? chs[0] : InputQuant(ctx, 1).scale;
+    if (!(*scale > 0.f) || !std::isfinite(*scale)) return Fail(ctx, "the int8 rhs of a hybrid batch matmul needs a positive, finite scale"), false;
+    return true;
+  }
+
   // Float lhs with int8 rhs (dynamic-range quantized), as LiteRT's hybrid kernel: each lhs row
   // quantized (QuantizeHybridInput; asymmetric with asymmetric_quantize_inputs), the int32 sums,
   // the row's zero point taken out in float as LiteRT does (sum - rhs column sum * offset,
   // truncated back to int32), then 0 + (row scale * rhs scale) * sum. The rhs has one scale.
   graphStatus Hybrid(EagerOpExecutionContext* ctx, const Tensor* x, const Tensor* w, Tensor* y, const Dims& d, const Shape& xb, const Shape& wb,
                      bool ax, bool ay) const {
-    if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 1)
-      return Fail(ctx, "a hybrid batch matmul (float lhs, int8 rhs) takes an rhs with one scale, not one per channel");
-    const Quant wq = InputQuant(ctx, 1);
-    if (!wq.quantized()) return Fail(ctx, "the int8 rhs of a hybrid batch matmul needs a scale");
+    float w_scale = 0.f;
+    if (!RhsScale(ctx, &w_scale)) return GRAPH_FAILED;
     const bool asym = Flag(ctx, "asymmetric_quantize_inputs");
     const int64_t batches = d.batch.GetShapeSize(), mk = d.m * d.k, kn = d.k * d.n;
     const float* px = x->GetData<float>();
@@ -3323,7 +3348,7 @@ class TflBatchMatmul : public EagerExecuteOp, public ShapeInferOp, public Emitta
         const int8_t* wm = pw + BatchOffset(d.batch, wb, b, kn);
         for (int64_t t = 0; t < d.k; ++t) row[static_cast<size_t>(t)] = xm[ax ? t * d.m + i : i * d.k + t];
         const HybridScale h = QuantizeHybridInput(nullptr, row.data(), d.k, asym, q.data());
-        const float sf = h.scale * wq.scale, off = static_cast<float>(h.offset);
+        const float sf = h.scale * w_scale, off = static_cast<float>(h.offset);
         for (int64_t j = 0; j < d.n; ++j) {
           int32_t total = 0, col_sum = 0;
           for (int64_t t = 0; t < d.k; ++t) {
@@ -5423,8 +5448,27 @@ class TflSvdf : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     ctx->Include("<string.h>");
     const std::string dims = std::to_string(batch) + ", " + std::to_string(input_size) + ", " + std::to_string(filters) + ", " +
                              std::to_string(memory) + ", " + std::to_string(rank) + ", ";
-    if (x->GetDataType() == DT_FLOAT && wf->GetDataType() == DT_INT8)
-      return Fail(ctx, "a hybrid SVDF (float input, int8 weights) runs in Weft's runtime but has no C emitter yet");
+    if (x->GetDataType() == DT_FLOAT && wf->GetDataType() == DT_INT8) {  // Execute's hybrid arithmetic (weft_svdf_hybrid)
+      const Quant fq = InputQuant(ctx, 1), tq = InputQuant(ctx, 2);
+      if (wt->GetDataType() != DT_INT8 || !fq.quantized() || !tq.quantized() || (b && b->GetDataType() != DT_FLOAT))
+        return Fail(ctx, "a hybrid SVDF takes int8 weights_feature and weights_time with a scale each and a float32 bias");
+      float lo, hi;
+      tfl::ActivationRange(act, &lo, &hi);
+      std::vector<float> time(static_cast<size_t>(filters * memory));
+      const int8_t* pti = wt->GetData<int8_t>();
+      if (!pti) return Fail(ctx, "a hybrid SVDF's weights_time must be a constant for the generated C");
+      for (size_t k = 0; k < time.size(); ++k) time[k] = static_cast<float>(pti[k]) * tq.scale;
+      const bool* asym = ctx->GetAttrs()->GetBool("asymmetric_quantize_inputs");
+      ctx->DeclareState("float svdf_state[" + std::to_string(cells) + "];\n");
+      aot::EmitHelper(ctx, kTflKernels, "weft_svdf_hybrid");
+      ctx->Include("<math.h>");
+      const std::string q = ctx->Scratch(static_cast<size_t>(std::max<int64_t>(1, input_size)));
+      ctx->Run("weft_svdf_hybrid(" + dims + ctx->Input(0, "float") + ", " + ctx->Input(1, "int8_t") + ", " + aot::FloatLit(fq.scale) + ", " +
+               ctx->Const("weights_time", DT_FLOAT, time) + ", " + (b ? ctx->Input(3, "float") : std::string("0")) + ", " +
+               (asym && *asym ? "1" : "0") + ", " + aot::FloatLit(lo) + ", " + aot::FloatLit(hi) + ", (int8_t*)(void*)" + q + ", " + ctx->State() +
+               "->svdf_state, " + ctx->Output(0, "float") + ");\n");
+      return GRAPH_SUCCESS;
+    }
     if (x->GetDataType() == DT_FLOAT) {
       if (wf->GetDataType() != DT_FLOAT || wt->GetDataType() != DT_FLOAT || (b && b->GetDataType() != DT_FLOAT))
         return Fail(ctx, "float SVDF takes float32 weights and bias");

@@ -964,21 +964,13 @@ static void weft_transpose_conv_q(const weft_tconv* g, int type, const void* x, 
         }
 }
 
-/* @helper weft_svdf_f32 */
-/* Float SVDF over its state [batch, filters, memory]: shifted left one step, the newest feature
- * activation appended, then each unit sums `rank` filters' dots with weights_time. */
-static void weft_svdf_f32(int32_t batch, int32_t input_size, int32_t filters, int32_t memory, int32_t rank, const float* x,
-                          const float* wf, const float* wt, const float* bias, float lo, float hi, float* state, float* y) {
-  const int64_t cells = (int64_t)batch * filters * memory;
+/* @helper weft_svdf_time */
+/* A float SVDF's output from its state [batch, filters, memory]: each unit sums `rank` filters'
+ * dots with weights_time, after the bias; clamped. */
+static void weft_svdf_time(int32_t batch, int32_t filters, int32_t memory, int32_t rank, const float* wt, const float* bias, float lo,
+                           float hi, const float* state, float* y) {
   const int32_t units = filters / rank;
-  int32_t n, f, c, u, r, t;
-  memmove(state, state + 1, (size_t)(cells - 1) * sizeof(float));
-  for (n = 0; n < batch; ++n)
-    for (f = 0; f < filters; ++f) {
-      float acc = 0.f;
-      for (c = 0; c < input_size; ++c) acc += wf[(int64_t)f * input_size + c] * x[(int64_t)n * input_size + c];
-      state[((int64_t)n * filters + f) * memory + memory - 1] = acc;
-    }
+  int32_t n, u, r, t;
   for (n = 0; n < batch; ++n)
     for (u = 0; u < units; ++u) {
       float out = bias ? bias[u] : 0.f;
@@ -992,6 +984,47 @@ static void weft_svdf_f32(int32_t batch, int32_t input_size, int32_t filters, in
       out = out < lo ? lo : out;
       y[(int64_t)n * units + u] = out > hi ? hi : out;
     }
+}
+
+/* @helper weft_svdf_f32 needs: weft_svdf_time */
+/* Float SVDF over its state [batch, filters, memory]: shifted left one step, the newest feature
+ * activation appended, then each unit sums `rank` filters' dots with weights_time. */
+static void weft_svdf_f32(int32_t batch, int32_t input_size, int32_t filters, int32_t memory, int32_t rank, const float* x,
+                          const float* wf, const float* wt, const float* bias, float lo, float hi, float* state, float* y) {
+  const int64_t cells = (int64_t)batch * filters * memory;
+  int32_t n, f, c;
+  memmove(state, state + 1, (size_t)(cells - 1) * sizeof(float));
+  for (n = 0; n < batch; ++n)
+    for (f = 0; f < filters; ++f) {
+      float acc = 0.f;
+      for (c = 0; c < input_size; ++c) acc += wf[(int64_t)f * input_size + c] * x[(int64_t)n * input_size + c];
+      state[((int64_t)n * filters + f) * memory + memory - 1] = acc;
+    }
+  weft_svdf_time(batch, filters, memory, rank, wt, bias, lo, hi, state, y);
+}
+
+/* @helper weft_svdf_hybrid needs: weft_svdf_time weft_hybrid_quantize */
+/* A hybrid SVDF (float input and state, int8 weights_feature with scale wf_scale; wt: weights_time
+ * as floats): each input row quantized (q: input_size bytes of scratch), the newest activation
+ * 0 + dot * (row scale * wf_scale), then as the float SVDF. */
+static void weft_svdf_hybrid(int32_t batch, int32_t input_size, int32_t filters, int32_t memory, int32_t rank, const float* x,
+                             const int8_t* wf, float wf_scale, const float* wt, const float* bias, int asym, float lo, float hi, int8_t* q,
+                             float* state, float* y) {
+  const int64_t cells = (int64_t)batch * filters * memory;
+  int32_t n, f, c;
+  memmove(state, state + 1, (size_t)(cells - 1) * sizeof(float));
+  for (n = 0; n < batch; ++n) {
+    float scale, sf;
+    int32_t offset;
+    weft_hybrid_quantize(x + (int64_t)n * input_size, input_size, asym, q, &scale, &offset);
+    sf = scale * wf_scale;
+    for (f = 0; f < filters; ++f) {
+      int32_t dot = 0;
+      for (c = 0; c < input_size; ++c) dot += (int32_t)wf[(int64_t)f * input_size + c] * ((int32_t)q[c] - offset);
+      state[((int64_t)n * filters + f) * memory + memory - 1] = 0.f + (float)dot * sf;
+    }
+  }
+  weft_svdf_time(batch, filters, memory, rank, wt, bias, lo, hi, state, y);
 }
 
 /* @helper weft_svdf_q needs: weft_fixed_point weft_qio */
