@@ -1563,7 +1563,7 @@ WEFT_INT_CLONES void AddRowInt16(const int16_t* a, const int16_t* b, int16_t* ou
 }
 
 // What a fast path returns when it does not apply (GRAPH_SUCCESS or GRAPH_FAILED otherwise).
-constexpr int kNotApplicable = -1;
+constexpr int kNotApplicable = 1;  // neither GRAPH_SUCCESS (0) nor GRAPH_FAILED (-1 as an int)
 
 // ---- fast 8-bit paths ---------------------------------------------------------------------------
 // Integer products summed in int32 give the same bits however they are ordered, so these paths
@@ -1807,16 +1807,45 @@ struct HybridScale {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(WEFT_SANITIZED) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define WEFT_HYBRID_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math", "fp-contract=off")))
-// The smallest and largest value do not depend on the order they are looked for in, so the
-// reduction may be reordered (its ties between -0 and +0 do not change the quantization).
-#define WEFT_HYBRID_MINMAX_CLONES \
-  __attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math", "finite-math-only", "no-signed-zeros")))
 #else
 #define WEFT_HYBRID_CLONES
-#define WEFT_HYBRID_MINMAX_CLONES
 #endif
 
-WEFT_HYBRID_MINMAX_CLONES void HybridMinMax(const float* x, int64_t n, float* mn, float* mx) {
+// The smallest and largest of x[0, n), as LiteRT's scalar scan finds them: a NaN after the first
+// element is skipped; a NaN first element is the answer. The vector forms keep that: the lanes
+// start from x[0], and min/max instructions return their second operand (the running value) when
+// the first is NaN.
+#ifdef WEFT_LITERT_AVX2
+__attribute__((target("avx512f"))) void HybridMinMaxAvx512(const float* x, int64_t n, float* mn, float* mx) {
+  __m512 lo = _mm512_set1_ps(x[0]), hi = lo;
+  int64_t c = 0;
+  for (; c + 16 <= n; c += 16) {
+    const __m512 v = _mm512_loadu_ps(x + c);
+    lo = _mm512_mask_min_ps(lo, 0xFFFF, v, lo);  // (the masked forms: GCC 12 warns about the plain ones' undefined source)
+    hi = _mm512_mask_max_ps(hi, 0xFFFF, v, hi);
+  }
+  alignas(64) float l[16], h[16];
+  _mm512_store_ps(l, lo);
+  _mm512_store_ps(h, hi);
+  float a = l[0], b = h[0];
+  for (int k = 1; k < 16; ++k) {
+    a = l[k] < a ? l[k] : a;
+    b = h[k] > b ? h[k] : b;
+  }
+  for (; c < n; ++c) {
+    a = x[c] < a ? x[c] : a;
+    b = x[c] > b ? x[c] : b;
+  }
+  *mn = a;
+  *mx = b;
+}
+#endif
+
+void HybridMinMax(const float* x, int64_t n, float* mn, float* mx) {
+#ifdef WEFT_LITERT_AVX2
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512 && n >= 64) return HybridMinMaxAvx512(x, n, mn, mx);
+#endif
   float lo = x[0], hi = x[0];
   for (int64_t c = 1; c < n; ++c) {
     lo = x[c] < lo ? x[c] : lo;
@@ -2462,6 +2491,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
                      Activation act) const {
     HybridPlan plan;
     if (!PlanHybrid(ctx, b, y, g.oc, &plan)) return GRAPH_FAILED;
+    if (g.n * g.oh * g.ow * g.oc == 0) return GRAPH_SUCCESS;  // an empty output
     float lo, hi;
     tfl::ActivationRange(act, &lo, &hi);
     const bool dw = plan.mode == kHybridDepthwise;
@@ -2483,7 +2513,7 @@ class TflConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, 
         GemmOut out;
         out.acc = acc + bn * pixels * g.oc;
         const int st = ConvGemmS8(ctx, one, q + bn * image, static_cast<int8_t>(img[bn].offset), pw, out, packed_.get());
-        if (st == static_cast<int>(GRAPH_FAILED)) return GRAPH_FAILED;
+        if (st != kNotApplicable && st != static_cast<int>(GRAPH_SUCCESS)) return GRAPH_FAILED;
         gemm = st != kNotApplicable;
       }
     }
@@ -3506,13 +3536,23 @@ class TflEmbeddingLookup : public EagerExecuteOp, public ShapeInferOp, public Em
                            DataTypeName(y->GetDataType())),
              false;
     ListView<float> chs = ctx->GetAttrs()->GetListFloat("channel_scales");
+    ListView<int64_t> czs = ctx->GetAttrs()->GetListInt("channel_zero_points");
     const Quant q = InputQuant(ctx, 1);
     if (chs.size() > 1 && static_cast<int64_t>(chs.size()) != p->rows)
       return Fail(ctx, "the value has " + std::to_string(chs.size()) + " scales for " + std::to_string(p->rows) + " rows"), false;
+    if (chs.size() > 1 && IntAttr(ctx, "quantized_dimension") != 0)
+      return Fail(ctx, "int8 values take their scales per row (quantized_dimension 0), not along dimension " +
+                           std::to_string(IntAttr(ctx, "quantized_dimension"))),
+             false;
+    for (int64_t z : czs)
+      if (z != 0) return Fail(ctx, "int8 values must be symmetric (zero point 0), not " + std::to_string(z)), false;
+    if (chs.size() == 0 && q.zp != 0) return Fail(ctx, "int8 values must be symmetric (zero point 0), not " + std::to_string(q.zp)), false;
     if (chs.size() == 0 && !q.quantized()) return Fail(ctx, "int8 values need a scale to give float32"), false;
     p->dequantize = true;
     if (chs.size() > 1) p->scales.assign(chs.begin(), chs.end());
     else p->scales.assign(1, chs.size() == 1 ? chs[0] : q.scale);
+    for (float v : p->scales)
+      if (!(v > 0.f) || !std::isfinite(v)) return Fail(ctx, "the int8 values' scales must be positive and finite"), false;
     return true;
   }
 
@@ -5450,6 +5490,8 @@ class TflSvdf : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
                              std::to_string(memory) + ", " + std::to_string(rank) + ", ";
     if (x->GetDataType() == DT_FLOAT && wf->GetDataType() == DT_INT8) {  // Execute's hybrid arithmetic (weft_svdf_hybrid)
       const Quant fq = InputQuant(ctx, 1), tq = InputQuant(ctx, 2);
+      if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 0)
+        return Fail(ctx, "a hybrid SVDF takes weights with one scale each, not per-channel scales");
       if (wt->GetDataType() != DT_INT8 || !fq.quantized() || !tq.quantized() || (b && b->GetDataType() != DT_FLOAT))
         return Fail(ctx, "a hybrid SVDF takes int8 weights_feature and weights_time with a scale each and a float32 bias");
       float lo, hi;
@@ -5541,6 +5583,8 @@ class TflSvdf : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     if (x->GetDataType() == DT_FLOAT) {
       // Hybrid (dynamic-range quantized): int8 weights_feature and weights_time, each with a scale.
       const bool hybrid = wf->GetDataType() == DT_INT8;
+      if (hybrid && ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 0)
+        return Fail(ctx, "a hybrid SVDF takes weights with one scale each, not per-channel scales");
       if (hybrid ? (wt->GetDataType() != DT_INT8 || !InputQuant(ctx, 1).quantized() || !InputQuant(ctx, 2).quantized())
                  : (wf->GetDataType() != DT_FLOAT || wt->GetDataType() != DT_FLOAT))
         return Fail(ctx, std::string("float SVDF takes float32 weights, or int8 weights_feature and weights_time with a scale each (hybrid), not ") +
@@ -5589,14 +5633,16 @@ class TflSvdf : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       float* py = y->GetData<float>();
       for (int64_t n = 0; n < batch; ++n)
         for (int64_t u = 0; u < units; ++u) {
-          float out = b ? b->GetData<float>()[u] : 0.f;
+          // As LiteRT: the rank filters' dots summed, then added to the bias.
+          float sum = 0.f;
           for (int64_t r = 0; r < rank; ++r) {
             const int64_t f = u * rank + r;
             const float* m = state + (n * filters + f) * memory;
             float dot = 0.f;
             for (int64_t t = 0; t < memory; ++t) dot += pt[f * memory + t] * m[t];
-            out += dot;
+            sum += dot;
           }
+          const float out = (b ? b->GetData<float>()[u] : 0.f) + sum;
           py[n * units + u] = std::min(std::max(out, lo), hi);
         }
       return GRAPH_SUCCESS;
@@ -5718,6 +5764,27 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     return true;
   }
   static bool LayerNorm(const KernelContextBase* ctx) { return ctx->GetOptionalInputTensor(kLn0 + 1) != nullptr; }
+  // The per-cell vectors (peepholes, biases, layer-norm coefficients) hold one value per cell, and
+  // a layer-normalized LSTM has coefficients for every gate it has.
+  static bool GateVectorsFit(const KernelContextBase* ctx, int64_t cell) {
+    const bool cifg = !ctx->GetOptionalInputTensor(kWxi);
+    int present = 0;
+    for (size_t k = kLn0; k < kLn0 + 4; ++k) present += ctx->GetOptionalInputTensor(k) ? 1 : 0;
+    if (present && (present != (cifg ? 3 : 4) || (cifg && ctx->GetOptionalInputTensor(kLn0))))
+      return Fail(ctx, "a layer-normalized LSTM needs one layer-norm coefficient vector per gate (" +
+                           std::string(cifg ? "forget, cell and output with CIFG" : "input, forget, cell and output") + "); " + std::to_string(present) +
+                           " given"),
+             false;
+    for (size_t k : {size_t(kPi), size_t(kPf), size_t(kPo), size_t(kBi), size_t(kBf), size_t(kBc), size_t(kBo), size_t(kLn0), size_t(kLn0 + 1),
+                     size_t(kLn0 + 2), size_t(kLn0 + 3)}) {
+      const Tensor* t = ctx->GetOptionalInputTensor(k);
+      if (t && t->GetShapeSize() != cell)
+        return Fail(ctx, "input " + std::to_string(k) + " holds " + std::to_string(t->GetShapeSize()) + " values, not one per cell (" +
+                             std::to_string(cell) + ")"),
+               false;
+    }
+    return true;
+  }
   // TFLite's mean/stddev normalization of one gate's cells, then its coefficients and bias.
   static void NormalizeGate(float* v, int64_t n, const float* coef, const float* bias) {
     float sum = 0.f;
@@ -5734,8 +5801,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetRequiredInputTensor(kX);
     if (x->GetDataType() == DT_INT8) return EmitInteger(ctx, x);
-    if (Hybrid(ctx))
-      return Fail(ctx, "a hybrid LSTM (float activations, int8 weights) runs in Weft's runtime but has no C emitter yet");
+    if (Hybrid(ctx)) return EmitHybrid(ctx, x);
     if (!FloatInputsSupported(ctx)) return GRAPH_FAILED;
     const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
     const char* act_s = ctx->GetAttrs()->GetStr("fused_activation_function");
@@ -5777,6 +5843,72 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     ctx->Run(r.str());
     return GRAPH_SUCCESS;
   }
+  // Hybrid: weft_lstm_hybrid, ExecuteHybrid's arithmetic; the peepholes' weights as float
+  // constants (int8 * scale, as ExecuteHybrid forms them), the states in the node's state struct.
+  graphStatus EmitHybrid(EmitContext* ctx, const Tensor* x) {
+    const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
+    const bool asym = [&] { const bool* b = ctx->GetAttrs()->GetBool("asymmetric_quantize_inputs"); return b && *b; }();
+    const char* act_s = ctx->GetAttrs()->GetStr("fused_activation_function");
+    const std::string act = act_s ? act_s : "TANH";
+    const int act_code = act == "NONE" ? 0 : act == "RELU" ? 1 : act == "RELU6" ? 2 : act == "RELU_N1_TO_1" ? 3 : act == "TANH" ? 4 : -1;
+    if (act_code < 0) return Fail(ctx, "activation " + act + " is not supported");
+    if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 0)
+      return Fail(ctx, "a hybrid LSTM's weights take one scale each, not channel scales");
+    const Shape& xs = x->GetShape();
+    const int64_t batch = time_major ? xs.GetDim(1) : xs.GetDim(0), steps = time_major ? xs.GetDim(0) : xs.GetDim(1), in = xs.GetDim(2);
+    const int64_t cell = ctx->GetRequiredInputTensor(kWxo)->GetShape().GetDim(0), out = ctx->GetRequiredInputTensor(kWho)->GetShape().GetDim(1);
+    for (int64_t v : {batch, steps, in, cell, out})
+      if (v > INT32_MAX / 8) return Fail(ctx, "too large for the generated C");
+    if (!GateVectorsFit(ctx, cell)) return GRAPH_FAILED;
+    const bool cifg = !ctx->GetOptionalInputTensor(kWxi);
+    if (cifg != !ctx->GetOptionalInputTensor(kWhi)) return Fail(ctx, "input_to_input_weights and recurrent_to_input_weights must be both present or both absent (CIFG)");
+    auto present = [&](int k) { return ctx->GetOptionalInputTensor(static_cast<size_t>(k)) != nullptr; };
+    for (int k : {int(kWxi), int(kWxf), int(kWxc), int(kWxo), int(kWhi), int(kWhf), int(kWhc), int(kWho), int(kPi), int(kPf), int(kPo), int(kProj)})
+      if (present(k) && (ctx->GetOptionalInputTensor(static_cast<size_t>(k))->GetDataType() != DT_INT8 || !InputQuant(ctx, static_cast<size_t>(k)).quantized()))
+        return Fail(ctx, "input " + std::to_string(k) + " of a hybrid LSTM must be int8 with a scale");
+    for (int k : {int(kBi), int(kBf), int(kBc), int(kBo), int(kProjBias), int(kLn0), kLn0 + 1, kLn0 + 2, kLn0 + 3})
+      if (present(k) && ctx->GetOptionalInputTensor(static_cast<size_t>(k))->GetDataType() != DT_FLOAT)
+        return Fail(ctx, "input " + std::to_string(k) + " of a hybrid LSTM must be float32");
+    for (int g = cifg ? 1 : 0; g < 4; ++g)
+      if (!present(kBi + g)) return Fail(ctx, "a hybrid LSTM needs a bias for every gate it has");
+    auto f32 = [&](int k) { return present(k) ? ctx->Input(aot::InputAt(ctx, static_cast<size_t>(k)), "float") : std::string("0"); };
+    auto i8 = [&](int k) { return present(k) ? ctx->Input(aot::InputAt(ctx, static_cast<size_t>(k)), "int8_t") : std::string("0"); };
+    auto sc = [&](int k) { return aot::FloatLit(present(k) ? InputQuant(ctx, static_cast<size_t>(k)).scale : 0.f); };
+    const bool ln = LayerNorm(ctx);
+    ctx->Include("<string.h>");
+    ctx->Include("<math.h>");
+    ctx->DeclareState("float h[" + std::to_string(batch * out) + "];\nfloat c[" + std::to_string(batch * cell) + "];\n");
+    aot::EmitHelper(ctx, kTflKernels, "weft_lstm_hybrid");
+    const std::string gate = ctx->Scratch(static_cast<size_t>(5 * cell) * sizeof(float));
+    const std::string q = ctx->Scratch(static_cast<size_t>(in + out + cell + 1));
+    std::ostringstream r;
+    r << "{\n  weft_lstm_hybrid_args a;\n  a.batch = " << batch << ";\n  a.steps = " << steps << ";\n  a.in = " << in << ";\n  a.cell = " << cell
+      << ";\n  a.out = " << out << ";\n  a.time_major = " << (time_major ? 1 : 0) << ";\n  a.cifg = " << (cifg ? 1 : 0) << ";\n  a.asym = " << (asym ? 1 : 0)
+      << ";\n  a.act = " << act_code << ";\n  a.cell_clip = "
+      << aot::FloatLit(ctx->GetAttrs()->GetFloat("cell_clip") ? *ctx->GetAttrs()->GetFloat("cell_clip") : 0.f) << ";\n  a.proj_clip = "
+      << aot::FloatLit(ctx->GetAttrs()->GetFloat("proj_clip") ? *ctx->GetAttrs()->GetFloat("proj_clip") : 0.f) << ";\n";
+    const int wx[4] = {kWxi, kWxf, kWxc, kWxo}, wh[4] = {kWhi, kWhf, kWhc, kWho}, bias[4] = {kBi, kBf, kBc, kBo}, peep[4] = {kPi, kPf, -1, kPo};
+    for (int g = 0; g < 4; ++g) {
+      std::string pp = "0";
+      if (peep[g] >= 0 && present(peep[g])) {
+        const Tensor* t = ctx->GetOptionalInputTensor(static_cast<size_t>(peep[g]));
+        if (!t->GetData<int8_t>()) return Fail(ctx, "a hybrid LSTM's peephole weights must be constants for the generated C");
+        std::vector<float> w(static_cast<size_t>(cell));
+        const float s = InputQuant(ctx, static_cast<size_t>(peep[g])).scale;
+        for (int64_t j = 0; j < cell; ++j) w[static_cast<size_t>(j)] = static_cast<float>(t->GetData<int8_t>()[j]) * s;
+        pp = ctx->Const("peephole", DT_FLOAT, w);
+      }
+      r << "  a.wx[" << g << "] = " << i8(wx[g]) << ";\n  a.wh[" << g << "] = " << i8(wh[g]) << ";\n  a.sx[" << g << "] = " << sc(wx[g])
+        << ";\n  a.sh[" << g << "] = " << sc(wh[g]) << ";\n  a.bias[" << g << "] = " << f32(bias[g]) << ";\n  a.peep[" << g << "] = " << pp
+        << ";\n  a.ln[" << g << "] = " << (ln ? f32(kLn0 + g) : std::string("0")) << ";\n";
+    }
+    r << "  a.proj = " << i8(kProj) << ";\n  a.s_proj = " << sc(kProj) << ";\n  a.proj_bias = " << f32(kProjBias) << ";\n  weft_lstm_hybrid(&a, "
+      << ctx->Input(0, "float") << ", " << ctx->Output(0, "float") << ", " << ctx->State() << "->h, " << ctx->State() << "->c, (float*)(void*)" << gate
+      << ", (int8_t*)(void*)" << q << ");\n}\n";
+    ctx->Run(r.str());
+    return GRAPH_SUCCESS;
+  }
+
   // Integer: weft_lstm_q with the constants of PlanInteger/FoldInteger (the folded biases as
   // arrays), the states in the node's state struct, set to their zero points by the node's init.
   graphStatus EmitInteger(EmitContext* ctx, const Tensor* x) {
@@ -5911,6 +6043,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     const Shape& xs = x->GetShape();
     const int64_t batch = time_major ? xs.GetDim(1) : xs.GetDim(0), steps = time_major ? xs.GetDim(0) : xs.GetDim(1), in = xs.GetDim(2);
     const int64_t cell = ctx->GetRequiredInputTensor(kWxo)->GetShape().GetDim(0), out = ctx->GetRequiredInputTensor(kWho)->GetShape().GetDim(1);
+    if (!GateVectorsFit(ctx, cell)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_FLOAT);
     if (!y) return GRAPH_FAILED;
     auto i8 = [&](int k) -> const int8_t* {
@@ -6041,6 +6174,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     const int64_t batch = time_major ? xs.GetDim(1) : xs.GetDim(0), steps = time_major ? xs.GetDim(0) : xs.GetDim(1);
     const int64_t in = xs.GetDim(2);
     const int64_t cell = ctx->GetRequiredInputTensor(kWxo)->GetShape().GetDim(0), out = ctx->GetRequiredInputTensor(kWho)->GetShape().GetDim(1);
+    if (!GateVectorsFit(ctx, cell)) return GRAPH_FAILED;
     auto data = [&](int k) -> const float* {
       const Tensor* t = ctx->GetOptionalInputTensor(static_cast<size_t>(k));
       return t ? t->GetData<float>() : nullptr;

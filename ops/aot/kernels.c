@@ -197,7 +197,11 @@ static void weft_hybrid_quantize(const float* x, int64_t n, int asym, int8_t* q,
     inv = 127.f / range;
     *scale = range / 127.f;
     for (c = 0; c < n; ++c) {
-      int32_t v = (int32_t)roundf(x[c] * inv);
+      float f = x[c] * inv;
+      int32_t v;
+      f = f > -512.f ? f : -512.f; /* NaN too: the lowest code, as the runtime */
+      f = f < 512.f ? f : 512.f;
+      v = (int32_t)roundf(f);
       q[c] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
     }
   } else {
@@ -215,7 +219,11 @@ static void weft_hybrid_quantize(const float* x, int64_t n, int asym, int8_t* q,
     *scale = s;
     inv = 1.f / s;
     for (c = 0; c < n; ++c) {
-      int32_t v = (int32_t)roundf(x[c] * inv) + *offset; /* the product rounded, then the zero point */
+      float f = x[c] * inv;
+      int32_t v;
+      f = f > -512.f ? f : -512.f; /* NaN too: the lowest code, as the runtime */
+      f = f < 512.f ? f : 512.f;
+      v = (int32_t)roundf(f) + *offset; /* the product rounded, then the zero point */
       q[c] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
     }
   }
@@ -973,14 +981,15 @@ static void weft_svdf_time(int32_t batch, int32_t filters, int32_t memory, int32
   int32_t n, u, r, t;
   for (n = 0; n < batch; ++n)
     for (u = 0; u < units; ++u) {
-      float out = bias ? bias[u] : 0.f;
+      float out, sum = 0.f; /* the rank filters' dots summed, then added to the bias */
       for (r = 0; r < rank; ++r) {
         const int32_t fi = u * rank + r;
         const float* m = state + ((int64_t)n * filters + fi) * memory;
         float dot = 0.f;
         for (t = 0; t < memory; ++t) dot += wt[(int64_t)fi * memory + t] * m[t];
-        out += dot;
+        sum += dot;
       }
+      out = (bias ? bias[u] : 0.f) + sum;
       out = out < lo ? lo : out;
       y[(int64_t)n * units + u] = out > hi ? hi : out;
     }
@@ -1144,7 +1153,7 @@ static void weft_lstm_ln_step(const weft_lstm_f32_args* a, const float* xt, floa
  * state; the gated output m goes straight into the output row, or into `m` (cell floats of
  * scratch) when a projection follows. h is read for every cell before it changes. With layer
  * norm (a->ln), weft_lstm_ln_step instead, its gates in the scratch before m. */
-static void weft_lstm_f32(const weft_lstm_f32_args* a, const float* x, float* y, float* h_state, float* c_state, float* m_scratch) {
+static WEFT_AOT_UNUSED void weft_lstm_f32(const weft_lstm_f32_args* a, const float* x, float* y, float* h_state, float* c_state, float* m_scratch) {
   int32_t b, t, g, j, k;
   for (b = 0; b < a->batch; ++b) {
     float* h = h_state + (int64_t)b * a->out;
@@ -1186,6 +1195,107 @@ static void weft_lstm_f32(const weft_lstm_f32_args* a, const float* x, float* y,
         }
       }
       memcpy(h, yt, (size_t)a->out * sizeof(float));
+    }
+  }
+}
+
+/* @helper weft_lstm_hybrid needs: weft_lstm_f32 weft_hybrid_quantize */
+/* A hybrid LSTM (float input and states, int8 weights with one scale each), as the runtime runs
+ * it: every step the input row and the previous output quantized (skipped when all zeros); each
+ * gate its bias (0 with layer norm) plus each int32 product times (row scale * weight scale), plus
+ * the peephole (peep: the int8 weights times their scale, as floats) on the cell state, then layer
+ * norm and the activation; the output gate after the new cell state; o * act(c) quantized again
+ * for an int8 projection. */
+typedef struct weft_lstm_hybrid_args {
+  int32_t batch, steps, in, cell, out, time_major, cifg, asym;
+  int32_t act; /* as weft_lstm_f32_args */
+  float cell_clip, proj_clip;
+  const int8_t* wx[4];
+  const int8_t* wh[4];
+  float sx[4], sh[4];
+  const float* bias[4];
+  const float* peep[4];
+  const float* ln[4];
+  const int8_t* proj;
+  float s_proj;
+  const float* proj_bias;
+} weft_lstm_hybrid_args;
+
+typedef struct weft_hybrid_row {
+  const int8_t* q;
+  float scale;
+  int32_t offset, zero; /* zero: the row was all zeros (its product skipped) */
+} weft_hybrid_row;
+
+static void weft_hybrid_row_quantize(const float* v, int32_t n, int asym, int8_t* q, weft_hybrid_row* r) {
+  int32_t k;
+  r->q = q;
+  r->zero = 1;
+  for (k = 0; k < n && r->zero; ++k) r->zero = v[k] == 0.f;
+  r->scale = 1.f;
+  r->offset = 0;
+  if (!r->zero) weft_hybrid_quantize(v, n, asym, q, &r->scale, &r->offset);
+}
+
+/* g[j] += (sum_k w[j][k] * (q[k] - offset)) * (row scale * ws) */
+static void weft_hybrid_accumulate(float* g, const int8_t* w, const weft_hybrid_row* r, int32_t rows, int32_t n, float ws) {
+  const float f = r->scale * ws;
+  int32_t j, k;
+  if (r->zero) return;
+  for (j = 0; j < rows; ++j) {
+    int32_t dot = 0;
+    for (k = 0; k < n; ++k) dot += (int32_t)w[(int64_t)j * n + k] * ((int32_t)r->q[k] - r->offset);
+    g[j] += (float)dot * f;
+  }
+}
+
+static void weft_lstm_hybrid_gate(const weft_lstm_hybrid_args* a, int32_t g, float* v, const weft_hybrid_row* rx, const weft_hybrid_row* rh,
+                                  const float* c, int tanh_like) {
+  int32_t j;
+  for (j = 0; j < a->cell; ++j) v[j] = a->ln[1] ? 0.f : a->bias[g][j];
+  weft_hybrid_accumulate(v, a->wx[g], rx, a->cell, a->in, a->sx[g]);
+  weft_hybrid_accumulate(v, a->wh[g], rh, a->cell, a->out, a->sh[g]);
+  if (a->peep[g])
+    for (j = 0; j < a->cell; ++j) v[j] += a->peep[g][j] * c[j];
+  if (a->ln[1]) weft_lstm_norm(v, a->cell, a->ln[g], a->bias[g]);
+  for (j = 0; j < a->cell; ++j) v[j] = tanh_like ? weft_lstm_act(a->act, v[j]) : weft_sigmoidf(v[j]);
+}
+
+/* gate: 5 * cell floats of scratch; q: in + out + cell bytes. */
+static void weft_lstm_hybrid(const weft_lstm_hybrid_args* a, const float* x, float* y, float* h_state, float* c_state, float* gate, int8_t* q) {
+  int32_t b, t, j, k;
+  float* m = gate + 4 * (int64_t)a->cell;
+  for (b = 0; b < a->batch; ++b) {
+    float* h = h_state + (int64_t)b * a->out;
+    float* c = c_state + (int64_t)b * a->cell;
+    for (t = 0; t < a->steps; ++t) {
+      const int64_t row = a->time_major ? (int64_t)t * a->batch + b : (int64_t)b * a->steps + t;
+      float *ig = gate, *fg = gate + a->cell, *cg = gate + 2 * (int64_t)a->cell, *og = gate + 3 * (int64_t)a->cell;
+      weft_hybrid_row rx, rh;
+      weft_hybrid_row_quantize(x + row * a->in, a->in, a->asym, q, &rx);
+      weft_hybrid_row_quantize(h, a->out, a->asym, q + a->in, &rh);
+      if (!a->cifg) weft_lstm_hybrid_gate(a, 0, ig, &rx, &rh, c, 0);
+      weft_lstm_hybrid_gate(a, 1, fg, &rx, &rh, c, 0);
+      weft_lstm_hybrid_gate(a, 2, cg, &rx, &rh, c, 1);
+      for (j = 0; j < a->cell; ++j) {
+        float cn = fg[j] * c[j];
+        cn += cg[j] * (a->cifg ? 1.f - fg[j] : ig[j]);
+        if (a->cell_clip > 0.f) cn = cn < -a->cell_clip ? -a->cell_clip : cn > a->cell_clip ? a->cell_clip : cn;
+        c[j] = cn;
+      }
+      weft_lstm_hybrid_gate(a, 3, og, &rx, &rh, c, 0);
+      for (j = 0; j < a->cell; ++j) m[j] = og[j] * weft_lstm_act(a->act, c[j]);
+      if (a->proj) {
+        weft_hybrid_row rm;
+        for (k = 0; k < a->out; ++k) h[k] = a->proj_bias ? a->proj_bias[k] : 0.f;
+        weft_hybrid_row_quantize(m, a->cell, a->asym, q + a->in + a->out, &rm);
+        weft_hybrid_accumulate(h, a->proj, &rm, a->out, a->cell, a->s_proj);
+        if (a->proj_clip > 0.f)
+          for (k = 0; k < a->out; ++k) h[k] = h[k] < -a->proj_clip ? -a->proj_clip : h[k] > a->proj_clip ? a->proj_clip : h[k];
+      } else {
+        memcpy(h, m, (size_t)a->out * sizeof(float));
+      }
+      memcpy(y + row * a->out, h, (size_t)a->out * sizeof(float));
     }
   }
 }

@@ -1376,6 +1376,49 @@ def test_dynamic_range_quantized_networks_match_litert_bit_for_bit(tmp_path, net
         assert np.abs(want).max() > 0
 
 
+def test_hybrid_edge_cases(tmp_path):
+    """A hybrid convolution with an empty output gives it (as LiteRT); NaN inputs run, the same way
+    every time (a NaN takes the lowest code)."""
+    rng = np.random.default_rng(9)
+    m = Model()
+    x = m.tensor("x", [1, 2, 2, 3], "float32")
+    w = m.tensor("w", [2, 3, 3, 3], "int8", data=rng.integers(-127, 128, [2, 3, 3, 3]), scale=[0.01, 0.02], zero_point=[0, 0])
+    b = m.tensor("b", [2], "float32", data=np.zeros(2, np.float32))
+    y = m.tensor("y", [1, 0, 0, 2], "float32")
+    m.builtin(3, [x, w, b], [y], options=(1, [(0, "byte", VALID), (1, "int32", 1), (2, "int32", 1)]))
+    path = write(tmp_path, m, [x], [y], name="empty.tflite")
+    got = session().compile(weft.import_litert(path)).run([np.ones([1, 2, 2, 3], np.float32)])[0]
+    assert got.shape == (1, 0, 0, 2)
+    for op in ("conv", "depthwise"):
+        m, x, y, shape, _ = _hybrid_conv(np.random.default_rng(4), op, "per_channel", 1)
+        path = write(tmp_path, m, [x], [y], name=f"nan_{op}.tflite")
+        model = session().compile(weft.import_litert(path))
+        for where in (0, 5):  # LiteRT's result here rests on casting NaN to integers (undefined); Weft's runs and is defined
+            xv = np.random.default_rng(where).standard_normal(shape).astype(np.float32)
+            xv.flat[where] = np.nan
+            got = model.run([xv])[0]
+            assert got.shape == litert_reference(path, [xv]).shape
+            np.testing.assert_array_equal(got, model.run([xv])[0])
+
+
+@pytest.mark.parametrize("case", ["zero_point", "axis1"])
+def test_embedding_lookup_refuses_what_it_cannot_dequantize(tmp_path, case):
+    """int8 embeddings with a zero point, or scales along another dimension than the rows, are
+    errors naming the cause (LiteRT refuses them too), not silently wrong rows."""
+    m = Model()
+    ids = m.tensor("ids", [2], "int32")
+    if case == "zero_point":
+        v = m.tensor("v", [3, 3], "int8", data=np.ones([3, 3], np.int8), scale=0.5, zero_point=5)
+    else:
+        v = m.tensor("v", [3, 3], "int8", data=np.ones([3, 3], np.int8), scale=[1.0, 10.0, 100.0], zero_point=[0, 0, 0],
+                     quantized_dimension=1)
+    y = m.tensor("y", [2, 3], "float32")
+    m.builtin(7, [ids, v], [y])
+    path = write(tmp_path, m, [ids], [y])
+    with pytest.raises(Exception, match="zero point 0" if case == "zero_point" else "per row \\(quantized_dimension 0\\)"):
+        session().compile(weft.import_litert(path)).run([np.array([0, 2], np.int32)])
+
+
 def test_hybrid_grouped_convolution_matches_a_recomputation(tmp_path):
     """A grouped CONV_2D with a float input and int8 filters (which LiteRT's hybrid kernel does not
     take) runs the same arithmetic: checked against a NumPy re-computation of the quantization, the

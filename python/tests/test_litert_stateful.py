@@ -110,13 +110,31 @@ def test_svdf_hybrid_stream_matches_litert(tmp_path, batch, rank, act, bias, asy
     xs[5][:, 0] = 255.0
     model, got, want = stream(path, xs)
     for k, (g, w) in enumerate(zip(got, want)):
-        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=f"step {k}")
+        if asymmetric:
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=f"step {k}")
+        else:  # bit for bit (the rank filters' dots summed before the bias, as LiteRT)
+            np.testing.assert_array_equal(g, w, err_msg=f"step {k}")
     fresh = session().compile(weft.import_litert(path)).run([xs[-1]])[0]
     assert not np.allclose(fresh, got[-1], atol=1e-4)
     # weft aot: the same arithmetic in C, over a stream of 10 runs on one context
     res, _ = aot_module(tmp_path, path, "svdfh")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "0 of" in res.stdout and "(10 runs, twice)" in res.stdout
+
+
+def test_svdf_hybrid_refuses_channel_scales(tmp_path):
+    m = Model()
+    x = m.tensor("x", [1, 4], "float32")
+    wf = m.tensor("wf", [2, 4], "int8", data=np.ones((2, 4)), scale=[0.01, 1.0], zero_point=[0, 0], quantized_dimension=0)
+    wt = m.tensor("wt", [2, 3], "int8", data=np.ones((2, 3)), scale=0.01)
+    state = m.tensor("state", [1, 6], "float32", variable=True)
+    y = m.tensor("y", [1, 2], "float32")
+    m.builtin(SVDF, [x, wf, wt, -1, state], [y], options=(SVDF_OPTIONS, [(0, "int32", 1)]))
+    path = write(tmp_path, m, [x], [y], "svdf_pc.tflite")
+    with pytest.raises(Exception, match="one scale each, not per-channel scales"):
+        session().compile(weft.import_litert(path)).run([np.ones((1, 4), np.float32)])
+    with pytest.raises(Exception, match="one scale each, not per-channel scales"):
+        weft.generate_c(path, tmp_path / "c", prefix="m")
 
 
 def svdf_int(tmp_path, state_type, state_zp, batch=2):
@@ -254,10 +272,48 @@ def test_lstm_hybrid_stream_matches_litert(tmp_path, variant):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"{variant} step {k}")
     model.reset_state()
     np.testing.assert_allclose(model.run([xs[0]])[0], want[0], rtol=1e-5, atol=1e-5)
-    if variant == "plain":  # no C emitter yet: weft aot says so
-        with pytest.raises(Exception, match="hybrid LSTM .* has no C emitter"):
-            weft.generate_c(path, tmp_path / "c", prefix="m")
+    # weft aot: the same arithmetic in C, over a stream of 10 runs on one context
+    res, _ = aot_module(tmp_path, path, "lstmh")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "0 of" in res.stdout and "(10 runs, twice)" in res.stdout
 
+
+def test_lstm_refuses_partial_layer_norm_and_short_vectors(tmp_path):
+    """A layer-normalized LSTM missing a gate's coefficients, or a per-cell vector of the wrong
+    length, is an error naming it (float and hybrid LSTMs), never a read past the tensor."""
+    rng = np.random.default_rng(0)
+
+    def build(name, hybrid, ln_shapes, bias_len=4):
+        m = Model()
+        x = m.tensor("x", [1, 2, 3], "float32")
+
+        def w(n, shape):
+            if hybrid:
+                return m.tensor(n, shape, "int8", data=rng.integers(-127, 128, shape), scale=0.01)
+            return m.tensor(n, shape, "float32", data=rng.standard_normal(shape).astype(np.float32))
+
+        def f(n, shape):
+            return m.tensor(n, shape, "float32", data=rng.standard_normal(shape).astype(np.float32)) if shape else -1
+
+        ins = [x] + [w(f"wx{g}", [4, 3]) for g in "ifco"] + [w(f"wh{g}", [4, 4]) for g in "ifco"] + [-1, -1, -1]
+        ins += [f(f"b{g}", [bias_len]) for g in "ifco"] + [-1, -1]
+        ins += [m.tensor("h", [1, 4], "float32", variable=True), m.tensor("c", [1, 4], "float32", variable=True)]
+        ins += [f(f"ln{g}", shape) for g, shape in zip("ifco", ln_shapes)]
+        y = m.tensor("y", [1, 2, 4], "float32")
+        m.builtin(LSTM, ins, [y], options=(LSTM_OPTIONS, [(0, "byte", TANH)]))
+        return write(tmp_path, m, [x], [y], name)
+
+    xv = np.ones([1, 2, 3], np.float32)
+    for hybrid in (False, True):
+        path = build(f"partial{hybrid}.tflite", hybrid, [[4], None, None, None])
+        with pytest.raises(Exception, match="one layer-norm coefficient vector per gate"):
+            session().compile(weft.import_litert(path)).run([xv])
+        path = build(f"short_ln{hybrid}.tflite", hybrid, [[4], [4], [2], [4]])
+        with pytest.raises(Exception, match="holds 2 values, not one per cell \\(4\\)"):
+            session().compile(weft.import_litert(path)).run([xv])
+        path = build(f"long_bias{hybrid}.tflite", hybrid, [None] * 4, bias_len=50)
+        with pytest.raises(Exception, match="input_gate_bias is \\[50\\], not \\[4\\]"):
+            session().compile(weft.import_litert(path)).run([xv])
 
 @pytest.mark.parametrize("variant", ["plain", "cifg", "peephole", "projection_clips", "time_major", "layer_norm", "layer_norm_cifg_peephole",
                                      "layer_norm_projection_relu"])
