@@ -5764,6 +5764,16 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     return true;
   }
   static bool LayerNorm(const KernelContextBase* ctx) { return ctx->GetOptionalInputTensor(kLn0 + 1) != nullptr; }
+  // The cell activation (fused_activation_function) as a function, or nullptr when unsupported.
+  static float (*CellActivation(const std::string& act))(float) {
+    if (act == "TANH") return [](float v) { return std::tanh(v); };
+    if (act == "RELU") return [](float v) { return std::max(v, 0.f); };
+    if (act == "RELU6") return [](float v) { return std::min(std::max(v, 0.f), 6.f); };
+    if (act == "RELU_N1_TO_1") return [](float v) { return std::min(std::max(v, -1.f), 1.f); };
+    if (act == "NONE") return [](float v) { return v; };
+    return nullptr;
+  }
+
   // The per-cell vectors (peepholes, biases, layer-norm coefficients) hold one value per cell, and
   // a layer-normalized LSTM has coefficients for every gate it has.
   static bool GateVectorsFit(const KernelContextBase* ctx, int64_t cell) {
@@ -6015,13 +6025,8 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     const bool asym = [&] { const bool* b = ctx->GetAttrs()->GetBool("asymmetric_quantize_inputs"); return b && *b; }();
     const char* act_s = ctx->GetAttrs()->GetStr("fused_activation_function");
     const std::string act = act_s ? act_s : "TANH";
-    float (*activate)(float);
-    if (act == "TANH") activate = [](float v) { return std::tanh(v); };
-    else if (act == "RELU") activate = [](float v) { return std::max(v, 0.f); };
-    else if (act == "RELU6") activate = [](float v) { return std::min(std::max(v, 0.f), 6.f); };
-    else if (act == "RELU_N1_TO_1") activate = [](float v) { return std::min(std::max(v, -1.f), 1.f); };
-    else if (act == "NONE") activate = [](float v) { return v; };
-    else return Fail(ctx, "activation " + act + " is not supported");
+    float (*activate)(float) = CellActivation(act);
+    if (!activate) return Fail(ctx, "activation " + act + " is not supported");
     if (ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 0)
       return Fail(ctx, "a hybrid LSTM's weights take one scale each, not channel scales");
     const int weights[] = {kWxi, kWxf, kWxc, kWxo, kWhi, kWhf, kWhc, kWho, kPi, kPf, kPo, kProj};
@@ -6160,13 +6165,8 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
     const char* act_s = ctx->GetAttrs()->GetStr("fused_activation_function");
     const std::string act = act_s ? act_s : "TANH";
-    float (*activate)(float);
-    if (act == "TANH") activate = [](float v) { return std::tanh(v); };
-    else if (act == "RELU") activate = [](float v) { return std::max(v, 0.f); };
-    else if (act == "RELU6") activate = [](float v) { return std::min(std::max(v, 0.f), 6.f); };
-    else if (act == "RELU_N1_TO_1") activate = [](float v) { return std::min(std::max(v, -1.f), 1.f); };
-    else if (act == "NONE") activate = [](float v) { return v; };
-    else return Fail(ctx, "activation " + act + " is not supported");
+    float (*activate)(float) = CellActivation(act);
+    if (!activate) return Fail(ctx, "activation " + act + " is not supported");
     const float* cell_clip = ctx->GetAttrs()->GetFloat("cell_clip");
     const float* proj_clip = ctx->GetAttrs()->GetFloat("proj_clip");
     const float cclip = cell_clip ? *cell_clip : 0.f, pclip = proj_clip ? *proj_clip : 0.f;
