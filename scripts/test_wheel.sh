@@ -26,6 +26,7 @@ mkdir -p "$WORK/run" && cd "$WORK/run"
 cp -r "$ROOT/python/tests" tests
 cp "$ROOT/examples/torch_custom_op/torch_custom_op.py" .
 cp "$ROOT/examples/litert_custom_op/tflite_writer.py" tests/  # the LiteRT tests write their models with it
+cp "$ROOT/bench/litert/make_hybrid.py" tests/  # and the dynamic-range networks with this
 cp "$ROOT/bench/zoo/zoo_models.py" tests/  # the torch.compile tests run the zoo's models
 cp "$ROOT/examples/serving/serve.yaml" tests/  # the serve tests run the example config
 export WEFT_TEST_PACKAGES="$PKGS" WEFT_CACHE_DIR="$WORK/cache" WEFT_CORPORA_DIR="${WEFT_CORPORA_DIR:-$ROOT/../shared/corpora}"

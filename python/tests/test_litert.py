@@ -1359,7 +1359,7 @@ def test_dynamic_range_quantized_networks_match_litert_bit_for_bit(tmp_path, net
     """Whole dynamic-range quantized networks (bench/litert/make_hybrid.py: a keyword-spotting CNN,
     MobileNet v1 at width 0.25 and 128x128): every layer a hybrid CONV_2D, DEPTHWISE_CONV_2D or
     FULLY_CONNECTED, equal to LiteRT's reference kernels bit for bit on random inputs."""
-    sys.path.insert(0, os.path.join(ROOT, "bench", "litert"))
+    sys.path.insert(0, os.path.join(ROOT, "bench", "litert"))  # from the checkout, or copied next to these tests (scripts/test_wheel.sh)
     import make_hybrid
 
     rng = np.random.default_rng(7)
