@@ -35,8 +35,18 @@ def test_replicas_on_several_nodes_and_a_node_lost(tmp_path):
         workers = [cluster.add_node(num_cpus=1, object_store_memory=100 << 20) for _ in range(2)]
         ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
         assert len([n for n in ray.nodes() if n["Alive"]]) == 3
-        serve.start(http_options={"host": "127.0.0.1", "port": PORT})
+        # One HTTP proxy, on the head node (never removed): on one host, a proxy per node would
+        # share the port, and a request could reach one whose routes are not yet up to date.
+        serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": PORT})
         serve.run(ws.build(path, replicas=2, num_cpus=1, version="v1"), name="mlp", route_prefix="/mlp")
+        deadline = time.time() + 60
+        while time.time() < deadline:  # the proxy learns the route shortly after serve.run returns
+            try:
+                if "/mlp" in requests.get(f"http://127.0.0.1:{PORT}/-/routes", timeout=5).json():
+                    break
+            except (requests.RequestException, ValueError):
+                pass
+            time.sleep(0.2)
         deadline = time.time() + 60
         while len(busy_nodes()) < 2 and time.time() < deadline:
             time.sleep(0.2)
