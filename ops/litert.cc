@@ -2912,11 +2912,17 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
   static int32_t WeightZeroPoint(const KernelContextBase* ctx, Quant fq) {
     return ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 1 ? 0 : fq.zp;
   }
-  // Constant int8 weights: packed once for the VNNI GEMM (as TflConv does).
+  // Constant int8 weights: packed once for the VNNI GEMM (as TflConv does); with a float input,
+  // their row sums too (the hybrid kernel's asymmetric zero-point correction).
   graphStatus Compile(OpCompileContext* ctx) override {
     packed_.Clear();
+    row_sums_.clear();
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* w = ctx->GetInputTensor(1);
+    if (x && w && x->GetDataType() == DT_FLOAT && w->GetDataType() == DT_INT8 && w->GetAddr() && w->GetShape().GetDimNum() == 2) {
+      const int64_t oc = w->GetShape().GetDim(0), ic = w->GetShape().GetDim(1);
+      row_sums_ = RowSums(w->GetData<int8_t>(), oc, ic);
+    }
     const bool in_ok = x && (x->GetDataType() == DT_INT8 || x->GetDataType() == DT_FLOAT);  // float: the hybrid kernel's GEMM
     if (!HasVnni512() || !in_ok || !w || w->GetDataType() != DT_INT8 || !w->GetAddr()) return GRAPH_SUCCESS;
     const Shape& ws = w->GetShape();
@@ -3145,8 +3151,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     auto* q = static_cast<int8_t*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(1, rows * ic))));
     auto* row = static_cast<HybridScale*>(ctx->MallocWorkSpace(static_cast<size_t>(rows) * sizeof(HybridScale)));
     auto* acc = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(rows * oc) * sizeof(int32_t)));
-    auto* sums = static_cast<int32_t*>(ctx->MallocWorkSpace(static_cast<size_t>(oc) * sizeof(int32_t)));
-    if (!q || !row || !acc || !sums) return GRAPH_FAILED;
+    if (!q || !row || !acc) return GRAPH_FAILED;
     for (int64_t r = 0; r < rows; ++r) row[r] = QuantizeHybridInput(rows == 1 ? ctx : nullptr, px + r * ic, ic, asym, q + r * ic);
     GemmOut out;
     out.acc = acc;
@@ -3155,14 +3160,9 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     } else if (!GemmS8(ctx, rows, oc, ic, q, 0, pw, 0, out, packed_.get())) {
       return Fail(ctx, "the 8-bit product could not run (out of memory)");
     }
-    if (asym)
-      ctx->ParallelFor(oc, 64, [&](int64_t k0, int64_t k1) {
-        for (int64_t k = k0; k < k1; ++k) {
-          int32_t sum = 0;
-          for (int64_t c = 0; c < ic; ++c) sum += pw[k * ic + c];
-          sums[k] = sum;
-        }
-      });
+    std::vector<int32_t> computed;  // weights that were not constant at compile time
+    if (asym && row_sums_.size() != static_cast<size_t>(oc)) computed = RowSums(pw, oc, ic);
+    const int32_t* sums = asym ? (computed.empty() ? row_sums_.data() : computed.data()) : nullptr;
     const float w_scale = chs.size() == 1 ? chs[0] : fq.scale;
     ctx->ParallelFor(rows * oc, 256, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
@@ -3177,7 +3177,15 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     return GRAPH_SUCCESS;
   }
 
+  static std::vector<int32_t> RowSums(const int8_t* w, int64_t oc, int64_t ic) {
+    std::vector<int32_t> sums(static_cast<size_t>(std::max<int64_t>(0, oc)), 0);
+    for (int64_t k = 0; k < oc; ++k)
+      for (int64_t c = 0; c < ic; ++c) sums[static_cast<size_t>(k)] += w[k * ic + c];
+    return sums;
+  }
+
   VnniPacked packed_;
+  std::vector<int32_t> row_sums_;  // of constant int8 weights under a float input (Compile)
 };
 
 // BATCH_MATMUL (float32 lowers to MatMul on import; this op runs when the model is quantized):
