@@ -179,6 +179,7 @@ py::object FromAttr(const AttrValue& a) {
 // A compiled model with a run context for the calling thread (others get their own).
 class PyModel {
  public:
+  const std::shared_ptr<CompiledModel>& compiled() const { return m_; }
   explicit PyModel(std::shared_ptr<CompiledModel> m) : m_(std::move(m)), ctx_(m_->CreateRunContext()) {}
 
   py::list Run(const std::vector<py::array>& inputs) {
@@ -935,7 +936,9 @@ PYBIND11_MODULE(_weft, m) {
                            [](PyObject* c) { delete static_cast<std::shared_ptr<Session>*>(PyCapsule_GetPointer(c, "weft.Session")); });
       });
 
-  m.def("_generate_c", [](const Graph& g, const std::string& output_dir, const std::string& prefix, const std::vector<std::string>& packages,
+  // `what` is a Graph (compiled here without graph passes) or a compiled Model (a model file, or a
+  // graph compiled with them: its fused work is written as C after each op's own).
+  m.def("_generate_c", [](const py::object& what, const std::string& output_dir, const std::string& prefix, const std::vector<std::string>& packages,
                           bool allow_override, bool test, const std::map<std::string, py::array>& test_inputs,
                           const std::map<std::string, py::array>& test_outputs, int test_steps, uint64_t seed, double atol, double rtol,
                           const std::string& const_section, bool external_arena, const std::string& config,
@@ -962,14 +965,22 @@ PYBIND11_MODULE(_weft, m) {
     };
     for (auto& [name, a] : test_inputs) o.test_inputs[name] = host(a, name);
     for (auto& [name, a] : test_outputs) o.test_outputs[name] = host(a, name);
-    Graph graph = g;
-    if (!config.empty()) {
-      AotConfig c = Get(LoadAotConfig(config));
-      Status st = ApplyAotConfig(c, *session, &graph, &o);
-      if (!st.ok()) Raise(st);
-    }
     AotReport r;
-    {
+    if (py::isinstance<PyModel>(what)) {
+      if (!config.empty())
+        throw py::value_error("config: its attribute rules apply to a graph (.onnx, .tflite, .json), not to a compiled model");
+      std::shared_ptr<CompiledModel> compiled = what.cast<std::shared_ptr<PyModel>>()->compiled();
+      py::gil_scoped_release nogil;
+      Expected<AotReport> rep = GenerateC(*compiled, o);
+      py::gil_scoped_acquire gil;
+      r = Get(std::move(rep));
+    } else {
+      Graph graph = what.cast<Graph>();
+      if (!config.empty()) {
+        AotConfig c = Get(LoadAotConfig(config));
+        Status st = ApplyAotConfig(c, *session, &graph, &o);
+        if (!st.ok()) Raise(st);
+      }
       py::gil_scoped_release nogil;
       auto model = session->Compile(graph);
       Expected<AotReport> rep = model.ok() ? GenerateC(*model.value(), o) : Expected<AotReport>(model.status());

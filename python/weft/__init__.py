@@ -71,15 +71,22 @@ def import_model(path, input_shapes=None, registry=None):
 def generate_c(model, output_dir, prefix="model", input_shapes=None, packages=(), allow_override=False, test=False,
                test_inputs=None, test_outputs=None, test_steps=1, seed=1, atol=1e-5, rtol=1e-4, const_section="",
                external_arena=False, config=None, registry=None):
-    """Writes a dependency-free C99 module for `model` (a Graph, or a .tflite/.onnx/.json path) into
+    """Writes a dependency-free C99 module for `model` (a Graph; a compiled Model; or a .tflite, .onnx,
+    .json or .weft path) into
     `output_dir`, as `weft aot` does (docs/aot.md): includes-api/<prefix>.h, src/, CMakeLists.txt,
     and with `test` (or test_inputs/test_outputs, dicts of name -> array) a test case under test/.
-    Every operator must emit C (EmittableOp); `input_shapes` fixes unknown dims. `config` is a
+    Every operator must emit C (EmittableOp); `input_shapes` fixes unknown dims. A compiled Model (or a
+    .weft file) keeps its graph passes' work: fused additions and activations are written after each
+    op's own C, blocked layouts become plain ones. `config` is a
     YAML file of attribute rules, transforms and module options, as `weft aot --config` takes
     (docs/aot.md). `registry` (a RegistryContext) supplies the conversion's parts: model hooks and
     parsers (when `model` is a path), transforms and option schemas (for `config`), and emitters.
     Returns the report: prefix, ops, tensors, arena_bytes, lower_bound_bytes, algorithm, trials,
     constant_bytes, files."""
+    if isinstance(model, (str, _os.PathLike)) and str(model).lower().endswith(".weft"):
+        if input_shapes:
+            raise ValueError("input_shapes apply to a graph, not to a compiled model file, whose shapes are fixed")
+        model = Session(packages=list(packages), allow_override=allow_override).load_model(str(model))
     graph = import_model(model, input_shapes, registry) if isinstance(model, (str, _os.PathLike)) else model
     return _generate_c(graph, str(output_dir), prefix, list(packages), allow_override, test, dict(test_inputs or {}),
                        dict(test_outputs or {}), int(test_steps), int(seed), float(atol), float(rtol), const_section,

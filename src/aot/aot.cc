@@ -280,6 +280,21 @@ class Generator : public EmitSink {
   Status Check();
   Status NameTensors();
   Status EmitNodes();
+  // A node's fused work (graph passes): its addend and bias values (-1: none), its activation,
+  // and the view of the node the op emits from (null when nothing was fused).
+  struct ViewDeleter {
+    void operator()(CompiledNode* n) const {
+      n->instance = nullptr;  // the model's node owns the op object
+      delete n;
+    }
+  };
+  struct Fused {
+    int sum = -1, bias = -1;
+    WeftEpilogue activation{sizeof(WeftEpilogue), WEFT_ACT_NONE, 0.f, 0.f};
+    std::unique_ptr<CompiledNode, ViewDeleter> view;
+  };
+  Status FusedParts(const CompiledNode& cn, std::vector<Tensor>& meta, Fused* f);
+  Status EmitFused(const CompiledNode& cn, const Fused& f);
   Status Plan(AotReport* r);
   Status WriteFiles(AotReport* r);
   std::string Header() const;
@@ -288,6 +303,9 @@ class Generator : public EmitSink {
   Status WriteTest(AotReport* r);
 
   const AotEmitter* Emitter(const std::string& op_type) const { return registry_->emitters.Get(op_type); }
+  // An operator output the test compares after the operator: one in the arena whose runtime
+  // layout is the plain one (a blocked value's recorded bytes are in the runtime's layout).
+  bool Comparable(int id) const { return !tensor_enum_[id].empty() && m_.values[id].format == WEFT_FORMAT_ND; }
 
   const ModelImpl& m_;
   const AotOptions& o_;
@@ -330,9 +348,6 @@ Status Generator::Check() {
       if (m_.values[id].dtype != DT_BOOL || m_.values[id].shape.GetShapeSize() != 1)
         return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] runs under condition '" + m_.values[id].name +
                                   "', which is not a one-element bool tensor");
-    if (cn->epilogue.activation != WEFT_ACT_NONE)
-      return FailedPrecondition("[" + cn->op_type + " '" + cn->name + "'] carries a fused activation (a model file compiled with graph "
-                                "passes); convert the source model, or compile it with the option weft.graph_passes=none");
     if (Emitter(cn->op_type) || ((impl->capabilities & WEFT_CAP_EMITTABLE) && impl->emit)) continue;
     if (count++ < 12) missing += std::string(missing.empty() ? "" : ", ") + "[" + cn->op_type + " '" + cn->name + "'] (from " + cn->op->origin + ")";
   }
@@ -340,9 +355,9 @@ Status Generator::Check() {
     return FailedPrecondition(std::to_string(count) + " node(s) have ops that cannot emit C: " + missing + (count > 12 ? ", ..." : "") +
                               ". An op takes part in weft aot by implementing EmittableOp, or through an emitter registered for its type "
                               "(docs/aot.md)");
-  for (auto& v : m_.values)
-    if (v.kind != ValueKind::kConstant && v.format != WEFT_FORMAT_ND)
-      return FailedPrecondition("tensor '" + v.name + "' is planned in a blocked layout; compile with option weft.graph_passes=none");
+  // Values the runtime keeps in a blocked or channels-last layout (a model file compiled with graph
+  // passes) are plain in the module: a layout changes where elements lie, not what they are, and
+  // every emitter reads and writes the plain layout of the logical shape.
   return Status::Ok();
 }
 
@@ -411,17 +426,23 @@ Status Generator::EmitNodes() {
     nc.op_type = cn.op_type;
     nc.name = cn.name;
     nodes_.push_back(std::move(nc));
+    // Work fused into the node by graph passes (a model file compiled with them) is left out of what
+    // the op emits and written after it: the residual or bias addend, then the activation.
+    Fused fused;
+    WEFT_RETURN_IF_ERROR(FusedParts(cn, meta, &fused));
+    const CompiledNode& en = fused.view ? *fused.view : cn;
+    node_ = &en;
     std::vector<WeftTensor*> ins, outs;
-    for (int id : cn.in_values) ins.push_back(&meta[id]);
-    for (int id : cn.out_values) outs.push_back(&meta[id]);
+    for (int id : en.in_values) ins.push_back(&meta[id]);
+    for (int id : en.out_values) outs.push_back(&meta[id]);
     std::string error;
     CallState st;
-    st.node = &cn;
+    st.node = &en;
     st.error = &error;
     st.env = m_.env.get();
     st.emit = this;
     WeftKernelContext c;
-    BindContext(c, cn, WEFT_STAGE_EMIT, ins.data(), outs.data(), &st);
+    BindContext(c, en, WEFT_STAGE_EMIT, ins.data(), outs.data(), &st);
     const bool has_own = (cn.op->impl->capabilities & WEFT_CAP_EMITTABLE) && cn.op->impl->emit;
     auto emit_own = [&]() -> Status {
       if (!has_own) return FailedPrecondition("the op " + cn.op_type + " (from " + cn.op->origin + ") emits no C of its own");
@@ -435,6 +456,7 @@ Status Generator::EmitNodes() {
     const AotEmitter* emitter = Emitter(cn.op_type);
     if (!emitter || registry_->emitters.IsBuiltin(cn.op_type)) {
       WEFT_RETURN_IF_ERROR(emit_own());
+      WEFT_RETURN_IF_ERROR(EmitFused(cn, fused));
       continue;
     }
     // A registered emitter: it writes the node's C, through the same context, and may call the
@@ -456,7 +478,7 @@ Status Generator::EmitNodes() {
       mutable std::map<std::string, AttrValue> attr_map;
       bool HasOwn() const override { return own; }
       Status EmitOwn() override { return own_fn(); }
-    } call(&c, cn, has_own, emit_own);
+    } call(&c, en, has_own, emit_own);
     Status est;
     try {
       est = (*emitter)(call);
@@ -467,8 +489,139 @@ Status Generator::EmitNodes() {
     }
     if (!est.ok())
       return Status(est.code(), "[" + cn.op_type + " '" + cn.name + "'] emitters['" + cn.op_type + "']: " + est.message());
+    WEFT_RETURN_IF_ERROR(EmitFused(cn, fused));
   }
+  node_ = nullptr;
   return Status::Ok();
+}
+
+Status Generator::FusedParts(const CompiledNode& cn, std::vector<Tensor>& meta, Fused* f) {
+  WeftFusionSupport s{sizeof(WeftFusionSupport), 0, -1, -1, WEFT_ACT_NONE, 0.f, 0.f, 0, 0};
+  const WeftOpImpl* impl = cn.op->impl;
+  if ((impl->capabilities & WEFT_CAP_FUSIBLE) && WEFT_HAS_FIELD(impl, WeftOpImpl, query_fusion) && impl->query_fusion) {
+    std::vector<WeftTensor*> ins, outs;
+    for (int id : cn.in_values) ins.push_back(&meta[id]);
+    for (int id : cn.out_values) outs.push_back(&meta[id]);
+    std::string error;
+    CallState st;
+    st.node = &cn;
+    st.error = &error;
+    st.env = m_.env.get();
+    WeftKernelContext c;
+    BindContext(c, cn, WEFT_STAGE_QUERY, ins.data(), outs.data(), &st);
+    if (impl->query_fusion(cn.instance, &c, &s) != WEFT_STATUS_OK) return Internal(NodeError(cn, "QueryFusion", error));
+  }
+  auto connected = [&](int32_t ir) { return ir >= 0 && static_cast<size_t>(ir) < cn.ir_in_count.size() && cn.ir_in_count[ir] == 1; };
+  const bool sum = connected(s.sum_input), bias = connected(s.bias_input) && s.bias_input != s.sum_input;
+  f->activation = cn.epilogue;
+  if (!sum && !bias && cn.epilogue.activation == WEFT_ACT_NONE) return Status::Ok();
+  if (cn.out_values.empty() || m_.values[cn.out_values[0]].dtype != DT_FLOAT)
+    return FailedPrecondition("[" + cn.op_type + " '" + cn.name + "'] carries fused operations on a " +
+                              (cn.out_values.empty() ? std::string("missing") : DataTypeName(m_.values[cn.out_values[0]].dtype)) +
+                              " output; the generated C applies them to float32 outputs only (compile the model with the option "
+                              "weft.graph_passes=none, or convert the source model)");
+  if (cn.epilogue.activation < 0 || cn.epilogue.activation >= WEFT_ACT_COUNT)
+    return InvalidArgument("[" + cn.op_type + " '" + cn.name + "'] carries unknown activation " + std::to_string(cn.epilogue.activation));
+  // The view: the same op object, attributes and outputs, without the fused inputs or activation.
+  auto v = std::make_unique<CompiledNode>();
+  v->name = cn.name;
+  v->op_type = cn.op_type;
+  v->op = cn.op;
+  v->instance = cn.instance;  // borrowed: released before the view is destroyed (Fused's deleter)
+  v->out_values = cn.out_values;
+  v->ir_out_start = cn.ir_out_start;
+  v->ir_out_count = cn.ir_out_count;
+  v->attr_ptrs = cn.attr_ptrs;
+  v->attr_names = cn.attr_names;
+  v->guards = cn.guards;
+  v->kernels = cn.kernels;
+  v->ir_in_count = cn.ir_in_count;
+  v->ir_in_start.assign(cn.ir_in_start.size(), 0);
+  uint32_t at = 0;
+  for (size_t ir = 0; ir < cn.ir_in_count.size(); ++ir) {
+    const bool drop = (sum && ir == static_cast<size_t>(s.sum_input)) || (bias && ir == static_cast<size_t>(s.bias_input));
+    v->ir_in_start[ir] = at;
+    if (drop) {
+      const int id = cn.in_values[cn.ir_in_start[ir]];
+      (ir == static_cast<size_t>(s.sum_input) ? f->sum : f->bias) = id;
+      v->ir_in_count[ir] = 0;
+      continue;
+    }
+    for (uint32_t r = 0; r < cn.ir_in_count[ir]; ++r) v->in_values.push_back(cn.in_values[cn.ir_in_start[ir] + r]);
+    at += cn.ir_in_count[ir];
+  }
+  const int64_t n = m_.values[cn.out_values[0]].shape.GetShapeSize();
+  if (f->sum >= 0 && m_.values[f->sum].shape.GetShapeSize() != n)
+    return InvalidArgument("[" + cn.op_type + " '" + cn.name + "'] fused addend '" + m_.values[f->sum].name + "' " +
+                           m_.values[f->sum].shape.ToString() + " does not match its output " + m_.values[cn.out_values[0]].shape.ToString());
+  if (f->bias >= 0) {
+    const Shape& os = m_.values[cn.out_values[0]].shape;
+    const int64_t bn = m_.values[f->bias].shape.GetShapeSize();
+    if (os.GetDimNum() == 0 || bn != os.GetDim(os.GetDimNum() - 1) || bn <= 0)
+      return InvalidArgument("[" + cn.op_type + " '" + cn.name + "'] fused bias '" + m_.values[f->bias].name + "' " +
+                             m_.values[f->bias].shape.ToString() + " is not one value per element of the last dim of " + os.ToString());
+  }
+  if ((f->sum >= 0 && m_.values[f->sum].dtype != DT_FLOAT) || (f->bias >= 0 && m_.values[f->bias].dtype != DT_FLOAT))
+    return FailedPrecondition("[" + cn.op_type + " '" + cn.name + "'] carries a fused addend that is not float32");
+  f->view.reset(v.release());
+  return Status::Ok();
+}
+
+// The fused work after the op's own code, in the runtime's order: output + addend (+ bias), then
+// the activation, in place on output 0.
+Status Generator::EmitFused(const CompiledNode& cn, const Fused& f) {
+  if (!f.view) return Status::Ok();
+  const Value& out = m_.values[cn.out_values[0]];
+  const int64_t n = out.shape.GetShapeSize();
+  if (n == 0) return Status::Ok();
+  auto operand = [&](int id) -> Expected<std::string> {
+    if (m_.values[id].kind != ValueKind::kConstant) return "(const float*)ctx->tensor_ptrs[" + tensor_enum_[id] + "]";
+    auto sym = ConstantSymbol(id);
+    if (!sym.ok()) return sym.status();
+    return sym.value();
+  };
+  std::string v = "y[i]";
+  std::string decl = "  float* y = (float*)ctx->tensor_ptrs[" + tensor_enum_[cn.out_values[0]] + "];\n";
+  if (f.sum >= 0) {
+    auto e = operand(f.sum);
+    if (!e.ok()) return e.status();
+    decl += "  const float* s = " + e.value() + ";\n";
+    v = "(" + v + " + s[i])";
+  }
+  if (f.bias >= 0) {
+    auto e = operand(f.bias);
+    if (!e.ok()) return e.status();
+    const Shape& os = out.shape;
+    decl += "  const float* b = " + e.value() + ";\n";
+    v = "(" + v + " + b[i % " + std::to_string(os.GetDim(os.GetDimNum() - 1)) + "])";
+  }
+  const float a = f.activation.alpha, be = f.activation.beta;
+  const std::string A = Element(DT_FLOAT, &a, 0), B = Element(DT_FLOAT, &be, 0);
+  std::string act;
+  switch (f.activation.activation) {
+    case WEFT_ACT_NONE: act = "x"; break;
+    case WEFT_ACT_RELU: act = "x < 0.f ? 0.f : x"; break;
+    case WEFT_ACT_CLIP: act = "x < " + A + " ? " + A + " : (x > " + B + " ? " + B + " : x)"; break;
+    case WEFT_ACT_LEAKY_RELU: act = "x >= 0.f ? x : " + A + " * x"; break;
+    case WEFT_ACT_SIGMOID: act = "x >= 0.f ? 1.f / (1.f + expf(-x)) : expf(x) / (1.f + expf(x))"; break;
+    case WEFT_ACT_TANH: act = "tanhf(x)"; break;
+    case WEFT_ACT_HARD_SIGMOID: act = "fmaxf(0.f, fminf(1.f, " + A + " * x + " + B + "))"; break;
+    case WEFT_ACT_ELU: act = "x >= 0.f ? x : " + A + " * (expf(x) - 1.f)"; break;
+    case WEFT_ACT_HARD_SWISH: act = "x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f))"; break;
+    case WEFT_ACT_SWISH: {
+      const std::string ax = "(" + A + " * x)";
+      act = "x * (" + ax + " >= 0.f ? 1.f / (1.f + expf(-" + ax + ")) : expf(" + ax + ") / (1.f + expf(" + ax + ")))";
+      break;
+    }
+    case WEFT_ACT_GELU: act = "0.5f * x * (1.f + erff(x * 0.7071067811865476f))"; break;
+    case WEFT_ACT_GELU_TANH: act = "0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)))"; break;
+    default: return InvalidArgument("[" + cn.op_type + " '" + cn.name + "'] carries unknown activation " + std::to_string(f.activation.activation));
+  }
+  WEFT_RETURN_IF_ERROR(Code(WEFT_EMIT_INCLUDE, "<math.h>", nullptr));
+  const std::string code = "{ /* fused: " + std::string(f.sum >= 0 ? "+ addend, " : "") + (f.bias >= 0 ? "+ bias, " : "") +
+                           kActivationNames[f.activation.activation] + " */\n" + decl + "  int64_t i;\n  for (i = 0; i < " +
+                           std::to_string(n) + "; ++i) {\n    const float x = " + v + ";\n    y[i] = " + act + ";\n  }\n}\n";
+  return Code(WEFT_EMIT_RUN, nullptr, code.c_str());
 }
 
 Status Generator::Plan(AotReport* r) {
@@ -485,7 +638,9 @@ Status Generator::Plan(AotReport* r) {
   std::vector<ArenaBuffer> bufs;
   for (int id : tensor_ids_) {
     ArenaBuffer b;
-    b.bytes = m_.values[id].bytes;
+    const Value& v = m_.values[id];
+    // A value the runtime keeps blocked (padded channels) takes its plain size here.
+    b.bytes = v.format == WEFT_FORMAT_ND ? v.bytes : static_cast<uint64_t>(v.shape.GetShapeSize()) * DataTypeSize(v.dtype);
     b.first = std::max(0, first[id]);
     b.last = std::max(b.first, last[id]);
     bufs.push_back(b);
@@ -869,7 +1024,7 @@ Status Generator::WriteTest(AotReport* r) {
       for (size_t op = 0; op < m_.nodes.size(); ++op) {
         const auto& outs = recorded[static_cast<size_t>(step)].outs;
         for (size_t k = 0; op < outs.size() && k < outs[op].size() && k < m_.nodes[op]->out_values.size(); ++k) {
-          if (tensor_enum_[m_.nodes[op]->out_values[k]].empty() || !CType(outs[op][k].dtype()) || outs[op][k].numel() == 0) continue;
+          if (!Comparable(m_.nodes[op]->out_values[k]) || !CType(outs[op][k].dtype()) || outs[op][k].numel() == 0) continue;
           c << "static const " << CType(outs[op][k].dtype()) << " " << P << "_layer" << step << "_" << op << "_" << k << "["
             << std::max<int64_t>(1, outs[op][k].numel()) << "] = ";
           WriteElements(c, outs[op][k].dtype(), outs[op][k].data(), static_cast<uint64_t>(outs[op][k].numel()));
@@ -888,7 +1043,7 @@ Status Generator::WriteTest(AotReport* r) {
         std::ostringstream body;
         for (size_t k = 0; op < outs.size() && k < outs[op].size() && k < m_.nodes[op]->out_values.size(); ++k) {
           const int id = m_.nodes[op]->out_values[k];
-          if (tensor_enum_[id].empty() || !CType(outs[op][k].dtype())) continue;
+          if (!Comparable(id) || !CType(outs[op][k].dtype()) || outs[op][k].numel() == 0) continue;
           compare(body, outs[op][k].dtype(), "ctx->tensor_ptrs[" + tensor_enum_[id] + "]",
                   P + "_layer" + std::to_string(step) + "_" + std::to_string(op) + "_" + std::to_string(k), outs[op][k].numel(), "bad", "n");
         }

@@ -1,7 +1,7 @@
 """weft aot on every model of the test corpora: convert, build as strict C99, run, compare.
 
     python tests/aot/check_aot.py [--build DIR] [--corpora DIR] [--work DIR] [--only NAME,...]
-                                  [--valgrind auto|on|off] [--markdown FILE]
+                                  [--valgrind auto|on|off] [--markdown FILE] [--via-model-file]
 
 For each .tflite file under <corpora>/tflite-micro (and with --testdata, <corpora>/litert-testdata):
   1. `weft aot MODEL --test` writes the module and a test case: random inputs (seeded) with
@@ -20,7 +20,9 @@ others may stop at an operator without an emitter (listed) but must match when t
 --onnx-quantized DIR, the zoo's models as ONNX Runtime's quantizer writes them (QDQ, QOperator,
 dynamic; those with small weights) must all convert, build and match, 8-bit values exactly, but
 for ONNX_QUANTIZED_FAILURES and the reasons in ONNX_QUANTIZED_LOOSE. Also checked: two different modules and two instances of one in one program, and
-one module built through its own CMakeLists.txt. Prints a table (ops, arena, lower bound, code
+one module built through its own CMakeLists.txt. With --via-model-file each model is first
+compiled into a .weft file with the default graph passes (`weft compile`) and the module made from
+that file (fused additions and activations, blocked layouts). Prints a table (ops, arena, lower bound, code
 size without constants); exits 1 on any failure.
 """
 import argparse
@@ -184,7 +186,13 @@ def main():
                     help="also every file of <corpora>/litert-testdata that Weft's runtime compiles (unknown dims as 1); "
                          "those in TESTDATA_NOT_YET must fail with the error given there")
     ap.add_argument("--onnx-must-only", action="store_true", help="of the zoo, only the models in ONNX_MUST (their C builds take minutes)")
+    ap.add_argument("--via-model-file", action="store_true",
+                    help="convert each model as a user with a compiled model file would: `weft compile` first (the default graph "
+                         "passes: fused epilogues, blocked layouts), then `weft aot` on the .weft; the test's golden values come "
+                         "from the compiled model (not with --testdata)")
     a = ap.parse_args()
+    if a.via_model_file and a.testdata:
+        sys.exit("--via-model-file does not combine with --testdata (its --freeze inputs apply to graphs, not model files)")
     weft_cli = os.path.join(a.build, "bin", "weft")
     base = os.path.join(a.corpora, "tflite-micro")
     if not os.path.isdir(base):
@@ -231,6 +239,8 @@ def main():
         os.makedirs(out_dir)
         extra = []
         seanet = "/seanet/" in model
+        if seanet and a.via_model_file:
+            continue  # their shape inputs are frozen into the graph (--freeze), which a model file cannot take
         try:
             if seanet:
                 ins, outs = model_io(weft_cli, model)
@@ -251,7 +261,21 @@ def main():
         if testdata and run([weft_cli, "compile", model, "-o", os.path.join(out_dir, "runtime.weft")]).returncode != 0:
             runtime_refuses.append(fname)  # litert_testdata checks that its error names the construct
             continue
-        gen = run([weft_cli, "aot", model, "-o", out_dir, "--prefix", prefix, "--test", "--json"] + extra)
+        source = model
+        if a.via_model_file:
+            source = os.path.join(out_dir, prefix + ".weft")
+            # A module has fixed shapes: unknown input dims become 1, as `weft aot` does for a graph.
+            fixed = [f"{n}={','.join(str(d if d >= 0 else 1) for d in shape)}" for n, _, shape in model_io(weft_cli, model)[0]
+                     if shape is not None and any(d < 0 for d in shape)]
+            comp = run([weft_cli, "compile", model, "-o", source] + [x for f in fixed for x in ("-s", f)])
+            expected = EXPECTED_FAILURES.get(fname)
+            if comp.returncode != 0 and expected and expected in comp.stderr:
+                rows.append((fname, "-", "-", "-", "-", "expected failure: " + comp.stderr.strip().split("error: ")[-1][:90]))
+                continue
+            if comp.returncode != 0:
+                failures.append(f"{fname}: weft compile failed: {comp.stderr.strip()[:400]}")
+                continue
+        gen = run([weft_cli, "aot", source, "-o", out_dir, "--prefix", prefix, "--test", "--json"] + extra)
         expected = EXPECTED_FAILURES.get(fname) or ONNX_QUANTIZED_FAILURES.get(fname) or (TESTDATA_NOT_YET.get(fname) if testdata else None)
         if expected:
             want = expected
