@@ -1934,7 +1934,10 @@ HybridScale QuantizeHybridInput(EagerOpExecutionContext* ctx, const float* x, in
   const float scale = (rmax - rmin) / 255.f;
   const float from_min = -128.f - rmin / scale, from_max = 127.f - rmax / scale;
   const float zp = 128.f + std::abs(rmin / scale) < 127.f + std::abs(rmax / scale) ? from_min : from_max;
-  h.offset = zp <= -128.f ? -128 : zp >= 127.f ? 127 : static_cast<int32_t>(std::round(zp));
+  // A row whose scale is not a positive finite float (a range below 255 times the least float, or
+  // an infinite value) has no zero point (NaN): it takes 0, what LiteRT's own conversion of NaN
+  // gives on x86, where the conversion itself is undefined.
+  h.offset = zp != zp ? 0 : zp <= -128.f ? -128 : zp >= 127.f ? 127 : static_cast<int32_t>(std::round(zp));
   h.scale = scale;
   const float inv = 1.f / scale;
   run([&](int64_t i0, int64_t i1) { HybridQuantizeRun(x + i0, i1 - i0, inv, h.offset, -128, q + i0); });
@@ -2900,6 +2903,14 @@ class TflTransposeConv : public EagerExecuteOp, public ShapeInferOp, public Emit
   }
 };
 
+// The output range of a hybrid FULLY_CONNECTED: LiteRT applies its activation to the float
+// results without clamping them to the finite floats first, so with no activation an overflowing
+// sum stays infinite.
+inline void HybridOutputRange(Activation act, float* lo, float* hi) {
+  tfl::ActivationRange(act, lo, hi);
+  if (act == Activation::kNone) *lo = -std::numeric_limits<float>::infinity(), *hi = std::numeric_limits<float>::infinity();
+}
+
 // FullyConnected: input [..., IC] as rows of IC, weights [OC, IC], optional bias [OC].
 class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public EmittableOp, public CompilableOp, public RebuildOnLoad {
  public:
@@ -2986,7 +2997,10 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
     const Shape& w = *ctx->GetInputShape(1);
-    if (w.GetDimNum() != 2 || w.GetDim(1) <= 0) return Fail(ctx, "weights must be 2-D [OC, IC]");
+    if (w.GetDimNum() != 2) return Fail(ctx, "weights must be 2-D [OC, IC], not " + w.ToString());
+    if (w.GetDim(1) <= 0)
+      return Fail(ctx, "weights " + w.ToString() + " have no input channels (IC " + std::to_string(w.GetDim(1)) +
+                           "): the input's rows cannot be counted");
     if (!BiasFits(ctx, ctx->GetOptionalInputShape(2), w.GetDim(0))) return GRAPH_FAILED;
     int64_t ic = w.GetDim(1), total = x.GetShapeSize();
     if (total % ic) return Fail(ctx, "input " + x.ToString() + " is not a whole number of rows of " + std::to_string(ic));
@@ -3115,7 +3129,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     float w_scale = chs.size() == 1 ? chs[0] : fq.scale;
     if (chs.size() > 1) ch = ctx->Const("channel_scales", DT_FLOAT, std::vector<float>(chs.begin(), chs.end()));
     float lo, hi;
-    tfl::ActivationRange(act, &lo, &hi);
+    HybridOutputRange(act, &lo, &hi);
     aot::EmitHelper(ctx, kTflKernels, "weft_fully_connected_hybrid");
     ctx->Include("<math.h>");
     const std::string q = ctx->Scratch(static_cast<size_t>(std::max<int64_t>(ic, 1)));
@@ -3142,7 +3156,7 @@ class TflFullyConnected : public EagerExecuteOp, public ShapeInferOp, public Emi
     const bool* asym_p = ctx->GetAttrs()->GetBool("asymmetric_quantize_inputs");
     const bool asym = asym_p && *asym_p;
     float lo, hi;
-    tfl::ActivationRange(act, &lo, &hi);
+    HybridOutputRange(act, &lo, &hi);
     if (rows <= 0 || oc <= 0) return GRAPH_SUCCESS;
     const float* px = x->GetData<float>();
     const int8_t* pw = w->GetData<int8_t>();
@@ -5490,6 +5504,7 @@ class TflSvdf : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const int64_t filters = wf->GetShape().GetDim(0), memory = wt->GetShape().GetDim(1);
     const int64_t rank = IntAttr(ctx, "rank");
     const int64_t cells = batch * filters * memory;
+    if (ctx->GetOutputTensor(0)->GetShapeSize() == 0) return GRAPH_SUCCESS;  // no batch rows or units: no code, no state
     if (cells > INT32_MAX / 4 || input_size > INT32_MAX / 4 || rank <= 0) return Fail(ctx, "too large for the generated C");
     Activation act;
     if (!ParseActivation(ctx, &act)) return GRAPH_FAILED;
@@ -5582,6 +5597,7 @@ class TflSvdf : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const Tensor* b = ctx->GetOptionalInputTensor(3);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), ctx->GetOutputTensor(0)->GetDataType());
     if (!y) return GRAPH_FAILED;
+    if (y->GetShapeSize() == 0) return GRAPH_SUCCESS;  // no batch rows or no units: no state to keep
     const int64_t batch = x->GetShape().GetDim(0), input_size = x->GetShape().GetDim(1);
     const int64_t filters = wf->GetShape().GetDim(0), memory = wt->GetShape().GetDim(1);
     const int64_t rank = IntAttr(ctx, "rank"), units = filters / rank;
@@ -5593,8 +5609,12 @@ class TflSvdf : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       const bool hybrid = wf->GetDataType() == DT_INT8;
       if (hybrid && ListView<float>(ctx->GetAttrs()->GetListFloat("channel_scales")).size() > 0)
         return Fail(ctx, "a hybrid SVDF takes weights with one scale each, not per-channel scales");
-      if (hybrid ? (wt->GetDataType() != DT_INT8 || !InputQuant(ctx, 1).quantized() || !InputQuant(ctx, 2).quantized())
-                 : (wf->GetDataType() != DT_FLOAT || wt->GetDataType() != DT_FLOAT))
+      if (hybrid && wt->GetDataType() == DT_INT8)
+        for (int k : {1, 2})
+          if (!InputQuant(ctx, static_cast<size_t>(k)).quantized())
+            return Fail(ctx, std::string("a hybrid SVDF's int8 ") + (k == 1 ? "weights_feature" : "weights_time") + " needs a positive scale, not " +
+                                 std::to_string(InputQuant(ctx, static_cast<size_t>(k)).scale));
+      if (hybrid ? wt->GetDataType() != DT_INT8 : (wf->GetDataType() != DT_FLOAT || wt->GetDataType() != DT_FLOAT))
         return Fail(ctx, std::string("float SVDF takes float32 weights, or int8 weights_feature and weights_time with a scale each (hybrid), not ") +
                              DataTypeName(wf->GetDataType()) + " and " + DataTypeName(wt->GetDataType()) + " weights");
       if (b && b->GetDataType() != DT_FLOAT) return Fail(ctx, std::string("float SVDF takes a float32 bias, not ") + DataTypeName(b->GetDataType()));
@@ -5818,6 +5838,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
   }
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetRequiredInputTensor(kX);
+    if (ctx->GetOutputTensor(0)->GetShapeSize() == 0) return GRAPH_SUCCESS;  // as Execute: nothing to run, no state
     if (x->GetDataType() == DT_INT8) return EmitInteger(ctx, x);
     if (Hybrid(ctx)) return EmitHybrid(ctx, x);
     if (!FloatInputsSupported(ctx)) return GRAPH_FAILED;
@@ -5987,7 +6008,10 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     auto check = [&](int k, const char* name, Shape want, bool optional) -> bool {
       const Shape* s = ctx->GetOptionalInputShape(static_cast<size_t>(k));
       if (!s) return optional || (Fail(ctx, std::string(name) + " is missing"), false);
-      if (*s != want) return Fail(ctx, std::string(name) + " is " + s->ToString() + ", not " + want.ToString()), false;
+      if (*s != want)
+        return Fail(ctx, std::string(name) + " is " + s->ToString() + ", not " + want.ToString() + " (the cell, input and output sizes " +
+                             "come from input_to_output_weights " + wxo.ToString() + " and recurrent_to_output_weights " + who.ToString() + ")"),
+               false;
       return true;
     };
     bool ok = check(kWxi, "input_to_input_weights", Shape({cell, in}), true) && check(kWxf, "input_to_forget_weights", Shape({cell, in}), false) &&
@@ -6059,6 +6083,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     if (!GateVectorsFit(ctx, cell)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_FLOAT);
     if (!y) return GRAPH_FAILED;
+    if (y->GetShapeSize() == 0) return GRAPH_SUCCESS;  // no steps, batch rows or outputs: nothing to run or keep
     auto i8 = [&](int k) -> const int8_t* {
       const Tensor* t = ctx->GetOptionalInputTensor(static_cast<size_t>(k));
       return t ? t->GetData<int8_t>() : nullptr;
@@ -6170,6 +6195,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     if (!FloatInputsSupported(ctx)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_FLOAT);
     if (!y) return GRAPH_FAILED;
+    if (y->GetShapeSize() == 0) return GRAPH_SUCCESS;  // no steps, batch rows or outputs: nothing to run or keep
     const bool time_major = [&] { const bool* b = ctx->GetAttrs()->GetBool("time_major"); return b && *b; }();
     const char* act_s = ctx->GetAttrs()->GetStr("fused_activation_function");
     const std::string act = act_s ? act_s : "TANH";
@@ -6463,6 +6489,7 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     if (!PlanInteger(ctx, x, &plan)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), DT_INT8);
     if (!y) return GRAPH_FAILED;
+    if (y->GetShapeSize() == 0) return GRAPH_SUCCESS;  // no steps, batch rows or outputs: nothing to run or keep
     auto* folded = static_cast<int32_t*>(ctx->MallocWorkSpace(plan.FoldedInts() * sizeof(int32_t)));
     if (!folded) return GRAPH_FAILED;
     FoldInteger(ctx, folded, &plan);

@@ -215,7 +215,7 @@ static void weft_hybrid_quantize(const float* x, int64_t n, int asym, int8_t* q,
     from_min = -128.f - rmin / s;
     from_max = 127.f - rmax / s;
     zp = 128.f + fabsf(rmin / s) < 127.f + fabsf(rmax / s) ? from_min : from_max;
-    *offset = zp <= -128.f ? -128 : zp >= 127.f ? 127 : (int32_t)roundf(zp);
+    *offset = zp != zp ? 0 : zp <= -128.f ? -128 : zp >= 127.f ? 127 : (int32_t)roundf(zp); /* no zero point (NaN): 0, as the runtime */
     *scale = s;
     inv = 1.f / s;
     for (c = 0; c < n; ++c) {

@@ -1276,6 +1276,50 @@ def test_hybrid_fully_connected_matches_litert(tmp_path, asymmetric, per_channel
             run_c_module(tmp_path / f"c{trial}", path, {"x": xv}, {"y": want})
 
 
+def test_hybrid_fully_connected_rows_without_a_finite_scale(tmp_path):
+    """Rows whose asymmetric quantization has no zero point (an infinite value; a range so small
+    that its scale underflows to 0) run as defined arithmetic, equal to LiteRT, in the runtime and
+    bit for bit in the C; with no activation an overflowing sum is infinite, as LiteRT gives it."""
+    rng = np.random.default_rng(12)
+    for asymmetric in (True, False):
+        m = Model()
+        x = m.tensor("x", [3, 16], "float32")
+        w = m.tensor("w", [6, 16], "int8", data=rng.integers(-127, 128, [6, 16]).astype(np.int8), scale=0.01)
+        b = m.tensor("b", [6], "float32", data=rng.standard_normal(6).astype(np.float32))
+        y = m.tensor("y", [3, 6], "float32")
+        m.builtin(9, [x, w, b], [y], options=(8, [(0, "byte", 0), (3, "bool", asymmetric)]))
+        path = write(tmp_path, m, [x], [y], name=f"nozp{asymmetric}.tflite")
+        xv = np.stack([np.r_[np.float32(np.inf), np.ones(15, np.float32)],
+                       np.r_[np.float32(-1e-44), np.zeros(15, np.float32)],
+                       np.linspace(-1, 1, 16, dtype=np.float32)]).astype(np.float32)
+        want = litert_reference(path, [xv])
+        got = session().compile(weft.import_litert(path)).run([xv])[0]
+        np.testing.assert_array_equal(got, want)
+        run_c_module(tmp_path / f"nozp_c{asymmetric}", path, {"x": xv}, {"y": got})
+    m = Model()
+    x = m.tensor("x", [2, 4], "float32")
+    w = m.tensor("w", [2, 4], "int8", data=np.full([2, 4], 127, np.int8), scale=1.0)
+    y = m.tensor("y", [2, 2], "float32")
+    m.builtin(9, [x, w], [y], options=(8, [(0, "byte", 0)]))
+    path = write(tmp_path, m, [x], [y], name="overflow.tflite")
+    xv = np.array([[3e37] * 4, [-3e37] * 4], np.float32)
+    want = litert_reference(path, [xv])
+    assert np.isinf(want).all()
+    np.testing.assert_array_equal(session().compile(weft.import_litert(path)).run([xv])[0], want)
+    run_c_module(tmp_path / "overflow_c", path, {"x": xv}, {"y": want})
+
+
+def test_fully_connected_weights_without_input_channels_are_named(tmp_path):
+    m = Model()
+    x = m.tensor("x", [2, 3], "float32")
+    w = m.tensor("w", [8, 0], "float32", data=np.zeros([8, 0], np.float32))
+    y = m.tensor("y", [2, 8], "float32")
+    m.builtin(9, [x, w], [y])
+    path = write(tmp_path, m, [x], [y], name="ic0.tflite")
+    with pytest.raises(Exception, match=r"weights \[8,0\] have no input channels"):
+        session().compile(weft.import_litert(path))
+
+
 def _hybrid_conv(rng, op, scales, trial, groups=1):
     """A CONV_2D or DEPTHWISE_CONV_2D with a float input and int8 filters, random geometry; returns
     (model, x, y, input shape)."""

@@ -464,3 +464,46 @@ def test_lstm_int8_as_c_is_bit_exact_over_a_stream(tmp_path, variant):
     res, _ = aot_module(tmp_path, path, "lstmq")
     assert res.returncode == 0, res.stdout + res.stderr
     assert " 0 of " in res.stdout and "(10 runs, twice)" in res.stdout
+
+
+@pytest.mark.parametrize("case", ["lstm_batch0", "lstm_cell0", "lstm_hybrid_batch0", "svdf_batch0", "svdf_hybrid_batch0", "svdf_units0"])
+def test_empty_state_gives_empty_outputs_in_the_runtime_and_the_c(tmp_path, case):
+    """A stateful operator with nothing to keep (no batch rows, no cells, no units) gives its empty
+    output, as LiteRT's LSTM does with no batch rows (its SVDF, and its LSTM with no cells, crash),
+    and its C module declares no empty
+    state array (not C99) and builds and runs."""
+    if case.startswith("lstm"):
+        path, xshape = lstm_float(tmp_path, batch=0 if "batch0" in case else 2, n_cell=0 if case == "lstm_cell0" else 6,
+                                  hybrid="hybrid" in case)
+    elif case == "svdf_units0":
+        path, xshape = svdf_float(tmp_path, 2, 4, 0, 3, 1, NONE, bias=False), [2, 4]
+    else:
+        make = svdf_hybrid if "hybrid" in case else svdf_float
+        args = (tmp_path, 0, 4, 4, 3, 2, NONE, True) + ((False,) if "hybrid" in case else ())
+        path, xshape = make(*args), [0, 4]
+    model = session().compile(weft.import_litert(path))
+    xv = np.ones(xshape, np.float32)
+    got = model.run([xv])[0]
+    assert got.size == 0
+    if case in ("lstm_batch0", "lstm_hybrid_batch0"):  # LiteRT's SVDF segfaults here, its float LSTM with no cells divides by 0
+        it = litert(path)
+        it.set_tensor(it.get_input_details()[0]["index"], xv)
+        it.invoke()
+        assert it.get_tensor(it.get_output_details()[0]["index"]).shape == got.shape
+    res, out = aot_module(tmp_path, path, "m", steps=2)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "[0]" not in (out / "includes-api" / "m.h").read_text()
+
+
+def test_hybrid_svdf_without_a_weight_scale_is_named(tmp_path):
+    rng = np.random.default_rng(3)
+    m = Model()
+    x = m.tensor("x", [1, 4], "float32")
+    wf = m.tensor("wf", [4, 4], "int8", data=rng.integers(-127, 128, (4, 4)), scale=0.0)
+    wt = m.tensor("wt", [4, 3], "int8", data=rng.integers(-127, 128, (4, 3)), scale=0.006)
+    state = m.tensor("state", [1, 12], "float32", variable=True)
+    y = m.tensor("y", [1, 4], "float32")
+    m.builtin(SVDF, [x, wf, wt, -1, state], [y], options=(SVDF_OPTIONS, [(0, "int32", 1), (1, "byte", NONE)]))
+    path = write(tmp_path, m, [x], [y], "svdf_scale0.tflite")
+    with pytest.raises(Exception, match="weights_feature needs a positive scale"):
+        session().compile(weft.import_litert(path)).run([np.ones([1, 4], np.float32)])
