@@ -1,0 +1,436 @@
+// Index and selection operators exported models use around their main layers: OneHot, EyeLike,
+// Compress, ReverseSequence, Shrink and NonMaxSuppression (the box selection of detection models).
+// Semantics are ONNX's; where the specification leaves a choice, ONNX Runtime's is taken and said.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+// A scalar (or one-element tensor) of any numeric type as double; false when absent or not one element.
+bool ScalarValue(const Tensor* t, double* v) {
+  if (!t || !t->GetAddr() || t->GetShapeSize() != 1) return false;
+  bool ok = DispatchAll(t->GetDataType(), [&](auto tag) {
+    using T = decltype(tag);
+    *v = static_cast<double>(Load(t->GetData<T>()[0]));
+  });
+  return ok;
+}
+
+// ---- OneHot(indices, depth, values) -> one-hot along `axis` ------------------------------------
+// indices of any numeric type (fractions truncated, negative ones count from depth); an index
+// outside [-depth, depth) gives a row of off values, as ONNX Runtime does.
+class OneHot : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static bool Depth(const KernelContextBase* ctx, const Tensor* t, int64_t* depth) {
+    double d = 0;
+    if (!ScalarValue(t, &d)) return false;
+    if (!(d >= 1) || d > double(int64_t(1) << 40)) {
+      Fail(ctx, "depth must be a positive number (at most 2^40), not " + std::to_string(d));
+      *depth = -1;
+      return true;
+    }
+    *depth = static_cast<int64_t>(d);
+    return true;
+  }
+  static bool OutputShape(const KernelContextBase* ctx, const Shape& in, int64_t depth, Shape* out) {
+    const int64_t rank = static_cast<int64_t>(in.GetDimNum()) + 1;
+    int64_t axis = *ctx->GetAttrs()->GetInt("axis");
+    if (!NormalizeAxis(axis, rank, &axis)) return Fail(ctx, AxisError(axis, rank)), false;
+    if (rank > WEFT_MAX_DIMS) return Fail(ctx, "the output would have more than " + std::to_string(WEFT_MAX_DIMS) + " dims"), false;
+    std::vector<int64_t> dims = in.ToVector();
+    dims.insert(dims.begin() + axis, depth);
+    *out = Shape(dims);
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& values = *ctx->GetInputShape(2);
+    if (values.GetShapeSize() != 2 && !values.IsUnknown()) return Fail(ctx, "values must hold two elements [off, on], not " + values.ToString());
+    int64_t depth = -1;
+    if (Depth(ctx, ctx->GetInputTensor(1), &depth) && depth < 0) return GRAPH_FAILED;
+    Shape out;
+    if (!OutputShape(ctx, *ctx->GetInputShape(0), depth, &out)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(2)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* ind = ctx->GetInputTensor(0);
+    const Tensor* values = ctx->GetInputTensor(2);
+    int64_t depth = -1;
+    if (!Depth(ctx, ctx->GetInputTensor(1), &depth)) return Fail(ctx, "depth must hold one number");
+    if (depth < 0) return GRAPH_FAILED;
+    if (values->GetShapeSize() != 2) return Fail(ctx, "values must hold two elements [off, on], not " + values->GetShape().ToString());
+    Shape out;
+    if (!OutputShape(ctx, ind->GetShape(), depth, &out)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, out, values->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t axis = *ctx->GetAttrs()->GetInt("axis");
+    NormalizeAxis(axis, static_cast<int64_t>(out.GetDimNum()), &axis);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= out.GetDim(static_cast<size_t>(d));
+    for (size_t d = static_cast<size_t>(axis) + 1; d < out.GetDimNum(); ++d) inner *= out.GetDim(d);
+    std::vector<int64_t> idx(static_cast<size_t>(ind->GetShapeSize()));
+    bool ok = DispatchNumeric(ind->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* p = ind->GetData<T>();
+      for (size_t k = 0; k < idx.size(); ++k) {
+        const double v = static_cast<double>(Load(p[k]));
+        if (v != v || v >= double(depth) || v <= -double(depth) - 1) {
+          idx[k] = -1;  // outside [-depth, depth): a row of off values
+          continue;
+        }
+        const int64_t i = static_cast<int64_t>(v);  // toward zero, as ONNX Runtime reads a fractional index
+        idx[k] = i < 0 ? i + depth : i;
+      }
+    });
+    if (!ok) return Fail(ctx, std::string("indices of type ") + DataTypeName(ind->GetDataType()) + " are not supported");
+    const size_t elem = DataTypeSize(values->GetDataType());
+    const uint8_t* off = values->GetData<uint8_t>();
+    const uint8_t* on = off + elem;
+    uint8_t* py = y->GetData<uint8_t>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t d = 0; d < depth; ++d)
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t at = (o * depth + d) * inner + i;
+          std::memcpy(py + at * elem, idx[static_cast<size_t>(o * inner + i)] == d ? on : off, elem);
+        }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// ---- EyeLike(input) -> ones on the diagonal shifted by k, of the input's shape -----------------
+class EyeLike : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& s = *ctx->GetInputShape(0);
+    if (s.GetDimNum() != 2) return Fail(ctx, "the input must be 2-D, not " + s.ToString());
+    *ctx->GetOutputShape(0) = s;
+    return GRAPH_SUCCESS;
+  }
+  static DataType OutType(const KernelContextBase* ctx, DataType in) {
+    const DataType* t = ctx->GetAttrs()->GetDataType("dtype");
+    return t && *t != DT_UNDEFINED ? *t : in;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    return ctx->SetOutputDataType(0, OutType(ctx, ctx->GetInputDataType(0)));
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    if (x->GetShape().GetDimNum() != 2) return Fail(ctx, "the input must be 2-D, not " + x->GetShape().ToString());
+    const DataType dt = OutType(ctx, x->GetDataType());
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), dt);
+    if (!y) return GRAPH_FAILED;
+    const int64_t rows = x->GetShape().GetDim(0), cols = x->GetShape().GetDim(1), k = *ctx->GetAttrs()->GetInt("k");
+    std::memset(y->GetAddr(), 0, y->GetByteCount());
+    bool ok = DispatchAll(dt, [&](auto tag) {
+      using T = decltype(tag);
+      T* p = y->GetData<T>();
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t c = r + k;
+        if (c >= 0 && c < cols) p[r * cols + c] = Store<T>(static_cast<typename Compute<T>::type>(1));
+      }
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, std::string("output type ") + DataTypeName(dt) + " is not supported");
+  }
+};
+
+// ---- Compress(input, condition) -> the slices along `axis` (or elements of the flattened input)
+// whose condition is true. A condition shorter than the axis leaves the rest out; the output's
+// size depends on the condition's values (bounded by the input's). Without `axis`, the flattened
+// input.
+class Compress : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  struct Plan {
+    bool flat = true;
+    int64_t axis = 0, outer = 1, len = 0, inner = 1;
+  };
+  static bool MakePlan(const KernelContextBase* ctx, const Shape& s, int64_t cond_len, Plan* p) {
+    const int64_t* axis = ctx->GetAttrs()->GetInt("axis");  // INT64_MIN: not given (the flattened input)
+    const int64_t rank = static_cast<int64_t>(s.GetDimNum());
+    p->flat = !axis || *axis == INT64_MIN;
+    if (p->flat) {
+      p->len = s.GetShapeSize();
+    } else {
+      p->axis = *axis;
+      if (!NormalizeAxis(p->axis, rank, &p->axis)) return Fail(ctx, AxisError(*axis, rank)), false;
+      for (int64_t d = 0; d < p->axis; ++d) p->outer *= s.GetDim(static_cast<size_t>(d));
+      p->len = s.GetDim(static_cast<size_t>(p->axis));
+      for (int64_t d = p->axis + 1; d < rank; ++d) p->inner *= s.GetDim(static_cast<size_t>(d));
+    }
+    if (cond_len > p->len && p->len >= 0)
+      return Fail(ctx, "condition has " + std::to_string(cond_len) + " elements, more than the " + std::to_string(p->len) +
+                           (p->flat ? " of the flattened input" : " along axis " + std::to_string(p->axis))),
+             false;
+    return true;
+  }
+  static Shape OutShape(const Shape& s, const Plan& p, int64_t kept) {
+    if (p.flat) return Shape({kept});
+    Shape o = s;
+    o.SetDim(static_cast<size_t>(p.axis), kept);
+    return o;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& s = *ctx->GetInputShape(0);
+    const Shape& c = *ctx->GetInputShape(1);
+    if (c.GetDimNum() != 1) return Fail(ctx, "condition must be 1-D, not " + c.ToString());
+    Plan p;
+    if (!MakePlan(ctx, s, c.GetDim(0), &p)) return GRAPH_FAILED;
+    const Tensor* ct = ctx->GetInputTensor(1);
+    if (ct && ct->GetAddr()) {  // a constant condition: the exact size
+      int64_t kept = 0;
+      for (int64_t k = 0; k < ct->GetShapeSize(); ++k) kept += ct->GetData<uint8_t>()[k] != 0;
+      *ctx->GetOutputShape(0) = OutShape(s, p, kept);
+      return GRAPH_SUCCESS;
+    }
+    Shape out = OutShape(s, p, -1);
+    *ctx->GetOutputShape(0) = out;
+    if (s.IsUnknown()) return GRAPH_SUCCESS;
+    return ctx->SetOutputShapeBound(0, OutShape(s, p, c.GetDim(0) >= 0 ? std::min(c.GetDim(0), p.len) : p.len));
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* c = ctx->GetInputTensor(1);
+    if (c->GetShape().GetDimNum() != 1) return Fail(ctx, "condition must be 1-D, not " + c->GetShape().ToString());
+    Plan p;
+    if (!MakePlan(ctx, x->GetShape(), c->GetShapeSize(), &p)) return GRAPH_FAILED;
+    const uint8_t* cond = c->GetData<uint8_t>();
+    std::vector<int64_t> kept;
+    for (int64_t k = 0; k < c->GetShapeSize(); ++k)
+      if (cond[k]) kept.push_back(k);
+    Tensor* y = ctx->MallocOutputTensor(0, OutShape(x->GetShape(), p, static_cast<int64_t>(kept.size())), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const size_t elem = DataTypeSize(x->GetDataType());
+    const uint8_t* px = x->GetData<uint8_t>();
+    uint8_t* py = y->GetData<uint8_t>();
+    const size_t run = static_cast<size_t>(p.inner) * elem;
+    for (int64_t o = 0; o < p.outer; ++o)
+      for (int64_t k : kept) {
+        std::memcpy(py, px + static_cast<size_t>(o * p.len + k) * run, run);
+        py += run;
+      }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// ---- ReverseSequence(input, sequence_lens) -> each batch entry's first sequence_lens[b] steps
+// along time_axis reversed, the rest copied.
+class ReverseSequence : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static bool Axes(const KernelContextBase* ctx, const Shape& s, int64_t* batch_axis, int64_t* time_axis) {
+    *batch_axis = *ctx->GetAttrs()->GetInt("batch_axis");
+    *time_axis = *ctx->GetAttrs()->GetInt("time_axis");
+    if (s.GetDimNum() < 2) return Fail(ctx, "the input must have at least 2 dims, not " + s.ToString()), false;
+    if (!(*batch_axis == 0 || *batch_axis == 1) || !(*time_axis == 0 || *time_axis == 1) || *batch_axis == *time_axis)
+      return Fail(ctx, "batch_axis and time_axis must be 0 and 1 in either order, not " + std::to_string(*batch_axis) + " and " +
+                           std::to_string(*time_axis)),
+             false;
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& s = *ctx->GetInputShape(0);
+    int64_t ba, ta;
+    if (!Axes(ctx, s, &ba, &ta)) return GRAPH_FAILED;
+    const Shape& l = *ctx->GetInputShape(1);
+    if (l.GetDimNum() != 1 || (l.GetDim(0) >= 0 && s.GetDim(static_cast<size_t>(ba)) >= 0 && l.GetDim(0) != s.GetDim(static_cast<size_t>(ba))))
+      return Fail(ctx, "sequence_lens " + l.ToString() + " must hold one length per batch entry of " + s.ToString());
+    *ctx->GetOutputShape(0) = s;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* l = ctx->GetInputTensor(1);
+    const Shape& s = x->GetShape();
+    int64_t ba, ta;
+    if (!Axes(ctx, s, &ba, &ta)) return GRAPH_FAILED;
+    const int64_t batch = s.GetDim(static_cast<size_t>(ba)), steps = s.GetDim(static_cast<size_t>(ta));
+    std::vector<int64_t> lens;
+    if (!ReadInts(l, &lens) || static_cast<int64_t>(lens.size()) != batch)
+      return Fail(ctx, "sequence_lens " + l->GetShape().ToString() + " must hold one length per batch entry (" + std::to_string(batch) + ")");
+    for (size_t b = 0; b < lens.size(); ++b)
+      if (lens[b] < 0 || lens[b] > steps)
+        return Fail(ctx, "sequence_lens[" + std::to_string(b) + "] = " + std::to_string(lens[b]) + " is outside [0, " + std::to_string(steps) + "]");
+    Tensor* y = ctx->MallocOutputTensor(0, s, x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t inner = 1;
+    for (size_t d = 2; d < s.GetDimNum(); ++d) inner *= s.GetDim(d);
+    const size_t run = static_cast<size_t>(inner) * DataTypeSize(x->GetDataType());
+    const uint8_t* px = x->GetData<uint8_t>();
+    uint8_t* py = y->GetData<uint8_t>();
+    const int64_t d1 = s.GetDim(1);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t t = 0; t < steps; ++t) {
+        const int64_t from = t < lens[static_cast<size_t>(b)] ? lens[static_cast<size_t>(b)] - 1 - t : t;
+        auto at = [&](int64_t step) { return static_cast<size_t>(ba == 0 ? b * d1 + step : step * d1 + b) * run; };
+        std::memcpy(py + at(t), px + at(from), run);
+      }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// ---- Shrink(input): x < -lambd ? x + bias : x > lambd ? x - bias : 0 ------------------------------
+class Shrink : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const double bias = *ctx->GetAttrs()->GetFloat("bias"), lambd = *ctx->GetAttrs()->GetFloat("lambd");
+    const int64_t n = x->GetShapeSize();
+    bool ok = DispatchNumeric(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = typename Compute<T>::type;
+      const T* p = x->GetData<T>();
+      T* q = y->GetData<T>();
+      // In the input's type, as ONNX Runtime computes it (integers: the bias and lambd truncated).
+      const C b = static_cast<C>(bias), lam = static_cast<C>(lambd);
+      for (int64_t k = 0; k < n; ++k) {
+        const C v = Load(p[k]);
+        q[k] = Store<T>(static_cast<C>(v < -lam ? v + b : v > lam ? v - b : C(0)));
+      }
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, std::string("type ") + DataTypeName(x->GetDataType()) + " is not supported");
+  }
+};
+
+// ---- NonMaxSuppression(boxes, scores, max_output_boxes_per_class?, iou_threshold?, score_threshold?)
+// -> selected_indices int64 [n, 3] of (batch, class, box). Per batch and class: the boxes whose
+// score exceeds score_threshold (when given), highest score first (ties: the lower box index), each
+// kept unless its IoU with a box already kept exceeds iou_threshold, at most
+// max_output_boxes_per_class of them (absent or 0: none). Boxes are corners [y1, x1, y2, x2] in
+// either order (center_point_box 0) or [x_center, y_center, width, height] (1). A box of no area
+// suppresses nothing. float32 arithmetic, as ONNX Runtime's.
+class NonMaxSuppression : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  struct Dims {
+    int64_t batches = 0, classes = 0, boxes = 0;
+  };
+  static bool Check(const KernelContextBase* ctx, const Shape& b, const Shape& s, Dims* d) {
+    if (b.GetDimNum() != 3 || (b.GetDim(2) != 4 && b.GetDim(2) >= 0))
+      return Fail(ctx, "boxes must be [num_batches, spatial_dimension, 4], not " + b.ToString()), false;
+    if (s.GetDimNum() != 3) return Fail(ctx, "scores must be [num_batches, num_classes, spatial_dimension], not " + s.ToString()), false;
+    if ((b.GetDim(0) >= 0 && s.GetDim(0) >= 0 && b.GetDim(0) != s.GetDim(0)) || (b.GetDim(1) >= 0 && s.GetDim(2) >= 0 && b.GetDim(1) != s.GetDim(2)))
+      return Fail(ctx, "boxes " + b.ToString() + " and scores " + s.ToString() + " disagree on the batches or the boxes"), false;
+    const int64_t cpb = *ctx->GetAttrs()->GetInt("center_point_box");
+    if (cpb != 0 && cpb != 1) return Fail(ctx, "center_point_box must be 0 or 1, not " + std::to_string(cpb)), false;
+    d->batches = b.GetDim(0), d->boxes = b.GetDim(1), d->classes = s.GetDim(1);
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Dims d;
+    if (!Check(ctx, *ctx->GetInputShape(0), *ctx->GetInputShape(1), &d)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = Shape({-1, 3});
+    if (d.batches < 0 || d.boxes < 0 || d.classes < 0) return GRAPH_SUCCESS;
+    int64_t per_class = d.boxes;
+    double m = 0;
+    if (ScalarValue(ctx->GetOptionalInputTensor(2), &m)) per_class = std::min<int64_t>(per_class, m > 0 ? static_cast<int64_t>(std::min(m, 9e18)) : 0);
+    int64_t bound = 0;
+    if (__builtin_mul_overflow(d.batches * d.classes, per_class, &bound)) return Fail(ctx, "too many boxes");
+    return ctx->SetOutputShapeBound(0, Shape({bound, 3}));
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, DT_INT64); }
+
+  // Corners of box k as (y_min, x_min, y_max, x_max).
+  static void Corners(const float* b, bool center, float* c) {
+    if (center) {
+      const float hw = b[2] / 2, hh = b[3] / 2;
+      c[0] = b[1] - hh, c[1] = b[0] - hw, c[2] = b[1] + hh, c[3] = b[0] + hw;
+    } else {
+      c[0] = std::min(b[0], b[2]), c[1] = std::min(b[1], b[3]), c[2] = std::max(b[0], b[2]), c[3] = std::max(b[1], b[3]);
+    }
+  }
+  static bool Suppresses(const float* a, const float* b, float iou_threshold) {
+    const float ix0 = std::max(a[1], b[1]), ix1 = std::min(a[3], b[3]);
+    if (ix1 <= ix0) return false;
+    const float iy0 = std::max(a[0], b[0]), iy1 = std::min(a[2], b[2]);
+    if (iy1 <= iy0) return false;
+    const float inter = (ix1 - ix0) * (iy1 - iy0);
+    if (inter <= 0.f) return false;
+    const float area_a = (a[3] - a[1]) * (a[2] - a[0]), area_b = (b[3] - b[1]) * (b[2] - b[0]);
+    const float uni = area_a + area_b - inter;
+    if (area_a <= 0.f || area_b <= 0.f || uni <= 0.f) return false;
+    return inter / uni > iou_threshold;
+  }
+
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* boxes = ctx->GetInputTensor(0);
+    const Tensor* scores = ctx->GetInputTensor(1);
+    Dims d;
+    if (!Check(ctx, boxes->GetShape(), scores->GetShape(), &d)) return GRAPH_FAILED;
+    if (boxes->GetDataType() != DT_FLOAT || scores->GetDataType() != DT_FLOAT) return Fail(ctx, "boxes and scores must be float32");
+    auto optional = [&](size_t k, const char* name, double* v) -> int {  // 1: given, 0: absent, -1: malformed
+      const Tensor* t = ctx->GetOptionalInputTensor(k);
+      if (!t || t->GetShapeSize() == 0) return 0;
+      if (!ScalarValue(t, v)) return Fail(ctx, std::string(name) + " must hold one value, not " + t->GetShape().ToString()), -1;
+      return 1;
+    };
+    double max_out = 0, iou = 0, score_min = 0;
+    int has_max = optional(2, "max_output_boxes_per_class", &max_out), has_iou = optional(3, "iou_threshold", &iou),
+        has_score = optional(4, "score_threshold", &score_min);
+    if (has_max < 0 || has_iou < 0 || has_score < 0) return GRAPH_FAILED;
+    if (has_iou && !(iou >= 0.0 && iou <= 1.0)) return Fail(ctx, "iou_threshold must be in [0, 1], not " + std::to_string(iou));
+    const int64_t per_class = has_max && max_out > 0 ? static_cast<int64_t>(std::min(max_out, 9e18)) : 0;
+    const bool center = *ctx->GetAttrs()->GetInt("center_point_box") == 1;
+    const float iou_f = static_cast<float>(iou), score_f = static_cast<float>(score_min);
+    const float* pb = boxes->GetData<float>();
+    const float* ps = scores->GetData<float>();
+    std::vector<int64_t> selected;  // (batch, class, box) triples
+    std::vector<int64_t> order;
+    std::vector<float> corners(static_cast<size_t>(d.boxes) * 4);
+    std::vector<int64_t> kept;
+    for (int64_t b = 0; b < d.batches && per_class > 0; ++b) {
+      for (int64_t k = 0; k < d.boxes; ++k) Corners(pb + (b * d.boxes + k) * 4, center, &corners[static_cast<size_t>(k) * 4]);
+      for (int64_t c = 0; c < d.classes; ++c) {
+        const float* sc = ps + (b * d.classes + c) * d.boxes;
+        order.clear();
+        for (int64_t k = 0; k < d.boxes; ++k)
+          if (!has_score || sc[k] > score_f) order.push_back(k);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return sc[x] > sc[y]; });
+        kept.clear();
+        for (int64_t k : order) {
+          if (static_cast<int64_t>(kept.size()) >= per_class) break;
+          bool keep = true;
+          for (int64_t j : kept)
+            if (Suppresses(&corners[static_cast<size_t>(k) * 4], &corners[static_cast<size_t>(j) * 4], iou_f)) {
+              keep = false;
+              break;
+            }
+          if (!keep) continue;
+          kept.push_back(k);
+          selected.insert(selected.end(), {b, c, k});
+        }
+      }
+    }
+    Tensor* y = ctx->MallocOutputTensor(0, Shape({static_cast<int64_t>(selected.size() / 3), 3}), DT_INT64);
+    if (!y) return GRAPH_FAILED;
+    if (!selected.empty()) std::memcpy(y->GetAddr(), selected.data(), selected.size() * sizeof(int64_t));
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_index_ops(std::vector<OpEntry>& out) {
+  const TensorType all = TensorType::ALL();
+  out.push_back({OpDefBuilder("OneHot").INPUT(indices, NumericTypes()).INPUT(depth, NumericTypes()).INPUT(values, all)
+                     .OUTPUT(output, all).ATTR(axis, Int, -1).Build(), MakeOpImpl<OneHot>("OneHot")});
+  out.push_back({OpDefBuilder("EyeLike").INPUT(input, all).OUTPUT(output, all).ATTR(dtype, Type, DT_UNDEFINED).ATTR(k, Int, 0).Build(),
+                 MakeOpImpl<EyeLike>("EyeLike")});
+  out.push_back({OpDefBuilder("Compress").INPUT(input, all).INPUT(condition, TensorType({DT_BOOL})).OUTPUT(output, all)
+                     .SAME_AS_INPUT(input).ATTR(axis, Int, INT64_MIN).Build(), MakeOpImpl<Compress>("Compress")});
+  out.push_back({OpDefBuilder("ReverseSequence").INPUT(input, all).INPUT(sequence_lens, TensorType({DT_INT64})).OUTPUT(Y, all)
+                     .SAME_AS_INPUT(input).ATTR(batch_axis, Int, 1).ATTR(time_axis, Int, 0).Build(),
+                 MakeOpImpl<ReverseSequence>("ReverseSequence")});
+  out.push_back({OpDefBuilder("Shrink").INPUT(input, NumericTypes()).OUTPUT(output, NumericTypes()).SAME_AS_INPUT(input)
+                     .ATTR(bias, Float, 0.0).ATTR(lambd, Float, 0.5).Build(), MakeOpImpl<Shrink>("Shrink")});
+  out.push_back({OpDefBuilder("NonMaxSuppression").INPUT(boxes, TensorType({DT_FLOAT})).INPUT(scores, TensorType({DT_FLOAT}))
+                     .OPTIONAL_INPUT(max_output_boxes_per_class, TensorType({DT_INT64})).OPTIONAL_INPUT(iou_threshold, TensorType({DT_FLOAT}))
+                     .OPTIONAL_INPUT(score_threshold, TensorType({DT_FLOAT})).OUTPUT(selected_indices, TensorType({DT_INT64}))
+                     .ATTR(center_point_box, Int, 0).Build(), MakeOpImpl<NonMaxSuppression>("NonMaxSuppression")});
+}
+
+}  // namespace weft::ops

@@ -1,0 +1,170 @@
+"""Cases for Einsum, OneHot, EyeLike, Compress, ReverseSequence, Shrink and NonMaxSuppression.
+
+Random shapes with size-0 dims, each dtype the op takes, attribute variants, inputs as
+initializers and as run-time inputs; NonMaxSuppression on random boxes in both coordinate
+formats with tied scores and every optional input present or absent. The must-fail cases name
+what a good error has to mention."""
+import numpy as np
+
+from .common import BadCase, Case, data, i64, nonzero_shape, shape, spec
+
+LETTERS = "abcdefgh"
+
+
+def _einsum_case(rng):
+    """A random equation over 1-3 operands (shared, batch, broadcast-ellipsis and diagonal labels)."""
+    n_ops = int(rng.integers(1, 4))
+    labels = LETTERS[: int(rng.integers(2, 6))]
+    extent = {c: int(rng.integers(1, 4)) for c in labels}
+    ell = tuple(int(rng.integers(1, 3)) for _ in range(int(rng.integers(0, 3)))) if rng.random() < 0.3 else None
+    terms, arrays = [], []
+    for _ in range(n_ops):
+        k = int(rng.integers(0, min(4, len(labels)) + 1))
+        t = "".join(rng.choice(list(labels), size=k, replace=rng.random() < 0.15))
+        dims = [extent[c] for c in t]
+        if ell is not None and rng.random() < 0.7:
+            # broadcasting of the ellipsis: some dims 1 (ONNX Runtime wants every operand's ellipsis of one rank)
+            e = [d if rng.random() < 0.7 else 1 for d in ell]
+            t, dims = "..." + t, e + dims
+        terms.append(t)
+        arrays.append(data(rng, tuple(dims), np.float32, -2, 2))
+    used = sorted(set("".join(terms).replace(".", "")))
+    if rng.random() < 0.5:  # implicit output
+        eq = ",".join(terms)
+    else:
+        out = "".join(c for c in used if rng.random() < 0.5)
+        out = "".join(rng.permutation(list(out))) if out else ""
+        if any("..." in t for t in terms):
+            out = "..." + out
+        eq = ",".join(terms) + "->" + out
+    return eq, arrays
+
+
+@spec("Einsum")
+def einsum(rng, op):
+    for _ in range(40):
+        eq, arrays = _einsum_case(rng)
+        yield Case(arrays, attrs={"equation": eq}, opset=12)
+    # the forms exported transformers use, at sizes with real sums
+    q, k, v = (data(rng, (2, 3, 5, 4)) for _ in range(3))
+    yield Case([q, k], attrs={"equation": "bhid,bhjd->bhij"}, opset=12)
+    att = data(rng, (2, 3, 5, 5))
+    yield Case([att, v], attrs={"equation": "bhij,bhjd->bhid"}, opset=12)
+    yield Case([data(rng, (2, 5, 8)), data(rng, (8, 3, 4))], attrs={"equation": "bsd,dhk->bshk"}, opset=12, const={1})
+    yield Case([data(rng, (4, 4)).astype(np.float64)], attrs={"equation": "ii->i"}, opset=12)
+    yield Case([data(rng, (3, 4), np.int64, -5, 5), data(rng, (4, 2), np.int64, -5, 5)], attrs={"equation": "ij,jk"}, opset=12)
+    yield Case([data(rng, (3, 0)), data(rng, (0, 2))], attrs={"equation": "ij,jk->ik"}, opset=12)
+    yield Case([data(rng, (2, 3))], attrs={"equation": "ij->"}, opset=12)
+    yield BadCase([data(rng, (2, 3)), data(rng, (4, 5))], attrs={"equation": "ij,jk->ik"}, opset=12, error="extent")
+    yield BadCase([data(rng, (2, 3))], attrs={"equation": "ij,jk->ik"}, opset=12, error="operands")
+    yield BadCase([data(rng, (2, 3))], attrs={"equation": "ij->ik"}, opset=12, error="'k' is in no operand")
+    yield BadCase([data(rng, (2, 3))], attrs={"equation": "i1->i"}, opset=12, error="not a letter")
+
+
+@spec("OneHot")
+def onehot(rng, op):
+    # (indices, values, depth) types ONNX Runtime implements
+    combos = [(np.int64, np.float32, np.int64), (np.int64, np.int64, np.int64), (np.float32, np.float32, np.float32),
+              (np.int32, np.float32, np.int32), (np.float32, np.int64, np.int64), (np.int64, np.float32, np.float32)]
+    for trial in range(18):
+        s = shape(rng, int(rng.integers(1, 4)), 1, 4)
+        depth = int(rng.integers(1, 6))
+        idx_t, val_t, depth_t = combos[trial % len(combos)]
+        ind = data(rng, s, idx_t, -depth - 2, depth + 2)
+        if idx_t == np.float32:
+            ind = np.trunc(ind).astype(np.float32)
+        rank = len(s) + 1
+        axis = int(rng.integers(-rank, rank))
+        values = np.array([int(rng.integers(-3, 1)), int(rng.integers(1, 5))]).astype(val_t)
+        depth_arr = np.array([depth], depth_t)
+        yield Case([ind, depth_arr, values], attrs={"axis": axis}, opset=11, const={1} if rng.random() < 0.7 else {1, 2})
+    yield BadCase([i64([1, 2]), i64([3]), np.array([0, 1, 2], np.float32)], const={1}, opset=11, error="values")
+    yield BadCase([i64([1, 2]), i64([0]), np.array([0, 1], np.float32)], const={1}, opset=11, error="depth")
+
+
+@spec("EyeLike")
+def eyelike(rng, op):
+    for dt in (np.float32, np.int64, np.int32, np.float64):
+        for _ in range(3):
+            s = shape(rng, 2, 1, 6)
+            yield Case([data(rng, s, dt)], attrs={"k": int(rng.integers(-4, 5))}, opset=9)
+    yield Case([data(rng, (3, 4))], attrs={"dtype": 7}, opset=9)  # int64 output from a float input
+    yield BadCase([data(rng, (2, 3, 4))], opset=9, error="2-D")
+
+
+@spec("Compress")
+def compress(rng, op):
+    for _ in range(16):
+        rank = int(rng.integers(1, 4))
+        s = nonzero_shape(rng, rank, 1, 4)
+        dt = (np.float32, np.int64, np.bool_)[int(rng.integers(0, 3))]
+        x = data(rng, s, dt)
+        if rng.random() < 0.3:
+            n = int(np.prod(s))
+            cond = rng.random(int(rng.integers(0, n + 1))) < 0.5
+            yield Case([x, cond], opset=11, const={1} if rng.random() < 0.5 else set())
+        else:
+            axis = int(rng.integers(-rank, rank))
+            cond = rng.random(int(rng.integers(0, s[axis] + 1))) < 0.5
+            yield Case([x, cond], attrs={"axis": axis}, opset=11, const={1} if rng.random() < 0.5 else set())
+    yield BadCase([data(rng, (2, 3)), np.ones(4, np.bool_)], attrs={"axis": 1}, opset=11, error="condition")
+
+
+@spec("ReverseSequence")
+def reverse_sequence(rng, op):
+    for _ in range(10):
+        batch_axis = int(rng.integers(0, 2))
+        s = list(nonzero_shape(rng, int(rng.integers(2, 5)), 1, 4))
+        b, t = s[batch_axis], s[1 - batch_axis]
+        lens = rng.integers(0, t + 1, size=b).astype(np.int64)
+        dt = (np.float32, np.int64, np.int32)[int(rng.integers(0, 3))]
+        yield Case([data(rng, tuple(s), dt), lens], attrs={"batch_axis": batch_axis, "time_axis": 1 - batch_axis}, opset=10,
+                   const={1} if rng.random() < 0.5 else set())
+    yield BadCase([data(rng, (3, 2)), i64([1, 4])], attrs={"batch_axis": 1, "time_axis": 0}, opset=10, error="sequence_lens")
+
+
+@spec("Shrink")
+def shrink(rng, op):
+    for dt in (np.float32, np.float64, np.int32, np.int64, np.int8):
+        for _ in range(2):
+            attrs = {}
+            if rng.random() < 0.7:
+                attrs["lambd"] = float(rng.choice([0.0, 0.5, 1.5, 2.0]))
+            if rng.random() < 0.7:
+                attrs["bias"] = float(rng.choice([0.0, 1.0, 1.5]))
+            yield Case([data(rng, shape(rng, int(rng.integers(0, 4))), dt, -4, 4)], attrs=attrs, opset=9)
+
+
+def _boxes(rng, b, n, center):
+    if center:  # [xc, yc, w, h]
+        c = rng.uniform(0, 10, (b, n, 2))
+        wh = rng.uniform(0.5, 4, (b, n, 2))
+        return np.concatenate([c, wh], axis=2).astype(np.float32)
+    p = rng.uniform(0, 10, (b, n, 2))
+    q = p + rng.uniform(-4, 4, (b, n, 2))  # corners in either order
+    return np.concatenate([p, q], axis=2)[..., [0, 1, 2, 3]].astype(np.float32)
+
+
+@spec("NonMaxSuppression")
+def nms(rng, op):
+    for trial in range(24):
+        b, c, n = int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(0, 12))
+        center = int(rng.integers(0, 2))
+        boxes = _boxes(rng, b, n, center)
+        scores = rng.uniform(0, 1, (b, c, n)).astype(np.float32)
+        if trial % 4 == 0:
+            scores = np.round(scores * 4) / 4  # ties: the lower box index first
+        if trial % 6 == 1 and n > 1:
+            boxes[:, 1] = boxes[:, 0]  # identical boxes
+        ins = [boxes, scores]
+        if trial % 5 != 0:
+            ins.append(i64([int(rng.integers(0, n + 2))]))
+            if trial % 3 != 0:
+                ins.append(np.array([float(rng.choice([0.0, 0.3, 0.5, 0.9]))], np.float32))
+                if trial % 2:
+                    ins.append(np.array([float(rng.uniform(0, 0.6))], np.float32))
+        const = set(range(2, len(ins))) if rng.random() < 0.6 else set()
+        yield Case(ins, attrs={"center_point_box": center}, opset=11, const=const)
+    yield BadCase([_boxes(rng, 1, 3, 0), np.ones((1, 1, 4), np.float32), i64([2])], const={2}, opset=11, error="disagree")
+    yield BadCase([_boxes(rng, 1, 3, 0), np.ones((1, 1, 3), np.float32), i64([2]), np.array([1.5], np.float32)], const={2, 3}, opset=11,
+                  error="iou_threshold")
