@@ -168,3 +168,28 @@ def nms(rng, op):
     yield BadCase([_boxes(rng, 1, 3, 0), np.ones((1, 1, 4), np.float32), i64([2])], const={2}, opset=11, error="disagree")
     yield BadCase([_boxes(rng, 1, 3, 0), np.ones((1, 1, 3), np.float32), i64([2]), np.array([1.5], np.float32)], const={2, 3}, opset=11,
                   error="iou_threshold")
+
+
+@spec("GridSample")
+def grid_sample(rng, op):
+    """Every mode, padding mode and align_corners on random grids reaching past the borders,
+    2 spatial dims (and 3 for linear and nearest at opset 20), float32 and float64."""
+    for trial in range(36):
+        opset = 16 if trial % 2 else 20
+        three = opset == 20 and trial % 3 == 0
+        modes = ("bilinear", "nearest", "bicubic") if opset == 16 else ("linear", "nearest", "cubic")
+        mode = modes[trial % 3 if not three else trial % 2]
+        pad = ("zeros", "border", "reflection")[(trial // 3) % 3]
+        n, c = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+        sp = 3 if three else 2
+        in_dims = tuple(int(rng.integers(1, 6)) for _ in range(sp))
+        out_dims = tuple(int(rng.integers(1, 5)) for _ in range(sp))
+        dt = np.float64 if trial % 5 == 0 and opset == 20 else np.float32  # ONNX Runtime: float64 from opset 20
+        x = data(rng, (n, c) + in_dims, dt)
+        g = rng.uniform(-1.6, 1.6, (n,) + out_dims + (sp,)).astype(dt)
+        if trial % 7 == 0:
+            g[..., 0] = np.round(g[..., 0] * 4) / 4  # positions on pixel edges and centres (ties of nearest)
+        attrs = {"mode": mode, "padding_mode": pad, "align_corners": int(trial % 4 == 1)}
+        yield Case([x, g], attrs=attrs, opset=opset, const={1} if trial % 3 == 2 else set())
+    yield BadCase([data(rng, (1, 1, 3, 3)), data(rng, (1, 2, 2, 3))], opset=16, error="grid")
+    yield BadCase([data(rng, (1, 1, 2, 3, 3)), data(rng, (1, 2, 2, 2, 3))], attrs={"mode": "cubic"}, opset=20, error="cubic")
