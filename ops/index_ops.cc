@@ -1,8 +1,10 @@
 // Index and selection operators exported models use around their main layers: OneHot, EyeLike,
-// Compress, ReverseSequence, Shrink and NonMaxSuppression (the box selection of detection models).
+// Compress, ReverseSequence, Shrink, NonMaxSuppression (the box selection of detection models),
+// MaxUnpool and Det.
 // Semantics are ONNX's; where the specification leaves a choice, ONNX Runtime's is taken and said.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -389,7 +391,9 @@ class NonMaxSuppression : public EagerExecuteOp, public ShapeInferOp {
         order.clear();
         for (int64_t k = 0; k < d.boxes; ++k)
           if (!has_score || sc[k] > score_f) order.push_back(k);
-        std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return sc[x] > sc[y]; });
+        // Highest first; a NaN score ranks below every number (a consistent order for the sort).
+        auto key = [&](int64_t k) { return sc[k] != sc[k] ? -std::numeric_limits<float>::infinity() : sc[k]; };
+        std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return key(x) > key(y); });
         kept.clear();
         for (int64_t k : order) {
           if (static_cast<int64_t>(kept.size()) >= per_class) break;
@@ -412,6 +416,137 @@ class NonMaxSuppression : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+// ---- MaxUnpool(X, I, output_shape?) -> zeros with X's values at the flat positions I names
+// (MaxPool's Indices: positions in the whole output, batch and channels included). The output
+// shape is output_shape when given (at least the computed one), else (in - 1) * stride - pads +
+// kernel per spatial dim.
+class MaxUnpool : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static bool OutShape(const KernelContextBase* ctx, const Shape& x, const Tensor* given, Shape* out) {
+    const size_t r = x.GetDimNum();
+    if (r < 3) return Fail(ctx, "X must be [N, C, spatial...], not " + x.ToString()), false;
+    const size_t sp = r - 2;
+    ListView<int64_t> k = ctx->GetAttrs()->GetListInt("kernel_shape"), s = ctx->GetAttrs()->GetListInt("strides"),
+                      p = ctx->GetAttrs()->GetListInt("pads");
+    if (k.size() != sp) return Fail(ctx, "kernel_shape must have one entry per spatial dim of " + x.ToString()), false;
+    if ((s.size() && s.size() != sp) || (p.size() && p.size() != 2 * sp))
+      return Fail(ctx, "strides must have " + std::to_string(sp) + " entries and pads " + std::to_string(2 * sp)), false;
+    std::vector<int64_t> d{x.GetDim(0), x.GetDim(1)};
+    for (size_t i = 0; i < sp; ++i) {
+      const int64_t st = s.size() ? s[i] : 1, pb = p.size() ? p[i] : 0, pe = p.size() ? p[i + sp] : 0, in = x.GetDim(2 + i);
+      if (k[i] <= 0 || st <= 0 || pb < 0 || pe < 0 || k[i] > (1 << 20) || st > (1 << 20) || pb > (1 << 20) || pe > (1 << 20))
+        return Fail(ctx, "kernel_shape and strides must be positive and pads not negative (at most 2^20)"), false;
+      if (pb >= k[i] || pe >= k[i]) return Fail(ctx, "pads must be smaller than the kernel (" + std::to_string(k[i]) + ") along spatial dim " + std::to_string(i)), false;
+      d.push_back(in < 0 ? -1 : (in - 1) * st - pb - pe + k[i]);
+      if (in >= 0 && d.back() < 0) return Fail(ctx, "the computed output dim " + std::to_string(i) + " is negative"), false;
+    }
+    if (given) {
+      std::vector<int64_t> g;
+      if (!ReadInts(given, &g)) {
+        MarkUnknown(out, r);
+        return true;
+      }
+      if (g.size() != r) return Fail(ctx, "output_shape must have " + std::to_string(r) + " entries, not " + std::to_string(g.size())), false;
+      for (size_t i = 0; i < r; ++i)
+        if (g[i] < 0 || (i < 2 && d[i] >= 0 && g[i] != d[i]) || (i >= 2 && d[i] >= 0 && g[i] < d[i]))
+          return Fail(ctx, "output_shape dim " + std::to_string(i) + " (" + std::to_string(g[i]) + ") must keep N and C and not be smaller than the computed " +
+                               std::to_string(d[i])), false;
+      d = g;
+    }
+    *out = Shape(d);
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    const Shape& i = *ctx->GetInputShape(1);
+    if (!x.IsUnknown() && !i.IsUnknown() && !(x == i)) return Fail(ctx, "I " + i.ToString() + " must have X's shape " + x.ToString());
+    Shape out;
+    if (!OutShape(ctx, x, ctx->GetOptionalInputTensor(2) ? ctx->GetOptionalInputTensor(2) : nullptr, &out)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = out;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* ind = ctx->GetInputTensor(1);
+    if (!(x->GetShape() == ind->GetShape())) return Fail(ctx, "I " + ind->GetShape().ToString() + " must have X's shape " + x->GetShape().ToString());
+    Shape out;
+    if (!OutShape(ctx, x->GetShape(), ctx->GetOptionalInputTensor(2), &out)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, out, x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    std::memset(y->GetAddr(), 0, y->GetByteCount());
+    // An index is a flat position in the output (MaxPool's Indices over the tensor this one
+    // restores), as ONNX Runtime reads it; with an output_shape larger than the computed one the
+    // ONNX reference instead keeps coordinates in the computed shape.
+    const int64_t total = y->GetShapeSize(), n = x->GetShapeSize();
+    const size_t elem = DataTypeSize(x->GetDataType());
+    const int64_t* pi = ind->GetData<int64_t>();
+    for (int64_t k = 0; k < n; ++k) {
+      if (pi[k] < 0 || pi[k] >= total)
+        return Fail(ctx, "index " + std::to_string(pi[k]) + " (element " + std::to_string(k) + " of I) is outside the output's " +
+                             std::to_string(total) + " elements " + out.ToString());
+      std::memcpy(y->GetData<uint8_t>() + pi[k] * static_cast<int64_t>(elem), x->GetData<uint8_t>() + k * static_cast<int64_t>(elem), elem);
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
+// ---- Det(X [..., M, M]) -> the determinants [...]: LU with partial pivoting in double.
+class Det : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& x = *ctx->GetInputShape(0);
+    const size_t r = x.GetDimNum();
+    if (r < 2 || (x.GetDim(r - 1) >= 0 && x.GetDim(r - 2) >= 0 && x.GetDim(r - 1) != x.GetDim(r - 2)))
+      return Fail(ctx, "X must be [..., M, M], not " + x.ToString());
+    std::vector<int64_t> d = x.ToVector();
+    d.resize(r - 2);
+    *ctx->GetOutputShape(0) = Shape(d);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& xs = x->GetShape();
+    const size_t r = xs.GetDimNum();
+    if (r < 2 || xs.GetDim(r - 1) != xs.GetDim(r - 2)) return Fail(ctx, "X must be [..., M, M], not " + xs.ToString());
+    std::vector<int64_t> d = xs.ToVector();
+    d.resize(r - 2);
+    Tensor* y = ctx->MallocOutputTensor(0, Shape(d), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const int64_t m = xs.GetDim(r - 1), count = y->GetShapeSize();
+    std::vector<double> a(static_cast<size_t>(m * m));
+    bool ok = DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      for (int64_t b = 0; b < count; ++b) {
+        for (int64_t i = 0; i < m * m; ++i) a[static_cast<size_t>(i)] = static_cast<double>(Load(px[b * m * m + i]));
+        double det = 1;
+        for (int64_t c = 0; c < m && det != 0; ++c) {
+          int64_t piv = c;
+          for (int64_t i = c + 1; i < m; ++i)
+            if (std::fabs(a[static_cast<size_t>(i * m + c)]) > std::fabs(a[static_cast<size_t>(piv * m + c)])) piv = i;
+          if (a[static_cast<size_t>(piv * m + c)] == 0) {
+            det = 0;
+            break;
+          }
+          if (piv != c) {
+            for (int64_t j = 0; j < m; ++j) std::swap(a[static_cast<size_t>(c * m + j)], a[static_cast<size_t>(piv * m + j)]);
+            det = -det;
+          }
+          const double p = a[static_cast<size_t>(c * m + c)];
+          det *= p;
+          for (int64_t i = c + 1; i < m; ++i) {
+            const double f = a[static_cast<size_t>(i * m + c)] / p;
+            for (int64_t j = c; j < m; ++j) a[static_cast<size_t>(i * m + j)] -= f * a[static_cast<size_t>(c * m + j)];
+          }
+        }
+        py[b] = Store<T>(static_cast<typename Compute<T>::type>(det));
+      }
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, std::string("type ") + DataTypeName(x->GetDataType()) + " is not supported");
+  }
+};
+
 }  // namespace
 
 void WeftRegister_index_ops(std::vector<OpEntry>& out) {
@@ -431,6 +566,10 @@ void WeftRegister_index_ops(std::vector<OpEntry>& out) {
                      .OPTIONAL_INPUT(max_output_boxes_per_class, TensorType({DT_INT64})).OPTIONAL_INPUT(iou_threshold, TensorType({DT_FLOAT}))
                      .OPTIONAL_INPUT(score_threshold, TensorType({DT_FLOAT})).OUTPUT(selected_indices, TensorType({DT_INT64}))
                      .ATTR(center_point_box, Int, 0).Build(), MakeOpImpl<NonMaxSuppression>("NonMaxSuppression")});
+  out.push_back({OpDefBuilder("MaxUnpool").INPUT(X, NumericTypes()).INPUT(I, TensorType({DT_INT64})).OPTIONAL_INPUT(output_shape, TensorType({DT_INT64}))
+                     .OUTPUT(output, NumericTypes()).SAME_AS_INPUT(X).REQUIRED_ATTR(kernel_shape, ListInt).ATTR(pads, ListInt, {})
+                     .ATTR(strides, ListInt, {}).Build(), MakeOpImpl<MaxUnpool>("MaxUnpool")});
+  out.push_back({OpDefBuilder("Det").INPUT(X, FloatTypes()).OUTPUT(Y, FloatTypes()).SAME_AS_INPUT(X).Build(), MakeOpImpl<Det>("Det")});
 }
 
 }  // namespace weft::ops

@@ -184,6 +184,8 @@ CASES = {
     "Compress": [((r(4, 3), r(3) > 0), {"axis": 1}), ((r(2, 3), r(5) > 0), {})],
     "ReverseSequence": [((r(4, 3, 2), i64(4, 2, 1)), {}), ((r(2, 5), i64(3, 5)), {"batch_axis": 0, "time_axis": 1})],
     "Shrink": [((r(3, 4),), {"lambd": 0.3, "bias": 0.1})],
+    "MaxUnpool": [((r(1, 2, 2, 2), torch.tensor([[[[0, 3], [9, 15]], [[16, 18], [27, 31]]]])), {"kernel_shape": [2, 2], "strides": [2, 2]})],
+    "Det": [((r(3, 3),), {}), ((r(2, 4, 4),), {})],
     "GridSample": [((r(1, 2, 4, 5), torch.rand(1, 3, 2, 2) * 2 - 1), {}),
                    ((r(2, 1, 3, 3), torch.rand(2, 2, 4, 2) * 2.4 - 1.2), {"mode": "nearest", "padding_mode": "border"})],
     "NonMaxSuppression": [((torch.rand(1, 6, 4) * 4, torch.rand(1, 2, 6), i64(3), torch.tensor([0.4])), {}),

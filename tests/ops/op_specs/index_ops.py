@@ -193,3 +193,42 @@ def grid_sample(rng, op):
         yield Case([x, g], attrs=attrs, opset=opset, const={1} if trial % 3 == 2 else set())
     yield BadCase([data(rng, (1, 1, 3, 3)), data(rng, (1, 2, 2, 3))], opset=16, error="grid")
     yield BadCase([data(rng, (1, 1, 2, 3, 3)), data(rng, (1, 2, 2, 2, 3))], attrs={"mode": "cubic"}, opset=20, error="cubic")
+
+
+@spec("MaxUnpool")
+def max_unpool(rng, op):
+    for trial in range(12):
+        sp = 1 + trial % 2
+        n, c = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+        k = [int(rng.integers(1, 4)) for _ in range(sp)]
+        st = [int(rng.integers(1, 3)) for _ in range(sp)]
+        pads = [int(rng.integers(0, min(2, k[d % sp]))) for d in range(2 * sp)]  # smaller than the kernel
+        ins = [int(rng.integers(1, 4)) for _ in range(sp)]
+        outs = [(i - 1) * s - pads[d] - pads[d + sp] + kk for d, (i, s, kk) in enumerate(zip(ins, st, k))]
+        if min(outs) < 1:
+            continue
+        x = data(rng, (n, c) + tuple(ins))
+        total = n * c * int(np.prod(outs))
+        if x.size > total:
+            continue
+        idx = rng.choice(total, size=x.size, replace=False).astype(np.int64).reshape(x.shape)  # distinct positions
+        attrs = {"kernel_shape": k, "strides": st, "pads": pads}
+        if trial % 3 == 0:
+            shape_in = [n, c] + [o + int(rng.integers(0, 3)) for o in outs]
+            yield Case([x, idx, i64(shape_in)], attrs=attrs, opset=11, const={2})
+        else:
+            yield Case([x, idx], attrs=attrs, opset=11)
+    yield BadCase([data(rng, (1, 1, 2, 2)), i64([[[[0, 1], [2, 99]]]])], attrs={"kernel_shape": [2, 2], "strides": [2, 2]}, opset=11,
+                  error="outside")
+
+
+@spec("Det")
+def det(rng, op):
+    for trial in range(10):
+        m = int(rng.integers(1, 6))
+        batch = shape(rng, int(rng.integers(0, 3)), 1, 3, zero_prob=0.1)
+        x = data(rng, tuple(batch) + (m, m), np.float32, -2, 2)
+        if trial == 3 and m > 1:
+            x[..., 1, :] = x[..., 0, :]  # singular
+        yield Case([x], opset=11)
+    yield BadCase([data(rng, (2, 3))], opset=11, error="M, M")
