@@ -232,3 +232,73 @@ def det(rng, op):
             x[..., 1, :] = x[..., 0, :]  # singular
         yield Case([x], opset=11)
     yield BadCase([data(rng, (2, 3))], opset=11, error="M, M")
+
+
+@spec("DFT")
+def dft(rng, op):
+    """Real and complex signals, power-of-two and other lengths (the chirp transform), padding and
+    truncation to dft_length, onesided, inverse, every signal axis; opset 17 (axis attribute) and
+    20 (axis input, default -2). The reference is the ONNX package's evaluator (NumPy's FFT in
+    float64): ONNX Runtime transforms in float32, leaving ~1e-6 where a bin is 0 (the imaginary part
+    of the DC bin), more than the harness's absolute tolerance of 1e-7."""
+    for trial in range(24):
+        rank = int(rng.integers(3, 5))
+        s = [int(rng.integers(1, 3))] + [int(rng.integers(1, 13)) for _ in range(rank - 2)] + [1 if trial % 3 else 2]
+        x = data(rng, tuple(s), np.float32 if trial % 5 else np.float64)
+        signal_axes = list(range(1, rank - 1))
+        axis = int(rng.choice(signal_axes))
+        onesided = int(s[-1] == 1 and trial % 2 == 0)
+        inverse = int(not onesided and trial % 4 == 1)
+        ins = [x]
+        if trial % 3 == 0:
+            ins.append(i64(int(rng.integers(1, 2 * s[axis] + 3))))
+        opset = 20 if trial % 2 else 17
+        attrs = {"onesided": onesided, "inverse": inverse}
+        if opset == 17:
+            attrs["axis"] = axis
+            yield Case(ins, attrs=attrs, opset=17, const={1}, reference="onnx")
+        else:
+            ins += [None] * (2 - len(ins)) + [i64(axis - rank)]
+            yield Case(ins, attrs=attrs, opset=20, const={1, 2}, reference="onnx")
+    x = data(rng, (1, 400, 1))  # a 400-point frame (16 kHz speech front ends)
+    yield Case([x], attrs={"onesided": 1, "axis": 1}, opset=17, reference="onnx")
+    yield BadCase([data(rng, (1, 8, 3))], opset=17, error="end in a dim of 1 (real) or 2 (complex)")
+    yield BadCase([data(rng, (1, 8, 2))], attrs={"onesided": 1}, opset=17, error="onesided")
+
+
+@spec("STFT")
+def stft(rng, op):
+    """Frames with and without a window and frame_length, steps shorter and longer than a frame;
+    against the ONNX evaluator, as DFT."""
+    for trial in range(16):
+        b = int(rng.integers(1, 3))
+        frame = int(rng.integers(2, 20))
+        length = frame + int(rng.integers(0, 40))
+        step = int(rng.integers(1, frame + 3))
+        x = data(rng, (b, length, 1 if trial % 4 else 2), np.float32 if trial % 5 else np.float64)
+        onesided = int(x.shape[2] == 1 and trial % 2 == 0)
+        if trial % 3 == 0:
+            win = data(rng, (frame,), x.dtype, 0, 1)
+            yield Case([x, i64(step), win], attrs={"onesided": onesided}, opset=17, const={1}, reference="onnx")
+        elif trial % 3 == 1:
+            yield Case([x, i64(step), None, i64(frame)], attrs={"onesided": onesided}, opset=17, const={1, 3}, reference="onnx")
+        else:
+            win = data(rng, (frame,), x.dtype, 0, 1)
+            yield Case([x, i64(step), win, i64(frame)], attrs={"onesided": onesided}, opset=17, const={1, 3}, reference="onnx")
+    yield BadCase([data(rng, (1, 5, 1)), i64(2), None, i64(8)], opset=17, const={1, 3}, error="exceeds")
+
+
+@spec("HannWindow", "HammingWindow", "BlackmanWindow")
+def windows(rng, op):
+    for size in (1, 2, 7, 16, 25):
+        for periodic in (0, 1):
+            yield Case([i64(size)], attrs={"periodic": periodic}, opset=17, const={0} if size % 2 else set())
+    yield Case([np.array(10, np.int32)], attrs={"output_datatype": 11}, opset=17, const={0})
+
+
+@spec("MelWeightMatrix")
+def mel_weight_matrix(rng, op):
+    for mel, dft_len, rate, lo, hi in ((8, 64, 16000, 0.0, 8000.0), (40, 512, 16000, 20.0, 7600.0), (80, 400, 16000, 0.0, 8000.0),
+                                       (13, 256, 8000, 100.0, 3000.0), (5, 33, 22050, 50.0, 11000.0)):
+        yield Case([i64(mel), i64(dft_len), i64(rate), np.array(lo, np.float32), np.array(hi, np.float32)], opset=17,
+                   const={0, 1, 2, 3, 4})

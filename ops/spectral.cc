@@ -1,0 +1,423 @@
+// Spectral operators of audio front ends (ONNX opsets 17 and 20): DFT, STFT, the HannWindow,
+// HammingWindow and BlackmanWindow generators and MelWeightMatrix. Transforms run in double: a
+// radix-2 FFT for power-of-two lengths, Bluestein's chirp transform over it for the others (the
+// 400-point frames of 16 kHz speech models as fast as the 512-point ones).
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+using Cx = std::complex<double>;
+constexpr double kPi = 3.14159265358979323846;
+
+bool IsPow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// In place, a.size() a power of two: sum_j a[j] e^(-+2 pi i jk / n) (sign - forward, + backward).
+void Radix2(std::vector<Cx>& a, bool backward) {
+  const size_t n = a.size();
+  for (size_t i = 1, j = 0; i < n; ++i) {
+    size_t bit = n >> 1;
+    for (; j & bit; bit >>= 1) j ^= bit;
+    j ^= bit;
+    if (i < j) std::swap(a[i], a[j]);
+  }
+  for (size_t len = 2; len <= n; len <<= 1) {
+    const double ang = 2 * kPi / static_cast<double>(len) * (backward ? 1 : -1);
+    for (size_t i = 0; i < n; i += len)
+      for (size_t k = 0; k < len / 2; ++k) {
+        const Cx w(std::cos(ang * static_cast<double>(k)), std::sin(ang * static_cast<double>(k)));
+        const Cx u = a[i + k], v = a[i + k + len / 2] * w;
+        a[i + k] = u + v;
+        a[i + k + len / 2] = u - v;
+      }
+  }
+}
+
+// The forward DFT of one length, prepared once: radix-2, or Bluestein's algorithm.
+class Dft {
+ public:
+  explicit Dft(int64_t n) : n_(n) {
+    if (IsPow2(n) || n <= 1) return;
+    m_ = 1;
+    while (m_ < 2 * n - 1) m_ <<= 1;
+    chirp_.resize(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) {  // e^(i pi k^2 / n), the exponent reduced mod 2n first
+      const double a = kPi * static_cast<double>((k * k) % (2 * n)) / static_cast<double>(n);
+      chirp_[static_cast<size_t>(k)] = Cx(std::cos(a), std::sin(a));
+    }
+    b_.assign(static_cast<size_t>(m_), Cx(0));
+    for (int64_t k = 0; k < n; ++k) {
+      b_[static_cast<size_t>(k)] = chirp_[static_cast<size_t>(k)];
+      if (k) b_[static_cast<size_t>(m_ - k)] = chirp_[static_cast<size_t>(k)];
+    }
+    Radix2(b_, false);
+  }
+  // out[k] = sum_j in[j] e^(-2 pi i jk / n); `work` is scratch.
+  void Forward(const Cx* in, Cx* out, std::vector<Cx>& work) const {
+    if (n_ <= 1) {
+      if (n_ == 1) out[0] = in[0];
+      return;
+    }
+    if (chirp_.empty()) {
+      work.assign(in, in + n_);
+      Radix2(work, false);
+      std::copy(work.begin(), work.end(), out);
+      return;
+    }
+    work.assign(static_cast<size_t>(m_), Cx(0));
+    for (int64_t j = 0; j < n_; ++j) work[static_cast<size_t>(j)] = in[j] * std::conj(chirp_[static_cast<size_t>(j)]);
+    Radix2(work, false);
+    for (int64_t t = 0; t < m_; ++t) work[static_cast<size_t>(t)] *= b_[static_cast<size_t>(t)];
+    Radix2(work, true);
+    const double scale = 1.0 / static_cast<double>(m_);
+    for (int64_t k = 0; k < n_; ++k) out[k] = work[static_cast<size_t>(k)] * scale * std::conj(chirp_[static_cast<size_t>(k)]);
+  }
+
+ private:
+  int64_t n_, m_ = 0;
+  std::vector<Cx> chirp_, b_;
+};
+
+bool ScalarInt(const Tensor* t, int64_t* v) {
+  std::vector<int64_t> x;
+  if (!ReadInts(t, &x) || x.size() != 1) return false;
+  *v = x[0];
+  return true;
+}
+
+// ---- DFT(input [batch, ..., n, 1|2], dft_length?, axis? (opset 20)) -> [..., bins, 2] ----------
+class DftOp : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  struct Plan {
+    int64_t axis = 1, length = -1, bins = -1;
+    bool inverse = false, onesided = false, complex_in = false;
+  };
+  static bool MakePlan(const KernelContextBase* ctx, const Shape& x, const Tensor* len_t, const Tensor* axis_t, Plan* p) {
+    const int64_t r = static_cast<int64_t>(x.GetDimNum());
+    if (r < 2 || (x.GetDim(static_cast<size_t>(r - 1)) != 1 && x.GetDim(static_cast<size_t>(r - 1)) != 2))
+      return Fail(ctx, "input must end in a dim of 1 (real) or 2 (complex), not " + x.ToString()), false;
+    p->complex_in = x.GetDim(static_cast<size_t>(r - 1)) == 2;
+    int64_t axis = *ctx->GetAttrs()->GetInt("axis");
+    if (axis_t) {
+      if (!ScalarInt(axis_t, &axis)) return Fail(ctx, "axis must be a constant integer scalar"), false;
+    }
+    // Signal dims are those before the last: axis in [-r, -2] or [0, r - 2].
+    if (axis < -r || axis > r - 2 || axis == -1) return Fail(ctx, "axis " + std::to_string(axis) + " is not a signal dim of " + x.ToString()), false;
+    p->axis = axis < 0 ? axis + r : axis;
+    p->inverse = *ctx->GetAttrs()->GetInt("inverse") != 0;
+    p->onesided = *ctx->GetAttrs()->GetInt("onesided") != 0;
+    if (p->onesided && p->inverse) return Fail(ctx, "onesided and inverse cannot both be set"), false;
+    if (p->onesided && p->complex_in) return Fail(ctx, "onesided takes a real input (its last dim 1)"), false;
+    p->length = x.GetDim(static_cast<size_t>(p->axis));
+    if (len_t) {
+      if (!ScalarInt(len_t, &p->length)) {
+        p->length = -1;
+        if (len_t->GetAddr()) return Fail(ctx, "dft_length must hold one integer"), false;
+      } else if (p->length <= 0 || p->length > (int64_t(1) << 30)) {
+        return Fail(ctx, "dft_length must be positive (at most 2^30), not " + std::to_string(p->length)), false;
+      }
+    }
+    p->bins = p->length < 0 ? -1 : p->onesided ? p->length / 2 + 1 : p->length;
+    return true;
+  }
+  static Shape OutShape(const Shape& x, const Plan& p) {
+    Shape o = x;
+    o.SetDim(static_cast<size_t>(p.axis), p.bins);
+    o.SetDim(x.GetDimNum() - 1, 2);
+    return o;
+  }
+  // Opset 20 gives the axis as input 2 (axis_input; a constant), opset 17 as the attribute.
+  const Tensor* AxisInput(const KernelContextBase* ctx) const { return ctx->GetOptionalInputTensor(2); }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Plan p;
+    if (!MakePlan(ctx, *ctx->GetInputShape(0), ctx->GetOptionalInputTensor(1), AxisInput(ctx), &p)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = OutShape(*ctx->GetInputShape(0), p);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Plan p;
+    if (!MakePlan(ctx, x->GetShape(), ctx->GetOptionalInputTensor(1), AxisInput(ctx), &p)) return GRAPH_FAILED;
+    if (p.length < 0) return Fail(ctx, "dft_length must hold one integer");
+    Tensor* y = ctx->MallocOutputTensor(0, OutShape(x->GetShape(), p), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const Shape& xs = x->GetShape();
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < p.axis; ++d) outer *= xs.GetDim(static_cast<size_t>(d));
+    for (size_t d = static_cast<size_t>(p.axis) + 1; d + 1 < xs.GetDimNum(); ++d) inner *= xs.GetDim(d);
+    const int64_t n_in = xs.GetDim(static_cast<size_t>(p.axis)), comps = p.complex_in ? 2 : 1;
+    bool ok = DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      const Dft dft(p.length);
+      ctx->ParallelFor(outer * inner, 1, [&](int64_t r0, int64_t r1) {
+        std::vector<Cx> sig(static_cast<size_t>(p.length)), spec(static_cast<size_t>(p.length)), work;
+        for (int64_t row = r0; row < r1; ++row) {
+          const int64_t o = row / inner, i = row % inner;
+          std::fill(sig.begin(), sig.end(), Cx(0));
+          for (int64_t j = 0; j < std::min(n_in, p.length); ++j) {  // truncated or zero-padded to dft_length
+            const T* e = px + ((o * n_in + j) * inner + i) * comps;
+            sig[static_cast<size_t>(j)] = Cx(static_cast<double>(Load(e[0])), comps == 2 ? static_cast<double>(Load(e[1])) : 0.0);
+            if (p.inverse) sig[static_cast<size_t>(j)] = std::conj(sig[static_cast<size_t>(j)]);
+          }
+          dft.Forward(sig.data(), spec.data(), work);
+          for (int64_t k = 0; k < p.bins; ++k) {
+            Cx v = spec[static_cast<size_t>(k)];
+            if (p.inverse) v = std::conj(v) / static_cast<double>(p.length);
+            T* e = py + ((o * p.bins + k) * inner + i) * 2;
+            e[0] = Store<T>(static_cast<typename Compute<T>::type>(v.real()));
+            e[1] = Store<T>(static_cast<typename Compute<T>::type>(v.imag()));
+          }
+        }
+      });
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, std::string("type ") + DataTypeName(x->GetDataType()) + " is not supported");
+  }
+};
+
+// ---- STFT(signal [batch, length, 1|2], frame_step, window?, frame_length?) -> [batch, frames, bins, 2]
+class Stft : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  struct Plan {
+    int64_t step = -1, frame = -1, frames = -1, bins = -1;
+    bool onesided = true, complex_in = false;
+  };
+  static bool MakePlan(const KernelContextBase* ctx, const Shape& s, const Tensor* step_t, const Shape* window, const Tensor* frame_t, Plan* p) {
+    if (s.GetDimNum() != 3 || (s.GetDim(2) != 1 && s.GetDim(2) != 2))
+      return Fail(ctx, "signal must be [batch, signal_length, 1 (real) or 2 (complex)], not " + s.ToString()), false;
+    p->complex_in = s.GetDim(2) == 2;
+    p->onesided = *ctx->GetAttrs()->GetInt("onesided") != 0;
+    if (p->onesided && p->complex_in) return Fail(ctx, "onesided takes a real signal (its last dim 1)"), false;
+    if (step_t && step_t->GetAddr()) {
+      if (!ScalarInt(step_t, &p->step) || p->step <= 0) return Fail(ctx, "frame_step must be one positive integer"), false;
+    }
+    if (window) {
+      if (window->GetDimNum() != 1) return Fail(ctx, "window must be 1-D, not " + window->ToString()), false;
+      p->frame = window->GetDim(0);
+    }
+    if (frame_t && frame_t->GetAddr()) {
+      int64_t f = -1;
+      if (!ScalarInt(frame_t, &f) || f <= 0) return Fail(ctx, "frame_length must be one positive integer"), false;
+      if (p->frame >= 0 && f != p->frame) return Fail(ctx, "frame_length " + std::to_string(f) + " differs from the window's length " + std::to_string(p->frame)), false;
+      p->frame = f;
+    }
+    if (!window && !frame_t) return Fail(ctx, "needs a window or a frame_length"), false;
+    const int64_t len = s.GetDim(1);
+    if (p->frame > 0 && len >= 0 && p->frame > len)
+      return Fail(ctx, "frame length " + std::to_string(p->frame) + " exceeds the signal's " + std::to_string(len) + " samples"), false;
+    if (p->frame > (int64_t(1) << 24)) return Fail(ctx, "frame length " + std::to_string(p->frame) + " is larger than 2^24"), false;
+    p->frames = p->frame > 0 && p->step > 0 && len >= 0 ? (len - p->frame) / p->step + 1 : -1;
+    p->bins = p->frame > 0 ? (p->onesided ? p->frame / 2 + 1 : p->frame) : -1;
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    Plan p;
+    if (!MakePlan(ctx, *ctx->GetInputShape(0), ctx->GetInputTensor(1), ctx->GetOptionalInputShape(2), ctx->GetOptionalInputTensor(3), &p))
+      return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = Shape({ctx->GetInputShape(0)->GetDim(0), p.frames, p.bins, 2});
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* s = ctx->GetInputTensor(0);
+    const Tensor* w = ctx->GetOptionalInputTensor(2);
+    Plan p;
+    if (!MakePlan(ctx, s->GetShape(), ctx->GetInputTensor(1), w ? &w->GetShape() : nullptr, ctx->GetOptionalInputTensor(3), &p)) return GRAPH_FAILED;
+    if (p.frames < 0 || p.bins < 0) return Fail(ctx, "frame_step and frame_length must be known when it runs");
+    if (w && w->GetDataType() != s->GetDataType()) return Fail(ctx, "window must have the signal's type");
+    const int64_t batch = s->GetShape().GetDim(0), len = s->GetShape().GetDim(1), comps = p.complex_in ? 2 : 1;
+    Tensor* y = ctx->MallocOutputTensor(0, Shape({batch, p.frames, p.bins, 2}), s->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    bool ok = DispatchFloat(s->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* ps = s->GetData<T>();
+      const T* pw = w ? w->GetData<T>() : nullptr;
+      T* py = y->GetData<T>();
+      const Dft dft(p.frame);
+      ctx->ParallelFor(batch * p.frames, 1, [&](int64_t r0, int64_t r1) {
+        std::vector<Cx> sig(static_cast<size_t>(p.frame)), spec(static_cast<size_t>(p.frame)), work;
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t b = r / p.frames, f = r % p.frames;
+          for (int64_t j = 0; j < p.frame; ++j) {
+            const T* e = ps + (b * len + f * p.step + j) * comps;
+            const double win = pw ? static_cast<double>(Load(pw[j])) : 1.0;
+            sig[static_cast<size_t>(j)] = Cx(static_cast<double>(Load(e[0])) * win, comps == 2 ? static_cast<double>(Load(e[1])) * win : 0.0);
+          }
+          dft.Forward(sig.data(), spec.data(), work);
+          T* o = py + r * p.bins * 2;
+          for (int64_t k = 0; k < p.bins; ++k) {
+            o[2 * k] = Store<T>(static_cast<typename Compute<T>::type>(spec[static_cast<size_t>(k)].real()));
+            o[2 * k + 1] = Store<T>(static_cast<typename Compute<T>::type>(spec[static_cast<size_t>(k)].imag()));
+          }
+        }
+      });
+    });
+    return ok ? GRAPH_SUCCESS : Fail(ctx, std::string("type ") + DataTypeName(s->GetDataType()) + " is not supported");
+  }
+};
+
+// ONNX's output_datatype values for the generators (TensorProto's element types) that we produce.
+bool OutputType(const KernelContextBase* ctx, DataType* dt) {
+  const int64_t t = *ctx->GetAttrs()->GetInt("output_datatype");
+  switch (t) {
+    case 1: *dt = DT_FLOAT; return true;
+    case 11: *dt = DT_DOUBLE; return true;
+    case 10: *dt = DT_FLOAT16; return true;
+    case 16: *dt = DT_BF16; return true;
+    case 6: *dt = DT_INT32; return true;
+    case 7: *dt = DT_INT64; return true;
+    case 3: *dt = DT_INT8; return true;
+    case 2: *dt = DT_UINT8; return true;
+    default: return Fail(ctx, "output_datatype " + std::to_string(t) + " is not a numeric type this op writes"), false;
+  }
+}
+
+template <typename F>
+bool WriteValues(Tensor* y, int64_t n, F&& value) {
+  return DispatchNumeric(y->GetDataType(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = y->GetData<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      double v = value(i);
+      if (std::is_integral<T>::value && v != v) v = 0;  // NaN has no integer value
+      p[i] = Store<T>(static_cast<typename Compute<T>::type>(v));
+    }
+  });
+}
+
+// ---- HannWindow / HammingWindow / BlackmanWindow(size) -> [size] --------------------------------
+// a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N = size (periodic) or size - 1 (symmetric).
+enum class WindowKind { kHann, kHamming, kBlackman };
+template <WindowKind kKind>
+class WindowOp : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    int64_t n = -1;
+    const Tensor* t = ctx->GetInputTensor(0);
+    if (t && t->GetAddr() && (!ScalarInt(t, &n) || n < 0 || n > (int64_t(1) << 30))) return Fail(ctx, "size must be one integer in [0, 2^30]");
+    *ctx->GetOutputShape(0) = Shape({n});
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    DataType dt;
+    if (!OutputType(ctx, &dt)) return GRAPH_FAILED;
+    return ctx->SetOutputDataType(0, dt);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    int64_t n = -1;
+    if (!ScalarInt(ctx->GetInputTensor(0), &n) || n < 0 || n > (int64_t(1) << 30)) return Fail(ctx, "size must be one integer in [0, 2^30]");
+    DataType dt;
+    if (!OutputType(ctx, &dt)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, Shape({n}), dt);
+    if (!y) return GRAPH_FAILED;
+    double a0 = 0.5, a1 = 0.5, a2 = 0;
+    if (kKind == WindowKind::kHamming) a0 = 25.0 / 46.0, a1 = 1 - a0;
+    if (kKind == WindowKind::kBlackman) a0 = 0.42, a1 = 0.5, a2 = 0.08;
+    const bool periodic = *ctx->GetAttrs()->GetInt("periodic") != 0;
+    const double N = static_cast<double>(periodic ? n : n - 1);
+    WriteValues(y, n, [&](int64_t i) {
+      const double t = 2 * kPi * static_cast<double>(i) / N;  // a symmetric window of one sample: 0 / 0, NaN, as ONNX defines it
+      return a0 - a1 * std::cos(t) + a2 * std::cos(2 * t);
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+// ---- MelWeightMatrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz)
+// -> [dft_length / 2 + 1, num_mel_bins]: triangular filters between mel-spaced band edges
+// (mel = 2595 log10(1 + hz / 700)), each edge placed on bin floor((dft_length + 1) hz / sample_rate)
+// (an edge past the last bin on the last one).
+class MelWeightMatrix : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static bool Ints(const KernelContextBase* ctx, int64_t* mel, int64_t* dft, int64_t* rate) {
+    if (!ScalarInt(ctx->GetInputTensor(0), mel) || !ScalarInt(ctx->GetInputTensor(1), dft) || !ScalarInt(ctx->GetInputTensor(2), rate)) return false;
+    return true;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    int64_t mel = -1, dft = -1, rate = -1;
+    if (Ints(ctx, &mel, &dft, &rate)) {
+      if (mel <= 0 || dft <= 0 || rate <= 0 || mel > (1 << 20) || dft > (1 << 26))
+        return Fail(ctx, "num_mel_bins, dft_length and sample_rate must be positive (and moderate)");
+      *ctx->GetOutputShape(0) = Shape({dft / 2 + 1, mel});
+      return GRAPH_SUCCESS;
+    }
+    *ctx->GetOutputShape(0) = Shape({-1, -1});
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    DataType dt;
+    if (!OutputType(ctx, &dt)) return GRAPH_FAILED;
+    return ctx->SetOutputDataType(0, dt);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    int64_t mel = -1, dft = -1, rate = -1;
+    if (!Ints(ctx, &mel, &dft, &rate)) return Fail(ctx, "num_mel_bins, dft_length and sample_rate must each hold one integer");
+    if (mel <= 0 || dft <= 0 || rate <= 0 || mel > (1 << 20) || dft > (1 << 26))
+      return Fail(ctx, "num_mel_bins, dft_length and sample_rate must be positive (and moderate)");
+    double lo = 0, hi = 0;
+    auto scalar = [&](size_t k, double* v) {
+      const Tensor* t = ctx->GetInputTensor(k);
+      if (!t || t->GetShapeSize() != 1) return false;
+      return DispatchFloat(t->GetDataType(), [&](auto tag) { *v = static_cast<double>(Load(t->GetData<decltype(tag)>()[0])); });
+    };
+    if (!scalar(3, &lo) || !scalar(4, &hi)) return Fail(ctx, "lower_edge_hertz and upper_edge_hertz must each hold one number");
+    if (!(lo >= 0 && hi >= lo && hi <= static_cast<double>(rate))) return Fail(ctx, "the band edges must satisfy 0 <= lower <= upper <= sample_rate");
+    DataType dt;
+    if (!OutputType(ctx, &dt)) return GRAPH_FAILED;
+    const int64_t bins = dft / 2 + 1;
+    Tensor* y = ctx->MallocOutputTensor(0, Shape({bins, mel}), dt);
+    if (!y) return GRAPH_FAILED;
+    // The ONNX reference's arithmetic: mel_num_bins + 2 points, the band split into that many
+    // steps (the last point short of the upper edge), each placed on bin
+    // floor((dft_length + 1) * hz / sample_rate).
+    const double lo_mel = 2595.0 * std::log1p(lo / 700.0) / std::log(10.0), hi_mel = 2595.0 * std::log1p(hi / 700.0) / std::log(10.0);
+    const double step = (hi_mel - lo_mel) / static_cast<double>(mel + 2);
+    std::vector<int64_t> edge(static_cast<size_t>(mel + 2));
+    for (int64_t i = 0; i < mel + 2; ++i) {
+      const double hz = 700.0 * std::expm1((static_cast<double>(i) * step + lo_mel) / 2595.0 * std::log(10.0));
+      const int64_t e = static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * hz / static_cast<double>(rate)));
+      edge[static_cast<size_t>(i)] = std::min<int64_t>(std::max<int64_t>(e, 0), bins - 1);
+    }
+    std::vector<double> w(static_cast<size_t>(bins * mel), 0.0);
+    for (int64_t i = 0; i < mel; ++i) {
+      const int64_t a = edge[static_cast<size_t>(i)], c = edge[static_cast<size_t>(i + 1)], b = edge[static_cast<size_t>(i + 2)];
+      if (c == a) w[static_cast<size_t>(c * mel + i)] = 1.0;
+      else
+        for (int64_t j = a; j <= c; ++j) w[static_cast<size_t>(j * mel + i)] = static_cast<double>(j - a) / static_cast<double>(c - a);
+      if (b > c)
+        for (int64_t j = c; j < b; ++j) w[static_cast<size_t>(j * mel + i)] = static_cast<double>(b - j) / static_cast<double>(b - c);
+    }
+    WriteValues(y, bins * mel, [&](int64_t i) { return w[static_cast<size_t>(i)]; });
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_spectral(std::vector<OpEntry>& out) {
+  const TensorType ints = IndexTypes();
+  out.push_back({OpDefBuilder("DFT").INPUT(input, FloatTypes()).OPTIONAL_INPUT(dft_length, ints).OPTIONAL_INPUT(axis_input, TensorType({DT_INT64}))
+                     .OUTPUT(output, FloatTypes()).SAME_AS_INPUT(input).ATTR(axis, Int, 1).ATTR(inverse, Int, 0).ATTR(onesided, Int, 0).Build(),
+                 MakeOpImpl<DftOp>("DFT")});
+  out.push_back({OpDefBuilder("STFT").INPUT(signal, FloatTypes()).INPUT(frame_step, ints).OPTIONAL_INPUT(window, FloatTypes())
+                     .OPTIONAL_INPUT(frame_length, ints).OUTPUT(output, FloatTypes()).SAME_AS_INPUT(signal).ATTR(onesided, Int, 1).Build(),
+                 MakeOpImpl<Stft>("STFT")});
+  auto window = [&](const char* name) {
+    return OpDefBuilder(name).INPUT(size, ints).OUTPUT(output, NumericTypes()).ATTR(output_datatype, Int, 1).ATTR(periodic, Int, 1).Build();
+  };
+  out.push_back({window("HannWindow"), MakeOpImpl<WindowOp<WindowKind::kHann>>("HannWindow")});
+  out.push_back({window("HammingWindow"), MakeOpImpl<WindowOp<WindowKind::kHamming>>("HammingWindow")});
+  out.push_back({window("BlackmanWindow"), MakeOpImpl<WindowOp<WindowKind::kBlackman>>("BlackmanWindow")});
+  out.push_back({OpDefBuilder("MelWeightMatrix").INPUT(num_mel_bins, ints).INPUT(dft_length, ints).INPUT(sample_rate, ints)
+                     .INPUT(lower_edge_hertz, FloatTypes()).INPUT(upper_edge_hertz, FloatTypes()).OUTPUT(output, NumericTypes())
+                     .ATTR(output_datatype, Int, 1).Build(), MakeOpImpl<MelWeightMatrix>("MelWeightMatrix")});
+}
+
+}  // namespace weft::ops
