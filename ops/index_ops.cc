@@ -1,6 +1,6 @@
 // Index and selection operators exported models use around their main layers: OneHot, EyeLike,
 // Compress, ReverseSequence, Shrink, NonMaxSuppression (the box selection of detection models),
-// MaxUnpool and Det.
+// MaxUnpool, Det and Unique.
 // Semantics are ONNX's; where the specification leaves a choice, ONNX Runtime's is taken and said.
 #include <algorithm>
 #include <cstring>
@@ -547,6 +547,127 @@ class Det : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
+// ---- Unique(X) -> (Y, indices, inverse_indices, counts): the distinct elements of the flattened
+// X, or the distinct slices along `axis`; ascending (sorted = 1; slices compared element by
+// element) or in order of first appearance. indices: where each first appears; inverse_indices:
+// for each element or slice of X, its position in Y; counts: how often each appears. Floats
+// compare by value (-0.0 equals 0.0); NaNs are equal to each other and sort last.
+class Unique : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  struct Plan {
+    bool flat = true;
+    int64_t axis = 0, outer = 1, len = 0, inner = 1;
+  };
+  static bool MakePlan(const KernelContextBase* ctx, const Shape& s, Plan* p) {
+    const int64_t axis = *ctx->GetAttrs()->GetInt("axis");  // INT64_MIN: not given (flattened)
+    const int64_t r = static_cast<int64_t>(s.GetDimNum());
+    p->flat = axis == INT64_MIN;
+    if (p->flat) {
+      p->len = s.GetShapeSize();
+      return true;
+    }
+    if (!NormalizeAxis(axis, r, &p->axis)) return Fail(ctx, AxisError(axis, r)), false;
+    for (int64_t d = 0; d < p->axis; ++d) p->outer *= s.GetDim(static_cast<size_t>(d));
+    p->len = s.GetDim(static_cast<size_t>(p->axis));
+    for (int64_t d = p->axis + 1; d < r; ++d) p->inner *= s.GetDim(static_cast<size_t>(d));
+    return true;
+  }
+  static Shape YShape(const Shape& s, const Plan& p, int64_t n) {
+    if (p.flat) return Shape({n});
+    Shape o = s;
+    o.SetDim(static_cast<size_t>(p.axis), n);
+    return o;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    const Shape& s = *ctx->GetInputShape(0);
+    Plan p;
+    if (!MakePlan(ctx, s, &p)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = YShape(s, p, -1);
+    for (size_t k = 1; k < 4 && k < ctx->GetComputeNodeOutputNum(); ++k) *ctx->GetOutputShape(k) = Shape({k == 2 ? p.len : -1});
+    if (s.IsUnknown()) return GRAPH_SUCCESS;
+    if (ctx->SetOutputShapeBound(0, YShape(s, p, p.len)) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    for (size_t k : {size_t(1), size_t(3)})
+      if (k < ctx->GetComputeNodeOutputNum() && ctx->SetOutputShapeBound(k, Shape({p.len})) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    if (ctx->SetOutputDataType(0, ctx->GetInputDataType(0)) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    for (size_t k = 1; k < ctx->GetComputeNodeOutputNum(); ++k)
+      if (ctx->SetOutputDataType(k, DT_INT64) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Plan p;
+    if (!MakePlan(ctx, x->GetShape(), &p)) return GRAPH_FAILED;
+    const bool sorted = *ctx->GetAttrs()->GetInt("sorted") != 0;
+    // Slice k of X: elements (o, k, i) for o < outer, i < inner.
+    std::vector<int64_t> order(static_cast<size_t>(p.len));  // slice indices, sorted as the output wants
+    std::vector<int64_t> group(static_cast<size_t>(p.len));  // each slice's position in Y
+    std::vector<int64_t> firsts, counts;
+    bool ok = DispatchAll(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      auto val = [&](int64_t k, int64_t e) {  // element e (of outer * inner) of slice k
+        const int64_t o = e / p.inner, i = e % p.inner;
+        return Load(px[(o * p.len + k) * p.inner + i]);
+      };
+      const int64_t per = p.outer * p.inner;
+      auto cmp = [&](int64_t a, int64_t b) -> int {  // total order: NaN last and equal to NaN
+        for (int64_t e = 0; e < per; ++e) {
+          const auto va = val(a, e), vb = val(b, e);
+          const bool na = va != va, nb = vb != vb;
+          if (na || nb) {
+            if (na && nb) continue;
+            return na ? 1 : -1;
+          }
+          if (va < vb) return -1;
+          if (vb < va) return 1;
+        }
+        return 0;
+      };
+      std::iota(order.begin(), order.end(), int64_t(0));
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
+      // Runs of equal slices in sorted order; each run's first (lowest) index is where it first appears.
+      std::vector<int64_t> run_of(static_cast<size_t>(p.len));
+      std::vector<int64_t> run_first, run_count;
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (i == 0 || cmp(order[i - 1], order[i]) != 0) run_first.push_back(order[i]), run_count.push_back(0);
+        run_of[static_cast<size_t>(order[i])] = static_cast<int64_t>(run_first.size()) - 1;
+        ++run_count.back();
+      }
+      std::vector<int64_t> pos(run_first.size());  // run -> position in Y
+      std::iota(pos.begin(), pos.end(), int64_t(0));
+      if (!sorted) std::sort(pos.begin(), pos.end(), [&](int64_t a, int64_t b) { return run_first[static_cast<size_t>(a)] < run_first[static_cast<size_t>(b)]; });
+      std::vector<int64_t> at(pos.size());
+      for (size_t k = 0; k < pos.size(); ++k) at[static_cast<size_t>(pos[k])] = static_cast<int64_t>(k);
+      firsts.resize(pos.size());
+      counts.resize(pos.size());
+      for (size_t r = 0; r < pos.size(); ++r) {
+        firsts[static_cast<size_t>(at[r])] = run_first[r];
+        counts[static_cast<size_t>(at[r])] = run_count[r];
+      }
+      for (int64_t k = 0; k < p.len; ++k) group[static_cast<size_t>(k)] = at[static_cast<size_t>(run_of[static_cast<size_t>(k)])];
+    });
+    if (!ok) return Fail(ctx, std::string("type ") + DataTypeName(x->GetDataType()) + " is not supported");
+    const int64_t n = static_cast<int64_t>(firsts.size());
+    Tensor* y = ctx->MallocOutputTensor(0, YShape(x->GetShape(), p, n), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const size_t elem = DataTypeSize(x->GetDataType()), run = static_cast<size_t>(p.inner) * elem;
+    for (int64_t o = 0; o < p.outer; ++o)
+      for (int64_t k = 0; k < n; ++k)
+        std::memcpy(y->GetData<uint8_t>() + static_cast<size_t>(o * n + k) * run,
+                    x->GetData<uint8_t>() + static_cast<size_t>(o * p.len + firsts[static_cast<size_t>(k)]) * run, run);
+    const std::vector<int64_t>* lists[3] = {&firsts, &group, &counts};
+    for (size_t k = 1; k < 4 && k < ctx->GetComputeNodeOutputNum(); ++k) {
+      Tensor* t = ctx->MallocOutputTensor(k, Shape({static_cast<int64_t>(lists[k - 1]->size())}), DT_INT64);
+      if (!t) return GRAPH_FAILED;
+      if (!lists[k - 1]->empty()) std::memcpy(t->GetAddr(), lists[k - 1]->data(), lists[k - 1]->size() * sizeof(int64_t));
+    }
+    return GRAPH_SUCCESS;
+  }
+};
+
 }  // namespace
 
 void WeftRegister_index_ops(std::vector<OpEntry>& out) {
@@ -569,6 +690,9 @@ void WeftRegister_index_ops(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("MaxUnpool").INPUT(X, NumericTypes()).INPUT(I, TensorType({DT_INT64})).OPTIONAL_INPUT(output_shape, TensorType({DT_INT64}))
                      .OUTPUT(output, NumericTypes()).SAME_AS_INPUT(X).REQUIRED_ATTR(kernel_shape, ListInt).ATTR(pads, ListInt, {})
                      .ATTR(strides, ListInt, {}).Build(), MakeOpImpl<MaxUnpool>("MaxUnpool")});
+  out.push_back({OpDefBuilder("Unique").INPUT(X, all).OUTPUT(Y, all).SAME_AS_INPUT(X).OUTPUT(indices, TensorType({DT_INT64}))
+                     .OUTPUT(inverse_indices, TensorType({DT_INT64})).OUTPUT(counts, TensorType({DT_INT64})).ATTR(axis, Int, INT64_MIN)
+                     .ATTR(sorted, Int, 1).Build(), MakeOpImpl<Unique>("Unique")});
   out.push_back({OpDefBuilder("Det").INPUT(X, FloatTypes()).OUTPUT(Y, FloatTypes()).SAME_AS_INPUT(X).Build(), MakeOpImpl<Det>("Det")});
 }
 

@@ -190,6 +190,7 @@ CASES = {
     "STFT": [((r(1, 40, 1), i64(8), torch.rand(16)), {}), ((r(2, 30, 1), i64(5), None, i64(10)), {"onesided": 0})],
     "HannWindow": [((i64(10),), {})], "HammingWindow": [((i64(9),), {"periodic": 0})], "BlackmanWindow": [((i64(12),), {})],
     "MelWeightMatrix": [((i64(8), i64(64), i64(16000), torch.tensor(0.0), torch.tensor(8000.0)), {})],
+    "Unique": [((torch.tensor([3.0, 1.0, 3.0, 2.0, 1.0]),), {}), ((torch.tensor([[1, 2], [1, 2], [0, 5]]),), {"axis": 0, "sorted": 0})],
     "GridSample": [((r(1, 2, 4, 5), torch.rand(1, 3, 2, 2) * 2 - 1), {}),
                    ((r(2, 1, 3, 3), torch.rand(2, 2, 4, 2) * 2.4 - 1.2), {"mode": "nearest", "padding_mode": "border"})],
     "NonMaxSuppression": [((torch.rand(1, 6, 4) * 4, torch.rand(1, 2, 6), i64(3), torch.tensor([0.4])), {}),

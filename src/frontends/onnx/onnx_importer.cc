@@ -240,6 +240,7 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
          l.n.attrs.erase("is_test");
        }},
       {"EyeLike", [](Lowering& l) { l.IntToType("dtype"); }},
+      {"Unique", [](Lowering& l) { l.n.outputs.resize(4); }},  // the optional outputs left out: unnamed ones
       {"DFT", [](Lowering& l) {  // opset 20 moved axis to an input, whose default is -2 (the attribute's was 1)
          if (l.opset >= 20 && (l.n.inputs.size() < 3 || l.n.inputs[2].empty())) l.n.attrs["axis"] = AttrValue::Int(-2);
        }},

@@ -302,3 +302,20 @@ def mel_weight_matrix(rng, op):
                                        (13, 256, 8000, 100.0, 3000.0), (5, 33, 22050, 50.0, 11000.0)):
         yield Case([i64(mel), i64(dft_len), i64(rate), np.array(lo, np.float32), np.array(hi, np.float32)], opset=17,
                    const={0, 1, 2, 3, 4})
+
+
+@spec("Unique")
+def unique(rng, op):
+    """Flattened and per-axis, sorted and in order of appearance, many repeats (small integer
+    values), every output or only Y."""
+    for trial in range(16):
+        rank = int(rng.integers(1, 4))
+        s = nonzero_shape(rng, rank, 1, 4)
+        dt = (np.float32, np.int64, np.int8)[trial % 3]  # types ONNX Runtime implements
+        x = data(rng, s, dt, -2, 2)
+        if dt == np.float32:
+            x = np.round(x).astype(np.float32)  # repeats
+        attrs = {"sorted": int(trial % 4 != 1)}
+        if trial % 2:
+            attrs["axis"] = int(rng.integers(-rank, rank))
+        yield Case([x], attrs=attrs, outputs=4 if trial % 5 else 1, opset=11)
