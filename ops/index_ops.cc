@@ -23,6 +23,33 @@ bool ScalarValue(const Tensor* t, double* v) {
   return ok;
 }
 
+// A tensor as slices along an axis attribute, or (the attribute INT64_MIN: not given) as the
+// elements of the flattened tensor: slice k holds elements (o, k, i), o < outer, i < inner.
+struct AxisSlices {
+  bool flat = true;
+  int64_t axis = 0, outer = 1, len = 0, inner = 1;
+  bool Make(const KernelContextBase* ctx, const Shape& s) {
+    const int64_t a = *ctx->GetAttrs()->GetInt("axis"), rank = static_cast<int64_t>(s.GetDimNum());
+    flat = a == INT64_MIN;
+    if (flat) {
+      len = s.GetShapeSize();
+      return true;
+    }
+    if (!NormalizeAxis(a, rank, &axis)) return Fail(ctx, AxisError(a, rank)), false;
+    for (int64_t d = 0; d < axis; ++d) outer *= s.GetDim(static_cast<size_t>(d));
+    len = s.GetDim(static_cast<size_t>(axis));
+    for (int64_t d = axis + 1; d < rank; ++d) inner *= s.GetDim(static_cast<size_t>(d));
+    return true;
+  }
+  // The tensor with `n` slices: [n] when flattened.
+  Shape With(const Shape& s, int64_t n) const {
+    if (flat) return Shape({n});
+    Shape o = s;
+    o.SetDim(static_cast<size_t>(axis), n);
+    return o;
+  }
+};
+
 // ---- OneHot(indices, depth, values) -> one-hot along `axis` ------------------------------------
 // indices of any numeric type (fractions truncated, negative ones count from depth); an index
 // outside [-depth, depth) gives a row of off values, as ONNX Runtime does.
@@ -147,35 +174,16 @@ class EyeLike : public EagerExecuteOp, public ShapeInferOp {
 // input.
 class Compress : public EagerExecuteOp, public ShapeInferOp {
  public:
-  struct Plan {
-    bool flat = true;
-    int64_t axis = 0, outer = 1, len = 0, inner = 1;
-  };
+  using Plan = AxisSlices;
   static bool MakePlan(const KernelContextBase* ctx, const Shape& s, int64_t cond_len, Plan* p) {
-    const int64_t* axis = ctx->GetAttrs()->GetInt("axis");  // INT64_MIN: not given (the flattened input)
-    const int64_t rank = static_cast<int64_t>(s.GetDimNum());
-    p->flat = !axis || *axis == INT64_MIN;
-    if (p->flat) {
-      p->len = s.GetShapeSize();
-    } else {
-      p->axis = *axis;
-      if (!NormalizeAxis(p->axis, rank, &p->axis)) return Fail(ctx, AxisError(*axis, rank)), false;
-      for (int64_t d = 0; d < p->axis; ++d) p->outer *= s.GetDim(static_cast<size_t>(d));
-      p->len = s.GetDim(static_cast<size_t>(p->axis));
-      for (int64_t d = p->axis + 1; d < rank; ++d) p->inner *= s.GetDim(static_cast<size_t>(d));
-    }
+    if (!p->Make(ctx, s)) return false;
     if (cond_len > p->len && p->len >= 0)
       return Fail(ctx, "condition has " + std::to_string(cond_len) + " elements, more than the " + std::to_string(p->len) +
                            (p->flat ? " of the flattened input" : " along axis " + std::to_string(p->axis))),
              false;
     return true;
   }
-  static Shape OutShape(const Shape& s, const Plan& p, int64_t kept) {
-    if (p.flat) return Shape({kept});
-    Shape o = s;
-    o.SetDim(static_cast<size_t>(p.axis), kept);
-    return o;
-  }
+  static Shape OutShape(const Shape& s, const Plan& p, int64_t kept) { return p.With(s, kept); }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& s = *ctx->GetInputShape(0);
     const Shape& c = *ctx->GetInputShape(1);
@@ -554,30 +562,9 @@ class Det : public EagerExecuteOp, public ShapeInferOp {
 // compare by value (-0.0 equals 0.0); NaNs are equal to each other and sort last.
 class Unique : public EagerExecuteOp, public ShapeInferOp {
  public:
-  struct Plan {
-    bool flat = true;
-    int64_t axis = 0, outer = 1, len = 0, inner = 1;
-  };
-  static bool MakePlan(const KernelContextBase* ctx, const Shape& s, Plan* p) {
-    const int64_t axis = *ctx->GetAttrs()->GetInt("axis");  // INT64_MIN: not given (flattened)
-    const int64_t r = static_cast<int64_t>(s.GetDimNum());
-    p->flat = axis == INT64_MIN;
-    if (p->flat) {
-      p->len = s.GetShapeSize();
-      return true;
-    }
-    if (!NormalizeAxis(axis, r, &p->axis)) return Fail(ctx, AxisError(axis, r)), false;
-    for (int64_t d = 0; d < p->axis; ++d) p->outer *= s.GetDim(static_cast<size_t>(d));
-    p->len = s.GetDim(static_cast<size_t>(p->axis));
-    for (int64_t d = p->axis + 1; d < r; ++d) p->inner *= s.GetDim(static_cast<size_t>(d));
-    return true;
-  }
-  static Shape YShape(const Shape& s, const Plan& p, int64_t n) {
-    if (p.flat) return Shape({n});
-    Shape o = s;
-    o.SetDim(static_cast<size_t>(p.axis), n);
-    return o;
-  }
+  using Plan = AxisSlices;
+  static bool MakePlan(const KernelContextBase* ctx, const Shape& s, Plan* p) { return p->Make(ctx, s); }
+  static Shape YShape(const Shape& s, const Plan& p, int64_t n) { return p.With(s, n); }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& s = *ctx->GetInputShape(0);
     Plan p;

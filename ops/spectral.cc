@@ -279,6 +279,12 @@ bool OutputType(const KernelContextBase* ctx, DataType* dt) {
   }
 }
 
+graphStatus SetOutputType(InferDataTypeContext* ctx) {
+  DataType dt;
+  if (!OutputType(ctx, &dt)) return GRAPH_FAILED;
+  return ctx->SetOutputDataType(0, dt);
+}
+
 template <typename F>
 bool WriteValues(Tensor* y, int64_t n, F&& value) {
   return DispatchNumeric(y->GetDataType(), [&](auto tag) {
@@ -305,11 +311,7 @@ class WindowOp : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = Shape({n});
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    DataType dt;
-    if (!OutputType(ctx, &dt)) return GRAPH_FAILED;
-    return ctx->SetOutputDataType(0, dt);
-  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return SetOutputType(ctx); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     int64_t n = -1;
     if (!ScalarInt(ctx->GetInputTensor(0), &n) || n < 0 || n > (int64_t(1) << 30)) return Fail(ctx, "size must be one integer in [0, 2^30]");
@@ -351,11 +353,7 @@ class MelWeightMatrix : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = Shape({-1, -1});
     return GRAPH_SUCCESS;
   }
-  graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    DataType dt;
-    if (!OutputType(ctx, &dt)) return GRAPH_FAILED;
-    return ctx->SetOutputDataType(0, dt);
-  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return SetOutputType(ctx); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     int64_t mel = -1, dft = -1, rate = -1;
     if (!Ints(ctx, &mel, &dft, &rate)) return Fail(ctx, "num_mel_bins, dft_length and sample_rate must each hold one integer");
