@@ -82,6 +82,20 @@ def test_sizes_that_overflow_or_exceed_the_memory_budget(tmp_path):
         weft.Session(use_env_path=False, memory_budget_bytes=1000).compile(g)
 
 
+def test_a_shape_computed_at_run_time_whose_size_overflows_is_refused(tmp_path):
+    """An output shape that only the run's input values decide (MaxUnpool's output_shape as an
+    input) with an element count that wraps around 64 bits (3 * 6148914691236517206 = 2^64 + 2)
+    is an error naming the node, not a 2-element buffer that later ops read far past."""
+    nodes = [helper.make_node("MaxUnpool", ["x", "i", "s"], ["u"], kernel_shape=[1, 1], name="unpool"),
+             helper.make_node("Identity", ["u"], ["y"])]
+    path = save(tmp_path, nodes, [("x", F, [1, 1, 1, 1]), ("i", TensorProto.INT64, [1, 1, 1, 1]), ("s", TensorProto.INT64, [4])], opset=11)
+    model = weft.Session(use_env_path=False).compile(weft.import_onnx(path))
+    x, i = np.ones((1, 1, 1, 1), np.float32), np.zeros((1, 1, 1, 1), np.int64)
+    with pytest.raises(ValueError, match=r"\[MaxUnpool 'unpool'\] output 0 would have shape \[1,1,3,6148914691236517206\], larger than any"):
+        model.run([x, i, np.array([1, 1, 3, 6148914691236517206], np.int64)])
+    np.testing.assert_array_equal(model.run([x, i, np.array([1, 1, 2, 2], np.int64)])[0], [[[[1, 0], [0, 0]]]])
+
+
 def test_slice_with_a_repeated_axis_or_extreme_steps(tmp_path):
     i64 = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)
     dup = save(tmp_path, [helper.make_node("Slice", ["x", "s", "e", "a"], ["y"])], [("x", F, [4, 5])],

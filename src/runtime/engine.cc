@@ -536,7 +536,9 @@ Status CheckRef(const char* role, const ValueInfo& info, const TensorRef& r) {
   if (!match)
     return InvalidArgument(std::string(role) + " '" + info.name + "' must be " + DataTypeName(info.dtype) +
                            info.shape.ToString() + ", got " + DataTypeName(r.dtype) + r.shape.ToString());
-  size_t need = static_cast<size_t>(r.shape.GetShapeSize()) * DataTypeSize(info.dtype);
+  uint64_t need = 0;
+  if (!r.shape.GetCheckedBytes(DataTypeSize(info.dtype), &need))
+    return InvalidArgument(std::string(role) + " '" + info.name + "' has shape " + r.shape.ToString() + ", larger than any tensor can be");
   if (r.bytes < need || (need && !r.data))
     return InvalidArgument(std::string(role) + " '" + info.name + "' needs a buffer of " + std::to_string(need) +
                            " bytes, got " + std::to_string(r.bytes));
@@ -588,11 +590,17 @@ Status InferAndAllocate(Step& s, RunContextImpl& rc) {
                                "(SetOutputShapeBound) for a data-dependent output");
       s.has_bounds = true;
       s.shape_buffers[k] = nullptr;
-      bytes = static_cast<size_t>(s.bounds[k].shape.GetShapeSize()) * DataTypeSize(v->GetDataType());
     } else {
       s.bounds[k].set = false;
-      bytes = v->GetByteCount();
     }
+    // The size in bytes, checked: a shape computed from input values may not fit in memory or
+    // even in 64 bits (its element count overflowing to a small number).
+    const Shape& sized = v->GetShape().IsUnknown() ? s.bounds[k].shape : v->GetShape();
+    uint64_t checked = 0;
+    if (!sized.GetCheckedBytes(DataTypeSize(v->GetDataType()), &checked))
+      return InvalidArgument("[" + n.op_type + " '" + n.name + "'] output " + std::to_string(k) + " would have shape " + sized.ToString() +
+                             ", larger than any tensor can be");
+    bytes = static_cast<size_t>(checked);
     t->data = rc.dynamic_arena.Alloc(bytes ? bytes : 1);
     t->size_bytes = bytes;
     if (!t->data) return Internal("[" + n.op_type + " '" + n.name + "'] out of memory for " + std::to_string(bytes) + " bytes");
