@@ -5,6 +5,7 @@
 // its own labels summed out, then the operands contracted left to right, each pair as a batched
 // matrix product (batch labels, the left operand's, the labels summed, the right operand's).
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -60,7 +61,13 @@ bool Parse(const std::string& text, const std::vector<Shape>& shapes, Equation* 
         continue;
       }
       const int l = LabelOf(t[i]);
-      if (l < 0) return *err = std::string("equation '") + text + "' has '" + t[i] + "', which is not a letter, ',', '->' or '...'", false;
+      if (l < 0) {
+        const unsigned char c = static_cast<unsigned char>(t[i]);
+        char code[8];
+        std::snprintf(code, sizeof(code), "0x%02X", c);
+        const std::string shown = c >= 0x20 && c < 0x7f ? std::string("'") + t[i] + "'" : std::string("the byte ") + code;
+        return *err = "the equation has " + shown + ", which is not a letter a-z or A-Z, ',', '->' or '...'", false;
+      }
       out->letters.push_back(l);
     }
     return true;
@@ -99,9 +106,9 @@ bool Parse(const std::string& text, const std::vector<Shape>& shapes, Equation* 
       if (l >= kLetters) {  // an ellipsis dim: broadcast
         if (have < 0 || have == 1) have = d;
         else if (d != 1 && d != have) return *err = "the ellipsis dims of the operands do not broadcast (" + std::to_string(have) + " and " + std::to_string(d) + ")", false;
-      } else if (have >= 0 && have != d) {
+      } else if (have >= 0 && have != d && have != 1 && d != 1) {  // extent 1 broadcasts, as NumPy and ONNX Runtime allow
         return *err = std::string("label '") + CharOf(l) + "' has extent " + std::to_string(have) + " and " + std::to_string(d), false;
-      } else {
+      } else if (have < 0 || have == 1) {
         have = d;
       }
     }
@@ -206,15 +213,19 @@ Labeled<C> Reduce(const Labeled<C>& t, const std::vector<char>& keep, const std:
   }
   Labeled<C> r;
   r.labels = kept;
-  for (int l : kept)  // a repeated label has one extent (Parse checked it)
-    r.dims.push_back(t.dims[static_cast<size_t>(std::find(t.labels.begin(), t.labels.end(), l) - t.labels.begin())]);
+  for (int l : kept) {  // a repeated label's extent: the one that is not a broadcast 1
+    int64_t d = 1;
+    for (size_t a = 0; a < t.labels.size(); ++a)
+      if (t.labels[a] == l && t.dims[a] != 1) d = t.dims[a];
+    r.dims.push_back(d);
+  }
   std::vector<int> order = kept;
   std::vector<int64_t> ext = r.dims;
   for (int l : summed) {
     order.push_back(l);
     int64_t d = 1;
     for (size_t a = 0; a < t.labels.size(); ++a)
-      if (t.labels[a] == l) d = t.dims[a];
+      if (t.labels[a] == l && t.dims[a] != 1) d = t.dims[a];
     ext.push_back(d);
   }
   (void)size;

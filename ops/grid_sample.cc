@@ -77,6 +77,8 @@ class GridSample : public EagerExecuteOp, public ShapeInferOp {
     if (x.GetDim(0) >= 0 && g.GetDim(0) >= 0 && x.GetDim(0) != g.GetDim(0))
       return Fail(ctx, "grid " + g.ToString() + " and X " + x.ToString() + " have different batch sizes"), false;
     if (r == 5 && mode == Mode::kCubic) return Fail(ctx, "cubic mode samples 2 spatial dims only"), false;
+    for (size_t k = 2; k < r; ++k)
+      if (x.GetDim(k) == 0) return Fail(ctx, "X " + x.ToString() + " has an empty spatial dim: there is nothing to sample"), false;
     std::vector<int64_t> d{x.GetDim(0), x.GetDim(1)};
     for (size_t k = 1; k + 1 < r; ++k) d.push_back(g.GetDim(k));
     *out = Shape(d);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "op_util.h"
@@ -146,7 +147,9 @@ class EyeLike : public EagerExecuteOp, public ShapeInferOp {
     return t && *t != DT_UNDEFINED ? *t : in;
   }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    return ctx->SetOutputDataType(0, OutType(ctx, ctx->GetInputDataType(0)));
+    const DataType dt = OutType(ctx, ctx->GetInputDataType(0));
+    if (!DispatchAll(dt, [](auto) {})) return Fail(ctx, std::string("dtype ") + DataTypeName(dt) + " is not a numeric or bool type");
+    return ctx->SetOutputDataType(0, dt);
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
@@ -283,24 +286,33 @@ class ReverseSequence : public EagerExecuteOp, public ShapeInferOp {
 };
 
 // ---- Shrink(input): x < -lambd ? x + bias : x > lambd ? x - bias : 0 ------------------------------
+// Compared and added in floating point, then stored in the input's type, as ONNX Runtime and the
+// ONNX reference compute it (an integer result truncated toward zero and, beyond ONNX Runtime,
+// clamped to the type's range instead of an undefined conversion).
 class Shrink : public EagerExecuteOp {
  public:
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
-    const double bias = *ctx->GetAttrs()->GetFloat("bias"), lambd = *ctx->GetAttrs()->GetFloat("lambd");
+    const float bias = *ctx->GetAttrs()->GetFloat("bias"), lambd = *ctx->GetAttrs()->GetFloat("lambd");
     const int64_t n = x->GetShapeSize();
     bool ok = DispatchNumeric(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       using C = typename Compute<T>::type;
       const T* p = x->GetData<T>();
       T* q = y->GetData<T>();
-      // In the input's type, as ONNX Runtime computes it (integers: the bias and lambd truncated).
-      const C b = static_cast<C>(bias), lam = static_cast<C>(lambd);
       for (int64_t k = 0; k < n; ++k) {
         const C v = Load(p[k]);
-        q[k] = Store<T>(static_cast<C>(v < -lam ? v + b : v > lam ? v - b : C(0)));
+        if constexpr (std::is_integral<C>::value) {
+          const double d = static_cast<double>(v);
+          const double r = d < -double(lambd) ? d + double(bias) : d > double(lambd) ? d - double(bias) : 0.0;
+          const double lo = static_cast<double>(std::numeric_limits<C>::lowest()), hi = static_cast<double>(std::numeric_limits<C>::max());
+          q[k] = r != r ? C(0) : r <= lo ? std::numeric_limits<C>::lowest() : r >= hi ? std::numeric_limits<C>::max() : static_cast<C>(r);
+        } else {
+          const C b = static_cast<C>(bias), lam = static_cast<C>(lambd);
+          q[k] = Store<T>(static_cast<C>(v < -lam ? v + b : v > lam ? v - b : C(0)));
+        }
       }
     });
     return ok ? GRAPH_SUCCESS : Fail(ctx, std::string("type ") + DataTypeName(x->GetDataType()) + " is not supported");
@@ -390,7 +402,7 @@ class NonMaxSuppression : public EagerExecuteOp, public ShapeInferOp {
     const float* ps = scores->GetData<float>();
     std::vector<int64_t> selected;  // (batch, class, box) triples
     std::vector<int64_t> order;
-    std::vector<float> corners(static_cast<size_t>(d.boxes) * 4);
+    std::vector<float> corners(d.batches > 0 && d.classes > 0 && per_class > 0 ? static_cast<size_t>(d.boxes) * 4 : 0);
     std::vector<int64_t> kept;
     for (int64_t b = 0; b < d.batches && per_class > 0; ++b) {
       for (int64_t k = 0; k < d.boxes; ++k) Corners(pb + (b * d.boxes + k) * 4, center, &corners[static_cast<size_t>(k) * 4]);
@@ -521,15 +533,20 @@ class Det : public EagerExecuteOp, public ShapeInferOp {
     Tensor* y = ctx->MallocOutputTensor(0, Shape(d), x->GetDataType());
     if (!y) return GRAPH_FAILED;
     const int64_t m = xs.GetDim(r - 1), count = y->GetShapeSize();
+    if (count == 0) return GRAPH_SUCCESS;
     std::vector<double> a(static_cast<size_t>(m * m));
     bool ok = DispatchFloat(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       const T* px = x->GetData<T>();
       T* py = y->GetData<T>();
       for (int64_t b = 0; b < count; ++b) {
-        for (int64_t i = 0; i < m * m; ++i) a[static_cast<size_t>(i)] = static_cast<double>(Load(px[b * m * m + i]));
-        double det = 1;
-        for (int64_t c = 0; c < m && det != 0; ++c) {
+        bool nan = false;
+        for (int64_t i = 0; i < m * m; ++i) {
+          a[static_cast<size_t>(i)] = static_cast<double>(Load(px[b * m * m + i]));
+          nan = nan || a[static_cast<size_t>(i)] != a[static_cast<size_t>(i)];
+        }
+        double det = nan ? std::numeric_limits<double>::quiet_NaN() : 1;  // NaN in, NaN out (as ONNX Runtime)
+        for (int64_t c = 0; c < m && det != 0 && !nan; ++c) {
           int64_t piv = c;
           for (int64_t i = c + 1; i < m; ++i)
             if (std::fabs(a[static_cast<size_t>(i * m + c)]) > std::fabs(a[static_cast<size_t>(piv * m + c)])) piv = i;

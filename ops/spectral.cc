@@ -153,6 +153,7 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp {
     for (int64_t d = 0; d < p.axis; ++d) outer *= xs.GetDim(static_cast<size_t>(d));
     for (size_t d = static_cast<size_t>(p.axis) + 1; d + 1 < xs.GetDimNum(); ++d) inner *= xs.GetDim(d);
     const int64_t n_in = xs.GetDim(static_cast<size_t>(p.axis)), comps = p.complex_in ? 2 : 1;
+    if (outer * inner == 0) return GRAPH_SUCCESS;  // no signals: no transform to prepare
     bool ok = DispatchFloat(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       const T* px = x->GetData<T>();
@@ -235,6 +236,7 @@ class Stft : public EagerExecuteOp, public ShapeInferOp {
     const int64_t batch = s->GetShape().GetDim(0), len = s->GetShape().GetDim(1), comps = p.complex_in ? 2 : 1;
     Tensor* y = ctx->MallocOutputTensor(0, Shape({batch, p.frames, p.bins, 2}), s->GetDataType());
     if (!y) return GRAPH_FAILED;
+    if (batch * p.frames == 0) return GRAPH_SUCCESS;
     bool ok = DispatchFloat(s->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       const T* ps = s->GetData<T>();
@@ -275,6 +277,10 @@ bool OutputType(const KernelContextBase* ctx, DataType* dt) {
     case 7: *dt = DT_INT64; return true;
     case 3: *dt = DT_INT8; return true;
     case 2: *dt = DT_UINT8; return true;
+    case 4: *dt = DT_UINT16; return true;
+    case 5: *dt = DT_INT16; return true;
+    case 12: *dt = DT_UINT32; return true;
+    case 13: *dt = DT_UINT64; return true;
     default: return Fail(ctx, "output_datatype " + std::to_string(t) + " is not a numeric type this op writes"), false;
   }
 }
@@ -299,7 +305,8 @@ bool WriteValues(Tensor* y, int64_t n, F&& value) {
 }
 
 // ---- HannWindow / HammingWindow / BlackmanWindow(size) -> [size] --------------------------------
-// a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N = size (periodic) or size - 1 (symmetric).
+// Hann sin^2(pi n / N), Hamming 25/46 - 21/46 cos(2 pi n / N), Blackman 0.42 - 0.5 cos(2 pi n / N) +
+// 0.08 cos(4 pi n / N), with N = size (periodic) or size - 1 (symmetric).
 enum class WindowKind { kHann, kHamming, kBlackman };
 template <WindowKind kKind>
 class WindowOp : public EagerExecuteOp, public ShapeInferOp {
@@ -319,14 +326,18 @@ class WindowOp : public EagerExecuteOp, public ShapeInferOp {
     if (!OutputType(ctx, &dt)) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, Shape({n}), dt);
     if (!y) return GRAPH_FAILED;
-    double a0 = 0.5, a1 = 0.5, a2 = 0;
-    if (kKind == WindowKind::kHamming) a0 = 25.0 / 46.0, a1 = 1 - a0;
-    if (kKind == WindowKind::kBlackman) a0 = 0.42, a1 = 0.5, a2 = 0.08;
+    // In double, in the ONNX reference's order of operations (so an integer output type truncates
+    // the same values: Blackman's centre is exactly 1).
     const bool periodic = *ctx->GetAttrs()->GetInt("periodic") != 0;
-    const double N = static_cast<double>(periodic ? n : n - 1);
+    const double N = static_cast<double>(periodic ? n : n - 1);  // a symmetric window of one sample: 0 / 0, NaN, as ONNX defines it
     WriteValues(y, n, [&](int64_t i) {
-      const double t = 2 * kPi * static_cast<double>(i) / N;  // a symmetric window of one sample: 0 / 0, NaN, as ONNX defines it
-      return a0 - a1 * std::cos(t) + a2 * std::cos(2 * t);
+      const double k = static_cast<double>(i);
+      if (kKind == WindowKind::kHann) {
+        const double v = std::sin(k * kPi / N);
+        return v * v;
+      }
+      if (kKind == WindowKind::kHamming) return 25.0 / 46.0 - std::cos(k * kPi * 2 / N) * (1 - 25.0 / 46.0);
+      return std::cos(k * (kPi * 2) / N) * -0.5 + std::cos(k * (kPi * 4) / N) * 0.08 + 0.42;
     });
     return GRAPH_SUCCESS;
   }

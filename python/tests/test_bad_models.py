@@ -94,6 +94,13 @@ def test_a_shape_computed_at_run_time_whose_size_overflows_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"\[MaxUnpool 'unpool'\] output 0 would have shape \[1,1,3,6148914691236517206\], larger than any"):
         model.run([x, i, np.array([1, 1, 3, 6148914691236517206], np.int64)])
     np.testing.assert_array_equal(model.run([x, i, np.array([1, 1, 2, 2], np.int64)])[0], [[[[1, 0], [0, 0]]]])
+    # OneHot with its depth given at run time: 2^24 indices x 2^40 classes wraps too
+    nodes = [helper.make_node("OneHot", ["i", "d", "v"], ["y"], name="onehot")]
+    path = save(tmp_path, nodes, [("i", TensorProto.INT64, [1 << 24]), ("d", TensorProto.INT64, [1])],
+                [numpy_helper.from_array(np.array([0.0, 1.0], np.float32), "v")], opset=11)
+    model = weft.Session(use_env_path=False).compile(weft.import_onnx(path))
+    with pytest.raises(ValueError, match=r"\[OneHot 'onehot'\] output 0 would have shape \[16777216,1099511627776\]"):
+        model.run([np.zeros(1 << 24, np.int64), np.array([1 << 40], np.int64)])
 
 
 def test_slice_with_a_repeated_axis_or_extreme_steps(tmp_path):

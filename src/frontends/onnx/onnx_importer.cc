@@ -166,7 +166,8 @@ struct Lowering {
     auto it = n.attrs.find(attr);
     if (it != n.attrs.end() && it->second.type() == WEFT_ATTR_INT) {
       DataType dt = FromOnnx(static_cast<int32_t>(it->second.i()));
-      it->second = AttrValue::Type(dt);
+      // A type Weft does not hold stays an integer: compiling names the attribute and its value.
+      if (dt != DT_UNDEFINED) it->second = AttrValue::Type(dt);
     }
   }
   // Before opset 13 the softmax family worked on the input flattened to 2-D at `axis` (default 1).

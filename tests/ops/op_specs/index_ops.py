@@ -55,6 +55,9 @@ def einsum(rng, op):
     yield Case([data(rng, (3, 4), np.int64, -5, 5), data(rng, (4, 2), np.int64, -5, 5)], attrs={"equation": "ij,jk"}, opset=12)
     yield Case([data(rng, (3, 0)), data(rng, (0, 2))], attrs={"equation": "ij,jk->ik"}, opset=12)
     yield Case([data(rng, (2, 3))], attrs={"equation": "ij->"}, opset=12)
+    # a lettered dim of extent 1 broadcasts (NumPy and ONNX Runtime allow it)
+    yield Case([data(rng, (2, 1)), data(rng, (4, 3))], attrs={"equation": "ij,kj->ikj"}, opset=12)
+    yield Case([data(rng, (1, 3)), data(rng, (4, 3))], attrs={"equation": "ij,ij->ij"}, opset=12)
     yield BadCase([data(rng, (2, 3)), data(rng, (4, 5))], attrs={"equation": "ij,jk->ik"}, opset=12, error="extent")
     yield BadCase([data(rng, (2, 3))], attrs={"equation": "ij,jk->ik"}, opset=12, error="operands")
     yield BadCase([data(rng, (2, 3))], attrs={"equation": "ij->ik"}, opset=12, error="'k' is in no operand")
@@ -90,6 +93,7 @@ def eyelike(rng, op):
             yield Case([data(rng, s, dt)], attrs={"k": int(rng.integers(-4, 5))}, opset=9)
     yield Case([data(rng, (3, 4))], attrs={"dtype": 7}, opset=9)  # int64 output from a float input
     yield BadCase([data(rng, (2, 3, 4))], opset=9, error="2-D")
+    yield BadCase([data(rng, (3, 3))], attrs={"dtype": 999}, opset=9, error="'dtype'")
 
 
 @spec("Compress")
@@ -133,6 +137,10 @@ def shrink(rng, op):
             if rng.random() < 0.7:
                 attrs["bias"] = float(rng.choice([0.0, 1.0, 1.5]))
             yield Case([data(rng, shape(rng, int(rng.integers(0, 4))), dt, -4, 4)], attrs=attrs, opset=9)
+    # integers with fractional lambd and bias: compared and added in floating point, then truncated
+    yield Case([np.array([-128, -3, -1, 0, 1, 3, 127], np.int8)], attrs={"lambd": 1.5, "bias": 2.7}, opset=9)
+    yield Case([np.array([0, 1, 2, 3, 255], np.uint8)], attrs={"lambd": 1.5, "bias": 1.5}, opset=9)
+    yield Case([np.array([-5, -1, 0, 1, 5], np.int64)], attrs={"lambd": -0.5, "bias": -2.9}, opset=9)
 
 
 def _boxes(rng, b, n, center):
@@ -192,6 +200,7 @@ def grid_sample(rng, op):
         attrs = {"mode": mode, "padding_mode": pad, "align_corners": int(trial % 4 == 1)}
         yield Case([x, g], attrs=attrs, opset=opset, const={1} if trial % 3 == 2 else set())
     yield BadCase([data(rng, (1, 1, 3, 3)), data(rng, (1, 2, 2, 3))], opset=16, error="grid")
+    yield BadCase([data(rng, (1, 1, 0, 4)), data(rng, (1, 2, 2, 2))], attrs={"padding_mode": "border"}, opset=16, error="empty spatial dim")
     yield BadCase([data(rng, (1, 1, 2, 3, 3)), data(rng, (1, 2, 2, 2, 3))], attrs={"mode": "cubic"}, opset=20, error="cubic")
 
 
@@ -231,6 +240,9 @@ def det(rng, op):
         if trial == 3 and m > 1:
             x[..., 1, :] = x[..., 0, :]  # singular
         yield Case([x], opset=11)
+    nan = data(rng, (2, 3, 3))
+    nan[1, 0, 2] = np.nan
+    yield Case([nan], opset=11)  # NaN in a matrix: its determinant is NaN
     yield BadCase([data(rng, (2, 3))], opset=11, error="M, M")
 
 
@@ -294,6 +306,8 @@ def windows(rng, op):
         for periodic in (0, 1):
             yield Case([i64(size)], attrs={"periodic": periodic}, opset=17, const={0} if size % 2 else set())
     yield Case([np.array(10, np.int32)], attrs={"output_datatype": 11}, opset=17, const={0})
+    for t in (3, 2, 6, 7):  # integer outputs truncate: only a value of exactly 1 survives (Blackman's centre)
+        yield Case([i64(10)], attrs={"output_datatype": t, "periodic": 1}, opset=17, const={0})
 
 
 @spec("MelWeightMatrix")
