@@ -310,28 +310,65 @@ TEST(Aot, ModelsItCannotEmitAreRefusedWithTheReason) {
   fs::remove_all(dir);
 }
 
-TEST(Aot, FusedNodesFromAModelCompiledWithPassesAreRefused) {
-  // Compiled with the graph passes (as `weft compile` does), Relu fuses into the MatMul: its C
-  // would lose the activation, so the generator refuses the node instead.
+TEST(Aot, FusedWorkFromAModelCompiledWithPassesIsWrittenAfterTheOp) {
+  // Compiled with the graph passes (as `weft compile` does), the bias Add and the Relu fuse into
+  // the MatMul: the module writes the MatMul's own C, then adds the bias and applies the Relu.
   SessionOptions so;
   so.use_env_path = false;
   auto s = Session::Create(so);
   ASSERT_TRUE(s.ok());
   Graph g;
   g.AddInput("x", DT_FLOAT, Shape({2, 3}));
-  HostTensor w(DT_FLOAT, Shape({3, 4}));
+  HostTensor w(DT_FLOAT, Shape({3, 4})), b(DT_FLOAT, Shape({4}));
+  for (int k = 0; k < 12; ++k) w.data_as<float>()[k] = static_cast<float>(k % 5) - 2.f;
+  for (int k = 0; k < 4; ++k) b.data_as<float>()[k] = static_cast<float>(k) - 1.5f;
   g.AddConstant("w", w);
+  g.AddConstant("b", b);
   g.AddNode("MatMul", "mm", {"x", "w"}, {"t"});
-  g.AddNode("Relu", "r", {"t"}, {"y"});
+  g.AddNode("Add", "bias", {"t", "b"}, {"u"});
+  g.AddNode("Relu", "r", {"u"}, {"y"});
   g.AddOutput("y");
   auto m = CompileOrDie(*s.value(), g);
   ASSERT_TRUE(m);
+  std::string dir = TempDir("fused");
   AotOptions o;
-  o.output_dir = TempDir("fused");
+  o.prefix = "fz";
+  o.output_dir = dir;
   auto r = GenerateC(*m, o);
-  ASSERT_FALSE(r.ok());
-  EXPECT_TRUE(Contains(r.status().message(), "[MatMul 'mm'] carries a fused activation")) << r.status().message();
-  fs::remove_all(o.output_dir);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().num_ops, 1u) << "the Add and the Relu are the MatMul's";
+  std::stringstream src;
+  src << std::ifstream(dir + "/src/fz.c").rdbuf();
+  EXPECT_NE(src.str().find("/* fused: + bias, Relu */"), std::string::npos) << src.str();
+  // x = [[1, 2, 3], [-1, 0, 2]]: y = max(x W + b, 0), computed here in the test.
+  std::string exe = Build(dir, "fz", R"(#include <stdio.h>
+#include <string.h>
+#include "fz.h"
+static fz_context ctx;
+int main(void) {
+  const float x[6] = {1, 2, 3, -1, 0, 2};
+  float w[12], b[4], want;
+  int i, j, k;
+  for (k = 0; k < 12; ++k) w[k] = (float)(k % 5) - 2.f;
+  for (k = 0; k < 4; ++k) b[k] = (float)k - 1.5f;
+  if (fz_init(&ctx, 0, 0) != fz_status_ok) return 10;
+  memcpy(ctx.tensor_ptrs[fz_inputs[0].index], x, sizeof x);
+  if (fz_run(&ctx) != fz_status_ok) return 11;
+  for (i = 0; i < 2; ++i)
+    for (j = 0; j < 4; ++j) {
+      const float y = ((const float*)ctx.tensor_ptrs[fz_outputs[0].index])[i * 4 + j];
+      want = b[j];
+      for (k = 0; k < 3; ++k) want += x[i * 3 + k] * w[k * 4 + j];
+      want = want < 0.f ? 0.f : want;
+      if (y != want) { printf("y[%d][%d] = %g, want %g\n", i, j, y, want); return 12; }
+    }
+  printf("ok\n");
+  return 0;
+}
+)");
+  Sh res = Shell(exe);
+  EXPECT_EQ(res.code, 0) << res.out;
+  fs::remove_all(dir);
 }
 
 }  // namespace
