@@ -205,7 +205,7 @@ std::vector<C> Gather(const Labeled<C>& t, const std::vector<int>& order, const 
 // Sums `t` over every label not in `keep` (and takes its diagonals): the result has each kept
 // label once, in first-appearance order.
 template <typename C>
-Labeled<C> Reduce(const Labeled<C>& t, const std::vector<char>& keep, const std::vector<int64_t>& size) {
+Labeled<C> Reduce(const Labeled<C>& t, const std::vector<char>& keep) {
   std::vector<int> kept, summed;
   for (int l : t.labels) {
     auto& list = keep[static_cast<size_t>(l)] ? kept : summed;
@@ -228,7 +228,6 @@ Labeled<C> Reduce(const Labeled<C>& t, const std::vector<char>& keep, const std:
       if (t.labels[a] == l && t.dims[a] != 1) d = t.dims[a];
     ext.push_back(d);
   }
-  (void)size;
   int64_t inner = 1, total = 1;
   for (size_t i = kept.size(); i < ext.size(); ++i) inner *= ext[i];
   for (int64_t d : r.dims) total *= d;
@@ -241,14 +240,13 @@ Labeled<C> Reduce(const Labeled<C>& t, const std::vector<char>& keep, const std:
 // The product of a and b summed over the labels they share that `keep` does not: a batched
 // matrix product [batch, m, k] x [batch, k, n] -> labels batch + a's own + b's own.
 template <typename C>
-Labeled<C> Contract(const Labeled<C>& a, const Labeled<C>& b, const std::vector<char>& keep, const std::vector<int64_t>& size) {
+Labeled<C> Contract(const Labeled<C>& a, const Labeled<C>& b, const std::vector<char>& keep) {
   auto has = [](const Labeled<C>& t, int l) { return std::find(t.labels.begin(), t.labels.end(), l) != t.labels.end(); };
   auto ext_of = [&](int l) {  // the extent that is not a broadcast 1 (0 included)
     int64_t d = 1;
     for (const Labeled<C>* t : {&a, &b})
       for (size_t i = 0; i < t->labels.size(); ++i)
         if (t->labels[i] == l && t->dims[i] != 1) d = t->dims[i];
-    (void)size;
     return d;
   };
   std::vector<int> batch, mine, shared, theirs;
@@ -340,13 +338,13 @@ class Einsum : public EagerExecuteOp, public ShapeInferOp {
         for (size_t j = 0; j < n; ++j)
           if (j != k)
             for (int l : eq.in[j]) keep[static_cast<size_t>(l)] = 1;
-        ops[k] = Reduce(ops[k], keep, eq.size);
+        ops[k] = Reduce(ops[k], keep);
       }
       Labeled<C> r = std::move(ops[0]);
-      for (size_t k = 1; k < n; ++k) r = Contract(r, ops[k], needed[k], eq.size);
+      for (size_t k = 1; k < n; ++k) r = Contract(r, ops[k], needed[k]);
       std::vector<char> keep(static_cast<size_t>(eq.labels), 0);
       for (int l : eq.out) keep[static_cast<size_t>(l)] = 1;
-      r = Reduce(r, keep, eq.size);
+      r = Reduce(r, keep);
       std::vector<int64_t> ext = out.ToVector();
       std::vector<C> res = Gather(r, eq.out, ext);
       T* py = y->GetData<T>();

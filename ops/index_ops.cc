@@ -186,7 +186,6 @@ class Compress : public EagerExecuteOp, public ShapeInferOp {
              false;
     return true;
   }
-  static Shape OutShape(const Shape& s, const Plan& p, int64_t kept) { return p.With(s, kept); }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& s = *ctx->GetInputShape(0);
     const Shape& c = *ctx->GetInputShape(1);
@@ -197,13 +196,13 @@ class Compress : public EagerExecuteOp, public ShapeInferOp {
     if (ct && ct->GetAddr()) {  // a constant condition: the exact size
       int64_t kept = 0;
       for (int64_t k = 0; k < ct->GetShapeSize(); ++k) kept += ct->GetData<uint8_t>()[k] != 0;
-      *ctx->GetOutputShape(0) = OutShape(s, p, kept);
+      *ctx->GetOutputShape(0) = p.With(s, kept);
       return GRAPH_SUCCESS;
     }
-    Shape out = OutShape(s, p, -1);
+    Shape out = p.With(s, -1);
     *ctx->GetOutputShape(0) = out;
     if (s.IsUnknown()) return GRAPH_SUCCESS;
-    return ctx->SetOutputShapeBound(0, OutShape(s, p, c.GetDim(0) >= 0 ? std::min(c.GetDim(0), p.len) : p.len));
+    return ctx->SetOutputShapeBound(0, p.With(s, c.GetDim(0) >= 0 ? std::min(c.GetDim(0), p.len) : p.len));
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
@@ -215,7 +214,7 @@ class Compress : public EagerExecuteOp, public ShapeInferOp {
     std::vector<int64_t> kept;
     for (int64_t k = 0; k < c->GetShapeSize(); ++k)
       if (cond[k]) kept.push_back(k);
-    Tensor* y = ctx->MallocOutputTensor(0, OutShape(x->GetShape(), p, static_cast<int64_t>(kept.size())), x->GetDataType());
+    Tensor* y = ctx->MallocOutputTensor(0, p.With(x->GetShape(), static_cast<int64_t>(kept.size())), x->GetDataType());
     if (!y) return GRAPH_FAILED;
     const size_t elem = DataTypeSize(x->GetDataType());
     const uint8_t* px = x->GetData<uint8_t>();
@@ -481,7 +480,7 @@ class MaxUnpool : public EagerExecuteOp, public ShapeInferOp {
     const Shape& i = *ctx->GetInputShape(1);
     if (!x.IsUnknown() && !i.IsUnknown() && !(x == i)) return Fail(ctx, "I " + i.ToString() + " must have X's shape " + x.ToString());
     Shape out;
-    if (!OutShape(ctx, x, ctx->GetOptionalInputTensor(2) ? ctx->GetOptionalInputTensor(2) : nullptr, &out)) return GRAPH_FAILED;
+    if (!OutShape(ctx, x, ctx->GetOptionalInputTensor(2), &out)) return GRAPH_FAILED;
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
@@ -580,16 +579,14 @@ class Det : public EagerExecuteOp, public ShapeInferOp {
 class Unique : public EagerExecuteOp, public ShapeInferOp {
  public:
   using Plan = AxisSlices;
-  static bool MakePlan(const KernelContextBase* ctx, const Shape& s, Plan* p) { return p->Make(ctx, s); }
-  static Shape YShape(const Shape& s, const Plan& p, int64_t n) { return p.With(s, n); }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& s = *ctx->GetInputShape(0);
     Plan p;
-    if (!MakePlan(ctx, s, &p)) return GRAPH_FAILED;
-    *ctx->GetOutputShape(0) = YShape(s, p, -1);
+    if (!p.Make(ctx, s)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = p.With(s, -1);
     for (size_t k = 1; k < 4 && k < ctx->GetComputeNodeOutputNum(); ++k) *ctx->GetOutputShape(k) = Shape({k == 2 ? p.len : -1});
     if (s.IsUnknown()) return GRAPH_SUCCESS;
-    if (ctx->SetOutputShapeBound(0, YShape(s, p, p.len)) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    if (ctx->SetOutputShapeBound(0, p.With(s, p.len)) != GRAPH_SUCCESS) return GRAPH_FAILED;
     for (size_t k : {size_t(1), size_t(3)})
       if (k < ctx->GetComputeNodeOutputNum() && ctx->SetOutputShapeBound(k, Shape({p.len})) != GRAPH_SUCCESS) return GRAPH_FAILED;
     return GRAPH_SUCCESS;
@@ -603,7 +600,7 @@ class Unique : public EagerExecuteOp, public ShapeInferOp {
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Plan p;
-    if (!MakePlan(ctx, x->GetShape(), &p)) return GRAPH_FAILED;
+    if (!p.Make(ctx, x->GetShape())) return GRAPH_FAILED;
     const bool sorted = *ctx->GetAttrs()->GetInt("sorted") != 0;
     // Slice k of X: elements (o, k, i) for o < outer, i < inner.
     std::vector<int64_t> order(static_cast<size_t>(p.len));  // slice indices, sorted as the output wants
@@ -655,7 +652,7 @@ class Unique : public EagerExecuteOp, public ShapeInferOp {
     });
     if (!ok) return Fail(ctx, std::string("type ") + DataTypeName(x->GetDataType()) + " is not supported");
     const int64_t n = static_cast<int64_t>(firsts.size());
-    Tensor* y = ctx->MallocOutputTensor(0, YShape(x->GetShape(), p, n), x->GetDataType());
+    Tensor* y = ctx->MallocOutputTensor(0, p.With(x->GetShape(), n), x->GetDataType());
     if (!y) return GRAPH_FAILED;
     const size_t elem = DataTypeSize(x->GetDataType()), run = static_cast<size_t>(p.inner) * elem;
     for (int64_t o = 0; o < p.outer; ++o)

@@ -19,34 +19,24 @@ constexpr double kPi = 3.14159265358979323846;
 
 bool IsPow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
-// In place, a.size() a power of two: sum_j a[j] e^(-+2 pi i jk / n) (sign - forward, + backward).
-void Radix2(std::vector<Cx>& a, bool backward) {
-  const size_t n = a.size();
-  for (size_t i = 1, j = 0; i < n; ++i) {
-    size_t bit = n >> 1;
-    for (; j & bit; bit >>= 1) j ^= bit;
-    j ^= bit;
-    if (i < j) std::swap(a[i], a[j]);
-  }
-  for (size_t len = 2; len <= n; len <<= 1) {
-    const double ang = 2 * kPi / static_cast<double>(len) * (backward ? 1 : -1);
-    for (size_t i = 0; i < n; i += len)
-      for (size_t k = 0; k < len / 2; ++k) {
-        const Cx w(std::cos(ang * static_cast<double>(k)), std::sin(ang * static_cast<double>(k)));
-        const Cx u = a[i + k], v = a[i + k + len / 2] * w;
-        a[i + k] = u + v;
-        a[i + k + len / 2] = u - v;
-      }
-  }
-}
-
-// The forward DFT of one length, prepared once: radix-2, or Bluestein's algorithm.
+// The forward DFT of one length, prepared once (the twiddle factors and Bluestein's chirp) and
+// run on every signal of a node: radix-2, or Bluestein's algorithm over a radix-2 FFT.
 class Dft {
  public:
   explicit Dft(int64_t n) : n_(n) {
-    if (IsPow2(n) || n <= 1) return;
-    m_ = 1;
-    while (m_ < 2 * n - 1) m_ <<= 1;
+    if (n <= 1) return;
+    int64_t fft = n;
+    if (!IsPow2(n)) {
+      m_ = 1;
+      while (m_ < 2 * n - 1) m_ <<= 1;
+      fft = m_;
+    }
+    twiddle_.resize(static_cast<size_t>(fft / 2));  // e^(-2 pi i k / fft)
+    for (int64_t k = 0; k < fft / 2; ++k) {
+      const double a = -2 * kPi * static_cast<double>(k) / static_cast<double>(fft);
+      twiddle_[static_cast<size_t>(k)] = Cx(std::cos(a), std::sin(a));
+    }
+    if (!m_) return;
     chirp_.resize(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {  // e^(i pi k^2 / n), the exponent reduced mod 2n first
       const double a = kPi * static_cast<double>((k * k) % (2 * n)) / static_cast<double>(n);
@@ -65,7 +55,7 @@ class Dft {
       if (n_ == 1) out[0] = in[0];
       return;
     }
-    if (chirp_.empty()) {
+    if (!m_) {
       work.assign(in, in + n_);
       Radix2(work, false);
       std::copy(work.begin(), work.end(), out);
@@ -81,8 +71,29 @@ class Dft {
   }
 
  private:
-  int64_t n_, m_ = 0;
-  std::vector<Cx> chirp_, b_;
+  // In place, a.size() the prepared FFT size: sum_j a[j] e^(-+2 pi i jk / size) (- forward, + backward).
+  void Radix2(std::vector<Cx>& a, bool backward) const {
+    const size_t n = a.size();
+    for (size_t i = 1, j = 0; i < n; ++i) {
+      size_t bit = n >> 1;
+      for (; j & bit; bit >>= 1) j ^= bit;
+      j ^= bit;
+      if (i < j) std::swap(a[i], a[j]);
+    }
+    for (size_t len = 2; len <= n; len <<= 1) {
+      const size_t stride = n / len;  // the stage's twiddles are every stride-th of the table
+      for (size_t i = 0; i < n; i += len)
+        for (size_t k = 0; k < len / 2; ++k) {
+          const Cx w = backward ? std::conj(twiddle_[k * stride]) : twiddle_[k * stride];
+          const Cx u = a[i + k], v = a[i + k + len / 2] * w;
+          a[i + k] = u + v;
+          a[i + k + len / 2] = u - v;
+        }
+    }
+  }
+
+  int64_t n_, m_ = 0;  // m_: Bluestein's FFT size, 0 for a power-of-two n
+  std::vector<Cx> twiddle_, chirp_, b_;
 };
 
 bool ScalarInt(const Tensor* t, int64_t* v) {
