@@ -245,6 +245,9 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
       {"DFT", [](Lowering& l) {  // opset 20 moved axis to an input, whose default is -2 (the attribute's was 1)
          if (l.opset >= 20 && (l.n.inputs.size() < 3 || l.n.inputs[2].empty())) l.n.attrs["axis"] = AttrValue::Int(-2);
        }},
+      {"RoiAlign", [](Lowering& l) {  // before opset 16 regions were not shifted by half a pixel
+         if (l.opset < 16) l.n.attrs["coordinate_transformation_mode"] = AttrValue::String("output_half_pixel");
+       }},
       {"RandomUniformLike", [](Lowering& l) { l.IntToType("dtype"); }},
       {"Unsqueeze", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
       {"ReduceSum", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},

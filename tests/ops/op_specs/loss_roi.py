@@ -54,3 +54,48 @@ def nll_loss(rng, op):
 @spec("SoftmaxCrossEntropyLoss")
 def softmax_cross_entropy_loss(rng, op):
     yield from _losses(rng, op, lambda trial: 2 if trial % 2 == 0 else 1)
+
+
+def _rois(rng, r, h, w, scale, inverted=True):
+    """Regions in input coordinates: inside the image, partly outside, tiny and inverted (ONNX
+    Runtime fails on an inverted region whose sample grid is adaptive: its count is negative)."""
+    out = []
+    for k in range(r):
+        x1, y1 = rng.uniform(-2, w / scale), rng.uniform(-2, h / scale)
+        bw, bh = rng.uniform(0.2, w / scale), rng.uniform(0.2, h / scale)
+        if inverted and k % 5 == 4:
+            bw = -bw  # inverted: no samples in half_pixel mode, one pixel wide in output_half_pixel
+        out.append([x1, y1, x1 + bw, y1 + bh])
+    return np.array(out, np.float32).reshape(r, 4)
+
+
+@spec("RoiAlign")
+def roi_align(rng, op):
+    for trial in range(20):
+        n, c = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+        h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        scale = (1.0, 0.5, 0.25)[trial % 3]
+        r = int(rng.integers(0 if trial == 7 else 1, 6))
+        dt = np.float64 if trial % 6 == 5 else np.float32
+        x = data(rng, (n, c, h, w), dt)
+        rois = _rois(rng, r, h, w, scale, inverted=trial % 3 != 0).astype(dt)
+        bi = rng.integers(0, n, size=(r,)).astype(np.int64)
+        attrs = {"output_height": int(rng.integers(1, 4)), "output_width": int(rng.integers(1, 4)),
+                 "sampling_ratio": (0, 2, 1)[trial % 3], "spatial_scale": scale, "mode": ("avg", "max")[trial % 2]}
+        opset = 10 if trial % 4 == 3 else 16
+        if opset == 16 and trial % 4 != 0:
+            attrs["coordinate_transformation_mode"] = ("half_pixel", "output_half_pixel")[trial % 2]
+        yield Case([x, rois, bi], attrs=attrs, opset=opset, const={1, 2} if trial % 3 == 0 else set())
+    # a detection head's shape: many regions over a feature map at stride 16
+    x = data(rng, (1, 8, 14, 14))
+    rois = _rois(rng, 12, 14, 14, 0.0625)
+    yield Case([x, rois, np.zeros(12, np.int64)], attrs={"output_height": 7, "output_width": 7, "spatial_scale": 0.0625,
+                                                         "sampling_ratio": 2}, opset=16)
+    x = data(rng, (2, 2, 5, 5))
+    good = np.array([[0, 0, 3, 3]], np.float32)
+    yield BadCase([x, good, np.array([2], np.int64)], opset=16, error="batch index 2")
+    yield BadCase([x, np.array([[0, 0, np.nan, 3]], np.float32), np.array([0], np.int64)], opset=16, error="not finite")
+    yield BadCase([x, np.array([[0, 0, 1e30, 1e30]], np.float32), np.array([0], np.int64)], opset=16, error="samples per output bin")
+    yield BadCase([x, np.array([0, 0, 3, 3], np.float32), np.array([0], np.int64)], opset=16, error="rois must be")
+    yield BadCase([x, good, np.array([0], np.int64)], attrs={"mode": "sum"}, opset=16, error="mode")
+    yield BadCase([x, good, np.array([0], np.int64)], attrs={"sampling_ratio": -1}, opset=16, error="sampling_ratio")
