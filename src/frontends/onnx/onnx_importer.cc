@@ -514,9 +514,10 @@ struct NodeImporter {
     Graph body(n.name + "/body");
     std::set<std::string> defined;
     for (auto& in : bp.input()) {
-      if (!in.type().has_tensor_type())
+      // A body input may leave its type out (ONNX infers it from the value bound): a tensor then.
+      if (in.has_type() && in.type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !in.type().has_tensor_type())
         return fail("body input '" + in.name() + "' is not a tensor (sequences and optionals are not supported)");
-      DataType dt = FromOnnx(in.type().tensor_type().elem_type());
+      DataType dt = in.type().has_tensor_type() ? FromOnnx(in.type().tensor_type().elem_type()) : DT_UNDEFINED;
       // The type and shape used are those of the value bound at run time; the declared ones
       // only fill the graph format's fields.
       body.AddInput(in.name(), dt == DT_UNDEFINED ? DT_FLOAT : dt, Shape());
