@@ -107,6 +107,8 @@ inline std::string Broadcast(const Shape& a, const Shape& b, const Shape& y) {
   return "static const weft_bcast g = {" + std::to_string(r) + ", " + list(dims) + ", " + list(strides(a)) + ", " + list(strides(b)) + "};\n";
 }
 
+inline graphStatus EmitGather(const EmitContext* ctx, std::vector<int64_t> dims, std::vector<int64_t> src, int64_t base);
+
 // Output 0 as a gather from input 0 through weft_strided_copy (transposes and slices): output axis
 // k has extent dims[k] and walks input axis axis[k] in steps of step[k]; input axis a starts at
 // start[a] (start empty: at 0).
@@ -119,12 +121,20 @@ inline graphStatus EmitStridedCopy(const EmitContext* ctx, std::vector<int64_t> 
     return ctx->SetError("the generated C copies at most 8 dims of 1, 2, 4 or 8-byte elements"), GRAPH_FAILED;
   std::vector<int64_t> in_stride(rank, 1), src;
   for (size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
-  int64_t base = 0, count = 1;
+  int64_t base = 0;
   for (size_t a = 0; a < start.size() && a < rank; ++a) base += start[a] * in_stride[a];
-  for (size_t k = 0; k < dims.size(); ++k) {
-    src.push_back(step[k] * in_stride[static_cast<size_t>(axis[k])]);
-    count *= dims[k];
-  }
+  for (size_t k = 0; k < dims.size(); ++k) src.push_back(step[k] * in_stride[static_cast<size_t>(axis[k])]);
+  return EmitGather(ctx, dims, src, base);
+}
+
+// Output 0 as a gather from input 0 through weft_strided_copy: output axis k has extent dims[k]
+// and steps src[k] elements through the input, from element `base`.
+inline graphStatus EmitGather(const EmitContext* ctx, std::vector<int64_t> dims, std::vector<int64_t> src, int64_t base) {
+  const size_t elem = DataTypeSize(ctx->GetInputTensor(0)->GetDataType());
+  if (dims.size() > 8 || (elem != 1 && elem != 2 && elem != 4 && elem != 8))
+    return ctx->SetError("the generated C copies at most 8 dims of 1, 2, 4 or 8-byte elements"), GRAPH_FAILED;
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
   if (dims.empty()) dims.push_back(1), src.push_back(0);
   EmitHelper(ctx, Kernels(), "weft_strided_copy");
   ctx->Run("weft_strided_copy(" + std::to_string(elem) + ", " + std::to_string(dims.size()) + ", " + ctx->Const("dims", DT_INT64, dims) + ", " +

@@ -398,8 +398,33 @@ class Gather : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   }
 };
 
-class GatherElements : public EagerExecuteOp, public ShapeInferOp {
+class GatherElements : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Each output element's source: its own coordinates with the gather axis replaced by its index
+  // (negative ones counted from the end); an index out of range fails the run with status 1.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* d = ctx->GetInputTensor(0);
+    const Tensor* ix = ctx->GetInputTensor(1);
+    if (ix->GetDataType() != DT_INT64 && ix->GetDataType() != DT_INT32) return Fail(ctx, "indices must be int32 or int64");
+    const Shape& is = ix->GetShape();
+    const size_t r = d->GetShape().GetDimNum(), elem = DataTypeSize(d->GetDataType());
+    int64_t axis = 0;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(r), &axis);
+    int64_t st[WEFT_MAX_DIMS];
+    Strides(d->GetShape(), st);
+    std::vector<int64_t> idims = is.ToVector(), dstride(st, st + r);
+    if (is.GetShapeSize() == 0) return GRAPH_SUCCESS;
+    const std::string it = ix->GetDataType() == DT_INT32 ? "int32_t" : "int64_t", dim = aot::IntLit(d->GetShape().GetDim(static_cast<size_t>(axis)));
+    ctx->Include("<string.h>");
+    ctx->Run("{\n  const " + it + "* pk = " + ctx->Input(1, it.c_str()) + ";\n  const uint8_t* pd = " + ctx->Input(0, "uint8_t") +
+             ";\n  uint8_t* py = " + ctx->Output(0, "uint8_t") + ";\n  const int64_t* idims = " + ctx->Const("idims", DT_INT64, idims) +
+             ";\n  const int64_t* dstride = " + ctx->Const("dstride", DT_INT64, dstride) + ";\n  int64_t i;\n  int32_t k;\n  for (i = 0; i < " +
+             aot::IntLit(is.GetShapeSize()) + "; ++i) {\n    int64_t rem = i, src = 0, v = pk[i];\n    if (v < -" + dim + " || v >= " + dim +
+             ") return 1;\n    if (v < 0) v += " + dim + ";\n    for (k = " + std::to_string(r) + " - 1; k >= 0; --k) {\n      const int64_t c = rem % idims[k];\n"
+             "      rem /= idims[k];\n      src += (k == " + std::to_string(axis) + " ? v : c) * dstride[k];\n    }\n    memcpy(py + i * " +
+             std::to_string(elem) + ", pd + src * " + std::to_string(elem) + ", " + std::to_string(elem) + ");\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& d = *ctx->GetInputShape(0);
     const Shape& ix = *ctx->GetInputShape(1);
@@ -1035,8 +1060,17 @@ class Cast : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
 class CastLike : public Cast {};
 
 // Inference-mode Dropout: the input unchanged, and an all-true mask if asked for.
-class Dropout : public EagerExecuteOp, public ShapeInferOp {
+class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // A copy; a training_mode that is true at run time fails the run (status 1), as Execute refuses it.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* training = ctx->GetOptionalInputTensor(2);
+    if (training && training->GetShapeSize() > 0) ctx->Run("if (" + ctx->Input(aot::InputAt(ctx, 2), "uint8_t") + "[0]) return 1;\n");
+    if (aot::EmitCopy(ctx) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    if (ctx->GetComputeNodeOutputNum() > 1)
+      ctx->Run("memset(" + ctx->Output(1, "uint8_t") + ", 1, " + aot::IntLit(ctx->GetInputTensor(0)->GetShapeSize()) + ");\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) *ctx->GetOutputShape(k) = *ctx->GetInputShape(0);
     return GRAPH_SUCCESS;
@@ -1063,8 +1097,26 @@ class Dropout : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
-class Trilu : public EagerExecuteOp {
+class Trilu : public EagerExecuteOp, public EmittableOp {
  public:
+  // k read at run time (a constant or a computed scalar); elements off the kept triangle are 0.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& s = x->GetShape();
+    if (s.GetDimNum() < 2) return Fail(ctx, "input rank must be >= 2");
+    const Tensor* kt = ctx->GetOptionalInputTensor(1);
+    const std::string k = kt && kt->GetShapeSize() ? ctx->Input(1, "int64_t") + "[0]" : "0";
+    const bool upper = *ctx->GetAttrs()->GetInt("upper") != 0;
+    const std::string elem = std::to_string(DataTypeSize(x->GetDataType()));
+    const std::string rows = aot::IntLit(s.GetDim(s.GetDimNum() - 2)), cols = aot::IntLit(s.GetDim(s.GetDimNum() - 1));
+    ctx->Include("<string.h>");
+    ctx->Run("{\n  const uint8_t* px = " + ctx->Input(0, "uint8_t") + ";\n  uint8_t* py = " + ctx->Output(0, "uint8_t") +
+             ";\n  const int64_t k = " + k + ";\n  int64_t i;\n  for (i = 0; i < " + aot::IntLit(s.GetShapeSize()) +
+             "; ++i) {\n    const int64_t c = i % " + cols + ", r = (i / " + cols + ") % " + rows + ";\n    if (" +
+             (upper ? "c - r >= k" : "c - r <= k") + ") memmove(py + i * " + elem + ", px + i * " + elem + ", " + elem + ");\n    else memset(py + i * " +
+             elem + ", 0, " + elem + ");\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* kt = ctx->GetOptionalInputTensor(1);

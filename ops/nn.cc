@@ -622,8 +622,29 @@ class MeanVarianceNormalization : public EagerExecuteOp, public ShapeInferOp {
   }
 };
 
-class LRN : public EagerExecuteOp, public ShapeInferOp {
+class LRN : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The runtime's arithmetic: squares summed in double over the channel window, then pow.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& s = x->GetShape();
+    if (x->GetDataType() != DT_FLOAT || s.GetDimNum() < 3) return Fail(ctx, "the generated C has float32 [N, C, ...] LRN only");
+    const int64_t size = *ctx->GetAttrs()->GetInt("size"), n = s.GetDim(0), c = s.GetDim(1);
+    const int64_t sp = n * c ? s.GetShapeSize() / (n * c) : 0, lo = (size - 1) / 2, hi = size - 1 - lo;
+    const double alpha = *ctx->GetAttrs()->GetFloat("alpha"), beta = *ctx->GetAttrs()->GetFloat("beta"), bias = *ctx->GetAttrs()->GetFloat("bias");
+    char k[160];
+    std::snprintf(k, sizeof(k), "const double bias = %.17g, scale = %.17g, beta = %.17g;", bias, alpha / double(size), beta);
+    ctx->Include("<math.h>");
+    ctx->Run("{\n  const float* px = " + ctx->Input(0, "float") + ";\n  float* py = " + ctx->Output(0, "float") + ";\n  " + k +
+             "\n  int64_t b, ch, i, j;\n  for (b = 0; b < " + aot::IntLit(n) + "; ++b)\n    for (ch = 0; ch < " + aot::IntLit(c) +
+             "; ++ch)\n      for (i = 0; i < " + aot::IntLit(sp) + "; ++i) {\n        double sq = 0;\n        const int64_t j0 = ch - " +
+             aot::IntLit(lo) + " < 0 ? 0 : ch - " + aot::IntLit(lo) + ", j1 = ch + " + aot::IntLit(hi) + " > " + aot::IntLit(c - 1) + " ? " +
+             aot::IntLit(c - 1) + " : ch + " + aot::IntLit(hi) + ";\n        for (j = j0; j <= j1; ++j) {\n          const double v = px[(b * " +
+             aot::IntLit(c) + " + j) * " + aot::IntLit(sp) + " + i];\n          sq += v * v;\n        }\n        py[(b * " + aot::IntLit(c) +
+             " + ch) * " + aot::IntLit(sp) + " + i] = (float)(px[(b * " + aot::IntLit(c) + " + ch) * " + aot::IntLit(sp) +
+             " + i] / pow(bias + scale * sq, beta));\n      }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& s = *ctx->GetInputShape(0);
     if (s.GetDimNum() < 3) return Fail(ctx, "input must be [N, C, spatial...], got " + s.ToString());
@@ -662,8 +683,16 @@ class LRN : public EagerExecuteOp, public ShapeInferOp {
 };
 
 // PRelu: slope broadcasts to X.
-class PRelu : public EagerExecuteOp {
+class PRelu : public EagerExecuteOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    const DataType dt = ctx->GetInputTensor(0)->GetDataType();
+    if (dt != DT_FLOAT && dt != DT_DOUBLE && dt != DT_INT32 && dt != DT_INT64)
+      return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " PRelu");
+    const std::string t = aot::CType(dt);
+    const bool integer = dt == DT_INT32 || dt == DT_INT64;  // products wrap as the runtime's
+    return aot::EmitMap2(ctx, integer ? "a < 0 ? (" + t + ")((uint64_t)a * (uint64_t)b) : a" : "a < 0 ? a * b : a", t);
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* slope = ctx->GetInputTensor(1);

@@ -246,8 +246,30 @@ OpEntry ReduceEntry(const char* name) {
 
 // ArgMax / ArgMin along one axis.
 template <bool kMax>
-class ArgReduce : public EagerExecuteOp, public ShapeInferOp {
+class ArgReduce : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The runtime's scan: the first element, replaced by each strictly better one (or equal one,
+  // with select_last_index), so a NaN never wins and ties keep the runtime's index.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& in = x->GetShape();
+    const std::string t = aot::CType(x->GetDataType());
+    if (t.empty()) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(x->GetDataType()) + " " + ctx->GetNodeType());
+    int64_t axis = 0, outer = 1, inner = 1;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(in.GetDimNum()), &axis);
+    for (int64_t k = 0; k < axis; ++k) outer *= in.GetDim(static_cast<size_t>(k));
+    for (size_t k = static_cast<size_t>(axis) + 1; k < in.GetDimNum(); ++k) inner *= in.GetDim(k);
+    const int64_t n = in.GetDim(static_cast<size_t>(axis));
+    const bool last = *ctx->GetAttrs()->GetInt("select_last_index") != 0;
+    const std::string better = std::string("v ") + (kMax ? (last ? ">=" : ">") : (last ? "<=" : "<")) + " bv";
+    const std::string N = aot::IntLit(n), I = aot::IntLit(inner);
+    ctx->Run("{\n  const " + t + "* px = " + ctx->Input(0, t.c_str()) + ";\n  int64_t* py = " + ctx->Output(0, "int64_t") +
+             ";\n  int64_t o, i, j;\n  for (o = 0; o < " + aot::IntLit(outer) + "; ++o)\n    for (i = 0; i < " + I +
+             "; ++i) {\n      int64_t best = 0;\n      " + t + " bv = px[o * " + N + " * " + I + " + i];\n      for (j = 1; j < " + N +
+             "; ++j) {\n        const " + t + " v = px[(o * " + N + " + j) * " + I + " + i];\n        if (" + better +
+             ") {\n          best = j;\n          bv = v;\n        }\n      }\n      py[o * " + I + " + i] = best;\n    }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& in = *ctx->GetInputShape(0);
     int64_t axis = 0;
@@ -411,8 +433,34 @@ OpEntry SoftmaxEntry(const char* name) {
           MakeOpImpl<SoftmaxOp<S>>(name)};
 }
 
-class CumSum : public EagerExecuteOp {
+class CumSum : public EagerExecuteOp, public EmittableOp {
  public:
+  // Sums in the element type (float in float, as the runtime); integer sums wrap.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const DataType dt = x->GetDataType();
+    const std::string t = aot::CType(dt);
+    if (t.empty() || dt == DT_BOOL) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " CumSum");
+    std::vector<int64_t> ax;
+    if (!ReadInts(ctx->GetInputTensor(1), &ax) || ax.size() != 1) return Fail(ctx, "the generated C needs CumSum's axis as a constant scalar");
+    const Shape& in = x->GetShape();
+    int64_t axis = 0, outer = 1, inner = 1;
+    if (!NormalizeAxis(ax[0], static_cast<int64_t>(in.GetDimNum()), &axis)) return Fail(ctx, AxisError(ax[0], in.GetDimNum()));
+    for (int64_t k = 0; k < axis; ++k) outer *= in.GetDim(static_cast<size_t>(k));
+    for (size_t k = static_cast<size_t>(axis) + 1; k < in.GetDimNum(); ++k) inner *= in.GetDim(k);
+    const int64_t n = in.GetDim(static_cast<size_t>(axis));
+    const bool excl = *ctx->GetAttrs()->GetInt("exclusive") != 0, rev = *ctx->GetAttrs()->GetInt("reverse") != 0;
+    const bool integer = dt != DT_FLOAT && dt != DT_DOUBLE;
+    const std::string add = integer ? "(" + t + ")((uint64_t)acc + (uint64_t)v)" : "acc + v";
+    const std::string N = aot::IntLit(n), I = aot::IntLit(inner);
+    ctx->Run("{\n  const " + t + "* px = " + ctx->Input(0, t.c_str()) + ";\n  " + t + "* py = " + ctx->Output(0, t.c_str()) +
+             ";\n  int64_t o, i, s;\n  for (o = 0; o < " + aot::IntLit(outer) + "; ++o)\n    for (i = 0; i < " + I + "; ++i) {\n      " + t +
+             " acc = 0;\n      for (s = 0; s < " + N + "; ++s) {\n        const int64_t at = (o * " + N + " + " + (rev ? "(" + N + " - 1 - s)" : "s") +
+             ") * " + I + " + i;\n        const " + t + " v = px[at];\n" +
+             (excl ? "        py[at] = acc;\n        acc = " + add + ";\n" : "        acc = " + add + ";\n        py[at] = acc;\n") +
+             "      }\n    }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     std::vector<int64_t> ax;

@@ -358,8 +358,21 @@ void BroadcastCopy(const Tensor* x, Tensor* y) {
                    [&](int64_t i, int64_t ia, int64_t) { CopyElem(py + i * elem, px + ia * elem, elem); });
 }
 
-class Expand : public EagerExecuteOp, public ShapeInferOp {
+class Expand : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // A gather whose broadcast axes step 0 through the input.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Shape& xs = ctx->GetInputTensor(0)->GetShape();
+    const Shape& ys = ctx->GetOutputTensor(0)->GetShape();
+    const size_t rx = xs.GetDimNum(), ry = ys.GetDimNum();
+    std::vector<int64_t> dims, src(ry, 0), in_stride(rx, 1);
+    for (size_t k = rx; k-- > 1;) in_stride[k - 1] = in_stride[k] * xs.GetDim(k);
+    for (size_t k = 0; k < ry; ++k) {
+      dims.push_back(ys.GetDim(k));
+      if (k + rx >= ry && xs.GetDim(k + rx - ry) != 1) src[k] = in_stride[k + rx - ry];
+    }
+    return aot::EmitGather(ctx, dims, src, 0);
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     std::vector<int64_t> want;
     if (!ReadInts(ctx->GetInputTensor(1), &want)) {

@@ -324,3 +324,96 @@ def test_a_constant_graph_output(tmp_path):
     c = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5, "c")
     m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [4])], [vi("y", [4]), vi("c", [2, 3])], [c])
     check_onnx_model(tmp_path, m, {"x": rand(4)})
+
+
+@pytest.mark.parametrize("slope_shape", [[3, 1, 1], [1], [5]])
+def test_prelu(tmp_path, slope_shape):
+    s = numpy_helper.from_array(rand(*slope_shape), "s")
+    m = model([helper.make_node("PRelu", ["x", "s"], ["y"])], [vi("x", [2, 3, 4, 5])], [vi("y", [2, 3, 4, 5])], [s])
+    check_onnx_model(tmp_path, m, {"x": rand(2, 3, 4, 5)})
+
+
+def test_prelu_int32_slope_as_input(tmp_path):
+    m = model([helper.make_node("PRelu", ["x", "s"], ["y"])], [vi("x", [4, 3], TensorProto.INT32), vi("s", [3], TensorProto.INT32)],
+              [vi("y", [4, 3], TensorProto.INT32)])
+    check_onnx_model(tmp_path, m, {"x": RNG.integers(-50, 50, (4, 3)).astype(np.int32), "s": np.array([2, -3, 0], np.int32)})
+
+
+@pytest.mark.parametrize("size", [1, 3, 5])  # ONNX Runtime takes odd sizes only
+def test_lrn(tmp_path, size):
+    m = model([helper.make_node("LRN", ["x"], ["y"], size=size, alpha=0.02, beta=0.6, bias=1.5)], [vi("x", [2, 6, 3, 4])], [vi("y", [2, 6, 3, 4])])
+    check_onnx_model(tmp_path, m, {"x": rand(2, 6, 3, 4) * 3})
+
+
+def test_isnan_isinf_not(tmp_path):
+    nodes = [helper.make_node("IsNaN", ["x"], ["n"]), helper.make_node("IsInf", ["x"], ["i"]),
+             helper.make_node("IsInf", ["x"], ["p"], detect_negative=0), helper.make_node("IsInf", ["x"], ["q"], detect_positive=0),
+             helper.make_node("Or", ["n", "i"], ["bad"]), helper.make_node("Not", ["bad"], ["ok"])]
+    B = TensorProto.BOOL
+    m = model(nodes, [vi("x", [3, 4])], [vi("n", [3, 4], B), vi("p", [3, 4], B), vi("q", [3, 4], B), vi("ok", [3, 4], B)])
+    x = rand(3, 4)
+    x.flat[[1, 5, 7, 10]] = [np.nan, np.inf, -np.inf, np.nan]
+    check_onnx_model(tmp_path, m, {"x": x})
+
+
+@pytest.mark.parametrize("src,shape", [([3, 1], [2, 3, 4]), ([1], [2, 2]), ([4, 1, 2], [4, 3, 2]), ([], [2, 3]), ([2, 3], [2, 3])])
+def test_expand(tmp_path, src, shape):
+    sh = numpy_helper.from_array(np.array(shape, np.int64), "shape")
+    m = model([helper.make_node("Expand", ["x", "shape"], ["y"])], [vi("x", src)], [vi("y", list(np.broadcast_shapes(tuple(src), tuple(shape))))], [sh])
+    check_onnx_model(tmp_path, m, {"x": rand(*src)})
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("axis,keepdims,last", [(0, 1, 0), (1, 0, 0), (-1, 1, 1), (2, 0, 1)])
+def test_arg_reductions(tmp_path, op, axis, keepdims, last):
+    x = np.round(rand(3, 4, 5) * 2) / 2  # ties, to check which index wins
+    out = [3, 4, 5]
+    if keepdims:
+        out[axis] = 1
+    else:
+        out.pop(axis)
+    m = model([helper.make_node(op, ["x"], ["y"], axis=axis, keepdims=keepdims, select_last_index=last)], [vi("x", [3, 4, 5])],
+              [vi("y", out, TensorProto.INT64)])
+    check_onnx_model(tmp_path, m, {"x": x})
+
+
+@pytest.mark.parametrize("t,np_t", [(F, np.float32), (TensorProto.INT32, np.int32), (TensorProto.INT64, np.int64), (TensorProto.DOUBLE, np.float64)])
+@pytest.mark.parametrize("axis,exclusive,reverse", [(0, 0, 0), (1, 1, 0), (-1, 0, 1), (1, 1, 1)])
+def test_cumsum(tmp_path, t, np_t, axis, exclusive, reverse):
+    a = numpy_helper.from_array(np.array(axis, np.int64), "a")
+    m = model([helper.make_node("CumSum", ["x", "a"], ["y"], exclusive=exclusive, reverse=reverse)], [vi("x", [3, 4, 5], t)], [vi("y", [3, 4, 5], t)], [a])
+    check_onnx_model(tmp_path, m, {"x": (rand(3, 4, 5) * 20).astype(np_t)})
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_elements(tmp_path, axis):
+    shape = [3, 4, 5]
+    ishape = [2, 3, 4]
+    dim = shape[axis]
+    idx = RNG.integers(-dim, dim, ishape).astype(np.int64)
+    m = model([helper.make_node("GatherElements", ["x", "i"], ["y"], axis=axis)], [vi("x", shape), vi("i", ishape, TensorProto.INT64)], [vi("y", ishape)])
+    check_onnx_model(tmp_path, m, {"x": rand(*shape), "i": idx})
+
+
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("k", [None, 0, 2, -1])
+def test_trilu(tmp_path, upper, k):
+    inputs, inits = ["x"], []
+    if k is not None:
+        inputs.append("k")
+        inits.append(numpy_helper.from_array(np.array(k, np.int64), "k"))
+    m = model([helper.make_node("Trilu", inputs, ["y"], upper=upper)], [vi("x", [2, 4, 5])], [vi("y", [2, 4, 5])], inits)
+    check_onnx_model(tmp_path, m, {"x": rand(2, 4, 5)})
+
+
+def test_trilu_causal_mask_from_a_run_time_k(tmp_path):
+    m = model([helper.make_node("Trilu", ["x", "k"], ["y"], upper=0)], [vi("x", [6, 6], TensorProto.INT64), vi("k", [], TensorProto.INT64)],
+              [vi("y", [6, 6], TensorProto.INT64)])
+    check_onnx_model(tmp_path, m, {"x": np.ones((6, 6), np.int64), "k": np.array(1, np.int64)})
+
+
+def test_dropout_in_inference(tmp_path):
+    nodes = [helper.make_node("Dropout", ["x", "r", "t"], ["y", "mask"]), helper.make_node("Relu", ["y"], ["z"])]
+    r = numpy_helper.from_array(np.array(0.3, np.float32), "r")
+    m = model(nodes, [vi("x", [3, 4]), vi("t", [], TensorProto.BOOL)], [vi("z", [3, 4]), vi("mask", [3, 4], TensorProto.BOOL)], [r])
+    check_onnx_model(tmp_path, m, {"x": rand(3, 4), "t": np.array(False)})
