@@ -2,6 +2,7 @@
 // HammingWindow and BlackmanWindow generators and MelWeightMatrix. Transforms run in double: a
 // radix-2 FFT for power-of-two lengths, Bluestein's chirp transform over it for the others (the
 // 400-point frames of 16 kHz speech models as fast as the 512-point ones).
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstring>
@@ -9,9 +10,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
+namespace cfft {
+#include "aot/spectral.c"
+}  // namespace cfft
+
 namespace {
 
 using Cx = std::complex<double>;
@@ -20,7 +26,8 @@ constexpr double kPi = 3.14159265358979323846;
 bool IsPow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 // The forward DFT of one length, prepared once (the twiddle factors and Bluestein's chirp) and
-// run on every signal of a node: radix-2, or Bluestein's algorithm over a radix-2 FFT.
+// run on every signal of a node by the C text of aot/spectral.c, which weft aot writes into
+// modules with these tables as constants.
 class Dft {
  public:
   explicit Dft(int64_t n) : n_(n) {
@@ -47,54 +54,40 @@ class Dft {
       b_[static_cast<size_t>(k)] = chirp_[static_cast<size_t>(k)];
       if (k) b_[static_cast<size_t>(m_ - k)] = chirp_[static_cast<size_t>(k)];
     }
-    Radix2(b_, false);
+    cfft::weft_fft_radix2(Doubles(b_), m_, Doubles(twiddle_), 0);
   }
   // out[k] = sum_j in[j] e^(-2 pi i jk / n); `work` is scratch.
   void Forward(const Cx* in, Cx* out, std::vector<Cx>& work) const {
-    if (n_ <= 1) {
-      if (n_ == 1) out[0] = in[0];
-      return;
-    }
-    if (!m_) {
-      work.assign(in, in + n_);
-      Radix2(work, false);
-      std::copy(work.begin(), work.end(), out);
-      return;
-    }
-    work.assign(static_cast<size_t>(m_), Cx(0));
-    for (int64_t j = 0; j < n_; ++j) work[static_cast<size_t>(j)] = in[j] * std::conj(chirp_[static_cast<size_t>(j)]);
-    Radix2(work, false);
-    for (int64_t t = 0; t < m_; ++t) work[static_cast<size_t>(t)] *= b_[static_cast<size_t>(t)];
-    Radix2(work, true);
-    const double scale = 1.0 / static_cast<double>(m_);
-    for (int64_t k = 0; k < n_; ++k) out[k] = work[static_cast<size_t>(k)] * scale * std::conj(chirp_[static_cast<size_t>(k)]);
+    work.resize(static_cast<size_t>(std::max(n_, m_)));
+    cfft::weft_dft(n_, m_, Doubles(twiddle_), Doubles(chirp_), Doubles(b_), reinterpret_cast<const double*>(in), reinterpret_cast<double*>(out),
+                   Doubles(work));
   }
+  int64_t n() const { return n_; }
+  int64_t m() const { return m_; }  // Bluestein's FFT size; 0 for a power-of-two n
+  // The tables as interleaved (real, imaginary) doubles.
+  const std::vector<Cx>& twiddle() const { return twiddle_; }
+  const std::vector<Cx>& chirp() const { return chirp_; }
+  const std::vector<Cx>& b() const { return b_; }
 
  private:
-  // In place, a.size() the prepared FFT size: sum_j a[j] e^(-+2 pi i jk / size) (- forward, + backward).
-  void Radix2(std::vector<Cx>& a, bool backward) const {
-    const size_t n = a.size();
-    for (size_t i = 1, j = 0; i < n; ++i) {
-      size_t bit = n >> 1;
-      for (; j & bit; bit >>= 1) j ^= bit;
-      j ^= bit;
-      if (i < j) std::swap(a[i], a[j]);
-    }
-    for (size_t len = 2; len <= n; len <<= 1) {
-      const size_t stride = n / len;  // the stage's twiddles are every stride-th of the table
-      for (size_t i = 0; i < n; i += len)
-        for (size_t k = 0; k < len / 2; ++k) {
-          const Cx w = backward ? std::conj(twiddle_[k * stride]) : twiddle_[k * stride];
-          const Cx u = a[i + k], v = a[i + k + len / 2] * w;
-          a[i + k] = u + v;
-          a[i + k + len / 2] = u - v;
-        }
-    }
-  }
+  // std::complex<double> is laid out as double[2] (the standard guarantees it).
+  static double* Doubles(std::vector<Cx>& v) { return reinterpret_cast<double*>(v.data()); }
+  static const double* Doubles(const std::vector<Cx>& v) { return reinterpret_cast<const double*>(v.data()); }
 
-  int64_t n_, m_ = 0;  // m_: Bluestein's FFT size, 0 for a power-of-two n
+  int64_t n_, m_ = 0;
   std::vector<Cx> twiddle_, chirp_, b_;
 };
+
+// Declares what a module needs to run Dft(n) and returns the C call prefix
+// "weft_dft(n, m, tw, chirp, b, " (the caller appends in, out, work).
+std::string EmitDftTables(const EmitContext* ctx, const Dft& d) {
+  aot::EmitHelper(ctx, aot::Kernels(), "weft_dft");
+  auto table = [&](const char* hint, const std::vector<Cx>& v) {
+    return v.empty() ? std::string("0") : ctx->Const(hint, DT_DOUBLE, reinterpret_cast<const double*>(v.data()), v.size() * 2);
+  };
+  return "weft_dft(" + aot::IntLit(d.n()) + ", " + aot::IntLit(d.m()) + ", " + table("twiddle", d.twiddle()) + ", " + table("chirp", d.chirp()) +
+         ", " + table("chirp_fft", d.b()) + ", ";
+}
 
 bool ScalarInt(const Tensor* t, int64_t* v) {
   std::vector<int64_t> x;
@@ -104,7 +97,7 @@ bool ScalarInt(const Tensor* t, int64_t* v) {
 }
 
 // ---- DFT(input [batch, ..., n, 1|2], dft_length?, axis? (opset 20)) -> [..., bins, 2] ----------
-class DftOp : public EagerExecuteOp, public ShapeInferOp {
+class DftOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   struct Plan {
     int64_t axis = 1, length = -1, bins = -1;
@@ -152,6 +145,36 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp {
     *ctx->GetOutputShape(0) = OutShape(*ctx->GetInputShape(0), p);
     return GRAPH_SUCCESS;
   }
+  // Each signal through weft_dft with the runtime's tables as constants, in double as Execute.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const std::string t = aot::CType(x->GetDataType());
+    if (t != "float" && t != "double") return Fail(ctx, std::string("the generated C has no ") + DataTypeName(x->GetDataType()) + " DFT");
+    Plan p;
+    if (!MakePlan(ctx, x->GetShape(), ctx->GetOptionalInputTensor(1), AxisInput(ctx), &p)) return GRAPH_FAILED;
+    if (p.length < 0) return Fail(ctx, "the generated C needs dft_length as a constant");
+    const Shape& xs = x->GetShape();
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < p.axis; ++d) outer *= xs.GetDim(static_cast<size_t>(d));
+    for (size_t d = static_cast<size_t>(p.axis) + 1; d + 1 < xs.GetDimNum(); ++d) inner *= xs.GetDim(d);
+    if (outer * inner == 0) return GRAPH_SUCCESS;
+    const Dft dft(p.length);
+    const int64_t n_in = xs.GetDim(static_cast<size_t>(p.axis)), comps = p.complex_in ? 2 : 1, L = p.length;
+    const std::string call = EmitDftTables(ctx, dft);
+    const std::string scratch = ctx->Scratch(static_cast<size_t>(2 * (2 * L + std::max(L, dft.m()))) * sizeof(double));
+    const std::string I = aot::IntLit(inner), LL = aot::IntLit(L), B = aot::IntLit(p.bins);
+    std::string load = "      sig[2 * j] = (double)e[0];\n      sig[2 * j + 1] = " + std::string(comps == 2 ? (p.inverse ? "-(double)e[1]" : "(double)e[1]") : "0.0") + ";\n";
+    std::string store = p.inverse ? "      e[0] = (" + t + ")(spec[2 * k] / (double)" + LL + ");\n      e[1] = (" + t + ")(-spec[2 * k + 1] / (double)" + LL + ");\n"
+                                  : "      e[0] = (" + t + ")spec[2 * k];\n      e[1] = (" + t + ")spec[2 * k + 1];\n";
+    ctx->Run("{\n  const " + t + "* px = " + ctx->Input(0, t.c_str()) + ";\n  " + t + "* py = " + ctx->Output(0, t.c_str()) +
+             ";\n  double* sig = (double*)(void*)" + scratch + ";\n  double* spec = sig + 2 * " + LL + ";\n  double* work = spec + 2 * " + LL +
+             ";\n  int64_t row, j, k;\n  for (row = 0; row < " + aot::IntLit(outer * inner) + "; ++row) {\n    const int64_t o = row / " + I +
+             ", i = row % " + I + ";\n    for (j = 0; j < 2 * " + LL + "; ++j) sig[j] = 0;\n    for (j = 0; j < " + aot::IntLit(std::min(n_in, L)) +
+             "; ++j) {\n      const " + t + "* e = px + ((o * " + aot::IntLit(n_in) + " + j) * " + I + " + i) * " + std::to_string(comps) + ";\n" + load +
+             "    }\n    " + call + "sig, spec, work);\n    for (k = 0; k < " + B + "; ++k) {\n      " + t + "* e = py + ((o * " + B + " + k) * " + I +
+             " + i) * 2;\n" + store + "    }\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Plan p;
@@ -196,7 +219,7 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp {
 };
 
 // ---- STFT(signal [batch, length, 1|2], frame_step, window?, frame_length?) -> [batch, frames, bins, 2]
-class Stft : public EagerExecuteOp, public ShapeInferOp {
+class Stft : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   struct Plan {
     int64_t step = -1, frame = -1, frames = -1, bins = -1;
@@ -235,6 +258,35 @@ class Stft : public EagerExecuteOp, public ShapeInferOp {
     if (!MakePlan(ctx, *ctx->GetInputShape(0), ctx->GetInputTensor(1), ctx->GetOptionalInputShape(2), ctx->GetOptionalInputTensor(3), &p))
       return GRAPH_FAILED;
     *ctx->GetOutputShape(0) = Shape({ctx->GetInputShape(0)->GetDim(0), p.frames, p.bins, 2});
+    return GRAPH_SUCCESS;
+  }
+  // Each frame, windowed in double, through weft_dft with the runtime's tables as constants.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* s = ctx->GetInputTensor(0);
+    const Tensor* w = ctx->GetOptionalInputTensor(2);
+    if (w && w->GetShapeSize() < 0) w = nullptr;
+    const std::string t = aot::CType(s->GetDataType());
+    if (t != "float" && t != "double") return Fail(ctx, std::string("the generated C has no ") + DataTypeName(s->GetDataType()) + " STFT");
+    Plan p;
+    if (!MakePlan(ctx, s->GetShape(), ctx->GetInputTensor(1), w ? &w->GetShape() : nullptr, ctx->GetOptionalInputTensor(3), &p)) return GRAPH_FAILED;
+    if (p.frames < 0 || p.bins < 0) return Fail(ctx, "the generated C needs frame_step and frame_length as constants");
+    if (w && w->GetDataType() != s->GetDataType()) return Fail(ctx, "window must have the signal's type");
+    const int64_t batch = s->GetShape().GetDim(0), len = s->GetShape().GetDim(1), comps = p.complex_in ? 2 : 1, L = p.frame;
+    if (batch * p.frames == 0) return GRAPH_SUCCESS;
+    const Dft dft(L);
+    const std::string call = EmitDftTables(ctx, dft);
+    const std::string scratch = ctx->Scratch(static_cast<size_t>(2 * (2 * L + std::max(L, dft.m()))) * sizeof(double));
+    const std::string win = w ? " * (double)pw[j]" : "";
+    const std::string F = aot::IntLit(p.frames), LL = aot::IntLit(L), B = aot::IntLit(p.bins);
+    ctx->Run("{\n  const " + t + "* ps = " + ctx->Input(0, t.c_str()) + ";\n" +
+             (w ? "  const " + t + "* pw = " + ctx->Input(aot::InputAt(ctx, 2), t.c_str()) + ";\n" : std::string()) + "  " + t + "* py = " +
+             ctx->Output(0, t.c_str()) + ";\n  double* sig = (double*)(void*)" + scratch + ";\n  double* spec = sig + 2 * " + LL +
+             ";\n  double* work = spec + 2 * " + LL + ";\n  int64_t r, j, k;\n  for (r = 0; r < " + aot::IntLit(batch * p.frames) +
+             "; ++r) {\n    const int64_t b = r / " + F + ", f = r % " + F + ";\n    " + t + "* o = py + r * " + B + " * 2;\n    for (j = 0; j < " + LL +
+             "; ++j) {\n      const " + t + "* e = ps + (b * " + aot::IntLit(len) + " + f * " + aot::IntLit(p.step) + " + j) * " + std::to_string(comps) +
+             ";\n      sig[2 * j] = (double)e[0]" + win + ";\n      sig[2 * j + 1] = " + (comps == 2 ? "(double)e[1]" + win : std::string("0.0")) +
+             ";\n    }\n    " + call + "sig, spec, work);\n    for (k = 0; k < " + B + "; ++k) {\n      o[2 * k] = (" + t + ")spec[2 * k];\n      o[2 * k + 1] = (" +
+             t + ")spec[2 * k + 1];\n    }\n  }\n}\n");
     return GRAPH_SUCCESS;
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
