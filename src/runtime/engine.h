@@ -110,6 +110,11 @@ class EmitSink {
   virtual Status Name(int32_t what, uint32_t index, std::string* out) = 0;
   virtual Status Const(const char* hint, int32_t dtype, const void* data, uint64_t count, std::string* out) = 0;
   virtual Status Scratch(uint64_t bytes, std::string* out) = 0;
+  // Writes `model` (a Loop or Scan body, compiled for fixed shapes) into the module being
+  // generated as a module of its own under `prefix`: <prefix>_context, <prefix>_init (which takes
+  // an external arena of <prefix>_ARENA_BYTES), <prefix>_run and <prefix>_inputs/_outputs, with
+  // its includes and helpers merged into the module's. Its inputs stay intact across runs.
+  virtual Status EmbedModel(const CompiledModel& model, const std::string& prefix, uint64_t* arena_bytes) = 0;
 };
 
 // What the host API functions find behind WeftKernelContext::engine.

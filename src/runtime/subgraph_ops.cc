@@ -103,6 +103,7 @@ class Body {
     return m;
   }
 
+  const std::string& name() const { return graph_->name(); }
   // Names of the body's outputs, for messages.
   const std::string& output_name(size_t k) const { return graph_->outputs()[k]; }
   // True when body output `out` is body input `in` passed through (directly or by Identity).
@@ -205,7 +206,7 @@ Status RunBody(const CompiledModel& body, RunContext& rc, const std::vector<Tens
 
 // ---- Loop -------------------------------------------------------------------------------------
 
-class Loop : public EagerExecuteOp, public ShapeInferOp {
+class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   struct Counts {
     size_t has_m, has_cond, carried, captures, scans;
@@ -294,6 +295,89 @@ class Loop : public EagerExecuteOp, public ShapeInferOp {
       }
       *ctx->GetOutputShape(c.carried + k) = s;
     }
+    return GRAPH_SUCCESS;
+  }
+
+  // In C: the body is a module of its own inside this one (EmitSink::EmbedModel), its context a
+  // local of the run function and its arena this node's scratch. Loop-carried values go from the
+  // body's outputs back to its inputs through a staging area (an output may be another input);
+  // scan outputs are written into place each iteration. The shapes must be those planned: a loop
+  // with scan outputs that runs a different number of times than its output holds fails the run
+  // (status 1), as does the body's own failure (its custom codes pass through unchanged).
+  graphStatus Emit(EmitContext* ctx) override {
+    if (body_.Bind(ctx) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    Counts c;
+    if (GetCounts(ctx, body_, &c) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    if (!c.has_m && !c.has_cond) return Fail(ctx, "has neither a trip count (M) nor a condition: it would never end");
+    const std::vector<ValueInfo> ins = BodyInputs(ctx, c, nullptr);
+    auto model = body_.Get(ctx, ins);
+    if (!model) return GRAPH_FAILED;
+    if (model->has_dynamic_shapes()) return Fail(ctx, "the body has shapes known only at run time; a C module needs them fixed");
+    if (model->outputs()[0].dtype != DT_BOOL || model->outputs()[0].shape.GetShapeSize() != 1)
+      return Fail(ctx, "the body's condition output must be one bool");
+    std::vector<uint64_t> bytes(c.carried), offset(c.carried);
+    uint64_t staging = 0;
+    for (size_t k = 0; k < c.carried; ++k) {
+      const ValueInfo& o = model->outputs()[1 + k];
+      if (o.dtype != ins[2 + k].dtype || o.shape != ins[2 + k].shape)
+        return Fail(ctx, "loop-carried value " + std::to_string(k) + " ('" + body_.output_name(1 + k) + "') goes from " +
+                             DataTypeName(ins[2 + k].dtype) + ins[2 + k].shape.ToString() + " to " + DataTypeName(o.dtype) + o.shape.ToString() +
+                             " in one iteration; a C module needs it fixed");
+      bytes[k] = static_cast<uint64_t>(o.shape.GetShapeSize()) * DataTypeSize(o.dtype);
+      offset[k] = staging;
+      staging += (bytes[k] + 15) / 16 * 16;
+    }
+    int64_t planned = -1;
+    std::vector<uint64_t> slice(c.scans);
+    for (size_t k = 0; k < c.scans; ++k) {
+      const Tensor* y = ctx->GetOutputTensor(c.carried + k);
+      const ValueInfo& o = model->outputs()[1 + c.carried + k];
+      planned = y->GetShape().GetDimNum() ? y->GetShape().GetDim(0) : -1;
+      slice[k] = static_cast<uint64_t>(o.shape.GetShapeSize()) * DataTypeSize(o.dtype);
+      if (planned < 0 || y->GetByteCount() != static_cast<size_t>(planned) * slice[k])
+        return Fail(ctx, "scan output " + std::to_string(k) + " has no fixed size; a C module needs the trip count known ahead of time");
+    }
+    CallState* st = StateOf(ctx);
+    if (!st || !st->emit) return Fail(ctx, "Emit called outside weft aot");
+    const std::string B = ctx->NodeId() + "_body";
+    uint64_t arena = 0;
+    Status es = st->emit->EmbedModel(*model, B, &arena);
+    if (!es.ok()) return Fail(ctx, "the body '" + body_.name() + "': " + es.message());
+    arena = (arena + 15) / 16 * 16;
+    const std::string scratch = ctx->Scratch(std::max<uint64_t>(arena + staging, 16));
+    auto in_ptr = [&](size_t k) { return "b.tensor_ptrs[" + B + "_inputs[" + std::to_string(k) + "].index]"; };
+    auto out_ptr = [&](size_t k) { return "b.tensor_ptrs[" + B + "_outputs[" + std::to_string(k) + "].index]"; };
+    const size_t first = c.has_m + c.has_cond;
+    std::string code = "{\n  " + B + "_context b;\n  uint8_t* const arena = (uint8_t*)(void*)" + scratch + ";\n  uint8_t* const carry = arena + " +
+                       std::to_string(arena) + "u;\n  const int64_t trips = " +
+                       (c.has_m ? "*" + ctx->Input(0, "int64_t") : std::string("INT64_C(") + std::to_string(kMaxIterations) + ")") +
+                       ";\n  int cond = " + (c.has_cond ? "*" + ctx->Input(c.has_m, "uint8_t") + " != 0" : std::string("1")) +
+                       ";\n  int64_t it;\n  int32_t s;\n  (void)carry;\n  memset(&b, 0, sizeof b);\n  s = " + B + "_init(&b, arena, " + B +
+                       "_ARENA_BYTES);\n  if (s) return s;\n";
+    for (size_t k = 0; k < c.carried + c.captures; ++k) {
+      const Tensor* t = ctx->GetInputTensor(first + k);
+      if (t->GetByteCount())
+        code += "  memcpy(" + in_ptr(2 + k) + ", " + ctx->Input(first + k, "uint8_t") + ", " + std::to_string(t->GetByteCount()) + "u);\n";
+    }
+    code += "  for (it = 0; it < trips && cond; ++it) {\n    *(int64_t*)" + in_ptr(0) + " = it;\n    *(uint8_t*)" + in_ptr(1) +
+            " = (uint8_t)cond;\n    s = " + B + "_run(&b);\n    if (s) return s;\n";
+    if (c.has_cond) code += "    cond = *(const uint8_t*)" + out_ptr(0) + " != 0;\n";
+    for (size_t k = 0; k < c.scans; ++k) {
+      if (k == 0) code += "    if (it >= " + std::to_string(planned) + ") return 1; /* more iterations than the planned output holds */\n";
+      if (slice[k])
+        code += "    memcpy(" + ctx->Output(c.carried + k, "uint8_t") + " + it * " + std::to_string(slice[k]) + ", " + out_ptr(1 + c.carried + k) + ", " +
+                std::to_string(slice[k]) + "u);\n";
+    }
+    for (size_t k = 0; k < c.carried; ++k)
+      if (bytes[k]) code += "    memcpy(carry + " + std::to_string(offset[k]) + ", " + out_ptr(1 + k) + ", " + std::to_string(bytes[k]) + "u);\n";
+    for (size_t k = 0; k < c.carried; ++k)
+      if (bytes[k]) code += "    memcpy(" + in_ptr(2 + k) + ", carry + " + std::to_string(offset[k]) + ", " + std::to_string(bytes[k]) + "u);\n";
+    code += "  }\n";
+    if (c.scans) code += "  if (it != " + std::to_string(planned) + ") return 1; /* fewer iterations than the planned output holds */\n";
+    for (size_t k = 0; k < c.carried; ++k)
+      if (bytes[k]) code += "  memcpy(" + ctx->Output(k, "uint8_t") + ", " + in_ptr(2 + k) + ", " + std::to_string(bytes[k]) + "u);\n";
+    ctx->Include("<string.h>");
+    ctx->Run(code + "}\n");
     return GRAPH_SUCCESS;
   }
 

@@ -1,0 +1,160 @@
+"""weft aot on ONNX Loop: the body becomes a module of its own inside the generated one. Each
+model's C module, built as strict C99, must reproduce ONNX Runtime's outputs (aot_onnx_check.py);
+a loop whose run-time trip count disagrees with its planned scan output fails the run."""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from aot_onnx_check import STRICT, check_onnx_model  # noqa: E402
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+B = TensorProto.BOOL
+RNG = np.random.default_rng(3)
+
+
+def vi(name, shape, t=F):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=16):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def rnn_body():
+    """h' = tanh(W h + x[i]) with W and x read from the enclosing graph; a scan output of h'."""
+    nodes = [
+        helper.make_node("Gather", ["x", "i"], ["xi"], axis=0),
+        helper.make_node("MatMul", ["h", "W"], ["wh"]),
+        helper.make_node("Add", ["wh", "xi"], ["pre"]),
+        helper.make_node("Tanh", ["pre"], ["h_out"]),
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        helper.make_node("Identity", ["h_out"], ["scan"]),
+    ]
+    return helper.make_graph(nodes, "body", [vi("i", [], I64), vi("cond_in", [], B), vi("h", [2, 4])],
+                             [vi("cond_out", [], B), vi("h_out", [2, 4]), vi("scan", [2, 4])])
+
+
+def test_loop_with_captures_and_a_scan_output(tmp_path):
+    W = numpy_helper.from_array(RNG.standard_normal((4, 4)).astype(np.float32) * 0.5, "W")
+    M = numpy_helper.from_array(np.array(5, np.int64), "M")
+    m = model([helper.make_node("Loop", ["M", "", "h0"], ["h_final", "hs"], body=rnn_body())],
+              [vi("h0", [2, 4]), vi("x", [5, 2, 4])], [vi("h_final", [2, 4]), vi("hs", [5, 2, 4])], [W, M])
+    check_onnx_model(tmp_path, m, {"h0": RNG.standard_normal((2, 4)).astype(np.float32),
+                                   "x": RNG.standard_normal((5, 2, 4)).astype(np.float32)})
+
+
+def test_loop_stopped_by_its_condition(tmp_path):
+    # Doubles s until it exceeds a limit: the trip count is decided at run time (no scan output).
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["s", "two"], ["s_out"]), helper.make_node("ReduceMax", ["s_out"], ["mx"], keepdims=0),
+         helper.make_node("Less", ["mx", "limit"], ["cond_out"]), helper.make_node("Add", ["n", "one"], ["n_out"])],
+        "body", [vi("i", [], I64), vi("c", [], B), vi("s", [3]), vi("n", [], I64)],
+        [vi("cond_out", [], B), vi("s_out", [3]), vi("n_out", [], I64)],
+        initializer=[numpy_helper.from_array(np.array(2, np.float32), "two"), numpy_helper.from_array(np.array(1, np.int64), "one")])
+    m = model([helper.make_node("Loop", ["M", "c0", "s0", "n0"], ["s_final", "n_final"], body=body)],
+              [vi("M", [], I64), vi("c0", [], B), vi("s0", [3]), vi("n0", [], I64), vi("limit", [])],
+              [vi("s_final", [3]), vi("n_final", [], I64)])
+    check_onnx_model(tmp_path, m, {"M": np.array(50, np.int64), "c0": np.array(True), "s0": np.array([0.5, 1.0, 0.25], np.float32),
+                                   "n0": np.array(0, np.int64), "limit": np.array(100.0, np.float32)})
+
+
+def test_loop_swapping_its_carried_values(tmp_path):
+    # a' = b, b' = a + b: each output is (or reads) another input, which the staging area keeps apart.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["b"], ["a_out"]), helper.make_node("Add", ["a", "b"], ["b_out"]),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "body", [vi("i", [], I64), vi("c", [], B), vi("a", [2], I64), vi("b", [2], I64)],
+        [vi("c_out", [], B), vi("a_out", [2], I64), vi("b_out", [2], I64)])
+    M = numpy_helper.from_array(np.array(10, np.int64), "M")
+    m = model([helper.make_node("Loop", ["M", "", "a0", "b0"], ["a", "b"], body=body)], [vi("a0", [2], I64), vi("b0", [2], I64)],
+              [vi("a", [2], I64), vi("b", [2], I64)], [M])
+    check_onnx_model(tmp_path, m, {"a0": np.array([0, 2], np.int64), "b0": np.array([1, 3], np.int64)})
+
+
+def test_nested_loops(tmp_path):
+    # The inner loop adds its iteration numbers to a running sum; the outer loop runs it 3 times
+    # and stacks the sums.
+    inner = helper.make_graph(
+        [helper.make_node("Cast", ["j"], ["jf"], to=F), helper.make_node("Add", ["t", "jf"], ["t_out"]),
+         helper.make_node("Identity", ["ci"], ["ci_out"])],
+        "inner", [vi("j", [], I64), vi("ci", [], B), vi("t", [])], [vi("ci_out", [], B), vi("t_out", [])])
+    outer = helper.make_graph(
+        [helper.make_node("Loop", ["K", "", "acc"], ["acc_out"], body=inner), helper.make_node("Identity", ["co"], ["co_out"]),
+         helper.make_node("Identity", ["acc_out"], ["each"])],
+        "outer", [vi("i", [], I64), vi("co", [], B), vi("acc", [])], [vi("co_out", [], B), vi("acc_out", []), vi("each", [])],
+        initializer=[numpy_helper.from_array(np.array(4, np.int64), "K")])
+    M = numpy_helper.from_array(np.array(3, np.int64), "M")
+    m = model([helper.make_node("Loop", ["M", "", "a0"], ["a", "all"], body=outer)], [vi("a0", [])], [vi("a", []), vi("all", [3])], [M])
+    check_onnx_model(tmp_path, m, {"a0": np.array(0.5, np.float32)})
+
+
+def test_a_loop_that_may_stop_early_with_a_scan_output_is_refused(tmp_path):
+    """Its scan output's length is decided at run time (a condition can stop it before M), so no
+    arena can be planned for it: weft aot refuses it and names the Loop."""
+    import weft
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["f"], to=F), helper.make_node("Less", ["f", "stop"], ["c_out"]),
+         helper.make_node("Identity", ["f"], ["scan"])],
+        "body", [vi("i", [], I64), vi("c", [], B)], [vi("c_out", [], B), vi("scan", [])])
+    M = numpy_helper.from_array(np.array(5, np.int64), "M")
+    m = model([helper.make_node("Loop", ["M", "c0"], ["out"], body=body)], [vi("c0", [], B), vi("stop", [])], [vi("out", ["n"])], [M])
+    path = str(tmp_path / "l.onnx")
+    onnx.save(m, path)
+    with pytest.raises(ValueError, match="Loop.*known only at run time"):
+        weft.generate_c(path, tmp_path / "c", prefix="l")
+
+
+def test_a_failing_body_fails_the_run(tmp_path):
+    """A Gather in the body with an index out of range: P_run reports the Loop as the failed
+    operator (the body's own failure does not escape as success)."""
+    import weft
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if not cc:
+        pytest.skip("needs a C compiler")
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["x", "k"], ["g"], axis=0), helper.make_node("Add", ["acc", "g"], ["acc_out"]),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "body", [vi("i", [], I64), vi("c", [], B), vi("acc", [2])], [vi("c_out", [], B), vi("acc_out", [2])])
+    M = numpy_helper.from_array(np.array(3, np.int64), "M")
+    m = model([helper.make_node("Relu", ["a0"], ["r"]), helper.make_node("Loop", ["M", "", "r"], ["acc"], body=body)],
+              [vi("a0", [2]), vi("x", [4, 2]), vi("k", [], I64)], [vi("acc", [2])], [M])
+    path = str(tmp_path / "l.onnx")
+    onnx.save(m, path)
+    out = tmp_path / "c"
+    weft.generate_c(path, out, prefix="l")
+    main = tmp_path / "main.c"
+    main.write_text("""
+#include <stdio.h>
+#include <string.h>
+#include "l.h"
+int main(void) {
+  static l_context ctx;
+  const float a0[2] = {1.0f, -2.0f}, x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  float* acc;
+  if (l_init(&ctx, 0, 0)) return 10;
+  memcpy(ctx.tensor_ptrs[l_a0], a0, sizeof a0);
+  memcpy(ctx.tensor_ptrs[l_x], x, sizeof x);
+  *(int64_t*)ctx.tensor_ptrs[l_k] = 2;
+  if (l_run(&ctx) != l_status_ok) return 11;
+  acc = (float*)ctx.tensor_ptrs[l_acc];
+  if (acc[0] != 1.0f + 3 * 5.0f || acc[1] != 3 * 6.0f) return 12;
+  *(int64_t*)ctx.tensor_ptrs[l_k] = 4;
+  if (l_run(&ctx) != l_status_op_failed || ctx.failed_op != 1) return 13;
+  return 0;
+}
+""")
+    exe = str(tmp_path / "t")
+    subprocess.run([cc, *STRICT, f"-I{out}/includes-api", f"-I{out}/src", *sorted(glob.glob(f"{out}/src/*.c")), str(main), "-o", exe, "-lm"],
+                   check=True)
+    assert subprocess.run([exe]).returncode == 0
