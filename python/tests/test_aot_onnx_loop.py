@@ -158,3 +158,44 @@ int main(void) {
     subprocess.run([cc, *STRICT, f"-I{out}/includes-api", f"-I{out}/src", *sorted(glob.glob(f"{out}/src/*.c")), str(main), "-o", exe, "-lm"],
                    check=True)
     assert subprocess.run([exe]).returncode == 0
+
+
+def cumsum_body(n=2, extra_out=False):
+    """state' = state + x; the scan output is state' (and, with extra_out, x * 2 too)."""
+    nodes = [helper.make_node("Add", ["s", "x"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y"])]
+    outs = [vi("s_out", [n]), vi("y", [n])]
+    inits = []
+    if extra_out:
+        nodes.append(helper.make_node("Mul", ["x", "two"], ["x2"]))
+        outs.append(vi("x2", [n]))
+        inits.append(numpy_helper.from_array(np.array(2, np.float32), "two"))
+    return helper.make_graph(nodes, "body", [vi("s", [n]), vi("x", [n])], outs, initializer=inits)
+
+
+@pytest.mark.parametrize("in_axis,in_dir,out_dir", [(0, 0, 0), (0, 1, 0), (1, 0, 1), (1, 1, 1)])
+def test_scan_running_sum(tmp_path, in_axis, in_dir, out_dir):
+    xs = [5, 2] if in_axis == 0 else [2, 5]
+    attrs = {"num_scan_inputs": 1, "scan_input_axes": [in_axis], "scan_input_directions": [in_dir], "scan_output_directions": [out_dir, out_dir]}
+    m = model([helper.make_node("Scan", ["s0", "x"], ["s", "ys", "x2s"], body=cumsum_body(extra_out=True), **attrs)],
+              [vi("s0", [2]), vi("x", xs)], [vi("s", [2]), vi("ys", [5, 2]), vi("x2s", [5, 2])])
+    check_onnx_model(tmp_path, m, {"s0": RNG.standard_normal(2).astype(np.float32), "x": RNG.standard_normal(xs).astype(np.float32)})
+
+
+def test_scan_output_axis_and_a_captured_weight(tmp_path):
+    # h' = tanh(x W + h V): the weights are read from the enclosing graph; the outputs stack along axis 1.
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["xw"]), helper.make_node("MatMul", ["h", "V"], ["hv"]), helper.make_node("Add", ["xw", "hv"], ["p"]),
+         helper.make_node("Tanh", ["p"], ["h_out"]), helper.make_node("Identity", ["h_out"], ["y"])],
+        "body", [vi("h", [1, 3]), vi("x", [1, 4])], [vi("h_out", [1, 3]), vi("y", [1, 3])])
+    W = numpy_helper.from_array(RNG.standard_normal((4, 3)).astype(np.float32), "W")
+    m = model([helper.make_node("Scan", ["h0", "x"], ["h", "ys"], body=body, num_scan_inputs=1, scan_output_axes=[1])],
+              [vi("h0", [1, 3]), vi("x", [6, 1, 4]), vi("V", [3, 3])], [vi("h", [1, 3]), vi("ys", [1, 6, 3])], [W])
+    check_onnx_model(tmp_path, m, {"h0": np.zeros((1, 3), np.float32), "x": RNG.standard_normal((6, 1, 4)).astype(np.float32),
+                                   "V": RNG.standard_normal((3, 3)).astype(np.float32) * 0.5})
+
+
+def test_scan8_batch_major(tmp_path):
+    # ONNX Scan 8: a leading batch axis on every state and scan tensor, and an optional sequence_lens input.
+    m = model([helper.make_node("Scan", ["", "s0", "x"], ["s", "ys"], body=cumsum_body(3), num_scan_inputs=1)],
+              [vi("s0", [2, 3]), vi("x", [2, 4, 3])], [vi("s", [2, 3]), vi("ys", [2, 4, 3])], opset=8)
+    check_onnx_model(tmp_path, m, {"s0": RNG.standard_normal((2, 3)).astype(np.float32), "x": RNG.standard_normal((2, 4, 3)).astype(np.float32)})

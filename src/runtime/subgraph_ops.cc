@@ -454,7 +454,7 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
 
 // ---- Scan -------------------------------------------------------------------------------------
 
-class Scan : public EagerExecuteOp, public ShapeInferOp {
+class Scan : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   struct Layout {
     size_t states, scans, captures, outs;
@@ -589,6 +589,94 @@ class Scan : public EagerExecuteOp, public ShapeInferOp {
       }
       *ctx->GetOutputShape(l.states + k) = s;
     }
+    return GRAPH_SUCCESS;
+  }
+
+  // In C, as Loop's: the body a module of its own, its context a local and its arena this node's
+  // scratch. Per batch (batch_major) and iteration: each scan input's slice copied row by row
+  // into the body's input (forward or reversed), the body run, the states staged back into its
+  // inputs, and each scan output's slice written into place along its axis.
+  graphStatus Emit(EmitContext* ctx) override {
+    if (body_.Bind(ctx) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    Layout l;
+    if (GetLayout(ctx, &l) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    const std::vector<ValueInfo> info = BodyInputs(ctx, l);
+    auto model = body_.Get(ctx, info);
+    if (!model) return GRAPH_FAILED;
+    if (model->has_dynamic_shapes()) return Fail(ctx, "the body has shapes known only at run time; a C module needs them fixed");
+    const int64_t len = ctx->GetInputTensor(l.states)->GetShape().GetDim(static_cast<size_t>(l.in_axes[0]));
+    const int64_t batches = l.batch ? ctx->GetInputTensor(0)->GetShape().GetDim(0) : 1;
+    CallState* st = StateOf(ctx);
+    if (!st || !st->emit) return Fail(ctx, "Emit called outside weft aot");
+    const std::string B = ctx->NodeId() + "_body";
+    uint64_t arena = 0;
+    Status es = st->emit->EmbedModel(*model, B, &arena);
+    if (!es.ok()) return Fail(ctx, "the body '" + body_.name() + "': " + es.message());
+    arena = (arena + 15) / 16 * 16;
+    std::vector<uint64_t> sbytes(l.states), soff(l.states);
+    uint64_t staging = 0;
+    for (size_t k = 0; k < l.states; ++k) {
+      sbytes[k] = static_cast<uint64_t>(info[k].shape.GetShapeSize()) * DataTypeSize(info[k].dtype);
+      soff[k] = staging;
+      staging += (sbytes[k] + 15) / 16 * 16;
+    }
+    const std::string scratch = ctx->Scratch(std::max<uint64_t>(arena + staging, 16));
+    auto in_ptr = [&](size_t k) { return "sb.tensor_ptrs[" + B + "_inputs[" + std::to_string(k) + "].index]"; };
+    auto out_ptr = [&](size_t k) { return "sb.tensor_ptrs[" + B + "_outputs[" + std::to_string(k) + "].index]"; };
+    auto u = [](uint64_t v) { return std::to_string(v) + "u"; };
+    const std::string L = std::to_string(len);
+    std::string code = "{\n  " + B + "_context sb;\n  uint8_t* const arena = (uint8_t*)(void*)" + scratch + ";\n  uint8_t* const carry = arena + " +
+                       u(arena) + ";\n  int64_t bt, i, o;\n  int32_t s;\n  (void)carry;\n  (void)o;\n  memset(&sb, 0, sizeof sb);\n  s = " + B +
+                       "_init(&sb, arena, " + B + "_ARENA_BYTES);\n  if (s) return s;\n";
+    for (size_t k = 0; k < l.captures; ++k) {
+      const Tensor* t = ctx->GetInputTensor(l.states + l.scans + k);
+      if (t->GetByteCount())
+        code += "  memcpy(" + in_ptr(l.states + l.scans + k) + ", " + ctx->Input(l.states + l.scans + k, "uint8_t") + ", " + u(t->GetByteCount()) + ");\n";
+    }
+    code += "  for (bt = 0; bt < " + std::to_string(batches) + "; ++bt) {\n";
+    for (size_t k = 0; k < l.states; ++k)
+      if (sbytes[k]) code += "    memcpy(" + in_ptr(k) + ", " + ctx->Input(k, "uint8_t") + " + bt * " + u(sbytes[k]) + ", " + u(sbytes[k]) + ");\n";
+    code += "    for (i = 0; i < " + L + "; ++i) {\n";
+    for (size_t k = 0; k < l.scans; ++k) {
+      const Tensor* t = ctx->GetInputTensor(l.states + k);
+      const Shape& sh = t->GetShape();
+      const size_t axis = static_cast<size_t>(l.in_axes[k]);
+      int64_t outer = 1, inner = 1;
+      for (size_t d = l.batch ? 1 : 0; d < axis; ++d) outer *= sh.GetDim(d);
+      for (size_t d = axis + 1; d < sh.GetDimNum(); ++d) inner *= sh.GetDim(d);
+      const uint64_t row = static_cast<uint64_t>(inner) * DataTypeSize(t->GetDataType());
+      if (row == 0 || outer == 0) continue;
+      const std::string step = l.in_rev[k] ? "(" + L + " - 1 - i)" : "i";
+      code += "      for (o = 0; o < " + std::to_string(outer) + "; ++o)\n        memcpy((uint8_t*)" + in_ptr(l.states + k) + " + o * " + u(row) + ", " +
+              ctx->Input(l.states + k, "uint8_t") + " + bt * " + u(static_cast<uint64_t>(outer * len) * row) + " + (o * " + L + " + " + step + ") * " +
+              u(row) + ", " + u(row) + ");\n";
+    }
+    code += "      s = " + B + "_run(&sb);\n      if (s) return s;\n";
+    for (size_t k = 0; k < l.outs; ++k) {
+      const ValueInfo& o = model->outputs()[l.states + k];
+      const Shape& slice = o.shape;
+      const int64_t r = static_cast<int64_t>(slice.GetDimNum()) + 1;
+      const int64_t ax = l.out_axes[k] < 0 ? l.out_axes[k] + r : l.out_axes[k];
+      int64_t outer = 1;
+      for (int64_t d = 0; d < ax; ++d) outer *= slice.GetDim(static_cast<size_t>(d));
+      const uint64_t bytes = static_cast<uint64_t>(slice.GetShapeSize()) * DataTypeSize(o.dtype);
+      if (bytes == 0 || outer == 0) continue;
+      const uint64_t inner = bytes / static_cast<uint64_t>(outer);
+      const std::string pos = l.out_rev[k] ? "(" + L + " - 1 - i)" : "i";
+      code += "      for (o = 0; o < " + std::to_string(outer) + "; ++o)\n        memcpy(" + ctx->Output(l.states + k, "uint8_t") + " + bt * " +
+              u(bytes * static_cast<uint64_t>(len)) + " + (o * " + L + " + " + pos + ") * " + u(inner) + ", (const uint8_t*)" + out_ptr(l.states + k) +
+              " + o * " + u(inner) + ", " + u(inner) + ");\n";
+    }
+    for (size_t k = 0; k < l.states; ++k)
+      if (sbytes[k]) code += "      memcpy(carry + " + u(soff[k]) + ", " + out_ptr(k) + ", " + u(sbytes[k]) + ");\n";
+    for (size_t k = 0; k < l.states; ++k)
+      if (sbytes[k]) code += "      memcpy(" + in_ptr(k) + ", carry + " + u(soff[k]) + ", " + u(sbytes[k]) + ");\n";
+    code += "    }\n";
+    for (size_t k = 0; k < l.states; ++k)
+      if (sbytes[k]) code += "    memcpy(" + ctx->Output(k, "uint8_t") + " + bt * " + u(sbytes[k]) + ", " + in_ptr(k) + ", " + u(sbytes[k]) + ");\n";
+    code += "  }\n";
+    ctx->Include("<string.h>");
+    ctx->Run(code + "}\n");
     return GRAPH_SUCCESS;
   }
 
