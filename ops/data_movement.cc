@@ -473,8 +473,37 @@ int64_t IndexAt(const Tensor* ix, int64_t i) {
 
 // GatherND(data, indices[..., k], batch_dims): slices of data at the index tuples in the last
 // axis of indices; the first batch_dims axes of both are matched pairwise.
-class GatherND : public EagerExecuteOp, public ShapeInferOp {
+class GatherND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Rows copied by index tuple; an index out of range fails the run (status 1).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* d = ctx->GetInputTensor(0);
+    const Tensor* ix = ctx->GetInputTensor(1);
+    if (ix->GetDataType() != DT_INT64 && ix->GetDataType() != DT_INT32) return Fail(ctx, "indices must be int32 or int64");
+    int64_t b = 0, k = 0;
+    const Shape& ds = d->GetShape();
+    if (Geometry(ctx, ds, ix->GetShape(), &b, &k) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    int64_t batch = 1, slice = 1;
+    for (int64_t a = 0; a < b; ++a) batch *= ds.GetDim(static_cast<size_t>(a));
+    for (size_t a = static_cast<size_t>(b + k); a < ds.GetDimNum(); ++a) slice *= ds.GetDim(a);
+    int64_t per_batch = slice;
+    std::vector<int64_t> dims;
+    for (int64_t a = b; a < b + k; ++a) per_batch *= ds.GetDim(static_cast<size_t>(a)), dims.push_back(ds.GetDim(static_cast<size_t>(a)));
+    const int64_t tuples = batch ? ix->GetShapeSize() / k / batch : 0;
+    if (batch * tuples == 0) return GRAPH_SUCCESS;
+    const size_t elem = DataTypeSize(d->GetDataType());
+    const std::string it = ix->GetDataType() == DT_INT32 ? "int32_t" : "int64_t", K = aot::IntLit(k), T = aot::IntLit(tuples);
+    const std::string row = std::to_string(static_cast<uint64_t>(slice) * elem) + "u";
+    ctx->Include("<string.h>");
+    ctx->Run("{\n  const " + it + "* pk = " + ctx->Input(1, it.c_str()) + ";\n  const uint8_t* pd = " + ctx->Input(0, "uint8_t") + ";\n  uint8_t* py = " +
+             ctx->Output(0, "uint8_t") + ";\n  const int64_t* dims = " + ctx->Const("dims", DT_INT64, dims) +
+             ";\n  int64_t bb, t, j;\n  for (bb = 0; bb < " + aot::IntLit(batch) + "; ++bb)\n    for (t = 0; t < " + T +
+             "; ++t) {\n      int64_t off = 0;\n      for (j = 0; j < " + K + "; ++j) {\n        const int64_t v = (int64_t)pk[(bb * " + T + " + t) * " + K +
+             " + j];\n        if (v < -dims[j] || v >= dims[j]) return 1; /* index out of range */\n        off = off * dims[j] + (v < 0 ? v + dims[j] : v);\n      }\n"
+             "      memcpy(py + (bb * " + T + " + t) * " + row + ", pd + (bb * " + aot::IntLit(per_batch) + " + off * " + aot::IntLit(slice) + ") * " +
+             std::to_string(elem) + "u, " + row + ");\n    }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   static graphStatus Geometry(const KernelContextBase* ctx, const Shape& d, const Shape& ix, int64_t* b, int64_t* k) {
     *b = *ctx->GetAttrs()->GetInt("batch_dims");
     int64_t r = static_cast<int64_t>(d.GetDimNum()), q = static_cast<int64_t>(ix.GetDimNum());
@@ -553,6 +582,20 @@ inline void Combine(T* dst, T v, Reduce r) {
   }
 }
 
+// Combine() in C over `*dst` and `v` of type dt: integer sums and products wrap.
+std::string CombineC(Reduce r, DataType dt) {
+  const std::string t = aot::CType(dt);
+  const std::string u = dt == DT_FLOAT || dt == DT_DOUBLE ? t : "uint64_t";
+  switch (r) {
+    case Reduce::kNone: return "v";
+    case Reduce::kAdd: return "(" + t + ")((" + u + ")*dst + (" + u + ")v)";
+    case Reduce::kMul: return "(" + t + ")((" + u + ")*dst * (" + u + ")v)";
+    case Reduce::kMax: return "(*dst < v ? v : *dst)";
+    case Reduce::kMin: return "(v < *dst ? v : *dst)";
+  }
+  return "v";
+}
+
 // ScatterND(data, indices[..., k], updates): a copy of data where the slices at the index
 // tuples receive updates (replaced, or combined by `reduction`), in index order.
 class ScatterND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
@@ -576,16 +619,7 @@ class ScatterND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     const int64_t tuples = k ? ix->GetShapeSize() / k : 0;
     std::vector<int64_t> dims;
     for (int64_t a = 0; a < k; ++a) dims.push_back(ds.GetDim(static_cast<size_t>(a)));
-    const bool is_float = dt == DT_FLOAT || dt == DT_DOUBLE;
-    const std::string u = is_float ? t : "uint64_t";
-    std::string combine;
-    switch (r) {
-      case Reduce::kNone: combine = "v"; break;
-      case Reduce::kAdd: combine = "(" + t + ")((" + u + ")*dst + (" + u + ")v)"; break;
-      case Reduce::kMul: combine = "(" + t + ")((" + u + ")*dst * (" + u + ")v)"; break;
-      case Reduce::kMax: combine = "(*dst < v ? v : *dst)"; break;
-      case Reduce::kMin: combine = "(v < *dst ? v : *dst)"; break;
-    }
+    const std::string combine = CombineC(r, dt);
     const std::string it = ix->GetDataType() == DT_INT32 ? "int32_t" : "int64_t";
     const std::string T = aot::IntLit(tuples), K = aot::IntLit(k), S = aot::IntLit(slice);
     ctx->Include("<string.h>");
@@ -660,8 +694,43 @@ class ScatterND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
 
 // ScatterElements(data, indices, updates, axis): like GatherElements in reverse; indices and
 // updates share a shape no larger than data's.
-class ScatterElements : public EagerExecuteOp, public ShapeInferOp {
+class ScatterElements : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // As ScatterND's: every index checked first (one out of range fails the run with status 1
+  // before anything is written), data copied unless the planner put the output in its place,
+  // then each update combined in index order.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* d = ctx->GetInputTensor(0);
+    const Tensor* ix = ctx->GetInputTensor(1);
+    Reduce r;
+    if (GetReduction(ctx, &r) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    const DataType dt = d->GetDataType();
+    const std::string t = aot::CType(dt);
+    if (t.empty() || (dt == DT_BOOL && r != Reduce::kNone)) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " " + ctx->GetNodeType());
+    if (ix->GetDataType() != DT_INT64 && ix->GetDataType() != DT_INT32) return Fail(ctx, "indices must be int32 or int64");
+    const size_t rank = d->GetShape().GetDimNum();
+    int64_t axis = 0;
+    NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(rank), &axis);
+    int64_t st[WEFT_MAX_DIMS];
+    Strides(d->GetShape(), st);
+    const std::string it = ix->GetDataType() == DT_INT32 ? "int32_t" : "int64_t", dim = aot::IntLit(d->GetShape().GetDim(static_cast<size_t>(axis)));
+    const int64_t n = ix->GetShapeSize();
+    ctx->Include("<string.h>");
+    std::string code = "{\n  const " + t + "* pd = " + ctx->Input(0, t.c_str()) + ";\n  const " + it + "* pk = " + ctx->Input(1, it.c_str()) +
+                       ";\n  const " + t + "* pu = " + ctx->Input(2, t.c_str()) + ";\n  " + t + "* py = " + ctx->Output(0, t.c_str()) +
+                       ";\n  int64_t i;\n  int32_t a;\n  (void)a;\n  (void)pu;\n";
+    if (n) code += "  for (i = 0; i < " + aot::IntLit(n) + "; ++i)\n    if (pk[i] < -" + dim + " || pk[i] >= " + dim + ") return 1; /* index out of range */\n";
+    code += "  if ((const void*)py != (const void*)pd) memcpy(py, pd, " + std::to_string(d->GetByteCount()) + "u);\n";
+    if (n)
+      code += "  {\n    const int64_t* idims = " + ctx->Const("idims", DT_INT64, ix->GetShape().ToVector()) + ";\n    const int64_t* dstride = " +
+              ctx->Const("dstride", DT_INT64, std::vector<int64_t>(st, st + rank)) + ";\n    for (i = 0; i < " + aot::IntLit(n) +
+              "; ++i) {\n      int64_t rem = i, off = 0, v = pk[i];\n      " + t + "* dst;\n      if (v < 0) v += " + dim + ";\n      for (a = " +
+              std::to_string(rank) + " - 1; a >= 0; --a) {\n        const int64_t c = rem % idims[a];\n        rem /= idims[a];\n        off += (a == " +
+              std::to_string(axis) + " ? v : c) * dstride[a];\n      }\n      dst = py + off;\n      {\n        const " + t +
+              " v = pu[i];\n        *dst = " + CombineC(r, dt) + ";\n      }\n    }\n  }\n";
+    ctx->Run(code + "}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& d = *ctx->GetInputShape(0);
     const Shape& ix = *ctx->GetInputShape(1);

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -54,8 +55,33 @@ struct AxisSlices {
 // ---- OneHot(indices, depth, values) -> one-hot along `axis` ------------------------------------
 // indices of any numeric type (fractions truncated, negative ones count from depth); an index
 // outside [-depth, depth) gives a row of off values, as ONNX Runtime does.
-class OneHot : public EagerExecuteOp, public ShapeInferOp {
+class OneHot : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Indices and the off/on values read at run time; depth fixed (the output's shape holds it).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* ind = ctx->GetInputTensor(0);
+    const Tensor* y = ctx->GetOutputTensor(0);
+    const std::string ti = aot::CType(ind->GetDataType());
+    if (ti.empty()) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(ind->GetDataType()) + " indices");
+    const Shape& out = y->GetShape();
+    int64_t axis = *ctx->GetAttrs()->GetInt("axis");
+    NormalizeAxis(axis, static_cast<int64_t>(out.GetDimNum()), &axis);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= out.GetDim(static_cast<size_t>(d));
+    for (size_t d = static_cast<size_t>(axis) + 1; d < out.GetDimNum(); ++d) inner *= out.GetDim(d);
+    const int64_t depth = out.GetDim(static_cast<size_t>(axis));
+    if (y->GetShapeSize() == 0) return GRAPH_SUCCESS;
+    const std::string elem = std::to_string(DataTypeSize(y->GetDataType())), D = aot::IntLit(depth), I = aot::IntLit(inner);
+    ctx->Include("<string.h>");
+    ctx->Run("{\n  const " + ti + "* pi = " + ctx->Input(0, ti.c_str()) + ";\n  const uint8_t* off = " + ctx->Input(2, "uint8_t") +
+             ";\n  const uint8_t* on = off + " + elem + ";\n  uint8_t* py = " + ctx->Output(0, "uint8_t") +
+             ";\n  int64_t o, d, i;\n  for (o = 0; o < " + aot::IntLit(outer) + "; ++o)\n    for (i = 0; i < " + I +
+             "; ++i) {\n      const double v = (double)pi[o * " + I + " + i];\n      int64_t hot = -1;\n      if (!(v != v || v >= (double)" + D +
+             " || v <= -(double)" + D + " - 1)) {\n        hot = (int64_t)v; /* toward zero */\n        if (hot < 0) hot += " + D +
+             ";\n      }\n      for (d = 0; d < " + D + "; ++d)\n        memcpy(py + ((o * " + D + " + d) * " + I + " + i) * " + elem +
+             ", d == hot ? on : off, " + elem + ");\n    }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   static bool Depth(const KernelContextBase* ctx, const Tensor* t, int64_t* depth) {
     double d = 0;
     if (!ScalarValue(t, &d)) return false;
@@ -231,8 +257,32 @@ class Compress : public EagerExecuteOp, public ShapeInferOp {
 
 // ---- ReverseSequence(input, sequence_lens) -> each batch entry's first sequence_lens[b] steps
 // along time_axis reversed, the rest copied.
-class ReverseSequence : public EagerExecuteOp, public ShapeInferOp {
+class ReverseSequence : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Lengths read at run time; one outside [0, steps] fails the run (status 1) before anything is written.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Shape& s = x->GetShape();
+    int64_t ba, ta;
+    if (!Axes(ctx, s, &ba, &ta)) return GRAPH_FAILED;
+    const int64_t batch = s.GetDim(static_cast<size_t>(ba)), steps = s.GetDim(static_cast<size_t>(ta)), d1 = s.GetDim(1);
+    int64_t inner = 1;
+    for (size_t d = 2; d < s.GetDimNum(); ++d) inner *= s.GetDim(d);
+    const std::string run = std::to_string(static_cast<uint64_t>(inner) * DataTypeSize(x->GetDataType())) + "u";
+    const std::string at = ba == 0 ? "(b * " + aot::IntLit(d1) + " + STEP)" : "(STEP * " + aot::IntLit(d1) + " + b)";
+    auto at_step = [&](const std::string& step) {
+      std::string a = at;
+      a.replace(a.find("STEP"), 4, step);
+      return a;
+    };
+    ctx->Include("<string.h>");
+    ctx->Run("{\n  const int64_t* lens = " + ctx->Input(1, "int64_t") + ";\n  const uint8_t* px = " + ctx->Input(0, "uint8_t") + ";\n  uint8_t* py = " +
+             ctx->Output(0, "uint8_t") + ";\n  int64_t b, t;\n  for (b = 0; b < " + aot::IntLit(batch) + "; ++b)\n    if (lens[b] < 0 || lens[b] > " +
+             aot::IntLit(steps) + ") return 1; /* a length outside [0, steps] */\n  for (b = 0; b < " + aot::IntLit(batch) + "; ++b)\n    for (t = 0; t < " +
+             aot::IntLit(steps) + "; ++t) {\n      const int64_t from = t < lens[b] ? lens[b] - 1 - t : t;\n      memcpy(py + " + at_step("t") + " * " + run +
+             ", px + " + at_step("from") + " * " + run + ", " + run + ");\n    }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   static bool Axes(const KernelContextBase* ctx, const Shape& s, int64_t* batch_axis, int64_t* time_axis) {
     *batch_axis = *ctx->GetAttrs()->GetInt("batch_axis");
     *time_axis = *ctx->GetAttrs()->GetInt("time_axis");

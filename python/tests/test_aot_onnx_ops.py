@@ -417,3 +417,53 @@ def test_dropout_in_inference(tmp_path):
     r = numpy_helper.from_array(np.array(0.3, np.float32), "r")
     m = model(nodes, [vi("x", [3, 4]), vi("t", [], TensorProto.BOOL)], [vi("z", [3, 4]), vi("mask", [3, 4], TensorProto.BOOL)], [r])
     check_onnx_model(tmp_path, m, {"x": rand(3, 4), "t": np.array(False)})
+
+
+@pytest.mark.parametrize("batch_dims,dshape,ishape", [(0, [4, 3, 5], [2, 2]), (0, [4, 3, 5], [3, 1]), (1, [2, 3, 4], [2, 5, 1]),
+                                                      (0, [3, 4], [2, 2])])
+def test_gather_nd(tmp_path, batch_dims, dshape, ishape):
+    k = ishape[-1]
+    idx = np.stack([RNG.integers(-dshape[batch_dims + j], dshape[batch_dims + j], ishape[:-1]) for j in range(k)], axis=-1).astype(np.int64)
+    out = ishape[:-1] + dshape[batch_dims + k:]
+    m = model([helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=batch_dims)], [vi("x", dshape), vi("i", ishape, TensorProto.INT64)],
+              [vi("y", out)])
+    check_onnx_model(tmp_path, m, {"x": rand(*dshape), "i": idx})
+
+
+@pytest.mark.parametrize("reduction,t,np_t", [("none", F, np.float32), ("add", F, np.float32), ("mul", TensorProto.INT32, np.int32),
+                                              ("max", F, np.float32), ("min", TensorProto.INT64, np.int64)])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_scatter_elements(tmp_path, reduction, t, np_t, axis):
+    data = (rand(4, 5) * 10).astype(np_t)
+    ishape = [3, 5] if axis == 0 else [4, 2]
+    dim = [4, 5][axis]
+    if reduction == "none":  # distinct targets along the axis: ONNX leaves duplicates' order open
+        idx = np.stack([RNG.permutation(np.arange(-dim, 0) if c % 2 else np.arange(dim))[:ishape[axis]] for c in range(ishape[1 - axis])],
+                       axis=1 - axis).astype(np.int64)
+    else:
+        idx = RNG.integers(-dim, dim, ishape).astype(np.int64)
+    upd = (rand(*ishape) * 10).astype(np_t)
+    m = model([helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=axis, reduction=reduction)],
+              [vi("d", [4, 5], t), vi("i", ishape, TensorProto.INT64), vi("u", ishape, t)], [vi("y", [4, 5], t)])
+    check_onnx_model(tmp_path, m, {"d": data, "i": idx, "u": upd})
+
+
+@pytest.mark.parametrize("axis,itype,np_it", [(-1, TensorProto.INT64, np.int64), (0, TensorProto.INT32, np.int32), (1, F, np.float32)])
+def test_one_hot(tmp_path, axis, itype, np_it):
+    # depth's type follows the indices' (the type pairs ONNX Runtime implements)
+    depth = numpy_helper.from_array(np.array(5, np_it), "depth")
+    ind = np.array([[0, 4, -1], [-5, 2, 7]], np_it)  # 7: outside [-5, 5), a row of off values
+    if np_it == np.float32:
+        ind = np.array([[0.7, 4.2, -1.5], [-4.9, 2.0, 6.0]], np.float32)
+    out = [2, 3]
+    out.insert(axis if axis >= 0 else len(out) + 1 + axis, 5)
+    m = model([helper.make_node("OneHot", ["i", "depth", "v"], ["y"], axis=axis)], [vi("i", [2, 3], itype), vi("v", [2])], [vi("y", out)], [depth])
+    check_onnx_model(tmp_path, m, {"i": ind, "v": np.array([-0.5, 3.0], np.float32)})
+
+
+@pytest.mark.parametrize("batch_axis,time_axis", [(0, 1), (1, 0)])
+def test_reverse_sequence(tmp_path, batch_axis, time_axis):
+    shape = [3, 5, 2] if batch_axis == 0 else [5, 3, 2]
+    m = model([helper.make_node("ReverseSequence", ["x", "l"], ["y"], batch_axis=batch_axis, time_axis=time_axis)],
+              [vi("x", shape), vi("l", [3], TensorProto.INT64)], [vi("y", shape)])
+    check_onnx_model(tmp_path, m, {"x": rand(*shape), "l": np.array([5, 0, 3], np.int64)})
