@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -284,8 +285,66 @@ Labeled<C> Contract(const Labeled<C>& a, const Labeled<C>& b, const std::vector<
   return r;
 }
 
-class Einsum : public EagerExecuteOp, public ShapeInferOp {
+class Einsum : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // In C, one loop nest over every label (the output's first, then those summed), each operand
+  // walked through its strides per label (a repeated label walks its diagonal, a broadcast 1 does
+  // not move); products summed into the output in the element type. Float32 and double.
+  graphStatus Emit(EmitContext* ctx) override {
+    const size_t n = ctx->GetComputeNodeInputNum();
+    std::vector<Shape> shapes;
+    for (size_t k = 0; k < n; ++k) shapes.push_back(ctx->GetInputTensor(k)->GetShape());
+    Equation eq;
+    std::string err;
+    if (!Parse(ctx->GetAttrs()->GetStr("equation"), shapes, &eq, &err)) return Fail(ctx, err);
+    const DataType dt = ctx->GetInputTensor(0)->GetDataType();
+    const std::string t = aot::CType(dt);
+    if (t != "float" && t != "double") return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " Einsum");
+    for (size_t k = 1; k < n; ++k)
+      if (ctx->GetInputTensor(k)->GetDataType() != dt) return Fail(ctx, "every operand must have the type of the first");
+    std::vector<int> order = eq.out;
+    for (auto& in : eq.in)
+      for (int l : in)
+        if (std::find(order.begin(), order.end(), l) == order.end()) order.push_back(l);
+    std::vector<int64_t> ext, ostride(order.size(), 0);
+    int64_t total = 1;
+    for (int l : order) ext.push_back(std::max<int64_t>(eq.size[static_cast<size_t>(l)], 0)), total *= ext.back();
+    int64_t acc = 1;
+    for (size_t i = eq.out.size(); i-- > 0;) ostride[i] = acc, acc *= ext[i];
+    const int64_t ysize = acc;
+    ctx->Include("<string.h>");
+    std::string code = "{\n  " + t + "* py = " + ctx->Output(0, t.c_str()) + ";\n";
+    if (ysize) code += "  memset(py, 0, " + std::to_string(static_cast<uint64_t>(ysize) * DataTypeSize(dt)) + "u);\n";
+    if (total == 0 || ysize == 0) {
+      ctx->Run(code + "}\n");
+      return GRAPH_SUCCESS;
+    }
+    const size_t nl = order.size();
+    std::string decl, prod, step, back;
+    for (size_t k = 0; k < n; ++k) {
+      Labeled<double> shape_only;
+      shape_only.labels = eq.in[k];
+      shape_only.dims = shapes[k].ToVector();
+      const std::vector<int64_t> st = StridesFor(shape_only, order);
+      const std::string K = std::to_string(k);
+      decl += "  const " + t + "* a" + K + " = " + ctx->Input(k, t.c_str()) + ";\n  int64_t o" + K + " = 0;\n";
+      if (nl) decl += "  const int64_t* s" + K + " = " + ctx->Const("s" + K, DT_INT64, st) + ";\n";
+      prod += std::string(k ? " * " : "") + "a" + K + "[o" + K + "]";
+      step += "o" + K + " += s" + K + "[d]; ";
+      back += "o" + K + " -= s" + K + "[d] * ext[d]; ";
+    }
+    code += decl + "  int64_t oo = 0, e;\n";
+    if (nl)
+      code += "  const int64_t* ext = " + ctx->Const("ext", DT_INT64, ext) + ";\n  const int64_t* so = " + ctx->Const("so", DT_INT64, ostride) +
+              ";\n  int64_t idx[" + std::to_string(nl) + "];\n  int32_t d;\n  memset(idx, 0, sizeof idx);\n";
+    code += "  for (e = 0; e < " + aot::IntLit(total) + "; ++e) {\n    py[oo] += " + prod + ";\n";
+    if (nl)
+      code += "    for (d = " + std::to_string(nl) + " - 1; d >= 0; --d) {\n      " + step + "oo += so[d];\n      if (++idx[d] < ext[d]) break;\n      " +
+              back + "oo -= so[d] * ext[d];\n      idx[d] = 0;\n    }\n";
+    code += "  }\n";
+    ctx->Run(code + "}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     std::vector<Shape> shapes;
     for (size_t k = 0; k < ctx->GetComputeNodeInputNum(); ++k) shapes.push_back(*ctx->GetInputShape(k));

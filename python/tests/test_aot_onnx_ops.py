@@ -467,3 +467,18 @@ def test_reverse_sequence(tmp_path, batch_axis, time_axis):
     m = model([helper.make_node("ReverseSequence", ["x", "l"], ["y"], batch_axis=batch_axis, time_axis=time_axis)],
               [vi("x", shape), vi("l", [3], TensorProto.INT64)], [vi("y", shape)])
     check_onnx_model(tmp_path, m, {"x": rand(*shape), "l": np.array([5, 0, 3], np.int64)})
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("bhid,bhjd->bhij", [(2, 3, 4, 5), (2, 3, 6, 5)]), ("bhij,bhjd->bhid", [(1, 2, 4, 4), (1, 2, 4, 3)]), ("ij,jk", [(3, 4), (4, 2)]),
+    ("ii->i", [(4, 4)]), ("ii", [(3, 3)]), ("i,i->", [(5,), (5,)]), ("...ij,...jk->...ik", [(2, 1, 3, 4), (1, 3, 4, 2)]),
+    ("bsd,dhk->bshk", [(2, 5, 8), (8, 3, 4)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]), ("ij,kj->ikj", [(2, 1), (4, 3)]),
+    ("bij->", [(2, 3, 4)]), ("ij->ji", [(3, 5)])])
+def test_einsum(tmp_path, eq, shapes):
+    names = [f"x{k}" for k in range(len(shapes))]
+    arrays = {n: rand(*s) for n, s in zip(names, shapes)}
+    out = np.einsum(eq, *arrays.values()).shape
+    m = model([helper.make_node("Einsum", names, ["y"], equation=eq)], [vi(n, list(s)) for n, s in zip(names, shapes)], [vi("y", list(out))],
+              opset=12)
+    want = check_onnx_model(tmp_path, m, arrays)
+    np.testing.assert_allclose(want[0], np.einsum(eq, *[a.astype(np.float64) for a in arrays.values()]), rtol=1e-4, atol=1e-5)
