@@ -630,7 +630,7 @@ class LRN : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const Shape& s = x->GetShape();
     if (x->GetDataType() != DT_FLOAT || s.GetDimNum() < 3) return Fail(ctx, "the generated C has float32 [N, C, ...] LRN only");
     const int64_t size = *ctx->GetAttrs()->GetInt("size"), n = s.GetDim(0), c = s.GetDim(1);
-    const int64_t sp = n * c ? s.GetShapeSize() / (n * c) : 0, lo = (size - 1) / 2, hi = size - 1 - lo;
+    const int64_t sp = n * c != 0 ? s.GetShapeSize() / (n * c) : 0, lo = (size - 1) / 2, hi = size - 1 - lo;
     const double alpha = *ctx->GetAttrs()->GetFloat("alpha"), beta = *ctx->GetAttrs()->GetFloat("beta"), bias = *ctx->GetAttrs()->GetFloat("bias");
     char k[160];
     std::snprintf(k, sizeof(k), "const double bias = %.17g, scale = %.17g, beta = %.17g;", bias, alpha / double(size), beta);

@@ -482,3 +482,38 @@ def test_einsum(tmp_path, eq, shapes):
               opset=12)
     want = check_onnx_model(tmp_path, m, arrays)
     np.testing.assert_allclose(want[0], np.einsum(eq, *[a.astype(np.float64) for a in arrays.values()]), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample(tmp_path, mode, padding, align):
+    grid = (RNG.random((2, 4, 5, 2)) * 2.6 - 1.3).astype(np.float32)  # some positions outside [-1, 1]
+    m = model([helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode, padding_mode=padding, align_corners=align)],
+              [vi("x", [2, 3, 6, 7]), vi("g", [2, 4, 5, 2])], [vi("y", [2, 3, 4, 5])], opset=20)
+    check_onnx_model(tmp_path, m, {"x": rand(2, 3, 6, 7), "g": grid})
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+def test_grid_sample_3d(tmp_path, mode):
+    grid = (RNG.random((1, 2, 3, 4, 3)) * 2.4 - 1.2).astype(np.float32)
+    m = model([helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode, padding_mode="border")],
+              [vi("x", [1, 2, 3, 4, 5]), vi("g", [1, 2, 3, 4, 3])], [vi("y", [1, 2, 2, 3, 4])], opset=20)
+    check_onnx_model(tmp_path, m, {"x": rand(1, 2, 3, 4, 5), "g": grid})
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+def test_grid_sample_float16_runtime_samples_in_float32(tmp_path, mode):
+    """The runtime's float16 GridSample (no emitter: the C takes float32 and double) samples in
+    float32: on float16 inputs it equals the float32 result rounded to float16."""
+    import weft
+    x = rand(1, 2, 5, 6).astype(np.float16)
+    g = (RNG.random((1, 3, 4, 2)) * 2.4 - 1.2).astype(np.float16)
+    outs = {}
+    for t, np_t in ((TensorProto.FLOAT16, np.float16), (F, np.float32)):
+        m = model([helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode, padding_mode="reflection")],
+                  [vi("x", [1, 2, 5, 6], t), vi("g", [1, 3, 4, 2], t)], [vi("y", [1, 2, 3, 4], t)], opset=20)
+        path = str(tmp_path / f"{np.dtype(np_t).name}.onnx")
+        onnx.save(m, path)
+        (outs[np_t],) = weft.Session(use_env_path=False).compile(weft.import_model(path)).run([x.astype(np_t), g.astype(np_t)])
+    np.testing.assert_array_equal(outs[np.float16], outs[np.float32].astype(np.float16))
