@@ -1734,3 +1734,36 @@ def test_float16_weights_dequantized_into_a_float_convolution(tmp_path):
     (got,) = session().compile(weft.import_litert(path)).run([xv])
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     run_c_module(tmp_path / "c", path, {"x": xv}, {"y": want}, atol=1e-5, rtol=1e-5)
+
+
+def _call_model(index=None):
+    """CALL(x, y) -> z with subgraph 1: z = x * y + x (LiteRT's interpreter has no kernel for CALL;
+    the schema's meaning is to run the subgraph)."""
+    m = Model()
+    x, y, z = m.tensor("x", [2, 3], "float32"), m.tensor("y", [2, 3], "float32"), m.tensor("z", [2, 3], "float32")
+
+    def sub(s):
+        a, b = s.tensor("a", [2, 3], "float32"), s.tensor("b", [2, 3], "float32")
+        t, r = s.tensor("t", [2, 3], "float32"), s.tensor("r", [2, 3], "float32")
+        s.builtin(18, [a, b], [t])  # MUL
+        s.builtin(0, [t, a], [r])  # ADD
+        return [a, b], [r]
+    c = m.subgraph(sub)
+    m.builtin(31, [x, y], [z], options=(16, [(0, "int32", c if index is None else index)]))
+    return m, [x, y], [z]
+
+
+def test_call_runs_its_subgraph_inline(tmp_path):
+    m, ins, outs = _call_model()
+    path = write(tmp_path, m, ins, outs)
+    rng = np.random.default_rng(4)
+    xv, yv = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)
+    got = session().compile(weft.import_litert(path)).run([xv, yv])[0]
+    np.testing.assert_allclose(got, xv * yv + xv, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("index,match", [(0, "subgraph \\(CallOptions\\) is 0"), (7, "subgraph \\(CallOptions\\) is 7")])
+def test_call_of_a_missing_or_the_main_subgraph_is_refused(tmp_path, index, match):
+    m, ins, outs = _call_model(index)
+    with pytest.raises(Exception, match=match):
+        weft.import_litert(write(tmp_path, m, ins, outs))

@@ -129,6 +129,7 @@ const std::vector<OptionTable>& OptionTables() {
       {74, "ResizeNearestNeighborOptions", {{"align_corners", 0, K::kBool}, {"half_pixel_centers", 1, K::kBool}}},
       {75, "LeakyReluOptions", {{"alpha", 0, K::kFloat}}},
       {77, "MirrorPadOptions", {{"mode", 0, K::kMirrorMode}}},
+      {16, "CallOptions", {{"subgraph", 0, K::kInt}}},
       {92, "IfOptions", {{"then_subgraph_index", 0, K::kInt}, {"else_subgraph_index", 1, K::kInt}}},
       {93, "WhileOptions", {{"cond_subgraph_index", 0, K::kInt}, {"body_subgraph_index", 1, K::kInt}}},
       {94, "DepthToSpaceOptions", {{"block_size", 0, K::kInt}}},
@@ -720,13 +721,13 @@ class Importer {
           produced[i] = 1;
           n.outputs.push_back(names_[i]);
         }
-      if (code == 118 || code == 119 || code == 206) {  // IF, WHILE, STABLEHLO_COMPOSITE: their subgraphs
+      if (code == 118 || code == 119 || code == 206 || code == 31) {  // IF, WHILE, STABLEHLO_COMPOSITE, CALL: their subgraphs
         WEFT_RETURN_IF_ERROR(InlineCall(code, op, n, what, g));
         continue;
       }
-      if (code == 129 || code == 31)  // CALL_ONCE, CALL
+      if (code == 129)  // CALL_ONCE outside the variables' initialization (handled before)
         return Unsupported(what + " runs a subgraph as " + BuiltinName(code) +
-                           ", which Weft does not support yet (IF, WHILE and STABLEHLO_COMPOSITE it does)");
+                           ", which Weft does not support yet (IF, WHILE, CALL and STABLEHLO_COMPOSITE it does)");
       WEFT_RETURN_IF_ERROR(AddQuantization(op, code, what, &n));
       bool parsed = false;
       WEFT_RETURN_IF_ERROR(Parse(op, k, code, op_key, custom_options, option_keys, what, &n, &parsed));
@@ -1061,18 +1062,23 @@ class Importer {
   Status InlineCall(int32_t code, const fb::Operator* op, const Node& n, const std::string& what, Graph& g) {
     for (const std::string& in : n.inputs)
       if (in.empty()) return InvalidArgument(what + " has an absent input; the subgraph it runs needs every one");
-    if (code == 206) {
-      if (op->builtin_options_2_type() != 21 || !op->builtin_options_2())
-        return InvalidArgument(what + " has no StableHLOCompositeOptions");
-      auto t = reinterpret_cast<const flatbuffers::Table*>(op->builtin_options_2());
+    if (code == 206 || code == 31) {  // the subgraph inline, its outputs renamed to the operator's
       uint32_t index = 0;
-      WEFT_RETURN_IF_ERROR(CalleeIndex(t->GetField<int32_t>(6, -1), what, "decomposition_subgraph_index", &index));  // field 1
+      if (code == 206) {
+        if (op->builtin_options_2_type() != 21 || !op->builtin_options_2())
+          return InvalidArgument(what + " has no StableHLOCompositeOptions");
+        auto t = reinterpret_cast<const flatbuffers::Table*>(op->builtin_options_2());
+        WEFT_RETURN_IF_ERROR(CalleeIndex(t->GetField<int32_t>(6, -1), what, "decomposition_subgraph_index", &index));  // field 1
+      } else {
+        auto it = n.attrs.find("subgraph");
+        WEFT_RETURN_IF_ERROR(CalleeIndex(it == n.attrs.end() ? -1 : it->second.i(), what, "subgraph (CallOptions)", &index));
+      }
       std::vector<std::string> outs;
       WEFT_RETURN_IF_ERROR(ImportSubgraph(index, g, n.name + "/", &n.inputs, &outs));
       if (outs.size() != n.outputs.size())
-        return InvalidArgument(what + ": its decomposition gives " + std::to_string(outs.size()) + " outputs for the operator's " +
+        return InvalidArgument(what + ": subgraph " + std::to_string(index) + " gives " + std::to_string(outs.size()) + " outputs for the operator's " +
                                std::to_string(n.outputs.size()));
-      for (size_t k = 0; k < outs.size(); ++k) g.AddNode(Make("Identity", n.outputs[k] + "/composite", {outs[k]}, {n.outputs[k]}));
+      for (size_t k = 0; k < outs.size(); ++k) g.AddNode(Make("Identity", n.outputs[k] + (code == 31 ? "/call" : "/composite"), {outs[k]}, {n.outputs[k]}));
       return Status::Ok();
     }
     if (code == 119) return InlineWhile(n, what, g);
