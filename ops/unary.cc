@@ -279,23 +279,9 @@ OpEntry Entry() {
 }
 
 // IsNaN / IsInf: float in, bool out.
-class IsNaN : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+// No emitter: weft aot's examples of registering one (docs/aot.md, "Registry") use these.
+class IsNaN : public EagerExecuteOp, public ShapeInferOp {
  public:
-  graphStatus Emit(EmitContext* ctx) override {
-    const Tensor* x = ctx->GetInputTensor(0);
-    const std::string t = aot::CType(x->GetDataType());
-    if (t != "float" && t != "double") return Fail(ctx, std::string("the generated C has no ") + DataTypeName(x->GetDataType()) + " " + ctx->GetNodeType());
-    std::string test = "v != v";
-    if (std::string(ctx->GetNodeType()) == "IsInf") {
-      const bool pos = *ctx->GetAttrs()->GetInt("detect_positive") != 0, neg = *ctx->GetAttrs()->GetInt("detect_negative") != 0;
-      test = pos && neg ? "v == HUGE_VAL || v == -HUGE_VAL" : pos ? "v == HUGE_VAL" : neg ? "v == -HUGE_VAL" : "0";
-    }
-    ctx->Include("<math.h>");
-    ctx->Run("{\n  const " + t + "* px = " + ctx->Input(0, t.c_str()) + ";\n  uint8_t* py = " + ctx->Output(0, "uint8_t") +
-             ";\n  int64_t i;\n  for (i = 0; i < " + aot::IntLit(x->GetShapeSize()) + "; ++i) {\n    const double v = px[i];\n    py[i] = (uint8_t)(" +
-             test + ");\n  }\n}\n");
-    return GRAPH_SUCCESS;
-  }
   graphStatus InferShape(InferShapeContext* ctx) override { *ctx->GetOutputShape(0) = *ctx->GetInputShape(0); return GRAPH_SUCCESS; }
   graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, DT_BOOL); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
