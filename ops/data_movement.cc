@@ -1136,7 +1136,7 @@ class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const Tensor* training = ctx->GetOptionalInputTensor(2);
     if (training && training->GetShapeSize() > 0) ctx->Run("if (" + ctx->Input(aot::InputAt(ctx, 2), "uint8_t") + "[0]) return 1;\n");
     if (aot::EmitCopy(ctx) != GRAPH_SUCCESS) return GRAPH_FAILED;
-    if (ctx->GetComputeNodeOutputNum() > 1)
+    if (ctx->GetComputeNodeOutputNum() > 1 && ctx->GetInputTensor(0)->GetShapeSize() > 0)
       ctx->Run("memset(" + ctx->Output(1, "uint8_t") + ", 1, " + aot::IntLit(ctx->GetInputTensor(0)->GetShapeSize()) + ");\n");
     return GRAPH_SUCCESS;
   }
@@ -1173,6 +1173,7 @@ class Trilu : public EagerExecuteOp, public EmittableOp {
     const Tensor* x = ctx->GetInputTensor(0);
     const Shape& s = x->GetShape();
     if (s.GetDimNum() < 2) return Fail(ctx, "input rank must be >= 2");
+    if (s.GetShapeSize() == 0) return GRAPH_SUCCESS;
     const Tensor* kt = ctx->GetOptionalInputTensor(1);
     const std::string k = kt && kt->GetShapeSize() ? ctx->Input(1, "int64_t") + "[0]" : "0";
     const bool upper = *ctx->GetAttrs()->GetInt("upper") != 0;

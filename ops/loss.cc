@@ -18,12 +18,13 @@
 namespace weft::ops {
 namespace {
 
-constexpr int64_t kNoIgnore = INT64_MIN;  // ignore_index not given
+constexpr int64_t kNoIgnore = INT64_MIN;  // ignore_index not given (a target of INT64_MIN is then refused like any other)
 
 // The per-position shape ([N, d1.., dk]) of an input [N, C, d1.., dk].
 Shape PositionsShape(const Shape& x) {
-  std::vector<int64_t> d = x.ToVector();
-  d.erase(d.begin() + 1);
+  std::vector<int64_t> d;
+  for (size_t k = 0; k < x.GetDimNum(); ++k)
+    if (k != 1) d.push_back(x.GetDim(k));
   return Shape(d);
 }
 
@@ -69,7 +70,7 @@ class ClassLoss : public EagerExecuteOp, public ShapeInferOp {
     std::vector<int64_t> t(static_cast<size_t>(pos.GetShapeSize()));
     for (size_t i = 0; i < t.size(); ++i) {
       t[i] = target->GetDataType() == DT_INT32 ? target->GetData<int32_t>()[i] : target->GetData<int64_t>()[i];
-      if (t[i] != ignore && (t[i] < 0 || t[i] >= c))
+      if ((ignore == kNoIgnore || t[i] != ignore) && (t[i] < 0 || t[i] >= c))
         return Fail(ctx, "target " + std::to_string(t[i]) + " (element " + std::to_string(i) + ") is not a class index in [0, " +
                              std::to_string(c) + ")" + (ignore == kNoIgnore ? "" : " nor ignore_index " + std::to_string(ignore)));
     }

@@ -19,7 +19,7 @@
 namespace weft::ops {
 namespace {
 
-constexpr double kMaxSamplesPerBin = double(1 << 24);
+constexpr double kMaxSamplesPerBin = double(1 << 20);
 
 struct Sample {  // a bilinear sample: four positions in one H x W plane and their weights
   int64_t pos[4];
@@ -93,14 +93,15 @@ class RoiAlign : public EagerExecuteOp, public ShapeInferOp {
         double rw = v[2] - v[0], rh = v[3] - v[1];
         if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
         g.start_w = v[0], g.start_h = v[1], g.bin_h = rh / double(oh), g.bin_w = rw / double(ow);
-        const double gh = sampling > 0 ? double(sampling) : std::ceil(g.bin_h), gw = sampling > 0 ? double(sampling) : std::ceil(g.bin_w);
-        if (std::max(gh, 0.0) * std::max(gw, 0.0) > kMaxSamplesPerBin) {
+        double gh = sampling > 0 ? double(sampling) : std::ceil(g.bin_h), gw = sampling > 0 ? double(sampling) : std::ceil(g.bin_w);
+        if (!(gh > 0) || !(gw > 0)) gh = gw = 0;  // an empty side: no samples at all (each bin 0)
+        if (gh > kMaxSamplesPerBin || gw > kMaxSamplesPerBin || gh * gw > kMaxSamplesPerBin) {
           error = "roi " + std::to_string(k) + " would take " + std::to_string(gh) + " x " + std::to_string(gw) +
-                  " samples per output bin (at most 2^24); check its coordinates, spatial_scale and sampling_ratio";
+                  " samples per output bin (at most 2^20); check its coordinates, spatial_scale and sampling_ratio";
           break;
         }
-        g.grid_h = gh > 0 ? static_cast<int64_t>(gh) : 0;
-        g.grid_w = gw > 0 ? static_cast<int64_t>(gw) : 0;
+        g.grid_h = static_cast<int64_t>(gh);
+        g.grid_w = static_cast<int64_t>(gw);
       }
     });
     if (!ok) return Fail(ctx, std::string("type ") + DataTypeName(x->GetDataType()) + " is not supported");

@@ -199,3 +199,44 @@ def test_scan8_batch_major(tmp_path):
     m = model([helper.make_node("Scan", ["", "s0", "x"], ["s", "ys"], body=cumsum_body(3), num_scan_inputs=1)],
               [vi("s0", [2, 3]), vi("x", [2, 4, 3])], [vi("s", [2, 3]), vi("ys", [2, 4, 3])], opset=8)
     check_onnx_model(tmp_path, m, {"s0": RNG.standard_normal((2, 3)).astype(np.float32), "x": RNG.standard_normal((2, 4, 3)).astype(np.float32)})
+
+
+def test_loop_outputs_that_are_inputs_passed_through(tmp_path):
+    """A scan output that is the carried input itself (no node between) and carried values that
+    swap: each output is read before any carried value is replaced, in the runtime and in C."""
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["x", "two"], ["x_out"]), helper.make_node("Identity", ["c"], ["c_out"])],
+        "body", [vi("i", [], I64), vi("c", [], B), vi("x", [2]), vi("a", [2]), vi("b", [2])],
+        [vi("c_out", [], B), vi("x_out", [2]), vi("b", [2]), vi("a", [2]), vi("x", [2])],
+        initializer=[numpy_helper.from_array(np.array(2, np.float32), "two")])
+    M = numpy_helper.from_array(np.array(3, np.int64), "M")
+    m = model([helper.make_node("Loop", ["M", "", "x0", "a0", "b0"], ["x", "a", "b", "seq"], body=body)],
+              [vi("x0", [2]), vi("a0", [2]), vi("b0", [2])], [vi("x", [2]), vi("a", [2]), vi("b", [2]), vi("seq", [3, 2])], [M])
+    feeds = {"x0": np.array([1, 2], np.float32), "a0": np.array([5, 6], np.float32), "b0": np.array([7, 8], np.float32)}
+    want = check_onnx_model(tmp_path, m, feeds)
+    np.testing.assert_array_equal(want[3], [[1, 2], [2, 4], [4, 8]])
+    np.testing.assert_array_equal(want[1], [7, 8])  # three swaps
+
+
+def test_scan_outputs_that_are_states_passed_through(tmp_path):
+    """Scan: the output slice is the state as it came in, and two states swap each step (ONNX
+    Runtime gives zeros for such an output, so the reference here is NumPy)."""
+    import weft
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "x"], ["s_out"])],
+        "body", [vi("s", [2]), vi("p", [2]), vi("q", [2]), vi("x", [2])],
+        [vi("s_out", [2]), vi("q", [2]), vi("p", [2]), vi("s", [2])])
+    m = model([helper.make_node("Scan", ["s0", "p0", "q0", "xs"], ["s", "p", "q", "ys"], body=body, num_scan_inputs=1)],
+              [vi("s0", [2]), vi("p0", [2]), vi("q0", [2]), vi("xs", [4, 2])], [vi("s", [2]), vi("p", [2]), vi("q", [2]), vi("ys", [4, 2])])
+    path = str(tmp_path / "s.onnx")
+    onnx.save(m, path)
+    xs = RNG.standard_normal((4, 2)).astype(np.float32)
+    feeds = {"s0": np.zeros(2, np.float32), "p0": np.array([1, 2], np.float32), "q0": np.array([3, 4], np.float32), "xs": xs}
+    got = weft.Session(use_env_path=False).compile(weft.import_model(path)).run(list(feeds.values()))
+    before = np.concatenate([np.zeros((1, 2), np.float32), np.cumsum(xs, axis=0)[:-1]])  # the state entering each step
+    np.testing.assert_allclose(got[3], before, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got[0], xs.sum(axis=0), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(got[1], [1, 2])  # four swaps
+    np.testing.assert_array_equal(got[2], [3, 4])
+    from aot_onnx_check import check_c_against_runtime
+    check_c_against_runtime(tmp_path, path, feeds)

@@ -513,3 +513,10 @@ def test_grid_sample_float16_runtime_samples_in_float32(tmp_path, mode):
         onnx.save(m, path)
         (outs[np_t],) = weft.Session(use_env_path=False).compile(weft.import_model(path)).run([x.astype(np_t), g.astype(np_t)])
     np.testing.assert_array_equal(outs[np.float16], outs[np.float32].astype(np.float16))
+
+
+@pytest.mark.parametrize("shape", [[3, 0], [0, 3], [0, 2, 2]])
+def test_empty_trilu_and_dropout_build_warning_free(tmp_path, shape):
+    nodes = [helper.make_node("Trilu", ["x"], ["t"]), helper.make_node("Dropout", ["t"], ["y", "mask"])]
+    m = model(nodes, [vi("x", shape)], [vi("y", shape), vi("mask", shape, TensorProto.BOOL)])
+    check_onnx_model(tmp_path, m, {"x": np.zeros(shape, np.float32)})

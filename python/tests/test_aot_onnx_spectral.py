@@ -101,3 +101,20 @@ def test_dft_length_from_a_run_time_input_is_refused(tmp_path):
                    [helper.make_tensor_value_info("y", F, [1, "bins", 2])])
     with pytest.raises(ValueError, match="DFT.*known only at run time"):
         weft.generate_c(path, tmp_path / "c", prefix="m")
+
+
+@pytest.mark.parametrize("bins,length,complex_in", [(5, None, True), (9, 15, True), (6, None, False), (4, 3, True)])
+def test_dft_inverse_onesided_is_the_real_inverse(tmp_path, bins, length, complex_in):
+    comps = 2 if complex_in else 1
+    x = RNG.standard_normal((2, bins, comps)).astype(np.float32)
+    ins, inits = ["x"], []
+    if length is not None:
+        ins.append("len")
+        inits.append(numpy_helper.from_array(np.array(length, np.int64), "len"))
+    L = length or 2 * (bins - 1)
+    path, _ = save(tmp_path, [helper.make_node("DFT", ins, ["y"], axis=1, onesided=1, inverse=1)],
+                   [helper.make_tensor_value_info("x", F, [2, bins, comps])], [helper.make_tensor_value_info("y", F, [2, L, 1])], inits)
+    (got,) = runtime(path, {"x": x})
+    spectrum = x[..., 0].astype(np.float64) + (1j * x[..., 1] if complex_in else 0)
+    np.testing.assert_allclose(got[..., 0], np.fft.irfft(spectrum, n=L, axis=1), rtol=1e-5, atol=1e-6)
+    check_c_against_runtime(tmp_path, path, {"x": x}, atol=1e-6, rtol=1e-6)

@@ -143,3 +143,14 @@ def test_a_fifo_is_not_a_model_file_and_loading_it_does_not_wait(tmp_path):
 def test_absurd_thread_counts_are_refused():
     with pytest.raises(Exception, match="intra_op_threads"):
         weft.Session(use_env_path=False, threads=2**31 - 1)
+
+
+def test_roi_align_regions_with_an_empty_side_take_no_samples(tmp_path):
+    """A region of zero (or negative) width and a huge height has no samples at all: its bins are
+    0, at once; the huge side alone does not make the op loop over it (ONNX Runtime would)."""
+    path = save(tmp_path, [helper.make_node("RoiAlign", ["x", "r", "b"], ["y"], output_height=2, output_width=2)],
+                [("x", F, [1, 2, 8, 8]), ("r", F, [2, 4]), ("b", TensorProto.INT64, [2])], opset=16)
+    model = weft.Session(use_env_path=False).compile(weft.import_onnx(path))
+    rois = np.array([[1, 0, 1, 1e15], [3, 0, 1, 1e12]], np.float32)
+    (y,) = model.run([np.ones((1, 2, 8, 8), np.float32), rois, np.zeros(2, np.int64)])
+    np.testing.assert_array_equal(y, np.zeros((2, 2, 2, 2), np.float32))

@@ -373,8 +373,10 @@ Status Generator::Check() {
     return InvalidArgument("the model has shapes known only at run time" +
                            (m_.dynamic_reason.empty() ? std::string() : " (first: " + m_.dynamic_reason + ")") +
                            "; a C module needs every shape known ahead of time: give each input a concrete shape "
-                           "(weft aot --shape NAME=D0,D1,..., or input_shapes in Python), and make conditionals whose "
-                           "branches differ in shape select their branch from constants or shapes");
+                           "(weft aot --shape NAME=D0,D1,..., or input_shapes in Python); where an input's values decide a "
+                           "shape (a Loop's trip count, an Expand or Reshape target, a DFT length), make those values constants "
+                           "(weft aot --freeze NAME=FILE.npy); and make conditionals whose branches differ in shape select "
+                           "their branch from constants or shapes");
   if (m_.nodes.empty()) return InvalidArgument("the model has no operators to emit");
   std::string missing;
   size_t count = 0;

@@ -418,15 +418,19 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       if (!st.ok()) return Fail(ctx, "iteration " + std::to_string(iter) + ": " + st.message());
       if (outs[0].bytes < 1 || outs[0].dtype != DT_BOOL) return Fail(ctx, "the body's condition output must be one bool");
       bool next = *static_cast<const uint8_t*>(outs[0].data) != 0;
+      // An output may be an input passed through (the carried values' own buffers): every output
+      // is copied before any carried value is replaced.
+      std::string why;
+      for (size_t k = 0; k < c.scans; ++k)
+        if (!scans[k].Add(outs[1 + c.carried + k], &why)) return Fail(ctx, "scan output '" + body_.output_name(1 + c.carried + k) + "': " + why);
+      std::vector<Buffer> updated(c.carried);
       for (size_t k = 0; k < c.carried; ++k) {
         if (outs[1 + k].dtype != carried[k].dtype)
           return Fail(ctx, "loop-carried value " + std::to_string(k) + " ('" + body_.output_name(1 + k) + "') changed type to " +
                                DataTypeName(outs[1 + k].dtype));
-        carried[k].Set(outs[1 + k].dtype, outs[1 + k].shape, outs[1 + k].data, outs[1 + k].bytes);
+        updated[k].Set(outs[1 + k].dtype, outs[1 + k].shape, outs[1 + k].data, outs[1 + k].bytes);
       }
-      std::string why;
-      for (size_t k = 0; k < c.scans; ++k)
-        if (!scans[k].Add(outs[1 + c.carried + k], &why)) return Fail(ctx, "scan output '" + body_.output_name(1 + c.carried + k) + "': " + why);
+      carried.swap(updated);
       cond = next;
     }
     for (size_t k = 0; k < c.carried; ++k) {
@@ -725,16 +729,20 @@ class Scan : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         for (size_t k = 0; k < l.captures; ++k) ins[l.states + l.scans + k] = RefOf(ctx->GetInputTensor(l.states + l.scans + k));
         Status st = RunBody(*model, *rc, ins, &outs);
         if (!st.ok()) return Fail(ctx, "iteration " + std::to_string(i) + ": " + st.message());
-        for (size_t k = 0; k < l.states; ++k) {
-          if (outs[k].shape != state[k].shape || outs[k].dtype != state[k].dtype)
-            return Fail(ctx, "state " + std::to_string(k) + " ('" + body_.output_name(k) + "') changed from " + state[k].shape.ToString() +
-                                 " to " + outs[k].shape.ToString());
-          state[k].Set(outs[k].dtype, outs[k].shape, outs[k].data, outs[k].bytes);
-        }
+        // An output may be a state passed through (the states' own buffers): every output is
+        // copied before any state is replaced.
         std::string why;
         for (size_t k = 0; k < l.outs; ++k)
           if (!stacks[static_cast<size_t>(b)][k].Add(outs[l.states + k], &why))
             return Fail(ctx, "scan output '" + body_.output_name(l.states + k) + "': " + why);
+        std::vector<Buffer> updated(l.states);
+        for (size_t k = 0; k < l.states; ++k) {
+          if (outs[k].shape != state[k].shape || outs[k].dtype != state[k].dtype)
+            return Fail(ctx, "state " + std::to_string(k) + " ('" + body_.output_name(k) + "') changed from " + state[k].shape.ToString() +
+                                 " to " + outs[k].shape.ToString());
+          updated[k].Set(outs[k].dtype, outs[k].shape, outs[k].data, outs[k].bytes);
+        }
+        state.swap(updated);
       }
     }
     for (size_t k = 0; k < l.states; ++k) {

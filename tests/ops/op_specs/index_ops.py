@@ -274,6 +274,13 @@ def dft(rng, op):
             yield Case(ins, attrs=attrs, opset=20, const={1, 2}, reference="onnx")
     x = data(rng, (1, 400, 1))  # a 400-point frame (16 kHz speech front ends)
     yield Case([x], attrs={"onesided": 1, "axis": 1}, opset=17, reference="onnx")
+    # onesided and inverse: a one-sided spectrum back to a real signal (the real inverse), its
+    # length 2 * (bins - 1) or dft_length (bins truncated or zero-padded); real or complex bins
+    for bins, length, comps in ((5, None, 2), (9, 15, 2), (4, 3, 2), (6, None, 1), (3, 10, 2)):
+        ins = [data(rng, (2, bins, comps))] + ([i64(length)] if length else [])
+        yield Case(ins, attrs={"onesided": 1, "inverse": 1, "axis": 1}, opset=17, const={1}, reference="onnx")
+    yield Case([data(rng, (1, 3, 7, 2)), None, i64(-2)], attrs={"onesided": 1, "inverse": 1}, opset=20, const={2}, reference="onnx")
+    yield BadCase([data(rng, (1, 1, 2))], attrs={"onesided": 1, "inverse": 1, "axis": 1}, opset=17, error="at least 2 bins")
     yield BadCase([data(rng, (1, 8, 3))], opset=17, error="end in a dim of 1 (real) or 2 (complex)")
     yield BadCase([data(rng, (1, 8, 2))], attrs={"onesided": 1}, opset=17, error="onesided")
 

@@ -41,6 +41,8 @@ def _losses(rng, op, outputs):
     yield Case([x, rng.integers(0, 5, size=(2, 6, 7)).astype(np.int64)], attrs={"reduction": "mean"}, opset=13, outputs=outputs(1))
     yield BadCase([x, rng.integers(0, 5, size=(2, 6, 6)).astype(np.int64)], opset=13, error="target must be")
     yield BadCase([data(rng, (3, 4)), np.array([0, 4, 1], np.int64)], opset=13, error="target 4")
+    # the lowest int64 is a target like any other when no ignore_index is given
+    yield BadCase([data(rng, (3, 4)), np.array([0, np.iinfo(np.int64).min, 1], np.int64)], opset=13, error="target -9223372036854775808")
     yield BadCase([data(rng, (3, 4)), np.array([0, 1, 1], np.int64), data(rng, (3,))], opset=13, error="weight must be [4]")
     yield BadCase([data(rng, (3, 4)), np.array([0, 1, 1], np.int64)], attrs={"reduction": "avg"}, opset=13, error="reduction")
     yield BadCase([data(rng, (4,)), np.array([0], np.int64)], opset=13, error="rank 2")
@@ -96,6 +98,7 @@ def roi_align(rng, op):
     yield BadCase([x, good, np.array([2], np.int64)], opset=16, error="batch index 2")
     yield BadCase([x, np.array([[0, 0, np.nan, 3]], np.float32), np.array([0], np.int64)], opset=16, error="not finite")
     yield BadCase([x, np.array([[0, 0, 1e30, 1e30]], np.float32), np.array([0], np.int64)], opset=16, error="samples per output bin")
+    yield BadCase([x, np.array([[0, 0, 2e3, 2e3]], np.float32), np.array([0], np.int64)], opset=16, error="samples per output bin")
     yield BadCase([x, np.array([0, 0, 3, 3], np.float32), np.array([0], np.int64)], opset=16, error="rois must be")
     yield BadCase([x, good, np.array([0], np.int64)], attrs={"mode": "sum"}, opset=16, error="mode")
     yield BadCase([x, good, np.array([0], np.int64)], attrs={"sampling_ratio": -1}, opset=16, error="sampling_ratio")
