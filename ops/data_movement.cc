@@ -480,16 +480,10 @@ class GatherND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp 
     const Tensor* d = ctx->GetInputTensor(0);
     const Tensor* ix = ctx->GetInputTensor(1);
     if (ix->GetDataType() != DT_INT64 && ix->GetDataType() != DT_INT32) return Fail(ctx, "indices must be int32 or int64");
-    int64_t b = 0, k = 0;
-    const Shape& ds = d->GetShape();
-    if (Geometry(ctx, ds, ix->GetShape(), &b, &k) != GRAPH_SUCCESS) return GRAPH_FAILED;
-    int64_t batch = 1, slice = 1;
-    for (int64_t a = 0; a < b; ++a) batch *= ds.GetDim(static_cast<size_t>(a));
-    for (size_t a = static_cast<size_t>(b + k); a < ds.GetDimNum(); ++a) slice *= ds.GetDim(a);
-    int64_t per_batch = slice;
-    std::vector<int64_t> dims;
-    for (int64_t a = b; a < b + k; ++a) per_batch *= ds.GetDim(static_cast<size_t>(a)), dims.push_back(ds.GetDim(static_cast<size_t>(a)));
-    const int64_t tuples = batch ? ix->GetShapeSize() / k / batch : 0;
+    Plan pl;
+    if (!pl.Make(ctx, d->GetShape(), ix->GetShape())) return GRAPH_FAILED;
+    const int64_t k = pl.k, batch = pl.batch, slice = pl.slice, per_batch = pl.per_batch, tuples = pl.tuples;
+    const std::vector<int64_t>& dims = pl.dims;
     if (batch * tuples == 0) return GRAPH_SUCCESS;
     const size_t elem = DataTypeSize(d->GetDataType());
     const std::string it = ix->GetDataType() == DT_INT32 ? "int32_t" : "int64_t", K = aot::IntLit(k), T = aot::IntLit(tuples);
@@ -517,6 +511,21 @@ class GatherND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp 
         return Fail(ctx, "data " + d.ToString() + " and indices " + ix.ToString() + " differ in batch axis " + std::to_string(a));
     return GRAPH_SUCCESS;
   }
+  // Batch dims b, tuple length k; data as [batch, (k indexed dims), slice] and indices as
+  // [batch, tuples, k].
+  struct Plan {
+    int64_t b = 0, k = 0, batch = 1, slice = 1, per_batch = 1, tuples = 0;
+    std::vector<int64_t> dims;  // the k indexed dims
+    bool Make(const KernelContextBase* ctx, const Shape& ds, const Shape& is) {
+      if (Geometry(ctx, ds, is, &b, &k) != GRAPH_SUCCESS) return false;
+      for (int64_t a = 0; a < b; ++a) batch *= ds.GetDim(static_cast<size_t>(a));
+      for (size_t a = static_cast<size_t>(b + k); a < ds.GetDimNum(); ++a) slice *= ds.GetDim(a);
+      per_batch = slice;
+      for (int64_t a = b; a < b + k; ++a) per_batch *= ds.GetDim(static_cast<size_t>(a)), dims.push_back(ds.GetDim(static_cast<size_t>(a)));
+      tuples = batch ? is.GetShapeSize() / k / batch : 0;
+      return true;
+    }
+  };
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& d = *ctx->GetInputShape(0);
     const Shape& ix = *ctx->GetInputShape(1);
@@ -534,15 +543,10 @@ class GatherND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp 
     const Tensor* ix = ctx->GetInputTensor(1);
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), d->GetDataType());
     if (!y) return GRAPH_FAILED;
-    int64_t b = 0, k = 0;
+    Plan pl;
+    if (!pl.Make(ctx, d->GetShape(), ix->GetShape())) return GRAPH_FAILED;
     const Shape& ds = d->GetShape();
-    if (Geometry(ctx, ds, ix->GetShape(), &b, &k) != GRAPH_SUCCESS) return GRAPH_FAILED;
-    int64_t batch = 1, slice = 1;
-    for (int64_t a = 0; a < b; ++a) batch *= ds.GetDim(static_cast<size_t>(a));
-    for (size_t a = static_cast<size_t>(b + k); a < ds.GetDimNum(); ++a) slice *= ds.GetDim(a);
-    int64_t per_batch_data = slice;
-    for (int64_t a = b; a < b + k; ++a) per_batch_data *= ds.GetDim(static_cast<size_t>(a));
-    int64_t tuples = batch ? ix->GetShapeSize() / k / batch : 0;
+    const int64_t b = pl.b, k = pl.k, batch = pl.batch, slice = pl.slice, per_batch_data = pl.per_batch, tuples = pl.tuples;
     size_t elem = DataTypeSize(d->GetDataType()), row = static_cast<size_t>(slice) * elem;
     for (int64_t bb = 0; bb < batch; ++bb)
       for (int64_t t = 0; t < tuples; ++t) {

@@ -293,15 +293,11 @@ class Einsum : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   graphStatus Emit(EmitContext* ctx) override {
     const size_t n = ctx->GetComputeNodeInputNum();
     std::vector<Shape> shapes;
-    for (size_t k = 0; k < n; ++k) shapes.push_back(ctx->GetInputTensor(k)->GetShape());
     Equation eq;
-    std::string err;
-    if (!Parse(ctx->GetAttrs()->GetStr("equation"), shapes, &eq, &err)) return Fail(ctx, err);
-    const DataType dt = ctx->GetInputTensor(0)->GetDataType();
+    DataType dt;
+    if (!Setup(ctx, &shapes, &eq, &dt)) return GRAPH_FAILED;
     const std::string t = aot::CType(dt);
     if (t != "float" && t != "double") return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " Einsum");
-    for (size_t k = 1; k < n; ++k)
-      if (ctx->GetInputTensor(k)->GetDataType() != dt) return Fail(ctx, "every operand must have the type of the first");
     std::vector<int> order = eq.out;
     for (auto& in : eq.in)
       for (int l : in)
@@ -356,16 +352,23 @@ class Einsum : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
+  // The operands' shapes, the equation over them and their common type; false after Fail.
+  static bool Setup(const KernelContextBase* ctx, std::vector<Shape>* shapes, Equation* eq, DataType* dt) {
+    const size_t n = ctx->GetComputeNodeInputNum();
+    for (size_t k = 0; k < n; ++k) shapes->push_back(ctx->GetInputTensor(k)->GetShape());
+    std::string err;
+    if (!Parse(ctx->GetAttrs()->GetStr("equation"), *shapes, eq, &err)) return Fail(ctx, err), false;
+    *dt = ctx->GetInputTensor(0)->GetDataType();
+    for (size_t k = 1; k < n; ++k)
+      if (ctx->GetInputTensor(k)->GetDataType() != *dt) return Fail(ctx, "every operand must have the type of the first"), false;
+    return true;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const size_t n = ctx->GetComputeNodeInputNum();
     std::vector<Shape> shapes;
-    for (size_t k = 0; k < n; ++k) shapes.push_back(ctx->GetInputTensor(k)->GetShape());
     Equation eq;
-    std::string err;
-    if (!Parse(ctx->GetAttrs()->GetStr("equation"), shapes, &eq, &err)) return Fail(ctx, err);
-    const DataType dt = ctx->GetInputTensor(0)->GetDataType();
-    for (size_t k = 1; k < n; ++k)
-      if (ctx->GetInputTensor(k)->GetDataType() != dt) return Fail(ctx, "every operand must have the type of the first");
+    DataType dt;
+    if (!Setup(ctx, &shapes, &eq, &dt)) return GRAPH_FAILED;
     Shape out;
     for (int l : eq.out) out.AppendDim(std::max<int64_t>(eq.size[static_cast<size_t>(l)], 0));
     Tensor* y = ctx->MallocOutputTensor(0, out, dt);

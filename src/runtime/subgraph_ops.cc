@@ -204,6 +204,26 @@ Status RunBody(const CompiledModel& body, RunContext& rc, const std::vector<Tens
   return Status::Ok();
 }
 
+// weft aot: writes a body compiled for fixed shapes into the module being generated as a module of
+// its own, <node id>_body (EmitSink::EmbedModel); its prefix and its arena's bytes, rounded up to 16.
+graphStatus EmbedBody(const EmitContext* ctx, const Body& body, const CompiledModel& model, std::string* prefix, uint64_t* arena) {
+  CallState* st = StateOf(ctx);
+  if (!st || !st->emit) return Fail(ctx, "Emit called outside weft aot");
+  *prefix = ctx->NodeId() + "_body";
+  Status es = st->emit->EmbedModel(model, *prefix, arena);
+  if (!es.ok()) return Fail(ctx, "the body '" + body.name() + "': " + es.message());
+  *arena = (*arena + 15) / 16 * 16;
+  return GRAPH_SUCCESS;
+}
+
+// Places values of these byte sizes one after another, each at a multiple of 16: their offsets,
+// and the bytes in all.
+uint64_t Staging(const std::vector<uint64_t>& bytes, std::vector<uint64_t>* offset) {
+  uint64_t at = 0;
+  for (uint64_t b : bytes) offset->push_back(at), at += (b + 15) / 16 * 16;
+  return at;
+}
+
 // ---- Loop -------------------------------------------------------------------------------------
 
 class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
@@ -315,8 +335,7 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     if (model->has_dynamic_shapes()) return Fail(ctx, "the body has shapes known only at run time; a C module needs them fixed");
     if (model->outputs()[0].dtype != DT_BOOL || model->outputs()[0].shape.GetShapeSize() != 1)
       return Fail(ctx, "the body's condition output must be one bool");
-    std::vector<uint64_t> bytes(c.carried), offset(c.carried);
-    uint64_t staging = 0;
+    std::vector<uint64_t> bytes(c.carried), offset;
     for (size_t k = 0; k < c.carried; ++k) {
       const ValueInfo& o = model->outputs()[1 + k];
       if (o.dtype != ins[2 + k].dtype || o.shape != ins[2 + k].shape)
@@ -324,9 +343,8 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
                              DataTypeName(ins[2 + k].dtype) + ins[2 + k].shape.ToString() + " to " + DataTypeName(o.dtype) + o.shape.ToString() +
                              " in one iteration; a C module needs it fixed");
       bytes[k] = static_cast<uint64_t>(o.shape.GetShapeSize()) * DataTypeSize(o.dtype);
-      offset[k] = staging;
-      staging += (bytes[k] + 15) / 16 * 16;
     }
+    const uint64_t staging = Staging(bytes, &offset);
     int64_t planned = -1;
     std::vector<uint64_t> slice(c.scans);
     for (size_t k = 0; k < c.scans; ++k) {
@@ -337,13 +355,9 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       if (planned < 0 || y->GetByteCount() != static_cast<size_t>(planned) * slice[k])
         return Fail(ctx, "scan output " + std::to_string(k) + " has no fixed size; a C module needs the trip count known ahead of time");
     }
-    CallState* st = StateOf(ctx);
-    if (!st || !st->emit) return Fail(ctx, "Emit called outside weft aot");
-    const std::string B = ctx->NodeId() + "_body";
+    std::string B;
     uint64_t arena = 0;
-    Status es = st->emit->EmbedModel(*model, B, &arena);
-    if (!es.ok()) return Fail(ctx, "the body '" + body_.name() + "': " + es.message());
-    arena = (arena + 15) / 16 * 16;
+    if (EmbedBody(ctx, body_, *model, &B, &arena) != GRAPH_SUCCESS) return GRAPH_FAILED;
     const std::string scratch = ctx->Scratch(std::max<uint64_t>(arena + staging, 16));
     auto in_ptr = [&](size_t k) { return "b.tensor_ptrs[" + B + "_inputs[" + std::to_string(k) + "].index]"; };
     auto out_ptr = [&](size_t k) { return "b.tensor_ptrs[" + B + "_outputs[" + std::to_string(k) + "].index]"; };
@@ -610,20 +624,12 @@ class Scan : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     if (model->has_dynamic_shapes()) return Fail(ctx, "the body has shapes known only at run time; a C module needs them fixed");
     const int64_t len = ctx->GetInputTensor(l.states)->GetShape().GetDim(static_cast<size_t>(l.in_axes[0]));
     const int64_t batches = l.batch ? ctx->GetInputTensor(0)->GetShape().GetDim(0) : 1;
-    CallState* st = StateOf(ctx);
-    if (!st || !st->emit) return Fail(ctx, "Emit called outside weft aot");
-    const std::string B = ctx->NodeId() + "_body";
+    std::string B;
     uint64_t arena = 0;
-    Status es = st->emit->EmbedModel(*model, B, &arena);
-    if (!es.ok()) return Fail(ctx, "the body '" + body_.name() + "': " + es.message());
-    arena = (arena + 15) / 16 * 16;
-    std::vector<uint64_t> sbytes(l.states), soff(l.states);
-    uint64_t staging = 0;
-    for (size_t k = 0; k < l.states; ++k) {
-      sbytes[k] = static_cast<uint64_t>(info[k].shape.GetShapeSize()) * DataTypeSize(info[k].dtype);
-      soff[k] = staging;
-      staging += (sbytes[k] + 15) / 16 * 16;
-    }
+    if (EmbedBody(ctx, body_, *model, &B, &arena) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    std::vector<uint64_t> sbytes(l.states), soff;
+    for (size_t k = 0; k < l.states; ++k) sbytes[k] = static_cast<uint64_t>(info[k].shape.GetShapeSize()) * DataTypeSize(info[k].dtype);
+    const uint64_t staging = Staging(sbytes, &soff);
     const std::string scratch = ctx->Scratch(std::max<uint64_t>(arena + staging, 16));
     auto in_ptr = [&](size_t k) { return "sb.tensor_ptrs[" + B + "_inputs[" + std::to_string(k) + "].index]"; };
     auto out_ptr = [&](size_t k) { return "sb.tensor_ptrs[" + B + "_outputs[" + std::to_string(k) + "].index]"; };
