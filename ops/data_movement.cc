@@ -600,6 +600,18 @@ std::string CombineC(Reduce r, DataType dt) {
   return "v";
 }
 
+// A scatter's reduction and data's C type for its emitter; fails for types the generated C does
+// not scatter (a bool may only be replaced) and for indices that are not int32 or int64.
+graphStatus ScatterEmitTypes(const EmitContext* ctx, Reduce* r, std::string* t) {
+  if (GetReduction(ctx, r) != GRAPH_SUCCESS) return GRAPH_FAILED;
+  const DataType dt = ctx->GetInputTensor(0)->GetDataType(), it = ctx->GetInputTensor(1)->GetDataType();
+  *t = aot::CType(dt);
+  if (t->empty() || (dt == DT_BOOL && *r != Reduce::kNone))
+    return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " " + ctx->GetNodeType());
+  if (it != DT_INT64 && it != DT_INT32) return Fail(ctx, "indices must be int32 or int64");
+  return GRAPH_SUCCESS;
+}
+
 // ScatterND(data, indices[..., k], updates): a copy of data where the slices at the index
 // tuples receive updates (replaced, or combined by `reduction`), in index order.
 class ScatterND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
@@ -611,11 +623,9 @@ class ScatterND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     const Tensor* d = ctx->GetInputTensor(0);
     const Tensor* ix = ctx->GetInputTensor(1);
     Reduce r;
-    if (GetReduction(ctx, &r) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    std::string t;
+    if (ScatterEmitTypes(ctx, &r, &t) != GRAPH_SUCCESS) return GRAPH_FAILED;
     const DataType dt = d->GetDataType();
-    const std::string t = aot::CType(dt);
-    if (t.empty() || (dt == DT_BOOL && r != Reduce::kNone)) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " ScatterND");
-    if (ix->GetDataType() != DT_INT64 && ix->GetDataType() != DT_INT32) return Fail(ctx, "indices must be int32 or int64");
     const Shape& ds = d->GetShape();
     const int64_t k = ix->GetShape().GetDim(ix->GetShape().GetDimNum() - 1);
     int64_t slice = 1;
@@ -707,11 +717,9 @@ class ScatterElements : public EagerExecuteOp, public ShapeInferOp, public Emitt
     const Tensor* d = ctx->GetInputTensor(0);
     const Tensor* ix = ctx->GetInputTensor(1);
     Reduce r;
-    if (GetReduction(ctx, &r) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    std::string t;
+    if (ScatterEmitTypes(ctx, &r, &t) != GRAPH_SUCCESS) return GRAPH_FAILED;
     const DataType dt = d->GetDataType();
-    const std::string t = aot::CType(dt);
-    if (t.empty() || (dt == DT_BOOL && r != Reduce::kNone)) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " " + ctx->GetNodeType());
-    if (ix->GetDataType() != DT_INT64 && ix->GetDataType() != DT_INT32) return Fail(ctx, "indices must be int32 or int64");
     const size_t rank = d->GetShape().GetDimNum();
     int64_t axis = 0;
     NormalizeAxis(*ctx->GetAttrs()->GetInt("axis"), static_cast<int64_t>(rank), &axis);

@@ -102,7 +102,7 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   struct Plan {
     int64_t axis = 1, length = -1, bins = -1;
     bool inverse = false, onesided = false, complex_in = false;
-    bool irfft = false;  // onesided and inverse: a one-sided spectrum back to a real signal
+    bool irfft() const { return onesided && inverse; }  // a one-sided spectrum back to a real signal
   };
   static bool MakePlan(const KernelContextBase* ctx, const Shape& x, const Tensor* len_t, const Tensor* axis_t, Plan* p) {
     const int64_t r = static_cast<int64_t>(x.GetDimNum());
@@ -118,10 +118,9 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     p->axis = axis < 0 ? axis + r : axis;
     p->inverse = *ctx->GetAttrs()->GetInt("inverse") != 0;
     p->onesided = *ctx->GetAttrs()->GetInt("onesided") != 0;
-    p->irfft = p->onesided && p->inverse;
     if (p->onesided && !p->inverse && p->complex_in) return Fail(ctx, "onesided takes a real input (its last dim 1)"), false;
     p->length = x.GetDim(static_cast<size_t>(p->axis));
-    if (p->irfft && p->length >= 0) p->length = 2 * (p->length - 1);  // bins 0..n/2 of an even-length signal
+    if (p->irfft() && p->length >= 0) p->length = 2 * (p->length - 1);  // bins 0..n/2 of an even-length signal
     if (len_t) {
       if (!ScalarInt(len_t, &p->length)) {
         p->length = -1;
@@ -130,14 +129,14 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         return Fail(ctx, "dft_length must be positive (at most 2^30), not " + std::to_string(p->length)), false;
       }
     }
-    if (p->irfft && p->length == 0 && !len_t) return Fail(ctx, "an inverse onesided transform needs dft_length or at least 2 bins"), false;
+    if (p->irfft() && p->length == 0 && !len_t) return Fail(ctx, "an inverse onesided transform needs dft_length or at least 2 bins"), false;
     p->bins = p->length < 0 ? -1 : p->onesided && !p->inverse ? p->length / 2 + 1 : p->length;
     return true;
   }
   static Shape OutShape(const Shape& x, const Plan& p) {
     Shape o = x;
     o.SetDim(static_cast<size_t>(p.axis), p.bins);
-    o.SetDim(x.GetDimNum() - 1, p.irfft ? 1 : 2);
+    o.SetDim(x.GetDimNum() - 1, p.irfft() ? 1 : 2);
     return o;
   }
   // An inverse onesided transform's input bins 0..L/2 (truncated or zero-padded) extended to the
@@ -171,14 +170,14 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const std::string call = EmitDftTables(ctx, dft);
     const std::string scratch = ctx->Scratch(static_cast<size_t>(2 * (2 * L + std::max(L, dft.m()))) * sizeof(double));
     const std::string I = aot::IntLit(inner), LL = aot::IntLit(L), B = aot::IntLit(p.bins);
-    const int64_t taken = std::min(n_in, p.irfft ? L / 2 + 1 : L), out_comps = p.irfft ? 1 : 2;
+    const int64_t taken = std::min(n_in, p.irfft() ? L / 2 + 1 : L), out_comps = p.irfft() ? 1 : 2;
     std::string load = "      sig[2 * j] = (double)e[0];\n      sig[2 * j + 1] = " + std::string(comps == 2 ? (p.inverse ? "-(double)e[1]" : "(double)e[1]") : "0.0") + ";\n";
     // The rest of the spectrum by conjugate symmetry (sig holds conjugates already when inverse).
-    const std::string extend = p.irfft ? "    for (j = " + aot::IntLit(L / 2 + 1) + "; j < " + LL + "; ++j) {\n      sig[2 * j] = sig[2 * (" + LL +
+    const std::string extend = p.irfft() ? "    for (j = " + aot::IntLit(L / 2 + 1) + "; j < " + LL + "; ++j) {\n      sig[2 * j] = sig[2 * (" + LL +
                                              " - j)];\n      sig[2 * j + 1] = -sig[2 * (" + LL + " - j) + 1];\n    }\n"
                                        : std::string();
     std::string store = p.inverse ? "      e[0] = (" + t + ")(spec[2 * k] / (double)" + LL + ");\n" +
-                                        (p.irfft ? std::string() : "      e[1] = (" + t + ")(-spec[2 * k + 1] / (double)" + LL + ");\n")
+                                        (p.irfft() ? std::string() : "      e[1] = (" + t + ")(-spec[2 * k + 1] / (double)" + LL + ");\n")
                                   : "      e[0] = (" + t + ")spec[2 * k];\n      e[1] = (" + t + ")spec[2 * k + 1];\n";
     ctx->Run("{\n  const " + t + "* px = " + ctx->Input(0, t.c_str()) + ";\n  " + t + "* py = " + ctx->Output(0, t.c_str()) +
              ";\n  double* sig = (double*)(void*)" + scratch + ";\n  double* spec = sig + 2 * " + LL + ";\n  double* work = spec + 2 * " + LL +
@@ -212,22 +211,22 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         for (int64_t row = r0; row < r1; ++row) {
           const int64_t o = row / inner, i = row % inner;
           std::fill(sig.begin(), sig.end(), Cx(0));
-          const int64_t taken = std::min(n_in, p.irfft ? p.length / 2 + 1 : p.length);  // truncated or zero-padded
+          const int64_t taken = std::min(n_in, p.irfft() ? p.length / 2 + 1 : p.length);  // truncated or zero-padded
           for (int64_t j = 0; j < taken; ++j) {
             const T* e = px + ((o * n_in + j) * inner + i) * comps;
             sig[static_cast<size_t>(j)] = Cx(static_cast<double>(Load(e[0])), comps == 2 ? static_cast<double>(Load(e[1])) : 0.0);
           }
-          if (p.irfft) Hermitian(sig.data(), p.length);
+          if (p.irfft()) Hermitian(sig.data(), p.length);
           if (p.inverse)
             for (Cx& v : sig) v = std::conj(v);
           dft.Forward(sig.data(), spec.data(), work);
-          const int64_t out_comps = p.irfft ? 1 : 2;
+          const int64_t out_comps = p.irfft() ? 1 : 2;
           for (int64_t k = 0; k < p.bins; ++k) {
             Cx v = spec[static_cast<size_t>(k)];
             if (p.inverse) v = std::conj(v) / static_cast<double>(p.length);
             T* e = py + ((o * p.bins + k) * inner + i) * out_comps;
             e[0] = Store<T>(static_cast<typename Compute<T>::type>(v.real()));
-            if (!p.irfft) e[1] = Store<T>(static_cast<typename Compute<T>::type>(v.imag()));
+            if (!p.irfft()) e[1] = Store<T>(static_cast<typename Compute<T>::type>(v.imag()));
           }
         }
       });

@@ -413,6 +413,7 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     std::unique_ptr<RunContext> rc;
     const CompiledModel* last = nullptr;
     std::vector<TensorRef> ins(2 + c.carried + c.captures), outs;
+    std::vector<Buffer> updated(c.carried);  // the next values; after the swap, last pass's buffers to reuse
     for (; iter < max_trips && (!c.has_cond || cond); ++iter) {
       std::vector<ValueInfo> info{{"", DT_INT64, Shape()}, {"", DT_BOOL, Shape()}};
       for (auto& b : carried) info.push_back({"", b.dtype, b.shape});
@@ -437,7 +438,6 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       std::string why;
       for (size_t k = 0; k < c.scans; ++k)
         if (!scans[k].Add(outs[1 + c.carried + k], &why)) return Fail(ctx, "scan output '" + body_.output_name(1 + c.carried + k) + "': " + why);
-      std::vector<Buffer> updated(c.carried);
       for (size_t k = 0; k < c.carried; ++k) {
         if (outs[1 + k].dtype != carried[k].dtype)
           return Fail(ctx, "loop-carried value " + std::to_string(k) + " ('" + body_.output_name(1 + k) + "') changed type to " +
@@ -703,6 +703,7 @@ class Scan : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     std::vector<ValueInfo> info = BodyInputs(ctx, l);
     std::vector<Buffer> slices(l.scans);
     std::vector<TensorRef> ins(l.states + l.scans + l.captures), outs;
+    std::vector<Buffer> updated(l.states);  // the next states; after the swap, last step's buffers to reuse
     for (int64_t b = 0; b < batches; ++b) {
       std::vector<Buffer>& state = finals[static_cast<size_t>(b)];
       for (size_t k = 0; k < l.states; ++k) {
@@ -741,7 +742,6 @@ class Scan : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         for (size_t k = 0; k < l.outs; ++k)
           if (!stacks[static_cast<size_t>(b)][k].Add(outs[l.states + k], &why))
             return Fail(ctx, "scan output '" + body_.output_name(l.states + k) + "': " + why);
-        std::vector<Buffer> updated(l.states);
         for (size_t k = 0; k < l.states; ++k) {
           if (outs[k].shape != state[k].shape || outs[k].dtype != state[k].dtype)
             return Fail(ctx, "state " + std::to_string(k) + " ('" + body_.output_name(k) + "') changed from " + state[k].shape.ToString() +
