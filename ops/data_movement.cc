@@ -7,6 +7,7 @@
 #include "aot_emit.h"
 #include "elementwise.h"
 #include "op_util.h"
+#include "random.h"
 
 namespace weft::ops {
 namespace {
@@ -1140,10 +1141,14 @@ class Cast : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
 };
 class CastLike : public Cast {};
 
-// Inference-mode Dropout: the input unchanged, and an all-true mask if asked for.
+// Dropout(data, ratio = 0.5, training_mode = false). Inference (the default): the input
+// unchanged and an all-true mask. Training mode: each element kept with probability 1 - ratio
+// (draws from the node's random stream, random.h) and scaled by 1 / (1 - ratio), the mask
+// telling which were kept; ratio 1 drops everything (zeros, an all-false mask).
 class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
-  // A copy; a training_mode that is true at run time fails the run (status 1), as Execute refuses it.
+  // A copy; a training_mode that is true at run time fails the run (status 1): the generated C
+  // has no random stream.
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* training = ctx->GetOptionalInputTensor(2);
     if (training && training->GetShapeSize() > 0) ctx->Run("if (" + ctx->Input(aot::InputAt(ctx, 2), "uint8_t") + "[0]) return 1;\n");
@@ -1164,8 +1169,8 @@ class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const Tensor* training = ctx->GetOptionalInputTensor(2);
-    if (training && training->GetAddr() && training->GetData<uint8_t>()[0])
-      return Fail(ctx, "training_mode=true is not supported (Weft runs inference)");
+    if (training && training->GetShapeSize() != 1) return Fail(ctx, "training_mode must be one bool, not " + training->GetShape().ToString());
+    if (training && training->GetData<uint8_t>()[0]) return Train(ctx, x);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
     if (x->GetByteCount()) std::memcpy(y->GetAddr(), x->GetAddr(), x->GetByteCount());
@@ -1174,6 +1179,43 @@ class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       if (!m) return GRAPH_FAILED;
       std::memset(m->GetAddr(), 1, m->GetByteCount());
     }
+    return GRAPH_SUCCESS;
+  }
+
+ private:
+  graphStatus Train(EagerOpExecutionContext* ctx, const Tensor* x) {
+    const Tensor* rt = ctx->GetOptionalInputTensor(1);
+    double ratio = 0.5;
+    if (rt) {
+      if (rt->GetShapeSize() != 1) return Fail(ctx, "ratio must be one value, not " + rt->GetShape().ToString());
+      DispatchFloat(rt->GetDataType(), [&](auto tag) { ratio = double(Load(rt->GetData<decltype(tag)>()[0])); });
+    }
+    if (!(ratio >= 0 && ratio <= 1)) return Fail(ctx, "ratio must be in [0, 1], not " + std::to_string(ratio));
+    if (!IsFloating(x->GetDataType()))
+      return Fail(ctx, std::string("training mode drops elements of floating types only, not ") + DataTypeName(x->GetDataType()));
+    const int64_t n = x->GetShapeSize();
+    uint64_t first;
+    const rnd::Stream* st = rnd::Take(ctx, static_cast<uint64_t>(n), &first, /*int_seed=*/true);
+    if (!st) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    Tensor* m = ctx->GetComputeNodeOutputNum() > 1 ? ctx->MallocOutputTensor(1, x->GetShape(), DT_BOOL) : nullptr;
+    if (!y || (ctx->GetComputeNodeOutputNum() > 1 && !m)) return GRAPH_FAILED;
+    const uint64_t key = st->key;
+    const double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
+    uint8_t* pm = m ? m->GetData<uint8_t>() : nullptr;
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = typename Compute<T>::type;
+      const T* px = x->GetData<T>();
+      T* py = y->GetData<T>();
+      ctx->ParallelFor(n, 1 << 14, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) {
+          const bool keep = ratio < 1 && rnd::Unit(rnd::Draw(key, first + static_cast<uint64_t>(i))) >= ratio;
+          py[i] = Store<T>(static_cast<C>(keep ? double(Load(px[i])) * scale : 0.0));
+          if (pm) pm[i] = keep;
+        }
+      });
+    });
     return GRAPH_SUCCESS;
   }
 };
@@ -1320,7 +1362,7 @@ void WeftRegister_data_movement(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("CastLike").INPUT(input, all).INPUT(target_type, all).OUTPUT(output, all).ATTR(saturate, Int, 1).Build(),
                  MakeOpImpl<CastLike>("CastLike")});
   out.push_back({OpDefBuilder("Dropout").INPUT(data, all).OPTIONAL_INPUT(ratio, FloatTypes()).OPTIONAL_INPUT(training_mode, TensorType({DT_BOOL}))
-                     .OUTPUT(output, all).DYNAMIC_OUTPUT(mask, TensorType({DT_BOOL})).ATTR(seed, Int, 0).Build(),
+                     .OUTPUT(output, all).DYNAMIC_OUTPUT(mask, TensorType({DT_BOOL})).ATTR(seed, Int, rnd::kNoIntSeed).Build(),
                  MakeOpImpl<Dropout>("Dropout")});
   out.push_back({OpDefBuilder("Trilu").INPUT(input, all).OPTIONAL_INPUT(k, TensorType({DT_INT64})).OUTPUT(output, all).SAME_AS_INPUT(input)
                      .ATTR(upper, Int, 1).Build(), MakeOpImpl<Trilu>("Trilu")});

@@ -158,15 +158,16 @@ class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
  public:
   // BatchNormalization [+ activation] on floating types: every path applies the fused activation.
   graphStatus QueryFusion(OpQueryContext* ctx, FusionSupport& s) override {
-    if (IsFloating(ctx->GetInputDataType(0))) AbsorbAllActivations(s);
+    if (IsFloating(ctx->GetInputDataType(0)) && !Training(ctx)) AbsorbAllActivations(s);
     return GRAPH_SUCCESS;
   }
+  static bool Training(const KernelContextBase* ctx) { return *ctx->GetAttrs()->GetInt("training_mode") != 0; }
   // float32 [N, C, H, W] with constant parameters reads and writes the channel-blocked layout
   // as readily as the plain one (a per-channel scale and shift), so the pre-activation blocks of
   // DenseNet-style models (Concat, BatchNormalization, Relu, Conv) stay blocked.
   graphStatus QueryLayout(OpQueryContext* ctx, LayoutSupport& s) override {
     const Tensor* x = ctx->GetInputTensor(0);
-    if (x->GetDataType() != DT_FLOAT || x->GetShape().GetDimNum() != 4 || x->GetShape().IsUnknown()) return GRAPH_SUCCESS;
+    if (x->GetDataType() != DT_FLOAT || x->GetShape().GetDimNum() != 4 || x->GetShape().IsUnknown() || Training(ctx)) return GRAPH_SUCCESS;
     for (size_t i = 1; i < 5; ++i)
       if (!ctx->GetInputTensor(i)->GetAddr() || ctx->GetInputTensor(i)->GetDataType() != DT_FLOAT) return GRAPH_SUCCESS;
     s.Format(FORMAT_NC1HWC0).Input(0).Output(0).Together();
@@ -176,7 +177,8 @@ class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
   // the reference path does), padded with zeros to a multiple of 16 channels.
   graphStatus Compile(OpCompileContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
-    bool constant = x->GetDataType() == DT_FLOAT && x->GetShape().GetDimNum() >= 2 && x->GetShape().GetDim(1) >= 0;  // batch may vary
+    bool constant = x->GetDataType() == DT_FLOAT && x->GetShape().GetDimNum() >= 2 && x->GetShape().GetDim(1) >= 0 &&  // batch may vary
+                    !Training(ctx);
     for (size_t i = 1; i < 5 && constant; ++i)
       constant = ctx->GetInputTensor(i)->GetAddr() && ctx->GetInputTensor(i)->GetDataType() == DT_FLOAT;
     if (constant) {
@@ -192,6 +194,62 @@ class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
       }
     }
     return SetBlockedOutputStorage(ctx);
+  }
+  // Training mode: normalizes with the batch's own statistics per channel (mean and population
+  // variance over N and the spatial dims, in double) and returns the running statistics
+  // input * momentum + batch * (1 - momentum); outputs 3 and 4 (opsets before 14) are the batch's.
+  graphStatus ExecuteTraining(EagerOpExecutionContext* ctx, const Tensor* x, Tensor* y) {
+    const Shape& xs = x->GetShape();
+    if (xs.GetDimNum() < 2) return Fail(ctx, "X must be [N, C, ...], not " + xs.ToString());
+    const int64_t n = xs.GetDim(0), c = xs.GetDim(1), sp = xs.GetShapeSize() / std::max<int64_t>(n * c, 1);
+    for (size_t i = 1; i < 5; ++i)
+      if (ctx->GetInputTensor(i)->GetShapeSize() != c) return Fail(ctx, "scale, B, input_mean and input_var must have C=" + std::to_string(c) + " elements");
+    const double eps = *ctx->GetAttrs()->GetFloat("epsilon"), momentum = *ctx->GetAttrs()->GetFloat("momentum");
+    auto val = [&](size_t in, int64_t ch) {
+      double r = 0;
+      const Tensor* t = ctx->GetInputTensor(in);
+      DispatchFloat(t->GetDataType(), [&](auto tag) { r = Load(t->GetData<decltype(tag)>()[ch]); });
+      return r;
+    };
+    const size_t outs = ctx->GetComputeNodeOutputNum();
+    std::vector<Tensor*> stats(outs, nullptr);
+    for (size_t k = 1; k < outs; ++k) {
+      const DataType dt = k < 3 ? ctx->GetInputDataType(k + 2) : x->GetDataType();
+      if (!(stats[k] = ctx->MallocOutputTensor(k, Shape({c}), dt))) return GRAPH_FAILED;
+    }
+    auto put = [&](size_t k, int64_t ch, double v) {
+      if (k < outs) DispatchFloat(stats[k]->GetDataType(), [&](auto tag) {
+          using T = decltype(tag);
+          stats[k]->GetData<T>()[ch] = Store<T>(static_cast<typename Compute<T>::type>(v));
+        });
+    };
+    const double count = static_cast<double>(std::max<int64_t>(n * sp, 1));
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t ch = 0; ch < c; ++ch) {
+        double mean = 0, var = 0;
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t i = 0; i < sp; ++i) mean += double(Load(x->GetData<T>()[(b * c + ch) * sp + i]));
+        mean /= count;
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t i = 0; i < sp; ++i) {
+            const double d = double(Load(x->GetData<T>()[(b * c + ch) * sp + i])) - mean;
+            var += d * d;
+          }
+        var /= count;
+        const double scale = val(1, ch) / std::sqrt(var + eps), shift = val(2, ch) - mean * scale;
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t i = 0; i < sp; ++i) {
+            const int64_t at = (b * c + ch) * sp + i;
+            y->GetData<T>()[at] = Store<T>(static_cast<typename Compute<T>::type>(double(Load(x->GetData<T>()[at])) * scale + shift));
+          }
+        put(1, ch, val(3, ch) * momentum + mean * (1 - momentum));
+        put(2, ch, val(4, ch) * momentum + var * (1 - momentum));
+        put(3, ch, mean);
+        put(4, ch, var);
+      }
+    });
+    return GRAPH_SUCCESS;
   }
   // The prepared path: plain [N][C][spatial] or blocked [N][C/16][H*W][16] (padded lanes stay
   // zero), split over (image, channel or channel block), the activation applied per piece.
@@ -236,6 +294,7 @@ class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     if (x->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C normalizes float32 only");
+    if (Training(ctx)) return Fail(ctx, "the generated C normalizes with the given mean and variance only (training_mode=0)");
     for (size_t i = 1; i < 5; ++i)
       if (!ctx->GetInputTensor(i)->GetAddr() || ctx->GetInputTensor(i)->GetDataType() != DT_FLOAT)
         return Fail(ctx, "the generated C needs float32 constant scale, B, mean and var");
@@ -263,19 +322,23 @@ class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
         return Fail(ctx, std::string(kNames[i]) + " " + ctx->GetInputShape(i)->ToString() + " must have C=" + std::to_string(x.GetDim(1)) +
                              " elements");
       }
-    if (*ctx->GetAttrs()->GetInt("training_mode")) return Fail(ctx, "training_mode=1 is not supported (Weft runs inference)");
-    if (ctx->GetComputeNodeOutputNum() > 1) return Fail(ctx, "running mean/var outputs exist only in training mode");
+    const size_t outs = ctx->GetComputeNodeOutputNum();
+    if (!Training(ctx) && outs > 1) return Fail(ctx, "running mean/var outputs exist only in training mode");
+    if (outs > 5) return Fail(ctx, "has at most 5 outputs (Y, running_mean, running_var, saved_mean, saved_var), not " + std::to_string(outs));
     *ctx->GetOutputShape(0) = x;
+    for (size_t k = 1; k < outs; ++k) *ctx->GetOutputShape(k) = Shape({x.GetDim(1)});
     return GRAPH_SUCCESS;
   }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) ctx->SetOutputDataType(k, ctx->GetInputDataType(0));
+    // The running statistics take the type of input_mean and input_var; the rest X's.
+    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) ctx->SetOutputDataType(k, ctx->GetInputDataType(k == 1 || k == 2 ? k + 2 : 0));
     return GRAPH_SUCCESS;
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
+    if (Training(ctx)) return ExecuteTraining(ctx, x, y);
     if (!scale_.empty() && x->GetDataType() == DT_FLOAT) return ExecutePrepared(ctx, x, y);
     float eps = *ctx->GetAttrs()->GetFloat("epsilon");
     int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1), sp = x->GetShapeSize() / std::max<int64_t>(n * c, 1);

@@ -11,6 +11,7 @@
 //             autograd kernel from weft.torch), else a redispatch below autograd.
 // The library links libweft.so: it shares the engine (sessions, kernel cache, threads) with the
 // Python package and every other user in the process.
+#include <cmath>
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -132,7 +133,8 @@ std::string SchemaOf(const weft::OpSchema& s) {
   for (auto& a : s.attrs) {
     std::string t = AttrSchemaType(a.type);
     if (a.required) add(t + " " + a.name);
-    else if (a.type == WEFT_ATTR_LIST_STRING || a.type == WEFT_ATTR_LIST_BOOL || a.type == WEFT_ATTR_TYPE)
+    else if (a.type == WEFT_ATTR_LIST_STRING || a.type == WEFT_ATTR_LIST_BOOL || a.type == WEFT_ATTR_TYPE ||
+             (a.type == WEFT_ATTR_FLOAT && std::isnan(a.default_value.f())))  // torch has no literal for these: None stands for the op's default
       add(t + "? " + a.name + "=None");
     else if (a.type == WEFT_ATTR_TENSOR) add(t + " " + a.name + "=None");
     else add(t + " " + a.name + "=" + Literal(a.default_value));
@@ -566,7 +568,7 @@ std::vector<std::string> RegisterSession(const std::shared_ptr<weft::Session>& s
     std::string text = SchemaOf(schema.value());
     try {
       lib->def(text.c_str());
-    } catch (const c10::Error&) {
+    } catch (const std::exception&) {  // c10::Error, or the schema parser's torch::jit::ErrorReport
       continue;  // a prototype torch cannot express: leave the op out
     }
     auto k = std::make_shared<OpKernels>(session, schema.value());

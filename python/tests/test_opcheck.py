@@ -23,7 +23,12 @@ NOT_CHECKABLE = {"Squeeze": "rank from values", "Unsqueeze": "rank from values",
                  "TflTranspose": "constant perm", "TflReshape": "constant shape", "TflStridedSlice": "constant bounds",
                  "SIGNALFILTERBANKSPECTRALSUBTRACTION": "keeps a noise estimate from call to call (not a function of its inputs)",
                  "ReadVariable": "reads the run context's variable (not a function of its inputs)",
-                 "AssignVariable": "writes the run context's variable (an effect, not a function)"}
+                 "AssignVariable": "writes the run context's variable (an effect, not a function)",
+                 "RandomUniform": "no tensor input (torch dispatches on tensors)",
+                 "RandomNormal": "no tensor input (torch dispatches on tensors)",
+                 "Adagrad": "its output count follows from its input list's, which the torch route cannot tell",
+                 "Momentum": "its output count follows from its input list's, which the torch route cannot tell",
+                 "Adam": "its output count follows from its input list's, which the torch route cannot tell"}
 # Test packages' deliberately broken ops.
 BROKEN_ON_PURPOSE = {"Faulty", "NoShape"}
 
@@ -186,6 +191,11 @@ CASES = {
     "Shrink": [((r(3, 4),), {"lambd": 0.3, "bias": 0.1})],
     "MaxUnpool": [((r(1, 2, 2, 2), torch.tensor([[[[0, 3], [9, 15]], [[16, 18], [27, 31]]]])), {"kernel_shape": [2, 2], "strides": [2, 2]})],
     "Det": [((r(3, 3),), {}), ((r(2, 4, 4),), {})],
+    # The samplers with a seed: a function of their inputs (each call starts the seeded stream anew).
+    "RandomUniformLike": [((r(3, 4),), {"seed": 3.0}), ((r(2, 5).double(),), {"seed": 1.0, "low": -2.0, "high": 5.0})],
+    "RandomNormalLike": [((r(3, 4),), {"seed": 3.0, "mean": 2.0, "scale": 0.5})],
+    "Bernoulli": [((torch.rand(3, 4),), {"seed": 1.0}), ((torch.rand(5).double(),), {"seed": 2.0})],
+    "Multinomial": [((r(2, 5),), {"seed": 1.0, "sample_size": 4})],
     "NegativeLogLikelihoodLoss": [((r(4, 3), i64(0, 2, 1, 2)), {}), ((r(2, 3, 5), i64([0, 1, 2, 1, 0], [2, 2, 1, 0, 1]), torch.rand(3) + 0.5),
                                                                    {"reduction": "none", "ignore_index": 1})],
     "RoiAlign": [((r(2, 3, 6, 6), torch.tensor([[0.5, 0.5, 4.0, 3.0], [1.0, 0.0, 5.5, 5.5], [0.0, 2.0, 2.5, 6.0]]), i64(0, 1, 1)),

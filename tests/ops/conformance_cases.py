@@ -28,7 +28,7 @@ from onnx import helper, numpy_helper
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from op_specs.common import REGISTRY, BadCase, Case  # noqa: E402
 
-SPEC_MODULES = ["elementwise", "shape_ops", "reduce_nn", "conv_rnn", "index_ops", "loss_roi"]
+SPEC_MODULES = ["elementwise", "shape_ops", "reduce_nn", "conv_rnn", "index_ops", "loss_roi", "training"]
 
 
 def to_value_info(name, arr):
@@ -54,7 +54,8 @@ def build_model(op, case, opset):
     node = helper.make_node(op, names, outs, name=f"{op.lower()}_node", domain=case.domain, **case.attrs)
     out_infos = [onnx.ValueInfoProto(name=o) for o in outs]  # types and shapes left to the engines
     graph = helper.make_graph([node], f"{op}_case", inputs, out_infos, initializer=initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(case.domain, 1)] if case.domain else [])
+    model = helper.make_model(graph, opset_imports=imports)
     model.ir_version = 8
     return model, feeds
 

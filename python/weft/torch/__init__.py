@@ -64,6 +64,13 @@ _ATTR_TYPES = {
 
 _DEFAULT_AS_NONE = ("ListString", "ListBool", "Type")
 
+
+def _default_as_none(a):
+    """Whether torch's schema states attribute `a`'s default as None (it has no literal for it;
+    a float default of NaN, as a sampler's "no seed", included)."""
+    d = a.get("default")
+    return a["type"] in _DEFAULT_AS_NONE or (a["type"] == "Float" and isinstance(d, float) and d != d)
+
 # Ops whose output rank (not only sizes) depends on input values: no fake kernel can say it.
 _RANK_FROM_VALUES = {"Squeeze", "Unsqueeze"}
 
@@ -77,7 +84,7 @@ def _literal(value, attr_type):
         return "True" if value else "False"
     if isinstance(value, float):
         r = repr(value)
-        return {"inf": "inf", "-inf": "-inf", "nan": "nan"}.get(r, r)
+        return {"inf": "inf", "-inf": "-inf"}.get(r, r)
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, (list, tuple)):
@@ -103,7 +110,7 @@ def schema_of(proto):
         t = _ATTR_TYPES[a["type"]]
         if a["required"]:
             attrs.append(f"{t} {a['name']}")
-        elif a["type"] in _DEFAULT_AS_NONE:
+        elif _default_as_none(a):
             # torch schemas have no literal for these defaults: None stands for the op's default
             attrs.append(f"{t}? {a['name']}=None")
         else:
@@ -130,7 +137,7 @@ def _bind(proto, args, kwargs):
         elif extra:
             attrs[a["name"]] = extra.pop(0)
         elif not a["required"]:  # None stands for the op's own default where torch has no literal
-            attrs[a["name"]] = None if a["type"] in _DEFAULT_AS_NONE else a["default"]
+            attrs[a["name"]] = None if _default_as_none(a) else a["default"]
     return ins, attrs
 
 

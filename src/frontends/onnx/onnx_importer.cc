@@ -241,6 +241,12 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
          l.n.attrs.erase("is_test");
        }},
       {"EyeLike", [](Lowering& l) { l.IntToType("dtype"); }},
+      {"BatchNormalization", [](Lowering& l) {  // before opset 14 more than one output meant training mode
+         bool stats = false;
+         for (size_t k = 1; k < l.n.outputs.size(); ++k) stats = stats || !l.n.outputs[k].empty();
+         if (l.opset < 14 && stats) l.n.attrs["training_mode"] = AttrValue::Int(1);
+         l.n.attrs.erase("is_test");
+       }},
       {"Unique", [](Lowering& l) { l.n.outputs.resize(4); }},  // the optional outputs left out: unnamed ones
       {"DFT", [](Lowering& l) {  // opset 20 moved axis to an input, whose default is -2 (the attribute's was 1)
          if (l.opset >= 20 && (l.n.inputs.size() < 3 || l.n.inputs[2].empty())) l.n.attrs["axis"] = AttrValue::Int(-2);
@@ -248,7 +254,12 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
       {"RoiAlign", [](Lowering& l) {  // before opset 16 regions were not shifted by half a pixel
          if (l.opset < 16) l.n.attrs["coordinate_transformation_mode"] = AttrValue::String("output_half_pixel");
        }},
+      {"RandomUniform", [](Lowering& l) { l.IntToType("dtype"); }},
+      {"RandomNormal", [](Lowering& l) { l.IntToType("dtype"); }},
       {"RandomUniformLike", [](Lowering& l) { l.IntToType("dtype"); }},
+      {"RandomNormalLike", [](Lowering& l) { l.IntToType("dtype"); }},
+      {"Bernoulli", [](Lowering& l) { l.IntToType("dtype"); }},
+      {"Multinomial", [](Lowering& l) { l.IntToType("dtype"); }},
       {"Unsqueeze", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
       {"ReduceSum", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
       {"ReduceMean", [](Lowering& l) { if (l.opset < 18) l.AttrToInput("axes", 1); }},

@@ -197,6 +197,17 @@ def batch_norm(rng, op):
     yield Case([data(rng, (1, c, 2, 2)), data(rng, (c,)), data(rng, (c,)), data(rng, (c,)), positive(rng, (c,))],
                attrs={"epsilon": 1e-5}, opset=14, const={3, 4})
     yield Case([data(rng, (2, c, 0, 2)), data(rng, (c,)), data(rng, (c,)), data(rng, (c,)), positive(rng, (c,))], opset=15)
+    # training mode: the batch's statistics, and the running mean and variance as outputs 1 and 2
+    for k, rank in enumerate((2, 3, 4, 5)):
+        shp = nonzero_shape(rng, rank, 1, 4)
+        shp = (shp[0] + 1,) + shp[1:]
+        c = shp[1]
+        dt = np.float64 if k == 3 else np.float32
+        params = [data(rng, (c,), dt), data(rng, (c,), dt), data(rng, (c,), dt), positive(rng, (c,), dt)]
+        yield Case([data(rng, shp, dt)] + params, attrs={"training_mode": 1, "momentum": (0.9, 0.5, 0.99, 0.1)[k]},
+                   const={1, 2} if k % 2 else set(), outputs=3, opset=15)
+    yield Case([data(rng, (4, c, 3, 3)), data(rng, (c,)), data(rng, (c,)), data(rng, (c,)), positive(rng, (c,))],
+               attrs={"training_mode": 1, "epsilon": 1e-2}, const={1, 2, 3, 4}, outputs=3, opset=14)
 
     def bad(which, error):
         p = [data(rng, (3,)), data(rng, (3,)), data(rng, (3,)), positive(rng, (3,))]
