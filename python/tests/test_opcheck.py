@@ -191,6 +191,9 @@ CASES = {
     "Shrink": [((r(3, 4),), {"lambd": 0.3, "bias": 0.1})],
     "MaxUnpool": [((r(1, 2, 2, 2), torch.tensor([[[[0, 3], [9, 15]], [[16, 18], [27, 31]]]])), {"kernel_shape": [2, 2], "strides": [2, 2]})],
     "Det": [((r(3, 3),), {}), ((r(2, 4, 4),), {})],
+    "TfIdfVectorizer": [((i64([1, 2, 3, 1, 2], [3, 3, 1, 2, 0]),), {"min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 1,
+                                                                   "mode": "TFIDF", "ngram_counts": [0, 3], "ngram_indexes": [2, 0, 1, 3],
+                                                                   "pool_int64s": [1, 2, 3, 1, 2], "weights": [0.5, 1.0, 2.0, 3.0]})],
     # The samplers with a seed: a function of their inputs (each call starts the seeded stream anew).
     "RandomUniformLike": [((r(3, 4),), {"seed": 3.0}), ((r(2, 5).double(),), {"seed": 1.0, "low": -2.0, "high": 5.0})],
     "RandomNormalLike": [((r(3, 4),), {"seed": 3.0, "mean": 2.0, "scale": 0.5})],

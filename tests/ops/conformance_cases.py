@@ -28,7 +28,7 @@ from onnx import helper, numpy_helper
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from op_specs.common import REGISTRY, BadCase, Case  # noqa: E402
 
-SPEC_MODULES = ["elementwise", "shape_ops", "reduce_nn", "conv_rnn", "index_ops", "loss_roi", "training"]
+SPEC_MODULES = ["elementwise", "shape_ops", "reduce_nn", "conv_rnn", "index_ops", "loss_roi", "training", "tfidf"]
 
 
 def to_value_info(name, arr):
