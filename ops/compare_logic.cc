@@ -194,8 +194,17 @@ class Mod : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   }
 };
 
-class BitShift : public EagerExecuteOp, public ShapeInferOp {
+class BitShift : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The runtime's rule: a shift by the type's width or more gives 0.
+  graphStatus Emit(EmitContext* ctx) override {
+    if (CheckOneOf(ctx, "direction", {"LEFT", "RIGHT"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    const DataType dt = ctx->GetInputTensor(0)->GetDataType();
+    if (dt != DT_UINT8 && dt != DT_UINT16 && dt != DT_UINT32 && dt != DT_UINT64) return Fail(ctx, "shifts unsigned integers only");
+    const bool left = std::string(ctx->GetAttrs()->GetStr("direction")) == "LEFT";
+    const std::string bits = std::to_string(DataTypeSize(dt) * 8);
+    return aot::EmitMap2(ctx, "b >= " + bits + "u ? 0u : (uint64_t)a " + (left ? "<<" : ">>") + " b", aot::CType(dt));
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     if (CheckOneOf(ctx, "direction", {"LEFT", "RIGHT"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
     return BroadcastInfer(ctx, "BitShift");

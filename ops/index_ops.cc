@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <type_traits>
 #include <vector>
@@ -338,8 +339,37 @@ class ReverseSequence : public EagerExecuteOp, public ShapeInferOp, public Emitt
 // Compared and added in floating point, then stored in the input's type, as ONNX Runtime and the
 // ONNX reference compute it (an integer result truncated toward zero and, beyond ONNX Runtime,
 // clamped to the type's range instead of an undefined conversion).
-class Shrink : public EagerExecuteOp {
+class Shrink : public EagerExecuteOp, public EmittableOp {
  public:
+  // The runtime's arithmetic: float in float, double in double, integers in double clamped.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const DataType dt = x->GetDataType();
+    const std::string t = aot::CType(dt);
+    if (t.empty() || dt == DT_BOOL) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " Shrink");
+    if (x->GetShapeSize() == 0) return GRAPH_SUCCESS;
+    const float bias = *ctx->GetAttrs()->GetFloat("bias"), lambd = *ctx->GetAttrs()->GetFloat("lambd");
+    ctx->Include("<math.h>");
+    ctx->Include("<stdint.h>");
+    std::string body;
+    if (dt == DT_FLOAT || dt == DT_DOUBLE) {
+      const std::string cast = dt == DT_FLOAT ? "" : "(double)";
+      body = "const " + t + " b = " + cast + aot::FloatLit(bias) + ", lam = " + cast + aot::FloatLit(lambd) +
+             ";\n    const " + t + " v = px[i];\n    py[i] = v < -lam ? v + b : v > lam ? v - b : (" + t + ")0;";
+    } else {
+      static const std::map<DataType, std::pair<const char*, const char*>> kRange = {
+          {DT_INT8, {"INT8_MIN", "INT8_MAX"}},     {DT_UINT8, {"0", "UINT8_MAX"}},   {DT_INT16, {"INT16_MIN", "INT16_MAX"}},
+          {DT_UINT16, {"0", "UINT16_MAX"}},        {DT_INT32, {"INT32_MIN", "INT32_MAX"}}, {DT_UINT32, {"0", "UINT32_MAX"}},
+          {DT_INT64, {"INT64_MIN", "INT64_MAX"}},  {DT_UINT64, {"0", "UINT64_MAX"}}};
+      const auto& [lo, hi] = kRange.at(dt);
+      body = "const double b = (double)" + aot::FloatLit(bias) + ", lam = (double)" + aot::FloatLit(lambd) +
+             ";\n    const double d = (double)px[i];\n    const double r = d < -lam ? d + b : d > lam ? d - b : 0.0;\n    py[i] = r != r ? (" + t +
+             ")0 : r <= (double)" + lo + " ? (" + t + ")" + lo + " : r >= (double)" + hi + " ? (" + t + ")" + hi + " : (" + t + ")r;";
+    }
+    ctx->Run("{\n  const " + t + "* px = " + ctx->Input(0, t.c_str()) + ";\n  " + t + "* py = " + ctx->Output(0, t.c_str()) +
+             ";\n  int64_t i;\n  for (i = 0; i < " + aot::IntLit(x->GetShapeSize()) + "; ++i) {\n    " + body + "\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
@@ -489,8 +519,22 @@ class NonMaxSuppression : public EagerExecuteOp, public ShapeInferOp {
 // (MaxPool's Indices: positions in the whole output, batch and channels included). The output
 // shape is output_shape when given (at least the computed one), else (in - 1) * stride - pads +
 // kernel per spatial dim.
-class MaxUnpool : public EagerExecuteOp, public ShapeInferOp {
+class MaxUnpool : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Zeros, then each element at its index; an index outside the output fails the run (status 1).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* y = ctx->GetOutputTensor(0);
+    const size_t elem = DataTypeSize(x->GetDataType());
+    if (y->GetShapeSize() == 0) return GRAPH_SUCCESS;
+    const std::string e = std::to_string(elem);
+    ctx->Include("<string.h>");
+    ctx->Run("{\n  const uint8_t* px = " + ctx->Input(0, "uint8_t") + ";\n  const int64_t* pi = " + ctx->Input(1, "int64_t") + ";\n  uint8_t* py = " +
+             ctx->Output(0, "uint8_t") + ";\n  int64_t k;\n  memset(py, 0, " + aot::IntLit(y->GetShapeSize()) + " * " + e + ");\n  for (k = 0; k < " +
+             aot::IntLit(x->GetShapeSize()) + "; ++k) {\n    if (pi[k] < 0 || pi[k] >= " + aot::IntLit(y->GetShapeSize()) +
+             ") return 1;\n    memcpy(py + pi[k] * " + e + ", px + k * " + e + ", " + e + ");\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   static bool OutShape(const KernelContextBase* ctx, const Shape& x, const Tensor* given, Shape* out) {
     const size_t r = x.GetDimNum();
     if (r < 3) return Fail(ctx, "X must be [N, C, spatial...], not " + x.ToString()), false;
@@ -560,8 +604,34 @@ class MaxUnpool : public EagerExecuteOp, public ShapeInferOp {
 };
 
 // ---- Det(X [..., M, M]) -> the determinants [...]: LU with partial pivoting in double.
-class Det : public EagerExecuteOp, public ShapeInferOp {
+class Det : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The runtime's LU with partial pivoting in double, one matrix at a time in scratch.
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const DataType dt = x->GetDataType();
+    if (dt != DT_FLOAT && dt != DT_DOUBLE) return Fail(ctx, "the generated C has float32 and float64 Det only");
+    const Shape& xs = x->GetShape();
+    const size_t r = xs.GetDimNum();
+    if (r < 2 || xs.GetDim(r - 1) != xs.GetDim(r - 2)) return Fail(ctx, "X must be [..., M, M], not " + xs.ToString());
+    const int64_t m = xs.GetDim(r - 1), count = ctx->GetOutputTensor(0)->GetShapeSize();
+    if (count == 0) return GRAPH_SUCCESS;
+    const std::string t = aot::CType(dt), M = aot::IntLit(m);
+    const std::string a = ctx->Scratch(static_cast<size_t>(std::max<int64_t>(m * m, 1)) * sizeof(double));
+    ctx->Include("<math.h>");
+    ctx->Run("{\n  const " + t + "* px = " + ctx->Input(0, t.c_str()) + ";\n  " + t + "* py = " + ctx->Output(0, t.c_str()) +
+             ";\n  double* a = (double*)(void*)" + a + ";\n  int64_t b, i, j, c;\n  for (b = 0; b < " + aot::IntLit(count) +
+             "; ++b) {\n    int nan = 0;\n    double det = 1;\n    for (i = 0; i < " + M + " * " + M + "; ++i) {\n      a[i] = (double)px[b * " + M +
+             " * " + M + " + i];\n      if (a[i] != a[i]) nan = 1;\n    }\n    if (nan) det = NAN;\n    for (c = 0; c < " + M +
+             " && det != 0 && !nan; ++c) {\n      int64_t piv = c;\n      double p;\n      for (i = c + 1; i < " + M +
+             "; ++i)\n        if (fabs(a[i * " + M + " + c]) > fabs(a[piv * " + M + " + c])) piv = i;\n      if (a[piv * " + M +
+             " + c] == 0) {\n        det = 0;\n        break;\n      }\n      if (piv != c) {\n        for (j = 0; j < " + M +
+             "; ++j) {\n          const double s = a[c * " + M + " + j];\n          a[c * " + M + " + j] = a[piv * " + M + " + j];\n          a[piv * " +
+             M + " + j] = s;\n        }\n        det = -det;\n      }\n      p = a[c * " + M + " + c];\n      det *= p;\n      for (i = c + 1; i < " + M +
+             "; ++i) {\n        const double f = a[i * " + M + " + c] / p;\n        for (j = c; j < " + M + "; ++j) a[i * " + M + " + j] -= f * a[c * " + M +
+             " + j];\n      }\n    }\n    py[b] = (" + t + ")det;\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
     const size_t r = x.GetDimNum();

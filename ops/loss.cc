@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -29,8 +30,50 @@ Shape PositionsShape(const Shape& x) {
 }
 
 template <bool kSoftmax>
-class ClassLoss : public EagerExecuteOp, public ShapeInferOp {
+class ClassLoss : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The runtime's arithmetic (log_softmax and the sums in double); a target outside [0, C) that
+  // is not ignore_index fails the run (status 1).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* target = ctx->GetInputTensor(1);
+    const Tensor* weight = ctx->GetOptionalInputTensor(2);
+    const DataType dt = x->GetDataType();
+    if (dt != DT_FLOAT && dt != DT_DOUBLE) return Fail(ctx, "the generated C has float32 and float64 losses only");
+    if (weight && weight->GetDataType() != dt) return Fail(ctx, "weight must have the input's type");
+    const Shape& xs = x->GetShape();
+    if (xs.GetDimNum() < 2) return Fail(ctx, "input must have rank 2 or more ([N, C, ...]), not " + xs.ToString());
+    if (CheckOneOf(ctx, "reduction", {"none", "sum", "mean"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    const std::string reduction = ctx->GetAttrs()->GetStr("reduction");
+    const int64_t ignore = *ctx->GetAttrs()->GetInt("ignore_index");
+    const int64_t n = xs.GetDim(0), c = xs.GetDim(1), inner = n ? PositionsShape(xs).GetShapeSize() / n : 0;
+    const std::string t = aot::CType(dt), tt = aot::CType(target->GetDataType()), C = aot::IntLit(c), I = aot::IntLit(inner);
+    const bool logp = kSoftmax && ctx->GetComputeNodeOutputNum() > 1;
+    std::string lp = "0";
+    if (kSoftmax) lp = "(double*)(void*)" + ctx->Scratch(static_cast<size_t>(std::max<int64_t>(c, 1)) * sizeof(double));
+    ctx->Include("<math.h>");
+    std::string code = "{\n  const " + t + "* px = " + ctx->Input(0, t.c_str()) + ";\n  const " + tt + "* pt = " + ctx->Input(1, tt.c_str()) +
+                       ";\n  const " + t + "* pw = " + (weight ? ctx->Input(2, t.c_str()) : std::string("0")) + ";\n  " + t + "* py = " +
+                       ctx->Output(0, t.c_str()) + ";\n  " + t + "* pl = " + (logp ? ctx->Output(1, t.c_str()) : std::string("0")) +
+                       ";\n  double* lp = " + lp + ";\n  double sum = 0, wsum = 0;\n  int64_t b, i;\n  (void)pw;\n  (void)pl;\n  (void)lp;\n  for (b = 0; b < " +
+                       aot::IntLit(n) + "; ++b)\n    for (i = 0; i < " + I + "; ++i) {\n      const int64_t p = b * " + I + " + i, base = b * " + C + " * " + I +
+                       " + i;\n      const int64_t tk = (int64_t)pt[p];\n      double loss = 0, w = 0;\n";
+    if (kSoftmax)
+      code += "      if (" + C + " > 0) {\n        double mx = -HUGE_VAL, s = 0, ls;\n        int64_t k;\n        for (k = 0; k < " + C +
+              "; ++k) if ((double)px[base + k * " + I + "] > mx) mx = (double)px[base + k * " + I + "];\n        for (k = 0; k < " + C +
+              "; ++k) s += exp((double)px[base + k * " + I + "] - mx);\n        ls = log(s) + mx;\n        for (k = 0; k < " + C +
+              "; ++k) {\n          lp[k] = (double)px[base + k * " + I + "] - ls;\n          if (pl) pl[base + k * " + I + "] = (" + t + ")lp[k];\n        }\n      }\n";
+    code += std::string("      ") + (ignore == kNoIgnore ? "" : "if (tk != " + aot::IntLit(ignore) + ") ") + "{\n        if (tk < 0 || tk >= " + C +
+            ") return 1;\n        w = pw ? (double)pw[tk] : 1.0;\n        loss = -w * " +
+            (kSoftmax ? std::string("lp[tk]") : "(double)px[base + tk * " + I + "]") + ";\n      }\n";
+    if (reduction == "none") code += "      py[p] = (" + t + ")loss;\n";
+    code += "      sum += loss;\n      wsum += w;\n    }\n";
+    if (reduction == "sum") code += "  py[0] = (" + t + ")sum;\n";
+    if (reduction == "mean") code += "  py[0] = (" + t + ")(sum / wsum);\n";
+    else code += "  (void)sum;\n  (void)wsum;\n";
+    ctx->Run(code + "}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
     if (x.GetDimNum() < 2) return Fail(ctx, "input must have rank 2 or more ([N, C, ...]), not " + x.ToString());

@@ -625,8 +625,51 @@ class LayerNormalizationT : public EagerExecuteOp, public ShapeInferOp, public E
   }
 };
 
-class MeanVarianceNormalization : public EagerExecuteOp, public ShapeInferOp {
+class MeanVarianceNormalization : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The runtime's arithmetic: per kept index, sums of x and x^2 in double, then
+  // (x - mean) / sqrt(E[x^2] - mean^2 + 1e-9).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const DataType dt = x->GetDataType();
+    if (dt != DT_FLOAT && dt != DT_DOUBLE) return Fail(ctx, "the generated C has float32 and float64 MeanVarianceNormalization only");
+    const Shape& s = x->GetShape();
+    const size_t r = s.GetDimNum();
+    std::vector<bool> red(r, false);
+    ListView<int64_t> axes = ctx->GetAttrs()->GetListInt("axes");
+    for (int64_t a : axes) {
+      int64_t n;
+      if (!NormalizeAxis(a, static_cast<int64_t>(r), &n)) return Fail(ctx, AxesError("axes", a, r));
+      red[static_cast<size_t>(n)] = true;
+    }
+    std::vector<int64_t> dims(std::max<size_t>(r, 1), 1), ost(std::max<size_t>(r, 1), 0);
+    int64_t groups = 1;
+    for (size_t k = r; k-- > 0;) {
+      dims[k] = s.GetDim(k);
+      ost[k] = red[k] ? 0 : groups;
+      if (!red[k]) groups *= s.GetDim(k);
+    }
+    const int64_t total = s.GetShapeSize();
+    if (total == 0) return GRAPH_SUCCESS;
+    const int64_t count = total / std::max<int64_t>(groups, 1);
+    const std::string t = aot::CType(dt), R = std::to_string(std::max<size_t>(r, 1));
+    const std::string sum = ctx->Scratch(static_cast<size_t>(groups) * 2 * sizeof(double));
+    std::string dl, ol;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      dl += (k ? ", " : "") + aot::IntLit(dims[k]);
+      ol += (k ? ", " : "") + aot::IntLit(ost[k]);
+    }
+    ctx->Include("<math.h>");
+    ctx->Run("{\n  static const int64_t dims[" + R + "] = {" + dl + "}, ost[" + R + "] = {" + ol + "};\n  const " + t + "* px = " + ctx->Input(0, t.c_str()) +
+             ";\n  " + t + "* py = " + ctx->Output(0, t.c_str()) + ";\n  double* sum = (double*)(void*)" + sum + ";\n  double* sq = sum + " +
+             aot::IntLit(groups) + ";\n  int64_t i, g, k, rem;\n  for (g = 0; g < " + aot::IntLit(2 * groups) + "; ++g) sum[g] = 0;\n  for (i = 0; i < " +
+             aot::IntLit(total) + "; ++i) {\n    const double v = (double)px[i];\n    for (g = 0, rem = i, k = " + R +
+             "; k-- > 0;) {\n      g += (rem % dims[k]) * ost[k];\n      rem /= dims[k];\n    }\n    sum[g] += v;\n    sq[g] += v * v;\n  }\n  for (i = 0; i < " +
+             aot::IntLit(total) + "; ++i) {\n    double mean, var;\n    for (g = 0, rem = i, k = " + R +
+             "; k-- > 0;) {\n      g += (rem % dims[k]) * ost[k];\n      rem /= dims[k];\n    }\n    mean = sum[g] / " + aot::IntLit(count) +
+             ";\n    var = sq[g] / " + aot::IntLit(count) + " - mean * mean;\n    py[i] = (" + t + ")(((double)px[i] - mean) / sqrt(var + 1e-9));\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& s = *ctx->GetInputShape(0);
     ListView<int64_t> axes = ctx->GetAttrs()->GetListInt("axes");
