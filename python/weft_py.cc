@@ -942,7 +942,7 @@ PYBIND11_MODULE(_weft, m) {
                           bool allow_override, bool test, const std::map<std::string, py::array>& test_inputs,
                           const std::map<std::string, py::array>& test_outputs, int test_steps, uint64_t seed, double atol, double rtol,
                           const std::string& const_section, bool external_arena, const std::string& config,
-                          std::shared_ptr<RegistryContext> registry) {
+                          std::shared_ptr<RegistryContext> registry, const std::map<std::string, py::array>& freeze) {
     SessionOptions so;
     so.package_paths = packages;
     so.allow_override = allow_override;
@@ -969,6 +969,7 @@ PYBIND11_MODULE(_weft, m) {
     if (py::isinstance<PyModel>(what)) {
       if (!config.empty())
         throw py::value_error("config: its attribute rules apply to a graph (.onnx, .tflite, .json), not to a compiled model");
+      if (!freeze.empty()) throw py::value_error("freeze: inputs of a graph (.onnx, .tflite, .json) can be frozen, not a compiled model's");
       std::shared_ptr<CompiledModel> compiled = what.cast<std::shared_ptr<PyModel>>()->compiled();
       py::gil_scoped_release nogil;
       Expected<AotReport> rep = GenerateC(*compiled, o);
@@ -976,6 +977,7 @@ PYBIND11_MODULE(_weft, m) {
       r = Get(std::move(rep));
     } else {
       Graph graph = what.cast<Graph>();
+      for (auto& [name, a] : freeze) graph = Get(FreezeInput(graph, name, host(a, name)));
       if (!config.empty()) {
         AotConfig c = Get(LoadAotConfig(config));
         Status st = ApplyAotConfig(c, *session, &graph, &o);

@@ -331,31 +331,6 @@ int CompileCmd(const CompileArgs& a) {
   return 0;
 }
 
-// The graph with input `name` replaced by the constant `value` (its consumers see a constant, so
-// shapes that depend on its value become known).
-Expected<Graph> FreezeInput(const Graph& g, const std::string& name, HostTensor value) {
-  Graph out(g.name());
-  bool found = false;
-  for (const ValueInfo& in : g.inputs()) {
-    if (in.name != name) {
-      out.AddInput(in.name, in.dtype, in.shape);
-      continue;
-    }
-    found = true;
-    bool fits = value.dtype() == in.dtype && value.shape().GetDimNum() == in.shape.GetDimNum();
-    for (size_t d = 0; fits && d < in.shape.GetDimNum(); ++d) fits = in.shape.GetDim(d) < 0 || in.shape.GetDim(d) == value.shape().GetDim(d);
-    if (!fits)
-      return InvalidArgument("--freeze '" + name + "': the value is " + DataTypeName(value.dtype()) + value.shape().ToString() +
-                             "; the input is " + DataTypeName(in.dtype) + in.shape.ToString());
-  }
-  if (!found) return InvalidArgument("--freeze '" + name + "': the model has no input of that name");
-  for (auto& [n, t] : g.constants()) out.AddConstant(n, t);
-  out.AddConstant(name, std::move(value));
-  for (const Node& n : g.nodes()) out.AddNode(n);
-  for (const std::string& o : g.outputs()) out.AddOutput(o);
-  return out;
-}
-
 struct AotArgs {
   std::string graph, output, prefix;
   std::vector<std::string> shapes, packages, test_inputs, test_outputs, freeze;
@@ -439,7 +414,7 @@ int AotCmd(const AotArgs& a) {
       auto t = ReadNpy(spec.substr(eq + 1));
       if (!t.ok()) return Fail("--freeze '" + spec.substr(0, eq) + "': " + t.status().message());
       graph = FreezeInput(graph.value(), spec.substr(0, eq), std::move(t).value());
-      if (!graph.ok()) return Fail(graph.status().message());
+      if (!graph.ok()) return Fail("--freeze: " + graph.status().message());
     }
     if (!a.config.empty()) {
       Status st = ApplyAotConfig(config, *session.value(), &graph.value(), &ao);

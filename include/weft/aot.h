@@ -115,6 +115,12 @@ struct AotReport {
 // whose op cannot emit C, or the option that is wrong.
 WEFT_API Expected<AotReport> GenerateC(const CompiledModel& model, const AotOptions& options);
 
+// The graph with input `name` replaced by the constant `value` (weft aot --freeze): its
+// consumers see a constant, so shapes that depend on its value (a loop's trip count, a
+// conditional's branch) become known when the graph compiles. The value must have the input's
+// type and rank and agree with every dim the input fixes.
+WEFT_API Expected<Graph> FreezeInput(const Graph& graph, const std::string& name, HostTensor value);
+
 }  // namespace weft
 
 #endif  // WEFT_AOT_H_

@@ -238,5 +238,34 @@ def test_scan_outputs_that_are_states_passed_through(tmp_path):
     np.testing.assert_allclose(got[0], xs.sum(axis=0), rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(got[1], [1, 2])  # four swaps
     np.testing.assert_array_equal(got[2], [3, 4])
-    from aot_onnx_check import check_c_against_runtime
     check_c_against_runtime(tmp_path, path, feeds)
+
+
+def test_freezing_the_trip_count_input_makes_the_loop_convert(tmp_path):
+    """A trip count given as a graph input leaves the scan output's length unknown: generate_c
+    names --freeze; with freeze={"M": 5} the count is a constant and the module matches ONNX
+    Runtime. A frozen value of the wrong type is refused by name."""
+    import weft
+    W = numpy_helper.from_array(RNG.standard_normal((4, 4)).astype(np.float32) * 0.5, "W")
+    m = model([helper.make_node("Loop", ["M", "", "h0"], ["h_final", "hs"], body=rnn_body())],
+              [vi("M", [], I64), vi("h0", [2, 4]), vi("x", [5, 2, 4])], [vi("h_final", [2, 4]), vi("hs", ["n", 2, 4])], [W])
+    path = str(tmp_path / "loop.onnx")
+    onnx.save(m, path)
+    with pytest.raises(ValueError, match="freeze"):
+        weft.generate_c(path, tmp_path / "refused", prefix="l")
+    with pytest.raises(ValueError, match="'M'"):
+        weft.generate_c(path, tmp_path / "wrong", prefix="l", freeze={"M": np.array(5, np.int32)})
+    with pytest.raises(ValueError, match="no input 'K'"):
+        weft.generate_c(path, tmp_path / "wrong", prefix="l", freeze={"K": np.array(5, np.int64)})
+    h0, x = RNG.standard_normal((2, 4)).astype(np.float32), RNG.standard_normal((5, 2, 4)).astype(np.float32)
+    import onnxruntime as ort
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"M": np.array(5, np.int64), "h0": h0, "x": x})
+    out = tmp_path / "frozen"
+    weft.generate_c(path, out, prefix="l", freeze={"M": np.array(5, np.int64)}, test_inputs={"h0": h0, "x": x},
+                    test_outputs={"h_final": want[0], "hs": want[1]}, atol=1e-5, rtol=1e-4)
+    exe = str(tmp_path / "frozen_test")
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    subprocess.run([cc, *STRICT, f"-I{out}/includes-api", f"-I{out}/src", f"-I{out}/test", *sorted(glob.glob(f"{out}/src/*.c")),
+                    *sorted(glob.glob(f"{out}/test/*.c")), "-o", exe, "-lm"], check=True)
+    res = subprocess.run([exe], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr

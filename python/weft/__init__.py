@@ -70,7 +70,7 @@ def import_model(path, input_shapes=None, registry=None):
 
 def generate_c(model, output_dir, prefix="model", input_shapes=None, packages=(), allow_override=False, test=False,
                test_inputs=None, test_outputs=None, test_steps=1, seed=1, atol=1e-5, rtol=1e-4, const_section="",
-               external_arena=False, config=None, registry=None):
+               external_arena=False, config=None, registry=None, freeze=None):
     """Writes a dependency-free C99 module for `model` (a Graph; a compiled Model; or a .tflite, .onnx,
     .json or .weft path) into
     `output_dir`, as `weft aot` does (docs/aot.md): includes-api/<prefix>.h, src/, CMakeLists.txt,
@@ -81,6 +81,8 @@ def generate_c(model, output_dir, prefix="model", input_shapes=None, packages=()
     YAML file of attribute rules, transforms and module options, as `weft aot --config` takes
     (docs/aot.md). `registry` (a RegistryContext) supplies the conversion's parts: model hooks and
     parsers (when `model` is a path), transforms and option schemas (for `config`), and emitters.
+    `freeze` (name -> array) makes graph inputs constants, as `weft aot --freeze` does, so that
+    shapes depending on their values (a loop's trip count, a conditional's branch) become known.
     Returns the report: prefix, ops, tensors, arena_bytes, lower_bound_bytes, algorithm, trials,
     constant_bytes, files."""
     if isinstance(model, (str, _os.PathLike)) and str(model).lower().endswith(".weft"):
@@ -90,7 +92,7 @@ def generate_c(model, output_dir, prefix="model", input_shapes=None, packages=()
     graph = import_model(model, input_shapes, registry) if isinstance(model, (str, _os.PathLike)) else model
     return _generate_c(graph, str(output_dir), prefix, list(packages), allow_override, test, dict(test_inputs or {}),
                        dict(test_outputs or {}), int(test_steps), int(seed), float(atol), float(rtol), const_section,
-                       external_arena, str(config) if config else "", registry)
+                       external_arena, str(config) if config else "", registry, dict(freeze or {}))
 
 
 def _is_torch(x):

@@ -1216,6 +1216,29 @@ Expected<AotReport> Generator::Generate() {
 }  // namespace
 }  // namespace internal
 
+Expected<Graph> FreezeInput(const Graph& g, const std::string& name, HostTensor value) {
+  Graph out(g.name());
+  bool found = false;
+  for (const ValueInfo& in : g.inputs()) {
+    if (in.name != name) {
+      out.AddInput(in.name, in.dtype, in.shape);
+      continue;
+    }
+    found = true;
+    bool fits = value.dtype() == in.dtype && value.shape().GetDimNum() == in.shape.GetDimNum();
+    for (size_t d = 0; fits && d < in.shape.GetDimNum(); ++d) fits = in.shape.GetDim(d) < 0 || in.shape.GetDim(d) == value.shape().GetDim(d);
+    if (!fits)
+      return InvalidArgument("input '" + name + "' cannot be frozen to a value of " + DataTypeName(value.dtype()) + value.shape().ToString() +
+                             "; the input is " + DataTypeName(in.dtype) + in.shape.ToString());
+  }
+  if (!found) return InvalidArgument("the model has no input '" + name + "' to freeze");
+  for (auto& [n, t] : g.constants()) out.AddConstant(n, t);
+  out.AddConstant(name, std::move(value));
+  for (const Node& n : g.nodes()) out.AddNode(n);
+  for (const std::string& o : g.outputs()) out.AddOutput(o);
+  return out;
+}
+
 Expected<AotReport> GenerateC(const CompiledModel& model, const AotOptions& options) {
   const auto* m = dynamic_cast<const internal::ModelImpl*>(&model);
   if (!m) return Status(Status::Code::kInvalidArgument, "GenerateC: the model was not compiled by this library");
