@@ -161,8 +161,9 @@ class OpKernels {
   // An op whose only output is a list (Split): it returns as many tensors as the call asks for.
   bool ListOnly() const { return schema_.outputs.size() == 1 && schema_.outputs[0].kind == WEFT_IO_DYNAMIC; }
   // How many: the `num_outputs` attribute when set, else the length of an input named `split`
-  // (its shape, so meta and fake tensors know it too).
-  size_t ListCount(const torch::jit::Stack& stack) const {
+  // (its shape, so meta and fake tensors know it too), else, for an op that takes a list too (an
+  // optimizer's weight groups), the smallest count its shape inference accepts.
+  size_t ListCount(const torch::jit::Stack& stack, const std::vector<weft::TensorRef>& ins) const {
     auto args = torch::jit::last(stack, num_args());
     for (size_t k = 0; k < schema_.attrs.size(); ++k) {
       const c10::IValue& v = args[schema_.inputs.size() + k];
@@ -170,6 +171,11 @@ class OpKernels {
     }
     for (size_t k = 0; k < schema_.inputs.size(); ++k)
       if (schema_.inputs[k].name == "split" && args[k].isTensor()) return static_cast<size_t>(args[k].toTensor().numel());
+    size_t listed = 0;
+    for (size_t k = 0; k < schema_.inputs.size(); ++k)
+      if (schema_.inputs[k].kind == WEFT_IO_DYNAMIC) listed += args[k].toTensorList().size();
+    for (size_t count = 1; count <= 4 * listed; ++count)
+      if (session_->InferShapes(GraphOf(stack, ins, count)).ok()) return count;
     TORCH_CHECK(false, "weft::", schema_.op_type, ": its outputs are a list; say how many with num_outputs= or a split tensor");
     return 0;
   }
@@ -297,7 +303,7 @@ class OpKernels {
   }
 
   // The single-node graph of this call (cache misses and Meta only).
-  weft::Graph GraphOf(const torch::jit::Stack& stack, const std::vector<weft::TensorRef>& ins) const {
+  weft::Graph GraphOf(const torch::jit::Stack& stack, const std::vector<weft::TensorRef>& ins, size_t list_count = 0) const {
     auto args = torch::jit::last(stack, num_args());
     weft::Graph g(schema_.op_type);
     std::vector<std::string> names;
@@ -374,7 +380,7 @@ class OpKernels {
     // whose only output is a list returns it whole; one with several lists and nothing else is not
     // callable from torch.
     if (ListOnly()) {
-      const size_t count = ListCount(stack);
+      const size_t count = list_count ? list_count : ListCount(stack, ins);
       for (size_t k = 0; k < count; ++k) n.outputs.push_back("out0_" + std::to_string(k));
       n.output_counts.push_back(static_cast<uint32_t>(count));
     }

@@ -25,10 +25,7 @@ NOT_CHECKABLE = {"Squeeze": "rank from values", "Unsqueeze": "rank from values",
                  "ReadVariable": "reads the run context's variable (not a function of its inputs)",
                  "AssignVariable": "writes the run context's variable (an effect, not a function)",
                  "RandomUniform": "no tensor input (torch dispatches on tensors)",
-                 "RandomNormal": "no tensor input (torch dispatches on tensors)",
-                 "Adagrad": "its output count follows from its input list's, which the torch route cannot tell",
-                 "Momentum": "its output count follows from its input list's, which the torch route cannot tell",
-                 "Adam": "its output count follows from its input list's, which the torch route cannot tell"}
+                 "RandomNormal": "no tensor input (torch dispatches on tensors)"}
 # Test packages' deliberately broken ops.
 BROKEN_ON_PURPOSE = {"Faulty", "NoShape"}
 
@@ -194,6 +191,13 @@ CASES = {
     "TfIdfVectorizer": [((i64([1, 2, 3, 1, 2], [3, 3, 1, 2, 0]),), {"min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 1,
                                                                    "mode": "TFIDF", "ngram_counts": [0, 3], "ngram_indexes": [2, 0, 1, 3],
                                                                    "pool_int64s": [1, 2, 3, 1, 2], "weights": [0.5, 1.0, 2.0, 3.0]})],
+    # The optimizers: R, T and the weight groups; as many outputs as their shape inference accepts.
+    "Adagrad": [((torch.tensor(0.1), i64(3), [r(3), r(3), r(3).abs()]), {"decay_factor": 0.1}),
+                ((torch.tensor(0.1).double(), i64(0), [r(2, 2).double(), r(4), r(2, 2).double(), r(4), r(2, 2).double().abs(), r(4).abs()]), {})],
+    "Momentum": [((torch.tensor(0.1), i64(3), [r(3), r(2, 2), r(3), r(2, 2), r(3), r(2, 2)]),
+                  {"alpha": 0.9, "beta": 0.5, "mode": "nesterov", "norm_coefficient": 0.01})],
+    "Adam": [((torch.tensor(0.1), i64(3), [r(3), r(3), r(3), r(3).abs()]), {}),
+             ((torch.tensor(0.05), i64(0), [r(2), r(5), r(2), r(5), r(2), r(5), r(2).abs(), r(5).abs()]), {"norm_coefficient": 0.1})],
     # The samplers with a seed: a function of their inputs (each call starts the seeded stream anew).
     "RandomUniformLike": [((r(3, 4),), {"seed": 3.0}), ((r(2, 5).double(),), {"seed": 1.0, "low": -2.0, "high": 5.0})],
     "RandomNormalLike": [((r(3, 4),), {"seed": 3.0, "mean": 2.0, "scale": 0.5})],

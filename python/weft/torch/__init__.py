@@ -174,7 +174,7 @@ class _OpRunner:
         self.infers = {}
         self._list_only = len(proto["outputs"]) == 1 and proto["outputs"][0]["kind"] == "dynamic"
 
-    def _graph(self, ins, attrs, metas):
+    def _graph(self, ins, attrs, metas, count=None):
         g = _weft.Graph(self.proto["op_type"])
         names, counts = [], []
         k = 0
@@ -194,7 +194,7 @@ class _OpRunner:
         outs = []
         out_counts = []
         if self._list_only:  # one list of outputs (Split): as many as the call asks for
-            n = self._list_count(ins, attrs)
+            n = count if count is not None else self._list_count(ins, attrs, metas)
             outs = [f"out0_{k}" for k in range(n)]
             g.add_node(self.proto["op_type"], "op", names, outs, self._clean(attrs), counts, [n])
             for o in outs:
@@ -217,15 +217,24 @@ class _OpRunner:
     def _clean(self, attrs):
         return {n: _attr_value(v, self.attr_types[n]) for n, v in attrs.items() if v is not None}
 
-    def _list_count(self, ins, attrs):
+    def _list_count(self, ins, attrs, metas):
         """How many tensors an op whose only output is a list returns: its `num_outputs` attribute,
-        else the length of an input named `split` (a shape, so fake tensors know it too)."""
+        else the length of an input named `split` (a shape, so fake tensors know it too), else, for
+        an op that takes a list too (an optimizer's weight groups), the smallest count its shape
+        inference accepts."""
         n = attrs.get("num_outputs")
         if n:
             return int(n)
         for io, v in zip(self.proto["inputs"], ins):
             if io["name"] == "split" and v is not None:
                 return int(v.numel())
+        listed = sum(len(v) for io, v in zip(self.proto["inputs"], ins) if io["kind"] == "dynamic")
+        for n in range(1, 4 * listed + 1):
+            try:
+                self.session.infer(self._graph(ins, attrs, metas, n))
+                return n
+            except Exception:  # noqa: BLE001 - a count the op refuses: try the next
+                continue
         raise ValueError(f"weft::{self.proto['op_type']}: its outputs are a list; say how many with num_outputs= "
                          "or a split tensor")
 
