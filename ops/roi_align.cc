@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -26,8 +27,133 @@ struct Sample {  // a bilinear sample: four positions in one H x W plane and the
   double w[4];
 };
 
-class RoiAlign : public EagerExecuteOp, public ShapeInferOp {
+// The kernel weft aot writes for one element type and index type: the runtime's loop (each
+// region checked, then its bins), the samples of a bin walked once for all channels with a double
+// accumulator per channel, so each channel adds the same terms in the same order as the runtime.
+// Returns 1 for a region the runtime refuses.
+std::string RoiAlignC(const std::string& fn, const std::string& t, const std::string& it) {
+  return "static int " + fn + "(const " + t + "* x, const " + t + "* rois, const " + it + "* bidx, " + t +
+         "* y, double* acc, int64_t n, int64_t c, int64_t h, int64_t w, int64_t r, int64_t oh, int64_t ow, int64_t sampling, double scale, "
+         "int half_pixel, int max_mode) {\n"
+         "  const int64_t plane = h * w;\n"
+         "  int64_t k, ph, pw, iy, ix, ch;\n"
+         "  int j;\n"
+         "  if (h == 0 || w == 0) return 1;\n"
+         "  for (k = 0; k < r; ++k) {\n"
+         "    const int64_t b = (int64_t)bidx[k];\n"
+         "    double v[4], rw, rh, bin_h, bin_w, gh, gw;\n"
+         "    int64_t grid_h, grid_w, count;\n"
+         "    if (b < 0 || b >= n) return 1;\n"
+         "    for (j = 0; j < 4; ++j) {\n"
+         "      v[j] = (double)rois[k * 4 + j] * scale - (half_pixel ? 0.5 : 0.0);\n"
+         "      if (!isfinite(v[j])) return 1;\n"
+         "    }\n"
+         "    rw = v[2] - v[0];\n"
+         "    rh = v[3] - v[1];\n"
+         "    if (!half_pixel) {\n"
+         "      if (rw < 1.0) rw = 1.0;\n"
+         "      if (rh < 1.0) rh = 1.0;\n"
+         "    }\n"
+         "    bin_h = rh / (double)oh;\n"
+         "    bin_w = rw / (double)ow;\n"
+         "    gh = sampling > 0 ? (double)sampling : ceil(bin_h);\n"
+         "    gw = sampling > 0 ? (double)sampling : ceil(bin_w);\n"
+         "    if (!(gh > 0) || !(gw > 0)) gh = gw = 0;\n"
+         "    if (gh > 1048576.0 || gw > 1048576.0 || gh * gw > 1048576.0) return 1;\n"
+         "    grid_h = (int64_t)gh;\n"
+         "    grid_w = (int64_t)gw;\n"
+         "    count = grid_h * grid_w < 1 ? 1 : grid_h * grid_w;\n"
+         "    for (ph = 0; ph < oh; ++ph)\n"
+         "      for (pw = 0; pw < ow; ++pw) {\n"
+         "        int first = 1;\n"
+         "        for (ch = 0; ch < c; ++ch) acc[ch] = 0;\n"
+         "        for (iy = 0; iy < grid_h; ++iy) {\n"
+         "          const double yy = v[1] + (double)ph * bin_h + ((double)iy + 0.5) * bin_h / (double)grid_h;\n"
+         "          for (ix = 0; ix < grid_w; ++ix) {\n"
+         "            const double xx = v[0] + (double)pw * bin_w + ((double)ix + 0.5) * bin_w / (double)grid_w;\n"
+         "            int64_t pos[4] = {0, 0, 0, 0};\n"
+         "            double wt[4] = {0, 0, 0, 0};\n"
+         "            if (!(yy < -1.0 || yy > (double)h || xx < -1.0 || xx > (double)w)) {\n"
+         "              double sy = yy > 0.0 ? yy : 0.0, sx = xx > 0.0 ? xx : 0.0, ly, lx;\n"
+         "              int64_t y0 = (int64_t)sy, x0 = (int64_t)sx, y1, x1;\n"
+         "              if (y0 >= h - 1) {\n"
+         "                y0 = y1 = h - 1;\n"
+         "                sy = (double)y0;\n"
+         "              } else {\n"
+         "                y1 = y0 + 1;\n"
+         "              }\n"
+         "              if (x0 >= w - 1) {\n"
+         "                x0 = x1 = w - 1;\n"
+         "                sx = (double)x0;\n"
+         "              } else {\n"
+         "                x1 = x0 + 1;\n"
+         "              }\n"
+         "              ly = sy - (double)y0;\n"
+         "              lx = sx - (double)x0;\n"
+         "              pos[0] = y0 * w + x0;\n"
+         "              pos[1] = y0 * w + x1;\n"
+         "              pos[2] = y1 * w + x0;\n"
+         "              pos[3] = y1 * w + x1;\n"
+         "              wt[0] = (1 - ly) * (1 - lx);\n"
+         "              wt[1] = (1 - ly) * lx;\n"
+         "              wt[2] = ly * (1 - lx);\n"
+         "              wt[3] = ly * lx;\n"
+         "            }\n"
+         "            for (ch = 0; ch < c; ++ch) {\n"
+         "              const " + t + "* src = x + (b * c + ch) * plane;\n"
+         "              if (max_mode) {\n"
+         "                double val = wt[0] * (double)src[pos[0]];\n"
+         "                for (j = 1; j < 4; ++j) {\n"
+         "                  const double u = wt[j] * (double)src[pos[j]];\n"
+         "                  if (val < u) val = u;\n"
+         "                }\n"
+         "                acc[ch] = first ? val : (acc[ch] < val ? val : acc[ch]);\n"
+         "              } else {\n"
+         "                for (j = 0; j < 4; ++j) acc[ch] += wt[j] * (double)src[pos[j]];\n"
+         "              }\n"
+         "            }\n"
+         "            first = 0;\n"
+         "          }\n"
+         "        }\n"
+         "        for (ch = 0; ch < c; ++ch) y[((k * c + ch) * oh + ph) * ow + pw] = (" + t + ")(max_mode ? acc[ch] : acc[ch] / (double)count);\n"
+         "      }\n"
+         "  }\n"
+         "  return 0;\n"
+         "}\n";
+}
+
+class RoiAlign : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // A call of the kernel above; a region the runtime refuses fails the run (status 1).
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* rois = ctx->GetInputTensor(1);
+    const Tensor* bi = ctx->GetInputTensor(2);
+    const DataType dt = x->GetDataType();
+    if ((dt != DT_FLOAT && dt != DT_DOUBLE) || rois->GetDataType() != dt)
+      return Fail(ctx, "the generated C has float32 and float64 RoiAlign only, with rois of X's type");
+    const Shape& xs = x->GetShape();
+    if (xs.GetDimNum() != 4 || rois->GetShape().GetDimNum() != 2 || rois->GetShape().GetDim(1) != 4)
+      return Fail(ctx, "needs X [N, C, H, W] and rois [num_rois, 4]");
+    if (ctx->GetOutputTensor(0)->GetShapeSize() == 0) return GRAPH_SUCCESS;
+    const auto* a = ctx->GetAttrs();
+    const int64_t sampling = *a->GetInt("sampling_ratio");
+    if (sampling < 0) return Fail(ctx, "sampling_ratio must be 0 (adaptive) or positive, not " + std::to_string(sampling));
+    const std::string t = aot::CType(dt), it = aot::CType(bi->GetDataType());
+    const std::string fn = std::string("weft_roi_align_") + (dt == DT_FLOAT ? "f32" : "f64") + "_" + (bi->GetDataType() == DT_INT32 ? "i32" : "i64");
+    ctx->Include("<math.h>");
+    ctx->Helper(fn, RoiAlignC(fn, t, it));
+    const std::string acc = ctx->Scratch(static_cast<size_t>(std::max<int64_t>(xs.GetDim(1), 1)) * sizeof(double));
+    char scale[40];
+    std::snprintf(scale, sizeof(scale), "%.17g", static_cast<double>(*a->GetFloat("spatial_scale")));
+    ctx->Run("if (" + fn + "(" + ctx->Input(0, t.c_str()) + ", " + ctx->Input(1, t.c_str()) + ", " + ctx->Input(2, it.c_str()) + ", " +
+             ctx->Output(0, t.c_str()) + ", (double*)(void*)" + acc + ", " + aot::IntLit(xs.GetDim(0)) + ", " + aot::IntLit(xs.GetDim(1)) + ", " +
+             aot::IntLit(xs.GetDim(2)) + ", " + aot::IntLit(xs.GetDim(3)) + ", " + aot::IntLit(rois->GetShape().GetDim(0)) + ", " +
+             aot::IntLit(*a->GetInt("output_height")) + ", " + aot::IntLit(*a->GetInt("output_width")) + ", " + aot::IntLit(sampling) + ", " + scale +
+             ", " + (std::string(a->GetStr("coordinate_transformation_mode")) == "half_pixel" ? "1" : "0") + ", " +
+             (std::string(a->GetStr("mode")) == "max" ? "1" : "0") + ")) return 1;\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     const Shape& x = *ctx->GetInputShape(0);
     const Shape& rois = *ctx->GetInputShape(1);

@@ -134,3 +134,29 @@ def test_losses(tmp_path, op, reduction, ignore, weighted, shape):
     out_vi = [vi("loss", TensorProto.FLOAT, loss_shape)] + ([vi("log_prob", TensorProto.FLOAT, list(shape))] if len(outs) > 1 else [])
     m = model([helper.make_node(op, names, outs, **attrs)], inputs, out_vi)
     check_onnx_model(tmp_path, m, feeds, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode,ctm,sampling,opset", [("avg", "half_pixel", 2, 16), ("max", "half_pixel", 0, 16),
+                                                     ("avg", "output_half_pixel", 0, 16), ("avg", None, 0, 10)])
+def test_roi_align(tmp_path, mode, ctm, sampling, opset):
+    x = RNG.standard_normal((2, 3, 10, 12)).astype(np.float32)
+    rois = np.array([[0.5, 0.5, 6.0, 4.0], [1.0, 2.0, 11.5, 9.5], [-2.0, -1.0, 3.0, 12.0], [4.0, 4.0, 4.0, 7.0]], np.float32)
+    bi = np.array([0, 1, 1, 0], np.int64)
+    attrs = {"mode": mode, "output_height": 3, "output_width": 4, "sampling_ratio": sampling, "spatial_scale": 0.9}
+    if ctm:
+        attrs["coordinate_transformation_mode"] = ctm
+    m = model([helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], **attrs)], [vi("x", x), vi("rois", rois), vi("bi", bi)],
+              [vi("y", TensorProto.FLOAT, [4, 3, 3, 4])], opset=opset)
+    check_onnx_model(tmp_path, m, {"x": x, "rois": rois, "bi": bi}, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_roi_align_double_int32_indices_as_the_runtime(tmp_path, mode):
+    x = RNG.standard_normal((3, 4, 7, 9))
+    rois = RNG.uniform(-2, 10, (6, 4))
+    rois[:, 2:] += rois[:, :2] * 0.5
+    bi = np.array([0, 2, 1, 1, 0, 2], np.int32)
+    path = str(tmp_path / "roi.onnx")
+    onnx.save(model([helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], mode=mode, output_height=2, output_width=5)],
+                    [vi("x", x), vi("rois", rois), vi("bi", bi)], [vi("y", TensorProto.DOUBLE, [6, 4, 2, 5])]), path)
+    check_c_against_runtime(tmp_path, path, {"x": x, "rois": rois, "bi": bi})
