@@ -1144,7 +1144,8 @@ class CastLike : public Cast {};
 // Dropout(data, ratio = 0.5, training_mode = false). Inference (the default): the input
 // unchanged and an all-true mask. Training mode: each element kept with probability 1 - ratio
 // (draws from the node's random stream, random.h) and scaled by 1 / (1 - ratio), the mask
-// telling which were kept; ratio 1 drops everything (zeros, an all-false mask).
+// telling which were kept; ratio 1 drops everything (zeros, an all-false mask). The mask is bool,
+// or of the data's type (1 and 0) with `legacy_mask` (opsets before 10, set by the importer).
 class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   // A copy; a training_mode that is true at run time fails the run (status 1): the generated C
@@ -1153,8 +1154,18 @@ class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const Tensor* training = ctx->GetOptionalInputTensor(2);
     if (training && training->GetShapeSize() > 0) ctx->Run("if (" + ctx->Input(aot::InputAt(ctx, 2), "uint8_t") + "[0]) return 1;\n");
     if (aot::EmitCopy(ctx) != GRAPH_SUCCESS) return GRAPH_FAILED;
-    if (ctx->GetComputeNodeOutputNum() > 1 && ctx->GetInputTensor(0)->GetShapeSize() > 0)
-      ctx->Run("memset(" + ctx->Output(1, "uint8_t") + ", 1, " + aot::IntLit(ctx->GetInputTensor(0)->GetShapeSize()) + ");\n");
+    const int64_t n = ctx->GetInputTensor(0)->GetShapeSize();
+    if (ctx->GetComputeNodeOutputNum() > 1 && n > 0) {
+      const DataType mt = ctx->GetOutputTensor(1)->GetDataType();
+      if (mt == DT_BOOL) {
+        ctx->Run("memset(" + ctx->Output(1, "uint8_t") + ", 1, " + aot::IntLit(n) + ");\n");
+      } else {
+        const std::string t = aot::CType(mt);
+        if (t.empty()) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(mt) + " mask");
+        ctx->Run("{\n  " + t + "* m = " + ctx->Output(1, t.c_str()) + ";\n  int64_t i;\n  for (i = 0; i < " + aot::IntLit(n) + "; ++i) m[i] = (" + t +
+                 ")1;\n}\n");
+      }
+    }
     return GRAPH_SUCCESS;
   }
   graphStatus InferShape(InferShapeContext* ctx) override {
@@ -1163,7 +1174,7 @@ class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
     ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
-    if (ctx->GetComputeNodeOutputNum() > 1) ctx->SetOutputDataType(1, DT_BOOL);
+    if (ctx->GetComputeNodeOutputNum() > 1) ctx->SetOutputDataType(1, MaskType(ctx, ctx->GetInputDataType(0)));
     return GRAPH_SUCCESS;
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
@@ -1175,14 +1186,19 @@ class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     if (!y) return GRAPH_FAILED;
     if (x->GetByteCount()) std::memcpy(y->GetAddr(), x->GetAddr(), x->GetByteCount());
     if (ctx->GetComputeNodeOutputNum() > 1) {
-      Tensor* m = ctx->MallocOutputTensor(1, x->GetShape(), DT_BOOL);
+      Tensor* m = ctx->MallocOutputTensor(1, x->GetShape(), MaskType(ctx, x->GetDataType()));
       if (!m) return GRAPH_FAILED;
-      std::memset(m->GetAddr(), 1, m->GetByteCount());
+      const int64_t n = x->GetShapeSize();
+      DispatchAll(m->GetDataType(), [&](auto tag) {
+        using T = decltype(tag);
+        std::fill(m->GetData<T>(), m->GetData<T>() + n, Store<T>(static_cast<typename Compute<T>::type>(1)));
+      });
     }
     return GRAPH_SUCCESS;
   }
 
  private:
+  static DataType MaskType(const KernelContextBase* ctx, DataType data) { return *ctx->GetAttrs()->GetInt("legacy_mask") ? data : DT_BOOL; }
   graphStatus Train(EagerOpExecutionContext* ctx, const Tensor* x) {
     const Tensor* rt = ctx->GetOptionalInputTensor(1);
     double ratio = 0.5;
@@ -1198,11 +1214,12 @@ class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const rnd::Stream* st = rnd::Take(ctx, static_cast<uint64_t>(n), &first, /*int_seed=*/true);
     if (!st) return GRAPH_FAILED;
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
-    Tensor* m = ctx->GetComputeNodeOutputNum() > 1 ? ctx->MallocOutputTensor(1, x->GetShape(), DT_BOOL) : nullptr;
+    Tensor* m = ctx->GetComputeNodeOutputNum() > 1 ? ctx->MallocOutputTensor(1, x->GetShape(), MaskType(ctx, x->GetDataType())) : nullptr;
     if (!y || (ctx->GetComputeNodeOutputNum() > 1 && !m)) return GRAPH_FAILED;
     const uint64_t key = st->key;
     const double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
-    uint8_t* pm = m ? m->GetData<uint8_t>() : nullptr;
+    std::vector<uint8_t> kept(m ? static_cast<size_t>(n) : 0);
+    uint8_t* pm = m ? kept.data() : nullptr;
     DispatchFloat(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       using C = typename Compute<T>::type;
@@ -1216,6 +1233,11 @@ class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         }
       });
     });
+    if (m)
+      DispatchAll(m->GetDataType(), [&](auto tag) {
+        using T = decltype(tag);
+        for (int64_t i = 0; i < n; ++i) m->GetData<T>()[i] = Store<T>(static_cast<typename Compute<T>::type>(kept[static_cast<size_t>(i)]));
+      });
     return GRAPH_SUCCESS;
   }
 };
@@ -1362,7 +1384,7 @@ void WeftRegister_data_movement(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("CastLike").INPUT(input, all).INPUT(target_type, all).OUTPUT(output, all).ATTR(saturate, Int, 1).Build(),
                  MakeOpImpl<CastLike>("CastLike")});
   out.push_back({OpDefBuilder("Dropout").INPUT(data, all).OPTIONAL_INPUT(ratio, FloatTypes()).OPTIONAL_INPUT(training_mode, TensorType({DT_BOOL}))
-                     .OUTPUT(output, all).DYNAMIC_OUTPUT(mask, TensorType({DT_BOOL})).ATTR(seed, Int, rnd::kNoIntSeed).Build(),
+                     .OUTPUT(output, all).DYNAMIC_OUTPUT(mask, all).ATTR(seed, Int, rnd::kNoIntSeed).ATTR(legacy_mask, Int, 0).Build(),
                  MakeOpImpl<Dropout>("Dropout")});
   out.push_back({OpDefBuilder("Trilu").INPUT(input, all).OPTIONAL_INPUT(k, TensorType({DT_INT64})).OUTPUT(output, all).SAME_AS_INPUT(input)
                      .ATTR(upper, Int, 1).Build(), MakeOpImpl<Trilu>("Trilu")});

@@ -236,9 +236,10 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
       {"Softmax", [](Lowering& l) { l.LegacySoftmax(); }},
       {"LogSoftmax", [](Lowering& l) { l.LegacySoftmax(); }},
       {"Hardmax", [](Lowering& l) { l.LegacySoftmax(); }},
-      {"Dropout", [](Lowering& l) {  // inference only: the old ratio/is_test attributes do not matter
+      {"Dropout", [](Lowering& l) {  // the old ratio/is_test attributes: inference (training mode came with opset 12)
          l.n.attrs.erase("ratio");
          l.n.attrs.erase("is_test");
+         if (l.opset < 10) l.n.attrs["legacy_mask"] = AttrValue::Int(1);  // the mask had the data's type
        }},
       {"EyeLike", [](Lowering& l) { l.IntToType("dtype"); }},
       {"BatchNormalization", [](Lowering& l) {  // before opset 14 more than one output meant training mode
