@@ -18,6 +18,7 @@
 #include <limits>
 #include <vector>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -142,8 +143,151 @@ WEFT_ISA_CLONES void AttendItems(const Attend& a, int64_t i0, int64_t i1, float*
   }
 }
 
-class GroupQueryAttention : public EagerExecuteOp, public ShapeInferOp {
+// The runtime's steps as C (weft aot): lengths checked, present filled, keys and queries turned,
+// then each (sequence, head, position) attended in float with the same operations in the same
+// order. Returns 1 where the runtime fails the run.
+constexpr const char* kGqaC = R"C(typedef struct {
+  int64_t B, S, N, NK, H, L, P, bias_t, half, positions, window, bias_b, bias_n, qrow, kvrow;
+  int rotary, interleaved;
+  float scale, cap;
+  const float *q, *k, *v, *pk, *pv, *cos, *sin, *bias;
+  const int32_t *seqlens, *total;
+  const int64_t* pos_ids;
+  float *y, *pres_k, *pres_v, *qrot, *score;
+  int64_t* lens;
+} weft_gqa_args;
+
+static void weft_gqa_turn(float* x, const float* c, const float* s, int64_t half, int interleaved) {
+  int64_t i;
+  for (i = 0; i < half; ++i) {
+    float* a = interleaved ? x + 2 * i : x + i;
+    float* b = interleaved ? x + 2 * i + 1 : x + i + half;
+    const float x1 = *a, x2 = *b;
+    *a = x1 * c[i] - x2 * s[i];
+    *b = x2 * c[i] + x1 * s[i];
+  }
+}
+
+static int weft_gqa(const weft_gqa_args* a) {
+  const int64_t B = a->B, S = a->S, N = a->N, NK = a->NK, H = a->H, L = a->L, P = a->P;
+  int64_t* total = a->lens;
+  int64_t* past = a->lens + B;
+  const int64_t tot = (int64_t)a->total[0];
+  int64_t b, s, i, h, o, t, d, it;
+  if (tot < 1 || (P > tot ? P : tot) != L) return 1;
+  if (a->bias && a->bias_t != tot) return 1;
+  for (b = 0; b < B; ++b) {
+    total[b] = (int64_t)a->seqlens[b] + 1;
+    past[b] = total[b] - S > 0 ? total[b] - S : 0;
+    if (total[b] < 1 || total[b] > tot || past[b] + S > L || past[b] > P) return 1;
+  }
+  if (a->rotary)
+    for (b = 0; b < B; ++b)
+      for (s = 0; s < S; ++s) {
+        const int64_t p = a->pos_ids ? a->pos_ids[b * S + s] : past[b] + s;
+        if (p < 0 || p >= a->positions) return 1;
+      }
+  for (it = 0; it < B * S; ++it)
+    for (d = 0; d < N * H; ++d) a->qrot[it * N * H + d] = a->q[it * a->qrow + d];
+  for (o = 0; o < 2; ++o)
+    for (b = 0; b < B; ++b)
+      for (h = 0; h < NK; ++h) {
+        float* dst = (o ? a->pres_v : a->pres_k) + (b * NK + h) * L * H;
+        const float* pastv = o ? a->pv : a->pk;
+        const float* nw = o ? a->v : a->k;
+        for (d = 0; d < past[b] * H; ++d) dst[d] = pastv[(b * NK + h) * P * H + d];
+        for (s = 0; s < S; ++s)
+          for (d = 0; d < H; ++d) dst[(past[b] + s) * H + d] = nw[(b * S + s) * a->kvrow + h * H + d];
+        for (d = (past[b] + S) * H; d < L * H; ++d) dst[d] = 0.0f;
+      }
+  if (a->rotary)
+    for (b = 0; b < B; ++b)
+      for (s = 0; s < S; ++s) {
+        const int64_t p = a->pos_ids ? a->pos_ids[b * S + s] : past[b] + s;
+        for (i = 0; i < N; ++i) weft_gqa_turn(a->qrot + ((b * S + s) * N + i) * H, a->cos + p * a->half, a->sin + p * a->half, a->half, a->interleaved);
+        for (h = 0; h < NK; ++h)
+          weft_gqa_turn(a->pres_k + ((b * NK + h) * L + past[b] + s) * H, a->cos + p * a->half, a->sin + p * a->half, a->half, a->interleaved);
+      }
+  for (it = 0; it < B * N * S; ++it) {
+    const int64_t si = it % S, hq = (it / S) % N, bi = it / (S * N), group = N / NK;
+    const float* q = a->qrot + ((bi * S + si) * N + hq) * H;
+    const float* kc = a->pres_k + (bi * NK + hq / group) * L * H;
+    const float* vc = a->pres_v + (bi * NK + hq / group) * L * H;
+    float* out = a->y + (bi * S + si) * N * H + hq * H;
+    const int64_t last = total[bi] - 1 < past[bi] + si ? total[bi] - 1 : past[bi] + si;
+    const int64_t first = a->window >= 0 ? (past[bi] + si - a->window + 1 > 0 ? past[bi] + si - a->window + 1 : 0) : 0;
+    const float* brow = a->bias ? a->bias + ((bi * a->bias_b * (a->bias_n ? N : 1) + hq * a->bias_n) * S + si) * a->bias_t : 0;
+    float top = -INFINITY, sum = 0.0f, inv;
+    for (d = 0; d < H; ++d) out[d] = 0.0f;
+    if (last < first) continue;
+    for (t = first; t <= last; ++t) {
+      const float* kr = kc + t * H;
+      float x = 0.0f;
+      for (d = 0; d < H; ++d) x += q[d] * kr[d];
+      x *= a->scale;
+      if (a->cap > 0.0f) x = tanhf(x / a->cap) * a->cap;
+      if (brow) x += brow[t];
+      a->score[t] = x;
+      if (top < x) top = x;
+    }
+    for (t = first; t <= last; ++t) sum += a->score[t] = expf(a->score[t] - top);
+    inv = 1.0f / sum;
+    for (t = first; t <= last; ++t) {
+      const float w = a->score[t] * inv;
+      const float* vr = vc + t * H;
+      for (d = 0; d < H; ++d) out[d] += w * vr[d];
+    }
+  }
+  return 0;
+}
+)C";
+
+class GroupQueryAttention : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // A call of weft_gqa above; the present outputs (or scratch of their size) as compiled.
+  graphStatus Emit(EmitContext* ctx) override {
+    Gqa g;
+    if (!Plan(ctx, &g)) return GRAPH_FAILED;
+    const RuntimeAttrs* at = ctx->GetAttrs();
+    int64_t L = g.len;  // the present's length: the outputs' compiled shape, or a constant total length
+    if (ctx->GetComputeNodeOutputNum() > 1) L = ctx->GetOutputTensor(1)->GetShape().GetDim(2);
+    if (L < 0) return Fail(ctx, "the generated C needs the present outputs or a constant total_sequence_length (their length)");
+    const int64_t B = g.batch, S = g.seq, N = g.heads, NK = g.kv_heads, H = g.head;
+    const bool rotary = *at->GetInt("do_rotary") != 0;
+    const Tensor* cos_t = In(ctx, 7);
+    const Tensor* bias_t = In(ctx, 10);
+    float scale = *at->GetFloat("scale");
+    if (scale == 0.f) scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(H)));
+    auto in = [&](size_t ir, const char* t) { return ctx->Input(aot::InputAt(ctx, ir), t); };
+    auto scratch = [&](int64_t count, size_t elem) { return ctx->Scratch(static_cast<size_t>(std::max<int64_t>(count, 1)) * elem); };
+    auto field = [](const std::string& name, const std::string& value) { return "  a." + name + " = " + value + ";\n"; };
+    const int64_t qrow = g.packed ? (N + 2 * NK) * H : N * H;
+    std::string r = "{\n  weft_gqa_args a;\n";
+    r += field("B", aot::IntLit(B)) + field("S", aot::IntLit(S)) + field("N", aot::IntLit(N)) + field("NK", aot::IntLit(NK)) +
+         field("H", aot::IntLit(H)) + field("L", aot::IntLit(L)) + field("P", aot::IntLit(g.past));
+    r += field("bias_t", aot::IntLit(bias_t ? bias_t->GetShape().GetDim(3) : 0)) + field("half", aot::IntLit(rotary ? cos_t->GetShape().GetDim(1) : 0)) +
+         field("positions", aot::IntLit(rotary ? cos_t->GetShape().GetDim(0) : 0)) + field("window", aot::IntLit(*at->GetInt("local_window_size"))) +
+         field("bias_b", bias_t && bias_t->GetShape().GetDim(0) > 1 ? "1" : "0") + field("bias_n", bias_t && bias_t->GetShape().GetDim(1) > 1 ? "1" : "0") +
+         field("qrow", aot::IntLit(qrow)) + field("kvrow", aot::IntLit(g.packed ? qrow : NK * H));
+    r += field("rotary", rotary ? "1" : "0") + field("interleaved", *at->GetInt("rotary_interleaved") != 0 ? "1" : "0") +
+         field("scale", aot::FloatLit(scale)) + field("cap", aot::FloatLit(*at->GetFloat("softcap")));
+    r += field("q", in(0, "float")) + field("k", g.packed ? in(0, "float") + " + " + aot::IntLit(N * H) : in(1, "float")) +
+         field("v", g.packed ? in(0, "float") + " + " + aot::IntLit((N + NK) * H) : in(2, "float")) +
+         field("pk", g.past ? in(3, "float") : "0") + field("pv", g.past ? in(4, "float") : "0") + field("cos", rotary ? in(7, "float") : "0") +
+         field("sin", rotary ? in(8, "float") : "0") + field("bias", bias_t ? in(10, "float") : "0") + field("seqlens", in(5, "int32_t")) +
+         field("total", in(6, "int32_t")) + field("pos_ids", In(ctx, 9) ? in(9, "int64_t") : "0");
+    r += field("y", ctx->Output(0, "float")) +
+         field("pres_k", ctx->GetComputeNodeOutputNum() > 1 ? ctx->Output(1, "float") : "(float*)(void*)" + scratch(B * NK * L * H, sizeof(float))) +
+         field("pres_v", ctx->GetComputeNodeOutputNum() > 2 ? ctx->Output(2, "float") : "(float*)(void*)" + scratch(B * NK * L * H, sizeof(float))) +
+         field("qrot", "(float*)(void*)" + scratch(B * S * N * H, sizeof(float))) + field("score", "(float*)(void*)" + scratch(L, sizeof(float))) +
+         field("lens", "(int64_t*)(void*)" + scratch(2 * B, sizeof(int64_t)));
+    r += "  if (weft_gqa(&a)) return 1;\n}\n";
+    ctx->Include("<math.h>");
+    ctx->Helper("weft_gqa", kGqaC);
+    ctx->Run(r);
+    return GRAPH_SUCCESS;
+  }
+
   graphStatus InferShape(InferShapeContext* ctx) override {
     Gqa g;
     if (!Plan(ctx, &g)) return GRAPH_FAILED;

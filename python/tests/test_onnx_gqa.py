@@ -223,6 +223,7 @@ def test_attention_bias_over_a_shared_cache(tmp_path, bias_shape):
     got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run(args + [bias])
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    check_c(tmp_path, path, named, want, "bias")
     m0 = gqa_model(past=True, local_window_size=0)
     onnx.save(m0, path)
     args, named = feeds_for(rng, m0, 1, 3, 5, [7], 8)
@@ -230,3 +231,44 @@ def test_attention_bias_over_a_shared_cache(tmp_path, bias_shape):
     got = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run(args)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    check_c(tmp_path, path, named, want, "window0")
+
+
+def check_c(tmp_path, path, named, want, name="gqa"):
+    """weft aot: the module of the model at `path`, built as strict C99 for the shapes of `named`
+    (the total length, which sizes the present caches, frozen), reproduces `want` (ONNX Runtime's
+    output and present caches)."""
+    import glob
+    import os
+    import shutil
+    import subprocess
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from aot_onnx_check import STRICT
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if not cc:
+        pytest.skip("needs a C compiler")
+    named = dict(named)
+    shapes = {k: list(v.shape) for k, v in named.items()}
+    frozen = {"total_sequence_length": named.pop("total_sequence_length")}
+    out = tmp_path / f"{name}_c"
+    weft.generate_c(path, out, prefix=name, input_shapes=shapes, freeze=frozen, test_inputs=named,
+                    test_outputs=dict(zip(("out", "present_key", "present_value"), want)), atol=1e-5, rtol=1e-4)
+    exe = str(tmp_path / f"{name}_test")
+    subprocess.run([cc, *STRICT, f"-I{out}/includes-api", f"-I{out}/src", f"-I{out}/test", *sorted(glob.glob(f"{out}/src/*.c")),
+                    *sorted(glob.glob(f"{out}/test/*.c")), "-o", exe, "-lm"], check=True)
+    res = subprocess.run([exe], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_generated_c_matches_onnxruntime(tmp_path, case):
+    kw, B, S, P, seqlens, total = CASES[case]
+    kw = dict(kw)
+    dims = {k: kw.pop(k) for k in ("nh", "kvh", "hd") if k in kw}
+    m = gqa_model(past=P is not None, **dims, **kw)
+    path = str(tmp_path / "gqa.onnx")
+    onnx.save(m, path)
+    rng = np.random.default_rng(100 + case)
+    _, named = feeds_for(rng, m, B, S, P, seqlens, total, packed=kw.get("packed", False), **dims)
+    check_c(tmp_path, path, named, ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, named))
