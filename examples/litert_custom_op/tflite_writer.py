@@ -121,7 +121,7 @@ class Model:
             b.StartObject(max([f[0] for f in fields] + [0]) + 1)
             for fid, kind, value in fields:
                 if kind == "bool":
-                    b.PrependBoolSlot(fid, bool(value), False)
+                    b.PrependBoolSlot(fid, bool(value), not bool(value))  # always written (some defaults are true)
                 elif kind == "byte":
                     b.PrependInt8Slot(fid, int(value), -1)  # default -1: always written
                 elif kind == "int32":

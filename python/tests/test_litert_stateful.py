@@ -507,3 +507,82 @@ def test_hybrid_svdf_without_a_weight_scale_is_named(tmp_path):
     path = write(tmp_path, m, [x], [y], "svdf_scale0.tflite")
     with pytest.raises(Exception, match="weights_feature needs a positive scale"):
         session().compile(weft.import_litert(path)).run([np.ones([1, 4], np.float32)])
+
+
+BIDI_LSTM, BIDI_LSTM_OPTIONS = 52, 69
+
+
+def bidi_lstm(tmp_path, merge=True, time_major=True, hybrid=False, cifg=False, peephole=False, projection=False, cell_clip=0.0,
+              batch=2, steps=5, n_in=6, n_cell=5, name="bidi.tflite"):
+    """BIDIRECTIONAL_SEQUENCE_LSTM: each direction its own weights and variable states; float, or
+    hybrid (int8 weights, one scale each)."""
+    rng = np.random.default_rng(12)
+    n_out = 3 if projection else n_cell
+    m = Model()
+    xshape = [steps, batch, n_in] if time_major else [batch, steps, n_in]
+    x = m.tensor("x", xshape, "float32")
+
+    def const(name, shape, present=True, weight=False):
+        if not present:
+            return -1
+        if hybrid and weight:
+            return m.tensor(name, shape, "int8", data=rng.integers(-127, 128, shape).astype(np.int8), scale=float(rng.uniform(0.002, 0.006)))
+        return m.tensor(name, shape, "float32", data=(rng.standard_normal(shape) * 0.5).astype(np.float32))
+
+    def direction(d):
+        ins = [const(f"{d}wx{g}", [n_cell, n_in], not (cifg and g == "i"), True) for g in "ifco"]
+        ins += [const(f"{d}wh{g}", [n_cell, n_out], not (cifg and g == "i"), True) for g in "ifco"]
+        ins += [const(f"{d}p{g}", [n_cell], peephole and not (cifg and g == "i"), True) for g in "ifo"]
+        ins += [const(f"{d}b{g}", [n_cell], not (cifg and g == "i")) for g in "ifco"]
+        return ins + [const(f"{d}proj", [n_out, n_cell], projection, True), const(f"{d}proj_b", [n_out], projection)]
+
+    ins = [x] + direction("fw") + direction("bw")
+    ins += [m.tensor(f"{d}{s}", [batch, n_out if s == "h" else n_cell], "float32", variable=True) for d in ("fw", "bw") for s in "hc"]
+    ins += [-1] * 9  # no auxiliary input
+    oshape = xshape[:2] + [2 * n_out if merge else n_out]
+    outs = [m.tensor("y", oshape, "float32")] + ([] if merge else [m.tensor("y_bw", oshape, "float32")])
+    fields = [(0, "byte", TANH), (1, "float", cell_clip), (3, "bool", merge), (4, "bool", time_major)]
+    m.builtin(BIDI_LSTM, ins, outs, options=(BIDI_LSTM_OPTIONS, fields))
+    return write(tmp_path, m, [x], outs, name), xshape
+
+
+@pytest.mark.parametrize("variant", ["merged", "separate_batch_major", "hybrid", "cifg_peephole_projection", "hybrid_projection_clip"])
+def test_bidirectional_lstm_stream_matches_litert(tmp_path, variant):
+    """BIDIRECTIONAL_SEQUENCE_LSTM against the LiteRT interpreter over a stream of runs (each
+    direction's states carried from run to run, as its variable tensors are), merged or separate
+    outputs, time- or batch-major, float and hybrid; and as C from weft aot over a stream."""
+    kw = {"merged": {}, "separate_batch_major": {"merge": False, "time_major": False},
+          "hybrid": {"hybrid": True, "n_in": 12, "n_cell": 8},
+          "cifg_peephole_projection": {"cifg": True, "peephole": True, "projection": True},
+          "hybrid_projection_clip": {"hybrid": True, "projection": True, "cell_clip": 0.7, "merge": False}}[variant]
+    path, xshape = bidi_lstm(tmp_path, **kw)
+    rng = np.random.default_rng(13)
+    xs = [rng.standard_normal(xshape).astype(np.float32) for _ in range(4)]
+    model = session().compile(weft.import_litert(path))
+    it = litert(path)
+    for k, x in enumerate(xs):
+        got = model.run([x])
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        want = [it.get_tensor(d["index"]) for d in it.get_output_details()]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"{variant} run {k}")
+    res, _ = aot_module(tmp_path, path, "bidi", steps=4)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_bidirectional_lstm_with_an_auxiliary_input_is_refused(tmp_path):
+    path, xshape = bidi_lstm(tmp_path)
+    import flatbuffers  # noqa: F401 - the writer's dependency
+    m = Model()
+    x = m.tensor("x", [2, 1, 3], "float32")
+    aux = m.tensor("aux", [2, 1, 3], "float32")
+    w = [m.tensor(f"w{k}", [2, 3] if k % 17 < 4 else [2, 2] if k % 17 < 8 else [2], "float32", data=np.ones([2, 3] if k % 17 < 4 else [2, 2] if k % 17 < 8 else [2], np.float32))
+         if k % 17 not in (8, 9, 10, 15, 16) else -1 for k in range(34)]
+    states = [m.tensor(f"s{k}", [1, 2], "float32", variable=True) for k in range(4)]
+    y = m.tensor("y", [2, 1, 4], "float32")
+    m.builtin(BIDI_LSTM, [x] + w + states + [aux] + [-1] * 8, [y], options=(BIDI_LSTM_OPTIONS, [(0, "byte", TANH), (3, "bool", True)]))
+    path = write(tmp_path, m, [x, aux], [y], "aux.tflite")
+    with pytest.raises(Exception, match="auxiliary input"):
+        weft.import_litert(path)

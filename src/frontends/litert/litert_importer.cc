@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <cstring>
 #include <set>
 #include <unordered_map>
@@ -126,6 +127,9 @@ const std::vector<OptionTable>& OptionTables() {
                                                  {"proj_clip", 2, K::kFloat}, {"time_major", 3, K::kBool},
                                                  {"asymmetric_quantize_inputs", 4, K::kBool},
                                                  {"diagonal_recurrent_tensors", 5, K::kBool}}},
+      {69, "BidirectionalSequenceLSTMOptions", {{"fused_activation_function", 0, K::kActivation}, {"cell_clip", 1, K::kFloat},
+                                                {"proj_clip", 2, K::kFloat}, {"merge_outputs", 3, K::kBool}, {"time_major", 4, K::kBool, 1},
+                                                {"asymmetric_quantize_inputs", 5, K::kBool}}},
       {74, "ResizeNearestNeighborOptions", {{"align_corners", 0, K::kBool}, {"half_pixel_centers", 1, K::kBool}}},
       {75, "LeakyReluOptions", {{"alpha", 0, K::kFloat}}},
       {77, "MirrorPadOptions", {{"mode", 0, K::kMirrorMode}}},
@@ -732,6 +736,10 @@ class Importer {
       bool parsed = false;
       WEFT_RETURN_IF_ERROR(Parse(op, k, code, op_key, custom_options, option_keys, what, &n, &parsed));
       if (parsed) code = kCustom;  // the node is the parser's: no lowering or folding of the builtin
+      if (code == 52) {  // BIDIRECTIONAL_SEQUENCE_LSTM: two unidirectional ones
+        WEFT_RETURN_IF_ERROR(ExpandBidirectionalLstm(n, what, &g));
+        continue;
+      }
       if (code == 23 || code == 97) {  // RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR
         auto flag = [&](const char* k) { auto it = n.attrs.find(k); return it != n.attrs.end() && it->second.i() != 0; };
         if (flag("align_corners") && flag("half_pixel_centers"))
@@ -1628,7 +1636,71 @@ class Importer {
 
   // Inputs a builtin operator updates in place (its variable tensors): SVDF's activation state,
   // a sequence LSTM's output and cell states.
-  static bool IsStateInput(int32_t code, uint32_t k) { return (code == 27 && k == 4) || (code == 44 && (k == 18 || k == 19)); }
+  static bool IsStateInput(int32_t code, uint32_t k) {
+    return (code == 27 && k == 4) || (code == 44 && (k == 18 || k == 19)) || (code == 52 && k >= 35 && k <= 38);
+  }
+
+  // BIDIRECTIONAL_SEQUENCE_LSTM (float, or hybrid: float activations and int8 weights) as two
+  // UNIDIRECTIONAL_SEQUENCE_LSTMs: forward over the input, backward over the input reversed along
+  // time (and its output reversed back), each keeping its own states as the operator's variable
+  // tensors do (inputs 35-38). merge_outputs concatenates the two along the last axis; otherwise
+  // they are outputs 0 and 1. `n.inputs` holds LiteRT's inputs without the four states; the
+  // auxiliary input (39 on) is not supported.
+  Status ExpandBidirectionalLstm(Node& n, const std::string& what, Graph* g) {
+    constexpr size_t kPerDirection = 17, kBw = 1 + kPerDirection, kAux = 1 + 2 * kPerDirection;
+    if (n.inputs.size() < kAux) return InvalidArgument(what + " has " + std::to_string(n.inputs.size() + 4) + " inputs; it needs at least 39");
+    for (size_t k = kAux; k < n.inputs.size(); ++k)
+      if (!n.inputs[k].empty()) return Unsupported(what + ": the auxiliary input and its weights (inputs 39 to 47) are not supported");
+    auto flag = [&](const char* k, bool d) { auto it = n.attrs.find(k); return it == n.attrs.end() ? d : it->second.i() != 0; };
+    const bool merge = flag("merge_outputs", false), time_major = flag("time_major", true);
+    if (n.outputs.size() != (merge ? 1u : 2u))
+      return InvalidArgument(what + " has " + std::to_string(n.outputs.size()) + " outputs; it needs " + (merge ? "1 (merge_outputs)" : "2 (forward, backward)"));
+    const int64_t rank = RankOf(n.inputs[0]);
+    if (rank != 3) return InvalidArgument(what + ": the input must be 3-D, not of rank " + std::to_string(rank));
+    const int64_t axis = time_major ? 0 : 1;
+    // The LiteRT index of each Weft input, for the per-input quantization lists.
+    auto quant_slice = [&](const char* key, size_t first, bool ints) {
+      auto it = n.attrs.find(key);
+      if (it == n.attrs.end()) return std::optional<AttrValue>();
+      std::vector<size_t> src{0};
+      for (size_t k = 0; k < kPerDirection; ++k) src.push_back(first + k);
+      if (ints) {
+        std::vector<int64_t> v;
+        for (size_t k : src) v.push_back(k < it->second.ints().size() ? it->second.ints()[k] : 0);
+        return std::optional<AttrValue>(AttrValue::ListInt(v));
+      }
+      std::vector<float> v;
+      for (size_t k : src) v.push_back(k < it->second.floats().size() ? it->second.floats()[k] : 0.f);
+      return std::optional<AttrValue>(AttrValue::ListFloat(v));
+    };
+    const std::string reverse_starts = ConstI64(g, n.name + "/reverse/starts", {-1});
+    const std::string reverse_ends = ConstI64(g, n.name + "/reverse/ends", {std::numeric_limits<int64_t>::min()});
+    const std::string reverse_axes = ConstI64(g, n.name + "/reverse/axes", {axis});
+    const std::string reverse_steps = ConstI64(g, n.name + "/reverse/steps", {-1});
+    auto reverse = [&](const std::string& from, const std::string& to) {
+      g->AddNode(Make("Slice", to, {from, reverse_starts, reverse_ends, reverse_axes, reverse_steps}, {to}));
+    };
+    auto direction = [&](size_t first, const std::string& input, const std::string& output, const std::string& name) {
+      Node d = Make("TflUnidirectionalSequenceLstm", name, {input}, {output});
+      d.domain = n.domain;
+      d.opset = n.opset;
+      for (size_t k = 0; k < kPerDirection; ++k) d.inputs.push_back(n.inputs[first + k]);
+      for (const char* k : {"fused_activation_function", "cell_clip", "proj_clip", "asymmetric_quantize_inputs", "output_type"})
+        if (auto it = n.attrs.find(k); it != n.attrs.end()) d.attrs[k] = it->second;
+      d.attrs["time_major"] = AttrValue::Bool(time_major);
+      for (const char* k : {"input_scale", "input_zero_point"})
+        if (auto q = quant_slice(k, first, std::string(k) == "input_zero_point")) d.attrs[k] = *q;
+      g->AddNode(std::move(d));
+    };
+    const std::string fw = merge ? n.name + "/forward" : n.outputs[0];
+    const std::string bw = merge ? n.name + "/backward" : n.outputs[1];
+    direction(1, n.inputs[0], fw, n.name + "/forward");
+    reverse(n.inputs[0], n.name + "/input_reversed");
+    direction(kBw, n.name + "/input_reversed", n.name + "/backward_reversed", n.name + "/backward_lstm");
+    reverse(n.name + "/backward_reversed", bw);
+    if (merge) g->AddNode(Make("Concat", n.name, {fw, bw}, {n.outputs[0]}, {{"axis", AttrValue::Int(-1)}}));
+    return Status::Ok();
+  }
 
   const uint8_t* data_;
   size_t size_;
