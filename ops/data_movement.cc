@@ -1152,6 +1152,8 @@ class Dropout : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   // has no random stream.
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* training = ctx->GetOptionalInputTensor(2);
+    if (training && training->GetAddr() && training->GetShapeSize() > 0 && training->GetData<uint8_t>()[0])
+      return Fail(ctx, "training_mode is constant true: the generated C has no random stream to drop elements with");
     if (training && training->GetShapeSize() > 0) ctx->Run("if (" + ctx->Input(aot::InputAt(ctx, 2), "uint8_t") + "[0]) return 1;\n");
     if (aot::EmitCopy(ctx) != GRAPH_SUCCESS) return GRAPH_FAILED;
     const int64_t n = ctx->GetInputTensor(0)->GetShapeSize();

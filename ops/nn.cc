@@ -223,7 +223,7 @@ class BatchNormalization : public EagerExecuteOp, public ShapeInferOp, public Em
           stats[k]->GetData<T>()[ch] = Store<T>(static_cast<typename Compute<T>::type>(v));
         });
     };
-    const double count = static_cast<double>(std::max<int64_t>(n * sp, 1));
+    const double count = static_cast<double>(n * sp);  // none: NaN statistics, as ONNX Runtime gives
     DispatchFloat(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       for (int64_t ch = 0; ch < c; ++ch) {

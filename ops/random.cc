@@ -4,7 +4,9 @@
 // constant-folded.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "op_util.h"
@@ -21,9 +23,29 @@ DataType OutType(const KernelContextBase* ctx, DataType fallback) {
   return t && *t != DT_UNDEFINED ? *t : fallback;
 }
 
+// The largest value of type T below `high` (the uniform samplers' values lie in [low, high): one
+// that rounds up to high in T becomes this).
+template <typename T>
+T Below(double high) {
+  using C = typename Compute<T>::type;
+  T v = Store<T>(static_cast<C>(high));
+  if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) {
+    return std::nextafter(v, -std::numeric_limits<T>::infinity());
+  } else {  // float16, bfloat16: step the bit pattern toward -inf until below
+    for (int guard = 0; guard < 4 && double(Load(v)) >= high; ++guard) {
+      uint16_t b = v.bits;
+      if (b == 0) b = 0x8001;             // +0 -> the smallest negative
+      else if (b & 0x8000) b = b + 1;    // negative: away from zero
+      else b = b - 1;                    // positive: toward zero
+      v.bits = b;
+    }
+    return v;
+  }
+}
+
 // RandomUniform / RandomNormal (shape from the `shape` attribute) and their -Like forms (the
-// input's shape; its type unless `dtype` is given). Uniform: low + (high - low) * u, u in [0, 1);
-// normal: mean + scale * z.
+// input's shape; its type unless `dtype` is given). Uniform: low + (high - low) * u, u in [0, 1),
+// in [low, high) after rounding to the output type too (when low < high); normal: mean + scale * z.
 template <bool kNormal, bool kLike>
 class RandomFill : public EagerExecuteOp, public ShapeInferOp {
  public:
@@ -69,11 +91,14 @@ class RandomFill : public EagerExecuteOp, public ShapeInferOp {
       using T = decltype(tag);
       using C = typename Compute<T>::type;
       T* py = y->GetData<T>();
+      const bool bounded = !kNormal && a < b;
+      const T top = bounded ? Below<T>(b) : T{};
       ctx->ParallelFor(n, kGrain, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) {
           const uint64_t at = first + static_cast<uint64_t>(i) * (kNormal ? 2 : 1);
           const double v = kNormal ? a + b * rnd::Normal(key, at) : a + (b - a) * rnd::Unit(rnd::Draw(key, at));
           py[i] = Store<T>(static_cast<C>(v));
+          if (bounded && double(Load(py[i])) >= b) py[i] = top;
         }
       });
     });

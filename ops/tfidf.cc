@@ -8,10 +8,11 @@
 // `skip` apart for skip in [0, max_skip_count]; unigrams count once per position. weights[i] is
 // the weight of the pool's i-th n-gram (as the operator's definition and ONNX Runtime read it).
 // Per row, each n-gram i found c > 0 times adds to its column: TF c, TFIDF c * weights[i]; IDF
-// sets the column to weights[i] (the last such n-gram in pool order where several share one).
-// Without weights TFIDF is TF and IDF gives 1. String pools need string tensors, which Weft does
+// sets the column to weights[i] (where several n-grams share a column, the one found last while
+// scanning the row, as ONNX Runtime does). Without weights TFIDF is TF and IDF gives 1. String pools need string tensors, which Weft does
 // not hold: an error says so.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -67,6 +68,9 @@ bool Read(const KernelContextBase* ctx, Config* c) {
   c->indexes.assign(idx.begin(), idx.end());
   c->weights.assign(w.begin(), w.end());
   if (c->indexes.empty()) return Fail(ctx, "ngram_indexes is empty: the output would have no column"), false;
+  if (counts.size() == 0 || counts[0] != 0)
+    return Fail(ctx, "ngram_counts must start at 0 (where the pool's 1-grams begin), not " +
+                         (counts.size() ? std::to_string(counts[0]) : std::string("be empty"))), false;
   c->columns = 0;
   for (size_t k = 0; k < c->indexes.size(); ++k) {
     if (c->indexes[k] < 0 || c->indexes[k] >= kMaxColumns)
@@ -93,14 +97,24 @@ bool Read(const KernelContextBase* ctx, Config* c) {
       if (len < c->min_len || len > c->max_len) continue;
       int32_t node = 0;
       for (int64_t k = 0; k < len; ++k) node = c->trie.Child(node, pool[static_cast<size_t>(at + k)]);
-      c->trie.nodes[static_cast<size_t>(node)].id = ngram + 1;  // a repeated n-gram: the last one counts
+      if (c->trie.nodes[static_cast<size_t>(node)].id)
+        return Fail(ctx, "the pool lists the " + std::to_string(len) + "-gram at item " + std::to_string(at) + " twice (n-grams " +
+                             std::to_string(c->trie.nodes[static_cast<size_t>(node)].id - 1) + " and " + std::to_string(ngram) + ")"), false;
+      c->trie.nodes[static_cast<size_t>(node)].id = ngram + 1;
     }
   }
   return true;
 }
 
-class TfIdfVectorizer : public EagerExecuteOp, public ShapeInferOp {
+class TfIdfVectorizer : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, public RebuildOnLoad {
  public:
+  // The pool's trie, built once per node (a large vocabulary takes a while to index).
+  graphStatus Compile(OpCompileContext* ctx) override {
+    auto c = std::make_shared<Config>();
+    if (!Read(ctx, c.get())) return GRAPH_FAILED;
+    config_ = std::move(c);
+    return GRAPH_SUCCESS;
+  }
   static bool OutShape(const KernelContextBase* ctx, const Shape& x, int64_t columns, Shape* out) {
     if (x.GetDimNum() == 1) *out = Shape({columns});
     else if (x.GetDimNum() == 2) *out = Shape({x.GetDim(0), columns});
@@ -117,8 +131,13 @@ class TfIdfVectorizer : public EagerExecuteOp, public ShapeInferOp {
   }
   graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, DT_FLOAT); }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
-    Config c;
-    if (!Read(ctx, &c)) return GRAPH_FAILED;
+    std::shared_ptr<const Config> cp = config_;
+    if (!cp) {
+      auto fresh = std::make_shared<Config>();
+      if (!Read(ctx, fresh.get())) return GRAPH_FAILED;
+      cp = std::move(fresh);
+    }
+    const Config& c = *cp;
     const Tensor* x = ctx->GetInputTensor(0);
     Shape out;
     if (!OutShape(ctx, x->GetShape(), c.columns, &out)) return GRAPH_FAILED;
@@ -129,13 +148,16 @@ class TfIdfVectorizer : public EagerExecuteOp, public ShapeInferOp {
     float* py = y->GetData<float>();
     std::fill(py, py + y->GetShapeSize(), 0.f);
     std::vector<int64_t> tokens(static_cast<size_t>(len)), count(c.indexes.size());  // count per pool n-gram
+    std::vector<int64_t> last(static_cast<size_t>(c.columns));                          // IDF: the n-gram found last per column
     const auto& nodes = c.trie.nodes;
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t i = 0; i < len; ++i)
         tokens[static_cast<size_t>(i)] = x->GetDataType() == DT_INT32 ? x->GetData<int32_t>()[r * len + i] : x->GetData<int64_t>()[r * len + i];
       std::fill(count.begin(), count.end(), 0);
-      // Items `gap` apart; unigrams (the same for every gap) only with the first.
-      const int64_t gaps = std::min(c.skips + 1, std::max<int64_t>(len, 1));
+      std::fill(last.begin(), last.end(), -1);
+      // Items `gap` apart; unigrams (the same for every gap) only with the first. A gap beyond
+      // the row finds nothing.
+      const int64_t gaps = std::min(c.skips, std::max<int64_t>(len, 1)) + 1;
       for (int64_t gap = 1; gap <= gaps; ++gap) {
         const int64_t shortest = gap == 1 ? c.min_len : std::max<int64_t>(c.min_len, 2);
         if (shortest > c.max_len) break;
@@ -146,21 +168,31 @@ class TfIdfVectorizer : public EagerExecuteOp, public ShapeInferOp {
             if (it == nodes[static_cast<size_t>(node)].next.end()) break;
             node = it->second;
             const int64_t id = nodes[static_cast<size_t>(node)].id;
-            if (size >= shortest && id) ++count[static_cast<size_t>(id - 1)];
+            if (size >= shortest && id) {
+              ++count[static_cast<size_t>(id - 1)];
+              last[static_cast<size_t>(c.indexes[static_cast<size_t>(id - 1)])] = id - 1;
+            }
           }
         }
       }
       float* row = py + r * c.columns;
+      if (c.mode == 1) {
+        for (int64_t k = 0; k < c.columns; ++k)
+          if (last[static_cast<size_t>(k)] >= 0) row[k] = c.weights.empty() ? 1.f : c.weights[static_cast<size_t>(last[static_cast<size_t>(k)])];
+        continue;
+      }
       for (size_t g = 0; g < count.size(); ++g) {
         const int64_t n = count[g];
         if (n == 0) continue;
-        const float w = c.weights.empty() ? 1.f : c.weights[g];
-        float& out_col = row[c.indexes[g]];
-        out_col = c.mode == 1 ? w : out_col + static_cast<float>(n) * (c.mode == 0 ? 1.f : w);
+        const float w = c.mode == 0 || c.weights.empty() ? 1.f : c.weights[g];
+        row[c.indexes[g]] += static_cast<float>(n) * w;
       }
     }
     return GRAPH_SUCCESS;
   }
+
+ private:
+  std::shared_ptr<const Config> config_;  // from Compile; Execute builds its own without it
 };
 
 }  // namespace

@@ -45,6 +45,8 @@ class Optimizer : public EagerExecuteOp, public ShapeInferOp {
   graphStatus InferShape(InferShapeContext* ctx) override {
     size_t n;
     if (!Groups(ctx, ctx->GetComputeNodeInputNum(), ctx->GetComputeNodeOutputNum(), &n)) return GRAPH_FAILED;
+    typename Derived::Params p;
+    if (!Derived::Read(ctx, &p)) return GRAPH_FAILED;  // attributes checked before any run
     if (!CheckScalar(ctx, *ctx->GetInputShape(0), "R") || !CheckScalar(ctx, *ctx->GetInputShape(1), "T")) return GRAPH_FAILED;
     for (size_t w = 0; w < n; ++w) {
       const Shape& x = *ctx->GetInputShape(2 + w);

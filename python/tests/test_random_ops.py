@@ -195,3 +195,19 @@ def test_training_dropout_drops_the_ratio_and_scales_the_rest():
     # ratio 1 drops everything
     y, mask = single("Dropout", {}, [("x", x[:100]), ("c:r", np.array(1.0, np.float32)), ("c:t", training)], outputs=2).run([x[:100]])
     assert not y.any() and not mask.any()
+
+
+def test_uniform_values_stay_below_high_after_rounding():
+    # float16 rounds many draws near 1 up to 1.0; a range two float32 steps wide rounds half of them
+    (h,) = single("RandomUniform", {"shape": [1 << 20], "seed": 7.0, "dtype": TensorProto.FLOAT16}).run([])
+    assert h.dtype == np.float16 and h.max() < 1.0 and h.min() >= 0.0
+    (n,) = single("RandomUniform", {"shape": [10000], "low": 5.0, "high": 5.0000005, "seed": 1.0}).run([])
+    assert n.max() < np.float32(5.0000005) and n.min() >= np.float32(5.0)
+
+
+def test_a_type_weft_does_not_hold_is_refused_by_its_onnx_name():
+    p = np.array([0.5], np.float32)
+    with pytest.raises(Exception, match="ONNX type STRING"):
+        single("Bernoulli", {"dtype": TensorProto.STRING}, [("p", p)])
+    with pytest.raises(Exception, match="ONNX type COMPLEX64"):
+        single("RandomUniform", {"shape": [2], "dtype": TensorProto.COMPLEX64})

@@ -263,6 +263,9 @@ class _OpRunner:
             model = self.session.compile(self._graph(ins, attrs, key[1]))
             self.models[key] = model
         arrays = [t.detach().contiguous().numpy() for t in flat]
+        # Each call starts from a fresh state, as the native route's does: a stateful op (SVDF,
+        # the sequence LSTM) or a seeded sampler is then a function of its arguments.
+        model.reset_state()
         outs = model.run(arrays)
         return self._results([torch.from_numpy(o) for o in outs])
 

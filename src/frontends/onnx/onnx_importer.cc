@@ -165,9 +165,17 @@ struct Lowering {
   void IntToType(const std::string& attr) {
     auto it = n.attrs.find(attr);
     if (it != n.attrs.end() && it->second.type() == WEFT_ATTR_INT) {
-      DataType dt = FromOnnx(static_cast<int32_t>(it->second.i()));
-      // A type Weft does not hold stays an integer: compiling names the attribute and its value.
-      if (dt != DT_UNDEFINED) it->second = AttrValue::Type(dt);
+      const int64_t code = it->second.i();
+      DataType dt = code >= INT32_MIN && code <= INT32_MAX ? FromOnnx(static_cast<int32_t>(code)) : DT_UNDEFINED;
+      if (dt == DT_UNDEFINED) {  // a type Weft does not hold (STRING, complex, float8, ...): refused by name
+        const std::string onnx_name = code >= INT32_MIN && code <= INT32_MAX && onnx::TensorProto_DataType_IsValid(static_cast<int>(code))
+                                          ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(code))
+                                          : "an unknown type";
+        problems.push_back("'" + n.name + "' (" + n.op_type + "): attribute '" + attr + "' names ONNX type " + onnx_name + " (" +
+                           std::to_string(code) + "), which Weft does not hold");
+        return;
+      }
+      it->second = AttrValue::Type(dt);
     }
   }
   // Before opset 13 the softmax family worked on the input flattened to 2-D at `axis` (default 1).

@@ -208,6 +208,9 @@ def batch_norm(rng, op):
                    const={1, 2} if k % 2 else set(), outputs=3, opset=15)
     yield Case([data(rng, (4, c, 3, 3)), data(rng, (c,)), data(rng, (c,)), data(rng, (c,)), positive(rng, (c,))],
                attrs={"training_mode": 1, "epsilon": 1e-2}, const={1, 2, 3, 4}, outputs=3, opset=14)
+    # an empty batch: no statistics (NaN running mean and variance, as ONNX Runtime gives)
+    yield Case([data(rng, (0, c, 4)), data(rng, (c,)), data(rng, (c,)), data(rng, (c,)), positive(rng, (c,))],
+               attrs={"training_mode": 1}, outputs=3, opset=15)
 
     def bad(which, error):
         p = [data(rng, (3,)), data(rng, (3,)), data(rng, (3,)), positive(rng, (3,))]
