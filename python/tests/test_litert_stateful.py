@@ -586,3 +586,77 @@ def test_bidirectional_lstm_with_an_auxiliary_input_is_refused(tmp_path):
     path = write(tmp_path, m, [x, aux], [y], "aux.tflite")
     with pytest.raises(Exception, match="auxiliary input"):
         weft.import_litert(path)
+
+
+UNI_RNN, BIDI_RNN, SEQ_RNN_OPTIONS, BIDI_RNN_OPTIONS = 35, 46, 31, 70
+RELU_ACT = 1
+
+
+def seq_rnn(tmp_path, bidi=False, merge=True, time_major=False, act=TANH, batch=2, steps=5, n_in=4, units=6, name="rnn.tflite"):
+    """UNIDIRECTIONAL_ or BIDIRECTIONAL_SEQUENCE_RNN (float), each direction's hidden state a variable tensor."""
+    rng = np.random.default_rng(21)
+    m = Model()
+    xshape = [steps, batch, n_in] if time_major else [batch, steps, n_in]
+    x = m.tensor("x", xshape, "float32")
+
+    def direction(d):
+        return [m.tensor(f"{d}w", [units, n_in], "float32", data=(rng.standard_normal((units, n_in)) * 0.5).astype(np.float32)),
+                m.tensor(f"{d}r", [units, units], "float32", data=(rng.standard_normal((units, units)) * 0.4).astype(np.float32)),
+                m.tensor(f"{d}b", [units], "float32", data=(rng.standard_normal(units) * 0.3).astype(np.float32)),
+                m.tensor(f"{d}h", [batch, units], "float32", variable=True)]
+
+    ins = [x] + direction("fw") + (direction("bw") + [-1, -1, -1] if bidi else [])
+    oshape = xshape[:2] + [2 * units if bidi and merge else units]
+    outs = [m.tensor("y", oshape, "float32")] + ([m.tensor("y_bw", oshape, "float32")] if bidi and not merge else [])
+    if bidi:
+        m.builtin(BIDI_RNN, ins, outs, options=(BIDI_RNN_OPTIONS, [(0, "bool", time_major), (1, "byte", act), (2, "bool", merge)]))
+    else:
+        m.builtin(UNI_RNN, ins, outs, options=(SEQ_RNN_OPTIONS, [(0, "bool", time_major), (1, "byte", act)]))
+    return write(tmp_path, m, [x], outs, name), xshape
+
+
+@pytest.mark.parametrize("variant", ["uni_tanh", "uni_relu_time_major", "uni_none", "bidi_merged", "bidi_separate_time_major",
+                                     "bidi_relu"])
+def test_sequence_rnn_stream_matches_litert(tmp_path, variant):
+    """UNIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_RNN against the LiteRT interpreter
+    over a stream of runs (hidden states carried from run to run), then a new stream after
+    reset_state()."""
+    kw = {"uni_tanh": {}, "uni_relu_time_major": {"act": RELU_ACT, "time_major": True}, "uni_none": {"act": NONE},
+          "bidi_merged": {"bidi": True}, "bidi_separate_time_major": {"bidi": True, "merge": False, "time_major": True},
+          "bidi_relu": {"bidi": True, "act": RELU_ACT}}[variant]
+    path, xshape = seq_rnn(tmp_path, **kw)
+    rng = np.random.default_rng(22)
+    xs = [rng.standard_normal(xshape).astype(np.float32) for _ in range(4)]
+    model = session().compile(weft.import_litert(path))
+
+    def litert_stream():
+        it = litert(path)
+        outs = []
+        for x in xs:
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            outs.append([it.get_tensor(d["index"]).copy() for d in it.get_output_details()])
+        return outs
+
+    want = litert_stream()
+    for rounds in range(2):  # the second after reset_state(), as a new interpreter
+        for k, x in enumerate(xs):
+            got = model.run([x])
+            assert len(got) == len(want[k])
+            for g, w in zip(got, want[k]):
+                np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"{variant} run {k}, round {rounds}")
+        model.reset_state()
+
+
+def test_sequence_rnn_with_int8_weights_is_refused_by_name(tmp_path):
+    m = Model()
+    x = m.tensor("x", [1, 2, 3], "float32")
+    w = m.tensor("w", [4, 3], "int8", data=np.ones((4, 3), np.int8), scale=0.1)
+    r = m.tensor("r", [4, 4], "float32", data=np.ones((4, 4), np.float32))
+    b = m.tensor("b", [4], "float32", data=np.zeros(4, np.float32))
+    h = m.tensor("h", [1, 4], "float32", variable=True)
+    y = m.tensor("y", [1, 2, 4], "float32")
+    m.builtin(UNI_RNN, [x, w, r, b, h], [y], options=(SEQ_RNN_OPTIONS, [(1, "byte", TANH)]))
+    path = write(tmp_path, m, [x], [y], "hybrid_rnn.tflite")
+    with pytest.raises(Exception, match="hybrid RNN with int8 weights"):
+        weft.import_litert(path)

@@ -127,6 +127,10 @@ const std::vector<OptionTable>& OptionTables() {
                                                  {"proj_clip", 2, K::kFloat}, {"time_major", 3, K::kBool},
                                                  {"asymmetric_quantize_inputs", 4, K::kBool},
                                                  {"diagonal_recurrent_tensors", 5, K::kBool}}},
+      {31, "SequenceRNNOptions", {{"time_major", 0, K::kBool}, {"fused_activation_function", 1, K::kActivation},
+                                  {"asymmetric_quantize_inputs", 2, K::kBool}}},
+      {70, "BidirectionalSequenceRNNOptions", {{"time_major", 0, K::kBool}, {"fused_activation_function", 1, K::kActivation},
+                                               {"merge_outputs", 2, K::kBool}, {"asymmetric_quantize_inputs", 3, K::kBool}}},
       {69, "BidirectionalSequenceLSTMOptions", {{"fused_activation_function", 0, K::kActivation}, {"cell_clip", 1, K::kFloat},
                                                 {"proj_clip", 2, K::kFloat}, {"merge_outputs", 3, K::kBool}, {"time_major", 4, K::kBool, 1},
                                                 {"asymmetric_quantize_inputs", 5, K::kBool}}},
@@ -736,6 +740,10 @@ class Importer {
       bool parsed = false;
       WEFT_RETURN_IF_ERROR(Parse(op, k, code, op_key, custom_options, option_keys, what, &n, &parsed));
       if (parsed) code = kCustom;  // the node is the parser's: no lowering or folding of the builtin
+      if (code == 35 || code == 46) {  // UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_RNN: ONNX's RNN over variables
+        WEFT_RETURN_IF_ERROR(ExpandSequenceRnn(code, n, what, &g));
+        continue;
+      }
       if (code == 52) {  // BIDIRECTIONAL_SEQUENCE_LSTM: two unidirectional ones
         WEFT_RETURN_IF_ERROR(ExpandBidirectionalLstm(n, what, &g));
         continue;
@@ -1637,7 +1645,131 @@ class Importer {
   // Inputs a builtin operator updates in place (its variable tensors): SVDF's activation state,
   // a sequence LSTM's output and cell states.
   static bool IsStateInput(int32_t code, uint32_t k) {
-    return (code == 27 && k == 4) || (code == 44 && (k == 18 || k == 19)) || (code == 52 && k >= 35 && k <= 38);
+    return (code == 27 && k == 4) || (code == 44 && (k == 18 || k == 19)) || (code == 52 && k >= 35 && k <= 38) || (code == 35 && k == 4) ||
+           (code == 46 && (k == 4 || k == 8));
+  }
+
+  // UNIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_RNN (float): ONNX's RNN (forward, or
+  // bidirectional) with h = act(W x + R h + b). Each direction's hidden state (the operator's
+  // variable tensor, input 4, and 8 for the backward one) becomes a run-context variable: read
+  // before the RNN as its initial_h, assigned its final state after, so it carries from run to
+  // run and reset_state() zeroes it. Activations NONE, RELU and TANH; int8 (hybrid) weights and
+  // the auxiliary input are refused by name.
+  Status ExpandSequenceRnn(int32_t code, Node& n, const std::string& what, Graph* g) {
+    const bool bidi = code == 46;
+    const size_t want_in = bidi ? 7 : 4;
+    if (n.inputs.size() < want_in) return InvalidArgument(what + " has too few inputs");
+    for (size_t k = want_in; k < n.inputs.size(); ++k)
+      if (!n.inputs[k].empty()) return Unsupported(what + ": the auxiliary input and its weights are not supported");
+    auto attr_s = [&](const char* k) { auto it = n.attrs.find(k); return it == n.attrs.end() ? std::string("NONE") : it->second.s(); };
+    auto flag = [&](const char* k) { auto it = n.attrs.find(k); return it != n.attrs.end() && it->second.i() != 0; };
+    const bool time_major = flag("time_major"), merge = bidi && flag("merge_outputs");
+    const size_t outs = bidi && !merge ? 2 : 1;
+    if (n.outputs.size() != outs) return InvalidArgument(what + " has " + std::to_string(n.outputs.size()) + " outputs; it needs " + std::to_string(outs));
+    const std::string act = attr_s("fused_activation_function");
+    std::map<std::string, AttrValue> ra;
+    if (act == "NONE") {
+      ra["activations"] = AttrValue::ListString({"Affine"});
+      ra["activation_alpha"] = AttrValue::ListFloat({1.f});
+      ra["activation_beta"] = AttrValue::ListFloat({0.f});
+    } else if (act == "RELU" || act == "TANH") {
+      ra["activations"] = AttrValue::ListString({act == "RELU" ? "Relu" : "Tanh"});
+    } else {
+      return Unsupported(what + ": fused_activation_function " + act + " (NONE, RELU and TANH are supported)");
+    }
+    const std::vector<size_t> weights = bidi ? std::vector<size_t>{1, 2, 3, 4, 5, 6} : std::vector<size_t>{1, 2, 3};
+    for (size_t k : weights)
+      if (n.inputs[k].empty() || TypeOf(n.inputs[k]) != DT_FLOAT)
+        return Unsupported(what + ": input '" + n.inputs[k] + "' must be float32 weights (a hybrid RNN with int8 weights is not supported)");
+    const Shape xs = ShapeOf(n.inputs[0]), ws = ShapeOf(n.inputs[1]);
+    if (xs.GetDimNum() != 3 || ws.GetDimNum() != 2) return InvalidArgument(what + ": the input must be 3-D and the weights 2-D");
+    const int64_t batch = xs.GetDim(time_major ? 1 : 0), units = ws.GetDim(0);
+    if (batch < 0 || units < 0) return Unsupported(what + ": its batch and units must be known when importing (they size the state)");
+    const int layout = time_major ? 0 : 1;
+    const std::string base = n.name;
+    auto axes = [&](const std::string& tag, std::vector<int64_t> v) { return ConstI64(g, base + "/" + tag, v); };
+    auto node = [&](const std::string& type, const std::string& tag, std::vector<std::string> in, std::map<std::string, AttrValue> a = {}) {
+      const std::string out = base + "/" + tag;
+      g->AddNode(Make(type, out, std::move(in), {out}, std::move(a)));
+      return out;
+    };
+    HostTensor zeros(DT_FLOAT, Shape({units}));
+    if (zeros.bytes()) std::memset(zeros.data(), 0, zeros.bytes());
+    const std::string zero_bias = base + "/recurrent_bias";
+    consts_[zero_bias] = zeros;
+    g->AddConstant(zero_bias, zeros);
+    const std::string ax0 = axes("axis0", {0}), ax_dir = axes("axis_dir", {layout ? 1 : 0});
+    // One direction's parameters as ONNX's [1, ...] slices, and its state read as [.., 1, ..].
+    std::vector<std::string> W, R, B, H0, reads, keys;
+    const int dirs = bidi ? 2 : 1;
+    for (int d = 0; d < dirs; ++d) {
+      const std::string tag = d ? "bw" : "fw";
+      const size_t at = d ? 4 : 1;
+      W.push_back(node("Unsqueeze", tag + "/W", {n.inputs[at], ax0}));
+      R.push_back(node("Unsqueeze", tag + "/R", {n.inputs[at + 1], ax0}));
+      B.push_back(node("Unsqueeze", tag + "/B", {node("Concat", tag + "/bias", {n.inputs[at + 2], zero_bias}, {{"axis", AttrValue::Int(0)}}), ax0}));
+      HostTensor h(DT_FLOAT, Shape({batch, units}));
+      if (h.bytes()) std::memset(h.data(), 0, h.bytes());
+      const std::string key = "rnn:" + base + "/" + tag;
+      Node r = Make("ReadVariable", base + "/" + tag + "/state", {}, {base + "/" + tag + "/state"});
+      r.attrs["variable"] = AttrValue::String(key);
+      r.attrs["initial"] = InitialAttr(h);
+      g->AddNode(std::move(r));
+      reads.push_back(base + "/" + tag + "/state");
+      keys.push_back(key);
+      H0.push_back(node("Unsqueeze", tag + "/initial_h", {reads.back(), ax_dir}));
+    }
+    auto joined = [&](const std::vector<std::string>& parts, const std::string& tag, int64_t axis) {
+      return parts.size() == 1 ? parts[0] : node("Concat", tag, parts, {{"axis", AttrValue::Int(axis)}});
+    };
+    ra["hidden_size"] = AttrValue::Int(units);
+    ra["layout"] = AttrValue::Int(layout);
+    ra["direction"] = AttrValue::String(bidi ? "bidirectional" : "forward");
+    if (bidi) ra["activations"] = AttrValue::ListString({ra["activations"].strings()[0], ra["activations"].strings()[0]});
+    if (bidi && act == "NONE") {
+      ra["activation_alpha"] = AttrValue::ListFloat({1.f, 1.f});
+      ra["activation_beta"] = AttrValue::ListFloat({0.f, 0.f});
+    }
+    const std::string y = base + "/Y", yh = base + "/Y_h";
+    g->AddNode(Make("RNN", base + "/rnn", {n.inputs[0], joined(W, "W", 0), joined(R, "R", 0), joined(B, "B", 0), "", joined(H0, "initial_h", layout ? 1 : 0)},
+                    {y, yh}, ra));
+    // Y: [seq, dirs, batch, units] (layout 0) or [batch, seq, dirs, units] (layout 1).
+    const int64_t y_dir = layout ? 2 : 1;
+    if (!bidi) {
+      g->AddNode(Make("Squeeze", n.outputs[0], {y, axes("y_dir", {y_dir})}, {n.outputs[0]}));
+    } else if (merge) {
+      const std::string ordered = layout ? y : node("Transpose", "y_time_batch_dir", {y}, {{"perm", AttrValue::ListInt({0, 2, 1, 3})}});
+      g->AddNode(Make("Reshape", n.outputs[0], {ordered, axes("merged_shape", {0, 0, -1})}, {n.outputs[0]}));
+    } else {
+      const std::string fw = base + "/y_fw", bw = base + "/y_bw", dir_axis = axes("y_dir", {y_dir});
+      g->AddNode(Make("Split", base + "/y_split", {y}, {fw, bw}, {{"axis", AttrValue::Int(y_dir)}, {"num_outputs", AttrValue::Int(2)}}));
+      g->AddNode(Make("Squeeze", n.outputs[0], {fw, dir_axis}, {n.outputs[0]}));
+      g->AddNode(Make("Squeeze", n.outputs[1], {bw, dir_axis}, {n.outputs[1]}));
+    }
+    // The final states back into the variables.
+    std::vector<std::string> finals;
+    if (!bidi) {
+      finals.push_back(node("Squeeze", "fw/final", {yh, ax_dir}));
+    } else {
+      const std::string f0 = base + "/fw/final_h", f1 = base + "/bw/final_h";
+      g->AddNode(Make("Split", base + "/final_split", {yh}, {f0, f1}, {{"axis", AttrValue::Int(layout ? 1 : 0)}, {"num_outputs", AttrValue::Int(2)}}));
+      finals.push_back(node("Squeeze", "fw/final", {f0, ax_dir}));
+      finals.push_back(node("Squeeze", "bw/final", {f1, ax_dir}));
+    }
+    for (int d = 0; d < dirs; ++d) {
+      Node a = Make("AssignVariable", base + (d ? "/bw" : "/fw") + "/assign", {finals[static_cast<size_t>(d)], reads[static_cast<size_t>(d)]},
+                    {base + (d ? "/bw" : "/fw") + "/assigned"});
+      a.attrs["variable"] = AttrValue::String(keys[static_cast<size_t>(d)]);
+      a.attrs["dtype"] = AttrValue::Type(DT_FLOAT);
+      a.attrs["shape"] = AttrValue::ListInt({batch, units});
+      g->AddNode(std::move(a));
+    }
+    return Status::Ok();
+  }
+  Shape ShapeOf(const std::string& v) const {
+    for (size_t i = 0; i < names_.size(); ++i)
+      if (names_[i] == v) return shapes_[i];
+    return Shape();
   }
 
   // BIDIRECTIONAL_SEQUENCE_LSTM (float, or hybrid: float activations and int8 weights) as two
