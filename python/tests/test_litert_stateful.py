@@ -219,6 +219,27 @@ def test_svdf_with_constant_input_is_not_folded(tmp_path):
         np.testing.assert_allclose(outs[k], it.get_tensor(it.get_output_details()[0]["index"]), rtol=1e-5, atol=1e-6)
 
 
+def lstm_constant(m, rng, hybrid):
+    """const(name, shape, present, weight): a random constant of `m` (-1 when absent); with
+    `hybrid`, weights int8 with one scale each, as dynamic-range quantization writes them."""
+    def const(name, shape, present=True, weight=False):
+        if not present:
+            return -1
+        if hybrid and weight:
+            return m.tensor(name, shape, "int8", data=rng.integers(-127, 128, shape).astype(np.int8), scale=float(rng.uniform(0.002, 0.006)))
+        return m.tensor(name, shape, "float32", data=(rng.standard_normal(shape) * 0.5).astype(np.float32))
+    return const
+
+
+def lstm_weights(const, prefix, n_in, n_cell, n_out, cifg, peephole, projection):
+    """An LSTM direction's 17 parameter inputs in the operator's order (LiteRT's inputs 1-17)."""
+    ins = [const(f"{prefix}wx{g}", [n_cell, n_in], not (cifg and g == "i"), True) for g in "ifco"]
+    ins += [const(f"{prefix}wh{g}", [n_cell, n_out], not (cifg and g == "i"), True) for g in "ifco"]
+    ins += [const(f"{prefix}p{g}", [n_cell], peephole and not (cifg and g == "i"), True) for g in "ifo"]
+    ins += [const(f"{prefix}b{g}", [n_cell], not (cifg and g == "i")) for g in "ifco"]
+    return ins + [const(f"{prefix}proj", [n_out, n_cell], projection, True), const(f"{prefix}proj_b", [n_out], projection)]
+
+
 def lstm_float(tmp_path, cifg=False, peephole=False, projection=False, time_major=False, cell_clip=0.0, proj_clip=0.0,
                batch=2, steps=4, n_in=5, n_cell=6, layer_norm=False, act=None, hybrid=False, asymmetric=False):
     """A float LSTM; with `hybrid`, its weights (input, recurrent, peephole, projection) int8 with
@@ -228,20 +249,8 @@ def lstm_float(tmp_path, cifg=False, peephole=False, projection=False, time_majo
     m = Model()
     xshape = [steps, batch, n_in] if time_major else [batch, steps, n_in]
     x = m.tensor("x", xshape, "float32")
-
-    def const(name, shape, present=True, weight=False):
-        if not present:
-            return -1
-        if hybrid and weight:
-            return m.tensor(name, shape, "int8", data=rng.integers(-127, 128, shape).astype(np.int8), scale=float(rng.uniform(0.002, 0.006)))
-        return m.tensor(name, shape, "float32", data=(rng.standard_normal(shape) * 0.5).astype(np.float32))
-
-    ins = [x]
-    ins += [const(f"wx{g}", [n_cell, n_in], not (cifg and g == "i"), True) for g in "ifco"]
-    ins += [const(f"wh{g}", [n_cell, n_out], not (cifg and g == "i"), True) for g in "ifco"]
-    ins += [const(f"p{g}", [n_cell], peephole and not (cifg and g == "i"), True) for g in "ifo"]
-    ins += [const(f"b{g}", [n_cell], not (cifg and g == "i")) for g in "ifco"]
-    ins += [const("proj", [n_out, n_cell], projection, True), const("proj_b", [n_out], projection)]
+    const = lstm_constant(m, rng, hybrid)
+    ins = [x] + lstm_weights(const, "", n_in, n_cell, n_out, cifg, peephole, projection)
     ins += [m.tensor("h", [batch, n_out], "float32", variable=True), m.tensor("c", [batch, n_cell], "float32", variable=True)]
     ins += [const(f"ln{g}", [n_cell], layer_norm and not (cifg and g == "i")) for g in "ifco"]
     y = m.tensor("y", xshape[:2] + [n_out], "float32")
@@ -521,22 +530,8 @@ def bidi_lstm(tmp_path, merge=True, time_major=True, hybrid=False, cifg=False, p
     m = Model()
     xshape = [steps, batch, n_in] if time_major else [batch, steps, n_in]
     x = m.tensor("x", xshape, "float32")
-
-    def const(name, shape, present=True, weight=False):
-        if not present:
-            return -1
-        if hybrid and weight:
-            return m.tensor(name, shape, "int8", data=rng.integers(-127, 128, shape).astype(np.int8), scale=float(rng.uniform(0.002, 0.006)))
-        return m.tensor(name, shape, "float32", data=(rng.standard_normal(shape) * 0.5).astype(np.float32))
-
-    def direction(d):
-        ins = [const(f"{d}wx{g}", [n_cell, n_in], not (cifg and g == "i"), True) for g in "ifco"]
-        ins += [const(f"{d}wh{g}", [n_cell, n_out], not (cifg and g == "i"), True) for g in "ifco"]
-        ins += [const(f"{d}p{g}", [n_cell], peephole and not (cifg and g == "i"), True) for g in "ifo"]
-        ins += [const(f"{d}b{g}", [n_cell], not (cifg and g == "i")) for g in "ifco"]
-        return ins + [const(f"{d}proj", [n_out, n_cell], projection, True), const(f"{d}proj_b", [n_out], projection)]
-
-    ins = [x] + direction("fw") + direction("bw")
+    const = lstm_constant(m, rng, hybrid)
+    ins = [x] + [w for d in ("fw", "bw") for w in lstm_weights(const, d, n_in, n_cell, n_out, cifg, peephole, projection)]
     ins += [m.tensor(f"{d}{s}", [batch, n_out if s == "h" else n_cell], "float32", variable=True) for d in ("fw", "bw") for s in "hc"]
     ins += [-1] * 9  # no auxiliary input
     oshape = xshape[:2] + [2 * n_out if merge else n_out]

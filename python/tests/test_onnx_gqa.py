@@ -79,16 +79,21 @@ CASES = [  # model keywords, B, S, P (None: no past), seqlens_k, total_sequence_
 ]
 
 
-@pytest.mark.parametrize("case", range(len(CASES)))
-def test_matches_onnxruntime(tmp_path, case):
+def case_model(tmp_path, case, seed):
+    """CASES[case] as a model file and random feeds: (path, positional args, named feeds)."""
     kw, B, S, P, seqlens, total = CASES[case]
     kw = dict(kw)
     dims = {k: kw.pop(k) for k in ("nh", "kvh", "hd") if k in kw}
     m = gqa_model(past=P is not None, **dims, **kw)
     path = str(tmp_path / "gqa.onnx")
     onnx.save(m, path)
-    rng = np.random.default_rng(case)
-    args, named = feeds_for(rng, m, B, S, P, seqlens, total, packed=kw.get("packed", False), **dims)
+    args, named = feeds_for(np.random.default_rng(seed), m, B, S, P, seqlens, total, packed=kw.get("packed", False), **dims)
+    return path, args, named
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_matches_onnxruntime(tmp_path, case):
+    path, args, named = case_model(tmp_path, case, case)
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, named)
     for threads in (1, 2):
         got = weft.Session(threads=threads, use_env_path=False).compile(weft.import_onnx(path)).run(args)
@@ -263,12 +268,5 @@ def check_c(tmp_path, path, named, want, name="gqa"):
 
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_generated_c_matches_onnxruntime(tmp_path, case):
-    kw, B, S, P, seqlens, total = CASES[case]
-    kw = dict(kw)
-    dims = {k: kw.pop(k) for k in ("nh", "kvh", "hd") if k in kw}
-    m = gqa_model(past=P is not None, **dims, **kw)
-    path = str(tmp_path / "gqa.onnx")
-    onnx.save(m, path)
-    rng = np.random.default_rng(100 + case)
-    _, named = feeds_for(rng, m, B, S, P, seqlens, total, packed=kw.get("packed", False), **dims)
+    path, _, named = case_model(tmp_path, case, 100 + case)
     check_c(tmp_path, path, named, ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, named))
