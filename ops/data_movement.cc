@@ -280,7 +280,7 @@ class Slice : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         // ONNX: start within [0, dim-1], end within [-1, dim-1] (-1: up to and including element 0).
         s = dim == 0 ? 0 : std::clamp<int64_t>(s, 0, dim - 1);
         e = std::clamp<int64_t>(e, -1, dim - 1);
-        n = s > e ? 1 + (s - e - 1) / mag : 0;
+        n = dim > 0 && s > e ? 1 + (s - e - 1) / mag : 0;  // an empty axis has nothing to take
       }
       p->start[a] = s;
       p->step[a] = step;

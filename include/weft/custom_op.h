@@ -372,6 +372,9 @@ class EmitContext : public KernelContextBase {
   void Helper(const std::string& key, const std::string& code) const { Code(WEFT_EMIT_HELPER, key.c_str(), code); }
   // Members of the node's state struct, kept in the module's context between runs.
   void DeclareState(const std::string& members) const { Code(WEFT_EMIT_STATE, nullptr, members); }
+  // State shared by every node that declares the same `key` with the same members (a variable one
+  // node reads and another writes): State() then points at it. A node's state is its own or shared.
+  void DeclareSharedState(const std::string& key, const std::string& members) const { Code(WEFT_EMIT_STATE, key.c_str(), members); }
   // Statements of the node's init (called once by <prefix>_init) and run functions.
   void Init(const std::string& code) const { Code(WEFT_EMIT_INIT, nullptr, code); }
   void Run(const std::string& code) const { Code(WEFT_EMIT_RUN, nullptr, code); }

@@ -653,5 +653,76 @@ def test_sequence_rnn_with_int8_weights_is_refused_by_name(tmp_path):
     y = m.tensor("y", [1, 2, 4], "float32")
     m.builtin(UNI_RNN, [x, w, r, b, h], [y], options=(SEQ_RNN_OPTIONS, [(1, "byte", TANH)]))
     path = write(tmp_path, m, [x], [y], "hybrid_rnn.tflite")
-    with pytest.raises(Exception, match="hybrid RNN with int8 weights"):
+    with pytest.raises(Exception, match="input 1 \\('w'\\) is int8: a hybrid RNN is not supported"):
         weft.import_litert(path)
+
+
+def test_sequence_rnn_as_c_carries_its_state(tmp_path):
+    """weft aot: the RNNs' hidden states are module state shared by the variable's read and its
+    assignment; the C matches the runtime over a stream of runs on one context."""
+    for kw in ({}, {"bidi": True, "merge": False, "time_major": True}):
+        path, _ = seq_rnn(tmp_path, name=f"rnn{len(kw)}.tflite", **kw)
+        res, _ = aot_module(tmp_path, path, f"rnn{len(kw)}", steps=6)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "0 of" in res.stdout
+
+
+def test_empty_sequences_and_batches(tmp_path):
+    """No steps, or no batch rows: empty outputs, as LiteRT gives (the backward direction's time
+    reversal of an empty axis takes nothing)."""
+    cases = [(bidi_lstm, {"steps": 0, "merge": False}), (bidi_lstm, {"steps": 0}), (seq_rnn, {"bidi": True, "batch": 0}),
+             (seq_rnn, {"bidi": True, "steps": 0, "time_major": True})]
+    for k, (build, kw) in enumerate(cases):
+        path, xshape = build(tmp_path, name=f"empty{k}.tflite", **kw)
+        x = np.zeros(xshape, np.float32)
+        got = session().compile(weft.import_litert(path)).run([x])
+        it = litert(path)
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        want = [it.get_tensor(d["index"]) for d in it.get_output_details()]
+        assert [g.shape for g in got] == [w.shape for w in want], (kw, [g.shape for g in got], [w.shape for w in want])
+
+
+def test_sequence_op_states_are_checked(tmp_path):
+    """A state tensor of the wrong shape or type, or absent, is refused by name; generated names
+    never collide with the file's own tensor names."""
+    m = Model()
+    x = m.tensor("x", [1, 2, 3], "float32")
+    w = m.tensor("w", [4, 3], "float32", data=np.ones((4, 3), np.float32))
+    r = m.tensor("r", [4, 4], "float32", data=np.ones((4, 4), np.float32))
+    b = m.tensor("b", [4], "float32", data=np.zeros(4, np.float32))
+    h = m.tensor("h", [1, 5], "float32", variable=True)
+    y = m.tensor("y", [1, 2, 4], "float32")
+    m.builtin(UNI_RNN, [x, w, r, b, h], [y], options=(SEQ_RNN_OPTIONS, [(1, "byte", TANH)]))
+    path = write(tmp_path, m, [x], [y], "bad_state.tflite")
+    with pytest.raises(Exception, match="state 'h' is float32\\[1,5\\]; it must be float32\\[1,4\\]"):
+        weft.import_litert(path)
+    m = Model()
+    x = m.tensor("x", [1, 2, 3], "float32")
+    w = m.tensor("w", [4, 3], "float32", data=np.ones((4, 3), np.float32))
+    r = m.tensor("r", [4, 4], "float32", data=np.ones((4, 4), np.float32))
+    b = m.tensor("b", [4], "float32", data=np.zeros(4, np.float32))
+    y = m.tensor("y", [1, 2, 4], "float32")
+    m.builtin(UNI_RNN, [x, w, r, b, -1], [y], options=(SEQ_RNN_OPTIONS, [(1, "byte", TANH)]))
+    path = write(tmp_path, m, [x], [y], "no_state.tflite")
+    with pytest.raises(Exception, match="input 4 \\(the operator's state\\) is absent"):
+        weft.import_litert(path)
+    # a file tensor named like a value the import generates
+    rng = np.random.default_rng(3)
+    m = Model()
+    x = m.tensor("x", [2, 1, 3], "float32")
+    w = m.tensor("w", [4, 3], "float32", data=rng.standard_normal((4, 3)).astype(np.float32))
+    rr = m.tensor("r", [4, 4], "float32", data=(rng.standard_normal((4, 4)) * 0.3).astype(np.float32))
+    b = m.tensor("b", [4], "float32", data=np.zeros(4, np.float32))
+    h = m.tensor("h", [1, 4], "float32", variable=True)
+    y = m.tensor("y", [2, 1, 4], "float32")
+    z = m.tensor("y/UNIDIRECTIONAL_SEQUENCE_RNN/Y", [2, 1, 4], "float32")
+    m.builtin(UNI_RNN, [x, w, rr, b, h], [y], options=(SEQ_RNN_OPTIONS, [(0, "bool", True), (1, "byte", TANH)]))
+    m.builtin(0, [y, y], [z])  # ADD
+    path = write(tmp_path, m, [x], [z], "names.tflite")
+    xv = rng.standard_normal((2, 1, 3)).astype(np.float32)
+    got = session().compile(weft.import_litert(path)).run([xv])[0]
+    it = litert(path)
+    it.set_tensor(it.get_input_details()[0]["index"], xv)
+    it.invoke()
+    np.testing.assert_allclose(got, it.get_tensor(it.get_output_details()[0]["index"]), rtol=1e-5, atol=1e-5)

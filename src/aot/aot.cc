@@ -176,6 +176,7 @@ void WriteElements(std::ostream& o, DataType dt, const void* data, uint64_t coun
 struct NodeCode {
   std::string id, op_type, name;
   std::string state, init, run;
+  std::string shared;  // the member of the shared state it declared (WEFT_EMIT_STATE with a key), if any
   std::vector<uint64_t> scratch;  // bytes of each scratch block
 };
 
@@ -209,7 +210,28 @@ class Generator : public EmitSink {
         }
         return Status::Ok();
       }
-      case WEFT_EMIT_STATE: n.state += t + (t.empty() || t.back() == '\n' ? "" : "\n"); return Status::Ok();
+      case WEFT_EMIT_STATE: {
+        if (!key || !*key) {
+          if (!n.shared.empty()) return InvalidArgument("emit_code: the node declared shared state; its state cannot also be its own");
+          n.state += t + (t.empty() || t.back() == '\n' ? "" : "\n");
+          return Status::Ok();
+        }
+        // State shared by every node that declares it under `key` (a variable's value, read by
+        // some nodes and written by others): one member of the context, declared once.
+        if (!n.state.empty()) return InvalidArgument("emit_code: the node declared state of its own; it cannot also share state");
+        auto it = shared_text_.find(key);
+        if (it == shared_text_.end()) {
+          const std::string member = "shared" + std::to_string(shared_.size());
+          shared_text_[key] = {member, t};
+          shared_.push_back({member, t});
+          it = shared_text_.find(key);
+        } else if (it->second.second != t) {
+          return InvalidArgument(std::string("emit_code: shared state '") + key + "' was already declared with different members");
+        }
+        if (!n.shared.empty() && n.shared != it->second.first) return InvalidArgument("emit_code: a node shares one state at most");
+        n.shared = it->second.first;
+        return Status::Ok();
+      }
       case WEFT_EMIT_INIT: n.init += t + (t.empty() || t.back() == '\n' ? "" : "\n"); return Status::Ok();
       case WEFT_EMIT_RUN: n.run += t + (t.empty() || t.back() == '\n' ? "" : "\n"); return Status::Ok();
       default: return InvalidArgument("emit_code: unknown part " + std::to_string(part));
@@ -235,6 +257,10 @@ class Generator : public EmitSink {
         return Status::Ok();
       }
       case WEFT_EMIT_NAME_STATE:
+        if (!nodes_.back().shared.empty()) {
+          *out = "(&ctx->state." + nodes_.back().shared + ")";
+          return Status::Ok();
+        }
         if (nodes_.back().state.empty()) return InvalidArgument("emit_name: the node declared no state (WEFT_EMIT_STATE) before asking for it");
         *out = "(&ctx->state." + nodes_.back().id + ")";
         return Status::Ok();
@@ -356,6 +382,13 @@ class Generator : public EmitSink {
   std::set<std::string> include_set_;
   std::vector<std::pair<std::string, std::string>> helpers_;
   std::map<std::string, std::string> helper_text_;
+  std::map<std::string, std::pair<std::string, std::string>> shared_text_;  // key -> (member, text)
+  std::vector<std::pair<std::string, std::string>> shared_;                 // (member, text), in order
+  bool AnyState() const {
+    for (auto& n : nodes_)
+      if (!n.state.empty()) return true;
+    return !shared_.empty();
+  }
   std::vector<NodeCode> nodes_;
   const CompiledNode* node_ = nullptr;
   std::vector<uint64_t> tensor_offset_;                 // by enum position
@@ -741,8 +774,7 @@ std::string Generator::Header() const {
     << "extern const " << P << "_tensor_info " << P << "_outputs[" << P << "_NUM_OUTPUTS];\n\n";
   h << "/* Called before (phase 0) and after (phase 1) every operator while set, e.g. for profiling. */\n"
     << "typedef void (*" << P << "_op_callback)(void* user, int32_t op_index, const char* op_name, int32_t phase);\n\n";
-  bool any_state = false;
-  for (auto& n : nodes_) any_state = any_state || !n.state.empty();
+  const bool any_state = AnyState();
   h << "/* Everything one instance of the model owns; several instances may run side by side. */\n"
     << "typedef struct " << P << "_context {\n  void* tensor_ptrs[" << P << "_num_tensors];\n  uint8_t* arena;\n  " << P
     << "_op_callback op_callback;\n  void* op_callback_user;\n  int32_t initialized;\n  int32_t failed_op; /* the operator behind the "
@@ -751,6 +783,7 @@ std::string Generator::Header() const {
     h << "  struct {\n";
     for (auto& n : nodes_)
       if (!n.state.empty()) h << "    struct {\n" << n.state << "    } " << n.id << ";\n";
+    for (auto& [member, text] : shared_) h << "    struct {\n" << text << "    } " << member << ";\n";
     h << "  } state; /* operators' state, kept between runs */\n";
   }
   if (!o_.external_arena) h << "  uint8_t arena_storage[" << P << "_ARENA_BYTES + " << P << "_ARENA_ALIGN];\n";
@@ -874,9 +907,7 @@ std::string Generator::Source() const {
       << P << "_ARENA_ALIGN);\n    base = ctx->arena_storage + (misalign ? " << P << "_ARENA_ALIGN - misalign : 0);\n  }\n";
   }
   c << "  ctx->arena = base;\n  for (i = 0; i < " << P << "_num_tensors; ++i) ctx->tensor_ptrs[i] = base + " << P << "_tensor_offsets[i];\n";
-  bool any_state = false;
-  for (auto& n : nodes_) any_state = any_state || !n.state.empty();
-  if (any_state) c << "  memset(&ctx->state, 0, sizeof ctx->state);\n";
+  if (AnyState()) c << "  memset(&ctx->state, 0, sizeof ctx->state);\n";
   c << "  for (i = 0; i < " << P << "_NUM_OPS; ++i) {\n    int32_t s = " << P << "_step_init[i](ctx);\n    if (s) {\n      ctx->failed_op = i;\n"
     << "      return " << P << "_status_of(s);\n    }\n  }\n  ctx->initialized = 1;\n  return " << P << "_status_ok;\n}\n\n";
   c << "int32_t " << P << "_run(" << P << "_context* ctx) {\n  int32_t i;\n  if (!ctx) return " << P << "_status_null_context;\n"
@@ -938,9 +969,7 @@ HostTensor RandomInput(const ValueInfo& in, std::mt19937_64& rng) {
 // the state's carry from run to run is compared too), each with its inputs and golden outputs.
 Status Generator::WriteTest(AotReport* r) {
   const std::string& P = p_;
-  bool any_state = false;
-  for (auto& n : nodes_) any_state = any_state || !n.state.empty();
-  const int steps = any_state ? std::max(8, o_.test_steps) : std::max(1, o_.test_steps);
+  const int steps = AnyState() ? std::max(8, o_.test_steps) : std::max(1, o_.test_steps);
   std::mt19937_64 rng(o_.seed);
   std::set<std::string> names;
   for (auto& in : m_.inputs()) names.insert(in.name);

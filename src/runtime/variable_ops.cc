@@ -54,8 +54,27 @@ std::map<std::string, std::vector<uint8_t>>* Store(EagerOpExecutionContext* ctx)
   return st->variables->get();
 }
 
-class ReadVariable : public EagerExecuteOp, public ShapeInferOp {
+// weft aot: a variable is state the module's context holds, shared by the nodes that read and
+// assign it: a flag (0 after <prefix>_init: the initial value holds) and the value's bytes.
+std::string SharedMembers(size_t bytes) { return "int32_t assigned;\nuint8_t value[" + std::to_string(bytes ? bytes : 1) + "];\n"; }
+std::string SharedKey(const std::string& name) { return "variable:" + name; }
+
+class ReadVariable : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The assigned value, or the initial one (a constant).
+  graphStatus Emit(EmitContext* ctx) override {
+    std::string name;
+    const Tensor* initial;
+    if (!Declared(ctx, &name, &initial)) return GRAPH_FAILED;
+    const size_t bytes = initial->GetSize();
+    ctx->DeclareSharedState(SharedKey(name), SharedMembers(bytes));
+    if (!bytes) return GRAPH_SUCCESS;
+    const std::string init = ctx->Const("initial", DT_UINT8, initial->GetAddr(), bytes);
+    ctx->Include("<string.h>");
+    ctx->Run("memcpy(" + ctx->Output(0, "uint8_t") + ", " + ctx->State() + "->assigned ? " + ctx->State() + "->value : " + init + ", " +
+             std::to_string(bytes) + ");\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     std::string name;
     const Tensor* initial;
@@ -87,8 +106,20 @@ class ReadVariable : public EagerExecuteOp, public ShapeInferOp {
 // AssignVariable(value, after...) -> done: stores value as the variable's value (of `dtype` and
 // `shape`); `after` (the reads and the assignment before it that must see the old value) only
 // orders it. `done` is a bool scalar: the compiler keeps the node for its effect.
-class AssignVariable : public EagerExecuteOp, public ShapeInferOp {
+class AssignVariable : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  graphStatus Emit(EmitContext* ctx) override {
+    std::string name;
+    DataType t;
+    Shape shape;
+    if (!Declared(ctx, &name, &t, &shape)) return GRAPH_FAILED;
+    const size_t bytes = static_cast<size_t>(shape.GetShapeSize()) * DataTypeSize(t);
+    ctx->DeclareSharedState(SharedKey(name), SharedMembers(bytes));
+    ctx->Include("<string.h>");
+    if (bytes) ctx->Run("memcpy(" + ctx->State() + "->value, " + ctx->Input(0, "uint8_t") + ", " + std::to_string(bytes) + ");\n");
+    ctx->Run(ctx->State() + "->assigned = 1;\n*" + ctx->Output(0, "uint8_t") + " = 1;\n");
+    return GRAPH_SUCCESS;
+  }
   static bool Declared(const KernelContextBase* ctx, std::string* name, DataType* dtype, Shape* shape) {
     const char* n = ctx->GetAttrs()->GetAttrPointer<char>("variable");
     const DataType* t = ctx->GetAttrs()->GetAttrPointer<DataType>("dtype");

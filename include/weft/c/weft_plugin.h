@@ -176,7 +176,8 @@ typedef enum WeftStage {
 typedef enum WeftEmitPart {
   WEFT_EMIT_INCLUDE = 0, /* a header to #include, e.g. "<string.h>"; once per module */
   WEFT_EMIT_HELPER = 1,  /* file-scope C (static functions, tables) under `key`; once per module */
-  WEFT_EMIT_STATE = 2,   /* member declarations of the node's persistent state struct */
+  WEFT_EMIT_STATE = 2,   /* member declarations of the node's persistent state struct; with a `key`, of a
+                          * state struct shared by every node that declares that key (same text) */
   WEFT_EMIT_INIT = 3,    /* statements of the node's init function (body sees `ctx`) */
   WEFT_EMIT_RUN = 4      /* statements of the node's run function (body sees `ctx`) */
 } WeftEmitPart;
@@ -258,7 +259,8 @@ typedef struct WeftHostApi {
   /* ---- appended for the AOT C generator: stage WEFT_STAGE_EMIT only ---- */
   /* Adds `text` to part `part` (WeftEmitPart) of the generated module. For WEFT_EMIT_INCLUDE and
    * WEFT_EMIT_HELPER, `key` names the text module-wide: a key already emitted (by any node) adds
-   * nothing, and the same key with different text is an error. */
+   * nothing, and the same key with different text is an error. WEFT_EMIT_STATE with a key works
+   * the same way for state several nodes share; NULL or "" keeps the state the node's own. */
   WeftStatus (*emit_code)(WeftKernelContext* ctx, int32_t part, const char* key, const char* text);
   /* Writes name `what` (WeftEmitName) for `index` to buf, NUL-terminated; fails if it does not fit. */
   WeftStatus (*emit_name)(WeftKernelContext* ctx, int32_t what, uint32_t index, char* buf, uint32_t size);

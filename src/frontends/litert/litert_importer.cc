@@ -683,10 +683,13 @@ class Importer {
         WEFT_RETURN_IF_ERROR(ResourceOp(code, op, n, what, g, tensor_ref, produced, is_const, is_input));
         continue;
       }
+      op_states_.clear();
       if (op->inputs())
         for (uint32_t k_in = 0; k_in < op->inputs()->size(); ++k_in) {
           int32_t t = op->inputs()->Get(k_in);
           if (t == -1) {
+            if (IsStateInput(code, k_in))
+              return InvalidArgument(what + " input " + std::to_string(k_in) + " (the operator's state) is absent; it must be a variable tensor");
             n.inputs.push_back("");
             continue;
           }
@@ -698,15 +701,17 @@ class Importer {
             if (!tensors->Get(static_cast<uint32_t>(i))->is_variable() || is_const[i] || is_input[i] || produced[i])
               return InvalidArgument(what + " input " + std::to_string(k_in) + " ('" + names_[i] + "') must be a variable tensor (the operator's state)");
             if (!state_owner.emplace(i, k).second)
-              return Unsupported(what + " shares the variable tensor '" + names_[i] + "' with operator #" + std::to_string(state_owner[i]) +
-                                 "; Weft keeps each operator's state apart");
+              return Unsupported(what + (state_owner[i] == k ? " uses the variable tensor '" + names_[i] + "' as two of its states"
+                                                              : " shares the variable tensor '" + names_[i] + "' with operator #" + std::to_string(state_owner[i])) +
+                                 "; Weft keeps each state apart");
+            op_states_.push_back(i);
             continue;
           }
           if (!is_const[i] && !is_input[i] && !produced[i]) {
             if (tensors->Get(static_cast<uint32_t>(i))->is_variable())
               return Unsupported(what + " reads the variable tensor '" + names_[i] + "'" +
                                  (state_owner.count(i) ? ", the state of operator #" + std::to_string(state_owner[i]) + "; only that operator may use it"
-                                                       : "; Weft supports variable tensors only as the state of SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM"));
+                                                       : "; Weft supports variable tensors only as the state of SVDF and the sequence LSTMs and RNNs"));
             if (LaterProducer(ops, k, static_cast<int32_t>(i)))
               return InvalidArgument(what + " reads tensor '" + names_[i] + "' before the operator that writes it (operators must be in execution order)");
             // No data and no writer (a scratch operand the runtime would allocate): zeros.
@@ -1649,6 +1654,24 @@ class Importer {
            (code == 46 && (k == 4 || k == 8));
   }
 
+  // The operator's state tensors (op_states_): `count` of them, each float32 of the shape given.
+  Status CheckStates(const std::string& what, const std::vector<std::vector<int64_t>>& shapes) const {
+    if (op_states_.size() != shapes.size())
+      return InvalidArgument(what + " has " + std::to_string(op_states_.size()) + " state tensor(s); it needs " + std::to_string(shapes.size()));
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      const size_t i = op_states_[k];
+      bool known = true;
+      int64_t elems = 1;
+      for (int64_t d : shapes[k]) known = known && d >= 0, elems = known ? elems * std::max<int64_t>(d, 1) : elems;
+      if (known && elems > (int64_t(1) << 28))
+        return Unsupported(what + ": its state '" + names_[i] + "' would hold " + std::to_string(elems) + " values (at most 2^28)");
+      if (types_[i] != DT_FLOAT || (known && shapes_[i] != Shape(shapes[k])))
+        return InvalidArgument(what + ": its state '" + names_[i] + "' is " + DataTypeName(types_[i]) + shapes_[i].ToString() + "; it must be float32" +
+                               (known ? Shape(shapes[k]).ToString() : std::string()));
+    }
+    return Status::Ok();
+  }
+
   // UNIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_RNN (float): ONNX's RNN (forward, or
   // bidirectional) with h = act(W x + R h + b). Each direction's hidden state (the operator's
   // variable tensor, input 4, and 8 for the backward one) becomes a run-context variable: read
@@ -1678,24 +1701,32 @@ class Importer {
       return Unsupported(what + ": fused_activation_function " + act + " (NONE, RELU and TANH are supported)");
     }
     const std::vector<size_t> weights = bidi ? std::vector<size_t>{1, 2, 3, 4, 5, 6} : std::vector<size_t>{1, 2, 3};
-    for (size_t k : weights)
-      if (n.inputs[k].empty() || TypeOf(n.inputs[k]) != DT_FLOAT)
-        return Unsupported(what + ": input '" + n.inputs[k] + "' must be float32 weights (a hybrid RNN with int8 weights is not supported)");
+    for (size_t k : weights) {
+      const size_t file_index = k < 4 ? k : k + 1;  // the backward weights follow the forward state
+      if (n.inputs[k].empty()) return InvalidArgument(what + ": input " + std::to_string(file_index) + " (weights or bias) is absent");
+      if (TypeOf(n.inputs[k]) == DT_INT8)
+        return Unsupported(what + ": input " + std::to_string(file_index) + " ('" + n.inputs[k] + "') is int8: a hybrid RNN is not supported");
+      if (TypeOf(n.inputs[k]) != DT_FLOAT)
+        return InvalidArgument(what + ": input " + std::to_string(file_index) + " ('" + n.inputs[k] + "') must be float32, not " +
+                               DataTypeName(TypeOf(n.inputs[k])));
+    }
     const Shape xs = ShapeOf(n.inputs[0]), ws = ShapeOf(n.inputs[1]);
     if (xs.GetDimNum() != 3 || ws.GetDimNum() != 2) return InvalidArgument(what + ": the input must be 3-D and the weights 2-D");
     const int64_t batch = xs.GetDim(time_major ? 1 : 0), units = ws.GetDim(0);
     if (batch < 0 || units < 0) return Unsupported(what + ": its batch and units must be known when importing (they size the state)");
+    WEFT_RETURN_IF_ERROR(CheckStates(what, std::vector<std::vector<int64_t>>(bidi ? 2 : 1, std::vector<int64_t>{batch, units})));
     const int layout = time_major ? 0 : 1;
     const std::string base = n.name;
-    auto axes = [&](const std::string& tag, std::vector<int64_t> v) { return ConstI64(g, base + "/" + tag, v); };
+    auto fresh = [&](const std::string& tag) { return FreshName(base + "/" + tag); };  // never a name the file uses
+    auto axes = [&](const std::string& tag, std::vector<int64_t> v) { return ConstI64(g, fresh(tag), v); };
     auto node = [&](const std::string& type, const std::string& tag, std::vector<std::string> in, std::map<std::string, AttrValue> a = {}) {
-      const std::string out = base + "/" + tag;
+      const std::string out = fresh(tag);
       g->AddNode(Make(type, out, std::move(in), {out}, std::move(a)));
       return out;
     };
     HostTensor zeros(DT_FLOAT, Shape({units}));
     if (zeros.bytes()) std::memset(zeros.data(), 0, zeros.bytes());
-    const std::string zero_bias = base + "/recurrent_bias";
+    const std::string zero_bias = fresh("recurrent_bias");
     consts_[zero_bias] = zeros;
     g->AddConstant(zero_bias, zeros);
     const std::string ax0 = axes("axis0", {0}), ax_dir = axes("axis_dir", {layout ? 1 : 0});
@@ -1710,12 +1741,12 @@ class Importer {
       B.push_back(node("Unsqueeze", tag + "/B", {node("Concat", tag + "/bias", {n.inputs[at + 2], zero_bias}, {{"axis", AttrValue::Int(0)}}), ax0}));
       HostTensor h(DT_FLOAT, Shape({batch, units}));
       if (h.bytes()) std::memset(h.data(), 0, h.bytes());
-      const std::string key = "rnn:" + base + "/" + tag;
-      Node r = Make("ReadVariable", base + "/" + tag + "/state", {}, {base + "/" + tag + "/state"});
+      const std::string key = "rnn:" + base + "/" + tag, state = fresh(tag + "/state");
+      Node r = Make("ReadVariable", state, {}, {state});
       r.attrs["variable"] = AttrValue::String(key);
       r.attrs["initial"] = InitialAttr(h);
       g->AddNode(std::move(r));
-      reads.push_back(base + "/" + tag + "/state");
+      reads.push_back(state);
       keys.push_back(key);
       H0.push_back(node("Unsqueeze", tag + "/initial_h", {reads.back(), ax_dir}));
     }
@@ -1730,8 +1761,8 @@ class Importer {
       ra["activation_alpha"] = AttrValue::ListFloat({1.f, 1.f});
       ra["activation_beta"] = AttrValue::ListFloat({0.f, 0.f});
     }
-    const std::string y = base + "/Y", yh = base + "/Y_h";
-    g->AddNode(Make("RNN", base + "/rnn", {n.inputs[0], joined(W, "W", 0), joined(R, "R", 0), joined(B, "B", 0), "", joined(H0, "initial_h", layout ? 1 : 0)},
+    const std::string y = fresh("Y"), yh = fresh("Y_h");
+    g->AddNode(Make("RNN", fresh("rnn"), {n.inputs[0], joined(W, "W", 0), joined(R, "R", 0), joined(B, "B", 0), "", joined(H0, "initial_h", layout ? 1 : 0)},
                     {y, yh}, ra));
     // Y: [seq, dirs, batch, units] (layout 0) or [batch, seq, dirs, units] (layout 1).
     const int64_t y_dir = layout ? 2 : 1;
@@ -1739,10 +1770,10 @@ class Importer {
       g->AddNode(Make("Squeeze", n.outputs[0], {y, axes("y_dir", {y_dir})}, {n.outputs[0]}));
     } else if (merge) {
       const std::string ordered = layout ? y : node("Transpose", "y_time_batch_dir", {y}, {{"perm", AttrValue::ListInt({0, 2, 1, 3})}});
-      g->AddNode(Make("Reshape", n.outputs[0], {ordered, axes("merged_shape", {0, 0, -1})}, {n.outputs[0]}));
+      g->AddNode(Make("Reshape", n.outputs[0], {ordered, axes("merged_shape", {0, 0, 2 * units})}, {n.outputs[0]}));  // 0: kept (also when empty)
     } else {
-      const std::string fw = base + "/y_fw", bw = base + "/y_bw", dir_axis = axes("y_dir", {y_dir});
-      g->AddNode(Make("Split", base + "/y_split", {y}, {fw, bw}, {{"axis", AttrValue::Int(y_dir)}, {"num_outputs", AttrValue::Int(2)}}));
+      const std::string fw = fresh("y_fw"), bw = fresh("y_bw"), dir_axis = axes("y_dir", {y_dir});
+      g->AddNode(Make("Split", fresh("y_split"), {y}, {fw, bw}, {{"axis", AttrValue::Int(y_dir)}, {"num_outputs", AttrValue::Int(2)}}));
       g->AddNode(Make("Squeeze", n.outputs[0], {fw, dir_axis}, {n.outputs[0]}));
       g->AddNode(Make("Squeeze", n.outputs[1], {bw, dir_axis}, {n.outputs[1]}));
     }
@@ -1751,14 +1782,14 @@ class Importer {
     if (!bidi) {
       finals.push_back(node("Squeeze", "fw/final", {yh, ax_dir}));
     } else {
-      const std::string f0 = base + "/fw/final_h", f1 = base + "/bw/final_h";
-      g->AddNode(Make("Split", base + "/final_split", {yh}, {f0, f1}, {{"axis", AttrValue::Int(layout ? 1 : 0)}, {"num_outputs", AttrValue::Int(2)}}));
+      const std::string f0 = fresh("fw/final_h"), f1 = fresh("bw/final_h");
+      g->AddNode(Make("Split", fresh("final_split"), {yh}, {f0, f1}, {{"axis", AttrValue::Int(layout ? 1 : 0)}, {"num_outputs", AttrValue::Int(2)}}));
       finals.push_back(node("Squeeze", "fw/final", {f0, ax_dir}));
       finals.push_back(node("Squeeze", "bw/final", {f1, ax_dir}));
     }
     for (int d = 0; d < dirs; ++d) {
-      Node a = Make("AssignVariable", base + (d ? "/bw" : "/fw") + "/assign", {finals[static_cast<size_t>(d)], reads[static_cast<size_t>(d)]},
-                    {base + (d ? "/bw" : "/fw") + "/assigned"});
+      Node a = Make("AssignVariable", fresh(d ? "bw/assign" : "fw/assign"), {finals[static_cast<size_t>(d)], reads[static_cast<size_t>(d)]},
+                    {fresh(d ? "bw/assigned" : "fw/assigned")});
       a.attrs["variable"] = AttrValue::String(keys[static_cast<size_t>(d)]);
       a.attrs["dtype"] = AttrValue::Type(DT_FLOAT);
       a.attrs["shape"] = AttrValue::ListInt({batch, units});
@@ -1780,7 +1811,8 @@ class Importer {
   // auxiliary input (39 on) is not supported.
   Status ExpandBidirectionalLstm(Node& n, const std::string& what, Graph* g) {
     constexpr size_t kPerDirection = 17, kBw = 1 + kPerDirection, kAux = 1 + 2 * kPerDirection;
-    if (n.inputs.size() < kAux) return InvalidArgument(what + " has " + std::to_string(n.inputs.size() + 4) + " inputs; it needs at least 39");
+    if (n.inputs.size() < kAux)
+      return InvalidArgument(what + " has " + std::to_string(n.inputs.size() + op_states_.size()) + " inputs; it needs at least 39");
     for (size_t k = kAux; k < n.inputs.size(); ++k)
       if (!n.inputs[k].empty()) return Unsupported(what + ": the auxiliary input and its weights (inputs 39 to 47) are not supported");
     auto flag = [&](const char* k, bool d) { auto it = n.attrs.find(k); return it == n.attrs.end() ? d : it->second.i() != 0; };
@@ -1790,6 +1822,20 @@ class Importer {
     const int64_t rank = RankOf(n.inputs[0]);
     if (rank != 3) return InvalidArgument(what + ": the input must be 3-D, not of rank " + std::to_string(rank));
     const int64_t axis = time_major ? 0 : 1;
+    // The states: output [batch, n_out] and cell [batch, n_cell] per direction, n_cell from the
+    // forget gate's input weights, n_out from its recurrent weights.
+    {
+      const int64_t batch = ShapeOf(n.inputs[0]).GetDim(static_cast<size_t>(time_major ? 1 : 0));
+      std::vector<std::vector<int64_t>> shapes;
+      for (size_t first : {size_t{1}, kBw}) {
+        const Shape wx = ShapeOf(n.inputs[first + 1]), wh = ShapeOf(n.inputs[first + 5]);
+        const int64_t cell = wx.GetDimNum() == 2 ? wx.GetDim(0) : -1, out = wh.GetDimNum() == 2 ? wh.GetDim(1) : -1;
+        shapes.push_back({batch, out});
+        shapes.push_back({batch, cell});
+      }
+      WEFT_RETURN_IF_ERROR(CheckStates(what, shapes));
+    }
+    auto fresh = [&](const std::string& tag) { return FreshName(n.name + "/" + tag); };  // never a name the file uses
     // The LiteRT index of each Weft input, for the per-input quantization lists.
     auto quant_slice = [&](const char* key, size_t first, bool ints) {
       auto it = n.attrs.find(key);
@@ -1805,10 +1851,10 @@ class Importer {
       for (size_t k : src) v.push_back(k < it->second.floats().size() ? it->second.floats()[k] : 0.f);
       return std::optional<AttrValue>(AttrValue::ListFloat(v));
     };
-    const std::string reverse_starts = ConstI64(g, n.name + "/reverse/starts", {-1});
-    const std::string reverse_ends = ConstI64(g, n.name + "/reverse/ends", {std::numeric_limits<int64_t>::min()});
-    const std::string reverse_axes = ConstI64(g, n.name + "/reverse/axes", {axis});
-    const std::string reverse_steps = ConstI64(g, n.name + "/reverse/steps", {-1});
+    const std::string reverse_starts = ConstI64(g, fresh("reverse/starts"), {-1});
+    const std::string reverse_ends = ConstI64(g, fresh("reverse/ends"), {std::numeric_limits<int64_t>::min()});
+    const std::string reverse_axes = ConstI64(g, fresh("reverse/axes"), {axis});
+    const std::string reverse_steps = ConstI64(g, fresh("reverse/steps"), {-1});
     auto reverse = [&](const std::string& from, const std::string& to) {
       g->AddNode(Make("Slice", to, {from, reverse_starts, reverse_ends, reverse_axes, reverse_steps}, {to}));
     };
@@ -1824,12 +1870,13 @@ class Importer {
         if (auto q = quant_slice(k, first, std::string(k) == "input_zero_point")) d.attrs[k] = *q;
       g->AddNode(std::move(d));
     };
-    const std::string fw = merge ? n.name + "/forward" : n.outputs[0];
-    const std::string bw = merge ? n.name + "/backward" : n.outputs[1];
-    direction(1, n.inputs[0], fw, n.name + "/forward");
-    reverse(n.inputs[0], n.name + "/input_reversed");
-    direction(kBw, n.name + "/input_reversed", n.name + "/backward_reversed", n.name + "/backward_lstm");
-    reverse(n.name + "/backward_reversed", bw);
+    const std::string fw = merge ? fresh("forward") : n.outputs[0];
+    const std::string bw = merge ? fresh("backward") : n.outputs[1];
+    const std::string reversed_in = fresh("input_reversed"), reversed_out = fresh("backward_reversed");
+    direction(1, n.inputs[0], fw, merge ? fw : fresh("forward"));
+    reverse(n.inputs[0], reversed_in);
+    direction(kBw, reversed_in, reversed_out, fresh("backward_lstm"));
+    reverse(reversed_out, bw);
     if (merge) g->AddNode(Make("Concat", n.name, {fw, bw}, {n.outputs[0]}, {{"axis", AttrValue::Int(-1)}}));
     return Status::Ok();
   }
@@ -1842,6 +1889,7 @@ class Importer {
   std::vector<DataType> types_;
   std::vector<Shape> shapes_;
   std::set<size_t> sparse_;
+  std::vector<size_t> op_states_;  // the operator being imported: its state tensors (variable inputs), in input order
   std::set<size_t> dequantized_;  // block-wise quantized constants, imported as float32
   // Resource variables (main subgraph): handle tensor -> variable; initial values (CALL_ONCE);
   // in the run being imported, each variable's current value.

@@ -219,6 +219,8 @@ def slice_(rng, op):
     x = data(rng, (5, 4))
     yield Case([x, i64([1]), i64([I64_MAX])], const={1, 2})  # axes and steps omitted
     yield Case([x, i64([-1]), i64([I64_MIN]), i64([0]), i64([-1])], const={1, 2, 3, 4})  # full reverse
+    yield Case([data(rng, (0, 3)), i64([-1]), i64([I64_MIN]), i64([0]), i64([-1])], const={1, 2, 3, 4})  # reversing an empty axis
+    yield Case([data(rng, (2, 0)), i64([5]), i64([-9]), i64([1]), i64([-2])], const={1, 2, 3, 4})
     yield Case([x, i64([100]), i64([-100]), i64([1]), i64([-1])], const={1, 2, 3, 4})  # clamped from above
     yield Case([x, i64([-100]), i64([I64_MIN]), i64([0]), i64([-1])], const={1, 2, 3, 4})  # start clamps to 0
     yield Case([x, i64([-100]), i64([-200]), i64([1]), i64([-1])], const={1, 2, 3, 4})  # empty
