@@ -160,7 +160,7 @@ class TfIdfVectorizer : public EagerExecuteOp, public ShapeInferOp, public Compi
       const int64_t gaps = std::min(c.skips, std::max<int64_t>(len, 1)) + 1;
       for (int64_t gap = 1; gap <= gaps; ++gap) {
         const int64_t shortest = gap == 1 ? c.min_len : std::max<int64_t>(c.min_len, 2);
-        if (shortest > c.max_len) break;
+        if (shortest > c.max_len || shortest > len) break;  // no n-gram that long fits in the row
         for (int64_t start = 0; start + gap * (shortest - 1) < len; ++start) {
           int32_t node = 0;
           for (int64_t size = 1, at = start; size <= c.max_len && at < len; ++size, at += gap) {

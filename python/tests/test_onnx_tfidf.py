@@ -50,6 +50,15 @@ def test_idf_with_a_shared_column_takes_the_ngram_found_last():
         np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"trial {trial}")
 
 
+def test_gram_lengths_beyond_the_row_count_nothing():
+    x = np.array([1, 2, 1, 2], np.int64)
+    got, _ = tfidf(dict(BASE, max_skip_count=3, min_gram_length=2**62, max_gram_length=2**62 + 1), x)
+    np.testing.assert_array_equal(got, [0, 0, 0])
+    got, _ = tfidf(dict(BASE, max_skip_count=2, max_gram_length=2**62), x)  # unigrams and bigrams still count
+    want, _ = tfidf(dict(BASE, max_skip_count=2), x)
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("change,error", [({"ngram_counts": [1, 2]}, "must start at 0"),
                                           ({"pool_int64s": [1, 1, 1, 2]}, "twice"),
                                           ({"ngram_indexes": [0, 1]}, "more n-grams than ngram_indexes")])
