@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aot_onnx_check import STRICT, check_onnx_model  # noqa: E402
+from aot_onnx_check import STRICT, check_c_against_runtime, check_onnx_model  # noqa: E402
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
