@@ -643,16 +643,22 @@ def test_sequence_rnn_stream_matches_litert(tmp_path, variant):
         model.reset_state()
 
 
-def test_sequence_rnn_with_int8_weights_is_refused_by_name(tmp_path):
+def tiny_rnn(tmp_path, name, int8_weights=False, state_shape=(1, 4)):
+    """A UNIDIRECTIONAL_SEQUENCE_RNN of 4 units over [1, 2, 3]; state_shape None leaves the state out."""
     m = Model()
     x = m.tensor("x", [1, 2, 3], "float32")
-    w = m.tensor("w", [4, 3], "int8", data=np.ones((4, 3), np.int8), scale=0.1)
+    w = (m.tensor("w", [4, 3], "int8", data=np.ones((4, 3), np.int8), scale=0.1) if int8_weights
+         else m.tensor("w", [4, 3], "float32", data=np.ones((4, 3), np.float32)))
     r = m.tensor("r", [4, 4], "float32", data=np.ones((4, 4), np.float32))
     b = m.tensor("b", [4], "float32", data=np.zeros(4, np.float32))
-    h = m.tensor("h", [1, 4], "float32", variable=True)
+    h = m.tensor("h", list(state_shape), "float32", variable=True) if state_shape else -1
     y = m.tensor("y", [1, 2, 4], "float32")
     m.builtin(UNI_RNN, [x, w, r, b, h], [y], options=(SEQ_RNN_OPTIONS, [(1, "byte", TANH)]))
-    path = write(tmp_path, m, [x], [y], "hybrid_rnn.tflite")
+    return write(tmp_path, m, [x], [y], name)
+
+
+def test_sequence_rnn_with_int8_weights_is_refused_by_name(tmp_path):
+    path = tiny_rnn(tmp_path, "hybrid_rnn.tflite", int8_weights=True)
     with pytest.raises(Exception, match="input 1 \\('w'\\) is int8: a hybrid RNN is not supported"):
         weft.import_litert(path)
 
@@ -686,25 +692,10 @@ def test_empty_sequences_and_batches(tmp_path):
 def test_sequence_op_states_are_checked(tmp_path):
     """A state tensor of the wrong shape or type, or absent, is refused by name; generated names
     never collide with the file's own tensor names."""
-    m = Model()
-    x = m.tensor("x", [1, 2, 3], "float32")
-    w = m.tensor("w", [4, 3], "float32", data=np.ones((4, 3), np.float32))
-    r = m.tensor("r", [4, 4], "float32", data=np.ones((4, 4), np.float32))
-    b = m.tensor("b", [4], "float32", data=np.zeros(4, np.float32))
-    h = m.tensor("h", [1, 5], "float32", variable=True)
-    y = m.tensor("y", [1, 2, 4], "float32")
-    m.builtin(UNI_RNN, [x, w, r, b, h], [y], options=(SEQ_RNN_OPTIONS, [(1, "byte", TANH)]))
-    path = write(tmp_path, m, [x], [y], "bad_state.tflite")
+    path = tiny_rnn(tmp_path, "bad_state.tflite", state_shape=(1, 5))
     with pytest.raises(Exception, match="state 'h' is float32\\[1,5\\]; it must be float32\\[1,4\\]"):
         weft.import_litert(path)
-    m = Model()
-    x = m.tensor("x", [1, 2, 3], "float32")
-    w = m.tensor("w", [4, 3], "float32", data=np.ones((4, 3), np.float32))
-    r = m.tensor("r", [4, 4], "float32", data=np.ones((4, 4), np.float32))
-    b = m.tensor("b", [4], "float32", data=np.zeros(4, np.float32))
-    y = m.tensor("y", [1, 2, 4], "float32")
-    m.builtin(UNI_RNN, [x, w, r, b, -1], [y], options=(SEQ_RNN_OPTIONS, [(1, "byte", TANH)]))
-    path = write(tmp_path, m, [x], [y], "no_state.tflite")
+    path = tiny_rnn(tmp_path, "no_state.tflite", state_shape=None)
     with pytest.raises(Exception, match="input 4 \\(the operator's state\\) is absent"):
         weft.import_litert(path)
     # a file tensor named like a value the import generates
