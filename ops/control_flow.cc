@@ -86,8 +86,8 @@ class If : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
 }  // namespace
 
 void WeftRegister_control_flow(std::vector<OpEntry>& out) {
-  out.push_back({OpDefBuilder("If").INPUT(cond, TensorType({DT_BOOL})).DYNAMIC_INPUT(branch_outputs, TensorType::ALL())
-                     .DYNAMIC_OUTPUT(outputs, TensorType::ALL()).Build(),
+  out.push_back({OpDefBuilder("If").INPUT(cond, TensorType({DT_BOOL})).DYNAMIC_INPUT(branch_outputs, TensorType::AnyValue())
+                     .DYNAMIC_OUTPUT(outputs, TensorType::AnyValue()).Build(),
                  MakeOpImpl<If>("If")});
 }
 

@@ -23,7 +23,7 @@ class Identity : public EagerExecuteOp, public EmittableOp {
 }  // namespace
 
 void WeftRegister_identity(std::vector<OpEntry>& out) {
-  out.push_back({OpDefBuilder("Identity").INPUT(input, TensorType::ALL()).OUTPUT(output, TensorType::ALL()).SAME_AS_INPUT(input).Build(),
+  out.push_back({OpDefBuilder("Identity").INPUT(input, TensorType::AnyValue()).OUTPUT(output, TensorType::AnyValue()).SAME_AS_INPUT(input).Build(),
                  MakeOpImpl<Identity>("Identity")});
 }
 

@@ -176,15 +176,72 @@ py::object FromAttr(const AttrValue& a) {
   }
 }
 
+// Sequence and optional values (weft/sequence.h) to and from Python: a sequence is a list of
+// arrays, an optional is None or its value.
+HostTensor TensorOf(const py::handle& o, const char* what) {
+  py::array a = py::array::ensure(o, py::array::c_style);
+  if (!a) throw py::type_error(std::string(what) + ": expected an array");
+  TensorRef r = RefOf(a, what);
+  return Get(HostTensor::FromBytes(r.dtype, r.shape, r.data, r.bytes));
+}
+HostTensor EncodeValue(DataType type, const py::handle& o, const std::string& what) {
+  if (IsSequenceType(type)) {
+    if (!py::isinstance<py::list>(o) && !py::isinstance<py::tuple>(o))
+      throw py::type_error(what + " is a " + DataTypeName(type) + ": pass a list of arrays");
+    std::vector<HostTensor> items;
+    for (auto item : py::reinterpret_borrow<py::sequence>(o)) {
+      HostTensor t = TensorOf(item, what.c_str());
+      if (t.dtype() != ElementTypeOf(type))
+        throw py::type_error(what + " is a " + DataTypeName(type) + "; an item is " + DataTypeName(t.dtype()));
+      items.push_back(std::move(t));
+    }
+    return Get(MakeSequence(ElementTypeOf(type), items));
+  }
+  if (o.is_none()) return Get(MakeOptional(ElementTypeOf(type), nullptr));
+  HostTensor inner = EncodeValue(ElementTypeOf(type), o, what);
+  return Get(MakeOptional(ElementTypeOf(type), &inner));
+}
+py::object DecodeValue(DataType type, const void* data, size_t bytes, const Shape& shape) {
+  if (!IsSequenceType(type) && !IsOptionalType(type)) {
+    py::array a(ToNumpy(type), FromShape(shape));
+    if (bytes) std::memcpy(a.mutable_data(), data, bytes);
+    return std::move(a);
+  }
+  HostTensor h = Get(HostTensor::FromBytes(type, shape, data, bytes));
+  std::vector<HostTensor> items = Get(ValueItems(h));
+  if (IsOptionalType(type)) {
+    if (items.empty()) return py::none();
+    return DecodeValue(items[0].dtype(), items[0].data(), items[0].bytes(), items[0].shape());
+  }
+  py::list l;
+  for (auto& t : items) l.append(DecodeValue(t.dtype(), t.data(), t.bytes(), t.shape()));
+  return std::move(l);
+}
+
 // A compiled model with a run context for the calling thread (others get their own).
 class PyModel {
  public:
   const std::shared_ptr<CompiledModel>& compiled() const { return m_; }
   explicit PyModel(std::shared_ptr<CompiledModel> m) : m_(std::move(m)), ctx_(m_->CreateRunContext()) {}
 
-  py::list Run(const std::vector<py::array>& inputs) {
+  py::list Run(const std::vector<py::object>& given) {
     std::vector<TensorRef> in;
-    for (size_t k = 0; k < inputs.size(); ++k) in.push_back(RefOf(inputs[k], "input"));
+    std::vector<py::array> inputs;
+    std::vector<HostTensor> encoded;  // sequence and optional inputs, encoded
+    encoded.reserve(given.size());
+    const auto& declared = m_->inputs();
+    for (size_t k = 0; k < given.size(); ++k) {
+      DataType type = k < declared.size() ? declared[k].dtype : DT_UNDEFINED;
+      if (IsSequenceType(type) || IsOptionalType(type)) {
+        encoded.push_back(EncodeValue(type, given[k], "input '" + declared[k].name + "'"));
+        in.push_back(TensorRef::Of(encoded.back()));
+        continue;
+      }
+      py::array a = py::isinstance<py::array>(given[k]) ? given[k].cast<py::array>() : py::array::ensure(given[k]);
+      if (!a) throw py::type_error("input " + std::to_string(k) + ": expected an array");
+      inputs.push_back(a);
+      in.push_back(RefOf(a, "input"));
+    }
     py::list result;
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
     std::unique_ptr<RunContext> own;
@@ -194,8 +251,10 @@ class PyModel {
       std::vector<py::array> outs;
       std::vector<TensorRef> refs;
       for (auto& o : m_->outputs()) {
-        outs.emplace_back(ToNumpy(o.dtype), FromShape(o.shape));
+        bool value = IsSequenceType(o.dtype) || IsOptionalType(o.dtype);
+        outs.emplace_back(value ? py::dtype("uint8") : ToNumpy(o.dtype), FromShape(o.shape));
         refs.push_back(RefOf(outs.back(), "output"));
+        refs.back().dtype = o.dtype;
       }
       Status s;
       {
@@ -203,7 +262,11 @@ class PyModel {
         s = m_->Run(*ctx, in.data(), in.size(), refs.data(), refs.size());
       }
       if (!s.ok()) Raise(s);
-      for (auto& o : outs) result.append(o);
+      for (size_t k = 0; k < outs.size(); ++k) {
+        DataType t = m_->outputs()[k].dtype;
+        if (IsSequenceType(t) || IsOptionalType(t)) result.append(DecodeValue(t, outs[k].data(), outs[k].nbytes(), refs[k].shape));
+        else result.append(outs[k]);
+      }
       return result;
     }
     Expected<std::vector<TensorRef>> views = Status();
@@ -211,11 +274,7 @@ class PyModel {
       py::gil_scoped_release nogil;
       views = m_->RunViews(*ctx, in.data(), in.size());
     }
-    for (auto& v : Get(std::move(views))) {
-      py::array a(ToNumpy(v.dtype), FromShape(v.shape));
-      if (v.bytes) std::memcpy(a.mutable_data(), v.data, v.bytes);
-      result.append(a);
-    }
+    for (auto& v : Get(std::move(views))) result.append(DecodeValue(v.dtype, v.data, v.bytes, v.shape));
     return result;
   }
 
@@ -813,7 +872,8 @@ PYBIND11_MODULE(_weft, m) {
 
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
       .def("run", &PyModel::Run, py::arg("inputs"),
-           "Runs on arrays in input order (read in place); returns new NumPy arrays. A stateful model\n"
+           "Runs on arrays in input order (read in place); returns new NumPy arrays. A sequence input or\n"
+           "output is a list of arrays; an optional one is None or its value. A stateful model\n"
            "(LiteRT variable tensors: SVDF, sequence LSTMs) carries its state from one run of this Model\n"
            "to the next, as one stream; a call made while another runs on the same Model starts from\n"
            "the initial state.")

@@ -47,6 +47,9 @@ WEFT_API Expected<Graph> ImportOnnxBytes(const std::string& bytes, const std::st
                                          const OnnxImportOptions& options = {});
 // Reads a serialized TensorProto (the ONNX test-data format).
 WEFT_API Expected<HostTensor> ReadOnnxTensor(const std::string& path);
+// Reads a serialized value of type `type`: a TensorProto for a tensor type, a SequenceProto for
+// SequenceOf(...), an OptionalProto for OptionalOf(...) (weft/sequence.h).
+WEFT_API Expected<HostTensor> ReadOnnxValue(const std::string& path, DataType type);
 
 }  // namespace weft
 

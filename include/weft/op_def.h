@@ -36,6 +36,28 @@ class TensorType {
     return {DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT8, DT_UINT8, DT_INT16, DT_UINT16,
             DT_INT32, DT_UINT32, DT_INT64, DT_UINT64, DT_BOOL};
   }
+  // Sequences of any element type, optionals of any tensor or sequence type (weft/sequence.h).
+  static TensorType Sequences() {
+    const TensorType all = ALL();
+    std::vector<DataType> t;
+    for (DataType e : all.types()) t.push_back(SequenceOf(e));
+    return TensorType(std::move(t));
+  }
+  static TensorType Optionals() {
+    const TensorType all = ALL(), seqs = Sequences();
+    std::vector<DataType> t;
+    for (DataType e : all.types()) t.push_back(OptionalOf(e));
+    for (DataType s : seqs.types()) t.push_back(OptionalOf(s));
+    return TensorType(std::move(t));
+  }
+  // Every value type: tensors, sequences and optionals (Identity, control flow).
+  static TensorType AnyValue() {
+    const TensorType seqs = Sequences(), opts = Optionals();
+    std::vector<DataType> t = ALL().types();
+    t.insert(t.end(), seqs.types().begin(), seqs.types().end());
+    t.insert(t.end(), opts.types().begin(), opts.types().end());
+    return TensorType(std::move(t));
+  }
   static TensorType FloatingDataType() { return {DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE}; }
   static TensorType IntegerDataType() {
     return {DT_INT8, DT_UINT8, DT_INT16, DT_UINT16, DT_INT32, DT_UINT32, DT_INT64, DT_UINT64};

@@ -48,8 +48,36 @@ enum TensorPlacement : int32_t {
   kOnDeviceCuda = WEFT_PLACEMENT_CUDA,
 };
 
-// Bytes per element, 0 for DT_UNDEFINED or an unknown value.
+// A tensor element type (DT_FLOAT ... DT_BF16), not a sequence, an optional or DT_UNDEFINED.
+inline bool IsTensorType(DataType dt) {
+  switch (dt) {
+    case DT_FLOAT: case DT_FLOAT16: case DT_INT8: case DT_INT32: case DT_UINT8: case DT_INT16: case DT_UINT16:
+    case DT_UINT32: case DT_INT64: case DT_UINT64: case DT_DOUBLE: case DT_BOOL: case DT_BF16: return true;
+    default: return false;
+  }
+}
+// Sequences and optionals (WEFT_DT_SEQUENCE_BASE, WEFT_DT_OPTIONAL_BASE; weft/sequence.h).
+inline bool IsSequenceType(DataType dt) {
+  return dt >= WEFT_DT_SEQUENCE_BASE && dt < WEFT_DT_OPTIONAL_BASE && IsTensorType(static_cast<DataType>(dt - WEFT_DT_SEQUENCE_BASE));
+}
+inline bool IsOptionalType(DataType dt) {
+  if (dt < WEFT_DT_OPTIONAL_BASE || dt >= 2 * WEFT_DT_OPTIONAL_BASE) return false;
+  DataType inner = static_cast<DataType>(dt - WEFT_DT_OPTIONAL_BASE);
+  return IsTensorType(inner) || IsSequenceType(inner);
+}
+inline DataType SequenceOf(DataType elem) { return static_cast<DataType>(WEFT_DT_SEQUENCE_BASE + elem); }
+inline DataType OptionalOf(DataType inner) { return static_cast<DataType>(WEFT_DT_OPTIONAL_BASE + inner); }
+// The element type of a sequence, the held type of an optional; DT_UNDEFINED for anything else.
+inline DataType ElementTypeOf(DataType dt) {
+  if (IsSequenceType(dt)) return static_cast<DataType>(dt - WEFT_DT_SEQUENCE_BASE);
+  if (IsOptionalType(dt)) return static_cast<DataType>(dt - WEFT_DT_OPTIONAL_BASE);
+  return DT_UNDEFINED;
+}
+
+// Bytes per element, 0 for DT_UNDEFINED or an unknown value. A sequence or optional value is a
+// tensor of bytes.
 inline size_t DataTypeSize(DataType dt) {
+  if (IsSequenceType(dt) || IsOptionalType(dt)) return 1;
   switch (dt) {
     case DT_FLOAT: case DT_INT32: case DT_UINT32: return 4;
     case DT_FLOAT16: case DT_BF16: case DT_INT16: case DT_UINT16: return 2;
@@ -59,8 +87,23 @@ inline size_t DataTypeSize(DataType dt) {
   }
 }
 
-// Short lower-case name ("float32", "float16", "int64", ...), as NumPy spells it.
+// Short lower-case name ("float32", "float16", "int64", ...), as NumPy spells it; a sequence is
+// "sequence(float32)", an optional "optional(float32)" or "optional(sequence(int64))".
 inline const char* DataTypeName(DataType dt) {
+#define WEFT_TYPE_NAMES_(pre, post)                                                                              \
+  {pre "float32" post, pre "float16" post, pre "int8" post, pre "int32" post, pre "uint8" post, nullptr,         \
+   pre "int16" post, pre "uint16" post, pre "uint32" post, pre "int64" post, pre "uint64" post, pre "float64" post, \
+   pre "bool" post}
+  static const char* const kSeq[] = WEFT_TYPE_NAMES_("sequence(", ")");
+  static const char* const kOpt[] = WEFT_TYPE_NAMES_("optional(", ")");
+  static const char* const kOptSeq[] = WEFT_TYPE_NAMES_("optional(sequence(", "))");
+#undef WEFT_TYPE_NAMES_
+  if (IsSequenceType(dt) || IsOptionalType(dt)) {
+    bool opt = IsOptionalType(dt), nested = opt && IsSequenceType(ElementTypeOf(dt));
+    DataType e = nested ? ElementTypeOf(ElementTypeOf(dt)) : ElementTypeOf(dt);
+    if (e == DT_BF16) return nested ? "optional(sequence(bfloat16))" : opt ? "optional(bfloat16)" : "sequence(bfloat16)";
+    return (nested ? kOptSeq : opt ? kOpt : kSeq)[e];
+  }
   switch (dt) {
     case DT_FLOAT: return "float32";
     case DT_FLOAT16: return "float16";

@@ -259,6 +259,15 @@ WEFT_API std::vector<std::string> PackagePathFromEnvironment();
 // "xxh3-64:<16 hex digits>" of a file: the identity model files record for plugin libraries.
 WEFT_API Expected<std::string> LibraryHash(const std::string& path);
 // NumPy .npy files (C order; the dtypes HostTensor holds).
+// Sequence and optional values (weft/sequence.h), built from and taken apart into tensors:
+// a model's sequence input takes MakeSequence's result, and a sequence output comes back as one.
+//   MakeSequence(elem, items): a SequenceOf(elem) value; every item must be an `elem` tensor.
+//   MakeOptional(type, value): an OptionalOf(type) value holding *value (a tensor of type `type`,
+//     or a SequenceOf value when `type` is a sequence type), or empty when value is null.
+//   ValueItems(value): a sequence's tensors in order, or an optional's 0 or 1 held value.
+WEFT_API Expected<HostTensor> MakeSequence(DataType elem, const std::vector<HostTensor>& items);
+WEFT_API Expected<HostTensor> MakeOptional(DataType type, const HostTensor* value);
+WEFT_API Expected<std::vector<HostTensor>> ValueItems(const HostTensor& value);
 WEFT_API Expected<HostTensor> ReadNpy(const std::string& path);
 WEFT_API Status WriteNpy(const std::string& path, const HostTensor& tensor);
 // Up to `limit` of `candidates` near a misspelt `word` (edit distance, ignoring case), nearest

@@ -111,7 +111,8 @@ def as_array(x):
 
 def run(model, *inputs):
     """Runs `model` on NumPy arrays or torch tensors; returns outputs of the inputs' kind."""
-    arrays = [as_array(x) for x in inputs]
+    # A list stays a list (a sequence input), None stays None (an empty optional).
+    arrays = [x if x is None or isinstance(x, (list, tuple)) else as_array(x) for x in inputs]
     outs = model.run(arrays)
     if inputs and _is_torch(inputs[0]):
         import torch

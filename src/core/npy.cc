@@ -25,6 +25,16 @@ std::string NpyDescr(DataType dt) {
 }
 
 DataType DataTypeFromName(const std::string& n) {
+  // "sequence(float32)", "optional(int64)", "optional(sequence(bool))" (DataTypeName's spelling).
+  for (bool opt : {false, true}) {
+    const std::string pre = opt ? "optional(" : "sequence(";
+    if (n.size() > pre.size() + 1 && n.compare(0, pre.size(), pre) == 0 && n.back() == ')') {
+      DataType inner = DataTypeFromName(n.substr(pre.size(), n.size() - pre.size() - 1));
+      if (IsTensorType(inner)) return opt ? OptionalOf(inner) : SequenceOf(inner);
+      if (opt && IsSequenceType(inner)) return OptionalOf(inner);
+      return DT_UNDEFINED;
+    }
+  }
   static const std::pair<const char*, DataType> kNames[] = {
       {"float32", DT_FLOAT}, {"float", DT_FLOAT},     {"float16", DT_FLOAT16}, {"half", DT_FLOAT16},
       {"bfloat16", DT_BF16}, {"bf16", DT_BF16},       {"float64", DT_DOUBLE},  {"double", DT_DOUBLE},

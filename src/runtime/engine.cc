@@ -854,6 +854,8 @@ std::shared_ptr<const CompiledModel> ModelImpl::Specialize(const TensorRef* in, 
   for (size_t k = 0; k < n; ++k) {
     // Only shapes the declaration admits; anything else gets its error on the generic path.
     if (!CheckRef("input", inputs_[k], in[k]).ok()) return nullptr;
+    // A sequence's or optional's size follows its contents: a plan per size would not be reused.
+    if (IsSequenceType(inputs_[k].dtype) || IsOptionalType(inputs_[k].dtype)) return nullptr;
     sig.append(reinterpret_cast<const char*>(&in[k].shape.ndim), sizeof(int64_t) * (1 + in[k].shape.ndim));
   }
   {

@@ -29,6 +29,7 @@
 #include "compile/compiler.h"
 #include "runtime/engine.h"
 #include "weft/custom_op.h"
+#include "weft/sequence.h"
 
 namespace weft::internal {
 
@@ -80,7 +81,12 @@ class Body {
   size_t num_outputs() const { return graph_->outputs().size(); }
 
   // The body compiled for inputs of these types and shapes; null after recording an error.
-  std::shared_ptr<const CompiledModel> Get(const KernelContextBase* ctx, const std::vector<ValueInfo>& ins) {
+  std::shared_ptr<const CompiledModel> Get(const KernelContextBase* ctx, const std::vector<ValueInfo>& given) {
+    // A sequence or optional input is compiled for any size (its size follows its contents, which
+    // a carried sequence changes every iteration): one plan serves them all.
+    std::vector<ValueInfo> ins = given;
+    for (auto& v : ins)
+      if (IsSequenceType(v.dtype) || IsOptionalType(v.dtype)) v.shape = Shape({-1});
     std::string sig = Signature(ins);
     std::lock_guard<std::mutex> l(mu_);
     if (auto it = plans_.find(sig); it != plans_.end()) return it->second;
@@ -275,10 +281,19 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     Counts c;
     if (GetCounts(ctx, body_, &c) != GRAPH_SUCCESS) return GRAPH_FAILED;
     size_t first = c.has_m + c.has_cond;
-    for (size_t k = 0; k < c.carried; ++k) ctx->SetOutputDataType(k, ctx->GetInputDataType(first + k));
-    if (c.scans == 0) return GRAPH_SUCCESS;
+    bool optional_in = false;
+    for (size_t k = 0; k < c.carried; ++k) {
+      ctx->SetOutputDataType(k, ctx->GetInputDataType(first + k));
+      optional_in |= IsOptionalType(ctx->GetInputDataType(first + k));
+    }
+    if (c.scans == 0 && !optional_in) return GRAPH_SUCCESS;
     auto model = body_.Get(ctx, BodyInputs(ctx, c, nullptr));
     if (!model) return GRAPH_FAILED;
+    // A value carried in as optional(X) that the body gives back as X is X from then on.
+    for (size_t k = 0; k < c.carried; ++k) {
+      DataType in = ctx->GetInputDataType(first + k), out = model->outputs()[1 + k].dtype;
+      if (IsOptionalType(in) && ElementTypeOf(in) == out) ctx->SetOutputDataType(k, out);
+    }
     for (size_t k = 0; k < c.scans; ++k) ctx->SetOutputDataType(c.carried + k, model->outputs()[1 + c.carried + k].dtype);
     return GRAPH_SUCCESS;
   }
@@ -439,7 +454,9 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       for (size_t k = 0; k < c.scans; ++k)
         if (!scans[k].Add(outs[1 + c.carried + k], &why)) return Fail(ctx, "scan output '" + body_.output_name(1 + c.carried + k) + "': " + why);
       for (size_t k = 0; k < c.carried; ++k) {
-        if (outs[1 + k].dtype != carried[k].dtype)
+        bool unwrapped = IsOptionalType(carried[k].dtype) && ElementTypeOf(carried[k].dtype) == outs[1 + k].dtype &&
+                         outs[1 + k].dtype == ctx->GetOutputDataType(k);
+        if (outs[1 + k].dtype != carried[k].dtype && !unwrapped)
           return Fail(ctx, "loop-carried value " + std::to_string(k) + " ('" + body_.output_name(1 + k) + "') changed type to " +
                                DataTypeName(outs[1 + k].dtype));
         updated[k].Set(outs[1 + k].dtype, outs[1 + k].shape, outs[1 + k].data, outs[1 + k].bytes);
@@ -448,6 +465,15 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       cond = next;
     }
     for (size_t k = 0; k < c.carried; ++k) {
+      if (carried[k].dtype != ctx->GetOutputDataType(k)) {  // still optional(X) (no iteration ran): X, if it holds one
+        ValueView v;
+        std::string why;
+        if (!v.Parse(carried[k].bytes.data(), carried[k].bytes.size(), carried[k].dtype, &why)) return Fail(ctx, why);
+        if (v.size() == 0) return Fail(ctx, "loop-carried value " + std::to_string(k) + " is an empty optional after no iterations");
+        Buffer b;
+        b.Set(v[0].dtype, v[0].shape, v[0].data, v[0].nbytes);
+        carried[k] = std::move(b);
+      }
       Tensor* y = ctx->MallocOutputTensor(k, carried[k].shape, carried[k].dtype);
       if (!y) return GRAPH_FAILED;
       if (!carried[k].bytes.empty()) std::memcpy(y->GetAddr(), carried[k].bytes.data(), carried[k].bytes.size());
@@ -790,10 +816,117 @@ class Scan : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   Body body_;
 };
 
+// ---- SequenceMap -------------------------------------------------------------------------------
+//
+//   SequenceMap(input_sequence, additional_inputs..., captures...) -> (out_sequence...)
+//     body(one element of each sequence input or the whole tensor input, captures...) -> (tensors...)
+//     Runs the body once per element of input_sequence; every other sequence input must have as
+//     many elements. Output k is the sequence of the body's k-th outputs.
+
+class SequenceMap : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static graphStatus Check(const KernelContextBase* ctx, Body& body, size_t* mapped) {
+    *mapped = 1 + ctx->GetIrInputInstanceNum(1);
+    size_t captures = ctx->GetIrInputInstanceNum(2);
+    if (body.num_inputs() != *mapped + captures)
+      return Fail(ctx, "the body takes " + std::to_string(body.num_inputs()) + " inputs; the node maps " + std::to_string(*mapped) +
+                           " and captures " + std::to_string(captures));
+    if (body.num_outputs() != ctx->GetComputeNodeOutputNum())
+      return Fail(ctx, "the body gives " + std::to_string(body.num_outputs()) + " outputs; the node has " +
+                           std::to_string(ctx->GetComputeNodeOutputNum()));
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    if (body_.Bind(ctx) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    size_t mapped = 0;
+    if (Check(ctx, body_, &mapped) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    std::vector<ValueInfo> ins;
+    for (size_t k = 0; k < ctx->GetComputeNodeInputNum(); ++k) {
+      DataType t = ctx->GetInputDataType(k);
+      if (k < mapped && IsSequenceType(t)) ins.push_back({"", ElementTypeOf(t), Shape({-1})});  // an element: any shape
+      else ins.push_back(InfoOf(ctx->GetInputTensor(k)));
+    }
+    auto model = body_.Get(ctx, ins);
+    if (!model) return GRAPH_FAILED;
+    for (size_t k = 0; k < model->outputs().size(); ++k) {
+      DataType t = model->outputs()[k].dtype;
+      if (!IsTensorType(t)) return Fail(ctx, "body output " + std::to_string(k) + " is " + DataTypeName(t) + "; it must be a tensor");
+      ctx->SetOutputDataType(k, SequenceOf(t));
+    }
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    for (size_t k = 0; k < ctx->GetComputeNodeOutputNum(); ++k) *ctx->GetOutputShape(k) = Shape({-1});  // sized when it runs
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    size_t mapped = 0;
+    if (Check(ctx, body_, &mapped) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    const size_t n_in = ctx->GetComputeNodeInputNum(), n_out = ctx->GetComputeNodeOutputNum();
+    std::vector<ValueView> views(mapped);
+    size_t len = 0;
+    for (size_t k = 0; k < mapped; ++k) {
+      const Tensor* t = ctx->GetInputTensor(k);
+      if (!IsSequenceType(t->GetDataType())) continue;
+      std::string why;
+      if (!views[k].Parse(t->GetAddr(), static_cast<uint64_t>(t->GetByteCount()), t->GetDataType(), &why))
+        return Fail(ctx, "input " + std::to_string(k) + ": " + why);
+      if (k == 0) len = views[k].size();
+      else if (views[k].size() != len)
+        return Fail(ctx, "input " + std::to_string(k) + " holds " + std::to_string(views[k].size()) + " tensors; input_sequence holds " +
+                             std::to_string(len));
+    }
+    std::vector<std::vector<Buffer>> results(n_out);
+    std::unique_ptr<RunContext> rc;
+    const CompiledModel* last = nullptr;
+    std::vector<TensorRef> ins(n_in), outs;
+    for (size_t i = 0; i < len; ++i) {
+      std::vector<ValueInfo> info;
+      for (size_t k = 0; k < n_in; ++k) {
+        const Tensor* t = ctx->GetInputTensor(k);
+        if (k < mapped && IsSequenceType(t->GetDataType())) {
+          const ValueRecord& r = views[k][i];
+          ins[k] = {r.dtype, r.shape, const_cast<uint8_t*>(r.data), static_cast<size_t>(r.nbytes)};
+        } else {
+          ins[k] = RefOf(t);
+        }
+        info.push_back({"", ins[k].dtype, ins[k].shape});
+      }
+      auto model = body_.Get(ctx, info);
+      if (!model) return GRAPH_FAILED;
+      if (model.get() != last) {
+        rc = model->CreateRunContext();
+        last = model.get();
+      }
+      Status st = RunBody(*model, *rc, ins, &outs);
+      if (!st.ok()) return Fail(ctx, "element " + std::to_string(i) + ": " + st.message());
+      for (size_t k = 0; k < n_out; ++k) {
+        if (outs[k].dtype != ElementTypeOf(ctx->GetOutputDataType(k)))
+          return Fail(ctx, "body output " + std::to_string(k) + " changed type to " + DataTypeName(outs[k].dtype));
+        results[k].emplace_back();
+        results[k].back().Set(outs[k].dtype, outs[k].shape, outs[k].data, outs[k].bytes);
+      }
+    }
+    for (size_t k = 0; k < n_out; ++k) {
+      uint64_t bytes = kValueHeaderBytes;
+      for (auto& b : results[k]) bytes += ValueRecordBytes(static_cast<int64_t>(b.shape.GetDimNum()), b.bytes.size());
+      DataType type = ctx->GetOutputDataType(k);
+      Tensor* y = ctx->MallocOutputTensor(k, Shape({static_cast<int64_t>(bytes)}), type);
+      if (!y) return GRAPH_FAILED;
+      uint8_t* p = WriteValueHeader(static_cast<uint8_t*>(y->GetAddr()), type, results[k].size());
+      for (auto& b : results[k]) p = WriteValueRecord(p, b.dtype, b.shape, b.bytes.data(), b.bytes.size());
+    }
+    return GRAPH_SUCCESS;
+  }
+
+ private:
+  Body body_;
+};
+
 }  // namespace
 
 bool SizesOutputsInExecute(const CompiledNode& node) {
-  return node.op && node.op->library == nullptr && (node.op_type == "Loop" || node.op_type == "Scan");
+  return node.op && node.op->library == nullptr && (node.op_type == "Loop" || node.op_type == "Scan" || node.op_type == "SequenceMap");
 }
 
 }  // namespace weft::internal
@@ -803,12 +936,13 @@ namespace weft::ops {
 void WeftRegister_subgraph(std::vector<OpEntry>& out) {
   using internal::Loop;
   using internal::Scan;
+  using internal::SequenceMap;
   out.push_back({OpDefBuilder("Loop")
                      .OPTIONAL_INPUT(M, TensorType({DT_INT64}))
                      .OPTIONAL_INPUT(cond, TensorType({DT_BOOL}))
-                     .DYNAMIC_INPUT(v_initial, TensorType::ALL())
-                     .DYNAMIC_INPUT(captures, TensorType::ALL())
-                     .DYNAMIC_OUTPUT(v_final, TensorType::ALL())
+                     .DYNAMIC_INPUT(v_initial, TensorType::AnyValue())
+                     .DYNAMIC_INPUT(captures, TensorType::AnyValue())
+                     .DYNAMIC_OUTPUT(v_final, TensorType::AnyValue())
                      .DYNAMIC_OUTPUT(scan_outputs, TensorType::ALL())
                      .REQUIRED_ATTR(body, String)
                      .Build(),
@@ -827,6 +961,21 @@ void WeftRegister_subgraph(std::vector<OpEntry>& out) {
                      .ATTR(batch_major, Bool, false)
                      .Build(),
                  MakeOpImpl<Scan>("Scan")});
+  TensorType mappable = TensorType::ALL();
+  {
+    const TensorType seqs = TensorType::Sequences();
+    std::vector<DataType> t = mappable.types();
+    t.insert(t.end(), seqs.types().begin(), seqs.types().end());
+    mappable = TensorType(std::move(t));
+  }
+  out.push_back({OpDefBuilder("SequenceMap")
+                     .INPUT(input_sequence, TensorType::Sequences())
+                     .DYNAMIC_INPUT(additional_inputs, mappable)
+                     .DYNAMIC_INPUT(captures, TensorType::AnyValue())
+                     .DYNAMIC_OUTPUT(out_sequence, TensorType::Sequences())
+                     .REQUIRED_ATTR(body, String)
+                     .Build(),
+                 MakeOpImpl<SequenceMap>("SequenceMap")});
 }
 
 }  // namespace weft::ops

@@ -52,6 +52,18 @@ double Get(const HostTensor& t, int64_t i) {
 std::string Compare(const HostTensor& got, const HostTensor& want, const std::string& name) {
   if (got.dtype() != want.dtype())
     return name + ": dtype " + DataTypeName(got.dtype()) + ", expected " + DataTypeName(want.dtype());
+  if (IsSequenceType(got.dtype()) || IsOptionalType(got.dtype())) {  // item by item
+    auto g = ValueItems(got), w = ValueItems(want);
+    if (!g.ok()) return name + ": " + g.status().message();
+    if (!w.ok()) return name + ": expected value: " + w.status().message();
+    if (g.value().size() != w.value().size())
+      return name + ": " + std::to_string(g.value().size()) + " item(s), expected " + std::to_string(w.value().size());
+    for (size_t k = 0; k < g.value().size(); ++k) {
+      std::string diff = Compare(g.value()[k], w.value()[k], name + "[" + std::to_string(k) + "]");
+      if (!diff.empty()) return diff;
+    }
+    return "";
+  }
   if (got.shape() != want.shape()) return name + ": shape " + got.shape().ToString() + ", expected " + want.shape().ToString();
   bool exact = got.dtype() != DT_FLOAT && got.dtype() != DT_DOUBLE && got.dtype() != DT_FLOAT16 && got.dtype() != DT_BF16;
   if (exact && got.dtype() == DT_INT64) {
@@ -118,23 +130,17 @@ std::string RunTest(const fs::path& dir) {
   if (!session.ok()) return "fail: " + session.status().message();
   for (auto& set : sets) {
     std::vector<HostTensor> inputs, expected;
+    // Import once to learn the input names and types, then again with the test's concrete shapes.
+    auto probe = ImportOnnx((dir / "model.onnx").string());
+    if (!probe.ok()) return "skip: " + probe.status().message();
     for (int k = 0;; ++k) {
       fs::path p = set / ("input_" + std::to_string(k) + ".pb");
       if (!fs::exists(p)) break;
-      auto t = ReadOnnxTensor(p.string());
+      DataType type = static_cast<size_t>(k) < probe.value().inputs().size() ? probe.value().inputs()[k].dtype : DT_FLOAT;
+      auto t = ReadOnnxValue(p.string(), type);
       if (!t.ok()) return "skip: " + t.status().message();
       inputs.push_back(std::move(t).value());
     }
-    for (int k = 0;; ++k) {
-      fs::path p = set / ("output_" + std::to_string(k) + ".pb");
-      if (!fs::exists(p)) break;
-      auto t = ReadOnnxTensor(p.string());
-      if (!t.ok()) return "skip: " + t.status().message();
-      expected.push_back(std::move(t).value());
-    }
-    // Import once to learn the input names, then again with the test's concrete shapes.
-    auto probe = ImportOnnx((dir / "model.onnx").string());
-    if (!probe.ok()) return "skip: " + probe.status().message();
     OnnxImportOptions opts;
     if (probe.value().inputs().size() != inputs.size()) return "skip: model inputs and test data differ in count";
     for (size_t k = 0; k < inputs.size(); ++k) opts.input_shapes[probe.value().inputs()[k].name] = inputs[k].shape();
@@ -143,6 +149,14 @@ std::string RunTest(const fs::path& dir) {
     auto model = session.value()->Compile(graph.value());
     if (!model.ok())
       return (model.status().code() == Status::Code::kNotFound ? "skip: " : "fail: ") + model.status().message();
+    for (int k = 0;; ++k) {
+      fs::path p = set / ("output_" + std::to_string(k) + ".pb");
+      if (!fs::exists(p)) break;
+      const auto& outs = model.value()->outputs();
+      auto t = ReadOnnxValue(p.string(), static_cast<size_t>(k) < outs.size() ? outs[k].dtype : DT_FLOAT);
+      if (!t.ok()) return "skip: " + t.status().message();
+      expected.push_back(std::move(t).value());
+    }
     auto out = model.value()->Run(inputs);
     if (!out.ok()) return "fail: " + out.status().message();
     if (out.value().size() != expected.size()) return "fail: output count differs";

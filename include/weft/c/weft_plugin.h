@@ -58,6 +58,13 @@ typedef enum WeftDataType {
   WEFT_DT_UNDEFINED = 28
 } WeftDataType;
 
+/* ONNX sequence and optional values (weft/sequence.h holds their byte layout). A sequence of
+   tensors of element type E has type WEFT_DT_SEQUENCE_BASE + E; an optional holding a value of
+   type V (a tensor type or a sequence type) has WEFT_DT_OPTIONAL_BASE + V. Such a value is a 1-D
+   tensor of its encoded bytes; ops that do not list these types never receive one. */
+#define WEFT_DT_SEQUENCE_BASE 64
+#define WEFT_DT_OPTIONAL_BASE 128
+
 typedef enum WeftFormat {
   WEFT_FORMAT_NCHW = 0,
   WEFT_FORMAT_NHWC = 1,  /* as a planned layout: a 4-D [N, C, H, W] value stored as [N, H, W, C] */

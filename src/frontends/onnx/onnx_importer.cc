@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <onnx/onnx_pb.h>
+#include <onnx/onnx-data_pb.h>
 
 #include "frontends/model_hooks.h"
 #include "frontends/onnx/onnx_contrib.h"
@@ -43,9 +44,42 @@ DataType FromOnnx(int32_t t) {
   }
 }
 
+// An ONNX value type as Weft's: a tensor's element type, or a sequence or optional of tensors
+// (weft/sequence.h). DT_UNDEFINED, with the reason in *why, for anything else (maps, sequences
+// of sequences, element types Weft does not hold).
+DataType FromOnnxType(const onnx::TypeProto& t, std::string* why);
+
 std::string OnnxTypeName(int32_t t) {
   return onnx::TensorProto::DataType_IsValid(t) ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t))
                                                : "type " + std::to_string(t);
+}
+
+DataType FromOnnxType(const onnx::TypeProto& t, std::string* why) {
+  if (t.has_tensor_type()) {
+    DataType dt = FromOnnx(t.tensor_type().elem_type());
+    if (dt == DT_UNDEFINED) *why = "unsupported element type " + OnnxTypeName(t.tensor_type().elem_type());
+    return dt;
+  }
+  if (t.has_sequence_type()) {
+    const onnx::TypeProto& e = t.sequence_type().elem_type();
+    if (!e.has_tensor_type()) {
+      *why = "a sequence of non-tensors (only sequences of tensors are supported)";
+      return DT_UNDEFINED;
+    }
+    DataType dt = FromOnnxType(e, why);
+    return dt == DT_UNDEFINED ? dt : SequenceOf(dt);
+  }
+  if (t.has_optional_type()) {
+    const onnx::TypeProto& e = t.optional_type().elem_type();
+    if (!e.has_tensor_type() && !e.has_sequence_type()) {
+      *why = "an optional of a map (only optional tensors and sequences are supported)";
+      return DT_UNDEFINED;
+    }
+    DataType dt = FromOnnxType(e, why);
+    return dt == DT_UNDEFINED ? dt : OptionalOf(dt);
+  }
+  *why = t.has_map_type() ? "a map (not supported)" : t.has_sparse_tensor_type() ? "a sparse tensor (not supported)" : "of no type";
+  return DT_UNDEFINED;
 }
 
 Expected<HostTensor> TensorFromProto(const onnx::TensorProto& p, const std::string& base_dir) {
@@ -147,6 +181,12 @@ Expected<AttrValue> AttrFromProto(const onnx::AttributeProto& a, const std::stri
       auto t = TensorFromProto(a.t(), base_dir);
       if (!t.ok()) return t.status();
       return TensorAttr(t.value());
+    }
+    case onnx::AttributeProto::TYPE_PROTO: {  // Optional's 'type'
+      std::string why;
+      DataType dt = FromOnnxType(a.tp(), &why);
+      if (dt == DT_UNDEFINED) return InvalidArgument("attribute '" + a.name() + "' names " + why);
+      return AttrValue::Type(dt);
     }
     default:
       return InvalidArgument("attribute '" + a.name() + "' has unsupported type " +
@@ -250,6 +290,7 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
          if (l.opset < 10) l.n.attrs["legacy_mask"] = AttrValue::Int(1);  // the mask had the data's type
        }},
       {"EyeLike", [](Lowering& l) { l.IntToType("dtype"); }},
+      {"SequenceEmpty", [](Lowering& l) { l.IntToType("dtype"); }},
       {"BatchNormalization", [](Lowering& l) {  // before opset 14 more than one output meant training mode
          bool stats = false;
          for (size_t k = 1; k < l.n.outputs.size(); ++k) stats = stats || !l.n.outputs[k].empty();
@@ -367,7 +408,7 @@ struct NodeImporter {
     }
     if (bad) return Status::Ok();
     if (n.domain.empty() && n.op_type == "If" && then_g && else_g) return ImportIf(n, *then_g, *else_g, rename);
-    if (n.domain.empty() && (n.op_type == "Loop" || n.op_type == "Scan")) {
+    if (n.domain.empty() && (n.op_type == "Loop" || n.op_type == "Scan" || n.op_type == "SequenceMap")) {
       if (!body_g) {
         problems.push_back("'" + n.name + "' (" + n.op_type + "): needs the graph attribute 'body'");
         return Status::Ok();
@@ -535,9 +576,12 @@ struct NodeImporter {
     std::set<std::string> defined;
     for (auto& in : bp.input()) {
       // A body input may leave its type out (ONNX infers it from the value bound): a tensor then.
-      if (in.has_type() && in.type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !in.type().has_tensor_type())
-        return fail("body input '" + in.name() + "' is not a tensor (sequences and optionals are not supported)");
-      DataType dt = in.type().has_tensor_type() ? FromOnnx(in.type().tensor_type().elem_type()) : DT_UNDEFINED;
+      DataType dt = DT_UNDEFINED;
+      if (in.has_type() && in.type().value_case() != onnx::TypeProto::VALUE_NOT_SET) {
+        std::string why;
+        dt = FromOnnxType(in.type(), &why);
+        if (dt == DT_UNDEFINED && !in.type().has_tensor_type()) return fail("body input '" + in.name() + "' is " + why);
+      }
       // The type and shape used are those of the value bound at run time; the declared ones
       // only fill the graph format's fields.
       body.AddInput(in.name(), dt == DT_UNDEFINED ? DT_FLOAT : dt, Shape());
@@ -593,6 +637,14 @@ struct NodeImporter {
       out.inputs = n.inputs;
       out.input_counts = {1, 1, static_cast<uint32_t>(carried), ncap};
       out.output_counts = {static_cast<uint32_t>(carried), static_cast<uint32_t>(n.outputs.size() - carried)};
+    } else if (n.op_type == "SequenceMap") {
+      if (n.inputs.empty() || n.inputs[0].empty()) return fail("needs input_sequence");
+      if (static_cast<size_t>(bp.input_size()) != n.inputs.size() || static_cast<size_t>(bp.output_size()) != n.outputs.size())
+        return fail("the body takes " + std::to_string(bp.input_size()) + " inputs and gives " + std::to_string(bp.output_size()) +
+                    "; the node has " + std::to_string(n.inputs.size()) + " and " + std::to_string(n.outputs.size()));
+      out.inputs = n.inputs;
+      out.input_counts = {1, static_cast<uint32_t>(n.inputs.size() - 1), ncap};
+      out.output_counts = {static_cast<uint32_t>(n.outputs.size())};
     } else {
       auto it = n.attrs.find("num_scan_inputs");
       if (it == n.attrs.end() || it->second.type() != WEFT_ATTR_INT) return fail("needs the int attribute 'num_scan_inputs'");
@@ -675,6 +727,53 @@ Expected<HostTensor> ReadOnnxTensor(const std::string& path) {
   auto t = TensorFromProto(p, fs::path(path).parent_path().string());
   if (!t.ok()) return Status(t.status().code(), path + ": " + t.status().message());
   return t;
+}
+
+namespace {
+
+Expected<HostTensor> SequenceFromProto(const onnx::SequenceProto& p, DataType type, const std::string& base_dir) {
+  if (p.elem_type() != onnx::SequenceProto::TENSOR && !(p.elem_type() == onnx::SequenceProto::UNDEFINED && p.tensor_values_size() == 0))
+    return InvalidArgument("sequence '" + p.name() + "' holds non-tensors (only sequences of tensors are supported)");
+  std::vector<HostTensor> items;
+  for (auto& t : p.tensor_values()) {
+    auto h = TensorFromProto(t, base_dir);
+    if (!h.ok()) return Status(h.status().code(), "sequence '" + p.name() + "': " + h.status().message());
+    items.push_back(std::move(h).value());
+  }
+  return MakeSequence(ElementTypeOf(type), items);
+}
+
+}  // namespace
+
+Expected<HostTensor> ReadOnnxValue(const std::string& path, DataType type) {
+  if (IsTensorType(type)) return ReadOnnxTensor(path);
+  auto bytes = internal::ReadRegularFile(path, "ONNX value file");
+  if (!bytes.ok()) return bytes.status();
+  std::string dir = fs::path(path).parent_path().string();
+  Expected<HostTensor> r = InvalidArgument(std::string("cannot read a value of type ") + DataTypeName(type));
+  if (IsSequenceType(type)) {
+    onnx::SequenceProto p;
+    if (!p.ParseFromString(bytes.value())) return InvalidArgument("'" + path + "' is not a serialized ONNX SequenceProto");
+    r = SequenceFromProto(p, type, dir);
+  } else if (IsOptionalType(type)) {
+    onnx::OptionalProto p;
+    if (!p.ParseFromString(bytes.value())) return InvalidArgument("'" + path + "' is not a serialized ONNX OptionalProto");
+    DataType inner = ElementTypeOf(type);
+    if (p.has_tensor_value() && IsTensorType(inner)) {
+      auto t = TensorFromProto(p.tensor_value(), dir);
+      r = t.ok() ? MakeOptional(inner, &t.value()) : Expected<HostTensor>(t.status());
+    } else if (p.has_sequence_value() && IsSequenceType(inner)) {
+      auto t = SequenceFromProto(p.sequence_value(), inner, dir);
+      r = t.ok() ? MakeOptional(inner, &t.value()) : Expected<HostTensor>(t.status());
+    } else if (!p.has_tensor_value() && !p.has_sequence_value() && !p.has_map_value() && !p.has_optional_value() &&
+               !p.has_sparse_tensor_value()) {
+      r = MakeOptional(inner, nullptr);
+    } else {
+      r = InvalidArgument(std::string("it holds a value that is not a ") + DataTypeName(inner));
+    }
+  }
+  if (!r.ok()) return Status(r.status().code(), path + ": " + r.status().message());
+  return r;
 }
 
 namespace {
@@ -1097,8 +1196,13 @@ Expected<Graph> ImportModelProto(const std::string& bytes, const std::string& ba
   if (gp.sparse_initializer_size() > 0) return InvalidArgument("sparse initializers are not supported");
   for (auto& in : gp.input()) {
     if (initializers.count(in.name())) continue;
-    if (!in.type().has_tensor_type())
-      return InvalidArgument("graph input '" + in.name() + "' is not a tensor (sequences, maps and optionals are not supported)");
+    if (!in.type().has_tensor_type()) {
+      std::string why;
+      DataType dt = FromOnnxType(in.type(), &why);
+      if (dt == DT_UNDEFINED) return InvalidArgument("graph input '" + in.name() + "' is " + why);
+      g.AddInput(in.name(), dt, Shape({-1}));  // its encoded bytes (weft/sequence.h)
+      continue;
+    }
     const auto& tt = in.type().tensor_type();
     DataType dt = FromOnnx(tt.elem_type());
     if (dt == DT_UNDEFINED) return InvalidArgument("graph input '" + in.name() + "' has unsupported element type " + OnnxTypeName(tt.elem_type()));
