@@ -185,6 +185,12 @@ HostTensor TensorOf(const py::handle& o, const char* what) {
   return Get(HostTensor::FromBytes(r.dtype, r.shape, r.data, r.bytes));
 }
 HostTensor EncodeValue(DataType type, const py::handle& o, const std::string& what) {
+  if (IsTensorType(type)) {
+    if (o.is_none()) throw py::type_error(what + " holds a " + DataTypeName(type) + " tensor, not None");
+    HostTensor t = TensorOf(o, what.c_str());
+    if (t.dtype() != type) throw py::type_error(what + " holds " + DataTypeName(type) + ", given " + DataTypeName(t.dtype()));
+    return t;
+  }
   if (IsSequenceType(type)) {
     if (!py::isinstance<py::list>(o) && !py::isinstance<py::tuple>(o))
       throw py::type_error(what + " is a " + DataTypeName(type) + ": pass a list of arrays");

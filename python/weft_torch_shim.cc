@@ -557,6 +557,18 @@ bool IsIdentifier(const std::string& s) {
 
 // Registers every op of `session` that torch.ops.weft does not have yet; returns their names.
 // Each call keeps its torch::Library (and with it the registrations) for the life of the process.
+// An op with an input or output that is only ever a sequence or an optional (SequenceAt,
+// Optional, ...): torch has no tensor for it, so it is left out.
+bool TakesOnlyValues(const weft::OpSchema& s) {
+  for (const auto* list : {&s.inputs, &s.outputs})
+    for (const auto& io : *list) {
+      bool any_tensor = false;
+      for (auto d : io.dtypes) any_tensor |= weft::IsTensorType(d);
+      if (!io.dtypes.empty() && !any_tensor) return true;
+    }
+  return false;
+}
+
 std::vector<std::string> RegisterSession(const std::shared_ptr<weft::Session>& session) {
   static std::mutex mu;
   static std::vector<std::unique_ptr<torch::Library>> libraries;
@@ -570,7 +582,7 @@ std::vector<std::string> RegisterSession(const std::shared_ptr<weft::Session>& s
     if (!IsIdentifier(info.op_type) || !(info.capabilities & WEFT_CAP_EAGER_EXECUTE)) continue;
     if (c10::Dispatcher::singleton().findSchema({"weft::" + info.op_type, ""})) continue;  // registered before
     auto schema = session->GetOpSchema(info.op_type);
-    if (!schema.ok()) continue;
+    if (!schema.ok() || TakesOnlyValues(schema.value())) continue;
     std::string text = SchemaOf(schema.value());
     try {
       lib->def(text.c_str());

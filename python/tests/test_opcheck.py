@@ -68,6 +68,8 @@ SIGNAL_CASES = {
 
 CASES = {
     **SIGNAL_CASES,
+    # A tensor is a present value (ONNX 18); sequences and optionals have no torch form.
+    "OptionalHasElement": [((r(3),), {}), ((torch.arange(4, dtype=torch.int64).reshape(2, 2),), {})],
  "Conv": [((r(1, 2, 5, 5), r(3, 2, 3, 3), r(3)), {"pads": [1, 1, 1, 1]}), ((r(2, 4, 6, 6), r(4, 1, 3, 3)), {"group": 4, "strides": [2, 2]})],
     "ConvTranspose": [((r(1, 2, 4, 4), r(2, 3, 2, 2)), {"strides": [2, 2]})],
     "MaxPool": [((r(1, 2, 6, 6),), {"kernel_shape": [2, 2], "strides": [2, 2]})],

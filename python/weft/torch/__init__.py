@@ -461,6 +461,16 @@ def is_native(op):
     return op in _registered and _registered[op][4]
 
 
+def _takes_only_values(proto):
+    """An op with an input or output that is only ever a sequence or an optional (SequenceAt,
+    Optional, ...): torch has no tensor for it."""
+    for io in proto["inputs"] + proto["outputs"]:
+        types = io["dtypes"]
+        if types and all(t.startswith(("sequence(", "optional(")) for t in types):
+            return True
+    return False
+
+
 def register(session=None):
     """Registers every op of `session` (default: weft.default_session()) as torch.ops.weft.<op>.
     Ops already registered (by name) are skipped. Returns the names registered now."""
@@ -477,7 +487,7 @@ def register(session=None):
             if op in _registered or not op.isidentifier():
                 continue
             proto = session.schema(op)
-            if "EagerExecute" not in proto["capabilities"]:
+            if "EagerExecute" not in proto["capabilities"] or _takes_only_values(proto):
                 continue
             schema = schema_of(proto)
             runner = _OpRunner(session, proto)
