@@ -166,14 +166,50 @@ class TraceRecorder : public StepObserver {
   nlohmann::json events_ = nlohmann::json::array();
 };
 
+// Splits "a.npy,b.npy" (an empty text: no files).
+std::vector<std::string> FileList(const std::string& text) {
+  std::vector<std::string> files;
+  for (size_t at = 0; at < text.size();) {
+    size_t comma = text.find(',', at);
+    if (comma == std::string::npos) comma = text.size();
+    files.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return files;
+}
+
+// A sequence input from its files in order, or an optional one from none (empty) or one file.
+Expected<HostTensor> ReadValueInput(const ValueInfo& in, const std::string& files) {
+  std::vector<HostTensor> items;
+  for (const std::string& f : FileList(files)) {
+    auto t = ReadNpy(f);
+    if (!t.ok()) return t.status();
+    items.push_back(std::move(t).value());
+  }
+  if (IsSequenceType(in.dtype)) return MakeSequence(ElementTypeOf(in.dtype), items);
+  if (items.size() > 1) return InvalidArgument("an optional holds one value; " + std::to_string(items.size()) + " files given");
+  DataType inner = ElementTypeOf(in.dtype);
+  if (items.empty()) return MakeOptional(inner, nullptr);
+  if (IsSequenceType(inner)) {
+    auto s = MakeSequence(ElementTypeOf(inner), items);
+    if (!s.ok()) return s.status();
+    return MakeOptional(inner, &s.value());
+  }
+  return MakeOptional(inner, &items[0]);
+}
+
 int Run(const RunArgs& a) {
   std::map<std::string, HostTensor> feeds;
+  std::map<std::string, std::string> value_specs;  // sequence and optional inputs: their files, read once the model is known
   std::map<std::string, Shape> shapes;
   for (const std::string& spec : a.inputs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0)
       return Fail("--input '" + spec + "' must be NAME=FILE.npy");
-    if (feeds.count(spec.substr(0, eq))) return Fail("--input '" + spec.substr(0, eq) + "' is given twice");
+    if (feeds.count(spec.substr(0, eq)) || value_specs.count(spec.substr(0, eq)))
+      return Fail("--input '" + spec.substr(0, eq) + "' is given twice");
+    value_specs[spec.substr(0, eq)] = spec.substr(eq + 1);
+    if (spec.size() == eq + 1 || spec.find(',', eq) != std::string::npos) continue;  // only a sequence or an optional
     auto t = ReadNpy(spec.substr(eq + 1));
     if (!t.ok()) return Fail("input '" + spec.substr(0, eq) + "': " + t.status().message());
     shapes[spec.substr(0, eq)] = t.value().shape();
@@ -197,6 +233,20 @@ int Run(const RunArgs& a) {
   if (!model.ok()) return Fail(model.status().message());
   std::vector<std::string> names;
   for (auto& in : model.value()->inputs()) names.push_back(in.name);
+  for (auto& in : model.value()->inputs()) {
+    auto spec = value_specs.find(in.name);
+    if (spec == value_specs.end()) continue;
+    if (IsSequenceType(in.dtype) || IsOptionalType(in.dtype)) {
+      auto v = ReadValueInput(in, spec->second);
+      if (!v.ok()) return Fail("input '" + in.name + "' (" + DataTypeName(in.dtype) + "): " + v.status().message());
+      feeds[in.name] = std::move(v).value();
+    } else if (!feeds.count(in.name)) {
+      return Fail("--input '" + in.name + "=" + spec->second + "': the input is a " + DataTypeName(in.dtype) +
+                  " tensor; give one .npy file (a list of files or none is for sequence and optional inputs)");
+    }
+  }
+  for (auto& [name, spec] : value_specs)
+    if (!feeds.count(name) && std::find(names.begin(), names.end(), name) == names.end()) feeds[name] = HostTensor();
   for (auto& [name, t] : feeds) {
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
     std::string list;
@@ -277,6 +327,24 @@ int Run(const RunArgs& a) {
     const TensorRef& v = out.value()[k];
     auto t = HostTensor::FromBytes(v.dtype, v.shape, v.data, v.bytes);
     if (!t.ok()) return Fail("output '" + outputs[k].name + "': " + t.status().message());
+    if (IsSequenceType(v.dtype) || IsOptionalType(v.dtype)) {  // one file per item: <name>.<k>.npy, or <name>.npy
+      auto items = ValueItems(t.value());
+      if (!items.ok()) return Fail("output '" + outputs[k].name + "': " + items.status().message());
+      if (IsOptionalType(v.dtype) && IsSequenceType(ElementTypeOf(v.dtype)) && !items.value().empty()) {
+        auto inner = ValueItems(items.value()[0]);
+        if (!inner.ok()) return Fail("output '" + outputs[k].name + "': " + inner.status().message());
+        items = std::move(inner);
+      }
+      std::cout << outputs[k].name << ": " << DataTypeName(v.dtype) << " of " << items.value().size() << (items.value().empty() ? "\n" : " ->");
+      for (size_t i = 0; i < items.value().size(); ++i) {
+        std::string name = SafeFileName(outputs[k].name) + (IsOptionalType(v.dtype) && IsTensorType(ElementTypeOf(v.dtype)) ? "" : "." + std::to_string(i)) + ".npy";
+        std::string path = (fs::path(a.output_dir) / name).string();
+        Status s = WriteNpy(path, items.value()[i]);
+        if (!s.ok()) return Fail(s.message());
+        std::cout << " " << path << (i + 1 == items.value().size() ? "\n" : "");
+      }
+      continue;
+    }
     std::string path = (fs::path(a.output_dir) / (SafeFileName(outputs[k].name) + ".npy")).string();
     Status s = WriteNpy(path, t.value());
     if (!s.ok()) return Fail(s.message());
@@ -610,7 +678,9 @@ int main(int argc, char** argv) {
   RunArgs ra;
   auto* run = app.add_subcommand("run", "Run a graph file (compiled first) or a compiled model file on .npy inputs");
   run->add_option("graph", ra.graph, "Graph file (JSON, see docs/graph_format.md), ONNX model (.onnx), LiteRT model (.tflite) or model file (.weft)")->required();
-  Repeatable(run->add_option("-i,--input", ra.inputs, "NAME=FILE.npy for each graph input (repeatable)"));
+  Repeatable(run->add_option("-i,--input", ra.inputs,
+                             "NAME=FILE.npy for each graph input (repeatable); a sequence input takes NAME=A.npy,B.npy,... "
+                             "(NAME= for an empty one), an optional input NAME= for none"));
   run->add_option("-o,--output-dir", ra.output_dir, "Directory for <output>.npy files")->capture_default_str();
   Repeatable(run->add_option("-p,--package", ra.packages,
                              "Operator package root to load (repeatable; before WEFT_CUSTOM_OPP_PATH)"));

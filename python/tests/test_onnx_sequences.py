@@ -224,3 +224,28 @@ def test_concat_refuses_mismatched_shapes():
     np.testing.assert_array_equal(m.run([[a, a[:, :1]]])[0], np.ones((2, 4), np.float32))
     with pytest.raises(ValueError, match=r"tensor 1 has shape \[3,1\]"):
         m.run([[a, b]])
+
+
+def test_cli_reads_and_writes_sequences(tmp_path):
+    """`weft run`: a sequence input from a list of .npy files, a sequence output as one file per item."""
+    import shutil
+    import subprocess
+
+    cli = os.environ.get("WEFT_CLI") or shutil.which("weft")
+    if not cli:
+        pytest.skip("no weft command (WEFT_CLI)")
+    path = save([helper.make_node("SequenceInsert", ["s", "t"], ["out"])], [seq("s"), tensor("t", F, [2])], [seq("out")])
+    a, b, t = np.ones(3, np.float32), np.zeros((1, 2), np.float32), np.full(2, 7, np.float32)
+    for name, v in (("a", a), ("b", b), ("t", t)):
+        np.save(tmp_path / f"{name}.npy", v)
+    run = subprocess.run([cli, "run", path, "-i", f"s={tmp_path / 'a.npy'},{tmp_path / 'b.npy'}", "-i", f"t={tmp_path / 't.npy'}",
+                          "-o", str(tmp_path / "out")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "sequence(float32) of 3" in run.stdout
+    for k, want in enumerate((a, b, t)):
+        np.testing.assert_array_equal(np.load(tmp_path / "out" / f"out.{k}.npy"), want)
+    empty = subprocess.run([cli, "run", path, "-i", "s=", "-i", f"t={tmp_path / 't.npy'}", "-o", str(tmp_path / "e")],
+                           capture_output=True, text=True)
+    assert empty.returncode == 0 and "of 1" in empty.stdout, empty.stderr
+    bad = subprocess.run([cli, "run", path, "-i", f"s={tmp_path / 'a.npy'}", "-i", "t="], capture_output=True, text=True)
+    assert bad.returncode != 0 and "float32 tensor; give one .npy file" in bad.stderr
