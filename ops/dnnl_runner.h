@@ -65,6 +65,11 @@ inline int ApplyIntraOpThreads(const KernelContextBase* ctx) {
 inline bool ParallelSgemm(const KernelContextBase* ctx, char transb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return true;
+  if (k <= 0) {  // an empty sum (an RNN with input size 0): C = beta * C, which oneDNN refuses to compute
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
+    return true;
+  }
   const int threads = ApplyIntraOpThreads(ctx);
   const bool by_cols = n >= m;
   const int64_t extent = by_cols ? n : m;

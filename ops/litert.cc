@@ -5998,6 +5998,11 @@ class TflUnidirectionalSequenceLstm : public EagerExecuteOp, public ShapeInferOp
     const Shape& x = *ctx->GetOptionalInputShape(kX);
     const Shape& wxo = *ctx->GetOptionalInputShape(kWxo);
     const Shape& who = *ctx->GetOptionalInputShape(kWho);
+    // LiteRT's clips: 0 is none; a negative or NaN one is not a bound (LiteRT refuses negatives).
+    for (const char* clip : {"cell_clip", "proj_clip"}) {
+      const float* v = ctx->GetAttrs()->GetFloat(clip);
+      if (v && !(*v >= 0.f)) return Fail(ctx, std::string(clip) + " is " + std::to_string(*v) + "; it must be 0 (no clipping) or positive");
+    }
     if (x.GetDimNum() != 3) return Fail(ctx, "the input must be 3-D, not " + x.ToString());
     if (wxo.GetDimNum() != 2 || who.GetDimNum() != 2 || who.GetDim(0) != wxo.GetDim(0))
       return Fail(ctx, "input_to_output_weights " + wxo.ToString() + " and recurrent_to_output_weights " + who.ToString() +

@@ -717,3 +717,13 @@ def test_sequence_op_states_are_checked(tmp_path):
     it.set_tensor(it.get_input_details()[0]["index"], xv)
     it.invoke()
     np.testing.assert_allclose(got, it.get_tensor(it.get_output_details()[0]["index"]), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("clips", [{"cell_clip": -1.0}, {"proj_clip": -0.5, "projection": True}, {"cell_clip": float("nan")}])
+def test_lstm_refuses_negative_or_nan_clips(tmp_path, clips):
+    """0 means no clipping; a negative or NaN clip bounds nothing (LiteRT refuses negatives), float or integer."""
+    name = next(k for k in clips if k.endswith("clip"))
+    for build in (lstm_float, lstm_int8):
+        path = build(tmp_path, **clips)[0]
+        with pytest.raises(ValueError, match=f"{name} is .*; it must be 0 \\(no clipping\\) or positive"):
+            session().compile(weft.import_litert(path))
