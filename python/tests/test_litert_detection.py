@@ -1,0 +1,145 @@
+"""TFLite_Detection_PostProcess, the custom operator that ends SSD-style LiteRT detection models,
+against LiteRT's interpreter (reference kernels) on random boxes and scores: fast and regular
+non-maximum suppression, one or several classes per detection, with and without a background
+column, float and uint8 inputs. Rows past num_detections are zeros in Weft (LiteRT leaves them
+unwritten), so only the detections are compared; they must be equal bit for bit."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import weft
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "..", "examples", "litert_custom_op"))
+from tflite_writer import Model  # noqa: E402
+
+flexbuffers = pytest.importorskip("flatbuffers.flexbuffers")
+
+
+def options(**kw):
+    b = flexbuffers.Builder()
+    with b.Map():
+        for k, v in kw.items():
+            if isinstance(v, bool):
+                b.Bool(k, v)
+            elif isinstance(v, int):
+                b.Int(k, v)
+            else:
+                b.Float(k, v)
+    return bytes(b.Finish())
+
+
+BASE = dict(max_detections=10, max_classes_per_detection=1, nms_score_threshold=0.3, nms_iou_threshold=0.5, num_classes=5,
+            y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0)
+
+
+def build(tmp_path, n=60, background=True, quantized=False, **kw):
+    opts = dict(BASE, **kw)
+    rng = np.random.default_rng(n)
+    cb = opts["num_classes"] + (1 if background else 0)
+    rows = opts["max_detections"] * opts["max_classes_per_detection"]
+    anchors = np.stack([rng.uniform(0, 1, n), rng.uniform(0, 1, n), rng.uniform(0.05, 0.5, n), rng.uniform(0.05, 0.5, n)], 1)
+    m = Model()
+    if quantized:  # as the converter writes a quantized SSD: uint8 encodings, scores and anchors
+        e = m.tensor("box_encodings", [1, n, 4], "uint8", scale=0.05, zero_point=128)
+        c = m.tensor("class_predictions", [1, n, cb], "uint8", scale=1 / 255, zero_point=0)
+        a = m.tensor("anchors", [n, 4], "uint8", data=np.round(anchors / 0.004).astype(np.uint8), scale=0.004, zero_point=0)
+    else:
+        e = m.tensor("box_encodings", [1, n, 4], "float32")
+        c = m.tensor("class_predictions", [1, n, cb], "float32")
+        a = m.tensor("anchors", [n, 4], "float32", data=anchors.astype(np.float32))
+    outs = [m.tensor("boxes", [1, rows, 4], "float32"), m.tensor("classes", [1, rows], "float32"),
+            m.tensor("scores", [1, rows], "float32"), m.tensor("num", [1], "float32")]
+    m.custom("TFLite_Detection_PostProcess", [e, c, a], outs, options=options(**opts))
+    path = str(tmp_path / "detect.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish(inputs=[e, c], outputs=outs))
+    return path, (n, cb)
+
+
+def inputs(shape, quantized, seed):
+    n, cb = shape
+    rng = np.random.default_rng(seed)
+    if quantized:
+        return [rng.integers(0, 256, (1, n, 4), dtype=np.uint8), rng.integers(0, 256, (1, n, cb), dtype=np.uint8)]
+    return [rng.standard_normal((1, n, 4)).astype(np.float32), rng.uniform(0, 1, (1, n, cb)).astype(np.float32)]
+
+
+def compare(path, feeds, rows_per_detection):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    it = Interpreter(model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    for d, v in zip(it.get_input_details(), feeds):
+        it.set_tensor(d["index"], v)
+    it.invoke()
+    want = [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+    got = weft.Session(use_env_path=False).compile(weft.import_litert(path)).run(feeds)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+    assert got[3][0] == want[3][0]
+    rows = int(want[3][0]) * rows_per_detection
+    for g, w in zip(got[:3], want[:3]):
+        np.testing.assert_array_equal(g[0, :rows], w[0, :rows])
+    assert not got[2][0, rows:].any()  # the rest are zeros
+    return int(want[3][0])
+
+
+VARIANTS = {
+    "fast": dict(),
+    "fast_three_classes_each": dict(max_classes_per_detection=3),
+    "fast_no_background": dict(background=False),
+    "fast_many_boxes": dict(n=600, max_detections=25, nms_iou_threshold=0.3),
+    "regular": dict(use_regular_nms=True, detections_per_class=4),
+    "regular_no_background": dict(use_regular_nms=True, detections_per_class=8, background=False, max_detections=20),
+    "quantized_fast": dict(quantized=True),
+    "quantized_regular": dict(quantized=True, use_regular_nms=True, detections_per_class=3),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_matches_litert(tmp_path, variant):
+    pytest.importorskip("ai_edge_litert")
+    kw = dict(VARIANTS[variant])
+    quantized = kw.get("quantized", False)
+    path, shape = build(tmp_path, **kw)
+    per = 1 if kw.get("use_regular_nms") else kw.get("max_classes_per_detection", 1)
+    found = [compare(path, inputs(shape, quantized, seed), per) for seed in range(4)]
+    assert max(found) > 2, found  # the inputs exercise the suppression, not only empty results
+
+
+def test_nothing_above_the_threshold(tmp_path):
+    path, shape = build(tmp_path, nms_score_threshold=0.99)
+    e, c = inputs(shape, False, 0)
+    boxes, classes, scores, num = weft.Session(use_env_path=False).compile(weft.import_litert(path)).run([e, c * 0.5])
+    assert num[0] == 0 and not boxes.any() and not classes.any() and not scores.any()
+
+
+@pytest.mark.parametrize("bad,message", [
+    (dict(nms_iou_threshold=0.0), "nms_iou_threshold is 0.000000; it must lie in \\(0, 1\\]"),
+    (dict(num_classes=9), "class_predictions has 6 columns; with num_classes 9"),
+    (dict(max_classes_per_detection=0), "max_classes_per_detection is 0"),
+    (dict(y_scale=0.0), "must be finite and non-zero"),
+])
+def test_bad_options_are_refused(tmp_path, bad, message):
+    kw = dict(bad)
+    path, _ = build(tmp_path, **kw) if "num_classes" not in kw else build_mismatched(tmp_path, kw["num_classes"])
+    with pytest.raises(ValueError, match=message):
+        weft.Session(use_env_path=False).compile(weft.import_litert(path))
+
+
+def build_mismatched(tmp_path, num_classes):
+    """class_predictions with 6 columns, options that say num_classes classes."""
+    m = Model()
+    e = m.tensor("box_encodings", [1, 8, 4], "float32")
+    c = m.tensor("class_predictions", [1, 8, 6], "float32")
+    a = m.tensor("anchors", [8, 4], "float32", data=np.full((8, 4), 0.5, np.float32))
+    outs = [m.tensor("boxes", [1, 10, 4], "float32"), m.tensor("classes", [1, 10], "float32"),
+            m.tensor("scores", [1, 10], "float32"), m.tensor("num", [1], "float32")]
+    m.custom("TFLite_Detection_PostProcess", [e, c, a], outs, options=options(**dict(BASE, num_classes=num_classes)))
+    path = str(tmp_path / "bad.tflite")
+    with open(path, "wb") as f:
+        f.write(m.finish(inputs=[e, c], outputs=outs))
+    return path, None
