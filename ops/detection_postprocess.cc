@@ -16,19 +16,21 @@
 // class (up to detections_per_class each) and keeps the max_detections best overall. Candidates
 // are scores >= nms_score_threshold in decreasing score order (equal scores in box order), and a
 // box is dropped when its IoU with a kept one exceeds nms_iou_threshold.
-#include <algorithm>
+#include <math.h>
+#include <stdint.h>
+
 #include <cmath>
 #include <cstring>
-#include <numeric>
+#include <string>
+#include <vector>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
 namespace {
 
-struct Box {
-  float ymin, xmin, ymax, xmax;
-};
+#include "aot/detection.c"
 
 struct Params {
   int64_t max_detections, max_classes, per_class, num_classes;
@@ -37,17 +39,7 @@ struct Params {
   double y_scale, x_scale, h_scale, w_scale;
 };
 
-float IoU(const Box& a, const Box& b) {
-  const float area_a = (a.ymax - a.ymin) * (a.xmax - a.xmin);
-  const float area_b = (b.ymax - b.ymin) * (b.xmax - b.xmin);
-  if (area_a <= 0 || area_b <= 0) return 0.f;
-  const float h = std::max(std::min(a.ymax, b.ymax) - std::max(a.ymin, b.ymin), 0.f);
-  const float w = std::max(std::min(a.xmax, b.xmax) - std::max(a.xmin, b.xmin), 0.f);
-  const float inter = h * w;
-  return inter / (area_a + area_b - inter);
-}
-
-class DetectionPostProcess : public EagerExecuteOp, public ShapeInferOp {
+class DetectionPostProcess : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
   static graphStatus ReadParams(const KernelContextBase* ctx, Params* p) {
     const RuntimeAttrs* a = ctx->GetAttrs();
@@ -134,38 +126,21 @@ class DetectionPostProcess : public EagerExecuteOp, public ShapeInferOp {
     return GRAPH_SUCCESS;
   }
 
-  // Greedy non-maximum suppression over `scores` (one per box): the kept boxes, best first.
-  static std::vector<int64_t> Suppress(const Params& p, const std::vector<Box>& boxes, const std::vector<float>& scores, int64_t limit) {
-    std::vector<int64_t> cand;
-    for (int64_t i = 0; i < static_cast<int64_t>(scores.size()); ++i)
-      if (scores[static_cast<size_t>(i)] >= p.score_threshold) cand.push_back(i);
-    std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) { return scores[static_cast<size_t>(a)] > scores[static_cast<size_t>(b)]; });
-    const size_t keep = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(cand.size()), limit));
-    std::vector<uint8_t> active(cand.size(), 1);
-    std::vector<int64_t> kept;
-    for (size_t i = 0; i < cand.size() && kept.size() < keep; ++i) {
-      if (!active[i]) continue;
-      kept.push_back(cand[i]);
-      const Box& bi = boxes[static_cast<size_t>(cand[i])];
-      for (size_t j = i + 1; j < cand.size(); ++j)
-        if (active[j] && IoU(bi, boxes[static_cast<size_t>(cand[j])]) > p.iou_threshold) active[j] = 0;
-    }
-    return kept;
-  }
-
-  // The indices of the `k` largest of `v[0..n)`, largest first (equal values in index order).
-  static void TopK(const float* v, int64_t n, int64_t k, int64_t* idx) {
-    std::vector<int64_t> all(static_cast<size_t>(n));
-    std::iota(all.begin(), all.end(), 0);
-    std::partial_sort(all.begin(), all.begin() + k, all.end(), [&](int64_t a, int64_t b) { return v[a] > v[b] || (v[a] == v[b] && a < b); });
-    std::copy(all.begin(), all.begin() + k, idx);
+  static weft_detpp_params CParams(const Params& p, int64_t n, int64_t cb, int64_t enc) {
+    weft_detpp_params c;
+    c.n = n, c.cb = cb, c.num_classes = p.num_classes, c.enc_len = enc;
+    c.max_det = p.max_detections, c.max_cls = p.max_classes, c.per_class = p.regular ? p.per_class : 0;
+    c.regular = p.regular ? 1 : 0;
+    c.score_thr = p.score_threshold, c.iou_thr = p.iou_threshold;
+    c.ys = p.y_scale, c.xs = p.x_scale, c.hs = p.h_scale, c.ws = p.w_scale;
+    return c;
   }
 
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
     Params p;
     int64_t n = 0, cb = 0;
     if (ReadParams(ctx, &p) != GRAPH_SUCCESS || CheckShapes(ctx, p, &n, &cb) != GRAPH_SUCCESS) return GRAPH_FAILED;
-    const int64_t d = p.max_detections * p.max_classes, offset = cb - p.num_classes, enc = ctx->GetInputTensor(0)->GetShape().GetDim(2);
+    const int64_t d = p.max_detections * p.max_classes, enc = ctx->GetInputTensor(0)->GetShape().GetDim(2);
     Tensor* ob = ctx->MallocOutputTensor(0, Shape({1, d, 4}), DT_FLOAT);
     Tensor* oc = ctx->MallocOutputTensor(1, Shape({1, d}), DT_FLOAT);
     Tensor* os = ctx->MallocOutputTensor(2, Shape({1, d}), DT_FLOAT);
@@ -174,72 +149,61 @@ class DetectionPostProcess : public EagerExecuteOp, public ShapeInferOp {
     std::vector<float> e, scores, a;
     if (Floats(ctx, 0, &e) != GRAPH_SUCCESS || Floats(ctx, 1, &scores) != GRAPH_SUCCESS || Floats(ctx, 2, &a) != GRAPH_SUCCESS)
       return GRAPH_FAILED;
-    std::vector<Box> boxes(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const float* b = &e[static_cast<size_t>(i * enc)];
-      const float* an = &a[static_cast<size_t>(i * 4)];
-      const double yc = b[0] / p.y_scale * an[2] + an[0], xc = b[1] / p.x_scale * an[3] + an[1];
-      const double hh = 0.5 * std::exp(b[2] / p.h_scale) * an[2], hw = 0.5 * std::exp(b[3] / p.w_scale) * an[3];
-      const float fyc = static_cast<float>(yc), fxc = static_cast<float>(xc), fhh = static_cast<float>(hh), fhw = static_cast<float>(hw);
-      Box& box = boxes[static_cast<size_t>(i)];
-      box = {fyc - fhh, fxc - fhw, fyc + fhh, fxc + fhw};
-      if (box.ymin > box.ymax || box.xmin > box.xmax)
-        return Fail(ctx, "box " + std::to_string(i) + " decodes with its minimum past its maximum (a negative anchor height or width)");
-    }
-    float* out_boxes = ob->GetData<float>();
-    float* out_classes = oc->GetData<float>();
-    float* out_scores = os->GetData<float>();
-    std::fill(out_boxes, out_boxes + d * 4, 0.f);
-    std::fill(out_classes, out_classes + d, 0.f);
-    std::fill(out_scores, out_scores + d, 0.f);
-    auto put = [&](int64_t row, int64_t box, int64_t cls, float score) {
-      const Box& b = boxes[static_cast<size_t>(box)];
-      float* o = out_boxes + row * 4;
-      o[0] = b.ymin, o[1] = b.xmin, o[2] = b.ymax, o[3] = b.xmax;
-      out_classes[row] = static_cast<float>(cls);
-      out_scores[row] = score;
-    };
-    std::vector<float> column(static_cast<size_t>(n));
-    if (!p.regular) {
-      const int64_t per_box = std::min(p.max_classes, p.num_classes);
-      std::vector<int64_t> top(static_cast<size_t>(n * per_box));
-      for (int64_t i = 0; i < n; ++i) {
-        const float* row = &scores[static_cast<size_t>(i * cb + offset)];
-        TopK(row, p.num_classes, per_box, &top[static_cast<size_t>(i * per_box)]);
-        column[static_cast<size_t>(i)] = row[top[static_cast<size_t>(i * per_box)]];
+    const weft_detpp_params c = CParams(p, n, cb, enc);
+    std::vector<uint64_t> scratch(static_cast<size_t>(weft_detpp_scratch_bytes(&c) / 8 + 1));
+    if (weft_detpp_run(&c, e.data(), scores.data(), a.data(), ob->GetData<float>(), oc->GetData<float>(), os->GetData<float>(),
+                       on->GetData<float>(), scratch.data()) != 0)
+      return Fail(ctx, "a box decodes with its minimum past its maximum (a negative anchor height or width)");
+    return GRAPH_SUCCESS;
+  }
+
+  // In C: 8-bit inputs dequantized into scratch, then the same weft_detpp_run. A box that decodes
+  // inverted fails the run with status 1.
+  graphStatus Emit(EmitContext* ctx) override {
+    Params p;
+    int64_t n = 0, cb = 0;
+    if (ReadParams(ctx, &p) != GRAPH_SUCCESS || CheckShapes(ctx, p, &n, &cb) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    const int64_t enc = ctx->GetInputTensor(0)->GetShape().GetDim(2);
+    const weft_detpp_params c = CParams(p, n, cb, enc);
+    ctx->Include("<math.h>");
+    ctx->Include("<stdint.h>");
+    aot::EmitHelper(ctx, aot::Kernels(), "weft_detection_postprocess");
+    const int64_t counts[3] = {n * enc, n * cb, n * 4};
+    uint64_t bytes = static_cast<uint64_t>(weft_detpp_scratch_bytes(&c));
+    std::vector<uint64_t> at(3, 0);
+    for (size_t k = 0; k < 3; ++k)
+      if (ctx->GetInputTensor(k)->GetDataType() != DT_FLOAT) {
+        at[k] = bytes;
+        bytes += static_cast<uint64_t>(weft_detpp_align8(4 * counts[k]));
       }
-      std::vector<int64_t> kept = Suppress(p, boxes, column, p.max_detections);
-      for (size_t k = 0; k < kept.size(); ++k)
-        for (int64_t c = 0; c < per_box; ++c) {
-          const int64_t cls = top[static_cast<size_t>(kept[k] * per_box + c)];
-          put(static_cast<int64_t>(k) * p.max_classes + c, kept[k], cls, scores[static_cast<size_t>(kept[k] * cb + offset + cls)]);
-        }
-      *on->GetData<float>() = static_cast<float>(kept.size());
-      return GRAPH_SUCCESS;
-    }
-    // Regular: per class, then the best max_detections of everything kept so far.
-    std::vector<std::pair<int64_t, int64_t>> best;  // (box, class)
-    std::vector<float> best_scores;
-    for (int64_t c = 0; c < p.num_classes; ++c) {
-      for (int64_t i = 0; i < n; ++i) column[static_cast<size_t>(i)] = scores[static_cast<size_t>(i * cb + offset + c)];
-      for (int64_t i : Suppress(p, boxes, column, p.per_class)) {
-        best.emplace_back(i, c);
-        best_scores.push_back(column[static_cast<size_t>(i)]);
+    const std::string scratch = ctx->Scratch(static_cast<size_t>(bytes));
+    ListView<float> scales = ctx->GetAttrs()->GetListFloat("input_scale");
+    ListView<int64_t> zps = ctx->GetAttrs()->GetListInt("input_zero_point");
+    std::string code = "{\n  static const weft_detpp_params p = {" + aot::IntLit(c.n) + ", " + aot::IntLit(c.cb) + ", " +
+                       aot::IntLit(c.num_classes) + ", " + aot::IntLit(c.enc_len) + ", " + aot::IntLit(c.max_det) + ", " +
+                       aot::IntLit(c.max_cls) + ", " + aot::IntLit(c.per_class) + ", " + std::to_string(c.regular) + ", " +
+                       aot::FloatLit(c.score_thr) + ", " + aot::FloatLit(c.iou_thr) + ", (double)" + aot::FloatLit(p.y_scale) +
+                       ", (double)" + aot::FloatLit(p.x_scale) + ", (double)" + aot::FloatLit(p.h_scale) + ", (double)" +
+                       aot::FloatLit(p.w_scale) + "};\n  uint8_t* const s = " + scratch + ";\n  int64_t i;\n";
+    std::string in[3];
+    for (size_t k = 0; k < 3; ++k) {
+      const DataType t = ctx->GetInputTensor(k)->GetDataType();
+      if (t == DT_FLOAT) {
+        in[k] = ctx->Input(k, "float");
+        continue;
       }
-      const int64_t keep = std::min<int64_t>(static_cast<int64_t>(best.size()), p.max_detections);
-      std::vector<int64_t> order(static_cast<size_t>(keep));
-      TopK(best_scores.data(), static_cast<int64_t>(best.size()), keep, order.data());
-      std::vector<std::pair<int64_t, int64_t>> b2;
-      std::vector<float> s2;
-      for (int64_t k : order) {
-        b2.push_back(best[static_cast<size_t>(k)]);
-        s2.push_back(best_scores[static_cast<size_t>(k)]);
-      }
-      best.swap(b2);
-      best_scores.swap(s2);
+      if (scales.size() <= k || !(scales[k] > 0.f))
+        return Fail(ctx, "input " + std::to_string(k) + " is " + DataTypeName(t) + " without a quantization scale");
+      in[k] = "in" + std::to_string(k);
+      const char* ct = t == DT_UINT8 ? "uint8_t" : "int8_t";
+      const float z = zps.size() > k ? static_cast<float>(zps[k]) : 0.f;
+      code += "  float* const " + in[k] + " = (float*)(void*)(s + " + std::to_string(at[k]) + "u);\n  for (i = 0; i < " +
+              aot::IntLit(counts[k]) + "; ++i) " + in[k] + "[i] = ((float)" + ctx->Input(k, ct) + "[i] - " + aot::FloatLit(z) + ") * " +
+              aot::FloatLit(scales[k]) + ";\n";
     }
-    for (size_t k = 0; k < best.size(); ++k) put(static_cast<int64_t>(k), best[k].first, best[k].second, best_scores[k]);
-    *on->GetData<float>() = static_cast<float>(best.size());
+    code += "  (void)i;\n  if (weft_detpp_run(&p, " + in[0] + ", " + in[1] + ", " + in[2] + ", " + ctx->Output(0, "float") + ", " +
+            ctx->Output(1, "float") + ", " + ctx->Output(2, "float") + ", " + ctx->Output(3, "float") + ", s)) return 1;\n}\n";
+    ctx->Run(code);
     return GRAPH_SUCCESS;
   }
 };

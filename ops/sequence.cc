@@ -259,9 +259,13 @@ class ConcatFromSequence : public EagerExecuteOp, public ShapeInferOp {
       if (!same)
         return Fail(ctx, "tensor " + std::to_string(k) + " has shape " + s.ToString() + ", which does not " +
                              (new_axis ? "equal" : "match off the axis") + " tensor 0's " + first.ToString());
-      total += new_axis ? 1 : s.GetDim(static_cast<size_t>(axis));
+      if (__builtin_add_overflow(total, new_axis ? 1 : s.GetDim(static_cast<size_t>(axis)), &total))
+        return Fail(ctx, "the concatenated axis would be longer than 2^63");
     }
     out->SetDim(static_cast<size_t>(axis), total);
+    uint64_t bytes = 0;
+    if (!out->GetCheckedBytes(DataTypeSize(seq[0].dtype), &bytes))
+      return Fail(ctx, "the result would have shape " + out->ToString() + ", larger than any tensor can be");
     *axis_out = axis;
     return GRAPH_SUCCESS;
   }
@@ -310,7 +314,7 @@ class SplitToSequence : public EagerExecuteOp, public ShapeInferOp {
     lens->clear();
     *drop = false;
     const Tensor* split = ctx->GetComputeNodeInputNum() > 1 ? ctx->GetInputTensor(1) : nullptr;
-    if (!split) {
+    if (!split || (split->GetShape().GetDimNum() == 1 && split->GetShape().GetDim(0) == 0)) {  // none, or empty: pieces of 1
       lens->assign(static_cast<size_t>(dim), 1);
       *drop = *ctx->GetAttrs()->GetInt("keepdims") == 0;
     } else {
@@ -413,6 +417,7 @@ class Optional : public EagerExecuteOp, public ShapeInferOp {
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
     if (ctx->GetComputeNodeInputNum() > 0) return ctx->SetOutputDataType(0, OptionalOf(ctx->GetInputDataType(0)));
     const DataType* t = ctx->GetAttrs()->GetDataType("type");
+    if (t && IsOptionalType(*t)) return Fail(ctx, std::string("attribute 'type' is ") + DataTypeName(*t) + "; an optional of an optional is not supported");
     if (!t || !(IsTensorType(*t) || IsSequenceType(*t)))
       return Fail(ctx, "an Optional without an input needs attribute 'type' (a tensor or sequence type)");
     return ctx->SetOutputDataType(0, OptionalOf(*t));

@@ -243,6 +243,9 @@ class PyModel {
         in.push_back(TensorRef::Of(encoded.back()));
         continue;
       }
+      if (given[k].is_none())
+        throw py::type_error("input " + std::to_string(k) + (k < declared.size() ? " ('" + declared[k].name + "', " + DataTypeName(type) + ")" : std::string()) +
+                             " is None; only an optional input may be");
       py::array a = py::isinstance<py::array>(given[k]) ? given[k].cast<py::array>() : py::array::ensure(given[k]);
       if (!a) throw py::type_error("input " + std::to_string(k) + ": expected an array");
       inputs.push_back(a);

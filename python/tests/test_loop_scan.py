@@ -89,7 +89,8 @@ def test_a_loop_carried_value_that_grows(tmp_path):
         [vi("cond_out", B, []), vi("acc_out", F, None)])
     m = model([helper.make_node("Loop", ["n", "", "acc"], ["out"], body=body)],
               [vi("n", I64, []), vi("acc", F, [1, 4])], [vi("out", F, None)], [("row_shape", np.array([1, 4], np.int64))])
-    for n in (0, 1, 7):
+    # Past the 16 body plans kept (40 shapes), each new shape's plan lives as long as its run context.
+    for n in (0, 1, 7, 40):
         compare(m, tmp_path, {"n": np.array(n, np.int64), "acc": np.ones((1, 4), np.float32)})
 
 

@@ -249,3 +249,29 @@ def test_cli_reads_and_writes_sequences(tmp_path):
     assert empty.returncode == 0 and "of 1" in empty.stdout, empty.stderr
     bad = subprocess.run([cli, "run", path, "-i", f"s={tmp_path / 'a.npy'}", "-i", "t="], capture_output=True, text=True)
     assert bad.returncode != 0 and "float32 tensor; give one .npy file" in bad.stderr
+
+
+def test_sequence_map_over_more_element_shapes_than_plans_kept():
+    """Each element shape compiles the body once; past the plans kept, every element still gets its own."""
+    body = helper.make_graph([helper.make_node("Add", ["x", "x"], ["y"])], "body", [tensor("x", F, None)], [tensor("y", F, None)])
+    path = save([helper.make_node("SequenceMap", ["s"], ["o"], body=body)], [seq("s")], [seq("o")])
+    m = weft.Session(use_env_path=False).compile(weft.import_onnx(path))
+    rng = np.random.default_rng(5)
+    items = [rng.standard_normal(k).astype(np.float32) for k in (30, 1, 7, 19, 2, 25, 3, 11, 5, 29, 13, 8, 21, 17, 4, 23, 6, 27, 9, 10)]
+    assert_lists_equal(m.run([items])[0], [2 * a for a in items])
+    for r in range(3):  # and across runs
+        more = [rng.standard_normal(40 + 3 * r + k).astype(np.float32) for k in range(3)]
+        assert_lists_equal(m.run([more])[0], [2 * a for a in more])
+
+
+def test_split_with_an_empty_split_list_is_no_split():
+    path = save([helper.make_node("SplitToSequence", ["x", "split"], ["s"], axis=0)],
+                [tensor("x", F, [3, 2]), tensor("split", I64, [0])], [seq("s")])
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    assert_lists_equal(weft_run(path, [x, np.zeros(0, np.int64)])[0], [x[k:k + 1] for k in range(3)])
+
+
+def test_none_for_a_tensor_input_is_refused_by_name():
+    path = save([helper.make_node("Identity", ["x"], ["y"])], [tensor("x", F, [2])], [tensor("y", F, [2])])
+    with pytest.raises(TypeError, match="'x', float32\\) is None"):
+        weft_run(path, [None])

@@ -425,8 +425,11 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     std::vector<Stack> scans(c.scans);
     int64_t iter = 0;
     uint8_t cond_byte = 1;
+    // The body a context was made for, held: a plan the cache does not keep must outlive its context
+    // (declared first, so it is released after it), and a new plan at a freed one's address must
+    // not reuse that context.
+    std::shared_ptr<const CompiledModel> last;
     std::unique_ptr<RunContext> rc;
-    const CompiledModel* last = nullptr;
     std::vector<TensorRef> ins(2 + c.carried + c.captures), outs;
     std::vector<Buffer> updated(c.carried);  // the next values; after the swap, last pass's buffers to reuse
     for (; iter < max_trips && (!c.has_cond || cond); ++iter) {
@@ -435,9 +438,9 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       for (size_t k = 0; k < c.captures; ++k) info.push_back(InfoOf(ctx->GetInputTensor(first + c.carried + k)));
       auto model = body_.Get(ctx, info);
       if (!model) return GRAPH_FAILED;
-      if (model.get() != last) {
+      if (model != last) {
         rc = model->CreateRunContext();
-        last = model.get();
+        last = model;
       }
       cond_byte = cond ? 1 : 0;
       ins[0] = {DT_INT64, Shape(), &iter, sizeof(iter)};
@@ -877,8 +880,11 @@ class SequenceMap : public EagerExecuteOp, public ShapeInferOp {
                              std::to_string(len));
     }
     std::vector<std::vector<Buffer>> results(n_out);
+    // The body a context was made for, held: a plan the cache does not keep must outlive its context
+    // (declared first, so it is released after it), and a new plan at a freed one's address must
+    // not reuse that context.
+    std::shared_ptr<const CompiledModel> last;
     std::unique_ptr<RunContext> rc;
-    const CompiledModel* last = nullptr;
     std::vector<TensorRef> ins(n_in), outs;
     for (size_t i = 0; i < len; ++i) {
       std::vector<ValueInfo> info;
@@ -894,9 +900,9 @@ class SequenceMap : public EagerExecuteOp, public ShapeInferOp {
       }
       auto model = body_.Get(ctx, info);
       if (!model) return GRAPH_FAILED;
-      if (model.get() != last) {
+      if (model != last) {
         rc = model->CreateRunContext();
-        last = model.get();
+        last = model;
       }
       Status st = RunBody(*model, *rc, ins, &outs);
       if (!st.ok()) return Fail(ctx, "element " + std::to_string(i) + ": " + st.message());

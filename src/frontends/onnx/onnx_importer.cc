@@ -72,7 +72,8 @@ DataType FromOnnxType(const onnx::TypeProto& t, std::string* why) {
   if (t.has_optional_type()) {
     const onnx::TypeProto& e = t.optional_type().elem_type();
     if (!e.has_tensor_type() && !e.has_sequence_type()) {
-      *why = "an optional of a map (only optional tensors and sequences are supported)";
+      *why = std::string("an optional of ") + (e.has_optional_type() ? "an optional" : e.has_map_type() ? "a map" : "a non-tensor") +
+             " (only optional tensors and sequences are supported)";
       return DT_UNDEFINED;
     }
     DataType dt = FromOnnxType(e, why);
