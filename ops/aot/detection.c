@@ -15,16 +15,6 @@ typedef struct {
 
 static int64_t weft_detpp_align8(int64_t b) { return (b + 7) / 8 * 8; }
 
-/* Scratch bytes weft_detpp_run needs. */
-static int64_t weft_detpp_scratch_bytes(const weft_detpp_params* p) {
-  const int64_t per_box = p->max_cls < p->num_classes ? p->max_cls : p->num_classes;
-  const int64_t list = p->max_det + p->per_class;
-  const int64_t m = p->n > list ? p->n : list;
-  return weft_detpp_align8(4 * p->n * 4) + weft_detpp_align8(4 * m) /* key */ + 3 * weft_detpp_align8(4 * m) /* cand, tmp, kept */ +
-         weft_detpp_align8(p->n) /* active */ + weft_detpp_align8(4 * p->n * per_box) /* top classes */ +
-         4 * weft_detpp_align8(4 * list) /* regular: boxes, classes, scores, order */;
-}
-
 static float weft_detpp_iou(const float* a, const float* b) {
   const float area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
   float h, w, inter;
@@ -154,4 +144,15 @@ static int32_t weft_detpp_run(const weft_detpp_params* p, const float* enc, cons
   }
   *out_num = (float)count;
   return 0;
+}
+
+/* @helper weft_detpp_scratch (the runtime and the emitter size the scratch with it; modules do not need it) */
+/* Scratch bytes weft_detpp_run needs. */
+static int64_t weft_detpp_scratch_bytes(const weft_detpp_params* p) {
+  const int64_t per_box = p->max_cls < p->num_classes ? p->max_cls : p->num_classes;
+  const int64_t list = p->max_det + p->per_class;
+  const int64_t m = p->n > list ? p->n : list;
+  return weft_detpp_align8(4 * p->n * 4) + weft_detpp_align8(4 * m) /* key */ + 3 * weft_detpp_align8(4 * m) /* cand, tmp, kept */ +
+         weft_detpp_align8(p->n) /* active */ + weft_detpp_align8(4 * p->n * per_box) /* top classes */ +
+         4 * weft_detpp_align8(4 * list) /* regular: boxes, classes, scores, order */;
 }

@@ -143,3 +143,31 @@ def build_mismatched(tmp_path, num_classes):
     with open(path, "wb") as f:
         f.write(m.finish(inputs=[e, c], outputs=outs))
     return path, None
+
+
+def aot_check(tmp_path, model_path, prefix):
+    """weft aot with its test case (random inputs, outputs compared with Weft's runtime), built as
+    strict C99 and run; returns the test program's result."""
+    import shutil
+    import subprocess
+
+    cli = os.environ.get("WEFT_CLI") or shutil.which("weft")
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if not cli or not cc:
+        pytest.skip("needs the weft command (WEFT_CLI) and a C compiler")
+    out = tmp_path / prefix
+    subprocess.run([cli, "aot", model_path, "-o", str(out), "--prefix", prefix, "--test", "--test-steps", "3"],
+                   check=True, capture_output=True, text=True)
+    exe = tmp_path / (prefix + "_test")
+    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", f"-I{out}/includes-api", f"-I{out}/src",
+                    f"-I{out}/test", *map(str, sorted(out.glob("src/*.c"))), *map(str, sorted(out.glob("test/*.c"))), "-o", str(exe),
+                    "-lm"], check=True, capture_output=True, text=True)
+    return subprocess.run([str(exe)], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("variant", ["fast", "fast_three_classes_each", "regular", "quantized_fast", "quantized_regular"])
+def test_as_c_equals_the_runtime(tmp_path, variant):
+    """The C module runs the same text as the runtime's op: its outputs equal the runtime's."""
+    path, _ = build(tmp_path, **VARIANTS[variant])
+    r = aot_check(tmp_path, path, "det")
+    assert r.returncode == 0, r.stdout + r.stderr
