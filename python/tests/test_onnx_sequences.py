@@ -275,3 +275,36 @@ def test_none_for_a_tensor_input_is_refused_by_name():
     path = save([helper.make_node("Identity", ["x"], ["y"])], [tensor("x", F, [2])], [tensor("y", F, [2])])
     with pytest.raises(TypeError, match="'x', float32\\) is None"):
         weft_run(path, [None])
+
+
+def test_torch_scripted_loop_that_collects_a_list(tmp_path):
+    """What torch.onnx.export (TorchScript) writes for a loop that appends to a Python list and
+    concatenates it: SequenceEmpty, SequenceInsert in a Loop, ConcatFromSequence, SequenceLength."""
+    torch = pytest.importorskip("torch")
+
+    class Collect(torch.nn.Module):
+        def forward(self, x, n: int):
+            outs = []
+            h = x
+            for i in range(n):
+                h = torch.tanh(h * 0.5 + i)
+                outs.append(h[: i + 1])
+            return torch.cat(outs, 0), len(outs)
+
+    scripted = torch.jit.script(Collect())
+    path = str(tmp_path / "collect.onnx")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(scripted, (torch.randn(6, 3), 4), path, dynamo=False, input_names=["x", "n"], opset_version=17)
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    assert {"Loop", "SequenceEmpty", "ConcatFromSequence"} <= ops
+    m = weft.Session(use_env_path=False).compile(weft.import_onnx(path))
+    rng = np.random.default_rng(6)
+    for n in (1, 4, 9):
+        x = rng.standard_normal((6, 3)).astype(np.float32)
+        y, count = m.run([x, np.array(n, np.int64)])
+        want_y, want_count = scripted(torch.from_numpy(x), n)
+        np.testing.assert_allclose(y, want_y.numpy(), rtol=1e-6, atol=1e-6)
+        assert count == want_count == n
