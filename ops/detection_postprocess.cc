@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -83,6 +84,7 @@ class DetectionPostProcess : public EagerExecuteOp, public ShapeInferOp, public 
     if (c.GetDim(2) != p.num_classes && c.GetDim(2) != p.num_classes + 1)
       return Fail(ctx, "class_predictions has " + std::to_string(c.GetDim(2)) + " columns; with num_classes " +
                            std::to_string(p.num_classes) + " it needs that many, or one more for the background");
+    if (e.GetDim(1) > (int64_t(1) << 30)) return Fail(ctx, "more than 2^30 boxes");
     *boxes = e.GetDim(1);
     *with_bg = c.GetDim(2);
     return GRAPH_SUCCESS;
@@ -129,7 +131,9 @@ class DetectionPostProcess : public EagerExecuteOp, public ShapeInferOp, public 
   static weft_detpp_params CParams(const Params& p, int64_t n, int64_t cb, int64_t enc) {
     weft_detpp_params c;
     c.n = n, c.cb = cb, c.num_classes = p.num_classes, c.enc_len = enc;
-    c.max_det = p.max_detections, c.max_cls = p.max_classes, c.per_class = p.regular ? p.per_class : 0;
+    // A class keeps at most every box: a larger detections_per_class changes nothing (and must not
+    // size the scratch).
+    c.max_det = p.max_detections, c.max_cls = p.max_classes, c.per_class = p.regular ? std::min(p.per_class, n) : 0;
     c.regular = p.regular ? 1 : 0;
     c.score_thr = p.score_threshold, c.iou_thr = p.iou_threshold;
     c.ys = p.y_scale, c.xs = p.x_scale, c.hs = p.h_scale, c.ws = p.w_scale;

@@ -94,6 +94,7 @@ VARIANTS = {
     "fast_many_boxes": dict(n=600, max_detections=25, nms_iou_threshold=0.3),
     "regular": dict(use_regular_nms=True, detections_per_class=4),
     "regular_no_background": dict(use_regular_nms=True, detections_per_class=8, background=False, max_detections=20),
+    "regular_unbounded_per_class": dict(use_regular_nms=True, detections_per_class=2**31 - 1),
     "quantized_fast": dict(quantized=True),
     "quantized_regular": dict(quantized=True, use_regular_nms=True, detections_per_class=3),
 }
@@ -171,3 +172,14 @@ def test_as_c_equals_the_runtime(tmp_path, variant):
     path, _ = build(tmp_path, **VARIANTS[variant])
     r = aot_check(tmp_path, path, "det")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_huge_detections_per_class_is_every_box(tmp_path):
+    """LiteRT reads the option as int32; Weft reads all 64 bits and keeps at most every box."""
+    small, shape = build(tmp_path, use_regular_nms=True, detections_per_class=60)
+    (tmp_path / "huge").mkdir()
+    huge, _ = build(tmp_path / "huge", use_regular_nms=True, detections_per_class=2**62)
+    feeds = inputs(shape, False, 3)
+    session = weft.Session(use_env_path=False)
+    for a, b in zip(session.compile(weft.import_litert(small)).run(feeds), session.compile(weft.import_litert(huge)).run(feeds)):
+        np.testing.assert_array_equal(a, b)
