@@ -198,7 +198,7 @@ std::unique_ptr<OpDef> BinaryDef(const char* type) {
       .INPUT(A, "T")
       .INPUT(B, "T")
       .OUTPUT(C, "T")
-      .DATATYPE(T, TensorType({DT_FLOAT, DT_FLOAT16, DT_BF16, DT_DOUBLE, DT_INT8, DT_UINT8, DT_INT16, DT_INT32, DT_INT64}))
+      .DATATYPE(T, NumericTypes())
       .Build();
 }
 

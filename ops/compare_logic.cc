@@ -139,8 +139,9 @@ class Mod : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const bool fmod = *ctx->GetAttrs()->GetInt("fmod") != 0;
     const std::string t = aot::CType(dt);
     if (dt == DT_FLOAT || dt == DT_DOUBLE) {
-      if (!fmod) return Fail(ctx, "floating-point inputs require fmod=1");
-      return aot::EmitMap2(ctx, dt == DT_FLOAT ? "fmodf(a, b)" : "fmod(a, b)", t);
+      const std::string r = dt == DT_FLOAT ? "fmodf(a, b)" : "fmod(a, b)", sign = dt == DT_FLOAT ? "copysignf" : "copysign";
+      if (fmod) return aot::EmitMap2(ctx, r, t);
+      return aot::EmitMap2(ctx, "(" + r + " != 0 ? (((" + r + ") < 0) != (b < 0) ? " + r + " + b : " + r + ") : " + sign + "(" + r + ", b))", t);
     }
     if (t.empty() || dt == DT_BOOL || b->GetDataType() != dt) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " Mod");
     const bool is_signed = dt == DT_INT8 || dt == DT_INT16 || dt == DT_INT32 || dt == DT_INT64;
@@ -161,11 +162,6 @@ class Mod : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     bool fmod = *ctx->GetAttrs()->GetInt("fmod") != 0;
     Tensor* c = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), a->GetDataType());
     if (!c) return GRAPH_FAILED;
-    bool is_float = a->GetDataType() == DT_FLOAT || a->GetDataType() == DT_DOUBLE || a->GetDataType() == DT_FLOAT16 || a->GetDataType() == DT_BF16;
-    if (is_float && !fmod) {
-      ctx->SetError("Mod: floating-point inputs require fmod=1");
-      return GRAPH_FAILED;
-    }
     bool zero = false;
     DispatchAll(a->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
@@ -181,8 +177,10 @@ class Mod : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
                                                                                 : static_cast<decltype(x)>(x % y);  // INT_MIN % -1 overflows
           if (!fmod && r != 0 && ((r < 0) != (y < 0))) r = static_cast<decltype(x)>(r + y);
           pc[i] = static_cast<T>(r);
-        } else {
-          pc[i] = Store<T>(static_cast<decltype(x)>(std::fmod(x, y)));
+        } else {  // fmod=0: the remainder takes the divisor's sign (as NumPy's mod; a zero one is signed like it)
+          auto r = static_cast<decltype(x)>(std::fmod(x, y));
+          if (!fmod) r = r != 0 ? ((r < 0) != (y < 0) ? static_cast<decltype(x)>(r + y) : r) : std::copysign(r, y);
+          pc[i] = Store<T>(r);
         }
       });
     });
@@ -196,14 +194,19 @@ class Mod : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
 
 class BitShift : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
-  // The runtime's rule: a shift by the type's width or more gives 0.
+  // ONNX's rule (as NumPy shifts): a shift by a negative count or by the type's width or more
+  // gives 0, or -1 for a right shift of a negative signed value; a right shift of a signed value is
+  // arithmetic and a left shift wraps.
   graphStatus Emit(EmitContext* ctx) override {
     if (CheckOneOf(ctx, "direction", {"LEFT", "RIGHT"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
     const DataType dt = ctx->GetInputTensor(0)->GetDataType();
-    if (dt != DT_UINT8 && dt != DT_UINT16 && dt != DT_UINT32 && dt != DT_UINT64) return Fail(ctx, "shifts unsigned integers only");
     const bool left = std::string(ctx->GetAttrs()->GetStr("direction")) == "LEFT";
-    const std::string bits = std::to_string(DataTypeSize(dt) * 8);
-    return aot::EmitMap2(ctx, "b >= " + bits + "u ? 0u : (uint64_t)a " + (left ? "<<" : ">>") + " b", aot::CType(dt));
+    const std::string bits = std::to_string(DataTypeSize(dt) * 8), t = aot::CType(dt);
+    if (dt == DT_UINT8 || dt == DT_UINT16 || dt == DT_UINT32 || dt == DT_UINT64)
+      return aot::EmitMap2(ctx, "b >= " + bits + "u ? 0u : (uint64_t)a " + (left ? "<<" : ">>") + " b", t);
+    const std::string out = "(b < 0 || b >= " + bits + ") ? ";
+    if (left) return aot::EmitMap2(ctx, out + "(" + t + ")0 : (" + t + ")((uint64_t)a << b)", t);
+    return aot::EmitMap2(ctx, out + "(" + t + ")(a < 0 ? -1 : 0) : (" + t + ")(a < 0 ? ~(~a >> b) : a >> b)", t);
   }
   graphStatus InferShape(InferShapeContext* ctx) override {
     if (CheckOneOf(ctx, "direction", {"LEFT", "RIGHT"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
@@ -217,19 +220,72 @@ class BitShift : public EagerExecuteOp, public ShapeInferOp, public EmittableOp 
     if (!c) return GRAPH_FAILED;
     DispatchAll(a->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (std::is_integral<T>::value && std::is_unsigned<T>::value) {
+      if constexpr (std::is_integral<T>::value && !std::is_same<T, bool>::value) {
+        using U = std::make_unsigned_t<T>;
         const T* pa = a->GetData<T>();
         const T* pb = b->GetData<T>();
         T* pc = c->GetData<T>();
         ForEachBroadcast(a->GetShape(), b->GetShape(), c->GetShape(), [&](int64_t i, int64_t ia, int64_t ib) {
-          uint64_t s = pb[ib];
-          pc[i] = s >= sizeof(T) * 8 ? T(0) : static_cast<T>(left ? pa[ia] << s : pa[ia] >> s);
+          const T x = pa[ia], s = pb[ib];
+          if (s < T(0) || static_cast<uint64_t>(s) >= sizeof(T) * 8) pc[i] = !left && x < T(0) ? T(-1) : T(0);
+          else if (left) pc[i] = static_cast<T>(static_cast<U>(static_cast<U>(x) << s));
+          else pc[i] = x < T(0) ? static_cast<T>(~(~x >> s)) : static_cast<T>(x >> s);
         });
       }
     });
     return GRAPH_SUCCESS;
   }
 };
+
+// BitwiseAnd, BitwiseOr, BitwiseXor (kOp 0, 1, 2) on integers, broadcasting; BitwiseNot.
+template <int kOp>
+class Bitwise : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  static constexpr const char* kName = kOp == 0 ? "BitwiseAnd" : kOp == 1 ? "BitwiseOr" : "BitwiseXor";
+  graphStatus InferShape(InferShapeContext* ctx) override { return BroadcastInfer(ctx, kName); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* a = ctx->GetInputTensor(0);
+    const Tensor* b = ctx->GetInputTensor(1);
+    Tensor* c = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), a->GetDataType());
+    if (!c) return GRAPH_FAILED;
+    DispatchNumeric(a->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_integral<T>::value) {
+        const T* pa = a->GetData<T>();
+        const T* pb = b->GetData<T>();
+        T* pc = c->GetData<T>();
+        ForEachBroadcast(a->GetShape(), b->GetShape(), c->GetShape(), [&](int64_t i, int64_t ia, int64_t ib) {
+          pc[i] = static_cast<T>(kOp == 0 ? (pa[ia] & pb[ib]) : kOp == 1 ? (pa[ia] | pb[ib]) : (pa[ia] ^ pb[ib]));
+        });
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+class BitwiseNot : public EagerExecuteOp {
+ public:
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    DispatchNumeric(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_integral<T>::value) {
+        const T* px = x->GetData<T>();
+        T* py = y->GetData<T>();
+        for (int64_t i = 0; i < x->GetShapeSize(); ++i) py[i] = static_cast<T>(~px[i]);
+      }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+template <int kOp>
+OpEntry BitwiseEntry(const char* name) {
+  return {OpDefBuilder(name).INPUT(A, "T").INPUT(B, "T").OUTPUT(C, "T").DATATYPE(T, TensorType::IntegerDataType()).Build(),
+          MakeOpImpl<Bitwise<kOp>>(name)};
+}
 
 // Where(condition, X, Y) with three-way broadcasting.
 class Where : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
@@ -396,8 +452,14 @@ void WeftRegister_compare_logic(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("Mod").INPUT(A, "T").INPUT(B, "T").OUTPUT(C, "T").DATATYPE(T, NumericTypes()).ATTR(fmod, Int, 0).Build(),
                  MakeOpImpl<Mod>("Mod")});
   out.push_back({OpDefBuilder("BitShift").INPUT(X, "T").INPUT(Y, "T").OUTPUT(Z, "T")
-                     .DATATYPE(T, TensorType({DT_UINT8, DT_UINT16, DT_UINT32, DT_UINT64})).REQUIRED_ATTR(direction, String).Build(),
+                     .DATATYPE(T, TensorType::IntegerDataType()).REQUIRED_ATTR(direction, String).Build(),
                  MakeOpImpl<BitShift>("BitShift")});
+  out.push_back(BitwiseEntry<0>("BitwiseAnd"));
+  out.push_back(BitwiseEntry<1>("BitwiseOr"));
+  out.push_back(BitwiseEntry<2>("BitwiseXor"));
+  out.push_back({OpDefBuilder("BitwiseNot").INPUT(X, TensorType::IntegerDataType()).OUTPUT(Y, TensorType::IntegerDataType())
+                     .SAME_AS_INPUT(X).Build(),
+                 MakeOpImpl<BitwiseNot>("BitwiseNot")});
   out.push_back({OpDefBuilder("Where").INPUT(condition, TensorType({DT_BOOL})).INPUT(X, "T").INPUT(Y, "T").OUTPUT(output, "T")
                      .DATATYPE(T, TensorType::ALL()).Build(), MakeOpImpl<Where>("Where")});
   out.push_back(VariadicEntry<MinFn>());

@@ -1302,6 +1302,7 @@ class DepthToSpace : public EagerExecuteOp, public ShapeInferOp, public Emittabl
                                   {1, crd ? b * b : 1, 1, crd ? b : b * c, 1, crd ? 1 : c}, {});
     }
     const Shape& xs = ctx->GetInputTensor(0)->GetShape();
+    if (std::string(ctx->GetAttrs()->GetStr("mode")) == "CRD") return Fail(ctx, "the generated C has SpaceToDepth in DCR mode only");
     return aot::EmitStridedCopy(ctx, {xs.GetDim(0), b, b, xs.GetDim(1), os.GetDim(2), os.GetDim(3)}, {0, 2, 3, 1, 2, 3}, {1, 1, 1, 1, b, b}, {});
   }
   graphStatus InferShape(InferShapeContext* ctx) override {
@@ -1313,7 +1314,7 @@ class DepthToSpace : public EagerExecuteOp, public ShapeInferOp, public Emittabl
         __builtin_mul_overflow(s.GetDim(1), b * b, &grown))
       return Fail(ctx, "blocksize " + std::to_string(b) + " makes a dim overflow");
     bool d2s = std::string(ctx->GetNodeType()) == "DepthToSpace";
-    if (d2s && CheckOneOf(ctx, "mode", {"DCR", "CRD"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    if (CheckOneOf(ctx, "mode", {"DCR", "CRD"}) != GRAPH_SUCCESS) return GRAPH_FAILED;
     if (d2s) {
       if (s.GetDim(1) % (b * b)) return Fail(ctx, "channels not divisible by blocksize^2");
       *ctx->GetOutputShape(0) = Shape({s.GetDim(0), s.GetDim(1) / (b * b), s.GetDim(2) * b, s.GetDim(3) * b});
@@ -1328,7 +1329,7 @@ class DepthToSpace : public EagerExecuteOp, public ShapeInferOp, public Emittabl
     Tensor* y = ctx->MallocOutputTensor(0, ctx->GetOutputTensor(0)->GetShape(), x->GetDataType());
     if (!y) return GRAPH_FAILED;
     bool d2s = std::string(ctx->GetNodeType()) == "DepthToSpace";
-    const char* mode = d2s ? ctx->GetAttrs()->GetStr("mode") : nullptr;  // SpaceToDepth has none
+    const char* mode = ctx->GetAttrs()->GetStr("mode");
     bool crd = mode && std::string(mode) == "CRD";
     int64_t b = *ctx->GetAttrs()->GetInt("blocksize");
     size_t elem = DataTypeSize(x->GetDataType());
@@ -1392,7 +1393,7 @@ void WeftRegister_data_movement(std::vector<OpEntry>& out) {
                      .ATTR(upper, Int, 1).Build(), MakeOpImpl<Trilu>("Trilu")});
   out.push_back({OpDefBuilder("DepthToSpace").INPUT(input, all).OUTPUT(output, all).REQUIRED_ATTR(blocksize, Int).ATTR(mode, String, "DCR").Build(),
                  MakeOpImpl<DepthToSpace>("DepthToSpace")});
-  out.push_back({OpDefBuilder("SpaceToDepth").INPUT(input, all).OUTPUT(output, all).REQUIRED_ATTR(blocksize, Int).Build(),
+  out.push_back({OpDefBuilder("SpaceToDepth").INPUT(input, all).OUTPUT(output, all).REQUIRED_ATTR(blocksize, Int).ATTR(mode, String, "DCR").Build(),
                  MakeOpImpl<SpaceToDepth>("SpaceToDepth")});
 }
 

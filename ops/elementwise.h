@@ -99,19 +99,20 @@ template <> struct Compute<float16> { using type = float; };
 template <> struct Compute<bfloat16> { using type = float; };
 
 // Integer arithmetic that wraps around (two's complement), as NumPy and ONNX Runtime give it,
-// instead of signed overflow, which is undefined behaviour. Floats are left alone.
+// instead of signed overflow, which is undefined behaviour (unsigned types narrower than int
+// promote to int, so they go through unsigned too). Floats are left alone.
 template <typename C>
 using WrapUnsigned = std::make_unsigned_t<std::common_type_t<C, int>>;  // no promotion back to int
 template <typename C> inline C WrapAdd(C a, C b) {
-  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return static_cast<C>(WrapUnsigned<C>(a) + WrapUnsigned<C>(b));
+  if constexpr (std::is_integral_v<C> && (std::is_signed_v<C> || sizeof(C) < sizeof(int))) return static_cast<C>(WrapUnsigned<C>(a) + WrapUnsigned<C>(b));
   else return a + b;
 }
 template <typename C> inline C WrapSub(C a, C b) {
-  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return static_cast<C>(WrapUnsigned<C>(a) - WrapUnsigned<C>(b));
+  if constexpr (std::is_integral_v<C> && (std::is_signed_v<C> || sizeof(C) < sizeof(int))) return static_cast<C>(WrapUnsigned<C>(a) - WrapUnsigned<C>(b));
   else return a - b;
 }
 template <typename C> inline C WrapMul(C a, C b) {
-  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return static_cast<C>(WrapUnsigned<C>(a) * WrapUnsigned<C>(b));
+  if constexpr (std::is_integral_v<C> && (std::is_signed_v<C> || sizeof(C) < sizeof(int))) return static_cast<C>(WrapUnsigned<C>(a) * WrapUnsigned<C>(b));
   else return a * b;
 }
 template <typename C> inline C WrapNeg(C a) {

@@ -402,6 +402,81 @@ double ParamAt(const Tensor* t, int64_t i) {
   return r;
 }
 
+// GroupNormalization(X, scale, bias): X [N, C, spatial...] in num_groups groups of C / num_groups
+// channels, each group of each image normalized by its own mean and variance (over its channels
+// and positions), then y = x_hat * scale[c] + bias[c]. Opset 21 gives scale and bias per channel;
+// opsets 18-20 gave them per group, which the importer spreads to the channels (attribute
+// per_group_affine). Sums in double; float16/bfloat16 compute in float.
+class GroupNormalization : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Check(const KernelContextBase* ctx, int64_t* groups) const {
+    const Shape& x = ctx->GetInputTensor(0)->GetShape();
+    if (x.GetDimNum() < 2) return Fail(ctx, "X must be [N, C, ...], got " + x.ToString());
+    const int64_t c = x.GetDim(1), g = *ctx->GetAttrs()->GetInt("num_groups");
+    if (g < 1 || c % g != 0)
+      return Fail(ctx, "num_groups is " + std::to_string(g) + "; it must be positive and divide the " + std::to_string(c) + " channels");
+    const bool per_group = *ctx->GetAttrs()->GetInt("per_group_affine") != 0;
+    const int64_t want = per_group ? g : c;
+    for (size_t k = 1; k <= 2; ++k)
+      if (ctx->GetInputTensor(k)->GetShapeSize() != want)
+        return Fail(ctx, std::string(k == 1 ? "scale" : "bias") + " has " + std::to_string(ctx->GetInputTensor(k)->GetShapeSize()) +
+                             " values; it needs one per " + (per_group ? "group (" : "channel (") + std::to_string(want) + ")");
+    *groups = g;
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    int64_t g = 0;
+    if (Check(ctx, &g) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = ctx->GetInputTensor(0)->GetShape();
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    int64_t g = 0;
+    if (Check(ctx, &g) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* scale = ctx->GetInputTensor(1);
+    const Tensor* bias = ctx->GetInputTensor(2);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const int64_t n = x->GetShape().GetDim(0), c = x->GetShape().GetDim(1);
+    const int64_t sp = n > 0 && c > 0 ? x->GetShapeSize() / (n * c) : 0, per = c / g, count = per * sp;
+    const double eps = *ctx->GetAttrs()->GetFloat("epsilon");
+    const bool per_group = *ctx->GetAttrs()->GetInt("per_group_affine") != 0;
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x->GetData<T>();
+      const T* ps = scale->GetData<T>();
+      const T* pb = bias->GetData<T>();
+      T* py = y->GetData<T>();
+      auto d = [](T v) { if constexpr (std::is_same_v<T, double>) return v; else return static_cast<double>(static_cast<float>(v)); };
+      ForRows(ctx, n * g, count, [&](int64_t lo, int64_t hi) {
+        for (int64_t r = lo; r < hi; ++r) {
+          const T* row = px + r * count;
+          double sum = 0, sq = 0;
+          for (int64_t i = 0; i < count; ++i) sum += d(row[i]);
+          const double mu = count ? sum / static_cast<double>(count) : 0.0;
+          for (int64_t i = 0; i < count; ++i) {
+            const double dev = d(row[i]) - mu;
+            sq += dev * dev;
+          }
+          const double iv = 1.0 / std::sqrt((count ? sq / static_cast<double>(count) : 0.0) + eps);
+          const int64_t grp = r % g;
+          for (int64_t ch = 0; ch < per; ++ch) {
+            const int64_t cc = grp * per + ch, a = per_group ? grp : cc;
+            const double sc = d(ps[a]) * iv, b = d(pb[a]);
+            for (int64_t i = 0; i < sp; ++i) {
+              const int64_t at = ch * sp + i;
+              py[r * count + at] = static_cast<T>((d(row[at]) - mu) * sc + b);
+            }
+          }
+        }
+      });
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
 class InstanceNormalization : public EagerExecuteOp, public EmittableOp {
  public:
   graphStatus Emit(EmitContext* ctx) override {
@@ -821,6 +896,9 @@ class PRelu : public EagerExecuteOp, public EmittableOp {
   }
 };
 
+// ONNX's RMSNormalization: SimplifiedLayerNormalization's maths under its opset-23 name.
+class RMSNormalization : public LayerNormalizationT<true> {};
+
 }  // namespace
 
 void WeftRegister_nn(std::vector<OpEntry>& out) {
@@ -836,6 +914,15 @@ void WeftRegister_nn(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("InstanceNormalization").INPUT(input, "T").INPUT(scale, "T").INPUT(B, "T").OUTPUT(output, "T")
                      .SAME_AS_INPUT(input).DATATYPE(T, FloatTypes()).ATTR(epsilon, Float, 1e-5).Build(),
                  MakeOpImpl<InstanceNormalization>("InstanceNormalization")});
+  out.push_back({OpDefBuilder("GroupNormalization").INPUT(X, "T").INPUT(scale, "T").INPUT(bias, "T").OUTPUT(Y, "T")
+                     .DATATYPE(T, FloatTypes()).ATTR(epsilon, Float, 1e-5).REQUIRED_ATTR(num_groups, Int).ATTR(stash_type, Int, 1)
+                     .ATTR(per_group_affine, Int, 0).Build(),
+                 MakeOpImpl<GroupNormalization>("GroupNormalization")});
+  // ONNX's RMSNormalization (opset 23): the same maths as SimplifiedLayerNormalization below.
+  out.push_back({OpDefBuilder("RMSNormalization").INPUT(X, "T").INPUT(scale, "T").OUTPUT(Y, "T")
+                     .DATATYPE(T, FloatTypes()).ATTR(axis, Int, -1)
+                     .ATTR(epsilon, Float, 1e-5).ATTR(stash_type, Int, 1).Build(),
+                 MakeOpImpl<RMSNormalization>("RMSNormalization")});
   out.push_back({OpDefBuilder("LayerNormalization").INPUT(X, "T").INPUT(Scale, "T").OPTIONAL_INPUT(B, "T").OUTPUT(Y, "T")
                      .DYNAMIC_OUTPUT(stats, TensorType({DT_FLOAT})).DATATYPE(T, FloatTypes()).ATTR(axis, Int, -1)
                      .ATTR(epsilon, Float, 1e-5).ATTR(stash_type, Int, 1).Build(),

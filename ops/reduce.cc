@@ -144,7 +144,9 @@ class Reduce : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       if (!mask[k]) acc *= in.GetDim(k);
     }
     int64_t out_n = acc, count = out_n ? in.GetShapeSize() / std::max<int64_t>(out_n, 1) : 0;
-    DispatchNumeric(x->GetDataType(), [&](auto tag) {
+    // bool (ReduceMax, ReduceMin): as uint8, then any non-zero is true (Min's empty set is true).
+    const bool is_bool = x->GetDataType() == DT_BOOL;
+    DispatchNumeric(is_bool ? DT_UINT8 : x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       using C = std::conditional_t<std::is_integral<T>::value, T, double>;
       C* a = static_cast<C*>(ctx->MallocWorkSpace(static_cast<size_t>(std::max<int64_t>(out_n, 1)) * sizeof(C)));
@@ -233,14 +235,22 @@ class Reduce : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         py[j] = Store<T>(static_cast<typename Compute<T>::type>(v));
       }
     });
+    if (is_bool)
+      for (int64_t j = 0; j < out_n; ++j) y->GetData<uint8_t>()[j] = y->GetData<uint8_t>()[j] != 0;
     return GRAPH_SUCCESS;
   }
 };
 
 template <Red R>
 OpEntry ReduceEntry(const char* name) {
+  TensorType types = NumericTypes();
+  if (R == Red::kMax || R == Red::kMin) {  // and bool (opset 20)
+    std::vector<DataType> t = types.types();
+    t.push_back(DT_BOOL);
+    types = TensorType(std::move(t));
+  }
   return {OpDefBuilder(name).INPUT(data, "T").OPTIONAL_INPUT(axes, TensorType({DT_INT64})).OUTPUT(reduced, "T")
-              .DATATYPE(T, NumericTypes()).ATTR(keepdims, Int, 1).ATTR(noop_with_empty_axes, Int, 0).Build(),
+              .DATATYPE(T, types).ATTR(keepdims, Int, 1).ATTR(noop_with_empty_axes, Int, 0).Build(),
           MakeOpImpl<Reduce<R>>(name)};
 }
 

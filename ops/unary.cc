@@ -57,6 +57,7 @@ WEFT_UNARY_ATTR1(LeakyRelu, alpha, 0.01f, x >= C(0) ? x : C(alpha) * x)
 WEFT_UNARY_ATTR1(Elu, alpha, 1.0f, x >= C(0) ? x : C(alpha) * (std::exp(x) - C(1)))
 WEFT_UNARY_ATTR1(ThresholdedRelu, alpha, 1.0f, x > C(alpha) ? x : C(0))
 WEFT_UNARY_ATTR1(Celu, alpha, 1.0f, std::max(C(0), x) + std::min(C(0), C(alpha) * (std::exp(x / C(alpha)) - C(1))))
+WEFT_UNARY_ATTR1(Swish, alpha, 1.0f, x / (C(1) + std::exp(-C(alpha) * x)))  // ONNX 24: x * sigmoid(alpha * x)
 #undef WEFT_UNARY_ATTR1
 
 struct HardSigmoidFn {
@@ -179,6 +180,7 @@ std::string UnaryC(const std::string& op, const RuntimeAttrs* a) {
   if (op == "Atanh") return "atanhf(x)";
   if (op == "Mish") return "x * tanhf(x > 20.f ? x : log1pf(expf(x)))";
   if (op == "ThresholdedRelu") return "x > " + f("alpha") + " ? x : 0.f";
+  if (op == "Swish") return "x / (1.f + expf(-" + f("alpha") + " * x))";
   if (op == "Celu")
     return "fmaxf(0.f, x) + fminf(0.f, " + f("alpha") + " * (expf(x / " + f("alpha") + ") - 1.f))";
   if (op == "Softsign") return "x / (1.f + fabsf(x))";
@@ -421,6 +423,7 @@ void WeftRegister_unary(std::vector<OpEntry>& out) {
   out.push_back(Entry<EluFn>());
   out.push_back(Entry<ThresholdedReluFn>());
   out.push_back(Entry<CeluFn>());
+  out.push_back(Entry<SwishFn>());
   out.push_back(Entry<HardSigmoidFn>());
   out.push_back(Entry<SeluFn>());
   out.push_back(Entry<GeluFn>());

@@ -292,6 +292,8 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
        }},
       {"EyeLike", [](Lowering& l) { l.IntToType("dtype"); }},
       {"SequenceEmpty", [](Lowering& l) { l.IntToType("dtype"); }},
+      // Opsets 18-20 give GroupNormalization's scale and bias per group; 21 per channel.
+      {"GroupNormalization", [](Lowering& l) { if (l.opset < 21) l.n.attrs["per_group_affine"] = AttrValue::Int(1); }},
       {"BatchNormalization", [](Lowering& l) {  // before opset 14 more than one output meant training mode
          bool stats = false;
          for (size_t k = 1; k < l.n.outputs.size(); ++k) stats = stats || !l.n.outputs[k].empty();
@@ -501,10 +503,10 @@ struct NodeImporter {
         "LayerNormalization", "LeakyRelu", "Log", "LogSoftmax", "LRN", "Mish", "Neg", "Not", "PRelu", "QuickGelu", "Reciprocal",
         "Relu", "Round", "Selu", "Sigmoid", "Sign", "SimplifiedLayerNormalization", "Sin", "Slice", "Softmax", "Softplus",
         "Softsign", "Sqrt", "Tanh", "ThresholdedRelu", "Tile", "Pad", "Resize", "Split", "Concat", "MaxPool", "AveragePool",
-        "GlobalAveragePool", "GlobalMaxPool"};
+        "GlobalAveragePool", "GlobalMaxPool", "Swish", "RMSNormalization", "GroupNormalization", "BitwiseNot"};
     static const std::set<std::string> kBroadcast = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Where", "Equal", "Less",
                                                      "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Mod",
-                                                     "Sum", "Mean"};
+                                                     "Sum", "Mean", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitShift"};
     int r = -1;
     const int r0 = n.inputs.empty() ? -1 : RankOf(n.inputs[0]);
     auto ints = [&](size_t input) -> const HostTensor* {
