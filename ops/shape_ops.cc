@@ -563,7 +563,8 @@ void WeftRegister_shape_ops(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("ConstantOfShape").INPUT(input, TensorType({DT_INT64})).OUTPUT(output, all).ATTR(value, Tensor, {}).Build(),
                  MakeOpImpl<ConstantOfShape>("ConstantOfShape")});
   out.push_back({OpDefBuilder("Range").INPUT(start, "T").INPUT(limit, "T").INPUT(delta, "T").OUTPUT(output, "T")
-                     .DATATYPE(T, TensorType({DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_BF16, DT_INT16, DT_INT32, DT_INT64})).Build(),
+                     .DATATYPE(T, TensorType({DT_FLOAT, DT_DOUBLE, DT_FLOAT16, DT_BF16, DT_INT16, DT_INT32, DT_INT64}))
+                     .ATTR(stash_type, Int, 1).Build(),  // opset 27; values are computed in float (or wider) either way
                  MakeOpImpl<Range>("Range")});
 }
 

@@ -79,6 +79,8 @@ static int32_t weft_detpp_run(const weft_detpp_params* p, const float* enc, cons
   int32_t* best_cls = (int32_t*)(void*)(s += weft_detpp_align8(4 * list));
   float* best_sc = (float*)(void*)(s += weft_detpp_align8(4 * list));
   int32_t* order = (int32_t*)(void*)(s += weft_detpp_align8(4 * list));
+  int32_t* cls_idx = (int32_t*)(void*)(s += weft_detpp_align8(4 * list));
+  int32_t* cls_tmp = (int32_t*)(void*)(s += weft_detpp_align8(4 * p->num_classes));
   int64_t i, c, k, kept_n, count = 0;
   for (i = 0; i < p->n; ++i) {
     const float* b = enc + i * p->enc_len;
@@ -96,14 +98,15 @@ static int32_t weft_detpp_run(const weft_detpp_params* p, const float* enc, cons
     for (i = 0; i < p->n; ++i) { /* each box's best classes, best first (equal scores: lower class first) */
       const float* row = scores + i * p->cb + offset;
       int32_t* t = top + i * per_box;
-      for (c = 0; c < per_box; ++c) {
-        int64_t best = -1, j;
-        for (j = 0; j < p->num_classes; ++j) {
-          int64_t used = 0, u;
-          for (u = 0; u < c; ++u) used |= t[u] == j;
-          if (!used && (best < 0 || row[j] > row[best])) best = j;
-        }
-        t[c] = (int32_t)best;
+      if (per_box == 1) {
+        int64_t best = 0, j;
+        for (j = 1; j < p->num_classes; ++j)
+          if (row[j] > row[best]) best = j;
+        t[0] = (int32_t)best;
+      } else { /* a stable sort of the class indices by score: O(C log C) per box */
+        for (c = 0; c < p->num_classes; ++c) cls_idx[c] = (int32_t)c;
+        weft_detpp_sort(cls_idx, cls_tmp, p->num_classes, row);
+        for (c = 0; c < per_box; ++c) t[c] = cls_idx[c];
       }
       key[i] = row[t[0]];
     }
@@ -154,5 +157,6 @@ static int64_t weft_detpp_scratch_bytes(const weft_detpp_params* p) {
   const int64_t m = p->n > list ? p->n : list;
   return weft_detpp_align8(4 * p->n * 4) + weft_detpp_align8(4 * m) /* key */ + 3 * weft_detpp_align8(4 * m) /* cand, tmp, kept */ +
          weft_detpp_align8(p->n) /* active */ + weft_detpp_align8(4 * p->n * per_box) /* top classes */ +
-         4 * weft_detpp_align8(4 * list) /* regular: boxes, classes, scores, order */;
+         4 * weft_detpp_align8(4 * list) /* regular: boxes, classes, scores, order */ +
+         2 * weft_detpp_align8(4 * p->num_classes) /* fast, several classes per box: a sort of the classes */;
 }

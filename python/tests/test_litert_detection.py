@@ -183,3 +183,31 @@ def test_a_huge_detections_per_class_is_every_box(tmp_path):
     session = weft.Session(use_env_path=False)
     for a, b in zip(session.compile(weft.import_litert(small)).run(feeds), session.compile(weft.import_litert(huge)).run(feeds)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_converter_keys_in_the_options_are_ignored(tmp_path):
+    """The converter writes its own "_..." keys into the options (_output_quantized, ...)."""
+    plain, shape = build(tmp_path)
+    (tmp_path / "keys").mkdir()
+    keyed, _ = build(tmp_path / "keys", _output_quantized=True, _support_output_type_float_in_quantized_op=True)
+    feeds = inputs(shape, False, 2)
+    session = weft.Session(use_env_path=False)
+    for a, b in zip(session.compile(weft.import_litert(plain)).run(feeds), session.compile(weft.import_litert(keyed)).run(feeds)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_many_classes_per_detection_rank_classes_by_score(tmp_path):
+    """Several classes per detection: each kept box lists its best classes, best first; equal scores
+    in class order (LiteRT's order among equal scores follows its unstable sort)."""
+    classes = 2048
+    path, shape = build(tmp_path, n=3, background=False, num_classes=classes, max_classes_per_detection=classes, max_detections=3)
+    rng = np.random.default_rng(9)
+    e = rng.standard_normal((1, 3, 4)).astype(np.float32)
+    c = rng.integers(0, 50, (1, 3, classes)).astype(np.float32) / 50  # many equal scores
+    boxes, cls, scores, num = weft.Session(use_env_path=False).compile(weft.import_litert(path)).run([e, c])
+    assert num[0] >= 1
+    for k in range(int(num[0])):
+        row = cls[0, k * classes:(k + 1) * classes].astype(np.int64)
+        box = next(b for b in range(3) if np.isclose(scores[0, k * classes], c[0, b].max()) and
+                   (np.argsort(-c[0, b], kind="stable") == row).all())
+        np.testing.assert_array_equal(scores[0, k * classes:(k + 1) * classes], c[0, box][row])

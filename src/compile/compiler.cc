@@ -278,6 +278,9 @@ struct Builder : NodeSteps {
       bool known = false;
       for (auto& a : p.attrs) known = known || a.name == name;
       if (!known && n.domain == "litert" && kLiteRtMetadata.count(name)) continue;
+      // Converter bookkeeping in a custom operator's options ("_output_quantized",
+      // "_support_output_type_float_in_quantized_op", "_output_types"): not the op's options.
+      if (!known && n.domain == "litert" && !name.empty() && name[0] == '_') continue;
       if (!known && n.domain == "litert" && name == "custom_options") {
         uint64_t bytes = v.type() == WEFT_ATTR_TENSOR ? static_cast<uint64_t>(v.tensor().GetShapeSize()) : 0;
         return InvalidArgument(Tag(n) + "has custom options (" + std::to_string(bytes) +
