@@ -95,7 +95,8 @@ build_target() {
     model_file) build model_file src/model/model_format.cc tests/fuzz/model_file_fuzz.cc -lxxhash ;;
     onnx_import)
       build onnx_import -DONNX_NAMESPACE=onnx -DONNX_ML=1 src/frontends/onnx/onnx_importer.cc src/frontends/onnx/onnx_contrib.cc src/graph/graph.cc \
-        src/aot/registry_parts.cc src/core/suggest.cc src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc tests/fuzz/onnx_import_fuzz.cc -lonnx_proto -lprotobuf ;;
+        src/aot/registry_parts.cc src/core/suggest.cc src/core/npy.cc src/core/host_tensor.cc src/core/sequence_value.cc src/core/file_io.cc \
+        tests/fuzz/onnx_import_fuzz.cc -lonnx_proto -lprotobuf ;;
     litert_import)
       mkdir -p "$OUT/generated"
       flatc --cpp -o "$OUT/generated" src/frontends/litert/litert_subset.fbs
