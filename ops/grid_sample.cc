@@ -141,12 +141,102 @@ class GridSample : public EagerExecuteOp, public ShapeInferOp, public EmittableO
   };
 };
 
+// AffineGrid (opset 20): the sampling grid of an affine transform for GridSample. theta
+// [N, 2, 3] (or [N, 3, 4]) maps each output position's normalized coordinates (x, y, 1) (or
+// (x, y, z, 1)) to where it samples: grid [N, H, W, 2] (or [N, D, H, W, 3]) for size
+// [N, C, H, W] (or [N, C, D, H, W]). A dim of n positions spans -1 to 1: at -1 + 2i / (n - 1)
+// with align_corners (0 where n is 1), else at -1 + (2i + 1) / n.
+bool AffinePlan(const KernelContextBase* ctx, std::vector<int64_t>* size, int* spatial) {
+  const Shape& ts = ctx->GetInputTensor(0)->GetShape();
+  const Shape& ss = ctx->GetInputTensor(1)->GetShape();
+  if (ss.GetDimNum() != 1 || (ss.GetDim(0) != 4 && ss.GetDim(0) != 5))
+    return Fail(ctx, "size " + ss.ToString() + " must hold 4 values [N, C, H, W] or 5 [N, C, D, H, W]"), false;
+  *spatial = static_cast<int>(ss.GetDim(0)) - 2;
+  const int64_t rows = *spatial, cols = *spatial + 1;
+  if (ts.GetDimNum() != 3 || (ts.GetDim(1) >= 0 && ts.GetDim(1) != rows) || (ts.GetDim(2) >= 0 && ts.GetDim(2) != cols))
+    return Fail(ctx, "theta " + ts.ToString() + " must be [N, " + std::to_string(rows) + ", " + std::to_string(cols) + "] for a " +
+                         std::to_string(rows) + "-D size"),
+           false;
+  if (ReadInts(ctx->GetInputTensor(1), size)) {
+    for (size_t k = 2; k < size->size(); ++k)
+      if ((*size)[k] < 0) return Fail(ctx, "size holds a negative dim " + std::to_string((*size)[k])), false;
+    if (ts.GetDim(0) >= 0 && (*size)[0] != ts.GetDim(0))
+      return Fail(ctx, "size's batch " + std::to_string((*size)[0]) + " differs from theta's " + std::to_string(ts.GetDim(0))), false;
+  }
+  return true;
+}
+
+class AffineGrid : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    std::vector<int64_t> size;
+    int spatial = 0;
+    if (!AffinePlan(ctx, &size, &spatial)) return GRAPH_FAILED;
+    Shape* out = ctx->GetOutputShape(0);
+    if (size.empty()) {  // known when it runs
+      MarkUnknown(out, static_cast<size_t>(spatial) + 2);
+      out->SetDim(0, ctx->GetInputTensor(0)->GetShape().GetDim(0));
+      out->SetDim(static_cast<size_t>(spatial) + 1, spatial);
+      return GRAPH_SUCCESS;
+    }
+    std::vector<int64_t> dims{size[0]};
+    dims.insert(dims.end(), size.begin() + 2, size.end());
+    dims.push_back(spatial);
+    *out = Shape(dims);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    std::vector<int64_t> size;
+    int spatial = 0;
+    if (!AffinePlan(ctx, &size, &spatial)) return GRAPH_FAILED;
+    const Tensor* theta = ctx->GetInputTensor(0);
+    if (size.empty()) return Fail(ctx, "size must be int64");
+    std::vector<int64_t> dims{size[0]};
+    dims.insert(dims.end(), size.begin() + 2, size.end());
+    dims.push_back(spatial);
+    Tensor* y = ctx->MallocOutputTensor(0, Shape(dims), theta->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    const bool align = *ctx->GetAttrs()->GetInt("align_corners") != 0;
+    // coordinates along each spatial dim, in the order (x, y, z): the last dim first
+    std::vector<std::vector<double>> at(static_cast<size_t>(spatial));
+    for (int d = 0; d < spatial; ++d) {
+      const int64_t n = size[size.size() - 1 - static_cast<size_t>(d)];
+      for (int64_t i = 0; i < n; ++i)
+        at[d].push_back(align ? (n > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1) : -1.0)
+                              : -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n));
+    }
+    const int64_t N = size[0], W = size.back(), H = size[size.size() - 2], D = spatial == 3 ? size[2] : 1;
+    DispatchFloat(theta->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* th = theta->GetData<T>();
+      T* out = y->GetData<T>();
+      const int cols = spatial + 1;
+      for (int64_t b = 0; b < N; ++b)
+        for (int64_t z = 0; z < D; ++z)
+          for (int64_t r = 0; r < H; ++r)
+            for (int64_t c = 0; c < W; ++c) {
+              const double homo[4] = {at[0][c], at[1][r], spatial == 3 ? at[2][z] : 1.0, 1.0};
+              for (int k = 0; k < spatial; ++k) {
+                double v = 0.0;
+                for (int j = 0; j < cols; ++j) v += static_cast<double>(Load(th[(b * spatial + k) * cols + j])) * homo[j];
+                *out++ = Store<T>(static_cast<typename Compute<T>::type>(v));
+              }
+            }
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
 }  // namespace
 
 void WeftRegister_grid_sample(std::vector<OpEntry>& out) {
   out.push_back({OpDefBuilder("GridSample").INPUT(X, FloatTypes()).INPUT(grid, FloatTypes()).OUTPUT(Y, FloatTypes())
                      .ATTR(mode, String, "linear").ATTR(padding_mode, String, "zeros").ATTR(align_corners, Int, 0).Build(),
                  MakeOpImpl<GridSample>("GridSample")});
+  out.push_back({OpDefBuilder("AffineGrid").INPUT(theta, FloatTypes()).INPUT(size, TensorType({DT_INT64})).OUTPUT(grid, FloatTypes())
+                     .ATTR(align_corners, Int, 0).Build(),
+                 MakeOpImpl<AffineGrid>("AffineGrid")});
 }
 
 }  // namespace weft::ops

@@ -443,16 +443,18 @@ OpEntry SoftmaxEntry(const char* name) {
           MakeOpImpl<SoftmaxOp<S>>(name)};
 }
 
-class CumSum : public EagerExecuteOp, public EmittableOp {
+// CumSum, and CumProd (opset 26) with kProduct: running sums or products along an axis.
+template <bool kProduct>
+class Cumulative : public EagerExecuteOp, public EmittableOp {
  public:
-  // Sums in the element type (float in float, as the runtime); integer sums wrap.
+  // Sums (products) in the element type (float in float, as the runtime); integer ones wrap.
   graphStatus Emit(EmitContext* ctx) override {
     const Tensor* x = ctx->GetInputTensor(0);
     const DataType dt = x->GetDataType();
     const std::string t = aot::CType(dt);
-    if (t.empty() || dt == DT_BOOL) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " CumSum");
+    if (t.empty() || dt == DT_BOOL) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " " + std::string(ctx->GetNodeType()));
     std::vector<int64_t> ax;
-    if (!ReadInts(ctx->GetInputTensor(1), &ax) || ax.size() != 1) return Fail(ctx, "the generated C needs CumSum's axis as a constant scalar");
+    if (!ReadInts(ctx->GetInputTensor(1), &ax) || ax.size() != 1) return Fail(ctx, std::string("the generated C needs ") + ctx->GetNodeType() + "'s axis as a constant scalar");
     const Shape& in = x->GetShape();
     int64_t axis = 0, outer = 1, inner = 1;
     if (!NormalizeAxis(ax[0], static_cast<int64_t>(in.GetDimNum()), &axis)) return Fail(ctx, AxisError(ax[0], in.GetDimNum()));
@@ -461,11 +463,12 @@ class CumSum : public EagerExecuteOp, public EmittableOp {
     const int64_t n = in.GetDim(static_cast<size_t>(axis));
     const bool excl = *ctx->GetAttrs()->GetInt("exclusive") != 0, rev = *ctx->GetAttrs()->GetInt("reverse") != 0;
     const bool integer = dt != DT_FLOAT && dt != DT_DOUBLE;
-    const std::string add = integer ? "(" + t + ")((uint64_t)acc + (uint64_t)v)" : "acc + v";
+    const char* op = kProduct ? " * " : " + ";
+    const std::string add = integer ? "(" + t + ")((uint64_t)acc" + op + "(uint64_t)v)" : std::string("acc") + op + "v";
     const std::string N = aot::IntLit(n), I = aot::IntLit(inner);
     ctx->Run("{\n  const " + t + "* px = " + ctx->Input(0, t.c_str()) + ";\n  " + t + "* py = " + ctx->Output(0, t.c_str()) +
              ";\n  int64_t o, i, s;\n  for (o = 0; o < " + aot::IntLit(outer) + "; ++o)\n    for (i = 0; i < " + I + "; ++i) {\n      " + t +
-             " acc = 0;\n      for (s = 0; s < " + N + "; ++s) {\n        const int64_t at = (o * " + N + " + " + (rev ? "(" + N + " - 1 - s)" : "s") +
+             " acc = " + std::string(kProduct ? "1" : "0") + ";\n      for (s = 0; s < " + N + "; ++s) {\n        const int64_t at = (o * " + N + " + " + (rev ? "(" + N + " - 1 - s)" : "s") +
              ") * " + I + " + i;\n        const " + t + " v = px[at];\n" +
              (excl ? "        py[at] = acc;\n        acc = " + add + ";\n" : "        acc = " + add + ";\n        py[at] = acc;\n") +
              "      }\n    }\n}\n");
@@ -489,15 +492,15 @@ class CumSum : public EagerExecuteOp, public EmittableOp {
       using C = typename Compute<T>::type;
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {
-          C acc = 0;
+          C acc = kProduct ? C(1) : C(0);
           for (int64_t s = 0; s < n; ++s) {
             int64_t j = rev ? n - 1 - s : s, at = (o * n + j) * inner + i;
             C v = Load(x->GetData<T>()[at]);
             if (excl) {
               y->GetData<T>()[at] = Store<T>(acc);
-              acc = WrapAdd(acc, v);
+              acc = kProduct ? WrapMul(acc, v) : WrapAdd(acc, v);
             } else {
-              acc = WrapAdd(acc, v);
+              acc = kProduct ? WrapMul(acc, v) : WrapAdd(acc, v);
               y->GetData<T>()[at] = Store<T>(acc);
             }
           }
@@ -612,7 +615,9 @@ void WeftRegister_reduce(std::vector<OpEntry>& out) {
   out.push_back(SoftmaxEntry<Sm::kLogSoftmax>("LogSoftmax"));
   out.push_back(SoftmaxEntry<Sm::kHardmax>("Hardmax"));
   out.push_back({OpDefBuilder("CumSum").INPUT(x, NumericTypes()).INPUT(axis, IndexTypes()).OUTPUT(y, NumericTypes()).SAME_AS_INPUT(x)
-                     .ATTR(exclusive, Int, 0).ATTR(reverse, Int, 0).Build(), MakeOpImpl<CumSum>("CumSum")});
+                     .ATTR(exclusive, Int, 0).ATTR(reverse, Int, 0).Build(), MakeOpImpl<Cumulative<false>>("CumSum")});
+  out.push_back({OpDefBuilder("CumProd").INPUT(x, NumericTypes()).INPUT(axis, IndexTypes()).OUTPUT(y, NumericTypes()).SAME_AS_INPUT(x)
+                     .ATTR(exclusive, Int, 0).ATTR(reverse, Int, 0).Build(), MakeOpImpl<Cumulative<true>>("CumProd")});
   out.push_back({OpDefBuilder("TopK").INPUT(X, NumericTypes()).INPUT(K, TensorType({DT_INT64})).OUTPUT(Values, NumericTypes())
                      .OUTPUT(Indices, TensorType({DT_INT64})).ATTR(axis, Int, -1).ATTR(largest, Int, 1).ATTR(sorted, Int, 1).Build(),
                  MakeOpImpl<TopK>("TopK")});

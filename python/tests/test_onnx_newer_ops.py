@@ -159,3 +159,172 @@ def test_range_with_its_opset_27_attribute():
     node = helper.make_node("Range", ["s", "l", "d"], ["y"], stash_type=1)
     (y,) = run(node, [("s", start), ("l", limit), ("d", delta)], 27)
     np.testing.assert_array_equal(y, (0.5 + 0.75 * np.arange(12)).astype(np.float16))
+
+
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_cumprod(exclusive, reverse, dtype):
+    rng = np.random.default_rng(exclusive * 2 + reverse)
+    x = (rng.integers(-3, 4, (3, 5, 4)) if np.issubdtype(dtype, np.integer) else rng.uniform(0.5, 1.5, (3, 5, 4))).astype(dtype)
+    for axis in (0, 1, -1):
+        node = helper.make_node("CumProd", ["x", "a"], ["y"], exclusive=exclusive, reverse=reverse)
+        (y,) = run(node, [("x", x), ("a", np.array(axis, np.int64))], 26)
+        v = np.flip(x, axis) if reverse else x
+        want = np.cumprod(v.astype(np.float64), axis=axis)
+        if exclusive:
+            want = np.concatenate([np.ones_like(np.take(want, [0], axis)), np.delete(want, -1, axis)], axis)
+        want = np.flip(want, axis) if reverse else want
+        np.testing.assert_allclose(y, want.astype(dtype), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter(mode):
+    rng = np.random.default_rng(1)
+    cache = rng.standard_normal((3, 2, 8, 4)).astype(np.float32)
+    update = rng.standard_normal((3, 2, 3, 4)).astype(np.float32)
+    idx = np.array([0, 5, 7] if mode == "circular" else [0, 5, 2], np.int64)
+    node = helper.make_node("TensorScatter", ["c", "u", "i"], ["y"], mode=mode)
+    (y,) = run(node, [("c", cache), ("u", update), ("i", idx)], 24)
+    want = cache.copy()
+    for b in range(3):
+        for s in range(3):
+            want[b, :, (idx[b] + s) % 8] = update[b, :, s]
+    np.testing.assert_array_equal(y, want)
+    if mode == "linear":
+        node = helper.make_node("TensorScatter", ["c", "u", "i"], ["y"], mode=mode)
+        with pytest.raises(RuntimeError, match="write index 7 of sequence 2 with 3 positions does not fit the cache's 8"):
+            run(node, [("c", cache), ("u", update), ("i", np.array([0, 0, 7], np.int64))], 24)
+
+
+@pytest.mark.parametrize("k,with_bias,with_past,act", [(4, True, True, "silu"), (3, False, False, "none"), (1, True, False, "swish"),
+                                                       (5, False, True, "none")])
+def test_causal_conv_with_state(k, with_bias, with_past, act):
+    rng = np.random.default_rng(k)
+    B, C, L = 2, 3, 6
+    x, w = rng.standard_normal((B, C, L)).astype(np.float32), rng.standard_normal((C, 1, k)).astype(np.float32)
+    b = rng.standard_normal(C).astype(np.float32)
+    past = rng.standard_normal((B, C, k - 1)).astype(np.float32)
+    names = ["x", "w", "b" if with_bias else "", "p" if with_past else ""]
+    ins = [("x", x), ("w", w)] + ([("b", b)] if with_bias else []) + ([("p", past)] if with_past else [])
+    node = helper.make_node("CausalConvWithState", names, ["y", "s"], activation=act)
+    y, state = run(node, ins, 26)
+    padded = np.concatenate([past if with_past else np.zeros((B, C, k - 1)), x], axis=2).astype(np.float64)
+    want = np.stack([sum(w[None, :, 0, j, None] * padded[:, :, j:j + L] for j in range(k))], 0)[0]
+    if with_bias:
+        want = want + b[None, :, None]
+    if act != "none":
+        want = want / (1 + np.exp(-want))
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(state, padded[:, :, L:].astype(np.float32))
+
+
+def test_swiglu():
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((4, 7)).astype(np.float32), rng.standard_normal((4, 7)).astype(np.float32)
+    (y,) = run(helper.make_node("SwiGLU", ["a", "b"], ["y"], alpha=1.7), [("a", a), ("b", b)], 26)
+    a64 = a.astype(np.float64)
+    np.testing.assert_allclose(y, a64 / (1 + np.exp(-1.7 * a64)) * b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("p,axis", [(1, 0), (2, 1), (2, -1), (1, -1)])
+def test_lp_normalization(p, axis):
+    rng = np.random.default_rng(p + axis)
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    x[1, 2] = 0  # a zero norm along the last axis gives zeros
+    (y,) = run(helper.make_node("LpNormalization", ["x"], ["y"], p=p, axis=axis), [("x", x)], 22)
+    norm = np.linalg.norm(x.astype(np.float64), ord=p, axis=axis, keepdims=True)
+    np.testing.assert_allclose(y, np.where(norm == 0, 0, x / np.where(norm == 0, 1, norm)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("p,attrs", [(2, {"kernel_shape": [3, 3]}), (3, {"kernel_shape": [2, 3], "strides": [2, 1], "pads": [1, 0, 1, 2]}),
+                                     (1, {"kernel_shape": [2, 2], "dilations": [2, 1]})])
+def test_lp_pool(p, attrs):
+    rng = np.random.default_rng(p)
+    x = rng.standard_normal((2, 3, 7, 6)).astype(np.float32)
+    (y,) = run(helper.make_node("LpPool", ["x"], ["y"], p=p, **attrs), [("x", x)], 22)
+    kh, kw = attrs["kernel_shape"]
+    sh, sw = attrs.get("strides", [1, 1])
+    dh, dw = attrs.get("dilations", [1, 1])
+    t, lft, b, r = attrs.get("pads", [0, 0, 0, 0])
+    xp = np.pad(np.abs(x.astype(np.float64)) ** p, ((0, 0), (0, 0), (t, b), (lft, r)))
+    oh, ow = (xp.shape[2] - (kh - 1) * dh - 1) // sh + 1, (xp.shape[3] - (kw - 1) * dw - 1) // sw + 1
+    want = np.zeros((2, 3, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            want[:, :, i, j] = xp[:, :, i * sh:i * sh + (kh - 1) * dh + 1:dh, j * sw:j * sw + (kw - 1) * dw + 1:dw].sum((2, 3))
+    np.testing.assert_allclose(y, want ** (1 / p), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,axes", [([3, 8, 2], None), ([5, 2], [1, 2]), ([7], [-1])])
+def test_center_crop_pad(shape, axes):
+    x = np.arange(4 * 5 * 4, dtype=np.float32).reshape(4, 5, 4)
+    kw = {} if axes is None else {"axes": axes}
+    (y,) = run(helper.make_node("CenterCropPad", ["x", "s"], ["y"], **kw), [("x", x), ("s", np.array(shape, np.int64))], 18)
+    want = x
+    for a, s in zip(axes if axes is not None else range(3), shape):
+        a = a % 3
+        n = want.shape[a]
+        if s < n:
+            start = (n - s) // 2
+            want = np.take(want, range(start, start + s), axis=a)
+        elif s > n:
+            before = (s - n) // 2
+            pad = [(0, 0)] * 3
+            pad[a] = (before, s - n - before)
+            want = np.pad(want, pad)
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("align", [0, 1])
+@pytest.mark.parametrize("size", [[2, 3, 4, 5], [2, 1, 3, 1, 4]])
+def test_affine_grid(align, size):
+    rng = np.random.default_rng(align + len(size))
+    nd = len(size) - 2
+    theta = rng.standard_normal((2, nd, nd + 1)).astype(np.float32)
+    (y,) = run(helper.make_node("AffineGrid", ["t", "s"], ["y"], align_corners=align), [("t", theta), ("s", np.array(size, np.int64))], 20)
+
+    def coords(n):
+        i = np.arange(n, dtype=np.float64)
+        return (-1 + 2 * i / (n - 1) if n > 1 else np.full(1, -1.0)) if align else -1 + (2 * i + 1) / n
+
+    axes = [coords(n) for n in size[2:]]  # (D,) H, W
+    mesh = np.meshgrid(*axes, indexing="ij")
+    homo = np.stack([m for m in reversed(mesh)] + [np.ones_like(mesh[0])], -1)  # (x, y, [z], 1)
+    want = np.einsum("bkj,...j->b...k", theta.astype(np.float64), homo)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("rule,decay_w,beta_w,heads", [("linear", 0, 0, (2, 2)), ("gated", "h", 0, (4, 2)), ("delta", 0, "h", (2, 1)),
+                                                       ("gated_delta", "hd", 1, (4, 4)), ("gated_delta", "h", "h", (6, 2))])
+@pytest.mark.parametrize("with_past", [False, True])
+def test_linear_attention(rule, decay_w, beta_w, heads, with_past):
+    rng = np.random.default_rng(len(rule) + with_past)
+    Hq, Hkv = heads
+    B, T, dk, dv = 2, 5, 4, 3
+    q, k = rng.standard_normal((B, T, Hq * dk)).astype(np.float32), rng.standard_normal((B, T, Hkv * dk)).astype(np.float32)
+    v = rng.standard_normal((B, T, Hkv * dv)).astype(np.float32)
+    past = rng.standard_normal((B, Hkv, dk, dv)).astype(np.float32)
+    decay = None if not decay_w else -rng.random((B, T, Hkv if decay_w == "h" else Hkv * dk)).astype(np.float32)
+    beta = None if not beta_w else rng.random((B, T, Hkv if beta_w == "h" else 1)).astype(np.float32)
+    names = ["q", "k", "v", "p" if with_past else "", "d" if decay is not None else "", "b" if beta is not None else ""]
+    ins = [("q", q), ("k", k), ("v", v)] + ([("p", past)] if with_past else []) + ([("d", decay)] if decay is not None else []) + \
+        ([("b", beta)] if beta is not None else [])
+    node = helper.make_node("LinearAttention", names, ["y", "s"], q_num_heads=Hq, kv_num_heads=Hkv, update_rule=rule)
+    y, state = run(node, ins, 26)
+    # float64 recurrence
+    S = past.astype(np.float64).copy() if with_past else np.zeros((B, Hkv, dk, dv))
+    want = np.zeros((B, T, Hq, dv))
+    for t in range(T):
+        kt = k[:, t].reshape(B, Hkv, dk).astype(np.float64)
+        vt = v[:, t].reshape(B, Hkv, dv).astype(np.float64)
+        if decay is not None:
+            g = decay[:, t].astype(np.float64)
+            S = S * np.exp(g.reshape(B, Hkv, 1, 1) if decay_w == "h" else g.reshape(B, Hkv, dk, 1))
+        if beta is not None:
+            bt = beta[:, t].astype(np.float64).reshape(B, -1, 1)
+            vt = bt * (vt - np.einsum("bhdm,bhd->bhm", S, kt))
+        S = S + kt[..., None] * vt[..., None, :]
+        qt = q[:, t].reshape(B, Hq, dk).astype(np.float64)
+        want[:, t] = np.einsum("bhd,bhdm->bhm", qt, np.repeat(S, Hq // Hkv, axis=1)) / np.sqrt(dk)
+    np.testing.assert_allclose(y, want.reshape(B, T, -1), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(state, S, rtol=1e-4, atol=1e-5)

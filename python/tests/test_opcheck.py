@@ -25,7 +25,8 @@ NOT_CHECKABLE = {"Squeeze": "rank from values", "Unsqueeze": "rank from values",
                  "ReadVariable": "reads the run context's variable (not a function of its inputs)",
                  "AssignVariable": "writes the run context's variable (an effect, not a function)",
                  "RandomUniform": "no tensor input (torch dispatches on tensors)",
-                 "RandomNormal": "no tensor input (torch dispatches on tensors)"}
+                 "RandomNormal": "no tensor input (torch dispatches on tensors)",
+                 "AffineGrid": "output dims from the values of size"}
 # Test packages' deliberately broken ops.
 BROKEN_ON_PURPOSE = {"Faulty", "NoShape"}
 
@@ -152,6 +153,15 @@ CASES = {
     "Gather": [((r(5, 4), i64(0, 3, 1)), {"axis": 0})],
     "GatherElements": [((r(3, 4), i64([0, 1], [2, 3], [1, 1])), {"axis": 1})],
     "CumSum": [((r(3, 4), i64(1)), {})],
+    "CumProd": [((r(3, 4), i64(1)), {}), ((r(2, 5), i64(0)), {"exclusive": 1, "reverse": 1})],
+    "Attention": [((r(1, 2, 3, 8), r(1, 2, 5, 8), r(1, 2, 5, 8)), {"is_causal": 1}),
+                  ((r(2, 3, 16), r(2, 4, 8), r(2, 4, 8), torch.rand(3, 4) < 0.8), {"q_num_heads": 2, "kv_num_heads": 1}),
+                  ((r(1, 4, 2, 8), r(1, 2, 3, 8), r(1, 2, 3, 6), r(2, 5), r(1, 2, 2, 8), r(1, 2, 2, 6)), {"softcap": 2.0})],
+    "TensorScatter": [((r(2, 6, 3), r(2, 2, 3), i64(0, 4)), {"axis": 1}), ((r(2, 3, 4, 2), r(2, 3, 3, 2), i64(3, 1)), {"mode": "circular"})],
+    "CausalConvWithState": [((r(2, 3, 5), r(3, 1, 3), r(3), r(2, 3, 2)), {"activation": "silu"}), ((r(1, 4, 6), r(4, 1, 2)), {})],
+    "LinearAttention": [((r(1, 4, 8), r(1, 4, 8), r(1, 4, 6), r(1, 2, 4, 3), -torch.rand(1, 4, 2), torch.rand(1, 4, 2)),
+                         {"q_num_heads": 2, "kv_num_heads": 2}),
+                        ((r(2, 3, 8), r(2, 3, 4), r(2, 3, 4)), {"q_num_heads": 2, "kv_num_heads": 1, "update_rule": "linear"})],
     "MeanVarianceNormalization": [((r(2, 3, 4, 4),), {})],
     "Mod": [((r(3, 4), torch.rand(3, 4) + 1), {"fmod": 1}), ((torch.randint(1, 9, (5,)), torch.randint(1, 4, (5,))), {})],
     "ArgMax": [((r(3, 4),), {"axis": 1})], "ArgMin": [((r(3, 4),), {"axis": 0})],

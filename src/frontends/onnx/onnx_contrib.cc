@@ -392,18 +392,21 @@ bool MultiHeadAttention(const Node& n, Rewriter& r) {
 }
 
 // x (4-D, heads on `head_axis`: [B, N, S, h] for 1, [B, S, N, h] for 2) turned by the cached
-// angles at positions pos ([B, S] or [1, S], int64): the first `rotary` values of each head (the
+// angles at positions pos ([B, S] or [1, S], int64; empty where the caches are already per
+// position, [B, S, rotary / 2]): the first `rotary` values of each head (the
 // attribute when positive, else twice the caches' width), halves (x1, x2) -> (x1 cos - x2 sin,
 // x2 cos + x1 sin), or with interleaved the pairs (x[2i], x[2i+1]) the same; the rest unchanged.
 std::string Rotate(Rewriter& r, const std::string& x, int64_t head_axis, const std::string& pos, const std::string& cos_cache,
                    const std::string& sin_cache, bool interleaved, int64_t rotary_attr, const std::string& to = "") {
   auto dim = [&](const std::string& v, int64_t axis) { return r.Op("Slice", {r.Op("Shape", {v}), r.IntsConst({axis}), r.IntsConst({axis + 1})}); };
-  const std::string half = dim(cos_cache, 1);                                                        // [1]
+  const std::string half = r.Op("Slice", {r.Op("Shape", {cos_cache}), r.IntsConst({-1}), r.IntsConst({std::numeric_limits<int64_t>::max()})});  // [1]
   const std::string rot = rotary_attr > 0 ? r.IntsConst({rotary_attr}) : r.Op("Add", {half, half});  // [1]
   // [B, S, half] -> broadcast over the heads: [B, S, 1, half] or [B, 1, S, half]
   const std::string axis = r.IntsConst({head_axis});
-  const std::string cos = r.Op("Unsqueeze", {r.Op("Gather", {cos_cache, pos}, {{"axis", AttrValue::Int(0)}}), axis});
-  const std::string sin = r.Op("Unsqueeze", {r.Op("Gather", {sin_cache, pos}, {{"axis", AttrValue::Int(0)}}), axis});
+  // (without positions, the caches are already [B, S, half])
+  auto at = [&](const std::string& cache) { return pos.empty() ? cache : r.Op("Gather", {cache, pos}, {{"axis", AttrValue::Int(0)}}); };
+  const std::string cos = r.Op("Unsqueeze", {at(cos_cache), axis});
+  const std::string sin = r.Op("Unsqueeze", {at(sin_cache), axis});
   const std::string last = r.IntsConst({-1}), big = r.IntsConst({std::numeric_limits<int64_t>::max()});
   const std::string xr = r.Op("Slice", {x, r.IntsConst({0}), rot, last});
   const std::string rest = r.Op("Slice", {x, rot, big, last});
@@ -711,7 +714,109 @@ bool MatMulNBits(const Node&, Rewriter& r) {
   return true;
 }
 
+// RotaryEmbedding (opset 23): X [B, S, hidden] (num_heads heads) or [B, N, S, h], cos_cache and
+// sin_cache [positions, rotary / 2] read at position_ids [B, S], or without position_ids already
+// [B, S, rotary / 2]; rotary_embedding_dim 0 turns the whole head.
+bool StandardRotaryEmbedding(const Node&, Rewriter& r) {
+  const int rank = r.Rank(r.In(0));
+  if (rank != 3 && rank != 4) return r.Fail(rank < 0 ? "the rank of X is not declared (value_info)" : "X must be 3-D or 4-D");
+  const int64_t heads = r.Int("num_heads", 0), rotary_attr = r.Int("rotary_embedding_dim", 0);
+  if (rank == 3 && heads <= 0) return r.Fail("3-D X needs num_heads");
+  if (rotary_attr < 0 || rotary_attr % 2) return r.Fail("rotary_embedding_dim must be 0 or a positive even number");
+  std::string x = r.In(0);
+  if (rank == 3) x = r.Op("Reshape", {x, r.IntsConst({0, 0, heads, -1})});  // as [B, S, N, h]
+  const std::string turned = Rotate(r, x, rank == 3 ? 2 : 1, r.In(3), r.In(1), r.In(2), r.Int("interleaved", 0) != 0, rotary_attr, rank == 4 ? r.Out(0) : "");
+  if (rank == 3) r.Op("Reshape", {turned, r.IntsConst({0, 0, -1})}, {}, r.Out(0));
+  r.SetRank(r.Out(0), rank);
+  return true;
+}
+
+// SwiGLU (opset 26): A * sigmoid(alpha * A) * B.
+bool SwiGlu(const Node&, Rewriter& r) {
+  r.Op("Mul", {r.Op("Swish", {r.In(0)}, {{"alpha", AttrValue::Float(r.Float("alpha", 1.f))}}), r.In(1)}, {}, r.Out(0));
+  r.SetRank(r.Out(0), r.Rank(r.In(0)));
+  return true;
+}
+
+// LpNormalization: X over its L1 or L2 norm along `axis`; where the norm is 0, 0.
+bool LpNormalization(const Node&, Rewriter& r) {
+  const int64_t p = r.Int("p", 2);
+  if (p != 1 && p != 2) return r.Fail("p is " + std::to_string(p) + "; it must be 1 or 2");
+  const std::string norm = r.Op(p == 1 ? "ReduceL1" : "ReduceL2", {r.In(0), r.IntsConst({r.Int("axis", -1)})}, {{"keepdims", AttrValue::Int(1)}});
+  const std::string zero = r.Op("CastLike", {r.FloatConst(0.f), r.In(0)});
+  r.Op("Where", {r.Op("Equal", {norm, zero}), zero, r.Op("Div", {r.In(0), norm})}, {}, r.Out(0));
+  r.SetRank(r.Out(0), r.Rank(r.In(0)));
+  return true;
+}
+
+// LpPool: (sum over the window of |x|^p)^(1/p), as p-th powers averaged over the whole window
+// (padding counted) times its size.
+bool LpPool(const Node& n, Rewriter& r) {
+  const float p = r.Float("p", 2.f);
+  if (!(p > 0.f)) return r.Fail("p must be positive");
+  const AttrValue* k = r.Attr("kernel_shape");
+  if (!k || k->type() != WEFT_ATTR_LIST_INT || k->ints().empty()) return r.Fail("kernel_shape is required");
+  int64_t count = 1;
+  for (int64_t d : k->ints()) {
+    if (d <= 0) return r.Fail("kernel_shape entries must be positive");
+    count *= d;
+  }
+  const std::string x = r.In(0);
+  const std::string typed_p = r.Op("CastLike", {r.FloatConst(p), x});
+  const std::string powered = p == 2.f ? r.Op("Mul", {x, x}) : p == 1.f ? r.Op("Abs", {x}) : r.Op("Pow", {r.Op("Abs", {x}), typed_p});
+  std::map<std::string, AttrValue> attrs = Without(n.attrs, {"p"});
+  attrs["count_include_pad"] = AttrValue::Int(1);
+  const std::string sum = r.Op("Mul", {r.Op("AveragePool", {powered}, attrs), r.Op("CastLike", {r.FloatConst(static_cast<float>(count)), x})});
+  if (p == 2.f) r.Op("Sqrt", {sum}, {}, r.Out(0));
+  else if (p == 1.f) r.Op("Identity", {sum}, {}, r.Out(0));
+  else r.Op("Pow", {sum, r.Op("CastLike", {r.FloatConst(1.f / p), x})}, {}, r.Out(0));
+  r.SetRank(r.Out(0), r.Rank(x));
+  return true;
+}
+
+// CenterCropPad (opset 18): each of `axes` (all by default) cropped or zero-padded to `shape`
+// about its centre; an odd difference puts the extra element at the end.
+bool CenterCropPad(const Node&, Rewriter& r) {
+  std::vector<int64_t> axes;
+  if (const AttrValue* a = r.Attr("axes"); a && a->type() == WEFT_ATTR_LIST_INT) axes = a->ints();
+  if (axes.empty()) {
+    const int rank = r.Rank(r.In(0));
+    if (rank < 0) return r.Fail("without axes, the rank of input_data must be declared (value_info)");
+    for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
+  }
+  const std::string ax = r.IntsConst(axes);
+  const std::string want = r.Op("Cast", {r.In(1)}, {{"to", AttrValue::Type(DT_INT64)}});
+  const std::string dims = r.Op("Gather", {r.Op("Shape", {r.In(0)}), ax}, {{"axis", AttrValue::Int(0)}});
+  const std::string zero = r.IntsConst({0}), two = r.IntsConst({2});
+  const std::string over = r.Op("Max", {r.Op("Sub", {dims, want}), zero}), under = r.Op("Max", {r.Op("Sub", {want, dims}), zero});
+  const std::string start = r.Op("Div", {over, two});
+  const std::string cropped = r.Op("Slice", {r.In(0), start, r.Op("Add", {start, r.Op("Min", {dims, want})}), ax});
+  const std::string before = r.Op("Div", {under, two});
+  r.Op("Pad", {cropped, r.Op("Concat", {before, r.Op("Sub", {under, before})}, {{"axis", AttrValue::Int(0)}}), "", ax}, {}, r.Out(0));
+  r.SetRank(r.Out(0), r.Rank(r.In(0)));
+  return true;
+}
+
+using StandardRewrite = bool (*)(const Node&, Rewriter&);
+const std::map<std::string, StandardRewrite>& StandardRewrites() {
+  static const std::map<std::string, StandardRewrite> kRewrites = {
+      {"RotaryEmbedding", StandardRotaryEmbedding}, {"SwiGLU", SwiGlu},       {"LpNormalization", LpNormalization},
+      {"LpPool", LpPool},                           {"CenterCropPad", CenterCropPad},
+  };
+  return kRewrites;
+}
+
 }  // namespace
+
+bool IsStandardFunctionOp(const std::string& op_type) { return StandardRewrites().count(op_type) > 0; }
+
+bool LowerOnnxStandardFunctionOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  auto it = StandardRewrites().find(n.op_type);
+  if (it == StandardRewrites().end()) return false;
+  Rewriter r(n, ctx, out);
+  return it->second(n, r);
+}
 
 bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out) {
   if (n.domain != "com.microsoft") return false;

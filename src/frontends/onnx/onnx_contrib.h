@@ -27,6 +27,12 @@ struct OnnxContribContext {
 // their own).
 bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out);
 
+// Standard operators defined as functions that are rewritten as their parts rather than run by
+// an operator of their own (RotaryEmbedding, SwiGLU, LpNormalization, LpPool, CenterCropPad);
+// false for every other node.
+bool IsStandardFunctionOp(const std::string& op_type);
+bool LowerOnnxStandardFunctionOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out);
+
 // The same for the com.microsoft.nchwc domain (the channel-blocked graphs ONNX Runtime saves at
 // ORT_ENABLE_ALL): ReorderInput, ReorderOutput, Conv, Upsample and the pools, read in plain NCHW
 // with the channels padded as ONNX Runtime pads them. True for every node of that domain (an

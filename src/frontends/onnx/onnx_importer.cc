@@ -468,6 +468,15 @@ struct NodeImporter {
         return Status::Ok();
       }
     }
+    if (n.domain.empty() && internal::IsStandardFunctionOp(n.op_type)) {  // defined by its parts
+      n.when = when;
+      std::vector<Node> parts;
+      internal::OnnxContribContext cc{g, [this](const std::string& v) { return ConstantOf(v); }, ranks, problems};
+      if (internal::LowerOnnxStandardFunctionOp(n, cc, &parts)) {
+        for (Node& p : parts) AddNode(std::move(p));
+        return Status::Ok();
+      }
+    }
     if (n.domain.empty())
       if (auto it = Lowerings().find(n.op_type); it != Lowerings().end()) {
         Lowering l{g, n, n.opset, problems};
@@ -503,7 +512,8 @@ struct NodeImporter {
         "LayerNormalization", "LeakyRelu", "Log", "LogSoftmax", "LRN", "Mish", "Neg", "Not", "PRelu", "QuickGelu", "Reciprocal",
         "Relu", "Round", "Selu", "Sigmoid", "Sign", "SimplifiedLayerNormalization", "Sin", "Slice", "Softmax", "Softplus",
         "Softsign", "Sqrt", "Tanh", "ThresholdedRelu", "Tile", "Pad", "Resize", "Split", "Concat", "MaxPool", "AveragePool",
-        "GlobalAveragePool", "GlobalMaxPool", "Swish", "RMSNormalization", "GroupNormalization", "BitwiseNot"};
+        "GlobalAveragePool", "GlobalMaxPool", "Swish", "RMSNormalization", "GroupNormalization", "BitwiseNot", "CumProd",
+        "TensorScatter", "CausalConvWithState"};
     static const std::set<std::string> kBroadcast = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Where", "Equal", "Less",
                                                      "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Mod",
                                                      "Sum", "Mean", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitShift"};
@@ -526,6 +536,11 @@ struct NodeImporter {
       if (r0 >= 2 && r1 >= 2) r = std::max(r0, r1);
     } else if (n.op_type == "Gemm" || n.op_type == "Flatten") {
       r = 2;
+    } else if (n.op_type == "Attention" && n.domain.empty()) {  // Y as Q; the caches and scores 4-D
+      for (size_t k = 1; k < n.outputs.size(); ++k)
+        if (!n.outputs[k].empty() && !ranks.count(n.outputs[k])) ranks[n.outputs[k]] = 4;
+      if (!n.outputs.empty() && r0 >= 0 && !ranks.count(n.outputs[0])) ranks[n.outputs[0]] = r0;
+      return;
     } else if (n.op_type == "Transpose") {
       auto it = n.attrs.find("perm");
       r = it != n.attrs.end() && it->second.type() == WEFT_ATTR_LIST_INT ? static_cast<int>(it->second.ints().size()) : r0;
