@@ -128,9 +128,10 @@ bool Plan(const KernelContextBase* ctx, Att* a) {
   }
   const int64_t mode = *at->GetInt("qk_matmul_output_mode");
   if (mode < 0 || mode > 3) return Fail(ctx, "qk_matmul_output_mode " + std::to_string(mode) + " must be 0, 1, 2 or 3"), false;
+  // ONNX's element type codes: float 1, float16 10, double 11, bfloat16 16 (0: not given).
   const int64_t sp = *at->GetInt("softmax_precision");
-  if (sp != 0 && sp != DT_FLOAT && sp != DT_FLOAT16 && sp != DT_BF16 && sp != DT_DOUBLE)
-    return Fail(ctx, "softmax_precision " + std::to_string(sp) + " is not a float type (1, 10, 11 or 16)"), false;
+  if (sp != 0 && sp != 1 && sp != 10 && sp != 11 && sp != 16)
+    return Fail(ctx, "softmax_precision " + std::to_string(sp) + " is not an ONNX float type (1, 10, 11 or 16)"), false;
   if (const float c = *at->GetFloat("softcap"); !(c >= 0.f)) return Fail(ctx, "softcap " + std::to_string(c) + " must not be negative"), false;
   if (*at->GetInt("left_window_size") < -1 || *at->GetInt("right_window_size") < -1)
     return Fail(ctx, "left_window_size and right_window_size must be -1 (no bound) or not negative"), false;

@@ -1172,6 +1172,11 @@ class Pool : public EagerExecuteOp, public ShapeInferOp, public CompilableOp, pu
     const bool bytes = kMax && Is8Bit(x->GetDataType());
     if ((x->GetDataType() != DT_FLOAT && !bytes) || ctx->GetComputeNodeOutputNum() > 1 || !Geometry(ctx, x->GetShape(), &w, &err) || w.nd > 3)
       return GRAPH_SUCCESS;
+    // An empty input or output (a window larger than the padded input fits nowhere): nothing for
+    // oneDNN to build (it divides by the empty sizes), the loops below run.
+    if (x->GetShape().GetShapeSize() == 0) return GRAPH_SUCCESS;
+    for (size_t i = 0; i < w.nd; ++i)
+      if (w.out[i] <= 0 || w.in[i] <= 0) return GRAPH_SUCCESS;
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
     const dt type = x->GetDataType() == DT_INT8 ? dt::s8 : x->GetDataType() == DT_UINT8 ? dt::u8 : dt::f32;

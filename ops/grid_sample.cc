@@ -145,7 +145,7 @@ class GridSample : public EagerExecuteOp, public ShapeInferOp, public EmittableO
 // [N, 2, 3] (or [N, 3, 4]) maps each output position's normalized coordinates (x, y, 1) (or
 // (x, y, z, 1)) to where it samples: grid [N, H, W, 2] (or [N, D, H, W, 3]) for size
 // [N, C, H, W] (or [N, C, D, H, W]). A dim of n positions spans -1 to 1: at -1 + 2i / (n - 1)
-// with align_corners (0 where n is 1), else at -1 + (2i + 1) / n.
+// with align_corners (-1 where n is 1, as ONNX's reference has it), else at -1 + (2i + 1) / n.
 bool AffinePlan(const KernelContextBase* ctx, std::vector<int64_t>* size, int* spatial) {
   const Shape& ts = ctx->GetInputTensor(0)->GetShape();
   const Shape& ss = ctx->GetInputTensor(1)->GetShape();

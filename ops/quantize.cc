@@ -62,14 +62,45 @@ float FloatAt(const Tensor* t, int64_t i) {
   }
 }
 
-// How scale and zero point apply to x: per tensor (count 1), or per index along `axis`
-// (`inner` elements share an index, `count` indices). Checks the scale and zero point shapes.
+// How scale and zero point apply to x: per tensor (count 1), per index along `axis` (`inner`
+// elements share an index, `count` indices), or per block of `block` indices along the axis
+// (opset 21: the scale has x's shape but ceil(len / block) along the axis). Checks the scale and
+// zero point shapes.
 struct Grouping {
   int64_t count = 1, inner = 1;
+  int64_t block = 0, len = 0;  // block-wise: the block size and x's length along the axis
+  // Element i's scale (and zero point) index.
+  int64_t Index(int64_t i) const {
+    if (block) return ((i / (inner * len)) * count + ((i / inner) % len) / block) * inner + i % inner;
+    return count == 1 ? 0 : (i / inner) % count;
+  }
 };
 bool Group(const KernelContextBase* ctx, const Shape& x, const Shape& scale, const Shape* zp, Grouping* g) {
   const int64_t* bs = ctx->GetAttrs()->GetInt("block_size");
-  if (bs && *bs != 0) return Fail(ctx, "block-wise quantization (block_size " + std::to_string(*bs) + ") is not supported"), false;
+  if (bs && *bs != 0) {
+    if (*bs < 0) return Fail(ctx, "block_size " + std::to_string(*bs) + " must be positive"), false;
+    const int64_t* a = ctx->GetAttrs()->GetInt("axis");
+    const int64_t rank = static_cast<int64_t>(x.GetDimNum());
+    int64_t axis;
+    if (!NormalizeAxis(a ? *a : 1, rank, &axis)) return Fail(ctx, AxisError(a ? *a : 1, rank)), false;
+    if (zp && *zp != scale) return Fail(ctx, "the zero point " + zp->ToString() + " must have the scale's shape " + scale.ToString()), false;
+    bool fits = static_cast<int64_t>(scale.GetDimNum()) == rank;
+    for (int64_t d = 0; fits && d < rank; ++d) {
+      const int64_t n = x.GetDim(static_cast<size_t>(d)), m = scale.GetDim(static_cast<size_t>(d));
+      if (n < 0 || m < 0) continue;
+      fits = d == axis ? m == (n + *bs - 1) / *bs : m == n;
+    }
+    if (!fits)
+      return Fail(ctx, "with block_size " + std::to_string(*bs) + " the scale " + scale.ToString() + " must have the shape of " + x.ToString() +
+                           " but ceil(length / block_size) along axis " + std::to_string(axis)),
+             false;
+    g->block = *bs;
+    g->len = x.GetDim(static_cast<size_t>(axis));
+    g->count = scale.GetDim(static_cast<size_t>(axis));
+    g->inner = 1;
+    for (int64_t d = axis + 1; d < rank; ++d) g->inner *= x.GetDim(static_cast<size_t>(d));
+    return true;
+  }
   // One value each in any of the per-tensor forms (a scalar zero point beside a [1] scale, as
   // quantizers write for biases) is per-tensor too.
   const bool one = scale.GetDimNum() <= 1 && scale.GetShapeSize() == 1 && (!zp || (zp->GetDimNum() <= 1 && zp->GetShapeSize() == 1));
@@ -93,7 +124,25 @@ bool Group(const KernelContextBase* ctx, const Tensor* x, const Tensor* scale, c
 
 // Emitted C's index of element i's scale (and zero point).
 std::string GroupIndex(const Grouping& g) {
+  if (g.block) {
+    const std::string I = aot::IntLit(g.inner), L = aot::IntLit(g.len);
+    return "((i / (" + I + " * " + L + ")) * " + aot::IntLit(g.count) + " + ((i / " + I + ") % " + L + ") / " + aot::IntLit(g.block) + ") * " + I +
+           " + i % " + I;
+  }
   return g.count == 1 ? std::string("0") : "(i / " + aot::IntLit(g.inner) + ") % " + aot::IntLit(g.count);
+}
+
+// QuantizeLinear's output type: the zero point's, else output_dtype (opset 21), else uint8.
+bool QuantizedType(const KernelContextBase* ctx, DataType* out) {
+  const Tensor* zp = ctx->GetOptionalInputTensor(2);
+  const DataType* od = ctx->GetAttrs()->GetDataType("output_dtype");
+  const DataType want = od ? *od : DT_UNDEFINED;
+  if (zp && want != DT_UNDEFINED && zp->GetDataType() != want)
+    return Fail(ctx, std::string("output_dtype ") + DataTypeName(want) + " differs from the zero point's type " + DataTypeName(zp->GetDataType())), false;
+  *out = zp ? zp->GetDataType() : want != DT_UNDEFINED ? want : DT_UINT8;
+  if (!IsQuantType(*out) || *out == DT_INT32)
+    return Fail(ctx, std::string("the output type ") + DataTypeName(*out) + " is not int8, uint8, int16 or uint16"), false;
+  return true;
 }
 
 
@@ -165,14 +214,15 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
     Grouping g;
     if (!Group(ctx, x, s, zp, &g)) return GRAPH_FAILED;
     if (x->GetDataType() != DT_FLOAT || s->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C takes a float32 input and scale");
-    const DataType yt = zp ? zp->GetDataType() : DT_UINT8;
+    DataType yt;
+    if (!QuantizedType(ctx, &yt)) return GRAPH_FAILED;
     const std::string ct = aot::CType(yt);
     int64_t lo, hi;
     IntRange(yt, &lo, &hi);
     ctx->Include("<math.h>");
     std::string r = "{\n  const float* in = " + ctx->Input(0, "float") + ";\n  const float* sc = " + ctx->Input(1, "float") + ";\n  " + ct +
                     "* out = " + ctx->Output(0, ct.c_str()) + ";\n  int64_t i;\n";
-    r += "  for (i = 0; i < " + aot::IntLit(g.count) + "; ++i)\n    if (!(sc[i] > 0.f)) return 1;\n";
+    r += "  for (i = 0; i < " + aot::IntLit(s->GetShapeSize()) + "; ++i)\n    if (!(sc[i] > 0.f)) return 1;\n";
     r += "  for (i = 0; i < " + aot::IntLit(x->GetShapeSize()) + "; ++i) {\n    const int64_t q = " + GroupIndex(g) + ";\n";
     r += "    const double z = " + (zp ? "(double)" + ctx->Input(2, ct.c_str()) + "[q]" : std::string("0.0")) + ";\n";
     r += "    const float v = nearbyintf(in[i] / sc[q]);\n    double d = (double)v + z;\n";
@@ -188,9 +238,8 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
     return GRAPH_SUCCESS;
   }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
-    const Tensor* zp = ctx->GetOptionalInputTensor(2);
-    const DataType t = zp ? zp->GetDataType() : DT_UINT8;  // no zero point: uint8
-    if (!IsQuantType(t) || t == DT_INT32) return Fail(ctx, std::string("the zero point's type ") + DataTypeName(t) + " is not int8, uint8, int16 or uint16");
+    DataType t;
+    if (!QuantizedType(ctx, &t)) return GRAPH_FAILED;
     return ctx->SetOutputDataType(0, t);
   }
   graphStatus Execute(EagerOpExecutionContext* ctx) override {
@@ -199,24 +248,26 @@ class QuantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emitta
     const Tensor* zp = ctx->GetOptionalInputTensor(2);
     Grouping g;
     if (!Group(ctx, x, s, zp, &g)) return GRAPH_FAILED;
-    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), zp ? zp->GetDataType() : DT_UINT8);
+    DataType yt;
+    if (!QuantizedType(ctx, &yt)) return GRAPH_FAILED;
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), yt);
     if (!y) return GRAPH_FAILED;
     int64_t lo, hi;
     IntRange(y->GetDataType(), &lo, &hi);
     const int64_t n = PlannedElements(x);
-    for (int64_t q = 0; q < g.count; ++q) {
+    for (int64_t q = 0; q < s->GetShapeSize(); ++q) {
       const float scale = FloatAt(s, q);
       // An infinite scale (calibration over values that overflow writes one) maps every finite value
       // to the zero point, as x / inf = 0 does.
       if (!(scale > 0.f)) return Fail(ctx, "scale " + std::to_string(q) + " is " + std::to_string(scale) + "; it must be positive");
     }
-    if (x->GetDataType() == DT_FLOAT && s->GetDataType() == DT_FLOAT && (y->GetDataType() == DT_INT8 || y->GetDataType() == DT_UINT8)) {
+    if (!g.block && x->GetDataType() == DT_FLOAT && s->GetDataType() == DT_FLOAT && (y->GetDataType() == DT_INT8 || y->GetDataType() == DT_UINT8)) {
       if (y->GetDataType() == DT_INT8) QuantizeRuns(ctx, x->GetData<float>(), s->GetData<float>(), zp, g, n, y->GetData<int8_t>());
       else QuantizeRuns(ctx, x->GetData<float>(), s->GetData<float>(), zp, g, n, y->GetData<uint8_t>());
       return GRAPH_SUCCESS;
     }
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t q = g.count == 1 ? 0 : (i / g.inner) % g.count;
+      const int64_t q = g.Index(i);
       const float v = std::nearbyint(FloatAt(x, i) / FloatAt(s, q));  // the default rounding: half to even
       const double r = static_cast<double>(v) + static_cast<double>(zp ? IntAt(zp, q) : 0);
       StoreInt(y, i, std::isnan(v) ? (zp ? IntAt(zp, q) : 0) : static_cast<int64_t>(std::min<double>(std::max<double>(r, lo), hi)));
@@ -267,7 +318,7 @@ class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emit
     if (!y) return GRAPH_FAILED;
     const int64_t n = PlannedElements(x);
     float* py = y->GetData<float>();
-    if (x->GetDataType() == DT_INT8 || x->GetDataType() == DT_UINT8) {  // the same, run by run of one scale
+    if (!g.block && (x->GetDataType() == DT_INT8 || x->GetDataType() == DT_UINT8)) {  // the same, run by run of one scale
       const int64_t inner = g.count == 1 ? n : g.inner, runs = inner ? (n + inner - 1) / inner : 0;
       ctx->ParallelFor(runs, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, inner)), [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
@@ -286,7 +337,7 @@ class DequantizeLinear : public EagerExecuteOp, public ShapeInferOp, public Emit
       return GRAPH_SUCCESS;
     }
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t q = g.count == 1 ? 0 : (i / g.inner) % g.count;
+      const int64_t q = g.Index(i);
       py[i] = static_cast<float>(IntAt(x, i) - (zp ? IntAt(zp, q) : 0)) * s->GetData<float>()[q];
     }
     return GRAPH_SUCCESS;
@@ -700,6 +751,8 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
     IntMatMul p;
     if (!p.Plan(ctx, a->GetShape(), b->GetShape())) return GRAPH_FAILED;
     if (!CheckScales(ctx, p)) return GRAPH_FAILED;
+    for (const Tensor* t : {as, bs, ys})
+      if (t->GetDataType() != DT_FLOAT) return Fail(ctx, "the generated C needs float32 scales");
     const bool per_column = bs->GetShapeSize() > 1;
     if ((azp->GetShapeSize() != 1 && azp->GetShapeSize() != p.m) || (bzp->GetShapeSize() != 1 && bzp->GetShapeSize() != p.n))
       return Fail(ctx, "a zero point must be a scalar or hold one value per row of a / column of b");
@@ -749,7 +802,7 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
     auto* scales = static_cast<float*>(ctx->MallocWorkSpace(static_cast<size_t>(cols) * sizeof(float)));
     if (!scales) return GRAPH_FAILED;
     for (int64_t j = 0; j < ns; ++j) {
-      scales[j] = *as->GetData<float>() * bs->GetData<float>()[j] / *ys->GetData<float>();
+      scales[j] = ScaleAt(as, 0) * ScaleAt(bs, j) / ScaleAt(ys, 0);
       if (!std::isfinite(scales[j]) || scales[j] < 0.f)
         return Fail(ctx, "a_scale * b_scale" + std::string(ns > 1 ? "[" + std::to_string(j) + "]" : "") + " / y_scale is " + std::to_string(scales[j]) +
                              "; the scales must be positive and finite");
@@ -775,12 +828,18 @@ class QLinearMatMul : public EagerExecuteOp, public ShapeInferOp, public Emittab
   graphStatus Compile(OpCompileContext* ctx) override { return PackConstantB(ctx, 3, &packed_); }
 
  private:
-  // float32 scales: a_scale and y_scale one value each, b_scale one or one per column of b
-  // (per-channel weights); y_zero_point one value.
+  // Scales (float32, float16 or bfloat16): a_scale and y_scale one value each, b_scale one or one
+  // per column of b (per-channel weights); y_zero_point one value.
+  static float ScaleAt(const Tensor* t, int64_t i) {
+    return t->GetDataType() == DT_FLOAT16 ? static_cast<float>(t->GetData<float16>()[i])
+           : t->GetDataType() == DT_BF16  ? static_cast<float>(t->GetData<bfloat16>()[i])
+                                          : t->GetData<float>()[i];
+  }
   static bool CheckScales(const KernelContextBase* ctx, const IntMatMul& p) {
     const Tensor *as = ctx->GetInputTensor(1), *bs = ctx->GetInputTensor(4), *ys = ctx->GetInputTensor(6), *yz = ctx->GetInputTensor(7);
     for (const Tensor* t : {as, bs, ys})
-      if (t->GetDataType() != DT_FLOAT) return Fail(ctx, "the scales must be float32"), false;
+      if (t->GetDataType() != DT_FLOAT && t->GetDataType() != DT_FLOAT16 && t->GetDataType() != DT_BF16)
+        return Fail(ctx, "the scales must be float32, float16 or bfloat16"), false;
     if (as->GetShapeSize() != 1 || ys->GetShapeSize() != 1)
       return Fail(ctx, "a_scale and y_scale must be one value each (per-tensor), not " + as->GetShape().ToString() + " and " + ys->GetShape().ToString()), false;
     if (bs->GetShapeSize() != 1 && (bs->GetShapeSize() != p.n || b_rank(ctx) < 2))
@@ -1155,6 +1214,7 @@ void WeftRegister_quantize(std::vector<OpEntry>& out) {
                      .ATTR(axis, Int, 1)
                      .ATTR(saturate, Int, 1)
                      .ATTR(block_size, Int, 0)
+                     .ATTR(output_dtype, Type, DT_UNDEFINED)
                      .Build(),
                  MakeOpImpl<QuantizeLinear>("QuantizeLinear")});
   out.push_back({OpDefBuilder("DequantizeLinear")
@@ -1181,14 +1241,15 @@ void WeftRegister_quantize(std::vector<OpEntry>& out) {
                      .OUTPUT(Y, TensorType({DT_INT32}))
                      .Build(),
                  MakeOpImpl<MatMulInteger>("MatMulInteger")});
+  const TensorType scale_types({DT_FLOAT, DT_FLOAT16, DT_BF16});
   out.push_back({OpDefBuilder("QLinearMatMul")
                      .INPUT(a, q8)
-                     .INPUT(a_scale, TensorType({DT_FLOAT}))
+                     .INPUT(a_scale, scale_types)
                      .INPUT(a_zero_point, q8)
                      .INPUT(b, q8)
-                     .INPUT(b_scale, TensorType({DT_FLOAT}))
+                     .INPUT(b_scale, scale_types)
                      .INPUT(b_zero_point, q8)
-                     .INPUT(y_scale, TensorType({DT_FLOAT}))
+                     .INPUT(y_scale, scale_types)
                      .INPUT(y_zero_point, q8)
                      .OUTPUT(y, q8)
                      .Build(),

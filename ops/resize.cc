@@ -115,8 +115,14 @@ bool MakeTaps(const RuntimeAttrs* a, const Shape& in, const Plan& p, std::vector
   std::string mode = a->GetStr("mode"), ctm = a->GetStr("coordinate_transformation_mode"), nm = a->GetStr("nearest_mode");
   double cubic_a = *a->GetFloat("cubic_coeff_a");
   bool exclude = *a->GetInt("exclude_outside") != 0;
-  if (*a->GetInt("antialias")) return *err = "antialias=1 is not supported", false;
   if (mode != "nearest" && mode != "linear" && mode != "cubic") return *err = "unknown mode '" + mode + "'", false;
+  // antialias: a linear or cubic filter stretched by 1 / scale where it downsamples (nearest
+  // ignores it), its weights normalized to sum to 1.
+  const bool antialias = *a->GetInt("antialias") != 0 && mode != "nearest";
+  auto cubic = [cubic_a](double z) {
+    z = std::fabs(z);
+    return z <= 1 ? ((cubic_a + 2) * z - (cubic_a + 3)) * z * z + 1 : z < 2 ? ((cubic_a * z - 5 * cubic_a) * z + 8 * cubic_a) * z - 4 * cubic_a : 0.0;
+  };
   size_t r = in.GetDimNum();
   taps->assign(r, {});
   for (size_t d = 0; d < r; ++d) {
@@ -148,6 +154,30 @@ bool MakeTaps(const RuntimeAttrs* a, const Shape& in, const Plan& p, std::vector
         return *err = "unknown coordinate_transformation_mode '" + ctm + "'", false;
       }
       auto& t = (*taps)[d][static_cast<size_t>(o)];
+      if (antialias) {
+        // Taps at base + start + k for k in [0, 2 - 2 * start), base + ratio = xi with ratio in
+        // (0, 1]; indices outside the input take its edge.
+        const double sc = std::min(s, 1.0);
+        double base = std::floor(xi), ratio = xi - base;
+        if (ratio == 0.0) ratio = 1.0, base -= 1.0;
+        const double reach = mode == "linear" ? 1.0 : 2.0;
+        const double first = std::floor(-reach / sc) + 1;
+        const double count = 2 - 2 * first;
+        if (!(count <= 4194304.0)) return *err = "antialias over a scale of " + std::to_string(s) + " needs too wide a filter", false;
+        double sum = 0;
+        for (int64_t k = 0; k < static_cast<int64_t>(count); ++k) {
+          const double arg = sc * (first + static_cast<double>(k) - ratio);
+          const double w = mode == "linear" ? std::max(0.0, 1.0 - std::fabs(arg)) : cubic(arg);
+          const double idx = base + first + static_cast<double>(k);
+          if (exclude && (idx < 0 || idx >= static_cast<double>(n_in))) continue;
+          sum += w;
+          if (w != 0.0) t.push_back({std::clamp<int64_t>(static_cast<int64_t>(idx), 0, n_in - 1), w});
+        }
+        if (sum != 0)
+          for (auto& tp : t) tp.weight /= sum;
+        if (t.empty()) t.push_back({std::clamp<int64_t>(static_cast<int64_t>(std::llround(xi)), 0, n_in - 1), 0.0});
+        continue;
+      }
       if (mode == "nearest") {
         double f = std::floor(xi);
         int64_t idx;

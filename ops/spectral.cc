@@ -110,14 +110,16 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       return Fail(ctx, "input must end in a dim of 1 (real) or 2 (complex), not " + x.ToString()), false;
     p->complex_in = x.GetDim(static_cast<size_t>(r - 1)) == 2;
     int64_t axis = *ctx->GetAttrs()->GetInt("axis");
-    if (axis_t) {
-      if (!ScalarInt(axis_t, &axis)) return Fail(ctx, "axis must be a constant integer scalar"), false;
+    p->inverse = *ctx->GetAttrs()->GetInt("inverse") != 0;
+    p->onesided = *ctx->GetAttrs()->GetInt("onesided") != 0;
+    if (axis_t && !ScalarInt(axis_t, &axis)) {
+      if (axis_t->GetAddr()) return Fail(ctx, "axis must hold one integer"), false;
+      p->axis = -1;  // an input known when it runs: every signal dim of the output stays unknown
+      return true;
     }
     // Signal dims are those before the last: axis in [-r, -2] or [0, r - 2].
     if (axis < -r || axis > r - 2 || axis == -1) return Fail(ctx, "axis " + std::to_string(axis) + " is not a signal dim of " + x.ToString()), false;
     p->axis = axis < 0 ? axis + r : axis;
-    p->inverse = *ctx->GetAttrs()->GetInt("inverse") != 0;
-    p->onesided = *ctx->GetAttrs()->GetInt("onesided") != 0;
     if (p->onesided && !p->inverse && p->complex_in) return Fail(ctx, "onesided takes a real input (its last dim 1)"), false;
     p->length = x.GetDim(static_cast<size_t>(p->axis));
     if (p->irfft() && p->length >= 0) p->length = 2 * (p->length - 1);  // bins 0..n/2 of an even-length signal
@@ -135,6 +137,11 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   }
   static Shape OutShape(const Shape& x, const Plan& p) {
     Shape o = x;
+    if (p.axis < 0) {
+      for (size_t d = 0; d + 1 < x.GetDimNum(); ++d) o.SetDim(d, -1);
+      o.SetDim(x.GetDimNum() - 1, p.irfft() ? 1 : 2);
+      return o;
+    }
     o.SetDim(static_cast<size_t>(p.axis), p.bins);
     o.SetDim(x.GetDimNum() - 1, p.irfft() ? 1 : 2);
     return o;
@@ -144,7 +151,8 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
   static void Hermitian(Cx* sig, int64_t length) {
     for (int64_t k = length / 2 + 1; k < length; ++k) sig[k] = std::conj(sig[length - k]);
   }
-  // Opset 20 gives the axis as input 2 (axis_input; a constant), opset 17 as the attribute.
+  // Opset 20 gives the axis as input 2 (a constant, or a value known when it runs), opset 17 as
+  // the attribute.
   const Tensor* AxisInput(const KernelContextBase* ctx) const { return ctx->GetOptionalInputTensor(2); }
   graphStatus InferShape(InferShapeContext* ctx) override {
     Plan p;
@@ -159,6 +167,7 @@ class DftOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     if (t != "float" && t != "double") return Fail(ctx, std::string("the generated C has no ") + DataTypeName(x->GetDataType()) + " DFT");
     Plan p;
     if (!MakePlan(ctx, x->GetShape(), ctx->GetOptionalInputTensor(1), AxisInput(ctx), &p)) return GRAPH_FAILED;
+    if (p.axis < 0) return Fail(ctx, "the generated C needs axis as a constant");
     if (p.length < 0) return Fail(ctx, "the generated C needs dft_length as a constant");
     const Shape& xs = x->GetShape();
     int64_t outer = 1, inner = 1;

@@ -85,12 +85,12 @@ class TensorScatter : public EagerExecuteOp, public ShapeInferOp {
     if (wi && !ReadInts(wi, &at)) return Fail(ctx, "write_indices must be int64");
     for (int64_t b = 0; b < B; ++b) {
       const int64_t start = wi ? at[b] : 0;
-      if (start < 0 || (!circular && start + n > len) || (circular && n > 0 && len == 0))
+      if (start < 0 || (!circular && start > len - n) || (circular && n > 0 && len == 0))
         return Fail(ctx, "write index " + std::to_string(start) + " of sequence " + std::to_string(b) + " with " + std::to_string(n) +
                              " positions does not fit the cache's " + std::to_string(len) + (circular ? "" : " (mode linear)"));
       for (int64_t m = 0; m < mid; ++m)
         for (int64_t s = 0; s < n; ++s) {
-          const int64_t pos = circular ? (start + s) % len : start + s;
+          const int64_t pos = circular ? (start % len + s) % len : start + s;  // no overflow near INT64_MAX
           std::memcpy(static_cast<uint8_t*>(out->GetAddr()) + static_cast<size_t>(((b * mid + m) * len + pos) * inner) * elem,
                       static_cast<const uint8_t*>(update->GetAddr()) + static_cast<size_t>(((b * mid + m) * n + s) * inner) * elem,
                       static_cast<size_t>(inner) * elem);

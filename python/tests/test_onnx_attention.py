@@ -331,3 +331,33 @@ def test_rotary_embedding(rank, interleaved, rot, with_pos):
     np.testing.assert_allclose(y, rotary_ref(x, cos, sin, pos, interleaved, rot, N), rtol=1e-5, atol=1e-5)
     (ref,) = ReferenceEvaluator(model(node, ins, 23)).run(None, dict(ins))
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("precision,ok", [(1, True), (10, True), (11, True), (16, True), (27, False)])
+def test_attention_softmax_precision_takes_onnx_type_codes(precision, ok):
+    rng = np.random.default_rng(precision)
+    ins = [(n, rand(rng, s)) for n, s in (("q", (1, 2, 3, 4)), ("k", (1, 2, 5, 4)), ("v", (1, 2, 5, 4)))]
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y"], softmax_precision=precision)
+    if not ok:
+        with pytest.raises(ValueError, match="softmax_precision 27 is not an ONNX float type"):
+            run_weft(model(node, ins, 23), ins)
+        return
+    (y,) = run_weft(model(node, ins, 23), ins)
+    np.testing.assert_allclose(y, attention_ref(*(v for _, v in ins))[0], rtol=2e-5, atol=2e-5)
+
+
+def test_rotary_embedding_refuses_caches_of_another_width():
+    rng = np.random.default_rng(1)
+    x, pos = rand(rng, (1, 3, 8)), np.zeros((1, 3), np.int64)
+    for cw, sw in ((3, 3), (2, 1)):
+        ins = [("x", x), ("c", rand(rng, (4, cw))), ("s", rand(rng, (4, sw))), ("p", pos)]
+        node = helper.make_node("RotaryEmbedding", ["x", "c", "s", "p"], ["y"], num_heads=2)
+        with pytest.raises((ValueError, RuntimeError), match="Reshape"):
+            run_weft(model(node, ins, 23), ins)
+
+
+def test_rotary_embedding_of_an_empty_sequence():
+    x = np.zeros((1, 0, 8), np.float32)
+    ins = [("x", x), ("c", np.ones((4, 2), np.float32)), ("s", np.ones((4, 2), np.float32)), ("p", np.zeros((1, 0), np.int64))]
+    (y,) = run_weft(model(helper.make_node("RotaryEmbedding", ["x", "c", "s", "p"], ["y"], num_heads=2), ins, 23), ins)
+    assert y.shape == (1, 0, 8)

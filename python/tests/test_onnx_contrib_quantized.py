@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import weft
+from ort_int8 import skip_unless_ort_u8s8_exact
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -474,6 +475,8 @@ def test_qdq_matmul_becomes_qlinear_matmul(tmp_path, qtype, case):
     """DequantizeLinear (A per tensor; B a constant per column or per tensor, or a second activation
     as in attention) -> MatMul -> QuantizeLinear runs as QLinearMatMul, as ONNX Runtime runs it: the
     same bytes; within one step of the float path (--no-fuse-qdq)."""
+    if qtype == np.uint8:
+        skip_unless_ort_u8s8_exact()
     rng = np.random.default_rng({"weights_per_column": 50, "weights_per_tensor": 51, "two_activations": 52}[case] + (qtype == np.int8))
     lo, hi = lim(qtype)
     shape_a, k, n = [2, 5, 96], 96, 40
@@ -656,6 +659,7 @@ def qoperator_model(tmp_path, activation_type):
 
 @pytest.mark.parametrize("act", ["QUInt8", "QInt8"])
 def test_qoperator_network_from_the_onnxruntime_quantizer(tmp_path, act):
+    skip_unless_ort_u8s8_exact()
     quant = pytest.importorskip("onnxruntime.quantization")
     path = qoperator_model(tmp_path, getattr(quant.QuantType, act))
     ops = {(n.domain, n.op_type) for n in onnx.load(path).graph.node}

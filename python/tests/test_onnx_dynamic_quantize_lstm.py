@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import weft
+from ort_int8 import ort_u8s8_exact
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from aot_onnx_check import check_c_against_runtime  # noqa: E402
@@ -126,7 +127,8 @@ def test_matches_onnxruntime_and_the_float_lstm(tmp_path, case):
     # the last bits of Sigmoid and Tanh.
     for g, w in zip(got, want):
         assert g.shape == w.shape
-        np.testing.assert_allclose(g, w, rtol=0, atol=2e-5)
+        if ort_u8s8_exact():  # (elsewhere its sums saturate; the float LSTM below still bounds the error)
+            np.testing.assert_allclose(g, w, rtol=0, atol=2e-5)
     # The float LSTM of the dequantized weights differs by the activations' quantization only.
     ref = float_lstm(feeds["X"], floats, H, attrs.get("direction", "forward"), feeds.get("h0"), feeds.get("c0"), attrs.get("clip", 0.0),
                      bool(attrs.get("input_forget", 0)))
@@ -165,8 +167,11 @@ def test_torch_lstms_quantized_by_onnxruntime(tmp_path, shape):
     model = weft.Session(threads=1, use_env_path=False).compile(weft.import_onnx(dst))
     got = model.run([feeds[i.name] for i in sess.get_inputs()])
     for g, w, f in zip(got, want, flt):
-        np.testing.assert_allclose(g, w, rtol=0, atol=2e-5)
-        assert np.abs(g - w).max() < 0.01 * np.abs(f - w).max()  # far below the quantization's own error
+        if ort_u8s8_exact():
+            np.testing.assert_allclose(g, w, rtol=0, atol=2e-5)
+            assert np.abs(g - w).max() < 0.01 * np.abs(f - w).max()  # far below the quantization's own error
+        else:  # ONNX Runtime's own sums saturate here: the float model bounds Weft's error instead
+            assert np.abs(g - f).max() < 0.05 * max(1.0, np.abs(f).max())
     assert np.array_equal(model.run([feeds[i.name] for i in sess.get_inputs()])[0], got[0])  # runs again the same
 
 

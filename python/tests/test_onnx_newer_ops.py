@@ -328,3 +328,111 @@ def test_linear_attention(rule, decay_w, beta_w, heads, with_past):
         want[:, t] = np.einsum("bhd,bhdm->bhm", qt, np.repeat(S, Hq // Hkv, axis=1)) / np.sqrt(dk)
     np.testing.assert_allclose(y, want.reshape(B, T, -1), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(state, S, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("scale_type", [np.float16, np.float32])
+def test_qlinear_matmul_half_scales(scale_type):
+    rng = np.random.default_rng(9)
+    a, b = rng.integers(-128, 128, (3, 5)).astype(np.int8), rng.integers(-128, 128, (5, 4)).astype(np.int8)
+    sa, sb, sy = (np.array(v, scale_type) for v in (0.05, 0.02, 0.5))
+    za, zb, zy = np.array(3, np.int8), np.array(-2, np.int8), np.array(1, np.int8)
+    node = helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"])
+    (y,) = run(node, [("a", a), ("sa", sa), ("za", za), ("b", b), ("sb", sb), ("zb", zb), ("sy", sy), ("zy", zy)], 21)
+    acc = (a.astype(np.int64) - 3) @ (b.astype(np.int64) + 2)
+    scale = np.float32(sa) * np.float32(sb) / np.float32(sy)
+    want = np.clip(np.rint(acc * np.float64(scale)) + 1, -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("axis", [1, 2, -2])
+def test_dft_axis_known_only_when_it_runs(axis):
+    rng = np.random.default_rng(axis + 3)
+    x = rng.standard_normal((2, 6, 5, 1)).astype(np.float32)
+    node = helper.make_node("DFT", ["x", "", "a"], ["y"])
+    (y,) = run(node, [("x", x), ("a", np.array(axis, np.int64))], 20)
+    want = np.fft.fft(x[..., 0].astype(np.float64), axis=axis % 4)  # the axis counts the trailing dim
+    np.testing.assert_allclose(y, np.stack([want.real, want.imag], -1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis,block", [(0, 2), (1, 3), (-1, 4), (1, 8)])
+def test_blocked_dequantize_and_quantize(axis, block):
+    rng = np.random.default_rng(block)
+    shape = (4, 6, 5)
+    ax = axis % 3
+    sshape = list(shape)
+    sshape[ax] = -(-shape[ax] // block)
+    x = rng.integers(-128, 128, shape).astype(np.int8)
+    scale = rng.uniform(0.01, 0.1, sshape).astype(np.float32)
+    zp = rng.integers(-5, 5, sshape).astype(np.int8)
+    expand = lambda t: np.repeat(t, block, axis=ax).take(range(shape[ax]), axis=ax)  # noqa: E731
+    node = helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], axis=axis, block_size=block)
+    (y,) = run(node, [("x", x), ("s", scale), ("z", zp)], 21)
+    want = (x.astype(np.float64) - expand(zp)) * expand(scale)
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+    f = rng.standard_normal(shape).astype(np.float32)
+    node = helper.make_node("QuantizeLinear", ["f", "s", "z"], ["q"], axis=axis, block_size=block)
+    (q,) = run(node, [("f", f), ("s", scale), ("z", zp)], 21)
+    np.testing.assert_array_equal(q, np.clip(np.rint(f / expand(scale)) + expand(zp), -128, 127).astype(np.int8))
+    m = helper.make_model(helper.make_graph([node], "g", [helper.make_tensor_value_info(n, numpy_helper.from_array(v).data_type, list(v.shape))
+                                                           for n, v in (("f", f), ("s", scale), ("z", zp))],
+                                            [helper.make_tensor_value_info("q", TensorProto.INT8, None)]),
+                          opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    from onnx.reference import ReferenceEvaluator
+    np.testing.assert_array_equal(q, ReferenceEvaluator(m).run(None, {"f": f, "s": scale, "z": zp})[0])
+
+
+def test_blocked_quantize_refuses_a_scale_of_the_wrong_shape():
+    node = helper.make_node("DequantizeLinear", ["x", "s"], ["y"], axis=1, block_size=2)
+    with pytest.raises(ValueError, match=r"with block_size 2 the scale \[2,2\] must have the shape of \[2,6\] but ceil"):
+        run(node, [("x", np.zeros((2, 6), np.int8)), ("s", np.ones((2, 2), np.float32))], 21)
+
+
+def test_quantize_output_dtype():
+    x = np.array([-300.0, -1.2, 0.4, 70000.0], np.float32)
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], output_dtype=TensorProto.INT16)
+    (y,) = run(node, [("x", x), ("s", np.array(1.0, np.float32))], 21)
+    assert y.dtype == np.int16
+    np.testing.assert_array_equal(y, [-300, -1, 0, 32767])
+    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], output_dtype=TensorProto.INT16)
+    with pytest.raises(ValueError, match="output_dtype int16 differs from the zero point's type int8"):
+        run(node, [("x", x), ("s", np.array(1.0, np.float32)), ("z", np.array(0, np.int8))], 21)
+
+
+def test_tensor_scatter_indices_near_the_int64_limit():
+    big = np.iinfo(np.int64).max
+    cache = np.zeros((2, 7, 3), np.float32)
+    update = np.arange(2 * 3 * 3, dtype=np.float32).reshape(2, 3, 3) + 1
+    node = helper.make_node("TensorScatter", ["c", "u", "i"], ["y"], axis=1, mode="circular")
+    (y,) = run(node, [("c", cache), ("u", update), ("i", np.array([big, 2], np.int64))], 24)
+    want = cache.copy()
+    for b, start in enumerate((big % 7, 2)):
+        for s in range(3):
+            want[b, (start + s) % 7] = update[b, s]
+    np.testing.assert_array_equal(y, want)
+    node = helper.make_node("TensorScatter", ["c", "u", "i"], ["y"], axis=1)
+    with pytest.raises(RuntimeError, match="does not fit the cache's 7"):
+        run(node, [("c", cache), ("u", update), ("i", np.array([big - 1, 0], np.int64))], 24)
+
+
+def test_pool_window_larger_than_the_input_gives_an_empty_output():
+    x = np.arange(3, dtype=np.float32).reshape(1, 1, 3)
+    for op in ("MaxPool", "AveragePool", "LpPool"):
+        (y,) = run(helper.make_node(op, ["x"], ["y"], kernel_shape=[4]), [("x", x)], 18)
+        assert y.shape == (1, 1, 0)
+
+
+def test_lp_pool_refuses_ceil_mode():
+    x = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
+    with pytest.raises(ValueError, match="ceil_mode=1 is not supported"):
+        run(helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2], strides=[2], ceil_mode=1), [("x", x)], 18)
+
+
+@pytest.mark.parametrize("op,attrs,inputs,match", [
+    ("LpNormalization", {"p": 1.0}, [np.ones((2, 3), np.float32)], "attribute 'p' must be an int"),
+    ("SwiGLU", {"alpha": "x"}, [np.ones(3, np.float32), np.ones(3, np.float32)], "attribute 'alpha' must be a float"),
+    ("CenterCropPad", {"axes": [0.0]}, [np.ones((3, 4), np.float32), np.array([2], np.int64)], "attribute 'axes' must be a list of ints"),
+])
+def test_rewritten_ops_refuse_mistyped_attributes(op, attrs, inputs, match):
+    names = ["a", "b"][:len(inputs)]
+    with pytest.raises(ValueError, match=match):
+        run(helper.make_node(op, names, ["y"], **attrs), list(zip(names, inputs)), 26)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import weft
+from ort_int8 import skip_unless_ort_u8s8_exact
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -62,6 +63,8 @@ def test_qdq_convolution_matches_onnxruntime(tmp_path, per_channel, qtype):
 
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
 def test_qlinear_conv_matches_onnxruntime(tmp_path, qtype):
+    if qtype == np.uint8:
+        skip_unless_ort_u8s8_exact()
     rng = np.random.default_rng(3)
     lo, hi = (-128, 127) if qtype == np.int8 else (0, 255)
     x = rng.integers(lo, hi + 1, [1, 6, 9, 10]).astype(qtype)
@@ -79,6 +82,7 @@ def test_qlinear_conv_matches_onnxruntime(tmp_path, qtype):
 
 
 def test_qlinear_matmul_and_matmul_integer_match_onnxruntime(tmp_path):
+    skip_unless_ort_u8s8_exact()
     rng = np.random.default_rng(4)
     a = rng.integers(0, 256, [3, 5, 17]).astype(np.uint8)
     b = rng.integers(-128, 128, [17, 9]).astype(np.int8)
@@ -129,6 +133,8 @@ def test_qlinear_matmul_with_per_column_weights(tmp_path, btype):
     """QLinearMatMul as quantize_static(per_channel=True) writes it: b_scale and b_zero_point one per
     column of the constant B; ONNX Runtime's bytes (the multiplier a_scale * b_scale[j] / y_scale
     per column), in the runtime and as generated C; a b_scale of another length is an error."""
+    if btype == np.int8:
+        skip_unless_ort_u8s8_exact()
     rng = np.random.default_rng(9)
     a = rng.integers(0, 256, [2, 7, 33]).astype(np.uint8)
     lo, hi = (-128, 127) if btype == np.int8 else (0, 255)
@@ -156,6 +162,8 @@ def test_matmul_integer_to_float_matches_onnxruntime(tmp_path, btype, per_column
     """com.microsoft's MatMulIntegerToFloat (ONNX Runtime's fused dynamic MatMul): the int32 sums
     times a_scale * b_scale[j], plus the bias; ONNX Runtime's floats exactly, and so are those of the
     C that weft aot writes."""
+    if btype == np.int8:
+        skip_unless_ort_u8s8_exact()
     rng = np.random.default_rng(80 + per_column * 2 + bias)
     m, k, n = 37, 96, 50
     lo, hi = (-128, 127) if btype == np.int8 else (0, 255)
@@ -186,6 +194,7 @@ def test_matmul_integer_to_float_matches_onnxruntime(tmp_path, btype, per_column
 def test_dynamically_quantized_matmuls_run_fused(tmp_path, per_channel):
     """quantize_dynamic's MatMulInteger -> Cast -> Mul (-> Add bias) runs as MatMulIntegerToFloat: ONNX
     Runtime's floats exactly, one step per MatMul."""
+    skip_unless_ort_u8s8_exact()
     from onnxruntime.quantization import quantize_dynamic
     rng = np.random.default_rng(90 + per_channel)
     nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Add", ["h", "b1"], ["hb"]), helper.make_node("Relu", ["hb"], ["r"]),
@@ -474,6 +483,7 @@ def test_qdq_convolutions_fuse_and_match_onnxruntime_bit_for_bit(tmp_path):
     format (per-channel weights, uint8 activations): imported, its DequantizeLinear -> Conv ->
     QuantizeLinear chains become QLinearConv (dense, depthwise and pointwise layers), and the outputs
     equal ONNX Runtime's, which fuses the same way; with fuse_qdq=False the float Convs run instead."""
+    skip_unless_ort_u8s8_exact()
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     rng = np.random.default_rng(12)
@@ -599,6 +609,7 @@ def test_residual_quantized_block_keeps_pixel_rows_through_dequantize_add_quanti
     between the convolutions (QLinearAdd, DequantizeLinear, Add and QuantizeLinear take any layout:
     LayoutSupport::AnyFormat); the output equals a NumPy recomputation bit for bit, and so does the
     compiled model file run by the CLI."""
+    skip_unless_ort_u8s8_exact()
     import os
     import subprocess
     rng = np.random.default_rng(77)

@@ -27,17 +27,32 @@ class Rewriter {
     auto it = n_.attrs.find(name);
     return it == n_.attrs.end() ? nullptr : &it->second;
   }
+  // An attribute's value, or `dflt` when the node does not give it; one of another type is a
+  // problem named with the node (the import then fails), not a silent default.
   float Float(const std::string& name, float dflt) const {
     const AttrValue* a = Attr(name);
-    return a && a->type() == WEFT_ATTR_FLOAT ? a->f() : a && a->type() == WEFT_ATTR_INT ? static_cast<float>(a->i()) : dflt;
+    if (!a) return dflt;
+    if (a->type() == WEFT_ATTR_FLOAT) return a->f();
+    if (a->type() == WEFT_ATTR_INT) return static_cast<float>(a->i());
+    return Mistyped(name, "a float"), dflt;
   }
   int64_t Int(const std::string& name, int64_t dflt) const {
     const AttrValue* a = Attr(name);
-    return a && a->type() == WEFT_ATTR_INT ? a->i() : dflt;
+    if (!a) return dflt;
+    if (a->type() == WEFT_ATTR_INT) return a->i();
+    return Mistyped(name, "an int"), dflt;
   }
   std::string Str(const std::string& name) const {
     const AttrValue* a = Attr(name);
-    return a && a->type() == WEFT_ATTR_STRING ? a->s() : std::string();
+    if (!a) return std::string();
+    if (a->type() == WEFT_ATTR_STRING) return a->s();
+    return Mistyped(name, "a string"), std::string();
+  }
+  std::vector<int64_t> Ints(const std::string& name) const {
+    const AttrValue* a = Attr(name);
+    if (!a) return {};
+    if (a->type() == WEFT_ATTR_LIST_INT) return a->ints();
+    return Mistyped(name, "a list of ints"), std::vector<int64_t>();
   }
   const HostTensor* Constant(const std::string& v) const { return c_.constant(v); }
   int Rank(const std::string& v) const {
@@ -49,7 +64,7 @@ class Rewriter {
     if (!v.empty() && r >= 0) c_.ranks[v] = r;
   }
   bool Fail(const std::string& why) {
-    c_.problems.push_back("'" + n_.name + "' (" + n_.op_type + ", domain com.microsoft): " + why);
+    c_.problems.push_back(Who() + why);
     out_->clear();
     return true;
   }
@@ -117,6 +132,11 @@ class Rewriter {
   }
 
  private:
+  std::string Who() const { return "'" + n_.name + "' (" + n_.op_type + (n_.domain.empty() ? "" : ", domain " + n_.domain) + "): "; }
+  void Mistyped(const std::string& name, const char* what) const {
+    const std::string p = Who() + "attribute '" + name + "' must be " + what;
+    if (c_.problems.empty() || c_.problems.back() != p) c_.problems.push_back(p);
+  }
   std::string Fresh(const std::string& what) { return n_.name + "/" + what + "_out_" + std::to_string(counter_++); }
   std::string AddConstant(HostTensor t) {
     std::string name = n_.name + "/const_" + std::to_string(counter_++);
@@ -396,18 +416,33 @@ bool MultiHeadAttention(const Node& n, Rewriter& r) {
 // position, [B, S, rotary / 2]): the first `rotary` values of each head (the
 // attribute when positive, else twice the caches' width), halves (x1, x2) -> (x1 cos - x2 sin,
 // x2 cos + x1 sin), or with interleaved the pairs (x[2i], x[2i+1]) the same; the rest unchanged.
+//
+// With half_from_x (ONNX's standard operator), the rotary size is the attribute or else the whole
+// head, and caches of any other width than half of it fail (a Reshape to that width) rather than
+// broadcast.
 std::string Rotate(Rewriter& r, const std::string& x, int64_t head_axis, const std::string& pos, const std::string& cos_cache,
-                   const std::string& sin_cache, bool interleaved, int64_t rotary_attr, const std::string& to = "") {
+                   const std::string& sin_cache, bool interleaved, int64_t rotary_attr, const std::string& to = "", bool half_from_x = false) {
   auto dim = [&](const std::string& v, int64_t axis) { return r.Op("Slice", {r.Op("Shape", {v}), r.IntsConst({axis}), r.IntsConst({axis + 1})}); };
-  const std::string half = r.Op("Slice", {r.Op("Shape", {cos_cache}), r.IntsConst({-1}), r.IntsConst({std::numeric_limits<int64_t>::max()})});  // [1]
-  const std::string rot = rotary_attr > 0 ? r.IntsConst({rotary_attr}) : r.Op("Add", {half, half});  // [1]
+  const std::string big = r.IntsConst({std::numeric_limits<int64_t>::max()});
+  std::string half, rot;  // [1] each
+  if (half_from_x) {
+    rot = rotary_attr > 0 ? r.IntsConst({rotary_attr}) : r.Op("Slice", {r.Op("Shape", {x}), r.IntsConst({-1}), big});
+    half = r.Op("Div", {rot, r.IntsConst({2})});
+  } else {
+    half = r.Op("Slice", {r.Op("Shape", {cos_cache}), r.IntsConst({-1}), big});
+    rot = rotary_attr > 0 ? r.IntsConst({rotary_attr}) : r.Op("Add", {half, half});
+  }
   // [B, S, half] -> broadcast over the heads: [B, S, 1, half] or [B, 1, S, half]
   const std::string axis = r.IntsConst({head_axis});
   // (without positions, the caches are already [B, S, half])
-  auto at = [&](const std::string& cache) { return pos.empty() ? cache : r.Op("Gather", {cache, pos}, {{"axis", AttrValue::Int(0)}}); };
+  auto at = [&](const std::string& cache) {
+    std::string c = pos.empty() ? cache : r.Op("Gather", {cache, pos}, {{"axis", AttrValue::Int(0)}});
+    if (half_from_x) c = r.Op("Reshape", {c, r.Op("Concat", {r.IntsConst({0, 0}), half}, {{"axis", AttrValue::Int(0)}})});
+    return c;
+  };
   const std::string cos = r.Op("Unsqueeze", {at(cos_cache), axis});
   const std::string sin = r.Op("Unsqueeze", {at(sin_cache), axis});
-  const std::string last = r.IntsConst({-1}), big = r.IntsConst({std::numeric_limits<int64_t>::max()});
+  const std::string last = r.IntsConst({-1});
   const std::string xr = r.Op("Slice", {x, r.IntsConst({0}), rot, last});
   const std::string rest = r.Op("Slice", {x, rot, big, last});
   std::string turned;
@@ -724,9 +759,15 @@ bool StandardRotaryEmbedding(const Node&, Rewriter& r) {
   if (rank == 3 && heads <= 0) return r.Fail("3-D X needs num_heads");
   if (rotary_attr < 0 || rotary_attr % 2) return r.Fail("rotary_embedding_dim must be 0 or a positive even number");
   std::string x = r.In(0);
-  if (rank == 3) x = r.Op("Reshape", {x, r.IntsConst({0, 0, heads, -1})});  // as [B, S, N, h]
-  const std::string turned = Rotate(r, x, rank == 3 ? 2 : 1, r.In(3), r.In(1), r.In(2), r.Int("interleaved", 0) != 0, rotary_attr, rank == 4 ? r.Out(0) : "");
-  if (rank == 3) r.Op("Reshape", {turned, r.IntsConst({0, 0, -1})}, {}, r.Out(0));
+  if (rank == 3) {  // as [B, S, N, h], the head size spelled out (an empty sequence has no -1 to infer)
+    const std::string shape = r.Op("Shape", {x}), n = r.IntsConst({heads});
+    const std::string bs = r.Op("Slice", {shape, r.IntsConst({0}), r.IntsConst({2})});
+    const std::string h = r.Op("Div", {r.Op("Slice", {shape, r.IntsConst({2}), r.IntsConst({3})}), n});
+    x = r.Op("Reshape", {x, r.Op("Concat", {bs, n, h}, {{"axis", AttrValue::Int(0)}})});
+  }
+  const std::string turned =
+      Rotate(r, x, rank == 3 ? 2 : 1, r.In(3), r.In(1), r.In(2), r.Int("interleaved", 0) != 0, rotary_attr, rank == 4 ? r.Out(0) : "", true);
+  if (rank == 3) r.Op("Reshape", {turned, r.Op("Shape", {r.In(0)})}, {}, r.Out(0));
   r.SetRank(r.Out(0), rank);
   return true;
 }
@@ -754,6 +795,7 @@ bool LpNormalization(const Node&, Rewriter& r) {
 bool LpPool(const Node& n, Rewriter& r) {
   const float p = r.Float("p", 2.f);
   if (!(p > 0.f)) return r.Fail("p must be positive");
+  if (r.Int("ceil_mode", 0) != 0) return r.Fail("ceil_mode=1 is not supported (a partial window's sum is not an average times the kernel size)");
   const AttrValue* k = r.Attr("kernel_shape");
   if (!k || k->type() != WEFT_ATTR_LIST_INT || k->ints().empty()) return r.Fail("kernel_shape is required");
   int64_t count = 1;
@@ -777,15 +819,16 @@ bool LpPool(const Node& n, Rewriter& r) {
 // CenterCropPad (opset 18): each of `axes` (all by default) cropped or zero-padded to `shape`
 // about its centre; an odd difference puts the extra element at the end.
 bool CenterCropPad(const Node&, Rewriter& r) {
-  std::vector<int64_t> axes;
-  if (const AttrValue* a = r.Attr("axes"); a && a->type() == WEFT_ATTR_LIST_INT) axes = a->ints();
+  std::vector<int64_t> axes = r.Ints("axes");
   if (axes.empty()) {
     const int rank = r.Rank(r.In(0));
     if (rank < 0) return r.Fail("without axes, the rank of input_data must be declared (value_info)");
     for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
   }
   const std::string ax = r.IntsConst(axes);
-  const std::string want = r.Op("Cast", {r.In(1)}, {{"to", AttrValue::Type(DT_INT64)}});
+  // one target length per axis (a reshape that fails names a shape input of another length)
+  const std::string want =
+      r.Op("Reshape", {r.Op("Cast", {r.In(1)}, {{"to", AttrValue::Type(DT_INT64)}}), r.IntsConst({static_cast<int64_t>(axes.size())})});
   const std::string dims = r.Op("Gather", {r.Op("Shape", {r.In(0)}), ax}, {{"axis", AttrValue::Int(0)}});
   const std::string zero = r.IntsConst({0}), two = r.IntsConst({2});
   const std::string over = r.Op("Max", {r.Op("Sub", {dims, want}), zero}), under = r.Op("Max", {r.Op("Sub", {want, dims}), zero});

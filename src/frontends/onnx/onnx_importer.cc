@@ -291,6 +291,11 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
          if (l.opset < 10) l.n.attrs["legacy_mask"] = AttrValue::Int(1);  // the mask had the data's type
        }},
       {"EyeLike", [](Lowering& l) { l.IntToType("dtype"); }},
+      {"QuantizeLinear", [](Lowering& l) {  // opset 21's output_dtype; 0 leaves it to the zero point (or uint8)
+         if (auto it = l.n.attrs.find("output_dtype"); it != l.n.attrs.end() && it->second.type() == WEFT_ATTR_INT && it->second.i() == 0)
+           l.n.attrs.erase(it);
+         l.IntToType("output_dtype");
+       }},
       {"SequenceEmpty", [](Lowering& l) { l.IntToType("dtype"); }},
       // Opsets 18-20 give GroupNormalization's scale and bias per group; 21 per channel.
       {"GroupNormalization", [](Lowering& l) { if (l.opset < 21) l.n.attrs["per_group_affine"] = AttrValue::Int(1); }},
