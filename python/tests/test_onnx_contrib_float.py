@@ -566,5 +566,5 @@ def test_unknown_nchwc_operator_is_named(tmp_path):
     m = onnx.load(path)
     m.opset_import.append(helper.make_opsetid("com.microsoft.nchwc", 1))
     onnx.save(m, path)
-    with pytest.raises(Exception, match="'odd' \\(ReorderSideways, domain com.microsoft\\): is not an operator of ONNX Runtime's NCHWc layout"):
+    with pytest.raises(Exception, match="'odd' \\(ReorderSideways, domain com.microsoft.nchwc\\): is not an operator of ONNX Runtime's NCHWc layout"):
         weft.import_onnx(path)
