@@ -228,11 +228,40 @@ float BiasRow(const Job& j, int64_t b, int64_t hq, int64_t s, float* bias) {
 
 WEFT_ISA_CLONES void SoftmaxInPlace(float* x, int64_t n) {
   float m = kNegInf;
+#pragma omp simd reduction(max : m)
   for (int64_t t = 0; t < n; ++t) m = x[t] > m ? x[t] : m;
   float sum = 0.f;
-  for (int64_t t = 0; t < n; ++t) sum += x[t] = vmath::Exp(x[t] - m);
+#pragma omp simd reduction(+ : sum)
+  for (int64_t t = 0; t < n; ++t) {
+    const float e = vmath::Exp(x[t] - m);
+    x[t] = e;
+    sum += e;
+  }
   const float inv = 1.f / sum;
+#pragma omp simd
   for (int64_t t = 0; t < n; ++t) x[t] *= inv;
+}
+
+// out[t] = scale * q . k_t over T keys `ldk` floats apart.
+WEFT_ISA_CLONES void Dots(const float* q, const float* k, int64_t ldk, int64_t T, int64_t h, float scale, float* out) {
+  for (int64_t t = 0; t < T; ++t) {
+    const float* kt = k + t * ldk;
+    float acc = 0.f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t d = 0; d < h; ++d) acc += q[d] * kt[d];
+    out[t] = acc * scale;
+  }
+}
+
+// y = sum over t of p[t] * v_t (values `ldv` floats apart).
+WEFT_ISA_CLONES void Combine(const float* p, const float* v, int64_t ldv, int64_t T, int64_t hv, float* y) {
+  for (int64_t d = 0; d < hv; ++d) y[d] = 0.f;
+  for (int64_t t = 0; t < T; ++t) {
+    const float w = p[t];
+    const float* vt = v + t * ldv;
+#pragma omp simd
+    for (int64_t d = 0; d < hv; ++d) y[d] += w * vt[d];
+  }
 }
 
 // Query rows [s0, s1) of (b, hq): scores, bias, softmax, times V. `sc` holds (s1 - s0) * T
@@ -240,7 +269,12 @@ WEFT_ISA_CLONES void SoftmaxInPlace(float* x, int64_t n) {
 bool RunItem(const Job& j, int64_t b, int64_t hq, int64_t s0, int64_t s1, float* sc, float* bias, float* yrow) {
   const Att& a = j.a;
   const int64_t rows = s1 - s0, T = a.T, hk = hq / (a.Hq / a.Hkv);
-  if (T > 0 && a.h > 0) {
+  // A few query rows (decoding a token at a time): dot products, which a library GEMM's setup
+  // would outweigh.
+  const bool few = rows <= 2;
+  if (T > 0 && a.h > 0 && few) {
+    for (int64_t r = 0; r < rows; ++r) Dots(j.q.At(b, hq, s0 + r), j.k.At(b, hk, 0), j.k.ss, T, a.h, j.scale, sc + r * T);
+  } else if (T > 0 && a.h > 0) {
     if (dnnl_sgemm('N', 'T', rows, T, a.h, j.scale, j.q.At(b, hq, s0), j.q.ss, j.k.At(b, hk, 0), j.k.ss, 0.f, sc, T) != dnnl_success) return false;
   } else {
     std::fill(sc, sc + rows * T, 0.f);
@@ -270,7 +304,9 @@ bool RunItem(const Job& j, int64_t b, int64_t hq, int64_t s0, int64_t s1, float*
   float* out = direct ? static_cast<float*>(j.y) + y0 : yrow;
   const int64_t ldo = direct ? ldy : a.hv;
   if (a.hv > 0) {
-    if (T > 0) {
+    if (T > 0 && few) {
+      for (int64_t r = 0; r < rows; ++r) Combine(sc + r * T, j.v.At(b, hk, 0), j.v.ss, T, a.hv, out + r * ldo);
+    } else if (T > 0) {
       if (dnnl_sgemm('N', 'N', rows, a.hv, T, 1.f, sc, T, j.v.At(b, hk, 0), j.v.ss, 0.f, out, ldo) != dnnl_success) return false;
     } else {
       for (int64_t r = 0; r < rows; ++r) std::fill(out + r * ldo, out + r * ldo + a.hv, 0.f);
@@ -399,6 +435,10 @@ class AttentionOp : public EagerExecuteOp, public ShapeInferOp {
     if (!scratch) return GRAPH_FAILED;
     std::atomic<bool> ok{true};
     graphStatus st = ctx->ParallelFor(parts, 1, [&](int64_t p0, int64_t p1) {
+      // Each item's products are one single-threaded sgemm: the items are the work the threads
+      // share (oneDNN's own OpenMP threads on top would only contend for the same cores).
+      const int omp_before = omp_get_max_threads();
+      omp_set_num_threads(1);
       for (int64_t part = p0; part < p1; ++part) {
         float* sc = scratch + part * per;
         for (int64_t it = items * part / parts; it < items * (part + 1) / parts; ++it) {
@@ -407,6 +447,7 @@ class AttentionOp : public EagerExecuteOp, public ShapeInferOp {
           if (!RunItem(j, b, hq, s0, s1, sc, sc + rows * a.T, sc + rows * a.T + a.T)) ok = false;
         }
       }
+      omp_set_num_threads(omp_before);
     });
     if (st != GRAPH_SUCCESS) return st;
     if (!ok) return Fail(ctx, "oneDNN sgemm failed");
