@@ -264,6 +264,28 @@ def build_and_run_c(tmp_path, path, inputs, atol=0.0, rtol=0.0):
     return subprocess.run([exe], capture_output=True, text=True)
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_blocked_quantize_dequantize_as_c(tmp_path, axis):
+    """Block-wise (opset 21) QuantizeLinear and DequantizeLinear: the runtime against NumPy, and weft
+    aot's C equal to the runtime bit for bit."""
+    rng = np.random.default_rng(axis)
+    x = rng.standard_normal([6, 10]).astype(np.float32)
+    sshape = [3, 10] if axis == 0 else [6, 4]  # blocks of 2 rows, or of 3 columns (the last one short)
+    s = rng.uniform(0.01, 0.05, sshape).astype(np.float32)
+    z = rng.integers(-4, 5, sshape).astype(np.int8)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=axis, block_size=2 if axis == 0 else 3),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=axis, block_size=2 if axis == 0 else 3)]
+    path = save(tmp_path, nodes, [("x", np.float32, x.shape)], [("y", np.float32)], {"s": s, "z": z}, name="blocked.onnx", opset=21)
+    (y,) = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    block = 2 if axis == 0 else 3
+    se = np.repeat(s, block, axis=axis).take(range(x.shape[axis]), axis=axis)
+    ze = np.repeat(z, block, axis=axis).take(range(x.shape[axis]), axis=axis).astype(np.float32)
+    q = np.clip(np.rint(x / se) + ze, -128, 127)
+    np.testing.assert_allclose(y, (q - ze) * se, rtol=1e-6)
+    res = build_and_run_c(tmp_path, path, {"x": x})
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
 def test_quantize_dequantize_as_c(tmp_path, qtype):
     """QuantizeLinear and DequantizeLinear (per tensor and per axis, with ties, values past the
