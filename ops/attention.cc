@@ -150,20 +150,21 @@ View ViewOf(const float* p, bool rank3, int64_t H, int64_t len, int64_t d) {
   return rank3 ? View{p, len * H * d, d, H * d} : View{p, H * len * d, len * d, d};
 }
 
-// The float32 values of t (t's own data when it is float32, else widened into `scratch`).
-const float* Widened(const Tensor* t, std::vector<float>* scratch) {
-  const int64_t n = t->GetShapeSize();
-  if (t->GetDataType() == DT_FLOAT) return t->GetData<float>();
+// The float32 values of n elements of type dt at p (p itself when dt is float32, else widened
+// into `scratch`).
+const float* Widened(const void* p, int64_t n, DataType dt, std::vector<float>* scratch) {
+  if (dt == DT_FLOAT) return static_cast<const float*>(p);
   scratch->resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
-  if (t->GetDataType() == DT_FLOAT16) {
-    const float16* s = t->GetData<float16>();
+  if (dt == DT_FLOAT16) {
+    const auto* s = static_cast<const float16*>(p);
     for (int64_t i = 0; i < n; ++i) (*scratch)[i] = static_cast<float>(s[i]);
   } else {
-    const bfloat16* s = t->GetData<bfloat16>();
+    const auto* s = static_cast<const bfloat16*>(p);
     for (int64_t i = 0; i < n; ++i) (*scratch)[i] = static_cast<float>(s[i]);
   }
   return scratch->data();
 }
+const float* Widened(const Tensor* t, std::vector<float>* scratch) { return Widened(t->GetAddr(), t->GetShapeSize(), t->GetDataType(), scratch); }
 
 void Narrow(const float* src, int64_t n, DataType dt, void* dst) {
   if (dt == DT_FLOAT) {
@@ -388,16 +389,7 @@ class AttentionOp : public EagerExecuteOp, public ShapeInferOp {
       std::vector<float>& w = o ? wv : wk;
       View& view = o ? j.v : j.k;
       if (a.past) {
-        const int64_t n = a.B * a.Hkv * a.T * d;
-        const float* p = reinterpret_cast<const float*>(present[o]);
-        if (j.dt != DT_FLOAT) {
-          w.resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
-          for (int64_t i = 0; i < n; ++i)
-            w[i] = j.dt == DT_FLOAT16 ? static_cast<float>(reinterpret_cast<const float16*>(present[o])[i])
-                                      : static_cast<float>(reinterpret_cast<const bfloat16*>(present[o])[i]);
-          p = w.data();
-        }
-        view = ViewOf(p, false, a.Hkv, a.T, d);
+        view = ViewOf(Widened(present[o], a.B * a.Hkv * a.T * d, j.dt, &w), false, a.Hkv, a.T, d);
       } else {
         view = ViewOf(Widened(o ? v : k, &w), a.rank3, a.Hkv, a.L, d);
       }

@@ -29,6 +29,9 @@ namespace {
 
 const Tensor* In(const KernelContextBase* ctx, size_t i) { return ctx->GetOptionalInputTensor(i); }
 
+// Dims that may be unknown (-1) while the graph compiles.
+bool Agree(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
+
 bool ScatterPlan(const KernelContextBase* ctx, int64_t* axis_out) {
   const Shape &cs = ctx->GetInputTensor(0)->GetShape(), &us = ctx->GetInputTensor(1)->GetShape();
   const int64_t rank = static_cast<int64_t>(cs.GetDimNum());
@@ -47,9 +50,7 @@ bool ScatterPlan(const KernelContextBase* ctx, int64_t* axis_out) {
   if (const Tensor* w = In(ctx, 2); w && (w->GetShape().GetDimNum() != 1 || (w->GetShape().GetDim(0) >= 0 && cs.GetDim(0) >= 0 &&
                                                                               w->GetShape().GetDim(0) != cs.GetDim(0))))
     return Fail(ctx, "write_indices " + w->GetShape().ToString() + " must hold one index per sequence (" + std::to_string(cs.GetDim(0)) + ")"), false;
-  const char* mode = ctx->GetAttrs()->GetStr("mode");
   if (CheckOneOf(ctx, "mode", {"linear", "circular"}) != GRAPH_SUCCESS) return false;
-  (void)mode;
   *axis_out = axis;
   return true;
 }
@@ -112,8 +113,7 @@ bool ConvPlan(const KernelContextBase* ctx, int64_t* k_out) {
     return Fail(ctx, "bias " + b->GetShape().ToString() + " must be [channels " + std::to_string(xs.GetDim(1)) + "]"), false;
   if (const Tensor* p = In(ctx, 3)) {
     const Shape& ps = p->GetShape();
-    auto agree = [](int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; };
-    if (ps.GetDimNum() != 3 || !agree(ps.GetDim(0), xs.GetDim(0)) || !agree(ps.GetDim(1), xs.GetDim(1)) || !agree(ps.GetDim(2), k < 0 ? -1 : k - 1))
+      if (ps.GetDimNum() != 3 || !Agree(ps.GetDim(0), xs.GetDim(0)) || !Agree(ps.GetDim(1), xs.GetDim(1)) || !Agree(ps.GetDim(2), k < 0 ? -1 : k - 1))
       return Fail(ctx, "past_state " + ps.ToString() + " must be [batch, channels, kernel - 1] = [" + std::to_string(xs.GetDim(0)) + ", " +
                            std::to_string(xs.GetDim(1)) + ", " + std::to_string(k < 0 ? -1 : k - 1) + "]"),
              false;
@@ -210,11 +210,10 @@ bool LinearPlan(const KernelContextBase* ctx, Linear* l) {
   if (l->gated != (decay != nullptr)) return Fail(ctx, "update_rule '" + rule + "' " + (l->gated ? "needs" : "takes no") + " decay input"), false;
   if (l->delta != (beta != nullptr)) return Fail(ctx, "update_rule '" + rule + "' " + (l->delta ? "needs" : "takes no") + " beta input"), false;
   const Shape &qs = ctx->GetInputTensor(0)->GetShape(), &ks = ctx->GetInputTensor(1)->GetShape(), &vs = ctx->GetInputTensor(2)->GetShape();
-  auto agree = [](int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; };
   if (qs.GetDimNum() != 3 || ks.GetDimNum() != 3 || vs.GetDimNum() != 3)
     return Fail(ctx, "query " + qs.ToString() + ", key " + ks.ToString() + " and value " + vs.ToString() + " must be 3-D [B, T, heads * size]"), false;
   for (const Shape* sh : {&ks, &vs})
-    if (!agree(sh->GetDim(0), qs.GetDim(0)) || !agree(sh->GetDim(1), qs.GetDim(1)))
+    if (!Agree(sh->GetDim(0), qs.GetDim(0)) || !Agree(sh->GetDim(1), qs.GetDim(1)))
       return Fail(ctx, "query " + qs.ToString() + ", key " + ks.ToString() + " and value " + vs.ToString() + " must agree in batch and length"), false;
   l->B = qs.GetDim(0), l->T = qs.GetDim(1);
   auto per = [&](int64_t d, int64_t h, const char* what, int64_t* out) {
@@ -224,24 +223,24 @@ bool LinearPlan(const KernelContextBase* ctx, Linear* l) {
   };
   int64_t kd = -1;
   if (!per(qs.GetDim(2), l->Hq, "query", &l->dk) || !per(ks.GetDim(2), l->Hkv, "key", &kd) || !per(vs.GetDim(2), l->Hkv, "value", &l->dv)) return false;
-  if (!agree(l->dk, kd)) return Fail(ctx, "query's head size " + std::to_string(l->dk) + " differs from key's " + std::to_string(kd)), false;
+  if (!Agree(l->dk, kd)) return Fail(ctx, "query's head size " + std::to_string(l->dk) + " differs from key's " + std::to_string(kd)), false;
   if (l->dk < 0) l->dk = kd;
   if (const Tensor* p = In(ctx, 3)) {
     const Shape& ps = p->GetShape();
-    if (ps.GetDimNum() != 4 || !agree(ps.GetDim(0), l->B) || !agree(ps.GetDim(1), l->Hkv) || !agree(ps.GetDim(2), l->dk) || !agree(ps.GetDim(3), l->dv))
+    if (ps.GetDimNum() != 4 || !Agree(ps.GetDim(0), l->B) || !Agree(ps.GetDim(1), l->Hkv) || !Agree(ps.GetDim(2), l->dk) || !Agree(ps.GetDim(3), l->dv))
       return Fail(ctx, "past_state " + ps.ToString() + " must be [B, kv_num_heads, " + std::to_string(l->dk) + ", " + std::to_string(l->dv) + "]"), false;
   }
   if (decay) {
     const Shape& ds = decay->GetShape();
     l->decay_w = ds.GetDimNum() == 3 ? ds.GetDim(2) : -2;
-    if (ds.GetDimNum() != 3 || !agree(ds.GetDim(0), l->B) || !agree(ds.GetDim(1), l->T) ||
+    if (ds.GetDimNum() != 3 || !Agree(ds.GetDim(0), l->B) || !Agree(ds.GetDim(1), l->T) ||
         (l->decay_w >= 0 && l->decay_w != l->Hkv && (l->dk < 0 || l->decay_w != l->Hkv * l->dk)))
       return Fail(ctx, "decay " + ds.ToString() + " must be [B, T, kv_num_heads] or [B, T, kv_num_heads * " + std::to_string(l->dk) + "]"), false;
   }
   if (beta) {
     const Shape& bs = beta->GetShape();
     l->beta_w = bs.GetDimNum() == 3 ? bs.GetDim(2) : -2;
-    if (bs.GetDimNum() != 3 || !agree(bs.GetDim(0), l->B) || !agree(bs.GetDim(1), l->T) || (l->beta_w >= 0 && l->beta_w != l->Hkv && l->beta_w != 1))
+    if (bs.GetDimNum() != 3 || !Agree(bs.GetDim(0), l->B) || !Agree(bs.GetDim(1), l->T) || (l->beta_w >= 0 && l->beta_w != l->Hkv && l->beta_w != 1))
       return Fail(ctx, "beta " + bs.ToString() + " must be [B, T, kv_num_heads] or [B, T, 1]"), false;
   }
   return true;

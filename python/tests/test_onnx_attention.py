@@ -97,6 +97,13 @@ def rand(rng, shape, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
 
 
+def qkv(rng, rank3, B, Hq, Hkv, S, L, h, hv):
+    """Random Q, K, V in the 3-D (with the head counts as attributes) or 4-D form."""
+    if rank3:
+        return rand(rng, (B, S, Hq * h)), rand(rng, (B, L, Hkv * h)), rand(rng, (B, L, Hkv * hv)), {"q_num_heads": Hq, "kv_num_heads": Hkv}
+    return rand(rng, (B, Hq, S, h)), rand(rng, (B, Hkv, L, h)), rand(rng, (B, Hkv, L, hv)), {}
+
+
 CASES = [
     # name, rank3, B, Hq, Hkv, S, L, h, hv, extra
     ("4d", False, 2, 3, 3, 4, 6, 8, 8, {}),
@@ -113,12 +120,7 @@ CASES = [
 @pytest.mark.parametrize("threads", [1, 2])
 def test_attention_against_float64(name, rank3, B, Hq, Hkv, S, L, h, hv, extra, threads):
     rng = np.random.default_rng(len(name) + threads)
-    if rank3:
-        q, k, v = rand(rng, (B, S, Hq * h)), rand(rng, (B, L, Hkv * h)), rand(rng, (B, L, Hkv * hv))
-        attrs = {"q_num_heads": Hq, "kv_num_heads": Hkv}
-    else:
-        q, k, v = rand(rng, (B, Hq, S, h)), rand(rng, (B, Hkv, L, h)), rand(rng, (B, Hkv, L, hv))
-        attrs = {}
+    q, k, v, attrs = qkv(rng, rank3, B, Hq, Hkv, S, L, h, hv)
     if "scale" in extra:
         attrs["scale"] = extra["scale"]
     if "softcap" in extra:
@@ -157,12 +159,7 @@ def test_attention_masks(mask_shape, dtype, causal):
 def test_attention_cache_and_score_outputs(mode, rank3):
     rng = np.random.default_rng(mode * 2 + rank3)
     B, Hq, Hkv, S, L, P, h, hv = 2, 4, 2, 3, 3, 5, 4, 6
-    if rank3:
-        q, k, v = rand(rng, (B, S, Hq * h)), rand(rng, (B, L, Hkv * h)), rand(rng, (B, L, Hkv * hv))
-        attrs = {"q_num_heads": Hq, "kv_num_heads": Hkv}
-    else:
-        q, k, v = rand(rng, (B, Hq, S, h)), rand(rng, (B, Hkv, L, h)), rand(rng, (B, Hkv, L, hv))
-        attrs = {}
+    q, k, v, attrs = qkv(rng, rank3, B, Hq, Hkv, S, L, h, hv)
     pk, pv = rand(rng, (B, Hkv, P, h)), rand(rng, (B, Hkv, P, hv))
     mask = rng.random((S, P + L)) < 0.8
     node = helper.make_node("Attention", ["q", "k", "v", "m", "pk", "pv"], ["y", "ck", "cv", "qk"], is_causal=1, softcap=3.0,
