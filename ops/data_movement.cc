@@ -1141,6 +1141,29 @@ class Cast : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
 };
 class CastLike : public Cast {};
 
+// BitCast (opset 26): the input's bytes read as type `to`, of the same width; the shape is kept.
+class BitCast : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
+ public:
+  graphStatus Emit(EmitContext* ctx) override { return aot::EmitCopy(ctx); }
+  graphStatus InferShape(InferShapeContext* ctx) override { *ctx->GetOutputShape(0) = *ctx->GetInputShape(0); return GRAPH_SUCCESS; }
+  graphStatus InferDataType(InferDataTypeContext* ctx) override {
+    const DataType* to = ctx->GetAttrs()->GetDataType("to");
+    if (!to || DataTypeSize(*to) == 0) return Fail(ctx, "attribute 'to' names no data type Weft supports");
+    const DataType from = ctx->GetInputDataType(0);
+    if (DataTypeSize(from) != DataTypeSize(*to))
+      return Fail(ctx, std::string("cannot reinterpret ") + DataTypeName(from) + " (" + std::to_string(DataTypeSize(from) * 8) + " bits) as " +
+                           DataTypeName(*to) + " (" + std::to_string(DataTypeSize(*to) * 8) + " bits): the widths must match");
+    return ctx->SetOutputDataType(0, *to);
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), ctx->GetOutputDataType(0));
+    if (!y) return GRAPH_FAILED;
+    if (x->GetByteCount() && y->GetAddr() != x->GetAddr()) std::memcpy(y->GetAddr(), x->GetAddr(), x->GetByteCount());
+    return GRAPH_SUCCESS;
+  }
+};
+
 // Dropout(data, ratio = 0.5, training_mode = false). Inference (the default): the input
 // unchanged and an all-true mask. Training mode: each element kept with probability 1 - ratio
 // (draws from the node's random stream, random.h) and scaled by 1 / (1 - ratio), the mask
@@ -1386,6 +1409,7 @@ void WeftRegister_data_movement(std::vector<OpEntry>& out) {
                  MakeOpImpl<Cast>("Cast")});
   out.push_back({OpDefBuilder("CastLike").INPUT(input, all).INPUT(target_type, all).OUTPUT(output, all).ATTR(saturate, Int, 1).Build(),
                  MakeOpImpl<CastLike>("CastLike")});
+  out.push_back({OpDefBuilder("BitCast").INPUT(input, all).OUTPUT(output, all).REQUIRED_ATTR(to, Type).Build(), MakeOpImpl<BitCast>("BitCast")});
   out.push_back({OpDefBuilder("Dropout").INPUT(data, all).OPTIONAL_INPUT(ratio, FloatTypes()).OPTIONAL_INPUT(training_mode, TensorType({DT_BOOL}))
                      .OUTPUT(output, all).DYNAMIC_OUTPUT(mask, all).ATTR(seed, Int, rnd::kNoIntSeed).ATTR(legacy_mask, Int, 0).Build(),
                  MakeOpImpl<Dropout>("Dropout")});

@@ -26,7 +26,8 @@ NOT_CHECKABLE = {"Squeeze": "rank from values", "Unsqueeze": "rank from values",
                  "AssignVariable": "writes the run context's variable (an effect, not a function)",
                  "RandomUniform": "no tensor input (torch dispatches on tensors)",
                  "RandomNormal": "no tensor input (torch dispatches on tensors)",
-                 "AffineGrid": "output dims from the values of size"}
+                 "AffineGrid": "output dims from the values of size",
+                 "Col2Im": "output dims from the values of image_shape"}
 # Test packages' deliberately broken ops.
 BROKEN_ON_PURPOSE = {"Faulty", "NoShape"}
 
@@ -250,6 +251,10 @@ CASES = {
     "BitShift": [((torch.randint(0, 64, (3, 4), dtype=torch.uint8), torch.randint(0, 4, (3, 4), dtype=torch.uint8)),
                   {"direction": "LEFT"})],
     "Dropout": [((r(3, 4),), {})],
+    "BitCast": [((r(3, 4),), {"to": 3}), ((r(2, 5).double(),), {"to": 9})],
+    "DeformConv": [((r(1, 2, 5, 5), r(3, 2, 3, 3), r(1, 18, 3, 3)), {}),
+                   ((r(2, 4, 6, 6), r(4, 2, 3, 3), r(2, 36, 6, 6), r(4), torch.rand(2, 18, 6, 6)),
+                    {"pads": [1, 1, 1, 1], "group": 2, "offset_group": 2})],
     "Scatter": [((r(3, 4), i64([0, 1], [2, 0], [1, 1]), r(3, 2)), {"axis": 1})],
     "Resize": [((r(1, 2, 3, 3), None, torch.tensor([1.0, 1.0, 2.0, 2.0])), {"mode": "nearest"}),
                ((r(1, 2, 4, 4), None, None, i64(1, 2, 6, 6)), {"mode": "linear"})],

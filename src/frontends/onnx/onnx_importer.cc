@@ -266,6 +266,7 @@ const std::map<std::string, std::function<void(Lowering&)>>& Lowerings() {
   static const std::map<std::string, std::function<void(Lowering&)>> kTable = {
       {"Squeeze", [](Lowering& l) { if (l.opset < 13) l.AttrToInput("axes", 1); }},
       {"Cast", [](Lowering& l) { l.IntToType("to"); }},
+      {"BitCast", [](Lowering& l) { l.IntToType("to"); }},
       {"Resize", [](Lowering& l) {
          if (l.opset < 11) {  // opset 10: Resize(X, scales), asymmetric coordinates, floor rounding
            l.n.inputs.resize(2);
@@ -518,7 +519,7 @@ struct NodeImporter {
         "Relu", "Round", "Selu", "Sigmoid", "Sign", "SimplifiedLayerNormalization", "Sin", "Slice", "Softmax", "Softplus",
         "Softsign", "Sqrt", "Tanh", "ThresholdedRelu", "Tile", "Pad", "Resize", "Split", "Concat", "MaxPool", "AveragePool",
         "GlobalAveragePool", "GlobalMaxPool", "Swish", "RMSNormalization", "GroupNormalization", "BitwiseNot", "CumProd",
-        "TensorScatter", "CausalConvWithState"};
+        "TensorScatter", "CausalConvWithState", "BitCast", "DeformConv"};
     static const std::set<std::string> kBroadcast = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Where", "Equal", "Less",
                                                      "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Mod",
                                                      "Sum", "Mean", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitShift"};

@@ -5,6 +5,7 @@ initializers and as run-time inputs; NonMaxSuppression on random boxes in both c
 formats with tied scores and every optional input present or absent. The must-fail cases name
 what a good error has to mention."""
 import numpy as np
+import onnx
 
 from .common import BadCase, Case, data, i64, nonzero_shape, shape, spec
 
@@ -340,3 +341,77 @@ def unique(rng, op):
         if trial % 2:
             attrs["axis"] = int(rng.integers(-rank, rank))
         yield Case([x], attrs=attrs, outputs=4 if trial % 5 else 1, opset=11)
+
+
+@spec("DeformConv")
+def deform_conv(rng, op):
+    """Random 2-D geometry (strides, dilations, pads, groups, offset groups), offsets reaching past
+    the borders, with and without bias and mask, size-0 batch; float32 and float64."""
+    for trial in range(16):
+        n = 0 if trial == 5 else int(rng.integers(1, 3))
+        group, og = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+        c = group * og * int(rng.integers(1, 3))
+        m = group * int(rng.integers(1, 3))
+        kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        s, d = [int(rng.integers(1, 3)) for _ in range(2)], [int(rng.integers(1, 3)) for _ in range(2)]
+        pads = [int(rng.integers(0, 3)) for _ in range(4)]
+        h = (kh - 1) * d[0] + 1 + int(rng.integers(0, 4))
+        w = (kw - 1) * d[1] + 1 + int(rng.integers(0, 4))
+        oh = (h + pads[0] + pads[2] - d[0] * (kh - 1) - 1) // s[0] + 1
+        ow = (w + pads[1] + pads[3] - d[1] * (kw - 1) - 1) // s[1] + 1
+        dt = np.float64 if trial % 4 == 3 else np.float32
+        inputs = [data(rng, (n, c, h, w), dt), data(rng, (m, c // group, kh, kw), dt), data(rng, (n, og * 2 * kh * kw, oh, ow), dt)]
+        bias, mask = trial % 3 != 0, trial % 2 == 0
+        inputs.append(data(rng, (m,), dt) if bias else (None if mask else None))
+        if mask:
+            inputs.append(data(rng, (n, og * kh * kw, oh, ow), dt, 0.0, 1.0))
+        elif not bias:
+            inputs.pop()
+        attrs = {"strides": s, "dilations": d, "pads": pads, "group": group, "offset_group": og}
+        if trial % 2:
+            attrs["kernel_shape"] = [kh, kw]
+        yield Case(inputs, attrs=attrs, opset=22, const={1} if trial % 3 == 1 else set())
+    yield BadCase([data(rng, (1, 2, 5, 5)), data(rng, (3, 2, 3, 3)), data(rng, (1, 17, 3, 3))], opset=22, error="offset")
+    yield BadCase([data(rng, (1, 3, 5, 5)), data(rng, (3, 2, 3, 3)), data(rng, (1, 18, 3, 3))], opset=22, error="channels")
+    yield BadCase([data(rng, (1, 2, 5, 5)), data(rng, (3, 2, 3, 3)), data(rng, (1, 18, 3, 3)), data(rng, (2,))], opset=22, error="B must be")
+    yield BadCase([data(rng, (1, 2, 5, 5, 5)), data(rng, (3, 2, 3, 3, 3)), data(rng, (1, 54, 3, 3, 3))], opset=22, error="2-D")
+
+
+@spec("Col2Im")
+def col2im(rng, op):
+    """1-D to 3-D images, random blocks, strides, dilations and pads; float32, float64 and int32.
+    Against the onnx package's reference: ONNX Runtime has float32 only, and its 1-D Col2Im
+    misplaces columns when dilations and pads are both set."""
+    for trial in range(15):
+        nd = 1 + trial % 3
+        block = [int(rng.integers(1, 4)) for _ in range(nd)]
+        s, d = [int(rng.integers(1, 3)) for _ in range(nd)], [int(rng.integers(1, 3)) for _ in range(nd)]
+        pads = [int(rng.integers(0, 3)) for _ in range(2 * nd)]
+        image = [max(0, (block[k] - 1) * d[k] + 1 - pads[k] - pads[k + nd]) + int(rng.integers(0, 4)) for k in range(nd)]
+        counts = [(image[k] + pads[k] + pads[k + nd] - d[k] * (block[k] - 1) - 1) // s[k] + 1 for k in range(nd)]
+        n, c = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+        dt = (np.float32, np.float64, np.int32)[trial % 3]
+        x = data(rng, (n, c * int(np.prod(block)), int(np.prod(counts))), dt)
+        yield Case([x, np.array(image, np.int64), np.array(block, np.int64)], attrs={"strides": s, "dilations": d, "pads": pads},
+                   opset=18, const={1, 2} if trial % 2 else set(), reference="onnx")
+    yield BadCase([data(rng, (1, 4, 15)), np.array([5, 5], np.int64), np.array([2, 2], np.int64)], opset=18, const={1, 2}, error="columns")
+    yield BadCase([data(rng, (1, 4, 16)), np.array([5, 5], np.int64), np.array([2, 2, 1], np.int64)], opset=18, const={1, 2}, error="image_shape has 2 dims")
+    yield BadCase([data(rng, (1, 4, 16)), np.array([5, 5], np.int64), np.array([2, 2], np.int64)], attrs={"strides": [0, 1]}, opset=18,
+                  const={1, 2}, error="positive")
+
+
+@spec("BitCast")
+def bit_cast(rng, op):
+    """Every pair of same-width types, random shapes with size-0 dims (against the onnx package's
+    reference: ONNX Runtime has no BitCast)."""
+    widths = {1: [np.int8, np.uint8, np.bool_], 2: [np.int16, np.uint16, np.float16], 4: [np.int32, np.uint32, np.float32],
+              8: [np.int64, np.uint64, np.float64]}
+    for group in widths.values():
+        for src in group:
+            for dst in group:
+                if dst is np.bool_:
+                    continue  # a bool must be 0 or 1
+                x = data(rng, shape(rng, int(rng.integers(0, 4))), src)
+                to = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dst))
+                yield Case([x], attrs={"to": int(to)}, opset=26, reference="onnx")
+    yield BadCase([data(rng, (2, 3))], attrs={"to": onnx.TensorProto.INT64}, opset=26, error="widths must match")

@@ -1,0 +1,421 @@
+// Column operators: Col2Im (ONNX opset 18), the inverse of the im2col unfold, and DeformConv
+// (opset 19), a convolution whose kernel taps sample the input at learned offsets.
+//
+// Col2Im(input [N, C * prod(block), L], image_shape [nd], block_shape [nd]) -> [N, C, image...]:
+// column l of channel c's block tap k adds into the image at l's block origin (l_d * stride_d -
+// pad_begin_d) plus k_d * dilation_d; taps that land in the padding are dropped. L must be the
+// number of block positions, prod over d of (image_d + pads - dilation_d * (block_d - 1) - 1) /
+// stride_d + 1. Any numeric type; sums in the type's compute precision.
+//
+// DeformConv(X [N, C, H, W], W [M, C / group, kH, kW], offset [N, og * 2 * kH * kW, oH, oW],
+// B [M]?, mask [N, og * kH * kW, oH, oW]?) -> [N, M, oH, oW], og = offset_group: the tap (i, j)
+// of output (y, x) reads channel c at (y * sH - pad_top + i * dH + dy, x * sW - pad_left + j * dW
+// + dx), (dy, dx) being offset[n, g * 2kHkW + 2 (i kW + j) + {0, 1}, y, x] for c's offset group
+// g = c / (C / og), bilinearly interpolated with zeros outside the image (a point whose
+// coordinates are not finite reads zero), times mask[n, g kHkW + i kW + j, y, x] (1 without a
+// mask). 2-D only, as ONNX's reference. Each (image, group) builds its sampled columns over the
+// intra-op threads, then one GEMM with the group's weights: float32 through oneDNN's sgemm (float16
+// and bfloat16 widened to it), float64 in double.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "op_util.h"
+
+namespace weft::ops {
+namespace {
+
+std::string Dims(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// The geometry of a Col2Im node; `known` is false while image_shape or block_shape is not a
+// constant yet (then only the rank is known).
+struct ColPlan {
+  bool known = false;
+  size_t nd = 0;
+  std::vector<int64_t> image, block, s, d, pb, pe, blocks;  // blocks: positions per dim
+  int64_t taps = 1, positions = 1, channels = 0;
+};
+
+bool MakeColPlan(const KernelContextBase* ctx, ColPlan* p) {
+  const Tensor* x = ctx->GetInputTensor(0);
+  const Tensor* is = ctx->GetInputTensor(1);
+  const Tensor* bs = ctx->GetInputTensor(2);
+  const Shape& xs = x->GetShape();
+  if (!xs.IsUnknown() && xs.GetDimNum() != 3)
+    return Fail(ctx, "input must be [N, C * prod(block_shape), L], got " + xs.ToString()), false;
+  for (const Tensor* t : {is, bs})
+    if (!t->GetShape().IsUnknown() && t->GetShape().GetDimNum() != 1)
+      return Fail(ctx, std::string(t == is ? "image_shape" : "block_shape") + " must be 1-D, got " + t->GetShape().ToString()), false;
+  const int64_t nd = is->GetShape().IsUnknown() ? -1 : is->GetShape().GetDim(0);
+  const int64_t nb = bs->GetShape().IsUnknown() ? -1 : bs->GetShape().GetDim(0);
+  if (nd >= 0 && nb >= 0 && nd != nb)
+    return Fail(ctx, "image_shape has " + std::to_string(nd) + " dims, block_shape " + std::to_string(nb)), false;
+  if (nd == 0 || nd > static_cast<int64_t>(WEFT_MAX_DIMS) - 2)
+    return Fail(ctx, "image_shape must hold 1 to " + std::to_string(WEFT_MAX_DIMS - 2) + " dims, got " + std::to_string(nd)), false;
+  p->nd = nd > 0 ? static_cast<size_t>(nd) : static_cast<size_t>(nb > 0 ? nb : 0);
+  if (!ReadInts(is, &p->image) || !ReadInts(bs, &p->block)) return true;  // known when it runs
+  if (p->image.size() != p->block.size())
+    return Fail(ctx, "image_shape " + Dims(p->image) + " and block_shape " + Dims(p->block) + " differ in length"), false;
+  p->nd = p->image.size();
+  const RuntimeAttrs* a = ctx->GetAttrs();
+  ListView<int64_t> strides = a->GetListInt("strides"), dil = a->GetListInt("dilations"), pads = a->GetListInt("pads");
+  if ((strides.size() && strides.size() != p->nd) || (dil.size() && dil.size() != p->nd) || (pads.size() && pads.size() != 2 * p->nd))
+    return Fail(ctx, "strides/dilations need " + std::to_string(p->nd) + " values and pads " + std::to_string(2 * p->nd) +
+                         " for a " + std::to_string(p->nd) + "-D image"),
+           false;
+  uint64_t taps = 1, positions = 1;
+  for (size_t i = 0; i < p->nd; ++i) {
+    const int64_t s = strides.size() ? strides[i] : 1, d = dil.size() ? dil[i] : 1;
+    const int64_t pb = pads.size() ? pads[i] : 0, pe = pads.size() ? pads[i + p->nd] : 0;
+    const int64_t img = p->image[i], blk = p->block[i];
+    if (img < 0 || blk <= 0 || s <= 0 || d <= 0 || pb < 0 || pe < 0)
+      return Fail(ctx, "spatial dim " + std::to_string(i) + ": image " + std::to_string(img) + ", block " + std::to_string(blk) +
+                           ", stride " + std::to_string(s) + ", dilation " + std::to_string(d) + ", pads (" + std::to_string(pb) + ", " +
+                           std::to_string(pe) + "): blocks, strides and dilations must be positive, the rest not negative"),
+             false;
+    const int64_t limit = int64_t{1} << 40;
+    if (img > limit || blk > limit || s > limit || d > limit || pb > limit || pe > limit)
+      return Fail(ctx, "spatial dim " + std::to_string(i) + " is too large"), false;
+    const int64_t span = d * (blk - 1) + 1, room = img + pb + pe;
+    if (room < span)
+      return Fail(ctx, "spatial dim " + std::to_string(i) + ": the dilated block (" + std::to_string(span) + ") is larger than the padded image (" +
+                           std::to_string(room) + ")"),
+             false;
+    const int64_t count = (room - span) / s + 1;
+    p->s.push_back(s), p->d.push_back(d), p->pb.push_back(pb), p->pe.push_back(pe), p->blocks.push_back(count);
+    if (taps > (uint64_t{1} << 40) / static_cast<uint64_t>(blk) || positions > (uint64_t{1} << 40) / static_cast<uint64_t>(count))
+      return Fail(ctx, "block_shape " + Dims(p->block) + " over image " + Dims(p->image) + " is too large"), false;
+    taps *= static_cast<uint64_t>(blk), positions *= static_cast<uint64_t>(count);
+  }
+  p->taps = static_cast<int64_t>(taps), p->positions = static_cast<int64_t>(positions);
+  if (!xs.IsUnknown()) {
+    if (xs.GetDim(1) >= 0 && xs.GetDim(1) % p->taps != 0)
+      return Fail(ctx, "input's dim 1 (" + std::to_string(xs.GetDim(1)) + ") is not a multiple of prod(block_shape) = " + std::to_string(p->taps)),
+             false;
+    if (xs.GetDim(2) >= 0 && xs.GetDim(2) != p->positions)
+      return Fail(ctx, "input has " + std::to_string(xs.GetDim(2)) + " columns; image " + Dims(p->image) + " with block " + Dims(p->block) +
+                           " and these strides, dilations and pads has " + std::to_string(p->positions) + " block positions"),
+             false;
+    p->channels = xs.GetDim(1) >= 0 ? xs.GetDim(1) / p->taps : -1;
+  } else {
+    p->channels = -1;
+  }
+  p->known = true;
+  return true;
+}
+
+class Col2Im : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    ColPlan p;
+    if (!MakeColPlan(ctx, &p)) return GRAPH_FAILED;
+    const Shape& xs = ctx->GetInputTensor(0)->GetShape();
+    Shape* out = ctx->GetOutputShape(0);
+    if (!p.known) {
+      if (p.nd == 0) return MarkUnknown(out), GRAPH_SUCCESS;
+      MarkUnknown(out, p.nd + 2);
+      if (!xs.IsUnknown()) out->SetDim(0, xs.GetDim(0));
+      return GRAPH_SUCCESS;
+    }
+    std::vector<int64_t> dims{xs.IsUnknown() ? -1 : xs.GetDim(0), p.channels};
+    dims.insert(dims.end(), p.image.begin(), p.image.end());
+    *out = Shape(dims);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    ColPlan p;
+    if (!MakeColPlan(ctx, &p)) return GRAPH_FAILED;
+    if (!p.known) return Fail(ctx, "image_shape and block_shape must be int64 tensors");
+    const Tensor* x = ctx->GetInputTensor(0);
+    const int64_t n = x->GetShape().GetDim(0), c = p.channels;
+    std::vector<int64_t> dims{n, c};
+    dims.insert(dims.end(), p.image.begin(), p.image.end());
+    Shape ys(dims);
+    uint64_t bytes = 0;
+    if (!ys.GetCheckedBytes(DataTypeSize(x->GetDataType()), &bytes)) return Fail(ctx, "the output " + ys.ToString() + " is too large");
+    Tensor* y = ctx->MallocOutputTensor(0, ys, x->GetDataType());
+    if (!y) return GRAPH_FAILED;
+    int64_t plane = 1;
+    for (int64_t v : p.image) plane *= v;
+    // Each tap's per-dim image coordinate, precomputed: at[d][k_d][l_d] (-1 in the padding).
+    const size_t nd = p.nd;
+    std::vector<std::vector<int64_t>> at(nd);
+    for (size_t dd = 0; dd < nd; ++dd)
+      for (int64_t k = 0; k < p.block[dd]; ++k)
+        for (int64_t l = 0; l < p.blocks[dd]; ++l) {
+          const int64_t v = l * p.s[dd] - p.pb[dd] + k * p.d[dd];
+          at[dd].push_back(v >= 0 && v < p.image[dd] ? v : -1);
+        }
+    std::vector<int64_t> istride(nd, 1);
+    for (size_t dd = nd - 1; dd-- > 0;) istride[dd] = istride[dd + 1] * p.image[dd + 1];
+    DispatchNumeric(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = typename Compute<T>::type;
+      const T* in = x->GetData<T>();
+      T* out = y->GetData<T>();
+      ForRows(ctx, n * c, p.taps * p.positions, [&](int64_t r0, int64_t r1) {
+        std::vector<C> acc(static_cast<size_t>(plane));
+        std::vector<int64_t> k(nd), l(nd);
+        for (int64_t r = r0; r < r1; ++r) {
+          std::fill(acc.begin(), acc.end(), C{});
+          const T* src = in + r * p.taps * p.positions;
+          std::fill(k.begin(), k.end(), 0);
+          for (int64_t tap = 0; tap < p.taps; ++tap) {
+            std::fill(l.begin(), l.end(), 0);
+            for (int64_t pos = 0; pos < p.positions; ++pos, ++src) {
+              int64_t o = 0;
+              bool inside = true;
+              for (size_t dd = 0; dd < nd && inside; ++dd) {
+                const int64_t v = at[dd][static_cast<size_t>(k[dd] * p.blocks[dd] + l[dd])];
+                inside = v >= 0;
+                o += v * istride[dd];
+              }
+              if (inside) acc[static_cast<size_t>(o)] = static_cast<C>(acc[static_cast<size_t>(o)] + Load(*src));
+              for (size_t dd = nd; dd-- > 0;) {  // next block position
+                if (++l[dd] < p.blocks[dd]) break;
+                l[dd] = 0;
+              }
+            }
+            for (size_t dd = nd; dd-- > 0;) {  // next tap
+              if (++k[dd] < p.block[dd]) break;
+              k[dd] = 0;
+            }
+          }
+          T* dst = out + r * plane;
+          for (int64_t i = 0; i < plane; ++i) dst[i] = Store<T>(acc[static_cast<size_t>(i)]);
+        }
+      });
+    });
+    return GRAPH_SUCCESS;
+  }
+};
+
+// The geometry of a DeformConv node, from X, W and the attributes.
+struct DeformPlan {
+  int64_t n = 0, c = 0, h = 0, w = 0, m = 0, cg = 0, kh = 0, kw = 0, oh = 0, ow = 0;
+  int64_t group = 1, og = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
+};
+
+// Fills *p; false (with the error set) on a mismatch. Dims still unknown are -1 and not checked.
+bool MakeDeformPlan(const KernelContextBase* ctx, DeformPlan* p) {
+  const Shape& xs = ctx->GetInputTensor(0)->GetShape();
+  const Shape& ws = ctx->GetInputTensor(1)->GetShape();
+  const Shape& os = ctx->GetInputTensor(2)->GetShape();
+  if (!xs.IsUnknown() && xs.GetDimNum() != 4)
+    return Fail(ctx, "X must be [N, C, H, W] (DeformConv is 2-D here, as in ONNX's reference), got " + xs.ToString()), false;
+  if (!ws.IsUnknown() && ws.GetDimNum() != 4) return Fail(ctx, "W must be [M, C / group, kH, kW], got " + ws.ToString()), false;
+  if (!os.IsUnknown() && os.GetDimNum() != 4)
+    return Fail(ctx, "offset must be [N, offset_group * 2 * kH * kW, oH, oW], got " + os.ToString()), false;
+  const RuntimeAttrs* a = ctx->GetAttrs();
+  p->group = *a->GetInt("group"), p->og = *a->GetInt("offset_group");
+  if (p->group <= 0 || p->og <= 0)
+    return Fail(ctx, "group (" + std::to_string(p->group) + ") and offset_group (" + std::to_string(p->og) + ") must be positive"), false;
+  ListView<int64_t> strides = a->GetListInt("strides"), dil = a->GetListInt("dilations"), pads = a->GetListInt("pads"),
+                    ks = a->GetListInt("kernel_shape");
+  if ((strides.size() && strides.size() != 2) || (dil.size() && dil.size() != 2) || (pads.size() && pads.size() != 4) || (ks.size() && ks.size() != 2))
+    return Fail(ctx, "strides, dilations and kernel_shape need 2 values and pads 4 for a 2-D DeformConv"), false;
+  if (strides.size()) p->sh = strides[0], p->sw = strides[1];
+  if (dil.size()) p->dh = dil[0], p->dw = dil[1];
+  if (pads.size()) p->pt = pads[0], p->pl = pads[1], p->pb = pads[2], p->pr = pads[3];
+  const int64_t limit = int64_t{1} << 30;
+  for (int64_t v : {p->sh, p->sw, p->dh, p->dw})
+    if (v <= 0 || v > limit) return Fail(ctx, "strides and dilations must be positive (and below 2^30), got " + std::to_string(v)), false;
+  for (int64_t v : {p->pt, p->pl, p->pb, p->pr})
+    if (v < 0 || v > limit) return Fail(ctx, "pads must not be negative (nor above 2^30), got " + std::to_string(v)), false;
+  auto dim = [](const Shape& s, size_t i) { return s.IsUnknown() ? int64_t{-1} : s.GetDim(i); };
+  p->n = dim(xs, 0), p->c = dim(xs, 1), p->h = dim(xs, 2), p->w = dim(xs, 3);
+  p->m = dim(ws, 0), p->cg = dim(ws, 1), p->kh = dim(ws, 2), p->kw = dim(ws, 3);
+  if (ks.size()) {
+    if ((p->kh >= 0 && ks[0] != p->kh) || (p->kw >= 0 && ks[1] != p->kw))
+      return Fail(ctx, "kernel_shape [" + std::to_string(ks[0]) + ", " + std::to_string(ks[1]) + "] differs from W's " + ws.ToString()), false;
+    p->kh = ks[0], p->kw = ks[1];
+  }
+  if ((p->kh >= 0 && (p->kh == 0 || p->kh > limit)) || (p->kw >= 0 && (p->kw == 0 || p->kw > limit)))
+    return Fail(ctx, "the kernel " + ws.ToString() + " must have positive spatial dims"), false;
+  if (p->c >= 0 && p->cg >= 0 && p->c != p->cg * p->group)
+    return Fail(ctx, "X has " + std::to_string(p->c) + " channels; W " + ws.ToString() + " with group " + std::to_string(p->group) + " takes " +
+                         std::to_string(p->cg * p->group)),
+           false;
+  if (p->m >= 0 && p->m % p->group != 0)
+    return Fail(ctx, "W's " + std::to_string(p->m) + " output channels are not a multiple of group " + std::to_string(p->group)), false;
+  if (p->c >= 0 && p->c % p->og != 0)
+    return Fail(ctx, "X's " + std::to_string(p->c) + " channels are not a multiple of offset_group " + std::to_string(p->og)), false;
+  p->oh = p->ow = -1;
+  if (p->h >= 0 && p->kh > 0) {
+    const int64_t span = p->dh * (p->kh - 1) + 1, room = p->h + p->pt + p->pb;
+    if (room < span) return Fail(ctx, "the dilated kernel's height " + std::to_string(span) + " exceeds the padded input's " + std::to_string(room)), false;
+    p->oh = (room - span) / p->sh + 1;
+  }
+  if (p->w >= 0 && p->kw > 0) {
+    const int64_t span = p->dw * (p->kw - 1) + 1, room = p->w + p->pl + p->pr;
+    if (room < span) return Fail(ctx, "the dilated kernel's width " + std::to_string(span) + " exceeds the padded input's " + std::to_string(room)), false;
+    p->ow = (room - span) / p->sw + 1;
+  }
+  auto check4 = [&](const Shape& s, const char* name, int64_t channels) {
+    if (s.IsUnknown()) return true;
+    const int64_t want[4] = {p->n, channels, p->oh, p->ow};
+    for (size_t i = 0; i < 4; ++i)
+      if (want[i] >= 0 && s.GetDim(i) >= 0 && s.GetDim(i) != want[i])
+        return Fail(ctx, std::string(name) + " " + s.ToString() + " should be " + Shape({p->n, channels, p->oh, p->ow}).ToString() + " for X " +
+                             xs.ToString() + ", W " + ws.ToString() +
+                             " and offset_group " + std::to_string(p->og)),
+               false;
+    return true;
+  };
+  const int64_t taps = p->kh >= 0 && p->kw >= 0 ? p->kh * p->kw : -1;
+  if (!check4(os, "offset", taps >= 0 ? p->og * 2 * taps : -1)) return false;
+  const Tensor* mask = ctx->GetOptionalInputTensor(4);
+  if (mask && !mask->GetShape().IsUnknown() && mask->GetShape().GetDimNum() != 4)
+    return Fail(ctx, "mask must be [N, offset_group * kH * kW, oH, oW], got " + mask->GetShape().ToString()), false;
+  if (mask && !check4(mask->GetShape(), "mask", taps >= 0 ? p->og * taps : -1)) return false;
+  const Tensor* bias = ctx->GetOptionalInputTensor(3);
+  if (bias && !bias->GetShape().IsUnknown() &&
+      (bias->GetShape().GetDimNum() != 1 || (p->m >= 0 && bias->GetShape().GetDim(0) >= 0 && bias->GetShape().GetDim(0) != p->m)))
+    return Fail(ctx, "B must be [" + std::to_string(p->m) + "], got " + bias->GetShape().ToString()), false;
+  if (p->oh < 0 && !os.IsUnknown()) p->oh = os.GetDim(2);
+  if (p->ow < 0 && !os.IsUnknown()) p->ow = os.GetDim(3);
+  return true;
+}
+
+// out [M, N] = a [M, K] x b [K, N] (row-major), in C's precision.
+bool Gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* out) {
+  if (k == 0) return std::fill(out, out + m * n, 0.f), true;
+  return dnnl_sgemm('N', 'N', m, n, k, 1.f, a, k, b, n, 0.f, out, n) == dnnl_success;
+}
+bool Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* out) {
+  for (int64_t i = 0; i < m; ++i) {
+    double* row = out + i * n;
+    std::fill(row, row + n, 0.0);
+    for (int64_t t = 0; t < k; ++t) {
+      const double av = a[i * k + t];
+      const double* br = b + t * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += av * br[j];
+    }
+  }
+  return true;
+}
+
+class DeformConv : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
+  graphStatus InferShape(InferShapeContext* ctx) override {
+    DeformPlan p;
+    if (!MakeDeformPlan(ctx, &p)) return GRAPH_FAILED;
+    *ctx->GetOutputShape(0) = Shape({p.n, p.m, p.oh, p.ow});
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(EagerOpExecutionContext* ctx) override {
+    DeformPlan p;
+    if (!MakeDeformPlan(ctx, &p)) return GRAPH_FAILED;
+    const Tensor* x = ctx->GetInputTensor(0);
+    Shape ys({p.n, p.m, p.oh, p.ow});
+    uint64_t bytes = 0;
+    if (!ys.GetCheckedBytes(DataTypeSize(x->GetDataType()), &bytes)) return Fail(ctx, "the output " + ys.ToString() + " is too large");
+    Tensor* y = ctx->MallocOutputTensor(0, ys, x->GetDataType());
+    if (!y || y->GetShapeSize() == 0) return y ? GRAPH_SUCCESS : GRAPH_FAILED;
+    graphStatus st = GRAPH_SUCCESS;
+    DispatchFloat(x->GetDataType(), [&](auto tag) {
+      using T = decltype(tag);
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      st = Run<T, C>(ctx, p, y);
+    });
+    return st;
+  }
+
+ private:
+  template <typename T, typename C>
+  static graphStatus Run(EagerOpExecutionContext* ctx, const DeformPlan& p, Tensor* y) {
+    const Tensor* x = ctx->GetInputTensor(0);
+    const Tensor* wt = ctx->GetInputTensor(1);
+    const Tensor* off = ctx->GetInputTensor(2);
+    const Tensor* bias = ctx->GetOptionalInputTensor(3);
+    const Tensor* mask = ctx->GetOptionalInputTensor(4);
+    if (bias && bias->GetShapeSize() == 0) bias = nullptr;
+    if (mask && mask->GetShapeSize() == 0) mask = nullptr;
+    const int64_t taps = p.kh * p.kw, rows = p.cg * taps, cols = p.oh * p.ow, mg = p.m / p.group;
+    const int64_t per_og = p.c / p.og;
+    // Scratch: the weights in C, one group's sampled columns, and (for narrow T) the GEMM's output.
+    const uint64_t wn = static_cast<uint64_t>(p.m) * static_cast<uint64_t>(rows);
+    const uint64_t cn = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
+    const uint64_t on = std::is_same_v<T, C> ? 0 : static_cast<uint64_t>(mg) * static_cast<uint64_t>(cols);
+    const uint64_t cap = (uint64_t{1} << 40) / sizeof(C);
+    if (wn > cap || cn > cap || on > cap || wn + cn + on > cap)
+      return Fail(ctx, "the sampled columns of " + std::to_string(rows) + " x " + std::to_string(cols) + " values are too large");
+    C* wbuf = static_cast<C*>(ctx->MallocWorkSpace((wn + cn + on) * sizeof(C)));
+    if (!wbuf) return Fail(ctx, "could not allocate " + std::to_string((wn + cn + on) * sizeof(C)) + " bytes of scratch for the sampled columns");
+    C* colbuf = wbuf + wn;
+    C* obuf = colbuf + cn;
+    const T* wsrc = wt->GetData<T>();
+    for (uint64_t i = 0; i < wn; ++i) wbuf[i] = static_cast<C>(Load(wsrc[i]));
+    const T* xd = x->GetData<T>();
+    const T* od = off->GetData<T>();
+    const T* md = mask ? mask->GetData<T>() : nullptr;
+    const T* bd = bias ? bias->GetData<T>() : nullptr;
+    T* yd = y->GetData<T>();
+    for (int64_t b = 0; b < p.n; ++b)
+      for (int64_t g = 0; g < p.group; ++g) {
+        // columns: row (channel ci of the group, tap i, j), column (oy, ox)
+        ForRows(ctx, rows, cols * 8, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            const int64_t ci = g * p.cg + r / taps, tap = r % taps, i = tap / p.kw, j = tap % p.kw;
+            const int64_t ogi = ci / per_og;
+            const T* plane = xd + (b * p.c + ci) * p.h * p.w;
+            const T* dy = od + ((b * p.og + ogi) * 2 * taps + 2 * tap) * cols;
+            const T* dx = dy + cols;
+            const T* mk = md ? md + ((b * p.og + ogi) * taps + tap) * cols : nullptr;
+            C* out = colbuf + r * cols;
+            for (int64_t oy = 0; oy < p.oh; ++oy)
+              for (int64_t ox = 0; ox < p.ow; ++ox) {
+                const int64_t at = oy * p.ow + ox;
+                const C py = static_cast<C>(oy * p.sh - p.pt + i * p.dh) + static_cast<C>(Load(dy[at]));
+                const C px = static_cast<C>(ox * p.sw - p.pl + j * p.dw) + static_cast<C>(Load(dx[at]));
+                C v = 0;
+                if (py > -1 && py < static_cast<C>(p.h) && px > -1 && px < static_cast<C>(p.w)) {
+                  const C fy = std::floor(py), fx = std::floor(px);
+                  const int64_t y0 = static_cast<int64_t>(fy), x0 = static_cast<int64_t>(fx);
+                  const C ly = py - fy, lx = px - fx;
+                  auto pick = [&](int64_t yy, int64_t xx) -> C {
+                    return yy >= 0 && yy < p.h && xx >= 0 && xx < p.w ? static_cast<C>(Load(plane[yy * p.w + xx])) : C(0);
+                  };
+                  v = (1 - ly) * ((1 - lx) * pick(y0, x0) + lx * pick(y0, x0 + 1)) + ly * ((1 - lx) * pick(y0 + 1, x0) + lx * pick(y0 + 1, x0 + 1));
+                }
+                out[at] = mk ? v * static_cast<C>(Load(mk[at])) : v;
+              }
+          }
+        });
+        T* dst = yd + (b * p.m + g * mg) * cols;
+        C* gout = std::is_same_v<T, C> ? reinterpret_cast<C*>(dst) : obuf;
+        if (!Gemm(mg, cols, rows, wbuf + g * mg * rows, colbuf, gout)) return Fail(ctx, "oneDNN's sgemm failed");
+        for (int64_t o = 0; o < mg; ++o) {
+          const C add = bd ? static_cast<C>(Load(bd[g * mg + o])) : C(0);
+          for (int64_t k = 0; k < cols; ++k) dst[o * cols + k] = Store<T>(gout[o * cols + k] + add);
+        }
+      }
+    return GRAPH_SUCCESS;
+  }
+};
+
+}  // namespace
+
+void WeftRegister_deform_conv(std::vector<OpEntry>& out) {
+  out.push_back({OpDefBuilder("Col2Im").INPUT(input, "T").INPUT(image_shape, TensorType({DT_INT64})).INPUT(block_shape, TensorType({DT_INT64}))
+                     .OUTPUT(output, "T").DATATYPE(T, NumericTypes()).ATTR(dilations, ListInt, {}).ATTR(pads, ListInt, {})
+                     .ATTR(strides, ListInt, {}).Build(),
+                 MakeOpImpl<Col2Im>("Col2Im")});
+  out.push_back({OpDefBuilder("DeformConv").INPUT(X, "T").INPUT(W, "T").INPUT(offset, "T").OPTIONAL_INPUT(B, "T").OPTIONAL_INPUT(mask, "T")
+                     .OUTPUT(Y, "T").DATATYPE(T, FloatTypes()).ATTR(dilations, ListInt, {}).ATTR(group, Int, 1)
+                     .ATTR(kernel_shape, ListInt, {}).ATTR(offset_group, Int, 1).ATTR(pads, ListInt, {}).ATTR(strides, ListInt, {}).Build(),
+                 MakeOpImpl<DeformConv>("DeformConv")});
+}
+
+}  // namespace weft::ops
