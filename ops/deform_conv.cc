@@ -25,6 +25,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -113,8 +114,41 @@ bool MakeColPlan(const KernelContextBase* ctx, ColPlan* p) {
   return true;
 }
 
-class Col2Im : public EagerExecuteOp, public ShapeInferOp {
+class Col2Im : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The runtime's loops in C, summing in the element type in the same order (float16 and bfloat16
+  // have no C type here).
+  graphStatus Emit(EmitContext* ctx) override {
+    ColPlan p;
+    if (!MakeColPlan(ctx, &p)) return GRAPH_FAILED;
+    if (!p.known) return Fail(ctx, "the generated C needs image_shape and block_shape as constants");
+    const Tensor* x = ctx->GetInputTensor(0);
+    const std::string t = aot::CType(x->GetDataType());
+    if (t.empty() || x->GetDataType() == DT_FLOAT16 || x->GetDataType() == DT_BF16)
+      return Fail(ctx, std::string("the generated C has no ") + DataTypeName(x->GetDataType()) + " Col2Im");
+    const int64_t rows = x->GetShape().GetDim(0) * p.channels;
+    int64_t plane = 1;
+    for (int64_t v : p.image) plane *= v;
+    if (rows * plane == 0) return GRAPH_SUCCESS;
+    std::vector<int64_t> istride(p.nd, 1);
+    for (size_t dd = p.nd - 1; dd-- > 0;) istride[dd] = istride[dd + 1] * p.image[dd + 1];
+    const std::string img = ctx->Const("image", DT_INT64, p.image), blk = ctx->Const("block", DT_INT64, p.block),
+                      cnt = ctx->Const("blocks", DT_INT64, p.blocks), st = ctx->Const("strides", DT_INT64, p.s),
+                      dl = ctx->Const("dilations", DT_INT64, p.d), pb = ctx->Const("pads", DT_INT64, p.pb),
+                      is = ctx->Const("istride", DT_INT64, istride);
+    const std::string ND = std::to_string(p.nd), PLANE = aot::IntLit(plane);
+    ctx->Run("{\n  const " + t + "* src = " + ctx->Input(0, t.c_str()) + ";\n  " + t + "* out = " + ctx->Output(0, t.c_str()) +
+             ";\n  int64_t r, i, tap, pos, k[" + ND + "], l[" + ND + "];\n  int dd;\n  for (r = 0; r < " + aot::IntLit(rows) + "; ++r) {\n    " + t +
+             "* dst = out + r * " + PLANE + ";\n    for (i = 0; i < " + PLANE + "; ++i) dst[i] = 0;\n    for (dd = 0; dd < " + ND +
+             "; ++dd) k[dd] = 0;\n    for (tap = 0; tap < " + aot::IntLit(p.taps) + "; ++tap) {\n      for (dd = 0; dd < " + ND +
+             "; ++dd) l[dd] = 0;\n      for (pos = 0; pos < " + aot::IntLit(p.positions) + "; ++pos, ++src) {\n        int64_t o = 0;\n" +
+             "        int inside = 1;\n        for (dd = 0; dd < " + ND + " && inside; ++dd) {\n          const int64_t v = l[dd] * " + st +
+             "[dd] - " + pb + "[dd] + k[dd] * " + dl + "[dd];\n          inside = v >= 0 && v < " + img + "[dd];\n          o += v * " + is +
+             "[dd];\n        }\n        if (inside) dst[o] = (" + t + ")(dst[o] + *src);\n        for (dd = " + ND + " - 1; dd >= 0; --dd) {\n" +
+             "          if (++l[dd] < " + cnt + "[dd]) break;\n          l[dd] = 0;\n        }\n      }\n      for (dd = " + ND +
+             " - 1; dd >= 0; --dd) {\n        if (++k[dd] < " + blk + "[dd]) break;\n        k[dd] = 0;\n      }\n    }\n  }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus InferShape(InferShapeContext* ctx) override {
     ColPlan p;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "aot_emit.h"
 #include "op_util.h"
 
 namespace weft::ops {
@@ -55,8 +56,36 @@ bool ScatterPlan(const KernelContextBase* ctx, int64_t* axis_out) {
   return true;
 }
 
-class TensorScatter : public EagerExecuteOp, public ShapeInferOp {
+class TensorScatter : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The cache copied to the output (unless the planner placed them together), then each
+  // sequence's rows written at its index; an index that does not fit fails the run (status 1).
+  graphStatus Emit(EmitContext* ctx) override {
+    int64_t axis = 0;
+    if (!ScatterPlan(ctx, &axis)) return GRAPH_FAILED;
+    const Tensor *cache = ctx->GetInputTensor(0), *update = ctx->GetInputTensor(1), *wi = In(ctx, 2);
+    const Shape &cs = cache->GetShape(), &us = update->GetShape();
+    const int64_t elem = static_cast<int64_t>(DataTypeSize(cache->GetDataType()));
+    int64_t inner = 1, mid = 1;
+    for (size_t d = axis + 1; d < cs.GetDimNum(); ++d) inner *= cs.GetDim(d);
+    for (int64_t d = 1; d < axis; ++d) mid *= cs.GetDim(d);
+    const int64_t B = cs.GetDim(0), len = cs.GetDim(axis), n = us.GetDim(axis), bytes = cache->GetShapeSize() * elem;
+    const bool circular = std::string(ctx->GetAttrs()->GetStr("mode")) == "circular";
+    const std::string row = aot::IntLit(inner * elem), L = aot::IntLit(len), N = aot::IntLit(n), MID = aot::IntLit(mid);
+    ctx->Include("<string.h>");
+    std::string c = "{\n  const uint8_t* cache = " + ctx->Input(0, "uint8_t") + ";\n  const uint8_t* upd = " + ctx->Input(1, "uint8_t") +
+                    ";\n  uint8_t* out = " + ctx->Output(0, "uint8_t") + ";\n  int64_t b, m, s;\n";
+    if (wi) c += "  const int64_t* at = " + ctx->Input(aot::InputAt(ctx, 2), "int64_t") + ";\n";
+    if (bytes > 0) c += "  if (out != cache) memcpy(out, cache, " + std::to_string(bytes) + "u);\n";
+    c += "  for (b = 0; b < " + aot::IntLit(B) + "; ++b) {\n    const int64_t start = " + (wi ? "at[b]" : "0") + ";\n";
+    c += circular ? "    if (start < 0 || (" + N + " > 0 && " + L + " == 0)) return 1;\n"
+                  : "    if (start < 0 || start > " + L + " - " + N + ") return 1;\n";
+    c += "    for (m = 0; m < " + MID + "; ++m)\n      for (s = 0; s < " + N + "; ++s) {\n        const int64_t pos = " +
+         (circular ? "(start % " + L + " + s) % " + L : std::string("start + s")) + ";\n        memcpy(out + ((b * " + MID + " + m) * " + L +
+         " + pos) * " + row + ", upd + ((b * " + MID + " + m) * " + N + " + s) * " + row + ", " + row + ");\n      }\n  }\n}\n";
+    ctx->Run(c);
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     int64_t axis = 0;
     if (!ScatterPlan(ctx, &axis)) return GRAPH_FAILED;

@@ -520,3 +520,92 @@ def test_empty_trilu_and_dropout_build_warning_free(tmp_path, shape):
     nodes = [helper.make_node("Trilu", ["x"], ["t"]), helper.make_node("Dropout", ["t"], ["y", "mask"])]
     m = model(nodes, [vi("x", shape)], [vi("y", shape), vi("mask", shape, TensorProto.BOOL)])
     check_onnx_model(tmp_path, m, {"x": np.zeros(shape, np.float32)})
+
+
+@pytest.mark.parametrize("strides,dilations,pads", [([1, 1], [1, 1], [0, 0, 0, 0]), ([2, 1], [1, 2], [1, 0, 2, 1])])
+def test_col2im(tmp_path, strides, dilations, pads):
+    image, block = [7, 6], [3, 2]
+    counts = [(image[d] + pads[d] + pads[d + 2] - dilations[d] * (block[d] - 1) - 1) // strides[d] + 1 for d in range(2)]
+    x = rand(2, 3 * 6, counts[0] * counts[1])
+    inits = [numpy_helper.from_array(np.array(image, np.int64), "image"), numpy_helper.from_array(np.array(block, np.int64), "block")]
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"], strides=strides, dilations=dilations, pads=pads)
+    m = model([node], [vi("x", list(x.shape))], [vi("y", [2, 3] + image)], inits)
+    check_onnx_model(tmp_path, m, {"x": x})
+
+
+@pytest.mark.parametrize("t,np_t", [(TensorProto.INT32, np.int32), (TensorProto.DOUBLE, np.float64), (TensorProto.INT8, np.int8)])
+def test_col2im_3d_other_types_match_the_runtime(tmp_path, t, np_t):
+    from aot_onnx_check import check_c_against_runtime
+    image, block = [4, 5, 3], [2, 3, 2]
+    x = (RNG.standard_normal((1, 2 * 12, 3 * 3 * 2)) * 40).astype(np_t)
+    inits = [numpy_helper.from_array(np.array(image, np.int64), "image"), numpy_helper.from_array(np.array(block, np.int64), "block")]
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"], pads=[0, 0, 0, 0, 0, 0])
+    m = model([node], [vi("x", list(x.shape), t)], [vi("y", [1, 2] + image, t)], inits)
+    path = str(tmp_path / "m.onnx")
+    onnx.save(m, path)
+    check_c_against_runtime(tmp_path, path, {"x": x})
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter(tmp_path, mode):
+    cache, update = rand(2, 3, 6, 4), rand(2, 3, 2, 4)
+    idx = np.array([4, 1] if mode == "linear" else [5, 3], np.int64)
+    node = helper.make_node("TensorScatter", ["c", "u", "i"], ["y"], axis=2, mode=mode)
+    m = model([node], [vi("c", [2, 3, 6, 4]), vi("u", [2, 3, 2, 4]), vi("i", [2], TensorProto.INT64)], [vi("y", [2, 3, 6, 4])], opset=24)
+    check_onnx_model(tmp_path, m, {"c": cache, "u": update, "i": idx})
+
+
+def test_tensor_scatter_index_past_the_cache_fails_the_run(tmp_path):
+    """A write index whose rows do not fit the cache makes P_run return op_failed, not write out of bounds."""
+    import glob
+    import shutil
+    import subprocess
+
+    import weft
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if not cc:
+        pytest.skip("needs a C compiler")
+    node = helper.make_node("TensorScatter", ["c", "u", "i"], ["y"], axis=1)
+    m = model([node], [vi("c", [1, 4, 2]), vi("u", [1, 2, 2]), vi("i", [1], TensorProto.INT64)], [vi("y", [1, 4, 2])], opset=24)
+    path = str(tmp_path / "s.onnx")
+    onnx.save(m, path)
+    out = tmp_path / "c"
+    weft.generate_c(path, out, prefix="s")
+    main = tmp_path / "main.c"
+    main.write_text("""
+#include <stdio.h>
+#include "s.h"
+int main(void) {
+  static s_context ctx;
+  int64_t* at;
+  int32_t st = s_init(&ctx, 0, 0);
+  if (st) return 10;
+  at = (int64_t*)ctx.tensor_ptrs[s_i];
+  at[0] = 2;
+  if (s_run(&ctx) != s_status_ok) return 11;
+  at[0] = 3;
+  st = s_run(&ctx);
+  printf("%d %d\\n", (int)st, (int)ctx.failed_op);
+  if (st != s_status_op_failed || ctx.failed_op != 0) return 12;
+  at[0] = -1;
+  return s_run(&ctx) == s_status_op_failed ? 0 : 13;
+}
+""")
+    exe = str(tmp_path / "t")
+    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{out}/includes-api", f"-I{out}/src",
+                    *sorted(glob.glob(f"{out}/src/*.c")), str(main), "-o", exe, "-lm"], check=True)
+    res = subprocess.run([exe], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout
+
+
+def test_bitcast_matches_the_runtime(tmp_path):
+    from aot_onnx_check import check_c_against_runtime
+    import weft
+    x = rand(3, 5)
+    m = model([helper.make_node("BitCast", ["x"], ["b"], to=TensorProto.INT32), helper.make_node("Add", ["b", "b"], ["y"])],
+              [vi("x", [3, 5])], [vi("y", [3, 5], TensorProto.INT32)], opset=26)
+    path = str(tmp_path / "m.onnx")
+    onnx.save(m, path)
+    (got,) = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    np.testing.assert_array_equal(got, x.view(np.int32) + x.view(np.int32))
+    check_c_against_runtime(tmp_path, path, {"x": x})
