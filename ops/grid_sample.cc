@@ -145,7 +145,8 @@ class GridSample : public EagerExecuteOp, public ShapeInferOp, public EmittableO
 // [N, 2, 3] (or [N, 3, 4]) maps each output position's normalized coordinates (x, y, 1) (or
 // (x, y, z, 1)) to where it samples: grid [N, H, W, 2] (or [N, D, H, W, 3]) for size
 // [N, C, H, W] (or [N, C, D, H, W]). A dim of n positions spans -1 to 1: at -1 + 2i / (n - 1)
-// with align_corners (-1 where n is 1, as ONNX's reference has it), else at -1 + (2i + 1) / n.
+// with align_corners (0 where n is 1, as PyTorch's affine_grid and ONNX Runtime have it; ONNX's
+// reference takes -1 there), else at -1 + (2i + 1) / n.
 bool AffinePlan(const KernelContextBase* ctx, std::vector<int64_t>* size, int* spatial) {
   const Shape& ts = ctx->GetInputTensor(0)->GetShape();
   const Shape& ss = ctx->GetInputTensor(1)->GetShape();
@@ -166,8 +167,36 @@ bool AffinePlan(const KernelContextBase* ctx, std::vector<int64_t>* size, int* s
   return true;
 }
 
-class AffineGrid : public EagerExecuteOp, public ShapeInferOp {
+class AffineGrid : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // The runtime's arithmetic in C: the coordinates and each product sum in double.
+  graphStatus Emit(EmitContext* ctx) override {
+    std::vector<int64_t> size;
+    int spatial = 0;
+    if (!AffinePlan(ctx, &size, &spatial)) return GRAPH_FAILED;
+    if (size.empty()) return Fail(ctx, "the generated C needs size as a constant");
+    const DataType dt = ctx->GetInputTensor(0)->GetDataType();
+    if (dt != DT_FLOAT && dt != DT_DOUBLE) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " AffineGrid");
+    const std::string t = aot::CType(dt);
+    const int64_t N = size[0], W = size.back(), H = size[size.size() - 2], D = spatial == 3 ? size[2] : 1;
+    if (N * D * H * W == 0) return GRAPH_SUCCESS;
+    const bool align = *ctx->GetAttrs()->GetInt("align_corners") != 0;
+    // -1 + 2i / (n - 1) with align_corners (0 for n = 1), else -1 + (2i + 1) / n
+    const std::string coord = align ? "(n > 1 ? -1.0 + 2.0 * (double)i / (double)(n - 1) : 0.0)" : "(-1.0 + (2.0 * (double)i + 1.0) / (double)n)";
+    ctx->Helper("weft_affine_coord_" + std::string(align ? "a" : "h"),
+                "static double weft_affine_coord_" + std::string(align ? "a" : "h") + "(int64_t i, int64_t n) { return " + coord + "; }\n");
+    const std::string fn = std::string("weft_affine_coord_") + (align ? "a" : "h");
+    const int cols = spatial + 1;
+    ctx->Run("{\n  const " + t + "* th = " + ctx->Input(0, t.c_str()) + ";\n  " + t + "* out = " + ctx->Output(0, t.c_str()) +
+             ";\n  int64_t b, z, r, c;\n  int k, j;\n  for (b = 0; b < " + aot::IntLit(N) + "; ++b)\n    for (z = 0; z < " + aot::IntLit(D) +
+             "; ++z)\n      for (r = 0; r < " + aot::IntLit(H) + "; ++r)\n        for (c = 0; c < " + aot::IntLit(W) +
+             "; ++c) {\n          double homo[4];\n          homo[0] = " + fn + "(c, " + aot::IntLit(W) + ");\n          homo[1] = " + fn + "(r, " +
+             aot::IntLit(H) + ");\n          homo[2] = " + (spatial == 3 ? fn + "(z, " + aot::IntLit(D) + ")" : std::string("1.0")) +
+             ";\n          homo[3] = 1.0;\n          for (k = 0; k < " + std::to_string(spatial) + "; ++k) {\n            double v = 0.0;\n" +
+             "            for (j = 0; j < " + std::to_string(cols) + "; ++j) v += (double)th[(b * " + std::to_string(spatial) + " + k) * " +
+             std::to_string(cols) + " + j] * homo[j];\n            *out++ = (" + t + ")v;\n          }\n        }\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     std::vector<int64_t> size;
     int spatial = 0;
@@ -203,7 +232,7 @@ class AffineGrid : public EagerExecuteOp, public ShapeInferOp {
     for (int d = 0; d < spatial; ++d) {
       const int64_t n = size[size.size() - 1 - static_cast<size_t>(d)];
       for (int64_t i = 0; i < n; ++i)
-        at[d].push_back(align ? (n > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1) : -1.0)
+        at[d].push_back(align ? (n > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1) : 0.0)
                               : -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n));
     }
     const int64_t N = size[0], W = size.back(), H = size[size.size() - 2], D = spatial == 3 ? size[2] : 1;

@@ -609,3 +609,25 @@ def test_bitcast_matches_the_runtime(tmp_path):
     (got,) = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
     np.testing.assert_array_equal(got, x.view(np.int32) + x.view(np.int32))
     check_c_against_runtime(tmp_path, path, {"x": x})
+
+
+@pytest.mark.parametrize("align,size", [(0, [2, 3, 4, 5]), (1, [1, 2, 3, 4, 2]), (0, [2, 1, 1, 3])])
+def test_affine_grid(tmp_path, align, size):
+    sp = len(size) - 2
+    theta = rand(size[0], sp, sp + 1)
+    node = helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=align)
+    out_shape = [size[0]] + size[2:] + [sp]
+    m = model([node], [vi("theta", list(theta.shape))], [vi("grid", out_shape)], [numpy_helper.from_array(np.array(size, np.int64), "size")], opset=20)
+    check_onnx_model(tmp_path, m, {"theta": theta})
+
+
+def test_affine_grid_unit_dim_with_align_corners_matches_the_runtime(tmp_path):
+    # A dim of one position sits at 0 (PyTorch's affine_grid; ONNX Runtime and ONNX's reference
+    # disagree with it and with each other), so the C is checked against Weft's runtime here.
+    from aot_onnx_check import check_c_against_runtime
+    node = helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=1)
+    m = model([node], [vi("theta", [2, 2, 3])], [vi("grid", [2, 1, 3, 2])], [numpy_helper.from_array(np.array([2, 1, 1, 3], np.int64), "size")],
+              opset=20)
+    path = str(tmp_path / "m.onnx")
+    onnx.save(m, path)
+    check_c_against_runtime(tmp_path, path, {"theta": rand(2, 2, 3)})

@@ -276,7 +276,7 @@ def test_center_crop_pad(shape, axes):
 
 
 @pytest.mark.parametrize("align", [0, 1])
-@pytest.mark.parametrize("size", [[2, 3, 4, 5], [2, 1, 3, 1, 4]])
+@pytest.mark.parametrize("size", [[2, 3, 4, 5], [2, 1, 3, 1, 4], [2, 1, 1, 3]])
 def test_affine_grid(align, size):
     rng = np.random.default_rng(align + len(size))
     nd = len(size) - 2
@@ -285,13 +285,20 @@ def test_affine_grid(align, size):
 
     def coords(n):
         i = np.arange(n, dtype=np.float64)
-        return (-1 + 2 * i / (n - 1) if n > 1 else np.full(1, -1.0)) if align else -1 + (2 * i + 1) / n
+        return (-1 + 2 * i / (n - 1) if n > 1 else np.zeros(1)) if align else -1 + (2 * i + 1) / n
 
     axes = [coords(n) for n in size[2:]]  # (D,) H, W
     mesh = np.meshgrid(*axes, indexing="ij")
     homo = np.stack([m for m in reversed(mesh)] + [np.ones_like(mesh[0])], -1)  # (x, y, [z], 1)
     want = np.einsum("bkj,...j->b...k", theta.astype(np.float64), homo)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    torch = pytest.importorskip("torch")
+    if nd == 2 or align == 0:  # PyTorch's affine_grid, the source of exported AffineGrids
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # its note on unit-size grids with align_corners
+            t = torch.nn.functional.affine_grid(torch.from_numpy(theta).double(), size, align_corners=bool(align))
+        np.testing.assert_allclose(y, t.numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("rule,decay_w,beta_w,heads", [("linear", 0, 0, (2, 2)), ("gated", "h", 0, (4, 2)), ("delta", 0, "h", (2, 1)),
