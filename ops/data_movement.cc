@@ -1142,9 +1142,17 @@ class Cast : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
 class CastLike : public Cast {};
 
 // BitCast (opset 26): the input's bytes read as type `to`, of the same width; the shape is kept.
+// A byte read as bool is true where it is not zero, and stored as 1: every other op may then rely
+// on a bool being 0 or 1.
 class BitCast : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
-  graphStatus Emit(EmitContext* ctx) override { return aot::EmitCopy(ctx); }
+  graphStatus Emit(EmitContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    if (ctx->GetOutputTensor(0)->GetDataType() != DT_BOOL || x->GetDataType() == DT_BOOL) return aot::EmitCopy(ctx);
+    ctx->Run("{\n  const uint8_t* in = " + ctx->Input(0, "uint8_t") + ";\n  uint8_t* out = " + ctx->Output(0, "uint8_t") +
+             ";\n  int64_t i;\n  for (i = 0; i < " + aot::IntLit(x->GetShapeSize()) + "; ++i) out[i] = in[i] != 0;\n}\n");
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override { *ctx->GetOutputShape(0) = *ctx->GetInputShape(0); return GRAPH_SUCCESS; }
   graphStatus InferDataType(InferDataTypeContext* ctx) override {
     const DataType* to = ctx->GetAttrs()->GetDataType("to");
@@ -1159,6 +1167,12 @@ class BitCast : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), ctx->GetOutputDataType(0));
     if (!y) return GRAPH_FAILED;
+    if (y->GetDataType() == DT_BOOL && x->GetDataType() != DT_BOOL) {
+      const uint8_t* in = x->GetData<uint8_t>();
+      uint8_t* out = y->GetData<uint8_t>();
+      for (int64_t i = 0; i < x->GetShapeSize(); ++i) out[i] = in[i] != 0;
+      return GRAPH_SUCCESS;
+    }
     if (x->GetByteCount() && y->GetAddr() != x->GetAddr()) std::memcpy(y->GetAddr(), x->GetAddr(), x->GetByteCount());
     return GRAPH_SUCCESS;
   }

@@ -14,8 +14,10 @@
 // g = c / (C / og), bilinearly interpolated with zeros outside the image (a point whose
 // coordinates are not finite reads zero), times mask[n, g kHkW + i kW + j, y, x] (1 without a
 // mask). 2-D only, as ONNX's reference. Each (image, group) builds its sampled columns over the
-// intra-op threads, then one GEMM with the group's weights: float32 through oneDNN's sgemm (float16
-// and bfloat16 widened to it), float64 in double.
+// intra-op threads, in blocks of output positions of at most 32 MiB, each followed by a GEMM with
+// the group's weights: float32 through oneDNN's sgemm (float16 and bfloat16 widened to it),
+// float64 in double. A sample's integer position is kept apart from the offset's fraction, so it
+// stays exact on images of any size.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -73,7 +75,7 @@ bool MakeColPlan(const KernelContextBase* ctx, ColPlan* p) {
     return Fail(ctx, "strides/dilations need " + std::to_string(p->nd) + " values and pads " + std::to_string(2 * p->nd) +
                          " for a " + std::to_string(p->nd) + "-D image"),
            false;
-  uint64_t taps = 1, positions = 1;
+  uint64_t taps = 1, positions = 1, pixels = 1;
   for (size_t i = 0; i < p->nd; ++i) {
     const int64_t s = strides.size() ? strides[i] : 1, d = dil.size() ? dil[i] : 1;
     const int64_t pb = pads.size() ? pads[i] : 0, pe = pads.size() ? pads[i + p->nd] : 0;
@@ -84,18 +86,27 @@ bool MakeColPlan(const KernelContextBase* ctx, ColPlan* p) {
                            std::to_string(pe) + "): blocks, strides and dilations must be positive, the rest not negative"),
              false;
     const int64_t limit = int64_t{1} << 40;
-    if (img > limit || blk > limit || s > limit || d > limit || pb > limit || pe > limit)
-      return Fail(ctx, "spatial dim " + std::to_string(i) + " is too large"), false;
-    const int64_t span = d * (blk - 1) + 1, room = img + pb + pe;
-    if (room < span)
-      return Fail(ctx, "spatial dim " + std::to_string(i) + ": the dilated block (" + std::to_string(span) + ") is larger than the padded image (" +
-                           std::to_string(room) + ")"),
+    const char* big = img > limit ? "image_shape" : blk > limit ? "block_shape" : s > limit ? "strides" : d > limit ? "dilations" : pb > limit || pe > limit ? "pads" : nullptr;
+    if (big)
+      return Fail(ctx, std::string(big) + " in spatial dim " + std::to_string(i) + " is above 2^40 (image " + std::to_string(img) + ", block " +
+                           std::to_string(blk) + ", stride " + std::to_string(s) + ", dilation " + std::to_string(d) + ", pads " + std::to_string(pb) +
+                           ", " + std::to_string(pe) + ")"),
              false;
+    const int64_t room = img + pb + pe;  // below 2^42; the dilated block is checked against it before it is formed
+    if (room == 0 || (blk - 1) > (room - 1) / d)
+      return Fail(ctx, "spatial dim " + std::to_string(i) + ": the block of " + std::to_string(blk) + " with dilation " + std::to_string(d) +
+                           " does not fit the padded image (" + std::to_string(room) + ")"),
+             false;
+    const int64_t span = d * (blk - 1) + 1;
     const int64_t count = (room - span) / s + 1;
     p->s.push_back(s), p->d.push_back(d), p->pb.push_back(pb), p->pe.push_back(pe), p->blocks.push_back(count);
-    if (taps > (uint64_t{1} << 40) / static_cast<uint64_t>(blk) || positions > (uint64_t{1} << 40) / static_cast<uint64_t>(count))
-      return Fail(ctx, "block_shape " + Dims(p->block) + " over image " + Dims(p->image) + " is too large"), false;
-    taps *= static_cast<uint64_t>(blk), positions *= static_cast<uint64_t>(count);
+    if (taps > (uint64_t{1} << 40) / static_cast<uint64_t>(blk))
+      return Fail(ctx, "block_shape " + Dims(p->block) + " holds more than 2^40 taps"), false;
+    if (positions > (uint64_t{1} << 40) / static_cast<uint64_t>(count))
+      return Fail(ctx, "image_shape " + Dims(p->image) + " with these pads and strides has more than 2^40 block positions"), false;
+    if (img > 0 && pixels > (uint64_t{1} << 62) / static_cast<uint64_t>(img))
+      return Fail(ctx, "image_shape " + Dims(p->image) + " holds more than 2^62 pixels"), false;
+    taps *= static_cast<uint64_t>(blk), positions *= static_cast<uint64_t>(count), pixels *= static_cast<uint64_t>(img);
   }
   p->taps = static_cast<int64_t>(taps), p->positions = static_cast<int64_t>(positions);
   if (!xs.IsUnknown()) {
@@ -179,6 +190,7 @@ class Col2Im : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     if (!ys.GetCheckedBytes(DataTypeSize(x->GetDataType()), &bytes)) return Fail(ctx, "the output " + ys.ToString() + " is too large");
     Tensor* y = ctx->MallocOutputTensor(0, ys, x->GetDataType());
     if (!y) return GRAPH_FAILED;
+    if (y->GetShapeSize() == 0) return GRAPH_SUCCESS;
     int64_t plane = 1;
     for (int64_t v : p.image) plane *= v;
     // Each tap's per-dim image coordinate, precomputed: at[d][k_d][l_d] (-1 in the padding).
@@ -197,11 +209,13 @@ class Col2Im : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       using C = typename Compute<T>::type;
       const T* in = x->GetData<T>();
       T* out = y->GetData<T>();
+      constexpr bool kInPlace = std::is_same_v<C, T>;  // sums straight into the output, else in a float plane
       ForRows(ctx, n * c, p.taps * p.positions, [&](int64_t r0, int64_t r1) {
-        std::vector<C> acc(static_cast<size_t>(plane));
+        std::vector<C> plane_acc(kInPlace ? 0 : static_cast<size_t>(plane));
         std::vector<int64_t> k(nd), l(nd);
         for (int64_t r = r0; r < r1; ++r) {
-          std::fill(acc.begin(), acc.end(), C{});
+          C* acc = kInPlace ? reinterpret_cast<C*>(out + r * plane) : plane_acc.data();
+          std::fill(acc, acc + plane, C{});
           const T* src = in + r * p.taps * p.positions;
           std::fill(k.begin(), k.end(), 0);
           for (int64_t tap = 0; tap < p.taps; ++tap) {
@@ -225,8 +239,10 @@ class Col2Im : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
               k[dd] = 0;
             }
           }
-          T* dst = out + r * plane;
-          for (int64_t i = 0; i < plane; ++i) dst[i] = Store<T>(acc[static_cast<size_t>(i)]);
+          if constexpr (!kInPlace) {
+            T* dst = out + r * plane;
+            for (int64_t i = 0; i < plane; ++i) dst[i] = Store<T>(acc[i]);
+          }
         }
       });
     });
@@ -252,8 +268,6 @@ bool MakeDeformPlan(const KernelContextBase* ctx, DeformPlan* p) {
     return Fail(ctx, "offset must be [N, offset_group * 2 * kH * kW, oH, oW], got " + os.ToString()), false;
   const RuntimeAttrs* a = ctx->GetAttrs();
   p->group = *a->GetInt("group"), p->og = *a->GetInt("offset_group");
-  if (p->group <= 0 || p->og <= 0)
-    return Fail(ctx, "group (" + std::to_string(p->group) + ") and offset_group (" + std::to_string(p->og) + ") must be positive"), false;
   ListView<int64_t> strides = a->GetListInt("strides"), dil = a->GetListInt("dilations"), pads = a->GetListInt("pads"),
                     ks = a->GetListInt("kernel_shape");
   if ((strides.size() && strides.size() != 2) || (dil.size() && dil.size() != 2) || (pads.size() && pads.size() != 4) || (ks.size() && ks.size() != 2))
@@ -262,10 +276,21 @@ bool MakeDeformPlan(const KernelContextBase* ctx, DeformPlan* p) {
   if (dil.size()) p->dh = dil[0], p->dw = dil[1];
   if (pads.size()) p->pt = pads[0], p->pl = pads[1], p->pb = pads[2], p->pr = pads[3];
   const int64_t limit = int64_t{1} << 30;
-  for (int64_t v : {p->sh, p->sw, p->dh, p->dw})
-    if (v <= 0 || v > limit) return Fail(ctx, "strides and dilations must be positive (and below 2^30), got " + std::to_string(v)), false;
-  for (int64_t v : {p->pt, p->pl, p->pb, p->pr})
-    if (v < 0 || v > limit) return Fail(ctx, "pads must not be negative (nor above 2^30), got " + std::to_string(v)), false;
+  const struct {
+    const char* what;
+    int64_t v;
+    bool positive;
+  } checks[] = {{"strides[0]", p->sh, true},  {"strides[1]", p->sw, true}, {"dilations[0]", p->dh, true}, {"dilations[1]", p->dw, true},
+                {"pads[0]", p->pt, false},    {"pads[1]", p->pl, false},   {"pads[2]", p->pb, false},      {"pads[3]", p->pr, false},
+                {"group", p->group, true},    {"offset_group", p->og, true}};
+  for (const auto& c : checks)
+    if ((c.positive ? c.v <= 0 : c.v < 0) || c.v > limit)
+      return Fail(ctx, std::string(c.what) + " is " + std::to_string(c.v) + "; it must be " + (c.positive ? "positive" : "at least 0") +
+                           " and at most 2^30"),
+             false;
+  for (size_t i = 0; i < ks.size(); ++i)
+    if (ks[i] <= 0 || ks[i] > (1 << 15))
+      return Fail(ctx, "kernel_shape[" + std::to_string(i) + "] is " + std::to_string(ks[i]) + "; it must be 1 to 32768"), false;
   auto dim = [](const Shape& s, size_t i) { return s.IsUnknown() ? int64_t{-1} : s.GetDim(i); };
   p->n = dim(xs, 0), p->c = dim(xs, 1), p->h = dim(xs, 2), p->w = dim(xs, 3);
   p->m = dim(ws, 0), p->cg = dim(ws, 1), p->kh = dim(ws, 2), p->kw = dim(ws, 3);
@@ -274,8 +299,8 @@ bool MakeDeformPlan(const KernelContextBase* ctx, DeformPlan* p) {
       return Fail(ctx, "kernel_shape [" + std::to_string(ks[0]) + ", " + std::to_string(ks[1]) + "] differs from W's " + ws.ToString()), false;
     p->kh = ks[0], p->kw = ks[1];
   }
-  if ((p->kh >= 0 && (p->kh == 0 || p->kh > limit)) || (p->kw >= 0 && (p->kw == 0 || p->kw > limit)))
-    return Fail(ctx, "the kernel " + ws.ToString() + " must have positive spatial dims"), false;
+  if ((p->kh >= 0 && (p->kh == 0 || p->kh > (1 << 15))) || (p->kw >= 0 && (p->kw == 0 || p->kw > (1 << 15))))
+    return Fail(ctx, "the kernel " + ws.ToString() + " must have spatial dims of 1 to 32768"), false;
   if (p->c >= 0 && p->cg >= 0 && p->c != p->cg * p->group)
     return Fail(ctx, "X has " + std::to_string(p->c) + " channels; W " + ws.ToString() + " with group " + std::to_string(p->group) + " takes " +
                          std::to_string(p->cg * p->group)),
@@ -321,14 +346,17 @@ bool MakeDeformPlan(const KernelContextBase* ctx, DeformPlan* p) {
   return true;
 }
 
-// out [M, N] = a [M, K] x b [K, N] (row-major), in C's precision.
-bool Gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* out) {
-  if (k == 0) return std::fill(out, out + m * n, 0.f), true;
-  return dnnl_sgemm('N', 'N', m, n, k, 1.f, a, k, b, n, 0.f, out, n) == dnnl_success;
+// out [M, N] (row stride ldo) = a [M, K] x b [K, N] (row-major), in C's precision.
+bool Gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* out, int64_t ldo) {
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(out + i * ldo, out + i * ldo + n, 0.f);
+    return true;
+  }
+  return dnnl_sgemm('N', 'N', m, n, k, 1.f, a, k, b, n, 0.f, out, ldo) == dnnl_success;
 }
-bool Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* out) {
+bool Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* out, int64_t ldo) {
   for (int64_t i = 0; i < m; ++i) {
-    double* row = out + i * n;
+    double* row = out + i * ldo;
     std::fill(row, row + n, 0.0);
     for (int64_t t = 0; t < k; ++t) {
       const double av = a[i * k + t];
@@ -378,13 +406,16 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp {
     if (mask && mask->GetShapeSize() == 0) mask = nullptr;
     const int64_t taps = p.kh * p.kw, rows = p.cg * taps, cols = p.oh * p.ow, mg = p.m / p.group;
     const int64_t per_og = p.c / p.og;
-    // Scratch: the weights in C, one group's sampled columns, and (for narrow T) the GEMM's output.
+    // Scratch: the weights in C, then a block of sampled columns (at most kColumnBytes, whole
+    // positions) and, for narrow T, the GEMM's output for that block.
+    constexpr uint64_t kColumnBytes = uint64_t{32} << 20;
+    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(cols, static_cast<int64_t>(kColumnBytes / sizeof(C) / static_cast<uint64_t>(std::max<int64_t>(rows, 1)))));
     const uint64_t wn = static_cast<uint64_t>(p.m) * static_cast<uint64_t>(rows);
-    const uint64_t cn = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
-    const uint64_t on = std::is_same_v<T, C> ? 0 : static_cast<uint64_t>(mg) * static_cast<uint64_t>(cols);
+    const uint64_t cn = static_cast<uint64_t>(rows) * static_cast<uint64_t>(chunk);
+    const uint64_t on = std::is_same_v<T, C> ? 0 : static_cast<uint64_t>(mg) * static_cast<uint64_t>(chunk);
     const uint64_t cap = (uint64_t{1} << 40) / sizeof(C);
     if (wn > cap || cn > cap || on > cap || wn + cn + on > cap)
-      return Fail(ctx, "the sampled columns of " + std::to_string(rows) + " x " + std::to_string(cols) + " values are too large");
+      return Fail(ctx, "the weights (" + std::to_string(p.m) + " x " + std::to_string(rows) + ") and a block of sampled columns are too large");
     C* wbuf = static_cast<C*>(ctx->MallocWorkSpace((wn + cn + on) * sizeof(C)));
     if (!wbuf) return Fail(ctx, "could not allocate " + std::to_string((wn + cn + on) * sizeof(C)) + " bytes of scratch for the sampled columns");
     C* colbuf = wbuf + wn;
@@ -396,45 +427,54 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp {
     const T* md = mask ? mask->GetData<T>() : nullptr;
     const T* bd = bias ? bias->GetData<T>() : nullptr;
     T* yd = y->GetData<T>();
+    // One coordinate: the tap's integer position plus a learned offset, split so that the integer
+    // part stays exact however large the image: *lo = base + floor(off), *frac in [0, 1). False
+    // where the point reads nothing (outside (-1, size) or not finite).
+    auto locate = [](int64_t base, C off, int64_t size, int64_t* lo, C* frac) {
+      if (!(off > C(-4e18) && off < C(4e18))) return false;  // NaN, infinities and far outside alike
+      const C f = std::floor(off);
+      *lo = base + static_cast<int64_t>(f);
+      *frac = off - f;
+      return *lo <= size - 1 && (*lo >= 0 || (*lo == -1 && *frac > 0));
+    };
     for (int64_t b = 0; b < p.n; ++b)
-      for (int64_t g = 0; g < p.group; ++g) {
-        // columns: row (channel ci of the group, tap i, j), column (oy, ox)
-        ForRows(ctx, rows, cols * 8, [&](int64_t r0, int64_t r1) {
-          for (int64_t r = r0; r < r1; ++r) {
-            const int64_t ci = g * p.cg + r / taps, tap = r % taps, i = tap / p.kw, j = tap % p.kw;
-            const int64_t ogi = ci / per_og;
-            const T* plane = xd + (b * p.c + ci) * p.h * p.w;
-            const T* dy = od + ((b * p.og + ogi) * 2 * taps + 2 * tap) * cols;
-            const T* dx = dy + cols;
-            const T* mk = md ? md + ((b * p.og + ogi) * taps + tap) * cols : nullptr;
-            C* out = colbuf + r * cols;
-            for (int64_t oy = 0; oy < p.oh; ++oy)
-              for (int64_t ox = 0; ox < p.ow; ++ox) {
-                const int64_t at = oy * p.ow + ox;
-                const C py = static_cast<C>(oy * p.sh - p.pt + i * p.dh) + static_cast<C>(Load(dy[at]));
-                const C px = static_cast<C>(ox * p.sw - p.pl + j * p.dw) + static_cast<C>(Load(dx[at]));
-                C v = 0;
-                if (py > -1 && py < static_cast<C>(p.h) && px > -1 && px < static_cast<C>(p.w)) {
-                  const C fy = std::floor(py), fx = std::floor(px);
-                  const int64_t y0 = static_cast<int64_t>(fy), x0 = static_cast<int64_t>(fx);
-                  const C ly = py - fy, lx = px - fx;
+      for (int64_t g = 0; g < p.group; ++g)
+        for (int64_t c0 = 0; c0 < cols; c0 += chunk) {
+          const int64_t cw = std::min(chunk, cols - c0);
+          // columns: row (channel ci of the group, tap i, j), column (output position c0 + k)
+          ForRows(ctx, rows, cw * 8, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r) {
+              const int64_t ci = g * p.cg + r / taps, tap = r % taps, i = tap / p.kw, j = tap % p.kw;
+              const int64_t ogi = ci / per_og;
+              const T* plane = xd + (b * p.c + ci) * p.h * p.w;
+              const T* dy = od + ((b * p.og + ogi) * 2 * taps + 2 * tap) * cols;
+              const T* dx = dy + cols;
+              const T* mk = md ? md + ((b * p.og + ogi) * taps + tap) * cols : nullptr;
+              C* out = colbuf + r * cw;
+              for (int64_t k = 0; k < cw; ++k) {
+                const int64_t at = c0 + k, oy = at / p.ow, ox = at % p.ow;
+                int64_t y0 = 0, x0 = 0;
+                C ly = 0, lx = 0, v = 0;
+                if (locate(oy * p.sh - p.pt + i * p.dh, static_cast<C>(Load(dy[at])), p.h, &y0, &ly) &&
+                    locate(ox * p.sw - p.pl + j * p.dw, static_cast<C>(Load(dx[at])), p.w, &x0, &lx)) {
                   auto pick = [&](int64_t yy, int64_t xx) -> C {
                     return yy >= 0 && yy < p.h && xx >= 0 && xx < p.w ? static_cast<C>(Load(plane[yy * p.w + xx])) : C(0);
                   };
                   v = (1 - ly) * ((1 - lx) * pick(y0, x0) + lx * pick(y0, x0 + 1)) + ly * ((1 - lx) * pick(y0 + 1, x0) + lx * pick(y0 + 1, x0 + 1));
                 }
-                out[at] = mk ? v * static_cast<C>(Load(mk[at])) : v;
+                out[k] = mk ? v * static_cast<C>(Load(mk[at])) : v;
               }
+            }
+          });
+          T* dst = yd + (b * p.m + g * mg) * cols + c0;
+          C* gout = std::is_same_v<T, C> ? reinterpret_cast<C*>(dst) : obuf;
+          const int64_t ldo = std::is_same_v<T, C> ? cols : cw;
+          if (!Gemm(mg, cw, rows, wbuf + g * mg * rows, colbuf, gout, ldo)) return Fail(ctx, "oneDNN's sgemm failed");
+          for (int64_t o = 0; o < mg; ++o) {
+            const C add = bd ? static_cast<C>(Load(bd[g * mg + o])) : C(0);
+            for (int64_t k = 0; k < cw; ++k) dst[o * cols + k] = Store<T>(gout[o * ldo + k] + add);
           }
-        });
-        T* dst = yd + (b * p.m + g * mg) * cols;
-        C* gout = std::is_same_v<T, C> ? reinterpret_cast<C*>(dst) : obuf;
-        if (!Gemm(mg, cols, rows, wbuf + g * mg * rows, colbuf, gout)) return Fail(ctx, "oneDNN's sgemm failed");
-        for (int64_t o = 0; o < mg; ++o) {
-          const C add = bd ? static_cast<C>(Load(bd[g * mg + o])) : C(0);
-          for (int64_t k = 0; k < cols; ++k) dst[o * cols + k] = Store<T>(gout[o * cols + k] + add);
         }
-      }
     return GRAPH_SUCCESS;
   }
 };

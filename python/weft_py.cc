@@ -1092,4 +1092,6 @@ PYBIND11_MODULE(_weft, m) {
   m.def("litert_custom_op_key", &LiteRtCustomOpKey, py::arg("custom_code"),
         "The canonical key of a LiteRT customCode: hyphens and spaces to underscores, trimmed, upper-cased.");
   m.def("dtype_name", [](const py::object& o) { return std::string(DataTypeName(ParseDtype(o))); });
+  m.def("dtype_code", [](const py::object& o) { return static_cast<int>(ParseDtype(o)); },
+        "The number of a Weft element type (what attributes of type Type hold), from its name or a NumPy dtype.");
 }

@@ -110,7 +110,7 @@ const char* AttrSchemaType(WeftAttrType t) {
     case WEFT_ATTR_LIST_FLOAT: return "float[]";
     case WEFT_ATTR_LIST_BOOL: return "bool[]";
     case WEFT_ATTR_LIST_STRING: return "str[]";
-    case WEFT_ATTR_TYPE: return "int";
+    case WEFT_ATTR_TYPE: return "ScalarType";
     default: return "Tensor?";
   }
 }
@@ -340,8 +340,8 @@ class OpKernels {
       const auto& a = schema_.attrs[k];
       AttrValue av;
       switch (a.type) {
-        case WEFT_ATTR_INT:
-        case WEFT_ATTR_TYPE: av = AttrValue::Int(v.toInt()); break;
+        case WEFT_ATTR_INT: av = AttrValue::Int(v.toInt()); break;
+        case WEFT_ATTR_TYPE: av = AttrValue::Int(static_cast<int64_t>(FromTorch(v.toScalarType()))); break;  // a torch.dtype
         case WEFT_ATTR_FLOAT: av = AttrValue::Float(static_cast<float>(v.toDouble())); break;
         case WEFT_ATTR_BOOL: av = AttrValue::Bool(v.toBool()); break;
         case WEFT_ATTR_STRING: av = AttrValue::String(v.toStringRef()); break;

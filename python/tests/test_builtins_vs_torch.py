@@ -136,7 +136,7 @@ def test_data_movement():
     close(ops.Expand(e, torch.tensor([2, 3, 4])), e.expand(2, 3, 4))
     close(ops.Tile(x, torch.tensor([1, 2, 1, 3])), x.repeat(1, 2, 1, 3))
     close(ops.Pad(x, torch.tensor([0, 0, 1, 2, 0, 0, 2, 1]), torch.tensor(0.5)), F.pad(x, (2, 1, 1, 2), value=0.5))
-    close(ops.Cast(x, to=3), x.to(torch.int32))  # 3 = DT_INT32
+    close(ops.Cast(x, to=torch.int32), x.to(torch.int32))
     assert torch.equal(ops.Equal(x, x.clone()), torch.ones_like(x, dtype=torch.bool))
 
 

@@ -104,7 +104,7 @@ def test_col2im_image_shape_known_only_when_it_runs():
     ((1, 10, 16), [5, 5], [2, 2], {}, "not a multiple of prod\\(block_shape\\) = 4"),
     ((1, 4, 16), [5, 5], [2, 2], {"strides": [1]}, "strides/dilations need 2 values"),
     ((1, 4, 16), [5, 5], [2, 0], {}, "blocks, strides and dilations must be positive"),
-    ((1, 4, 16), [2, 2], [4, 4], {}, "the dilated block \\(4\\) is larger than the padded image \\(2\\)"),
+    ((1, 4, 16), [2, 2], [4, 4], {}, "the block of 4 with dilation 1 does not fit the padded image \\(2\\)"),
     ((1, 4, 16), [5, 5, 5], [2, 2], {}, "image_shape has 3 dims, block_shape 2"),
 ])
 def test_col2im_refuses_bad_geometry(x_shape, image, block, attrs, match):
@@ -238,7 +238,7 @@ def test_deform_conv_non_finite_offsets_read_zero():
     ({"attrs": {"group": 3}}, "X has 2 channels; W \\[4,2,3,3\\] with group 3"),
     ({"attrs": {"offset_group": 3}}, "not a multiple of offset_group 3"),
     ({"attrs": {"kernel_shape": [2, 2]}}, "kernel_shape \\[2, 2\\] differs from W's"),
-    ({"attrs": {"strides": [0, 1]}}, "strides and dilations must be positive"),
+    ({"attrs": {"strides": [0, 1]}}, "strides\\[0\\] is 0; it must be positive"),
     ({"attrs": {"pads": [1, 1]}}, "pads 4 for a 2-D DeformConv"),
 ])
 def test_deform_conv_refuses_mismatched_inputs(change, match):
@@ -268,3 +268,98 @@ def test_bitcast_refuses_a_different_width():
     node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT64)
     with pytest.raises(ValueError, match="cannot reinterpret float32 \\(32 bits\\) as int64 \\(64 bits\\)"):
         run(node, [("x", np.zeros(3, np.float32))], 26)
+
+
+# ---- hostile geometry and large sizes
+
+def test_col2im_refuses_a_dilated_block_that_would_overflow():
+    k = (1 << 24) + 1
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"], dilations=[1 << 40])
+    with pytest.raises(ValueError, match="block of 16777217 with dilation 1099511627776 does not fit the padded image"):
+        run(node, [("x", np.zeros((1, k, 1), np.float32))], 18,
+            [numpy_helper.from_array(np.array([1], np.int64), "image"), numpy_helper.from_array(np.array([k], np.int64), "block")])
+
+
+def test_col2im_names_the_input_that_is_too_large():
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"], pads=[1 << 41, 0])
+    with pytest.raises(ValueError, match="pads in spatial dim 0 is above 2\\^40"):
+        run(node, [("x", np.zeros((1, 1, 1), np.float32))], 18,
+            [numpy_helper.from_array(np.array([1], np.int64), "image"), numpy_helper.from_array(np.array([1], np.int64), "block")])
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"], strides=[1 << 40] * 3)
+    with pytest.raises(ValueError, match="holds more than 2\\^62 pixels"):
+        run(node, [("x", np.zeros((0, 1, 1), np.float32))], 18,
+            [numpy_helper.from_array(np.array([1 << 40] * 3, np.int64), "image"), numpy_helper.from_array(np.array([1, 1, 1], np.int64), "block")])
+
+
+def test_col2im_empty_input_with_a_large_block_gives_an_empty_image():
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"])
+    g_in = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", "b", "c"]),
+            helper.make_tensor_value_info("image", TensorProto.INT64, [1]), helper.make_tensor_value_info("block", TensorProto.INT64, [1])]
+    g = helper.make_graph([node], "g", g_in, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = os.path.join(tempfile.mkdtemp(), "m.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10), path)
+    m = weft.Session(use_env_path=False).compile(weft.import_onnx(path))
+    (y,) = m.run([np.zeros((0, 20000, 20001), np.float32), np.array([40000], np.int64), np.array([20000], np.int64)])
+    assert y.shape == (0, 1, 40000)
+
+
+def test_deform_conv_refuses_bad_kernel_shape_and_names_attributes():
+    x, w, off = np.zeros((1, 2, 6, 6), np.float32), np.zeros((4, 2, 3, 3), np.float32), np.zeros((1, 18, 4, 4), np.float32)
+    for attrs, match in [({"kernel_shape": [-3, 3]}, "kernel_shape\\[0\\] is -3; it must be 1 to 32768"),
+                         ({"kernel_shape": [3, 0]}, "kernel_shape\\[1\\] is 0"),
+                         ({"dilations": [1, 0]}, "dilations\\[1\\] is 0; it must be positive"),
+                         ({"pads": [0, -1, 0, 0]}, "pads\\[1\\] is -1; it must be at least 0"),
+                         ({"offset_group": 1 << 62}, "offset_group is 4611686018427387904")]:
+        node = helper.make_node("DeformConv", ["X", "W", "offset"], ["Y"], **attrs)
+        g_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 2, 6, 6]), helper.make_tensor_value_info("W", TensorProto.FLOAT, ["m", "c", "h", "w"]),
+                helper.make_tensor_value_info("offset", TensorProto.FLOAT, ["n", "k", "oh", "ow"])]
+        g = helper.make_graph([node], "g", g_in, [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+        path = os.path.join(tempfile.mkdtemp(), "m.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 22)], ir_version=10), path)
+        with pytest.raises(ValueError, match=match):
+            weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x, w, off])
+
+
+def test_deform_conv_in_blocks_of_positions_matches_onnxruntime():
+    # 576 rows x 16,900 positions of float32 columns exceed one 32 MiB block: two blocks.
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 64, 130, 130)).astype(np.float32)
+    w = (rng.standard_normal((8, 64, 3, 3)) * 0.1).astype(np.float32)
+    off = (rng.standard_normal((1, 18, 130, 130)) * 2).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    node = helper.make_node("DeformConv", ["X", "W", "offset", "B"], ["Y"], pads=[1, 1, 1, 1])
+    inputs = [("X", x), ("W", w), ("offset", off), ("B", b)]
+    (y,) = run(node, inputs, 22)
+    sess = ort.InferenceSession(model(node, inputs, 22, out_type=TensorProto.FLOAT).SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, dict(inputs))
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+def test_deform_conv_samples_exactly_on_a_very_wide_image():
+    # Positions past 2^24 are not representable in float32; the integer part is kept apart.
+    wd = (1 << 24) + 8
+    x = np.arange(wd, dtype=np.float64).astype(np.float32).reshape(1, 1, 1, wd)
+    node = helper.make_node("DeformConv", ["X", "W", "offset"], ["Y"])
+    (y,) = run(node, [("X", x), ("W", np.ones((1, 1, 1, 1), np.float32)), ("offset", np.zeros((1, 2, 1, wd), np.float32))], 22)
+    np.testing.assert_array_equal(y, x)
+
+
+def test_bitcast_to_bool_stores_zero_or_one():
+    x = np.array([0, 1, 2, 255, 128], np.uint8)
+    nodes = [helper.make_node("BitCast", ["x"], ["b"], to=TensorProto.BOOL),
+             helper.make_node("Equal", ["b", "t"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [5])],
+                          [helper.make_tensor_value_info("b", TensorProto.BOOL, [5]), helper.make_tensor_value_info("y", TensorProto.BOOL, [5])],
+                          initializer=[numpy_helper.from_array(np.array(True), "t")])
+    path = os.path.join(tempfile.mkdtemp(), "m.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 26)], ir_version=10), path)
+    b, y = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    np.testing.assert_array_equal(b.view(np.uint8), [0, 1, 1, 1, 1])
+    np.testing.assert_array_equal(y, [False, True, True, True, True])
+
+
+def test_bitcast_names_an_element_type_weft_does_not_hold():
+    node = helper.make_node("BitCast", ["x"], ["y"], to=22)
+    with pytest.raises(ValueError, match="attribute 'to' names ONNX type INT4 \\(22\\), which Weft does not hold"):
+        run(node, [("x", np.zeros(3, np.int8))], 26)

@@ -20,11 +20,11 @@ import os as _os
 
 import numpy as _np
 
-from ._weft import (EmitCall, Graph, Model, RegistryContext, Session, _generate_c, default_session, kernel_cache_stats,
+from ._weft import (EmitCall, Graph, Model, RegistryContext, Session, _generate_c, default_session, dtype_code, kernel_cache_stats,
                     litert_custom_op_key, set_default_session)
 
 __all__ = ["EmitCall", "Graph", "Model", "NotFoundError", "RegistryContext", "Session", "kernel_cache_stats", "generate_c", "import_onnx", "import_litert", "import_model", "litert_custom_op_key", "default_session", "run", "as_array",
-           "cmake_prefix_path", "set_default_session"]
+           "cmake_prefix_path", "dtype_code", "set_default_session"]
 __version__ = "0.1.0"
 
 # Where find_package(Weft) finds the C++ SDK shipped with this package (an installed wheel):

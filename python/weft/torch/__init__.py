@@ -55,10 +55,13 @@ _TORCH_DTYPES = {
     "uint8": torch.uint8, "uint16": torch.uint16, "uint32": torch.uint32, "uint64": torch.uint64, "bool": torch.bool,
 }
 _WEFT_DTYPES = {v: k for k, v in _TORCH_DTYPES.items()}
+# c10::ScalarType's numbers (how TorchScript graphs hold a dtype) of the dtypes Weft has.
+_C10_DTYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16, 6: torch.float32,
+               7: torch.float64, 11: torch.bool, 15: torch.bfloat16, 27: torch.uint16, 28: torch.uint32, 29: torch.uint64}
 
 _ATTR_TYPES = {
     "Int": "int", "Float": "float", "Bool": "bool", "String": "str", "ListInt": "int[]",
-    "ListFloat": "float[]", "ListBool": "bool[]", "ListString": "str[]", "Type": "int", "Tensor": "Tensor?",
+    "ListFloat": "float[]", "ListBool": "bool[]", "ListString": "str[]", "Type": "ScalarType", "Tensor": "Tensor?",
 }
 
 
@@ -148,7 +151,13 @@ def _attr_value(v, attr_type):
         return float(v)
     if attr_type == "ListFloat":
         return [float(x) for x in v]
-    if attr_type in ("Int", "Type"):
+    if attr_type == "Type":  # a torch.dtype (the schema's ScalarType)
+        if isinstance(v, torch.dtype):
+            if v not in _WEFT_DTYPES:
+                raise TypeError(f"{v} has no Weft element type")
+            return _weft.dtype_code(_WEFT_DTYPES[v])
+        return _weft.dtype_code(v)
+    if attr_type == "Int":
         return int(v)
     if attr_type == "ListInt":
         return [int(x) for x in v]
@@ -388,6 +397,10 @@ def _make_symbolic(op, proto):
                 raise RuntimeError(f"weft::{op}: attribute '{a['name']}' must be a constant to export to ONNX")
             if a["type"] in ("Bool",):
                 value = int(bool(value))
+            if a["type"] == "Type":  # TorchScript holds a dtype as c10's ScalarType number
+                if int(value) not in _C10_DTYPES:
+                    raise RuntimeError(f"weft::{op}: attribute '{a['name']}' holds a dtype with no Weft element type")
+                value = _weft.dtype_code(_WEFT_DTYPES[_C10_DTYPES[int(value)]])
             if a["type"] == "ListBool":
                 value = [int(bool(x)) for x in value]
             attrs[f"{a['name']}_{suffix[a['type']]}"] = value

@@ -209,11 +209,20 @@ struct Lowering {
       const int64_t code = it->second.i();
       DataType dt = code >= INT32_MIN && code <= INT32_MAX ? FromOnnx(static_cast<int32_t>(code)) : DT_UNDEFINED;
       if (dt == DT_UNDEFINED) {  // a type Weft does not hold (STRING, complex, float8, ...): refused by name
-        const std::string onnx_name = code >= INT32_MIN && code <= INT32_MAX && onnx::TensorProto_DataType_IsValid(static_cast<int>(code))
-                                          ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(code))
-                                          : "an unknown type";
-        problems.push_back("'" + n.name + "' (" + n.op_type + "): attribute '" + attr + "' names ONNX type " + onnx_name + " (" +
-                           std::to_string(code) + "), which Weft does not hold");
+        // Codes of the newer opsets that an older onnx library does not name.
+        static const char* const kNewer[] = {"FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+                                             "INT4",         "FLOAT4E2M1",     "FLOAT8E8M0", "UINT2",          "INT2"};
+        std::string onnx_name;
+        if (code >= INT32_MIN && code <= INT32_MAX && onnx::TensorProto_DataType_IsValid(static_cast<int>(code)))
+          onnx_name = onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(code));
+        else if (code >= 17 && code <= 26)
+          onnx_name = kNewer[code - 17];
+        if (onnx_name.empty())
+          problems.push_back("'" + n.name + "' (" + n.op_type + "): attribute '" + attr + "' is " + std::to_string(code) +
+                             ", which is not an ONNX element type code");
+        else
+          problems.push_back("'" + n.name + "' (" + n.op_type + "): attribute '" + attr + "' names ONNX type " + onnx_name + " (" +
+                             std::to_string(code) + "), which Weft does not hold");
         return;
       }
       it->second = AttrValue::Type(dt);
