@@ -8,40 +8,43 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 JOBS=${JOBS:-$(nproc)}
+START=$(date +%s)
+# Each step's heading says when it starts, in minutes since the suite started.
+step() { local t=$(( $(date +%s) - START )); printf '== [%d:%02d] %s\n' $(( t / 60 )) $(( t % 60 )) "$*"; }
 
 scripts/install_deps.sh
 
-echo "== release build + tests"
+step "release build + tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=ON -DWEFT_BUILD_BENCH=ON > /dev/null
 cmake --build build -j "$JOBS"
 ctest --test-dir build -j "$JOBS" --output-on-failure
-echo "== ONNX backend node tests (the pass list is enforced by CTest above)"
+step "ONNX backend node tests (the pass list is enforced by CTest above)"
 build/tests/weft_onnx_conformance --expected tests/onnx/expected_pass.txt | tail -n 3
 
-echo "== pip install of the checkout into a fresh venv, tested outside the source tree"
+step "pip install of the checkout into a fresh venv, tested outside the source tree"
 scripts/test_wheel.sh
 
-echo "== the parsers of untrusted input under libFuzzer (bounded pass per target)"
+step "the parsers of untrusted input under libFuzzer (bounded pass per target)"
 scripts/fuzz.sh "${WEFT_FUZZ_SECONDS:-30}"
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
+step "AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined \
   -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_PYTHON=OFF > /dev/null
 cmake --build build-asan -j "$JOBS" --target weft_tests weft_concurrency_test weft_onnx_conformance
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   build-asan/tests/weft_tests --gtest_brief=1
-echo "-- the ONNX backend node suite under the sanitizers (every op's tests, each shape and attribute they use)"
+step "-- the ONNX backend node suite under the sanitizers (every op's tests, each shape and attribute they use)"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   build-asan/tests/weft_onnx_conformance --expected tests/onnx/expected_pass.txt | tail -n 1
-echo "-- the op conformance harness under the sanitizers (random shapes, size-0 dims, bad attributes)"
+step "-- the op conformance harness under the sanitizers (random shapes, size-0 dims, bad attributes)"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   tests/ops/run_conformance.sh build-asan/tests/weft_onnx_conformance .venv/bin/python build-asan/op-cases | tail -n 1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 build-asan/tests/weft_concurrency_test --gtest_brief=1
 
-echo "== ThreadSanitizer: many threads on one compiled model"
+step "ThreadSanitizer: many threads on one compiled model"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=thread \
   -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_PYTHON=OFF > /dev/null
 cmake --build build-tsan -j "$JOBS" --target weft_concurrency_test
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/weft_concurrency_test --gtest_repeat=3 --gtest_brief=1
 
-echo "All tests passed."
+step "All tests passed."
