@@ -193,10 +193,13 @@ class Col2Im : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     if (y->GetShapeSize() == 0) return GRAPH_SUCCESS;
     int64_t plane = 1;
     for (int64_t v : p.image) plane *= v;
-    // Each tap's per-dim image coordinate, precomputed: at[d][k_d][l_d] (-1 in the padding).
-    const size_t nd = p.nd;
+    // Each tap's per-dim image coordinate, precomputed for the outer dims: at[d][k_d][l_d] (-1 in
+    // the padding). Along the last dim a tap's positions land on a strided run of the image row,
+    // from l_lo to l_hi, summed in one loop (contiguous for stride 1). The order of the sums is the
+    // positions' order, as the generated C has it.
+    const size_t nd = p.nd, last = nd - 1;
     std::vector<std::vector<int64_t>> at(nd);
-    for (size_t dd = 0; dd < nd; ++dd)
+    for (size_t dd = 0; dd < last; ++dd)
       for (int64_t k = 0; k < p.block[dd]; ++k)
         for (int64_t l = 0; l < p.blocks[dd]; ++l) {
           const int64_t v = l * p.s[dd] - p.pb[dd] + k * p.d[dd];
@@ -204,6 +207,9 @@ class Col2Im : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         }
     std::vector<int64_t> istride(nd, 1);
     for (size_t dd = nd - 1; dd-- > 0;) istride[dd] = istride[dd + 1] * p.image[dd + 1];
+    const int64_t run = p.blocks[last], ls = p.s[last], limg = p.image[last];
+    int64_t outer = 1;  // block positions over the outer dims
+    for (size_t dd = 0; dd < last; ++dd) outer *= p.blocks[dd];
     DispatchNumeric(x->GetDataType(), [&](auto tag) {
       using T = decltype(tag);
       using C = typename Compute<T>::type;
@@ -219,17 +225,29 @@ class Col2Im : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
           const T* src = in + r * p.taps * p.positions;
           std::fill(k.begin(), k.end(), 0);
           for (int64_t tap = 0; tap < p.taps; ++tap) {
+            // the last dim's run for this tap: image column l * ls + v0 for l in [lo, hi)
+            const int64_t v0 = k[last] * p.d[last] - p.pb[last];
+            const int64_t lo = v0 >= 0 ? 0 : (-v0 + ls - 1) / ls;
+            const int64_t hi = v0 > limg - 1 ? 0 : std::min(run, (limg - 1 - v0) / ls + 1);
             std::fill(l.begin(), l.end(), 0);
-            for (int64_t pos = 0; pos < p.positions; ++pos, ++src) {
+            for (int64_t op = 0; op < outer; ++op, src += run) {
               int64_t o = 0;
-              bool inside = true;
-              for (size_t dd = 0; dd < nd && inside; ++dd) {
+              bool inside = lo < hi;
+              for (size_t dd = 0; dd < last && inside; ++dd) {
                 const int64_t v = at[dd][static_cast<size_t>(k[dd] * p.blocks[dd] + l[dd])];
                 inside = v >= 0;
                 o += v * istride[dd];
               }
-              if (inside) acc[static_cast<size_t>(o)] = static_cast<C>(acc[static_cast<size_t>(o)] + Load(*src));
-              for (size_t dd = nd; dd-- > 0;) {  // next block position
+              if (inside) {
+                C* row = acc + (o + v0 + lo * ls);  // the first image column the run reaches
+                const T* from = src + lo;
+                const int64_t len = hi - lo;
+                if (ls == 1)
+                  for (int64_t q = 0; q < len; ++q) row[q] = static_cast<C>(row[q] + Load(from[q]));
+                else
+                  for (int64_t q = 0; q < len; ++q) row[q * ls] = static_cast<C>(row[q * ls] + Load(from[q]));
+              }
+              for (size_t dd = last; dd-- > 0;) {  // next outer block position
                 if (++l[dd] < p.blocks[dd]) break;
                 l[dd] = 0;
               }
