@@ -13,10 +13,11 @@
 // + dx), (dy, dx) being offset[n, g * 2kHkW + 2 (i kW + j) + {0, 1}, y, x] for c's offset group
 // g = c / (C / og), bilinearly interpolated with zeros outside the image (a point whose
 // coordinates are not finite reads zero), times mask[n, g kHkW + i kW + j, y, x] (1 without a
-// mask). 2-D only, as ONNX's reference. Each (image, group) builds its sampled columns over the
-// intra-op threads, in blocks of output positions of at most 32 MiB, each followed by a GEMM with
-// the group's weights: float32 through oneDNN's sgemm (float16 and bfloat16 widened to it),
-// float64 in double. A sample's integer position is kept apart from the offset's fraction, so it
+// mask). 2-D only, as ONNX's reference. Each (image, group) works in blocks of output positions
+// (at most 32 MiB of scratch): it locates each (offset group, tap, position) once, since all the
+// offset group's channels share its offsets; builds the block's sampled columns from those over the
+// intra-op threads; then one GEMM with the group's weights: float32 through oneDNN's sgemm
+// (float16 and bfloat16 widened to it), float64 in double. A sample's integer position is kept apart from the offset's fraction, so it
 // stays exact on images of any size.
 #include <algorithm>
 #include <cmath>
@@ -424,20 +425,37 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp {
     if (mask && mask->GetShapeSize() == 0) mask = nullptr;
     const int64_t taps = p.kh * p.kw, rows = p.cg * taps, cols = p.oh * p.ow, mg = p.m / p.group;
     const int64_t per_og = p.c / p.og;
-    // Scratch: the weights in C, then a block of sampled columns (at most kColumnBytes, whole
-    // positions) and, for narrow T, the GEMM's output for that block.
-    constexpr uint64_t kColumnBytes = uint64_t{32} << 20;
-    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(cols, static_cast<int64_t>(kColumnBytes / sizeof(C) / static_cast<uint64_t>(std::max<int64_t>(rows, 1)))));
+    // A sample's place in the plane: its four corners' offsets (-1 for a corner outside the
+    // image, or for all four where the point reads nothing), fractions and mask value. The
+    // offsets are shared by every channel of an offset group, so each (offset group, tap,
+    // position) is located once and read by each of its channels.
+    struct Sample {
+      int64_t at[4];
+      C ly, lx, m;
+    };
+    // The offset groups group g's channels belong to: [og0, og0 + nog).
+    int64_t nog_max = 0;
+    for (int64_t g = 0; g < p.group; ++g) nog_max = std::max(nog_max, ((g + 1) * p.cg - 1) / per_og - (g * p.cg) / per_og + 1);
+    // Scratch: the weights in C, then a block of whole output positions: its sampled columns, its
+    // samples and, for narrow T, the GEMM's output (at most kBlockBytes with the columns).
+    constexpr uint64_t kBlockBytes = uint64_t{32} << 20;
+    const uint64_t per_pos = static_cast<uint64_t>(std::max<int64_t>(rows, 1)) * sizeof(C) +
+                             static_cast<uint64_t>(nog_max) * static_cast<uint64_t>(taps) * sizeof(Sample);
+    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(cols, static_cast<int64_t>(kBlockBytes / per_pos)));
     const uint64_t wn = static_cast<uint64_t>(p.m) * static_cast<uint64_t>(rows);
     const uint64_t cn = static_cast<uint64_t>(rows) * static_cast<uint64_t>(chunk);
     const uint64_t on = std::is_same_v<T, C> ? 0 : static_cast<uint64_t>(mg) * static_cast<uint64_t>(chunk);
-    const uint64_t cap = (uint64_t{1} << 40) / sizeof(C);
-    if (wn > cap || cn > cap || on > cap || wn + cn + on > cap)
+    const uint64_t sn = static_cast<uint64_t>(nog_max) * static_cast<uint64_t>(taps) * static_cast<uint64_t>(chunk);
+    const uint64_t cap = (uint64_t{1} << 40) / sizeof(Sample);
+    if (wn > cap || cn > cap || on > cap || sn > cap || wn + cn + on > cap)
       return Fail(ctx, "the weights (" + std::to_string(p.m) + " x " + std::to_string(rows) + ") and a block of sampled columns are too large");
-    C* wbuf = static_cast<C*>(ctx->MallocWorkSpace((wn + cn + on) * sizeof(C)));
-    if (!wbuf) return Fail(ctx, "could not allocate " + std::to_string((wn + cn + on) * sizeof(C)) + " bytes of scratch for the sampled columns");
+    const uint64_t bytes = (wn + cn + on) * sizeof(C) + sn * sizeof(Sample) + alignof(Sample);
+    C* wbuf = static_cast<C*>(ctx->MallocWorkSpace(bytes));
+    if (!wbuf) return Fail(ctx, "could not allocate " + std::to_string(bytes) + " bytes of scratch for the sampled columns");
     C* colbuf = wbuf + wn;
     C* obuf = colbuf + cn;
+    const uintptr_t after = reinterpret_cast<uintptr_t>(obuf + on);
+    Sample* samples = reinterpret_cast<Sample*>((after + alignof(Sample) - 1) / alignof(Sample) * alignof(Sample));
     const T* wsrc = wt->GetData<T>();
     for (uint64_t i = 0; i < wn; ++i) wbuf[i] = static_cast<C>(Load(wsrc[i]));
     const T* xd = x->GetData<T>();
@@ -456,31 +474,47 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp {
       return *lo <= size - 1 && (*lo >= 0 || (*lo == -1 && *frac > 0));
     };
     for (int64_t b = 0; b < p.n; ++b)
-      for (int64_t g = 0; g < p.group; ++g)
+      for (int64_t g = 0; g < p.group; ++g) {
+        const int64_t og0 = (g * p.cg) / per_og, nog = ((g + 1) * p.cg - 1) / per_og - og0 + 1;
         for (int64_t c0 = 0; c0 < cols; c0 += chunk) {
           const int64_t cw = std::min(chunk, cols - c0);
-          // columns: row (channel ci of the group, tap i, j), column (output position c0 + k)
-          ForRows(ctx, rows, cw * 8, [&](int64_t r0, int64_t r1) {
+          // samples: row (offset group og0 + q, tap), column (output position c0 + k)
+          ForRows(ctx, nog * taps, cw * 8, [&](int64_t r0, int64_t r1) {
             for (int64_t r = r0; r < r1; ++r) {
-              const int64_t ci = g * p.cg + r / taps, tap = r % taps, i = tap / p.kw, j = tap % p.kw;
-              const int64_t ogi = ci / per_og;
-              const T* plane = xd + (b * p.c + ci) * p.h * p.w;
+              const int64_t ogi = og0 + r / taps, tap = r % taps, i = tap / p.kw, j = tap % p.kw;
               const T* dy = od + ((b * p.og + ogi) * 2 * taps + 2 * tap) * cols;
               const T* dx = dy + cols;
               const T* mk = md ? md + ((b * p.og + ogi) * taps + tap) * cols : nullptr;
-              C* out = colbuf + r * cw;
+              Sample* row = samples + r * cw;
               for (int64_t k = 0; k < cw; ++k) {
                 const int64_t at = c0 + k, oy = at / p.ow, ox = at % p.ow;
+                Sample& sm = row[k];
                 int64_t y0 = 0, x0 = 0;
-                C ly = 0, lx = 0, v = 0;
-                if (locate(oy * p.sh - p.pt + i * p.dh, static_cast<C>(Load(dy[at])), p.h, &y0, &ly) &&
-                    locate(ox * p.sw - p.pl + j * p.dw, static_cast<C>(Load(dx[at])), p.w, &x0, &lx)) {
-                  auto pick = [&](int64_t yy, int64_t xx) -> C {
-                    return yy >= 0 && yy < p.h && xx >= 0 && xx < p.w ? static_cast<C>(Load(plane[yy * p.w + xx])) : C(0);
-                  };
-                  v = (1 - ly) * ((1 - lx) * pick(y0, x0) + lx * pick(y0, x0 + 1)) + ly * ((1 - lx) * pick(y0 + 1, x0) + lx * pick(y0 + 1, x0 + 1));
+                sm.ly = sm.lx = 0;
+                sm.m = mk ? static_cast<C>(Load(mk[at])) : C(1);
+                sm.at[0] = sm.at[1] = sm.at[2] = sm.at[3] = -1;
+                if (locate(oy * p.sh - p.pt + i * p.dh, static_cast<C>(Load(dy[at])), p.h, &y0, &sm.ly) &&
+                    locate(ox * p.sw - p.pl + j * p.dw, static_cast<C>(Load(dx[at])), p.w, &x0, &sm.lx)) {
+                  const bool y_in[2] = {y0 >= 0, y0 + 1 < p.h}, x_in[2] = {x0 >= 0, x0 + 1 < p.w};
+                  for (int q = 0; q < 4; ++q)
+                    if (y_in[q / 2] && x_in[q % 2]) sm.at[q] = (y0 + q / 2) * p.w + x0 + q % 2;
                 }
-                out[k] = mk ? v * static_cast<C>(Load(mk[at])) : v;
+              }
+            }
+          });
+          // columns: row (channel ci of the group, tap), column (output position c0 + k)
+          ForRows(ctx, rows, cw * 4, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r) {
+              const int64_t ci = g * p.cg + r / taps, tap = r % taps;
+              const T* plane = xd + (b * p.c + ci) * p.h * p.w;
+              const Sample* row = samples + ((ci / per_og - og0) * taps + tap) * cw;
+              C* out = colbuf + r * cw;
+              for (int64_t k = 0; k < cw; ++k) {
+                const Sample& sm = row[k];
+                auto pick = [&](int q) -> C { return sm.at[q] >= 0 ? static_cast<C>(Load(plane[sm.at[q]])) : C(0); };
+                const C ly = sm.ly, lx = sm.lx;
+                const C v = (1 - ly) * ((1 - lx) * pick(0) + lx * pick(1)) + ly * ((1 - lx) * pick(2) + lx * pick(3));
+                out[k] = md ? v * sm.m : v;
               }
             }
           });
@@ -493,6 +527,7 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp {
             for (int64_t k = 0; k < cw; ++k) dst[o * cols + k] = Store<T>(gout[o * ldo + k] + add);
           }
         }
+      }
     return GRAPH_SUCCESS;
   }
 };
