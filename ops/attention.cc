@@ -205,25 +205,48 @@ struct Job {
   bool has_bias() const { return mask_bool || mask_add || causal || nonpad || left >= 0 || right >= 0; }
 };
 
-// The bias of query row s of (b, hq) over the T keys into `bias`; returns its largest value.
-float BiasRow(const Job& j, int64_t b, int64_t hq, int64_t s, float* bias) {
+// The bias of query row s of (b, hq) over the T keys into `bias`; returns its largest value. In
+// three passes the compiler vectorizes: the mask's row (or zeros), then -inf outside the keys the
+// row may see (one interval: causal, the valid count and the window each bound it), then the
+// maximum.
+WEFT_ISA_CLONES float BiasRow(const Job& j, int64_t b, int64_t hq, int64_t s, float* bias) {
   const int64_t T = j.a.T;
   const int64_t offset = j.a.past ? j.a.P : j.nonpad ? j.nonpad[b] - j.a.S : 0;
   const int64_t valid = j.nonpad ? j.nonpad[b] : T;
   const int64_t row = b * j.ms[0] + hq * j.ms[1] + s * j.ms[2];
-  float top = kNegInf;
-  for (int64_t t = 0; t < T; ++t) {
-    float x = 0.f;
-    if (j.mask_bool || j.mask_add) {
-      if (t >= j.mask_len) x = kNegInf;
-      else if (j.mask_bool) x = j.mask_bool[row + t * j.ms[3]] ? 0.f : kNegInf;
-      else x = j.mask_add[row + t * j.ms[3]];
-    }
-    const int64_t diff = s + offset - t;  // how far the key lies before the query's position
-    if ((j.causal && diff < 0) || t >= valid || (j.left >= 0 && diff > j.left) || (j.right >= 0 && -diff > j.right)) x = kNegInf;
-    bias[t] = x;
-    top = std::max(top, x);
+  const int64_t stride = j.ms[3];
+  const int64_t masked = j.mask_bool || j.mask_add ? std::min(T, j.mask_len) : T;  // keys the mask covers
+  if (j.mask_add) {
+    const float* m = j.mask_add + row;
+    if (stride == 1) std::copy(m, m + masked, bias);
+    else
+      for (int64_t t = 0; t < masked; ++t) bias[t] = m[t * stride];
+  } else if (j.mask_bool) {
+    const uint8_t* m = j.mask_bool + row;
+#pragma omp simd
+    for (int64_t t = 0; t < masked; ++t) bias[t] = m[t * stride] ? 0.f : kNegInf;
+  } else {
+    std::fill(bias, bias + masked, 0.f);
   }
+  std::fill(bias + masked, bias + T, kNegInf);  // keys past a shorter mask
+  // The keys t the row may see: diff = s + offset - t, causal wants diff >= 0, the window
+  // diff <= left and -diff <= right, and t < valid.
+  const int64_t at = s + offset;
+  int64_t lo = 0, hi = std::min(T, valid);  // [lo, hi)
+  if (j.causal) hi = std::min(hi, at + 1);
+  if (j.right >= 0 && j.right < hi - at - 1) hi = at + j.right + 1;  // compared first: a window may be huge
+  if (j.left >= 0 && j.left < at) lo = at - j.left;
+  hi = std::max<int64_t>(hi, 0);
+  lo = std::min(std::max<int64_t>(lo, 0), T);
+  if (lo >= hi) {
+    std::fill(bias, bias + T, kNegInf);
+    return kNegInf;
+  }
+  std::fill(bias, bias + lo, kNegInf);
+  std::fill(bias + hi, bias + T, kNegInf);
+  float top = kNegInf;
+#pragma omp simd reduction(max : top)
+  for (int64_t t = lo; t < hi; ++t) top = bias[t] > top ? bias[t] : top;
   return top;
 }
 
@@ -291,6 +314,7 @@ bool RunItem(const Job& j, int64_t b, int64_t hq, int64_t s0, int64_t s1, float*
     bool none = T == 0;
     if (j.has_bias()) {
       none = BiasRow(j, b, hq, s, bias) == kNegInf;
+#pragma omp simd
       for (int64_t t = 0; t < T; ++t) x[t] += bias[t];
     }
     if (j.qk && j.mode == 2) store(s, x);
