@@ -190,8 +190,8 @@ CASES = {
     "TflConv2D": [((r(1, 5, 5, 2), r(3, 3, 3, 2), r(3)), {"stride_h": 1, "stride_w": 1})],
     "TflEmbeddingLookup": [((torch.tensor([2, 0, 2], dtype=torch.int32), r(4, 3)), {}),
                            ((torch.tensor([1, 3], dtype=torch.int32), torch.randint(-128, 127, (4, 2, 3), dtype=torch.int8)),
-                            {"output_type": 0, "input_scale": [0.0, 0.05]})],
-    "TflQuantize": [((r(2, 8),), {"output_type": 2, "output_scale": [0.05], "output_zero_point": [3]})],
+                            {"output_type": torch.float32, "input_scale": [0.0, 0.05]})],
+    "TflQuantize": [((r(2, 8),), {"output_type": torch.int8, "output_scale": [0.05], "output_zero_point": [3]})],
     "TflDequantize": [((torch.randint(-128, 127, (2, 8), dtype=torch.int8),), {"input_scale": [0.05],
                                                                               "input_zero_point": [3]})],
     # output sizes from input values: fake kernels give new dynamic sizes
