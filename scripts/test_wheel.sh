@@ -53,11 +53,14 @@ print("torch.compile(backend='weft') found through the torch_dynamo_backends ent
 PY
 # Two pytest processes side by side, as CTest splits them: torch.compile and Ray Serve (one
 # process: the serve tests start local Ray clusters), and the rest; each its own kernel cache.
+# The serve tests stop servers with SIGINT, so they run in the foreground: a job this script
+# starts with & has SIGINT ignored, and the servers it starts would inherit that.
 SLOW=(tests/test_torch_compile.py tests/test_serve_cli.py tests/test_serve_cluster.py tests/test_serve_engine.py tests/test_serve_ray.py)
-WEFT_CACHE_DIR="$WORK/cache-slow" "$VENV/bin/python" -m pytest -q -p no:cacheprovider "${SLOW[@]}" > "$WORK/pytest-slow.log" 2>&1 &
-slow_pid=$!
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests $(printf -- '--ignore=%s ' "${SLOW[@]}") || { kill "$slow_pid" 2>/dev/null; exit 1; }
-if ! wait "$slow_pid"; then cat "$WORK/pytest-slow.log"; exit 1; fi
-tail -n 1 "$WORK/pytest-slow.log"
+WEFT_CACHE_DIR="$WORK/cache-rest" "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests $(printf -- '--ignore=%s ' "${SLOW[@]}") \
+  > "$WORK/pytest-rest.log" 2>&1 &
+rest_pid=$!
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider "${SLOW[@]}" || { kill "$rest_pid" 2>/dev/null; exit 1; }
+if ! wait "$rest_pid"; then cat "$WORK/pytest-rest.log"; exit 1; fi
+tail -n 1 "$WORK/pytest-rest.log"
 WEFT_CUSTOM_OPP_PATH="$PKGS/add_custom" "$VENV/bin/python" torch_custom_op.py
 echo "the installed package passed its tests outside the source tree"
