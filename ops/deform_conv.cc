@@ -20,13 +20,16 @@
 // (float16 and bfloat16 widened to it), float64 in double. A sample's integer position is kept apart from the offset's fraction, so it
 // stays exact on images of any size.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
 
 #include "aot_emit.h"
 #include "op_util.h"
@@ -365,21 +368,22 @@ bool MakeDeformPlan(const KernelContextBase* ctx, DeformPlan* p) {
   return true;
 }
 
-// out [M, N] (row stride ldo) = a [M, K] x b [K, N] (row-major), in C's precision.
-bool Gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* out, int64_t ldo) {
+// out [M, N] (row stride ldo) = a [M, K] x b [K, N] (row stride ldb), row-major, in C's precision.
+bool Gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, int64_t ldb, float* out, int64_t ldo) {
+  if (m == 0 || n == 0) return true;
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(out + i * ldo, out + i * ldo + n, 0.f);
     return true;
   }
-  return dnnl_sgemm('N', 'N', m, n, k, 1.f, a, k, b, n, 0.f, out, ldo) == dnnl_success;
+  return dnnl_sgemm('N', 'N', m, n, k, 1.f, a, k, b, ldb, 0.f, out, ldo) == dnnl_success;
 }
-bool Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* out, int64_t ldo) {
+bool Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, int64_t ldb, double* out, int64_t ldo) {
   for (int64_t i = 0; i < m; ++i) {
     double* row = out + i * ldo;
     std::fill(row, row + n, 0.0);
     for (int64_t t = 0; t < k; ++t) {
       const double av = a[i * k + t];
-      const double* br = b + t * n;
+      const double* br = b + t * ldb;
       for (int64_t j = 0; j < n; ++j) row[j] += av * br[j];
     }
   }
@@ -458,6 +462,8 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp {
     Sample* samples = reinterpret_cast<Sample*>((after + alignof(Sample) - 1) / alignof(Sample) * alignof(Sample));
     const T* wsrc = wt->GetData<T>();
     for (uint64_t i = 0; i < wn; ++i) wbuf[i] = static_cast<C>(Load(wsrc[i]));
+    const char* tv = ctx->GetOption("weft.intra_op_threads");
+    const int64_t threads = tv ? std::max(1, std::atoi(tv)) : 1;
     const T* xd = x->GetData<T>();
     const T* od = off->GetData<T>();
     const T* md = mask ? mask->GetData<T>() : nullptr;
@@ -521,7 +527,21 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp {
           T* dst = yd + (b * p.m + g * mg) * cols + c0;
           C* gout = std::is_same_v<T, C> ? reinterpret_cast<C*>(dst) : obuf;
           const int64_t ldo = std::is_same_v<T, C> ? cols : cw;
-          if (!Gemm(mg, cw, rows, wbuf + g * mg * rows, colbuf, gout, ldo)) return Fail(ctx, "oneDNN's sgemm failed");
+          // The block's columns in slices over the intra-op threads, one single-threaded GEMM each
+          // (oneDNN's own OpenMP threads on top would only contend for the same cores).
+          const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, cw / 64));
+          std::atomic<bool> gemm_ok{true};
+          graphStatus gst = ctx->ParallelFor(parts, 1, [&](int64_t p0, int64_t p1) {
+            const int omp_before = omp_get_max_threads();
+            if (parts > 1) omp_set_num_threads(1);
+            for (int64_t part = p0; part < p1; ++part) {
+              const int64_t k0 = cw * part / parts, k1 = cw * (part + 1) / parts;
+              if (!Gemm(mg, k1 - k0, rows, wbuf + g * mg * rows, colbuf + k0, cw, gout + k0, ldo)) gemm_ok = false;
+            }
+            if (parts > 1) omp_set_num_threads(omp_before);
+          });
+          if (gst != GRAPH_SUCCESS) return gst;
+          if (!gemm_ok) return Fail(ctx, "oneDNN's sgemm failed");
           for (int64_t o = 0; o < mg; ++o) {
             const C add = bd ? static_cast<C>(Load(bd[g * mg + o])) : C(0);
             for (int64_t k = 0; k < cw; ++k) dst[o * cols + k] = Store<T>(gout[o * ldo + k] + add);
