@@ -68,13 +68,19 @@ def weft_runner(weft, onnx, x, threads):
     return (lambda: model.run_into([x], [y])), y, model.memory()
 
 
-def ort_runner(onnx, x, threads, out_shape):
+def ort_session(onnx, threads):
+    """ONNX Runtime as the benchmarks run it: CPU, `threads` intra-op threads, sequential, every
+    graph optimization."""
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    s = ort.InferenceSession(onnx, so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(onnx, so, providers=["CPUExecutionProvider"])
+
+
+def ort_runner(onnx, x, threads, out_shape):
+    s = ort_session(onnx, threads)
     out = s.get_outputs()[0]
     y = np.full(out_shape, np.nan, np.float32)
     binding = s.io_binding()

@@ -25,7 +25,7 @@ from onnx import TensorProto, helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from compare_ort import batch, import_weft  # noqa: E402
+from compare_ort import batch, import_weft, ort_session  # noqa: E402
 
 F = TensorProto.FLOAT
 
@@ -116,12 +116,7 @@ def main():
         for threads in (int(t) for t in a.threads.split(",")):
             model = weft.Session(threads=threads, use_env_path=False).compile(weft.import_onnx(path))
             w_out = [np.full(shape, np.nan, dtype) for _, dtype, shape in model.outputs]
-            so = ort.SessionOptions()
-            so.intra_op_num_threads = threads
-            so.inter_op_num_threads = 1
-            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+            s = ort_session(path, threads)
             bind = s.io_binding()
             for k, v in ins.items():
                 bind.bind_ortvalue_input(k, ort.OrtValue.ortvalue_from_numpy(v))

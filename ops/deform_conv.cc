@@ -440,13 +440,14 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp {
     // The offset groups group g's channels belong to: [og0, og0 + nog).
     int64_t nog_max = 0;
     for (int64_t g = 0; g < p.group; ++g) nog_max = std::max(nog_max, ((g + 1) * p.cg - 1) / per_og - (g * p.cg) / per_og + 1);
-    // Scratch: the weights in C, then a block of whole output positions: its sampled columns, its
-    // samples and, for narrow T, the GEMM's output (at most kBlockBytes with the columns).
+    // Scratch: the weights in C (float16 and bfloat16 widened; float32 and float64 read in place),
+    // then a block of whole output positions: its sampled columns, its samples and, for narrow T,
+    // the GEMM's output (at most kBlockBytes with the columns).
     constexpr uint64_t kBlockBytes = uint64_t{32} << 20;
     const uint64_t per_pos = static_cast<uint64_t>(std::max<int64_t>(rows, 1)) * sizeof(C) +
                              static_cast<uint64_t>(nog_max) * static_cast<uint64_t>(taps) * sizeof(Sample);
     const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(cols, static_cast<int64_t>(kBlockBytes / per_pos)));
-    const uint64_t wn = static_cast<uint64_t>(p.m) * static_cast<uint64_t>(rows);
+    const uint64_t wn = std::is_same_v<T, C> ? 0 : static_cast<uint64_t>(p.m) * static_cast<uint64_t>(rows);
     const uint64_t cn = static_cast<uint64_t>(rows) * static_cast<uint64_t>(chunk);
     const uint64_t on = std::is_same_v<T, C> ? 0 : static_cast<uint64_t>(mg) * static_cast<uint64_t>(chunk);
     const uint64_t sn = static_cast<uint64_t>(nog_max) * static_cast<uint64_t>(taps) * static_cast<uint64_t>(chunk);
@@ -462,6 +463,7 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp {
     Sample* samples = reinterpret_cast<Sample*>((after + alignof(Sample) - 1) / alignof(Sample) * alignof(Sample));
     const T* wsrc = wt->GetData<T>();
     for (uint64_t i = 0; i < wn; ++i) wbuf[i] = static_cast<C>(Load(wsrc[i]));
+    const C* weights = std::is_same_v<T, C> ? reinterpret_cast<const C*>(wsrc) : wbuf;
     const char* tv = ctx->GetOption("weft.intra_op_threads");
     const int64_t threads = tv ? std::max(1, std::atoi(tv)) : 1;
     const T* xd = x->GetData<T>();
@@ -536,7 +538,7 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp {
             if (parts > 1) omp_set_num_threads(1);
             for (int64_t part = p0; part < p1; ++part) {
               const int64_t k0 = cw * part / parts, k1 = cw * (part + 1) / parts;
-              if (!Gemm(mg, k1 - k0, rows, wbuf + g * mg * rows, colbuf + k0, cw, gout + k0, ldo)) gemm_ok = false;
+              if (!Gemm(mg, k1 - k0, rows, weights + g * mg * rows, colbuf + k0, cw, gout + k0, ldo)) gemm_ok = false;
             }
             if (parts > 1) omp_set_num_threads(omp_before);
           });

@@ -60,3 +60,20 @@ def check_c_against_runtime(tmp_path, path, inputs, atol=0.0, rtol=0.0, name="m"
                     *sorted(glob.glob(f"{out}/test/*.c")), "-o", exe, "-lm"], check=True)
     res = subprocess.run([exe], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def run_with_main(tmp_path, path, prefix, main_source):
+    """Writes the C module of the ONNX file at `path` (no test case), builds it as strict C99
+    with `main_source` (a C program driving `<prefix>_init` / `<prefix>_run`) and runs it;
+    returns the finished process."""
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if not cc:
+        pytest.skip("needs a C compiler")
+    out = tmp_path / "c"
+    weft.generate_c(path, out, prefix=prefix)
+    main = tmp_path / "main.c"
+    main.write_text(main_source)
+    exe = str(tmp_path / "t")
+    subprocess.run([cc, *STRICT, f"-I{out}/includes-api", f"-I{out}/src", *sorted(glob.glob(f"{out}/src/*.c")), str(main), "-o", exe, "-lm"],
+                   check=True)
+    return subprocess.run([exe], capture_output=True, text=True)

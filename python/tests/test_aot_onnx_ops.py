@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aot_onnx_check import check_onnx_model  # noqa: E402
+from aot_onnx_check import check_onnx_model, run_with_main  # noqa: E402
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -84,21 +84,10 @@ def test_gather(tmp_path, axis, indices):
 
 def test_gather_out_of_range_index_fails_the_run(tmp_path):
     """An index outside the axis makes P_run return op_failed with failed_op set, not read out of bounds."""
-    import glob
-    import shutil
-    import subprocess
-
-    import weft
-    cc = shutil.which(os.environ.get("CC", "cc"))
-    if not cc:
-        pytest.skip("needs a C compiler")
     m = model([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], [vi("x", [4, 2]), vi("i", [2], TensorProto.INT64)], [vi("y", [2, 2])])
     path = str(tmp_path / "g.onnx")
     onnx.save(m, path)
-    out = tmp_path / "c"
-    weft.generate_c(path, out, prefix="g")
-    main = tmp_path / "main.c"
-    main.write_text("""
+    res = run_with_main(tmp_path, path, "g", """
 #include <stdio.h>
 #include "g.h"
 int main(void) {
@@ -115,10 +104,6 @@ int main(void) {
   return s == g_status_op_failed && ctx.failed_op == 0 ? 0 : 12;
 }
 """)
-    exe = str(tmp_path / "t")
-    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{out}/includes-api", f"-I{out}/src",
-                    *sorted(glob.glob(f"{out}/src/*.c")), str(main), "-o", exe, "-lm"], check=True)
-    res = subprocess.run([exe], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout
 
 
@@ -557,22 +542,11 @@ def test_tensor_scatter(tmp_path, mode):
 
 def test_tensor_scatter_index_past_the_cache_fails_the_run(tmp_path):
     """A write index whose rows do not fit the cache makes P_run return op_failed, not write out of bounds."""
-    import glob
-    import shutil
-    import subprocess
-
-    import weft
-    cc = shutil.which(os.environ.get("CC", "cc"))
-    if not cc:
-        pytest.skip("needs a C compiler")
     node = helper.make_node("TensorScatter", ["c", "u", "i"], ["y"], axis=1)
     m = model([node], [vi("c", [1, 4, 2]), vi("u", [1, 2, 2]), vi("i", [1], TensorProto.INT64)], [vi("y", [1, 4, 2])], opset=24)
     path = str(tmp_path / "s.onnx")
     onnx.save(m, path)
-    out = tmp_path / "c"
-    weft.generate_c(path, out, prefix="s")
-    main = tmp_path / "main.c"
-    main.write_text("""
+    res = run_with_main(tmp_path, path, "s", """
 #include <stdio.h>
 #include "s.h"
 int main(void) {
@@ -591,10 +565,6 @@ int main(void) {
   return s_run(&ctx) == s_status_op_failed ? 0 : 13;
 }
 """)
-    exe = str(tmp_path / "t")
-    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{out}/includes-api", f"-I{out}/src",
-                    *sorted(glob.glob(f"{out}/src/*.c")), str(main), "-o", exe, "-lm"], check=True)
-    res = subprocess.run([exe], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout
 
 
