@@ -390,8 +390,76 @@ bool Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, int
   return true;
 }
 
-class DeformConv : public EagerExecuteOp, public ShapeInferOp {
+class DeformConv : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Portable C for float32 and float64: each (image, group, output position) samples every
+  // (channel, tap) of the group once, as the runtime does (the same corners, fractions and
+  // mask), and adds it into each of the group's outputs times its weight. The sums run in
+  // another order than the runtime's GEMM, so they agree within rounding, not to the bit.
+  graphStatus Emit(EmitContext* ctx) override {
+    DeformPlan p;
+    if (!MakeDeformPlan(ctx, &p)) return GRAPH_FAILED;
+    const Tensor* x = ctx->GetInputTensor(0);
+    const DataType dt = x->GetDataType();
+    if (dt != DT_FLOAT && dt != DT_DOUBLE) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " DeformConv");
+    if (p.n < 0 || p.c < 0 || p.h < 0 || p.w < 0 || p.m < 0 || p.kh < 0 || p.kw < 0 || p.oh < 0 || p.ow < 0)
+      return Fail(ctx, "the generated C needs X's, W's and offset's shapes known");
+    if (p.n * p.m * p.oh * p.ow == 0) return GRAPH_SUCCESS;
+    const Tensor* bias = ctx->GetOptionalInputTensor(3);
+    const Tensor* mask = ctx->GetOptionalInputTensor(4);
+    if (bias && bias->GetShapeSize() == 0) bias = nullptr;
+    if (mask && mask->GetShapeSize() == 0) mask = nullptr;
+    ctx->Include("<math.h>");
+    const std::string t = dt == DT_FLOAT ? "float" : "double";
+    auto L = [](int64_t v) { return aot::IntLit(v); };
+    const int64_t taps = p.kh * p.kw, cols = p.oh * p.ow, mg = p.m / p.group, per_og = p.c / p.og;
+    std::string c = "{\n  const " + t + "* xd = " + ctx->Input(0, t.c_str()) + ";\n  const " + t + "* wd = " + ctx->Input(1, t.c_str()) +
+                    ";\n  const " + t + "* od = " + ctx->Input(2, t.c_str()) + ";\n";
+    c += "  const " + t + "* bd = " + (bias ? ctx->Input(aot::InputAt(ctx, 3), t.c_str()) : "0") + ";\n";
+    c += "  const " + t + "* md = " + (mask ? ctx->Input(aot::InputAt(ctx, 4), t.c_str()) : "0") + ";\n";
+    c += "  " + t + "* yd = " + ctx->Output(0, t.c_str()) + ";\n";
+    c += "  int64_t b, g, pos, ci, tap, o;\n"
+         "  for (b = 0; b < " + L(p.n) + "; ++b)\n"
+         "    for (g = 0; g < " + L(p.group) + "; ++g)\n"
+         "      for (pos = 0; pos < " + L(cols) + "; ++pos) {\n"
+         "        const int64_t oy = pos / " + L(p.ow) + ", ox = pos % " + L(p.ow) + ";\n"
+         "        " + t + "* y = yd + (b * " + L(p.m) + " + g * " + L(mg) + ") * " + L(cols) + " + pos;\n"
+         "        for (o = 0; o < " + L(mg) + "; ++o) y[o * " + L(cols) + "] = bd ? bd[g * " + L(mg) + " + o] : (" + t + ")0;\n"
+         "        for (ci = 0; ci < " + L(p.cg) + "; ++ci) {\n"
+         "          const int64_t ch = g * " + L(p.cg) + " + ci, ogi = ch / " + L(per_og) + ";\n"
+         "          const " + t + "* plane = xd + (b * " + L(p.c) + " + ch) * " + L(p.h * p.w) + ";\n"
+         "          for (tap = 0; tap < " + L(taps) + "; ++tap) {\n"
+         "            const int64_t i = tap / " + L(p.kw) + ", j = tap % " + L(p.kw) + ";\n"
+         "            const " + t + " dy = od[((b * " + L(p.og) + " + ogi) * " + L(2 * taps) + " + 2 * tap) * " + L(cols) + " + pos];\n"
+         "            const " + t + " dx = od[((b * " + L(p.og) + " + ogi) * " + L(2 * taps) + " + 2 * tap + 1) * " + L(cols) + " + pos];\n"
+         "            " + t + " v = 0;\n"
+         "            /* each coordinate: the tap's integer position plus floor(offset), and the fraction;\n"
+         "               a point outside (-1, size), or not finite, reads zero */\n"
+         "            if (dy > -4e18 && dy < 4e18 && dx > -4e18 && dx < 4e18) {\n"
+         "              const " + t + " fy = (" + t + ")floor(dy), fx = (" + t + ")floor(dx);\n"
+         "              const int64_t y0 = oy * " + L(p.sh) + " - " + L(p.pt) + " + i * " + L(p.dh) + " + (int64_t)fy;\n"
+         "              const int64_t x0 = ox * " + L(p.sw) + " - " + L(p.pl) + " + j * " + L(p.dw) + " + (int64_t)fx;\n"
+         "              const " + t + " ly = dy - fy, lx = dx - fx;\n"
+         "              if (y0 <= " + L(p.h - 1) + " && (y0 >= 0 || (y0 == -1 && ly > 0)) && x0 <= " + L(p.w - 1) +
+         " && (x0 >= 0 || (x0 == -1 && lx > 0))) {\n"
+         "                const int yi0 = y0 >= 0, yi1 = y0 + 1 < " + L(p.h) + ", xi0 = x0 >= 0, xi1 = x0 + 1 < " + L(p.w) + ";\n"
+         "                const " + t + " p00 = yi0 && xi0 ? plane[y0 * " + L(p.w) + " + x0] : (" + t + ")0;\n"
+         "                const " + t + " p01 = yi0 && xi1 ? plane[y0 * " + L(p.w) + " + x0 + 1] : (" + t + ")0;\n"
+         "                const " + t + " p10 = yi1 && xi0 ? plane[(y0 + 1) * " + L(p.w) + " + x0] : (" + t + ")0;\n"
+         "                const " + t + " p11 = yi1 && xi1 ? plane[(y0 + 1) * " + L(p.w) + " + x0 + 1] : (" + t + ")0;\n"
+         "                v = (1 - ly) * ((1 - lx) * p00 + lx * p01) + ly * ((1 - lx) * p10 + lx * p11);\n"
+         "              }\n"
+         "            }\n"
+         "            if (md) v *= md[((b * " + L(p.og) + " + ogi) * " + L(taps) + " + tap) * " + L(cols) + " + pos];\n"
+         "            for (o = 0; o < " + L(mg) + "; ++o)\n"
+         "              y[o * " + L(cols) + "] += wd[((g * " + L(mg) + " + o) * " + L(p.cg) + " + ci) * " + L(taps) + " + tap] * v;\n"
+         "          }\n"
+         "        }\n"
+         "      }\n"
+         "}\n";
+    ctx->Run(c);
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferDataType(InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, ctx->GetInputDataType(0)); }
   graphStatus InferShape(InferShapeContext* ctx) override {
     DeformPlan p;

@@ -172,8 +172,42 @@ void CausalConv(const T* x, const T* w, const T* bias, const T* past, int64_t B,
     }
 }
 
-class CausalConvWithState : public EagerExecuteOp, public ShapeInferOp {
+class CausalConvWithState : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Portable C for float32 and float64, the runtime's loop: each output sums its k taps over the
+  // past state and the input in the same order, in the same precision.
+  graphStatus Emit(EmitContext* ctx) override {
+    int64_t k = 0;
+    if (!ConvPlan(ctx, &k)) return GRAPH_FAILED;
+    const Tensor* x = ctx->GetInputTensor(0);
+    const DataType dt = x->GetDataType();
+    if (dt != DT_FLOAT && dt != DT_DOUBLE)
+      return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " CausalConvWithState");
+    const Shape& xs = x->GetShape();
+    const int64_t B = xs.GetDim(0), C = xs.GetDim(1), L = xs.GetDim(2);
+    if (B < 0 || C < 0 || L < 0 || k < 0) return Fail(ctx, "the generated C needs the input's and weight's shapes known");
+    const bool silu = std::string(ctx->GetAttrs()->GetStr("activation")) != "none";
+    const bool state = ctx->GetComputeNodeOutputNum() > 1;
+    const Tensor *bias = In(ctx, 2), *past = In(ctx, 3);
+    if (B * C == 0) return GRAPH_SUCCESS;
+    const std::string t = dt == DT_FLOAT ? "float" : "double", K = aot::IntLit(k), K1 = aot::IntLit(k - 1), LL = aot::IntLit(L);
+    ctx->Include("<math.h>");
+    std::string c = "{\n  const " + t + "* x = " + ctx->Input(0, t.c_str()) + ";\n  const " + t + "* w = " + ctx->Input(1, t.c_str()) + ";\n";
+    c += "  const " + t + "* bias = " + (bias ? ctx->Input(aot::InputAt(ctx, 2), t.c_str()) : "0") + ";\n";
+    c += "  const " + t + "* past = " + (past ? ctx->Input(aot::InputAt(ctx, 3), t.c_str()) : "0") + ";\n";
+    c += "  " + t + "* y = " + ctx->Output(0, t.c_str()) + ";\n";
+    c += "  " + t + "* state = " + (state ? ctx->Output(1, t.c_str()) : "0") + ";\n";
+    // position p of a row's line: the past state's p-th value (zero without one), then the input
+    c += "#define WEFT_LINE(row, p) ((p) < " + K1 + " ? (past ? past[(row) * " + K1 + " + (p)] : (" + t + ")0) : x[(row) * " + LL + " + (p) - " + K1 + "])\n";
+    c += "  int64_t row, tt, j;\n  for (row = 0; row < " + aot::IntLit(B * C) + "; ++row) {\n    const int64_t ch = row % " + aot::IntLit(C) + ";\n";
+    c += "    for (tt = 0; tt < " + LL + "; ++tt) {\n      " + t + " s = bias ? bias[ch] : (" + t + ")0;\n";
+    c += "      for (j = 0; j < " + K + "; ++j) s += w[ch * " + K + " + j] * WEFT_LINE(row, tt + j);\n";
+    if (silu) c += std::string("      s = s / (1 + ") + (dt == DT_FLOAT ? "expf" : "exp") + "(-s));\n";
+    c += "      y[row * " + LL + " + tt] = s;\n    }\n";
+    c += "    if (state)\n      for (j = 0; j < " + K1 + "; ++j) state[row * " + K1 + " + j] = WEFT_LINE(row, " + LL + " + j);\n  }\n#undef WEFT_LINE\n}\n";
+    ctx->Run(c);
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     int64_t k = 0;
     if (!ConvPlan(ctx, &k)) return GRAPH_FAILED;
@@ -275,8 +309,65 @@ bool LinearPlan(const KernelContextBase* ctx, Linear* l) {
   return true;
 }
 
-class LinearAttention : public EagerExecuteOp, public ShapeInferOp {
+class LinearAttention : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Portable C of the runtime's recurrence, in float32 as it computes (float32 and float64
+  // tensors), the same operations in the same order; the state lives in the present_state
+  // scratch, in float32, and is copied to present_state at the end.
+  graphStatus Emit(EmitContext* ctx) override {
+    Linear l;
+    if (!LinearPlan(ctx, &l)) return GRAPH_FAILED;
+    const DataType dt = ctx->GetInputTensor(0)->GetDataType();
+    if (dt != DT_FLOAT && dt != DT_DOUBLE) return Fail(ctx, std::string("the generated C has no ") + DataTypeName(dt) + " LinearAttention");
+    for (size_t i = 1; i < 6; ++i)
+      if (const Tensor* in = In(ctx, i); in && in->GetDataType() != dt)
+        return Fail(ctx, "the generated C needs every input in query's type (" + std::string(DataTypeName(dt)) + ")");
+    if (l.B < 0 || l.T < 0 || l.dk < 0 || l.dv < 0 || l.decay_w == -1 || l.beta_w == -1)
+      return Fail(ctx, "the generated C needs the inputs' shapes known");
+    const int64_t B = l.B, T = l.T, Hq = l.Hq, Hkv = l.Hkv, dk = l.dk, dv = l.dv, group = Hq / Hkv, ns = B * Hkv * dk * dv;
+    const float given = *ctx->GetAttrs()->GetFloat("scale");
+    const float scale = given != 0.f ? given : static_cast<float>(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(dk, 1))));
+    const std::string t = dt == DT_FLOAT ? "float" : "double";
+    auto L = [](int64_t v) { return aot::IntLit(v); };
+    ctx->Include("<math.h>");
+    std::string c = "{\n  const " + t + "* q = " + ctx->Input(0, t.c_str()) + ";\n  const " + t + "* k = " + ctx->Input(1, t.c_str()) +
+                    ";\n  const " + t + "* v = " + ctx->Input(2, t.c_str()) + ";\n";
+    const char* names[] = {"", "", "", "past", "decay", "beta"};
+    for (size_t i = 3; i < 6; ++i)  // decay and beta only where the update rule reads them
+      if (i == 3 || In(ctx, i)) c += "  const " + t + "* " + names[i] + " = " + (In(ctx, i) ? ctx->Input(aot::InputAt(ctx, i), t.c_str()) : "0") + ";\n";
+    c += "  " + t + "* y = " + ctx->Output(0, t.c_str()) + ";\n";
+    c += "  " + t + "* present = " + (ctx->GetComputeNodeOutputNum() > 1 ? ctx->Output(1, t.c_str()) : "0") + ";\n";
+    const uint64_t bytes = static_cast<uint64_t>(ns + dv) * sizeof(float);
+    c += "  float* S = (float*)" + ctx->Scratch(static_cast<size_t>(std::max<uint64_t>(bytes, 16))) + ";\n  float* vt = S + " + L(ns) + ";\n";
+    c += "  int64_t i, b, tt, h, d, m, qi;\n  for (i = 0; i < " + L(ns) + "; ++i) S[i] = past ? (float)past[i] : 0.f;\n";
+    c += "  for (b = 0; b < " + L(B) + "; ++b)\n    for (tt = 0; tt < " + L(T) + "; ++tt)\n      for (h = 0; h < " + L(Hkv) + "; ++h) {\n";
+    c += "        float* s = S + (b * " + L(Hkv) + " + h) * " + L(dk * dv) + ";\n";
+    c += "        const " + t + "* kt = k + (b * " + L(T) + " + tt) * " + L(Hkv * dk) + " + h * " + L(dk) + ";\n";
+    c += "        const " + t + "* vin = v + (b * " + L(T) + " + tt) * " + L(Hkv * dv) + " + h * " + L(dv) + ";\n";
+    if (l.gated) {
+      c += "        const " + t + "* g = decay + (b * " + L(T) + " + tt) * " + L(l.decay_w) + ";\n";
+      c += "        for (d = 0; d < " + L(dk) + "; ++d) {\n          const float f = expf((float)g[" +
+           (l.decay_w == Hkv ? std::string("h") : "h * " + L(dk) + " + d") + "]);\n";
+      c += "          for (m = 0; m < " + L(dv) + "; ++m) s[d * " + L(dv) + " + m] *= f;\n        }\n";
+    }
+    c += "        for (m = 0; m < " + L(dv) + "; ++m) vt[m] = (float)vin[m];\n";
+    if (l.delta) {
+      c += "        {\n          const float bt = (float)beta[(b * " + L(T) + " + tt) * " + L(l.beta_w) + (l.beta_w == 1 ? "" : " + h") + "];\n";
+      c += "          for (m = 0; m < " + L(dv) + "; ++m) {\n            float r = 0.f;\n";
+      c += "            for (d = 0; d < " + L(dk) + "; ++d) r += s[d * " + L(dv) + " + m] * (float)kt[d];\n";
+      c += "            vt[m] = bt * ((float)vin[m] - r);\n          }\n        }\n";
+    }
+    c += "        for (d = 0; d < " + L(dk) + "; ++d)\n          for (m = 0; m < " + L(dv) + "; ++m) s[d * " + L(dv) + " + m] += (float)kt[d] * vt[m];\n";
+    c += "        for (qi = h * " + L(group) + "; qi < (h + 1) * " + L(group) + "; ++qi) {\n";
+    c += "          const " + t + "* qt = q + (b * " + L(T) + " + tt) * " + L(Hq * dk) + " + qi * " + L(dk) + ";\n";
+    c += "          " + t + "* o = y + (b * " + L(T) + " + tt) * " + L(Hq * dv) + " + qi * " + L(dv) + ";\n";
+    c += "          for (m = 0; m < " + L(dv) + "; ++m) {\n            float acc = 0.f;\n";
+    c += "            for (d = 0; d < " + L(dk) + "; ++d) acc += (float)qt[d] * s[d * " + L(dv) + " + m];\n";
+    c += "            o[m] = (" + t + ")(" + aot::FloatLit(scale) + " * acc);\n          }\n        }\n      }\n";
+    c += "  if (present)\n    for (i = 0; i < " + L(ns) + "; ++i) present[i] = (" + t + ")S[i];\n}\n";
+    ctx->Run(c);
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     Linear l;
     if (!LinearPlan(ctx, &l)) return GRAPH_FAILED;

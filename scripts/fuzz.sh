@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds each untrusted-input parser with clang's libFuzzer + AddressSanitizer + UBSan (only the
-# sources it needs, never the unsanitized CMake build) and runs a bounded fuzz pass on each.
+# sources it needs, never the unsanitized CMake build; a source two targets share is compiled once)
+# and runs a bounded fuzz pass on each, $JOBS (default: the machine's cores) at a time.
 #
 #   scripts/fuzz.sh [seconds per target] [target...]     (default: 30 s, every target)
 #   scripts/fuzz.sh 600 onnx_import                       # a longer pass on one target
@@ -27,12 +28,6 @@ CXXFLAGS=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-re
           -DWEFT_NO_PLUGIN_ENTRY -Iinclude -Isrc)
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
-
-build() {  # build NAME SOURCES... [-- LIBS...]
-  local name=$1; shift
-  echo "-- building ${name}_fuzz"
-  nice -n 10 clang++ "${CXXFLAGS[@]}" "$@" -o "$OUT/${name}_fuzz"
-}
 
 seed_model_file() {
   local dir=$1 weft=build/bin/weft pkgs=build/tests/packages
@@ -90,55 +85,96 @@ seed_graph_json() { "$PY" tests/fuzz/make_seeds.py json "$1"; }
 seed_npy() { "$PY" tests/fuzz/make_seeds.py npy "$1"; }
 seed_plugin_table() { "$PY" tests/fuzz/make_seeds.py plugin_table "$1"; }
 
-build_target() {
-  case $1 in
-    model_file) build model_file src/model/model_format.cc tests/fuzz/model_file_fuzz.cc -lxxhash ;;
-    onnx_import)
-      build onnx_import -DONNX_NAMESPACE=onnx -DONNX_ML=1 src/frontends/onnx/onnx_importer.cc src/frontends/onnx/onnx_contrib.cc src/graph/graph.cc \
-        src/aot/registry_parts.cc src/core/suggest.cc src/core/npy.cc src/core/host_tensor.cc src/core/sequence_value.cc src/core/file_io.cc \
-        tests/fuzz/onnx_import_fuzz.cc -lonnx_proto -lprotobuf ;;
-    litert_import)
-      mkdir -p "$OUT/generated"
-      flatc --cpp -o "$OUT/generated" src/frontends/litert/litert_subset.fbs
-      build litert_import -DFLATBUFFERS_LOCALE_INDEPENDENT=0 -I"$OUT/generated" src/frontends/litert/litert_importer.cc \
-        src/frontends/litert/custom_op_key.cc src/aot/registry_parts.cc src/core/suggest.cc \
-        src/graph/graph.cc src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc tests/fuzz/litert_import_fuzz.cc ;;
-    graph_json)
-      build graph_json src/graph/graph.cc src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc \
-        tests/fuzz/graph_json_fuzz.cc ;;
-    npy) build npy src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc tests/fuzz/npy_fuzz.cc ;;
-    plugin_table)
-      build plugin_table src/registry/registry.cc src/frontends/litert/custom_op_key.cc src/core/suggest.cc src/core/host_tensor.cc \
-        src/core/file_io.cc src/core/npy.cc tests/fuzz/plugin_table_fuzz.cc -lxxhash ;;
-    *) echo "unknown fuzz target '$1' (model_file, onnx_import, litert_import, graph_json, npy, plugin_table)" >&2; return 1 ;;
-  esac
-}
-
-failed=()
+# Each target's sources and libraries. A source two targets share is compiled once.
+declare -A SRCS LIBS
+SRCS[model_file]="src/model/model_format.cc tests/fuzz/model_file_fuzz.cc"
+LIBS[model_file]="-lxxhash"
+SRCS[onnx_import]="src/frontends/onnx/onnx_importer.cc src/frontends/onnx/onnx_contrib.cc src/graph/graph.cc
+  src/aot/registry_parts.cc src/core/suggest.cc src/core/npy.cc src/core/host_tensor.cc src/core/sequence_value.cc
+  src/core/file_io.cc tests/fuzz/onnx_import_fuzz.cc"
+LIBS[onnx_import]="-lonnx_proto -lprotobuf"
+SRCS[litert_import]="src/frontends/litert/litert_importer.cc src/frontends/litert/custom_op_key.cc src/aot/registry_parts.cc
+  src/core/suggest.cc src/graph/graph.cc src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc
+  tests/fuzz/litert_import_fuzz.cc"
+LIBS[litert_import]=""
+SRCS[graph_json]="src/graph/graph.cc src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc tests/fuzz/graph_json_fuzz.cc"
+LIBS[graph_json]=""
+SRCS[npy]="src/core/npy.cc src/core/host_tensor.cc src/core/file_io.cc tests/fuzz/npy_fuzz.cc"
+LIBS[npy]=""
+SRCS[plugin_table]="src/registry/registry.cc src/frontends/litert/custom_op_key.cc src/core/suggest.cc src/core/host_tensor.cc
+  src/core/file_io.cc src/core/npy.cc tests/fuzz/plugin_table_fuzz.cc"
+LIBS[plugin_table]="-lxxhash"
 for t in "${TARGETS[@]}"; do
-  build_target "$t"
-  corpus="$OUT/corpus-$t"
-  [ "$t" = model_file ] && corpus="$OUT/corpus"  # where scripts/fuzz_model_file.sh kept it
-  mkdir -p "$corpus"
-  "seed_$t" "$corpus"
-  dict=()
+  [ -n "${SRCS[$t]+set}" ] || { echo "unknown fuzz target '$t' (model_file, onnx_import, litert_import, graph_json, npy, plugin_table)" >&2; exit 2; }
+done
+
+# Build: each source the chosen targets need, once, $JOBS at a time (an object newer than its
+# source and every header it includes is kept), then one link per target.
+JOBS=${JOBS:-$(nproc)}
+mkdir -p "$OUT/generated" "$OUT/obj"
+flatc --cpp -o "$OUT/generated" src/frontends/litert/litert_subset.fbs
+CXXFLAGS+=(-DONNX_NAMESPACE=onnx -DONNX_ML=1 -DFLATBUFFERS_LOCALE_INDEPENDENT=0 -I"$OUT/generated")
+obj_of() { echo "$OUT/obj/$(echo "${1%.cc}" | tr / _).o"; }
+stale() {  # stale SRC OBJ: true when OBJ must be rebuilt
+  local dep="${2%.o}.d" f
+  [ -f "$2" ] && [ -f "$dep" ] || return 0
+  for f in $(sed -e 's/^[^:]*://' -e 's/\\$//' "$dep"); do [ "$f" -nt "$2" ] && return 0; done
+  return 1
+}
+mapfile -t sources < <(for t in "${TARGETS[@]}"; do printf '%s\n' ${SRCS[$t]}; done | sort -u)
+pids=()
+for src in "${sources[@]}"; do
+  obj=$(obj_of "$src")
+  stale "$src" "$obj" || continue
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+  echo "-- compiling $src"
+  nice -n 10 clang++ "${CXXFLAGS[@]}" -MMD -c "$src" -o "$obj" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || { echo "fuzz build failed (see the compiler's output above)" >&2; exit 1; }; done
+for t in "${TARGETS[@]}"; do
+  objs=()
+  for src in ${SRCS[$t]}; do objs+=("$(obj_of "$src")"); done
+  # shellcheck disable=SC2086  # LIBS holds a list of flags
+  clang++ "${CXXFLAGS[@]}" "${objs[@]}" ${LIBS[$t]} -o "$OUT/${t}_fuzz"
+done
+
+# Seeds, then the fuzzers themselves, $JOBS at a time, each bounded in time and memory.
+fuzz_one() {  # fuzz_one TARGET CORPUS: writes $OUT/TARGET.log and $OUT/TARGET.result, returns libFuzzer's status
+  local t=$1 corpus=$2 dict=() start=$SECONDS rc execs rss
   [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
-  log="$OUT/$t.log"
-  start=$SECONDS
   set +e
   # shellcheck disable=SC2086  # FUZZ_ARGS is a list of flags
   ASAN_OPTIONS=detect_leaks=1 "$OUT/${t}_fuzz" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 \
     -timeout=10 -print_final_stats=1 -artifact_prefix="$OUT/$t-" "${dict[@]}" ${FUZZ_ARGS:-} "$corpus" \
-    > "$log" 2>&1
+    > "$OUT/$t.log" 2>&1
   rc=$?
   set -e
-  execs=$(grep -m1 '^stat::number_of_executed_units' "$log" | awk '{print $2}')
-  rss=$(grep -m1 '^stat::peak_rss_mb' "$log" | awk '{print $2}')
-  echo "$t: ${execs:-?} executions in $((SECONDS - start)) s (peak RSS ${rss:-?} MB)"
-  if [ "$rc" -ne 0 ]; then
-    tail -n 60 "$log"
-    echo "$t: the fuzzer found a failing input: $(grep -o "$OUT/$t-[a-z-]*[0-9a-f]*" "$log" | tail -n 1)" \
-         "(replay: $OUT/${t}_fuzz FILE; log $log)" >&2
+  execs=$(grep -m1 '^stat::number_of_executed_units' "$OUT/$t.log" | awk '{print $2}')
+  rss=$(grep -m1 '^stat::peak_rss_mb' "$OUT/$t.log" | awk '{print $2}')
+  echo "$t: ${execs:-?} executions in $((SECONDS - start)) s (peak RSS ${rss:-?} MB)" > "$OUT/$t.result"
+  return $rc
+}
+declare -A fuzz_pid
+for t in "${TARGETS[@]}"; do
+  corpus="$OUT/corpus-$t"
+  [ "$t" = model_file ] && corpus="$OUT/corpus"  # where scripts/fuzz_model_file.sh kept it
+  mkdir -p "$corpus"
+  "seed_$t" "$corpus"
+  rm -f "$OUT/$t.result"
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+  fuzz_one "$t" "$corpus" &
+  fuzz_pid[$t]=$!
+done
+failed=()
+for t in "${TARGETS[@]}"; do
+  if wait "${fuzz_pid[$t]}"; then
+    cat "$OUT/$t.result"
+  else
+    cat "$OUT/$t.result" 2> /dev/null || true
+    tail -n 60 "$OUT/$t.log"
+    echo "$t: the fuzzer found a failing input: $(grep -o "$OUT/$t-[a-z-]*[0-9a-f]*" "$OUT/$t.log" | tail -n 1)" \
+         "(replay: $OUT/${t}_fuzz FILE; log $OUT/$t.log)" >&2
     failed+=("$t")
   fi
 done

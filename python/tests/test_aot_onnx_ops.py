@@ -601,3 +601,98 @@ def test_affine_grid_unit_dim_with_align_corners_matches_the_runtime(tmp_path):
     path = str(tmp_path / "m.onnx")
     onnx.save(m, path)
     check_c_against_runtime(tmp_path, path, {"theta": rand(2, 2, 3)})
+
+
+@pytest.mark.parametrize("group,offset_group,bias,mask,strides,pads,dilations", [
+    (1, 1, False, False, [1, 1], [0, 0, 0, 0], [1, 1]),
+    (2, 2, True, True, [2, 1], [1, 0, 2, 1], [1, 2]),
+    (1, 4, True, False, [1, 2], [1, 1, 1, 1], [2, 1]),
+    (4, 1, False, True, [1, 1], [2, 2, 0, 0], [1, 1]),
+])
+def test_deform_conv(tmp_path, group, offset_group, bias, mask, strides, pads, dilations):
+    n, c, h, w, m_out, kh, kw = 2, 8, 7, 6, 8, 3, 2
+    oh = (h + pads[0] + pads[2] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (w + pads[1] + pads[3] - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    # offsets of a few pixels, so that samples land between pixels, on the border and outside
+    feeds = {"x": rand(n, c, h, w), "w": rand(m_out, c // group, kh, kw),
+             "offset": (RNG.standard_normal((n, offset_group * 2 * kh * kw, oh, ow)) * 2.5).astype(np.float32)}
+    names = ["x", "w", "offset", "b" if bias else "", "mask" if mask else ""]
+    if bias:
+        feeds["b"] = rand(m_out)
+    if mask:
+        feeds["mask"] = RNG.uniform(0, 1, (n, offset_group * kh * kw, oh, ow)).astype(np.float32)
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node("DeformConv", names, ["y"], group=group, offset_group=offset_group, kernel_shape=[kh, kw],
+                            strides=strides, pads=pads, dilations=dilations)
+    m = model([node], [vi(k, list(v.shape)) for k, v in feeds.items()], [vi("y", [n, m_out, oh, ow])], opset=19)
+    check_onnx_model(tmp_path, m, feeds)
+
+
+def test_deform_conv_float64_matches_the_runtime(tmp_path):
+    from aot_onnx_check import check_c_against_runtime
+    D = TensorProto.DOUBLE
+    feeds = {"x": RNG.standard_normal((1, 4, 5, 5)), "w": RNG.standard_normal((6, 2, 3, 3)),
+             "offset": RNG.standard_normal((1, 2 * 9, 3, 3)) * 3, "b": RNG.standard_normal(6)}
+    feeds["offset"][0, 0, 0, 0] = np.nan  # reads zero, in the runtime and in the C
+    feeds["offset"][0, 1, 1, 1] = np.inf
+    node = helper.make_node("DeformConv", ["x", "w", "offset", "b"], ["y"], group=2)
+    m = model([node], [vi(k, list(v.shape), D) for k, v in feeds.items()], [vi("y", [1, 6, 3, 3], D)], opset=19)
+    path = str(tmp_path / "m.onnx")
+    onnx.save(m, path)
+    check_c_against_runtime(tmp_path, path, feeds, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("k,bias,past,act,t,np_t", [(4, True, True, "silu", TensorProto.FLOAT, np.float32),
+                                                    (3, False, False, "none", TensorProto.FLOAT, np.float32),
+                                                    (1, True, False, "swish", TensorProto.DOUBLE, np.float64),
+                                                    (5, False, True, "silu", TensorProto.DOUBLE, np.float64)])
+def test_causal_conv_with_state_matches_the_runtime(tmp_path, k, bias, past, act, t, np_t):
+    # ONNX Runtime has no CausalConvWithState; the runtime's own is checked against NumPy in
+    # test_onnx_newer_ops.py, and the C against the runtime here (the same sums in the same order).
+    from aot_onnx_check import check_c_against_runtime
+    B, C, L = 2, 3, 7
+    feeds = {"x": RNG.standard_normal((B, C, L)).astype(np_t), "w": RNG.standard_normal((C, 1, k)).astype(np_t)}
+    names = ["x", "w", "", ""]
+    if bias:
+        feeds["b"], names[2] = RNG.standard_normal(C).astype(np_t), "b"
+    if past:
+        feeds["p"], names[3] = RNG.standard_normal((B, C, k - 1)).astype(np_t), "p"
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node("CausalConvWithState", names, ["y", "s"], activation=act)
+    m = model([node], [vi(n, list(v.shape), t) for n, v in feeds.items()], [vi("y", [B, C, L], t), vi("s", [B, C, k - 1], t)], opset=26)
+    path = str(tmp_path / "m.onnx")
+    onnx.save(m, path)
+    tol = 1e-6 if np_t == np.float32 else 1e-13  # the runtime may fuse a multiply-add the strict C does not
+    check_c_against_runtime(tmp_path, path, feeds, atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("rule,decay_w,beta_w,heads,past,np_t", [("linear", None, None, (2, 2), False, np.float32),
+                                                                 ("gated", "h", None, (4, 2), True, np.float32),
+                                                                 ("gated", "hd", None, (2, 1), False, np.float64),
+                                                                 ("delta", None, "h", (2, 2), True, np.float32),
+                                                                 ("gated_delta", "hd", "1", (4, 2), True, np.float32)])
+def test_linear_attention_matches_the_runtime(tmp_path, rule, decay_w, beta_w, heads, past, np_t):
+    # ONNX Runtime has no LinearAttention; the runtime's is checked against a float64 recurrence in
+    # test_onnx_newer_ops.py, and the C against the runtime here (the same float32 operations).
+    from aot_onnx_check import check_c_against_runtime
+    t = TensorProto.FLOAT if np_t == np.float32 else TensorProto.DOUBLE
+    Hq, Hkv = heads
+    B, T, dk, dv = 2, 5, 4, 3
+    feeds = {"q": RNG.standard_normal((B, T, Hq * dk)), "k": RNG.standard_normal((B, T, Hkv * dk)), "v": RNG.standard_normal((B, T, Hkv * dv))}
+    names = ["q", "k", "v", "", "", ""]
+    if past:
+        feeds["p"], names[3] = RNG.standard_normal((B, Hkv, dk, dv)), "p"
+    if decay_w:
+        feeds["d"], names[4] = -RNG.random((B, T, Hkv if decay_w == "h" else Hkv * dk)), "d"
+    if beta_w:
+        feeds["b"], names[5] = RNG.random((B, T, Hkv if beta_w == "h" else 1)), "b"
+    feeds = {n: a.astype(np_t) for n, a in feeds.items()}
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node("LinearAttention", names, ["y", "s"], q_num_heads=Hq, kv_num_heads=Hkv, update_rule=rule)
+    m = model([node], [vi(n, list(a.shape), t) for n, a in feeds.items()], [vi("y", [B, T, Hq * dv], t), vi("s", [B, Hkv, dk, dv], t)], opset=26)
+    path = str(tmp_path / "m.onnx")
+    onnx.save(m, path)
+    check_c_against_runtime(tmp_path, path, feeds, atol=1e-5, rtol=1e-5)  # the runtime may fuse multiply-adds the strict C does not
