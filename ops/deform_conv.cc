@@ -412,7 +412,7 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp, public EmittableO
     ctx->Include("<math.h>");
     const std::string t = dt == DT_FLOAT ? "float" : "double";
     auto L = [](int64_t v) { return aot::IntLit(v); };
-    const int64_t taps = p.kh * p.kw, cols = p.oh * p.ow, mg = p.m / p.group, per_og = p.c / p.og;
+    const int64_t taps = p.kh * p.kw, cols = p.oh * p.ow, mg = p.m / p.group, per_og = std::max<int64_t>(p.c / p.og, 1);  // 0 channels: no channel reads it
     std::string c = "{\n  const " + t + "* xd = " + ctx->Input(0, t.c_str()) + ";\n  const " + t + "* wd = " + ctx->Input(1, t.c_str()) +
                     ";\n  const " + t + "* od = " + ctx->Input(2, t.c_str()) + ";\n";
     c += "  const " + t + "* bd = " + (bias ? ctx->Input(aot::InputAt(ctx, 3), t.c_str()) : "0") + ";\n";
@@ -496,7 +496,7 @@ class DeformConv : public EagerExecuteOp, public ShapeInferOp, public EmittableO
     if (bias && bias->GetShapeSize() == 0) bias = nullptr;
     if (mask && mask->GetShapeSize() == 0) mask = nullptr;
     const int64_t taps = p.kh * p.kw, rows = p.cg * taps, cols = p.oh * p.ow, mg = p.m / p.group;
-    const int64_t per_og = p.c / p.og;
+    const int64_t per_og = std::max<int64_t>(p.c / p.og, 1);  // 0 channels: no channel reads it
     // A sample's place in the plane: its four corners' offsets (-1 for a corner outside the
     // image, or for all four where the point reads nothing), fractions and mask value. The
     // offsets are shared by every channel of an offset group, so each (offset group, tap,

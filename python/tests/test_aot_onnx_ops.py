@@ -696,3 +696,13 @@ def test_linear_attention_matches_the_runtime(tmp_path, rule, decay_w, beta_w, h
     path = str(tmp_path / "m.onnx")
     onnx.save(m, path)
     check_c_against_runtime(tmp_path, path, feeds, atol=1e-5, rtol=1e-5)  # the runtime may fuse multiply-adds the strict C does not
+
+
+def test_deform_conv_with_no_input_channels_matches_the_runtime(tmp_path):
+    from aot_onnx_check import check_c_against_runtime
+    feeds = {"x": np.zeros((1, 0, 4, 4), np.float32), "w": np.zeros((3, 0, 2, 2), np.float32), "offset": rand(1, 8, 3, 3), "b": rand(3)}
+    node = helper.make_node("DeformConv", ["x", "w", "offset", "b"], ["y"])
+    m = model([node], [vi(k, list(v.shape)) for k, v in feeds.items()], [vi("y", [1, 3, 3, 3])], opset=19)
+    path = str(tmp_path / "m.onnx")
+    onnx.save(m, path)
+    check_c_against_runtime(tmp_path, path, feeds)

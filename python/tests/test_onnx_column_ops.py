@@ -365,3 +365,15 @@ def test_bitcast_names_an_element_type_weft_does_not_hold():
     node = helper.make_node("BitCast", ["x"], ["y"], to=22)
     with pytest.raises(ValueError, match="attribute 'to' names ONNX type INT4 \\(22\\), which Weft does not hold"):
         run(node, [("x", np.zeros(3, np.int8))], 26)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_deform_conv_with_no_input_channels_gives_the_bias(dtype):
+    # X [1, 0, 4, 4]: no channel to sample, so each output is its bias (an offset group of no
+    # channels once divided by zero).
+    rng = np.random.default_rng(3)
+    x, w = np.zeros((1, 0, 4, 4), dtype), np.zeros((3, 0, 2, 2), dtype)
+    offset, b = rng.standard_normal((1, 8, 3, 3)).astype(dtype), rng.standard_normal(3).astype(dtype)
+    node = helper.make_node("DeformConv", ["X", "W", "offset", "B"], ["Y"])
+    (y,) = run(node, [("X", x), ("W", w), ("offset", offset), ("B", b)], 19)
+    np.testing.assert_array_equal(y, np.broadcast_to(b[None, :, None, None], (1, 3, 3, 3)))
