@@ -1328,7 +1328,8 @@ class DepthToSpace : public EagerExecuteOp, public ShapeInferOp, public Emittabl
  public:
   bool to_space() const { return true; }
   // A 6-D strided gather: DepthToSpace writes [N, C, H, b, W, b] from the deep input's channels,
-  // SpaceToDepth writes [N, b, b, C, H, W] from the shallow input's rows and columns.
+  // SpaceToDepth writes [N, b, b, C, H, W] (DCR) or [N, C, b, b, H, W] (CRD) from the shallow
+  // input's rows and columns.
   graphStatus Emit(EmitContext* ctx) override {
     const int64_t b = *ctx->GetAttrs()->GetInt("blocksize");
     const Shape& os = ctx->GetOutputTensor(0)->GetShape();
@@ -1339,7 +1340,8 @@ class DepthToSpace : public EagerExecuteOp, public ShapeInferOp, public Emittabl
                                   {1, crd ? b * b : 1, 1, crd ? b : b * c, 1, crd ? 1 : c}, {});
     }
     const Shape& xs = ctx->GetInputTensor(0)->GetShape();
-    if (std::string(ctx->GetAttrs()->GetStr("mode")) == "CRD") return Fail(ctx, "the generated C has SpaceToDepth in DCR mode only");
+    if (std::string(ctx->GetAttrs()->GetStr("mode")) == "CRD")  // [N, C, b, b, H, W]: each channel's b x b block together
+      return aot::EmitStridedCopy(ctx, {xs.GetDim(0), xs.GetDim(1), b, b, os.GetDim(2), os.GetDim(3)}, {0, 1, 2, 3, 2, 3}, {1, 1, 1, 1, b, b}, {});
     return aot::EmitStridedCopy(ctx, {xs.GetDim(0), b, b, xs.GetDim(1), os.GetDim(2), os.GetDim(3)}, {0, 2, 3, 1, 2, 3}, {1, 1, 1, 1, b, b}, {});
   }
   graphStatus InferShape(InferShapeContext* ctx) override {

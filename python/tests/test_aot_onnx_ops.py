@@ -706,3 +706,17 @@ def test_deform_conv_with_no_input_channels_matches_the_runtime(tmp_path):
     path = str(tmp_path / "m.onnx")
     onnx.save(m, path)
     check_c_against_runtime(tmp_path, path, feeds)
+
+
+def test_space_to_depth_crd_matches_numpy(tmp_path):
+    # SpaceToDepth takes DepthToSpace's mode here; CRD keeps each channel's b x b block together.
+    from aot_onnx_check import check_c_against_runtime
+    import weft
+    b, x = 2, rand(2, 3, 6, 8)
+    m = model([helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=b, mode="CRD")], [vi("x", [2, 3, 6, 8])], [vi("y", [2, 12, 3, 4])])
+    path = str(tmp_path / "m.onnx")
+    onnx.save(m, path)
+    want = x.reshape(2, 3, 3, b, 4, b).transpose(0, 1, 3, 5, 2, 4).reshape(2, 12, 3, 4)
+    (got,) = weft.Session(use_env_path=False).compile(weft.import_onnx(path)).run([x])
+    np.testing.assert_array_equal(got, want)
+    check_c_against_runtime(tmp_path, path, {"x": x})
