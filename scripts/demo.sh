@@ -11,11 +11,15 @@ cd "$ROOT"
 scripts/install_deps.sh
 VENV="$ROOT/.venv"
 export PYTHON="$VENV/bin/python"
+# Compiles go through ccache, so scripts/test.sh's release build reuses this install's objects.
+if command -v ccache > /dev/null; then
+  export CCACHE_BASEDIR="$ROOT" CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+fi
 
 echo "== Building and installing Weft into $VENV (pip install .; a few minutes on 2 cores)"
-# The build directory is kept, so running this again rebuilds only what changed.
+# The build directory (build-wheel/) is kept, so running this again rebuilds only what changed.
 "$PYTHON" -m pip install --disable-pip-version-check --no-build-isolation --no-deps -v \
-  --config-settings=build-dir="$ROOT/build/wheel" "$ROOT" 2>&1 | grep -E '^\[[0-9]+/[0-9]+\]|Successfully|rror' || true
+  --config-settings=build-dir="$ROOT/build-wheel" "$ROOT" 2>&1 | grep -E '^\[[0-9]+/[0-9]+\]|Successfully|rror' || true
 "$PYTHON" -c 'import weft' 2>/dev/null || { echo "the Weft build failed; run: $PYTHON -m pip install -v ." >&2; exit 1; }
 WEFT="$VENV/bin/weft"
 "$WEFT" --help > /dev/null

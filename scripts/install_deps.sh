@@ -9,6 +9,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PKGS=(
   # compilers and build tools
   build-essential g++ cmake ninja-build pkg-config git ca-certificates
+  # a compiler cache: the test suite's release build reuses the objects the install compiled
+  ccache
   # clang with its runtime libraries: the libFuzzer pass over the model-file parser
   clang libclang-rt-14-dev
   # libraries the engine links

@@ -3,7 +3,8 @@
 # + CTest (unit, numerics, CLI, the examples built out of tree, the ONNX node tests, pytest in
 # .venv), `pip install` of the checkout into a fresh venv tested outside the tree, a bounded
 # libFuzzer pass over every untrusted-input parser (.weft, ONNX, JSON graphs, .npy), then the
-# suite again under AddressSanitizer+UBSan, and the concurrency test under ThreadSanitizer.
+# suite again under AddressSanitizer+UBSan, and the concurrency test under ThreadSanitizer
+# (scripts/sanitizers.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -13,6 +14,11 @@ START=$(date +%s)
 step() { local t=$(( $(date +%s) - START )); printf '== [%d:%02d] %s\n' $(( t / 60 )) $(( t % 60 )) "$*"; }
 
 scripts/install_deps.sh
+# Compiles go through ccache: the release build below reuses what scripts/demo.sh's install
+# compiled in build-wheel/ (build directories side by side, so their relative paths agree).
+if command -v ccache > /dev/null; then
+  export CCACHE_BASEDIR="$ROOT" CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+fi
 
 step "release build + tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=ON -DWEFT_BUILD_BENCH=ON > /dev/null
@@ -27,24 +33,37 @@ scripts/test_wheel.sh
 step "the parsers of untrusted input under libFuzzer (bounded pass per target)"
 scripts/fuzz.sh "${WEFT_FUZZ_SECONDS:-30}"
 
-step "AddressSanitizer + UndefinedBehaviorSanitizer"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined \
-  -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_PYTHON=OFF > /dev/null
-cmake --build build-asan -j "$JOBS" --target weft_tests weft_concurrency_test weft_onnx_conformance
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  build-asan/tests/weft_tests --gtest_brief=1
-step "-- the ONNX backend node suite under the sanitizers (every op's tests, each shape and attribute they use)"
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  build-asan/tests/weft_onnx_conformance --expected tests/onnx/expected_pass.txt | tail -n 1
-step "-- the op conformance harness under the sanitizers (random shapes, size-0 dims, bad attributes)"
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  tests/ops/run_conformance.sh build-asan/tests/weft_onnx_conformance .venv/bin/python build-asan/op-cases | tail -n 1
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 build-asan/tests/weft_concurrency_test --gtest_brief=1
+# The sanitizer passes build a Debug tree each, the suite's longest steps. Under a deadline
+# (WEFT_CI_DEADLINE, seconds since the epoch, which .ci/run sets from its time limit) each starts
+# only if about its usual time is left, and stops at the deadline; a pass skipped or cut short says
+# so here.
+NOT_RUN=()
+budgeted() {  # budgeted MINUTES NAME COMMAND...
+  local need=$1 name=$2 left rc; shift 2
+  [ -n "${WEFT_CI_DEADLINE:-}" ] || { step "$name"; "$@"; return; }
+  left=$(( WEFT_CI_DEADLINE - $(date +%s) ))
+  if [ "$left" -lt $(( need * 60 )) ]; then
+    step "SKIPPED: $name: $(( left / 60 )) min left before the deadline, and it takes about $need"
+    NOT_RUN+=("$name (skipped)")
+    return 0
+  fi
+  step "$name (deadline in $(( left / 60 )) min)"
+  set +e
+  timeout -k 30 "$left" "$@"
+  rc=$?
+  set -e
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    step "CUT SHORT: $name reached the deadline"
+    NOT_RUN+=("$name (cut short)")
+    return 0
+  fi
+  return "$rc"
+}
+budgeted 20 "AddressSanitizer + UndefinedBehaviorSanitizer" scripts/sanitizers.sh asan
+budgeted 8 "ThreadSanitizer: many threads on one compiled model" scripts/sanitizers.sh tsan
 
-step "ThreadSanitizer: many threads on one compiled model"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=thread \
-  -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_PYTHON=OFF > /dev/null
-cmake --build build-tsan -j "$JOBS" --target weft_concurrency_test
-TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/weft_concurrency_test --gtest_repeat=3 --gtest_brief=1
-
-step "All tests passed."
+if [ ${#NOT_RUN[@]} -eq 0 ]; then
+  step "All tests passed."
+else
+  step "Every test that ran passed. Not run to the end within the deadline: ${NOT_RUN[*]}"
+fi

@@ -19,9 +19,13 @@ sed -E 's/\[[^]]*\]//' "$ROOT/requirements.txt" > "$WORK/constraints.txt"
 "${PIP[@]}" install -c "$WORK/constraints.txt" torch
 echo "fresh venv: $("$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -ci '^[a-z]') packages, torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
 # pip builds in an isolated environment of pyproject.toml's build requirements, in the build
-# directory scripts/demo.sh's install uses, so only what differs from that build is compiled again.
-echo "pip install $ROOT (build directory $BUILD/wheel)"
-"${PIP[@]}" install --config-settings=build-dir="$BUILD/wheel" "$ROOT"
+# directory scripts/demo.sh's install uses (compiles through ccache, where installed), so little
+# is compiled again.
+if command -v ccache > /dev/null; then
+  export CCACHE_BASEDIR="$ROOT" CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+fi
+echo "pip install $ROOT (build directory $ROOT/build-wheel)"
+"${PIP[@]}" install --config-settings=build-dir="$ROOT/build-wheel" "$ROOT"
 "${PIP[@]}" install -c "$WORK/constraints.txt" pytest onnx flatbuffers ai-edge-litert "ray[serve]"  # ray: weft.serve's extra
 
 mkdir -p "$WORK/run" && cd "$WORK/run"
