@@ -12,12 +12,7 @@ scripts/install_deps.sh
 VENV="$ROOT/.venv"
 export PYTHON="$VENV/bin/python"
 # Compiles go through ccache, so scripts/test.sh's release build reuses this install's objects.
-if command -v ccache > /dev/null; then
-  export CCACHE_BASEDIR="$ROOT" CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
-  # One name for the compiler in every build (ccache hashes it): pip's builds would otherwise
-  # take Python's own, x86_64-linux-gnu-g++, for the same g++.
-  export CC=${CC:-cc} CXX=${CXX:-c++}
-fi
+. "$ROOT/scripts/build_env.sh"
 
 echo "== Building and installing Weft into $VENV (pip install .; a few minutes on 2 cores)"
 # The build directory (build-wheel/) is kept, so running this again rebuilds only what changed.

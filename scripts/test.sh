@@ -16,12 +16,7 @@ step() { local t=$(( $(date +%s) - START )); printf '== [%d:%02d] %s\n' $(( t / 
 scripts/install_deps.sh
 # Compiles go through ccache: the release build below reuses what scripts/demo.sh's install
 # compiled in build-wheel/ (build directories side by side, so their relative paths agree).
-if command -v ccache > /dev/null; then
-  export CCACHE_BASEDIR="$ROOT" CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
-  # One name for the compiler in every build (ccache hashes it): pip's builds would otherwise
-  # take Python's own, x86_64-linux-gnu-g++, for the same g++.
-  export CC=${CC:-cc} CXX=${CXX:-c++}
-fi
+. "$ROOT/scripts/build_env.sh"
 
 step "release build + tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=ON -DWEFT_BUILD_BENCH=ON > /dev/null

@@ -21,12 +21,7 @@ echo "fresh venv: $("$VENV/bin/python" -m pip list --format=freeze 2>/dev/null |
 # pip builds in an isolated environment of pyproject.toml's build requirements, in the build
 # directory scripts/demo.sh's install uses (compiles through ccache, where installed), so little
 # is compiled again.
-if command -v ccache > /dev/null; then
-  export CCACHE_BASEDIR="$ROOT" CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
-  # One name for the compiler in every build (ccache hashes it): pip's builds would otherwise
-  # take Python's own, x86_64-linux-gnu-g++, for the same g++.
-  export CC=${CC:-cc} CXX=${CXX:-c++}
-fi
+. "$ROOT/scripts/build_env.sh"
 echo "pip install $ROOT (build directory $ROOT/build-wheel)"
 "${PIP[@]}" install --config-settings=build-dir="$ROOT/build-wheel" "$ROOT"
 "${PIP[@]}" install -c "$WORK/constraints.txt" pytest onnx flatbuffers ai-edge-litert "ray[serve]"  # ray: weft.serve's extra
