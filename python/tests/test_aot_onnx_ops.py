@@ -661,7 +661,7 @@ def test_causal_conv_with_state_matches_the_runtime(tmp_path, k, bias, past, act
     while names[-1] == "":
         names.pop()
     node = helper.make_node("CausalConvWithState", names, ["y", "s"], activation=act)
-    m = model([node], [vi(n, list(v.shape), t) for n, v in feeds.items()], [vi("y", [B, C, L], t), vi("s", [B, C, k - 1], t)], opset=26)
+    m = model([node], [vi(n, list(v.shape), t) for n, v in feeds.items()], [vi("y", [B, C, L], t), vi("s", [B, C, k - 1], t)], opset=27)
     path = str(tmp_path / "m.onnx")
     onnx.save(m, path)
     tol = 1e-6 if np_t == np.float32 else 1e-13  # the runtime may fuse a multiply-add the strict C does not
@@ -692,7 +692,7 @@ def test_linear_attention_matches_the_runtime(tmp_path, rule, decay_w, beta_w, h
     while names[-1] == "":
         names.pop()
     node = helper.make_node("LinearAttention", names, ["y", "s"], q_num_heads=Hq, kv_num_heads=Hkv, update_rule=rule)
-    m = model([node], [vi(n, list(a.shape), t) for n, a in feeds.items()], [vi("y", [B, T, Hq * dv], t), vi("s", [B, Hkv, dk, dv], t)], opset=26)
+    m = model([node], [vi(n, list(a.shape), t) for n, a in feeds.items()], [vi("y", [B, T, Hq * dv], t), vi("s", [B, Hkv, dk, dv], t)], opset=27)
     path = str(tmp_path / "m.onnx")
     onnx.save(m, path)
     check_c_against_runtime(tmp_path, path, feeds, atol=1e-5, rtol=1e-5)  # the runtime may fuse multiply-adds the strict C does not

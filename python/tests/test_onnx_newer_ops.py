@@ -207,7 +207,7 @@ def test_causal_conv_with_state(k, with_bias, with_past, act):
     names = ["x", "w", "b" if with_bias else "", "p" if with_past else ""]
     ins = [("x", x), ("w", w)] + ([("b", b)] if with_bias else []) + ([("p", past)] if with_past else [])
     node = helper.make_node("CausalConvWithState", names, ["y", "s"], activation=act)
-    y, state = run(node, ins, 26)
+    y, state = run(node, ins, 27)
     padded = np.concatenate([past if with_past else np.zeros((B, C, k - 1)), x], axis=2).astype(np.float64)
     want = np.stack([sum(w[None, :, 0, j, None] * padded[:, :, j:j + L] for j in range(k))], 0)[0]
     if with_bias:
@@ -221,7 +221,7 @@ def test_causal_conv_with_state(k, with_bias, with_past, act):
 def test_swiglu():
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal((4, 7)).astype(np.float32), rng.standard_normal((4, 7)).astype(np.float32)
-    (y,) = run(helper.make_node("SwiGLU", ["a", "b"], ["y"], alpha=1.7), [("a", a), ("b", b)], 26)
+    (y,) = run(helper.make_node("SwiGLU", ["a", "b"], ["y"], alpha=1.7), [("a", a), ("b", b)], 28)
     a64 = a.astype(np.float64)
     np.testing.assert_allclose(y, a64 / (1 + np.exp(-1.7 * a64)) * b, rtol=1e-5, atol=1e-6)
 
@@ -317,7 +317,7 @@ def test_linear_attention(rule, decay_w, beta_w, heads, with_past):
     ins = [("q", q), ("k", k), ("v", v)] + ([("p", past)] if with_past else []) + ([("d", decay)] if decay is not None else []) + \
         ([("b", beta)] if beta is not None else [])
     node = helper.make_node("LinearAttention", names, ["y", "s"], q_num_heads=Hq, kv_num_heads=Hkv, update_rule=rule)
-    y, state = run(node, ins, 26)
+    y, state = run(node, ins, 27)
     # float64 recurrence
     S = past.astype(np.float64).copy() if with_past else np.zeros((B, Hkv, dk, dv))
     want = np.zeros((B, T, Hq, dv))
@@ -442,4 +442,18 @@ def test_lp_pool_refuses_ceil_mode():
 def test_rewritten_ops_refuse_mistyped_attributes(op, attrs, inputs, match):
     names = ["a", "b"][:len(inputs)]
     with pytest.raises(ValueError, match=match):
-        run(helper.make_node(op, names, ["y"], **attrs), list(zip(names, inputs)), 26)
+        run(helper.make_node(op, names, ["y"], **attrs), list(zip(names, inputs)), 28)
+
+
+@pytest.mark.parametrize("op,first,attrs,inputs", [
+    ("BitCast", 26, {"to": TensorProto.INT32}, [np.ones(3, np.float32)]),
+    ("Gelu", 20, {}, [np.ones(3, np.float32)]),
+    ("LayerNormalization", 17, {}, [np.ones((2, 3), np.float32), np.ones(3, np.float32)]),
+    ("Trilu", 14, {}, [np.ones((3, 3), np.float32)]),
+])
+def test_an_operator_older_than_the_model_opset_is_refused(op, first, attrs, inputs):
+    names = ["a", "b"][:len(inputs)]
+    node = helper.make_node(op, names, ["y"], **attrs)
+    with pytest.raises(ValueError, match=rf"\({op}\): ONNX defines {op} from opset {first}; the model imports opset {first - 1}"):
+        run(node, list(zip(names, inputs)), first - 1)
+    assert run(node, list(zip(names, inputs)), first)[0].shape == inputs[0].shape  # its own opset imports

@@ -25,6 +25,44 @@ namespace {
 // The newest default-domain opset whose operator forms the importer knows (ONNX 1.23 defines 28).
 constexpr int64_t kNewestOpset = 28;
 
+// The opset that first defines each default-domain operator not in opset 1 (ONNX's operator
+// changelog). A node older than its operator is an error, as ONNX's checker makes it.
+int64_t FirstOpset(const std::string& op) {
+  static const std::map<std::string, int64_t> kFirst = [] {
+    const std::pair<int64_t, const char*> since[] = {
+        {7, "Acos Asin Atan Cos Multinomial Sin Tan"},
+        {8, "Expand Scan"},
+        {9, "Acosh Asinh Atanh Compress ConstantOfShape Cosh Erf EyeLike IsNaN MaxUnpool MeanVarianceNormalization "
+            "NonZero OneHot Scatter Shrink Sign Sinh TfIdfVectorizer Where"},
+        {10, "ConvInteger DequantizeLinear IsInf MatMulInteger Mod NonMaxSuppression QLinearConv QLinearMatMul "
+             "QuantizeLinear Resize ReverseSequence RoiAlign StringNormalizer ThresholdedRelu"},
+        {11, "BitShift ConcatFromSequence CumSum Det DynamicQuantizeLinear GatherElements GatherND Range Round "
+             "ScatterElements ScatterND SequenceAt SequenceConstruct SequenceEmpty SequenceErase SequenceInsert "
+             "SequenceLength SplitToSequence Unique"},
+        {12, "Celu Einsum GreaterOrEqual LessOrEqual NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss"},
+        {14, "HardSwish Trilu"},
+        {15, "Bernoulli CastLike Optional OptionalGetElement OptionalHasElement"},
+        {16, "GridSample"},
+        {17, "BlackmanWindow DFT HammingWindow HannWindow LayerNormalization MelWeightMatrix STFT SequenceMap"},
+        {18, "BitwiseAnd BitwiseNot BitwiseOr BitwiseXor CenterCropPad Col2Im GroupNormalization Mish"},
+        {19, "DeformConv"},
+        {20, "AffineGrid Gelu ImageDecoder RegexFullMatch StringConcat StringSplit"},
+        {23, "Attention RMSNormalization RotaryEmbedding"},
+        {24, "Swish TensorScatter"},
+        {26, "BitCast CumProd"},
+        {27, "CausalConvWithState LinearAttention"},
+        {28, "SwiGLU"}};
+    std::map<std::string, int64_t> m;
+    for (const auto& [v, names] : since) {
+      std::istringstream in(names);
+      for (std::string name; in >> name;) m[name] = v;
+    }
+    return m;
+  }();
+  auto it = kFirst.find(op);
+  return it == kFirst.end() ? 1 : it->second;
+}
+
 DataType FromOnnx(int32_t t) {
   switch (t) {
     case onnx::TensorProto::FLOAT: return DT_FLOAT;
@@ -399,6 +437,13 @@ struct NodeImporter {
     n.opset = opsets.count(n.domain) ? opsets[n.domain] : 1;
     n.name = prefix + (np.name().empty() ? np.op_type() + "_" + std::to_string(counter) : np.name());
     ++counter;
+    if (n.domain.empty()) {
+      if (const int64_t first = FirstOpset(n.op_type); first > n.opset) {
+        problems.push_back("'" + n.name + "' (" + n.op_type + "): ONNX defines " + n.op_type + " from opset " + std::to_string(first) +
+                           "; the model imports opset " + std::to_string(n.opset) + " (raise the model's opset_import)");
+        return Status::Ok();
+      }
+    }
     for (auto& i : np.input()) n.inputs.push_back(i.empty() ? i : Map(rename, i));
     for (auto& o : np.output()) {
       if (!prefix.empty() && !o.empty()) rename[o] = prefix + o;
