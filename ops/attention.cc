@@ -27,6 +27,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "aot_emit.h"
 #include "dnnl_runner.h"
 #include "op_util.h"
 #include "vector_math.h"
@@ -343,8 +344,125 @@ bool RunItem(const Job& j, int64_t b, int64_t hq, int64_t s0, int64_t s1, float*
   return true;
 }
 
-class AttentionOp : public EagerExecuteOp, public ShapeInferOp {
+class AttentionOp : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
  public:
+  // Portable C of the runtime's arithmetic for float32 tensors, one query row at a time: scores
+  // (soft-capped), the row's bias (mask, causal, window, valid count), the softmax in float32
+  // and the weighted sum of the values. The present key and value are assembled as the runtime
+  // does (the past, then K and V), in the outputs or in scratch.
+  graphStatus Emit(EmitContext* ctx) override {
+    Att a;
+    if (!Plan(ctx, &a)) return GRAPH_FAILED;
+    if (ctx->GetInputTensor(0)->GetDataType() != DT_FLOAT)
+      return Fail(ctx, std::string("the generated C has float32 Attention only; Q is ") + DataTypeName(ctx->GetInputTensor(0)->GetDataType()));
+    const Tensor* mask = In(ctx, 3);
+    if (mask && mask->GetDataType() != DT_BOOL && mask->GetDataType() != DT_FLOAT)
+      return Fail(ctx, std::string("the generated C takes a bool or float32 attn_mask, not ") + DataTypeName(mask->GetDataType()));
+    for (int64_t d : {a.B, a.S, a.Hq, a.Hkv, a.h, a.hv, a.L, a.P, a.T, a.mask_dims[0], a.mask_dims[1], a.mask_dims[2], a.mask_dims[3]})
+      if (d < 0) return Fail(ctx, "the generated C needs the inputs' shapes known");
+    const RuntimeAttrs* at = ctx->GetAttrs();
+    const float given = *at->GetFloat("scale");
+    const float scale = given != 0.f ? given : static_cast<float>(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(a.h, 1))));
+    const float cap = *at->GetFloat("softcap");
+    const bool causal = *at->GetInt("is_causal") != 0;
+    const int64_t left = *at->GetInt("left_window_size"), right = *at->GetInt("right_window_size"), mode = *at->GetInt("qk_matmul_output_mode");
+    const size_t outs = ctx->GetComputeNodeOutputNum();
+    const bool nonpad = In(ctx, 6) != nullptr;
+    const bool biased = mask || causal || nonpad || left >= 0 || right >= 0;
+    auto L = [](int64_t v) { return aot::IntLit(v); };
+    auto in = [&](size_t i) { return ctx->Input(aot::InputAt(ctx, i), "float"); };
+    ctx->Include("<math.h>");
+    ctx->Include("<string.h>");
+    ctx->Include("<stdint.h>");
+    std::string c = "{\n  const float* q = " + in(0) + ";\n  float* y = " + ctx->Output(0, "float") + ";\n";
+    c += "  float* qk = " + (outs > 3 ? ctx->Output(3, "float") : std::string("0")) + ";\n";
+    // The keys and values read: K and V as given, or the present tensors [B, Hkv, T, d].
+    const uint64_t present_k = static_cast<uint64_t>(a.B * a.Hkv * a.T * a.h), present_v = static_cast<uint64_t>(a.B * a.Hkv * a.T * a.hv);
+    const bool own_k = a.past && outs < 2, own_v = a.past && outs < 3;
+    const uint64_t scratch = (static_cast<uint64_t>(a.T) + (own_k ? present_k : 0) + (own_v ? present_v : 0)) * sizeof(float);
+    c += "  float* sc = (float*)" + ctx->Scratch(static_cast<size_t>(std::max<uint64_t>(scratch, 16))) + ";\n";
+    c += std::string("  int64_t b, hq, s, t, d") + (a.past || outs > 1 ? ", i" : "") + ";\n";
+    int64_t kst[3], vst[3];  // strides (sequence, head, position) of the keys and values read
+    for (int o = 0; o < 2; ++o) {
+      const int64_t d = o ? a.hv : a.h;
+      const std::string name = o ? "vv" : "kk";
+      int64_t* st = o ? vst : kst;
+      const bool own = o ? own_v : own_k;
+      const bool output = outs > static_cast<size_t>(o + 1);
+      if (!a.past && !output) {
+        c += "  const float* " + name + " = " + in(1 + o) + ";\n";
+        const View w = ViewOf(nullptr, a.rank3, a.Hkv, a.L, d);
+        st[0] = w.sb, st[1] = w.sh, st[2] = w.ss;
+        continue;
+      }
+      // [B, Hkv, T, d]: the past's rows, then this call's (3-D [B, L, Hkv * d] or 4-D).
+      c += "  float* " + name + " = " + (own ? "sc + " + L(a.T + (o && own_k ? static_cast<int64_t>(present_k) : 0)) : ctx->Output(1 + o, "float")) + ";\n";
+      const View w = ViewOf(nullptr, a.rank3, a.Hkv, a.L, d);
+      c += "  for (b = 0; b < " + L(a.B) + "; ++b)\n    for (i = 0; i < " + L(a.Hkv) + "; ++i) {\n";
+      if (a.past)
+        c += "      memcpy(" + name + " + (b * " + L(a.Hkv) + " + i) * " + L(a.T * d) + ", " + in(4 + o) + " + (b * " + L(a.Hkv) + " + i) * " +
+             L(a.P * d) + ", " + L(a.P * d) + " * sizeof(float));\n";
+      c += "      for (t = 0; t < " + L(a.L) + "; ++t)\n        memcpy(" + name + " + ((b * " + L(a.Hkv) + " + i) * " + L(a.T) + " + " + L(a.P) +
+           " + t) * " + L(d) + ", " + in(1 + o) + " + b * " + L(w.sb) + " + i * " + L(w.sh) + " + t * " + L(w.ss) + ", " + L(d) +
+           " * sizeof(float));\n    }\n";
+      const View p = ViewOf(nullptr, false, a.Hkv, a.T, d);
+      st[0] = p.sb, st[1] = p.sh, st[2] = p.ss;
+    }
+    const View qv = ViewOf(nullptr, a.rank3, a.Hq, a.S, a.h);
+    const int64_t group = a.Hq / a.Hkv;
+    c += "  for (b = 0; b < " + L(a.B) + "; ++b)\n    for (hq = 0; hq < " + L(a.Hq) + "; ++hq)\n      for (s = 0; s < " + L(a.S) + "; ++s) {\n";
+    c += "        const float* qr = q + b * " + L(qv.sb) + " + hq * " + L(qv.sh) + " + s * " + L(qv.ss) + ";\n";
+    c += "        const float* kb = kk + b * " + L(kst[0]) + " + (hq / " + L(group) + ") * " + L(kst[1]) + ";\n";
+    c += "        const float* vb = vv + b * " + L(vst[0]) + " + (hq / " + L(group) + ") * " + L(vst[1]) + ";\n";
+    c += "        float* yr = y + " + (a.rank3 ? "(b * " + L(a.S) + " + s) * " + L(a.Hq * a.hv) + " + hq * " + L(a.hv) : "((b * " + L(a.Hq) + " + hq) * " + L(a.S) + " + s) * " + L(a.hv)) + ";\n";
+    c += "        float* qkr = qk ? qk + ((b * " + L(a.Hq) + " + hq) * " + L(a.S) + " + s) * " + L(a.T) + " : 0;\n";
+    c += "        float m = -INFINITY, sum = 0.f, inv;\n";
+    if (biased) {
+      // The keys the row may see: t < valid, t <= s + offset when causal, within the window.
+      const std::string counts = nonpad ? ctx->Input(aot::InputAt(ctx, 6), "int64_t") : std::string();
+      const std::string offset = a.past ? L(a.P) : nonpad ? "(" + counts + "[b] - " + L(a.S) + ")" : "0";
+      c += "        float top = -INFINITY;\n";
+      if (causal || left >= 0 || right >= 0) c += "        const int64_t pos = s + " + offset + ";\n";
+      c += "        const int64_t valid = " + (nonpad ? counts + "[b]" : L(a.T)) + ";\n";
+    }
+    c += "        for (t = 0; t < " + L(a.T) + "; ++t) {\n          const float* kt = kb + t * " + L(kst[2]) + ";\n          float acc = 0.f, x" + (biased ? ", bias = 0.f" : "") + ";\n";
+    c += "          for (d = 0; d < " + L(a.h) + "; ++d) acc += qr[d] * kt[d];\n          x = acc * " + aot::FloatLit(scale) + ";\n";
+    if (cap > 0.f) c += "          x = " + aot::FloatLit(cap) + " * tanhf(x / " + aot::FloatLit(cap) + ");\n";
+    if (mode <= 1) c += "          if (qkr) qkr[t] = x;\n";
+    if (biased) {
+      if (mask) {
+        int64_t ms[4], stride = 1;
+        const int64_t full[4] = {a.B, a.Hq, a.S, a.mask_dims[3]};
+        for (int k = 3; k >= 0; --k) {
+          ms[k] = a.mask_dims[k] == 1 && full[k] != 1 ? 0 : stride;
+          stride *= a.mask_dims[k];
+        }
+        const std::string idx = "b * " + L(ms[0]) + " + hq * " + L(ms[1]) + " + s * " + L(ms[2]) + " + t * " + L(ms[3]);
+        const std::string mp = mask->GetDataType() == DT_BOOL ? ctx->Input(aot::InputAt(ctx, 3), "uint8_t") : in(3);
+        c += "          if (t >= " + L(std::min(a.T, a.mask_dims[3])) + ") bias = -INFINITY;\n";
+        c += mask->GetDataType() == DT_BOOL ? "          else if (!" + mp + "[" + idx + "]) bias = -INFINITY;\n" : "          else bias = " + mp + "[" + idx + "];\n";
+      }
+      std::string hidden = "t >= valid";
+      if (causal) hidden += " || t > pos";
+      if (right >= 0) hidden += " || t - pos > " + L(right);
+      if (left >= 0) hidden += " || pos - t > " + L(left);
+      c += "          if (" + hidden + ") bias = -INFINITY;\n          if (bias > top) top = bias;\n          x += bias;\n";
+    }
+    if (mode == 2) c += "          if (qkr) qkr[t] = x;\n";
+    c += "          sc[t] = x;\n          if (x > m) m = x;\n        }\n";
+    // A row whose keys are all masked (or no keys): zeros.
+    c += std::string("        if (") + (biased ? "top == -INFINITY" : L(a.T) + " == 0") + ") {\n          for (t = 0; t < " + L(a.T) +
+         "; ++t) sc[t] = 0.f;\n        } else {\n";
+    c += "          for (t = 0; t < " + L(a.T) + "; ++t) {\n            sc[t] = expf(sc[t] - m);\n            sum += sc[t];\n          }\n";
+    c += "          inv = 1.f / sum;\n          for (t = 0; t < " + L(a.T) + "; ++t) sc[t] *= inv;\n        }\n";
+    if (mode == 3) c += "        if (qkr) memcpy(qkr, sc, " + L(a.T) + " * sizeof(float));\n";
+    c += "        for (d = 0; d < " + L(a.hv) + "; ++d) yr[d] = 0.f;\n";
+    c += "        for (t = 0; t < " + L(a.T) + "; ++t) {\n          const float w = sc[t];\n          const float* vt = vb + t * " + L(vst[2]) +
+         ";\n          for (d = 0; d < " + L(a.hv) + "; ++d) yr[d] += w * vt[d];\n        }\n      }\n";
+    c += "}\n";
+    ctx->Run(c);
+    return GRAPH_SUCCESS;
+  }
   graphStatus InferShape(InferShapeContext* ctx) override {
     Att a;
     if (!Plan(ctx, &a)) return GRAPH_FAILED;
