@@ -70,7 +70,21 @@ DataType FromNumpy(const py::dtype& d) {
   if (k == 'u' && n == 4) return DT_UINT32;
   if (k == 'u' && n == 8) return DT_UINT64;
   if (k == 'b') return DT_BOOL;
+  if (k == 'V' && n == 2 && std::string(py::str(d.attr("name"))) == "bfloat16") return DT_BF16;  // ml_dtypes.bfloat16
   throw py::type_error("unsupported NumPy dtype " + py::str(py::handle(d)).cast<std::string>());
+}
+
+// ml_dtypes' bfloat16 (the NumPy extension type JAX, ONNX and PyTorch's NumPy bridge share), or
+// uint16 holding the raw bits where ml_dtypes is not installed. Looked up once.
+py::dtype Bfloat16Dtype() {
+  static py::object* cached = [] {  // never freed: it must outlive the interpreter's shutdown
+    try {
+      return new py::object(py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16")));
+    } catch (py::error_already_set&) {
+      return new py::object(py::dtype("uint16"));
+    }
+  }();
+  return cached->cast<py::dtype>();
 }
 
 py::dtype ToNumpy(DataType dt) {
@@ -84,7 +98,7 @@ py::dtype ToNumpy(DataType dt) {
     case DT_INT64: return py::dtype("int64");
     case DT_UINT8: return py::dtype("uint8");
     case DT_UINT16: return py::dtype("uint16");
-    case DT_BF16: return py::dtype("uint16");  // raw bits
+    case DT_BF16: return Bfloat16Dtype();
     case DT_UINT32: return py::dtype("uint32");
     case DT_UINT64: return py::dtype("uint64");
     case DT_BOOL: return py::dtype("bool");
@@ -250,6 +264,7 @@ class PyModel {
       if (!a) throw py::type_error("input " + std::to_string(k) + ": expected an array");
       inputs.push_back(a);
       in.push_back(RefOf(a, "input"));
+      if (type == DT_BF16 && in.back().dtype == DT_UINT16) in.back().dtype = DT_BF16;  // raw bits, as given without ml_dtypes
     }
     py::list result;
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
