@@ -591,7 +591,10 @@ std::vector<std::string> RegisterSession(const std::shared_ptr<weft::Session>& s
     }
     auto k = std::make_shared<OpKernels>(session, schema.value());
     const char* op = info.op_type.c_str();
-    lib->impl(op, torch::dispatch(c10::DispatchKey::CPU, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<CpuKernel>(k))));
+    // An op without tensor inputs (RandomUniform, RandomNormal) gives torch nothing to dispatch
+    // on: its kernel serves every backend, as a factory function's does.
+    const auto key = schema.value().inputs.empty() ? c10::DispatchKey::CompositeExplicitAutograd : c10::DispatchKey::CPU;
+    lib->impl(op, torch::dispatch(key, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<CpuKernel>(k))));
     lib->impl(op, torch::dispatch(c10::DispatchKey::Meta, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<MetaKernel>(k))));
     // Ops without an <Op>Grad get a kernel that fails clearly on tensors that require grad (the
     // alternative is a result that silently does not require grad); weft.torch adds the real

@@ -24,8 +24,6 @@ NOT_CHECKABLE = {"Squeeze": "rank from values", "Unsqueeze": "rank from values",
                  "SIGNALFILTERBANKSPECTRALSUBTRACTION": "keeps a noise estimate from call to call (not a function of its inputs)",
                  "ReadVariable": "reads the run context's variable (not a function of its inputs)",
                  "AssignVariable": "writes the run context's variable (an effect, not a function)",
-                 "RandomUniform": "no tensor input (torch dispatches on tensors)",
-                 "RandomNormal": "no tensor input (torch dispatches on tensors)",
                  "AffineGrid": "output dims from the values of size",
                  "Col2Im": "output dims from the values of image_shape"}
 # Test packages' deliberately broken ops.
@@ -221,6 +219,9 @@ CASES = {
     "Adam": [((torch.tensor(0.1), i64(3), [r(3), r(3), r(3), r(3).abs()]), {}),
              ((torch.tensor(0.05), i64(0), [r(2), r(5), r(2), r(5), r(2), r(5), r(2).abs(), r(5).abs()]), {"norm_coefficient": 0.1})],
     # The samplers with a seed: a function of their inputs (each call starts the seeded stream anew).
+    # No tensor input: registered for every backend, as torch's factory functions are.
+    "RandomUniform": [((), {"shape": [3, 4], "seed": 3.0}), ((), {"shape": [2, 5], "seed": 1.0, "low": -2.0, "high": 5.0, "dtype": torch.float64})],
+    "RandomNormal": [((), {"shape": [3, 4], "seed": 2.0, "mean": 1.0, "scale": 0.5})],
     "RandomUniformLike": [((r(3, 4),), {"seed": 3.0, "dtype": torch.float64}), ((r(2, 5).double(),), {"seed": 1.0, "low": -2.0, "high": 5.0})],
     "RandomNormalLike": [((r(3, 4),), {"seed": 3.0, "mean": 2.0, "scale": 0.5})],
     "Bernoulli": [((torch.rand(3, 4),), {"seed": 1.0}), ((torch.rand(5).double(),), {"seed": 2.0})],
@@ -376,3 +377,22 @@ def test_stateful_ops_start_fresh_on_every_call():
         first = op(*args, **kw)
         assert torch.equal(first, op(*args, **kw))
         assert first.abs().sum() > 0
+
+
+def test_ops_without_tensor_inputs_run_eagerly_and_under_torch_compile(tmp_path):
+    """RandomUniform and RandomNormal take only attributes: seeded, they give the values Weft's
+    runtime gives for the same ONNX node, in the range and type asked for, eagerly and inside a
+    compiled function."""
+    np = pytest.importorskip("numpy")
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    wt.register()
+    u = torch.ops.weft.RandomUniform(shape=[4, 6], seed=5.0, low=-1.0, high=3.0, dtype=torch.float64)
+    assert u.shape == (4, 6) and u.dtype == torch.float64 and float(u.min()) >= -1.0 and float(u.max()) < 3.0
+    node = helper.make_node("RandomUniform", [], ["y"], shape=[4, 6], seed=5.0, low=-1.0, high=3.0, dtype=TensorProto.DOUBLE)
+    g = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [4, 6])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "u.onnx"))
+    (want,) = weft.Session(use_env_path=False).compile(weft.import_onnx(str(tmp_path / "u.onnx"))).run([])
+    np.testing.assert_array_equal(u.numpy(), want)
+    n = torch.compile(lambda: torch.ops.weft.RandomNormal(shape=[2, 3], seed=7.0, mean=2.0) * 2, fullgraph=True)()
+    torch.testing.assert_close(n, torch.ops.weft.RandomNormal(shape=[2, 3], seed=7.0, mean=2.0) * 2, rtol=0, atol=0)

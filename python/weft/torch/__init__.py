@@ -296,7 +296,8 @@ class _OpRunner:
         if info is None:
             info = self.session.infer(self._graph(ins, attrs, key[1]), bounds=True)
             self.infers[key] = info
-        device = flat[0].device if (fake and flat) else "meta"
+        # As a fake kernel, the device the op runs on (the CPU for an op without tensor inputs).
+        device = (flat[0].device if flat else "cpu") if fake else "meta"
         res = []
         for name, dtype, shape, bound in info:
             if any(d < 0 for d in shape):
@@ -464,7 +465,7 @@ def _register_native(session):
 
 def _defined_natively(op):
     try:
-        return torch._C._dispatch_has_kernel_for_dispatch_key(f"weft::{op}", "CPU")
+        return any(torch._C._dispatch_has_kernel_for_dispatch_key(f"weft::{op}", key) for key in ("CPU", "CompositeExplicitAutograd"))
     except RuntimeError:
         return False
 
@@ -511,7 +512,9 @@ def register(session=None):
                 except RuntimeError as e:  # a prototype torch cannot express: leave the op out
                     _registered[op] = (session, proto, None, f"not registered: {e}".splitlines()[0], False)
                     continue
-                _lib.impl(op, lambda *a, _r=runner, **k: _r.run(a, k), "CPU")
+                # An op without tensor inputs (RandomUniform, RandomNormal) gives torch nothing
+                # to dispatch on: its kernel serves every backend, as a factory function's does.
+                _lib.impl(op, lambda *a, _r=runner, **k: _r.run(a, k), "CompositeExplicitAutograd" if not proto["inputs"] else "CPU")
             # The fake kernel (it serves meta tensors too): InferDataType/InferShape, with a new
             # dynamic size for each data-dependent dim, so torch.compile and torch.export trace
             # through ops like NonZero, Reshape or TopK.
