@@ -36,6 +36,7 @@ namespace weft::ops {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr int64_t kCountLimit = int64_t{1} << 62;  // nonpad_kv_seqlen's values are held within +-this
 
 const Tensor* In(const KernelContextBase* ctx, size_t i) { return ctx->GetOptionalInputTensor(i); }
 
@@ -212,8 +213,11 @@ struct Job {
 // maximum.
 WEFT_ISA_CLONES float BiasRow(const Job& j, int64_t b, int64_t hq, int64_t s, float* bias) {
   const int64_t T = j.a.T;
-  const int64_t offset = j.a.past ? j.a.P : j.nonpad ? j.nonpad[b] - j.a.S : 0;
-  const int64_t valid = j.nonpad ? j.nonpad[b] : T;
+  // A count far outside [0, T] (a hostile one) is held within +-2^62, where every comparison
+  // below comes out as for the count itself and no sum overflows.
+  const int64_t count = j.nonpad ? std::min(std::max(j.nonpad[b], -kCountLimit), kCountLimit) : T;
+  const int64_t offset = j.a.past ? j.a.P : j.nonpad ? count - j.a.S : 0;
+  const int64_t valid = count;
   const int64_t row = b * j.ms[0] + hq * j.ms[1] + s * j.ms[2];
   const int64_t stride = j.ms[3];
   const int64_t masked = j.mask_bool || j.mask_add ? std::min(T, j.mask_len) : T;  // keys the mask covers
@@ -420,10 +424,13 @@ class AttentionOp : public EagerExecuteOp, public ShapeInferOp, public Emittable
     if (biased) {
       // The keys the row may see: t < valid, t <= s + offset when causal, within the window.
       const std::string counts = nonpad ? ctx->Input(aot::InputAt(ctx, 6), "int64_t") : std::string();
-      const std::string offset = a.past ? L(a.P) : nonpad ? "(" + counts + "[b] - " + L(a.S) + ")" : "0";
+      const std::string offset = a.past ? L(a.P) : nonpad ? "(count - " + L(a.S) + ")" : "0";
       c += "        float top = -INFINITY;\n";
+      if (nonpad)  // held within +-2^62 as the runtime holds it: no sum below overflows
+        c += "        const int64_t count = " + counts + "[b] < -" + L(kCountLimit) + " ? -" + L(kCountLimit) + " : " + counts + "[b] > " +
+             L(kCountLimit) + " ? " + L(kCountLimit) + " : " + counts + "[b];\n";
       if (causal || left >= 0 || right >= 0) c += "        const int64_t pos = s + " + offset + ";\n";
-      c += "        const int64_t valid = " + (nonpad ? counts + "[b]" : L(a.T)) + ";\n";
+      c += "        const int64_t valid = " + (nonpad ? std::string("count") : L(a.T)) + ";\n";
     }
     c += "        for (t = 0; t < " + L(a.T) + "; ++t) {\n          const float* kt = kb + t * " + L(kst[2]) + ";\n          float acc = 0.f, x" + (biased ? ", bias = 0.f" : "") + ";\n";
     c += "          for (d = 0; d < " + L(a.h) + "; ++d) acc += qr[d] * kt[d];\n          x = acc * " + aot::FloatLit(scale) + ";\n";

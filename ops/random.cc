@@ -56,6 +56,8 @@ class RandomFill : public EagerExecuteOp, public ShapeInferOp {
     }
     ListView<int64_t> s = ctx->GetAttrs()->GetListInt("shape");
     std::vector<int64_t> d(s.begin(), s.end());
+    if (d.size() > WEFT_MAX_DIMS)
+      return Fail(ctx, "shape has " + std::to_string(d.size()) + " dims; tensors have at most " + std::to_string(WEFT_MAX_DIMS)), false;
     for (size_t k = 0; k < d.size(); ++k)
       if (d[k] < 0) return Fail(ctx, "shape[" + std::to_string(k) + "] is " + std::to_string(d[k]) + "; dims must not be negative"), false;
     *out = Shape(d);

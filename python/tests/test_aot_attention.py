@@ -108,6 +108,20 @@ def test_valid_key_counts_with_causal_masking(tmp_path):
     build_and_check(tmp_path, node, {"q": q, "k": k, "v": v, "n": nonpad}, f32([y]))
 
 
+@pytest.mark.parametrize("left,causal", [(1, 0), (-1, 1)])
+def test_valid_key_counts_far_outside_the_keys(tmp_path, left, causal):
+    # Hostile counts (the int64 extremes) with a window or causal masking: no overflow in the
+    # runtime or the C. The reference takes them held within +-2^62, where every comparison of the
+    # definition comes out the same (and NumPy's int64 sums do not wrap).
+    rng = np.random.default_rng(21)
+    q, k, v, _ = qkv(rng, False, 3, 2, 1, 3, 5, 4, 3)
+    nonpad = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, 3], np.int64)
+    node = helper.make_node("Attention", ["q", "k", "v", "", "", "", "n"], ["y"], is_causal=causal, left_window_size=left)
+    y = attention_ref(q, k, v, nonpad=np.clip(nonpad, -2**62, 2**62), causal=bool(causal), left=left)[0]
+    assert not y[0].any()
+    build_and_check(tmp_path, node, {"q": q, "k": k, "v": v, "n": nonpad}, f32([y]))
+
+
 def test_float16_is_refused_naming_the_type(tmp_path):
     q = np.ones((1, 1, 2, 4), np.float16)
     g = helper.make_graph([helper.make_node("Attention", ["q", "q", "q"], ["y"])], "g",

@@ -396,3 +396,5 @@ def test_ops_without_tensor_inputs_run_eagerly_and_under_torch_compile(tmp_path)
     np.testing.assert_array_equal(u.numpy(), want)
     n = torch.compile(lambda: torch.ops.weft.RandomNormal(shape=[2, 3], seed=7.0, mean=2.0) * 2, fullgraph=True)()
     torch.testing.assert_close(n, torch.ops.weft.RandomNormal(shape=[2, 3], seed=7.0, mean=2.0) * 2, rtol=0, atol=0)
+    with pytest.raises(RuntimeError, match="shape has 9 dims; tensors have at most 8"):
+        torch.ops.weft.RandomUniform(shape=[2] * 9, seed=1.0)
