@@ -75,15 +75,21 @@ DataType FromNumpy(const py::dtype& d) {
 }
 
 // ml_dtypes' bfloat16 (the NumPy extension type JAX, ONNX and PyTorch's NumPy bridge share), or
-// uint16 holding the raw bits where ml_dtypes is not installed. Looked up once.
+// uint16 holding the raw bits where ml_dtypes is not installed. Looked up once, under the GIL
+// only: a C++ static initializer would hold its own lock while the import lets the GIL go, and a
+// second thread that then takes the GIL and waits for that lock would never let the import end.
+// Two threads may both look it up; one result is kept.
 py::dtype Bfloat16Dtype() {
-  static py::object* cached = [] {  // never freed: it must outlive the interpreter's shutdown
+  static py::object* cached = nullptr;  // never freed: it must outlive the interpreter's shutdown
+  if (!cached) {
+    py::object found;
     try {
-      return new py::object(py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16")));
+      found = py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16"));
     } catch (py::error_already_set&) {
-      return new py::object(py::dtype("uint16"));
+      found = py::dtype("uint16");
     }
-  }();
+    if (!cached) cached = new py::object(std::move(found));
+  }
   return cached->cast<py::dtype>();
 }
 
@@ -192,16 +198,17 @@ py::object FromAttr(const AttrValue& a) {
 
 // Sequence and optional values (weft/sequence.h) to and from Python: a sequence is a list of
 // arrays, an optional is None or its value.
-HostTensor TensorOf(const py::handle& o, const char* what) {
+HostTensor TensorOf(const py::handle& o, const char* what, DataType want = DT_UNDEFINED) {
   py::array a = py::array::ensure(o, py::array::c_style);
   if (!a) throw py::type_error(std::string(what) + ": expected an array");
   TensorRef r = RefOf(a, what);
+  if (want == DT_BF16 && r.dtype == DT_UINT16) r.dtype = DT_BF16;  // raw bits
   return Get(HostTensor::FromBytes(r.dtype, r.shape, r.data, r.bytes));
 }
 HostTensor EncodeValue(DataType type, const py::handle& o, const std::string& what) {
   if (IsTensorType(type)) {
     if (o.is_none()) throw py::type_error(what + " holds a " + DataTypeName(type) + " tensor, not None");
-    HostTensor t = TensorOf(o, what.c_str());
+    HostTensor t = TensorOf(o, what.c_str(), type);
     if (t.dtype() != type) throw py::type_error(what + " holds " + DataTypeName(type) + ", given " + DataTypeName(t.dtype()));
     return t;
   }
@@ -210,7 +217,7 @@ HostTensor EncodeValue(DataType type, const py::handle& o, const std::string& wh
       throw py::type_error(what + " is a " + DataTypeName(type) + ": pass a list of arrays");
     std::vector<HostTensor> items;
     for (auto item : py::reinterpret_borrow<py::sequence>(o)) {
-      HostTensor t = TensorOf(item, what.c_str());
+      HostTensor t = TensorOf(item, what.c_str(), ElementTypeOf(type));
       if (t.dtype() != ElementTypeOf(type))
         throw py::type_error(what + " is a " + DataTypeName(type) + "; an item is " + DataTypeName(t.dtype()));
       items.push_back(std::move(t));
@@ -236,6 +243,12 @@ py::object DecodeValue(DataType type, const void* data, size_t bytes, const Shap
   py::list l;
   for (auto& t : items) l.append(DecodeValue(t.dtype(), t.data(), t.bytes(), t.shape()));
   return std::move(l);
+}
+
+// uint16 arrays given for bfloat16 tensors hold their raw bits (as they come without ml_dtypes).
+void RawBitsAsBfloat16(const std::vector<ValueInfo>& declared, std::vector<TensorRef>* refs) {
+  for (size_t k = 0; k < refs->size() && k < declared.size(); ++k)
+    if (declared[k].dtype == DT_BF16 && (*refs)[k].dtype == DT_UINT16) (*refs)[k].dtype = DT_BF16;
 }
 
 // A compiled model with a run context for the calling thread (others get their own).
@@ -264,8 +277,8 @@ class PyModel {
       if (!a) throw py::type_error("input " + std::to_string(k) + ": expected an array");
       inputs.push_back(a);
       in.push_back(RefOf(a, "input"));
-      if (type == DT_BF16 && in.back().dtype == DT_UINT16) in.back().dtype = DT_BF16;  // raw bits, as given without ml_dtypes
     }
+    RawBitsAsBfloat16(declared, &in);
     py::list result;
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
     std::unique_ptr<RunContext> own;
@@ -310,6 +323,8 @@ class PyModel {
       if (!a.writeable()) throw py::value_error("output arrays must be writeable");
       out.push_back(RefOf(a, "output"));
     }
+    RawBitsAsBfloat16(m_->inputs(), &in);
+    RawBitsAsBfloat16(m_->outputs(), &out);
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
     std::unique_ptr<RunContext> own;
     RunContext* ctx = ctx_.get();

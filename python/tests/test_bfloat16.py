@@ -68,3 +68,36 @@ print("ok")
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_run_into_takes_raw_bits(cast_model):
+    m = weft.Session(use_env_path=False).compile(weft.import_onnx(cast_model))
+    x, b = inputs()
+    y, z, w = np.zeros(64, np.uint16), np.zeros(64, np.float32), np.zeros(64, ml_dtypes.bfloat16)
+    m.run_into([x, b.view(np.uint16)], [y, z, w])
+    np.testing.assert_array_equal(y, x.astype(ml_dtypes.bfloat16).view(np.uint16))
+    np.testing.assert_array_equal(z, b.astype(np.float32))
+    np.testing.assert_array_equal(w.astype(np.float32), b.astype(np.float32) * 2)
+
+
+def test_first_use_from_many_threads_at_once(cast_model):
+    # ml_dtypes is imported on the first bfloat16 output; threads that reach it together must
+    # all get it (its import lets the GIL go while another thread may be waiting).
+    code = f"""
+import sys, threading
+import numpy as np, weft
+assert "ml_dtypes" not in sys.modules
+sys.setswitchinterval(1e-6)
+m = weft.Session(use_env_path=False).compile(weft.import_onnx({cast_model!r}))
+x, b = np.ones(64, np.float32), np.zeros(64, np.uint16)
+barrier, kinds = threading.Barrier(8), []
+def go():
+    barrier.wait()
+    kinds.append(str(m.run([x, b])[0].dtype))
+ts = [threading.Thread(target=go) for _ in range(8)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print(sorted(set(kinds)))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
+    assert r.returncode == 0 and r.stdout.strip() == "['bfloat16']", r.stdout + r.stderr
