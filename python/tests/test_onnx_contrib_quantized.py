@@ -268,6 +268,26 @@ def test_average_pool_matches_onnxruntime(tmp_path, qtype, pool):
             as_c(tmp_path, path, {"x": x})
 
 
+@pytest.mark.parametrize("qtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("pool", [POOLS[0], POOLS[1], POOLS[3], POOLS[4]], ids=["pad", "count_pad", "ceil", "whole"])
+def test_channels_last_average_pool_matches_onnxruntime(tmp_path, qtype, pool):
+    # ONNX Runtime's NHWC form ([N, H, W, C]); Weft runs the channels-first op between Transposes.
+    rng = np.random.default_rng(7 + len(str(pool)))
+    lo, hi = lim(qtype)
+    xs = np.float32(np.exp(rng.uniform(-5, -2)))
+    ys = np.float32(xs * rng.uniform(0.1, 0.3))
+    mid = (lo + hi) // 2
+    xz, yz = qtype(mid + rng.integers(-20, 21)), qtype(mid + rng.integers(-20, 21))
+    nodes = [helper.make_node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], domain=MS, channels_last=1, **pool)]
+    path = save(tmp_path, nodes, [("x", qtype, [2, 9, 7, 5])], [("y", qtype)], {"xs": xs, "xz": xz, "ys": ys, "yz": yz})
+    x = rand_q(rng, qtype, [2, 9, 7, 5])
+    got, want = both(path, {"x": x})
+    assert got[0].shape == want[0].shape and got[0].shape[-1] == 5
+    np.testing.assert_array_equal(got[0], want[0])
+    assert len(np.unique(got[0])) > 5
+    as_c(tmp_path, path, {"x": x})
+
+
 @pytest.mark.parametrize("axis", [1, -1, 0])
 @pytest.mark.parametrize("qtype", [np.int8, np.uint8])
 def test_concat_matches_onnxruntime(tmp_path, axis, qtype):

@@ -422,7 +422,6 @@ bool MultiHeadAttention(const Node& n, Rewriter& r) {
 // broadcast.
 std::string Rotate(Rewriter& r, const std::string& x, int64_t head_axis, const std::string& pos, const std::string& cos_cache,
                    const std::string& sin_cache, bool interleaved, int64_t rotary_attr, const std::string& to = "", bool half_from_x = false) {
-  auto dim = [&](const std::string& v, int64_t axis) { return r.Op("Slice", {r.Op("Shape", {v}), r.IntsConst({axis}), r.IntsConst({axis + 1})}); };
   const std::string big = r.IntsConst({std::numeric_limits<int64_t>::max()});
   std::string half, rot;  // [1] each
   if (half_from_x) {
@@ -861,8 +860,36 @@ bool LowerOnnxStandardFunctionOp(const Node& n, OnnxContribContext& ctx, std::ve
   return it->second(n, r);
 }
 
+// QLinearAveragePool with channels_last = 1 (ONNX Runtime's NHWC form): the channels-first op
+// between two Transposes. Each output averages the same input values in the same order, so the
+// result is the channels-first op's.
+bool ChannelsLastQLinearAveragePool(const Node& n, Rewriter& r) {
+  const int rank = r.Rank(r.In(0));
+  if (rank < 3) return r.Fail("channels_last = 1 needs X's rank, which the model does not give (declare X's shape)");
+  std::vector<int64_t> to_first{0, rank - 1}, to_last{0};
+  for (int64_t d = 1; d < rank - 1; ++d) to_first.push_back(d);
+  for (int64_t d = 2; d < rank; ++d) to_last.push_back(d);
+  to_last.push_back(1);
+  std::vector<std::string> ins{r.Op("Transpose", {r.In(0)}, {{"perm", AttrValue::ListInt(to_first)}})};
+  for (size_t k = 1; k < n.inputs.size(); ++k) ins.push_back(n.inputs[k]);
+  std::map<std::string, AttrValue> attrs = n.attrs;
+  attrs.erase("channels_last");
+  const std::string y = r.Op("QLinearAveragePool", ins, attrs);
+  r.Last().domain = n.domain;
+  r.Op("Transpose", {y}, {{"perm", AttrValue::ListInt(to_last)}}, r.Out(0));
+  r.SetRank(r.Out(0), rank);
+  return true;
+}
+
 bool LowerOnnxRuntimeContribOp(const Node& n, OnnxContribContext& ctx, std::vector<Node>* out) {
   if (n.domain != "com.microsoft") return false;
+  if (n.op_type == "QLinearAveragePool") {
+    auto cl = n.attrs.find("channels_last");
+    if (cl == n.attrs.end() || cl->second.type() != WEFT_ATTR_INT || cl->second.i() == 0) return false;  // the op itself
+    Rewriter r(n, ctx, out);
+    ChannelsLastQLinearAveragePool(n, r);
+    return true;
+  }
   using Fn = bool (*)(const Node&, Rewriter&);
   static const std::map<std::string, Fn> kRewrites = {
       {"FusedConv", FusedConv},
