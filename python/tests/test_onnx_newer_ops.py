@@ -448,7 +448,7 @@ def test_rewritten_ops_refuse_mistyped_attributes(op, attrs, inputs, match):
 @pytest.mark.parametrize("op,first,attrs,inputs", [
     ("BitCast", 26, {"to": TensorProto.INT32}, [np.ones(3, np.float32)]),
     ("Gelu", 20, {}, [np.ones(3, np.float32)]),
-    ("LayerNormalization", 17, {}, [np.ones((2, 3), np.float32), np.ones(3, np.float32)]),
+    ("Mish", 18, {}, [np.ones(3, np.float32)]),
     ("Trilu", 14, {}, [np.ones((3, 3), np.float32)]),
 ])
 def test_an_operator_older_than_the_model_opset_is_refused(op, first, attrs, inputs):
@@ -457,3 +457,12 @@ def test_an_operator_older_than_the_model_opset_is_refused(op, first, attrs, inp
     with pytest.raises(ValueError, match=rf"\({op}\): ONNX defines {op} from opset {first}; the model imports opset {first - 1}"):
         run(node, list(zip(names, inputs)), first - 1)
     assert run(node, list(zip(names, inputs)), first)[0].shape == inputs[0].shape  # its own opset imports
+
+
+def test_layer_normalization_below_opset_17_as_onnx_runtime_writes_it():
+    # ONNX Runtime's optimizer fuses LayerNormalization into files of any opset (it defines the
+    # operator in the ONNX domain from opset 1); such a file imports.
+    x, scale, bias = np.random.default_rng(4).standard_normal((2, 5)).astype(np.float32), np.ones(5, np.float32), np.zeros(5, np.float32)
+    (y,) = run(helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"]), [("x", x), ("s", scale), ("b", bias)], 13)
+    want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)

@@ -26,7 +26,9 @@ namespace {
 constexpr int64_t kNewestOpset = 28;
 
 // The opset that first defines each default-domain operator not in opset 1 (ONNX's operator
-// changelog). A node older than its operator is an error, as ONNX's checker makes it.
+// changelog). A node older than its operator is an error, as ONNX's checker makes it. Not
+// LayerNormalization: ONNX Runtime defines its own in the ONNX domain from opset 1 and writes it
+// into the files it saves optimized, whatever their opset (its LayerNormFusion).
 int64_t FirstOpset(const std::string& op) {
   static const std::map<std::string, int64_t> kFirst = [] {
     const std::pair<int64_t, const char*> since[] = {
@@ -43,7 +45,7 @@ int64_t FirstOpset(const std::string& op) {
         {14, "HardSwish Trilu"},
         {15, "Bernoulli CastLike Optional OptionalGetElement OptionalHasElement"},
         {16, "GridSample"},
-        {17, "BlackmanWindow DFT HammingWindow HannWindow LayerNormalization MelWeightMatrix STFT SequenceMap"},
+        {17, "BlackmanWindow DFT HammingWindow HannWindow MelWeightMatrix STFT SequenceMap"},
         {18, "BitwiseAnd BitwiseNot BitwiseOr BitwiseXor CenterCropPad Col2Im GroupNormalization Mish"},
         {19, "DeformConv"},
         {20, "AffineGrid Gelu ImageDecoder RegexFullMatch StringConcat StringSplit"},
