@@ -115,6 +115,32 @@ const char* AttrSchemaType(WeftAttrType t) {
   }
 }
 
+bool IsIdentifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+// The keyword arguments that ask for an op's extra result lists, as weft.torch._count_args: each
+// dynamic output of an op that has a fixed one too gets `int num_<output>=0` (how many tensors
+// the call returns there), unless an input or attribute has that name.
+std::vector<std::pair<size_t, std::string>> CountArgs(const weft::OpSchema& s) {
+  std::vector<std::pair<size_t, std::string>> out;
+  bool fixed = false;
+  for (auto& o : s.outputs) fixed |= o.kind != WEFT_IO_DYNAMIC;
+  if (!fixed) return out;
+  for (size_t j = 0; j < s.outputs.size(); ++j) {
+    if (s.outputs[j].kind != WEFT_IO_DYNAMIC) continue;
+    std::string name = "num_" + s.outputs[j].name;
+    bool taken = !IsIdentifier(name);
+    for (auto& a : s.attrs) taken |= a.name == name;
+    for (auto& i : s.inputs) taken |= i.name == name;
+    if (!taken) out.emplace_back(j, name);
+  }
+  return out;
+}
+
 // The same schema weft.torch.schema_of writes.
 std::string SchemaOf(const weft::OpSchema& s) {
   std::string args;
@@ -129,7 +155,8 @@ std::string SchemaOf(const weft::OpSchema& s) {
     else if (io.kind == WEFT_IO_OPTIONAL) add("Tensor? " + io.name + (k >= defaults_from ? "=None" : ""));
     else add("Tensor[] " + io.name);
   }
-  if (!s.attrs.empty()) add("*");
+  const auto counts = CountArgs(s);
+  if (!s.attrs.empty() || !counts.empty()) add("*");
   for (auto& a : s.attrs) {
     std::string t = AttrSchemaType(a.type);
     if (a.required) add(t + " " + a.name);
@@ -139,6 +166,7 @@ std::string SchemaOf(const weft::OpSchema& s) {
     else if (a.type == WEFT_ATTR_TENSOR) add(t + " " + a.name + "=None");
     else add(t + " " + a.name + "=" + Literal(a.default_value));
   }
+  for (auto& c : counts) add("int " + c.second + "=0");
   std::string ret;
   for (auto& o : s.outputs) ret += (ret.empty() ? "" : ", ") + std::string(o.kind == WEFT_IO_DYNAMIC ? "Tensor[]" : "Tensor");
   if (s.outputs.size() != 1) ret = "(" + ret + ")";
@@ -150,9 +178,21 @@ std::string SchemaOf(const weft::OpSchema& s) {
 class OpKernels {
  public:
   OpKernels(std::shared_ptr<weft::Session> session, weft::OpSchema schema)
-      : session_(std::move(session)), schema_(std::move(schema)) {}
+      : session_(std::move(session)), schema_(std::move(schema)), count_args_(CountArgs(schema_)) {}
 
-  size_t num_args() const { return schema_.inputs.size() + schema_.attrs.size(); }
+  size_t num_args() const { return schema_.inputs.size() + schema_.attrs.size() + count_args_.size(); }
+  // The tensors a call asks for in dynamic output j (its num_<output> argument; 0 without one).
+  size_t ExtraCount(const torch::jit::Stack& stack, size_t j) const {
+    auto args = torch::jit::last(stack, num_args());
+    for (size_t k = 0; k < count_args_.size(); ++k) {
+      if (count_args_[k].first != j) continue;
+      int64_t n = args[schema_.inputs.size() + schema_.attrs.size() + k].toInt();
+      TORCH_CHECK(n >= 0 && n <= 64, "weft::", schema_.op_type, ": ", count_args_[k].second, "=", n,
+                  " is out of range (0 to 64)");
+      return static_cast<size_t>(n);
+    }
+    return 0;
+  }
   bool HasFixedOutput() const {
     for (auto& o : schema_.outputs)
       if (o.kind != WEFT_IO_DYNAMIC) return true;
@@ -179,10 +219,11 @@ class OpKernels {
     TORCH_CHECK(false, "weft::", schema_.op_type, ": its outputs are a list; say how many with num_outputs= or a split tensor");
     return 0;
   }
-  // Pushes the model's results in schema order, an empty list for each dynamic output (all of
-  // them as one list for a list-only op).
+  // Pushes the model's results in schema order: for each dynamic output a list of as many as the
+  // call asked for (all of them as one list for a list-only op). `counts` are the asked-for counts
+  // per output, read before the arguments left the stack.
   template <typename Results>
-  void PushResults(torch::jit::Stack* stack, Results&& results, size_t n) const {
+  void PushResults(torch::jit::Stack* stack, Results&& results, size_t n, const std::vector<size_t>& counts) const {
     if (ListOnly()) {
       c10::List<at::Tensor> all;
       for (size_t k = 0; k < n; ++k) all.push_back(std::move(results[k]));
@@ -190,10 +231,21 @@ class OpKernels {
       return;
     }
     size_t next = 0;
-    for (auto& o : schema_.outputs) {
-      if (o.kind == WEFT_IO_DYNAMIC) stack->emplace_back(c10::List<at::Tensor>());
-      else if (next < n) stack->emplace_back(std::move(results[next++]));
+    for (size_t j = 0; j < schema_.outputs.size(); ++j) {
+      if (schema_.outputs[j].kind == WEFT_IO_DYNAMIC) {
+        c10::List<at::Tensor> list;
+        for (size_t k = 0; k < counts[j] && next < n; ++k) list.push_back(std::move(results[next++]));
+        stack->emplace_back(std::move(list));
+      } else if (next < n) {
+        stack->emplace_back(std::move(results[next++]));
+      }
     }
+  }
+  std::vector<size_t> Counts(const torch::jit::Stack& stack) const {
+    std::vector<size_t> c(schema_.outputs.size(), 1);
+    for (size_t j = 0; j < c.size(); ++j)
+      if (schema_.outputs[j].kind == WEFT_IO_DYNAMIC) c[j] = ExtraCount(stack, j);
+    return c;
   }
 
   // Appends the call's key to `key` and its tensors to `ins` (contiguous copies go to `keep`).
@@ -300,6 +352,11 @@ class OpKernels {
         default: break;
       }
     }
+    for (size_t k = 0; k < count_args_.size(); ++k) {
+      int64_t n = args[schema_.inputs.size() + schema_.attrs.size() + k].toInt();
+      key.push_back('#');
+      key.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    }
   }
 
   // The single-node graph of this call (cache misses and Meta only).
@@ -376,9 +433,9 @@ class OpKernels {
       }
       n.attrs[a.name] = std::move(av);
     }
-    // Dynamic outputs (extra results such as MaxPool's Indices) are returned as empty lists; an op
-    // whose only output is a list returns it whole; one with several lists and nothing else is not
-    // callable from torch.
+    // Dynamic outputs (extra results such as MaxPool's Indices) have as many tensors as the call's
+    // num_<output> asks (none by default); an op whose only output is a list returns it whole; one
+    // with several lists and nothing else is not callable from torch.
     if (ListOnly()) {
       const size_t count = list_count ? list_count : ListCount(stack, ins);
       for (size_t k = 0; k < count; ++k) n.outputs.push_back("out0_" + std::to_string(k));
@@ -388,8 +445,9 @@ class OpKernels {
                 ": ops whose outputs are several lists are not callable from torch");
     for (size_t k = 0; k < schema_.outputs.size() && !ListOnly(); ++k) {
       bool dyn = schema_.outputs[k].kind == WEFT_IO_DYNAMIC;
-      if (!dyn) n.outputs.push_back("out" + std::to_string(k));
-      n.output_counts.push_back(dyn ? 0 : 1);
+      const size_t c = dyn ? ExtraCount(stack, k) : 1;
+      for (size_t i = 0; i < c; ++i) n.outputs.push_back("out" + std::to_string(k) + (dyn ? "_" + std::to_string(i) : ""));
+      n.output_counts.push_back(static_cast<uint32_t>(c));
     }
     std::vector<std::string> outs = n.outputs;
     g.AddNode(std::move(n));
@@ -441,6 +499,7 @@ class OpKernels {
     std::vector<at::Tensor> keep;
     Key(*stack, key, ins, keep);
     Entry& e = Find(*stack, key, ins);
+    const std::vector<size_t> counts = ListOnly() ? std::vector<size_t>() : Counts(*stack);
     // The entry's run context, or a private one when another thread is using it.
     std::unique_lock<std::mutex> lock(e.ctx_mu, std::try_to_lock);
     std::unique_ptr<weft::RunContext> own;
@@ -461,7 +520,7 @@ class OpKernels {
       weft::Status s = e.model->Run(*ctx, ins.data(), ins.size(), refs, n_out);
       TORCH_CHECK(s.ok(), s.message());
       torch::jit::drop(*stack, num_args());
-      PushResults(stack, outs, n_out);
+      PushResults(stack, outs, n_out, counts);
       return;
     }
     auto views = e.model->RunViews(*ctx, ins.data(), ins.size());
@@ -473,7 +532,7 @@ class OpKernels {
       if (v.bytes) std::memcpy(t.data_ptr(), v.data, v.bytes);
       results.push_back(std::move(t));
     }
-    PushResults(stack, results, results.size());
+    PushResults(stack, results, results.size(), counts);
   }
 
   void Meta(torch::jit::Stack* stack) {
@@ -499,6 +558,7 @@ class OpKernels {
     }
     auto info = session_->InferShapes(GraphOf(*stack, ins));
     TORCH_CHECK(info.ok(), info.status().message());
+    const std::vector<size_t> counts = ListOnly() ? std::vector<size_t>() : Counts(*stack);
     torch::jit::drop(*stack, num_args());
     std::vector<at::Tensor> results;
     for (auto& o : info.value()) {
@@ -507,12 +567,13 @@ class OpKernels {
       results.push_back(at::empty(at::IntArrayRef(o.shape.dims, static_cast<size_t>(o.shape.ndim)),
                                   at::TensorOptions().dtype(ToTorch(o.dtype)).device(at::kMeta)));
     }
-    PushResults(stack, results, results.size());
+    PushResults(stack, results, results.size(), counts);
   }
 
  private:
   std::shared_ptr<weft::Session> session_;
   weft::OpSchema schema_;
+  std::vector<std::pair<size_t, std::string>> count_args_;
   std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<Entry>> models_;
 };
@@ -547,13 +608,6 @@ struct AutogradKernel : c10::OperatorKernel {
   }
   std::string op;
 };
-
-bool IsIdentifier(const std::string& s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  return true;
-}
 
 // Registers every op of `session` that torch.ops.weft does not have yet; returns their names.
 // Each call keeps its torch::Library (and with it the registrations) for the life of the process.

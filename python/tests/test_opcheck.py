@@ -81,12 +81,14 @@ CASES = {
     "BitwiseNot": [((torch.randint(-50, 50, (3, 4), dtype=torch.int32),), {})],
  "Conv": [((r(1, 2, 5, 5), r(3, 2, 3, 3), r(3)), {"pads": [1, 1, 1, 1]}), ((r(2, 4, 6, 6), r(4, 1, 3, 3)), {"group": 4, "strides": [2, 2]})],
     "ConvTranspose": [((r(1, 2, 4, 4), r(2, 3, 2, 2)), {"strides": [2, 2]})],
-    "MaxPool": [((r(1, 2, 6, 6),), {"kernel_shape": [2, 2], "strides": [2, 2]})],
+    "MaxPool": [((r(1, 2, 6, 6),), {"kernel_shape": [2, 2], "strides": [2, 2]}),
+                ((r(2, 3, 5, 5),), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "num_Indices": 1})],
     "AveragePool": [((r(1, 2, 6, 6),), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})],
     "GlobalAveragePool": [((r(2, 3, 4, 4),), {})], "GlobalMaxPool": [((r(2, 3, 4, 4),), {})],
     "Concat": [(([r(2, 3), r(2, 5)],), {"axis": 1})],
     "Gemm": [((r(3, 4), r(5, 4), r(5)), {"transB": 1})], "MatMul": [((r(2, 3, 4), r(4, 5)), {})],
-    "BatchNormalization": [((r(2, 3, 4, 4), r(3), r(3), r(3), torch.rand(3) + 0.5), {})],
+    "BatchNormalization": [((r(2, 3, 4, 4), r(3), r(3), r(3), torch.rand(3) + 0.5), {}),
+                           ((r(2, 3, 4, 4), r(3), r(3), r(3), torch.rand(3) + 0.5), {"training_mode": 1, "num_running": 2})],
     "LayerNormalization": [((r(2, 5, 8), r(8), r(8)), {})],
     "SimplifiedLayerNormalization": [((r(2, 5, 8), r(8)), {}), ((r(3, 4, 6), r(4, 6)), {"axis": 1, "epsilon": 1e-6})],
     "InstanceNormalization": [((r(2, 3, 4, 4), r(3), r(3)), {})],
@@ -251,7 +253,7 @@ CASES = {
     "Xor": [((r(3, 4) > 0, r(3, 4) > 0), {})], "Not": [((r(3, 4) > 0,), {}), ((r(2, 5) > 0,), {})],
     "BitShift": [((torch.randint(0, 64, (3, 4), dtype=torch.uint8), torch.randint(0, 4, (3, 4), dtype=torch.uint8)),
                   {"direction": "LEFT"})],
-    "Dropout": [((r(3, 4),), {})],
+    "Dropout": [((r(3, 4),), {}), ((r(3, 4), torch.tensor(0.25), torch.tensor(True)), {"seed": 4, "num_mask": 1})],
     "BitCast": [((r(3, 4),), {"to": torch.int32}), ((r(2, 5).double(),), {"to": torch.int64})],
     "DeformConv": [((r(1, 2, 5, 5), r(3, 2, 3, 3), r(1, 18, 3, 3)), {}),
                    ((r(2, 4, 6, 6), r(4, 2, 3, 3), r(2, 36, 6, 6), r(4), torch.rand(2, 18, 6, 6)),
@@ -396,5 +398,40 @@ def test_ops_without_tensor_inputs_run_eagerly_and_under_torch_compile(tmp_path)
     np.testing.assert_array_equal(u.numpy(), want)
     n = torch.compile(lambda: torch.ops.weft.RandomNormal(shape=[2, 3], seed=7.0, mean=2.0) * 2, fullgraph=True)()
     torch.testing.assert_close(n, torch.ops.weft.RandomNormal(shape=[2, 3], seed=7.0, mean=2.0) * 2, rtol=0, atol=0)
-    with pytest.raises(RuntimeError, match="shape has 9 dims; tensors have at most 8"):
+    # RuntimeError from the C++ kernels, ValueError from the Python route (WEFT_TORCH_NATIVE=0)
+    with pytest.raises((RuntimeError, ValueError), match="shape has 9 dims; tensors have at most 8"):
         torch.ops.weft.RandomUniform(shape=[2] * 9, seed=1.0)
+
+
+def test_extra_results_are_returned_when_asked_for():
+    """Dropout's mask, MaxPool's Indices and BatchNormalization's running statistics: [] by
+    default, the tensors with num_<output>=n, equal to an independent computation."""
+    torch.manual_seed(11)
+    x = r(2, 3, 6, 6)
+    y, none = torch.ops.weft.MaxPool(x, kernel_shape=[2, 2], strides=[2, 2])
+    assert none == []
+    y, (idx,) = torch.ops.weft.MaxPool(x, kernel_shape=[2, 2], strides=[2, 2], num_Indices=1)
+    ref, ref_idx = torch.nn.functional.max_pool2d(x, 2, return_indices=True)
+    torch.testing.assert_close(y, ref, rtol=0, atol=0)
+    # ONNX counts over the whole tensor; torch within each (n, c) plane.
+    plane = torch.arange(2 * 3).reshape(2, 3, 1, 1) * 36
+    assert idx.dtype == torch.int64 and torch.equal(idx, ref_idx + plane)
+
+    out, (mask,) = torch.ops.weft.Dropout(x, torch.tensor(0.25), torch.tensor(True), seed=9, num_mask=1)
+    assert mask.dtype == torch.bool and mask.shape == x.shape and 0 < int(mask.sum()) < x.numel()
+    torch.testing.assert_close(out, torch.where(mask, x / 0.75, torch.zeros_like(x)))
+
+    scale, bias, mean, var = r(3), r(3), r(3), torch.rand(3) + 0.5
+    yb, (run_mean, run_var) = torch.ops.weft.BatchNormalization(x, scale, bias, mean, var, training_mode=1, momentum=0.8,
+                                                              num_running=2)
+    xd = x.double()
+    m, v = xd.mean((0, 2, 3)), xd.var((0, 2, 3), unbiased=False)
+    torch.testing.assert_close(run_mean.double(), mean.double() * 0.8 + m * 0.2)
+    torch.testing.assert_close(run_var.double(), var.double() * 0.8 + v * 0.2)
+    want = (xd - m.view(1, 3, 1, 1)) / torch.sqrt(v.view(1, 3, 1, 1) + 1e-5) * scale.double().view(1, 3, 1, 1)
+    torch.testing.assert_close(yb.double(), want + bias.double().view(1, 3, 1, 1), rtol=1e-5, atol=1e-5)
+
+    meta = torch.ops.weft.MaxPool(x.to("meta"), kernel_shape=[2, 2], strides=[2, 2], num_Indices=1)
+    assert meta[1][0].device.type == "meta" and meta[1][0].shape == idx.shape
+    with pytest.raises(Exception, match="num_Indices=-1 is out of range"):
+        torch.ops.weft.MaxPool(x, kernel_shape=[2, 2], num_Indices=-1)

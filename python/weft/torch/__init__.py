@@ -118,12 +118,36 @@ def schema_of(proto):
             attrs.append(f"{t}? {a['name']}=None")
         else:
             attrs.append(f"{t} {a['name']}={_literal(a['default'], a['type'])}")
+    attrs.extend(f"int {name}=0" for _, name in _count_args(proto))
     if attrs:
         args.append("*")
         args.extend(attrs)
     outs = ["Tensor[]" if o["kind"] == "dynamic" else "Tensor" for o in proto["outputs"]]
     ret = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
     return f"{proto['op_type']}({', '.join(args)}) -> {ret}"
+
+
+def _count_args(proto):
+    """(output index, keyword) of each extra result list a call can ask for: `num_<output>=n`
+    returns n tensors there (Dropout's mask, MaxPool's Indices, BatchNormalization's running
+    statistics); the default 0 returns []. Ops whose outputs are only lists take none."""
+    outs = proto["outputs"]
+    if all(o["kind"] == "dynamic" for o in outs):
+        return []
+    taken = {a["name"] for a in proto["attrs"]} | {io["name"] for io in proto["inputs"]}
+    return [(j, "num_" + o["name"]) for j, o in enumerate(outs)
+            if o["kind"] == "dynamic" and ("num_" + o["name"]).isidentifier() and "num_" + o["name"] not in taken]
+
+
+def _counts(proto, kwargs):
+    """{output index: tensors asked for} of a call (see _count_args)."""
+    counts = {}
+    for j, name in _count_args(proto):
+        n = int(kwargs.get(name, 0) or 0)
+        if not 0 <= n <= 64:
+            raise ValueError(f"weft::{proto['op_type']}: {name}={n} is out of range (0 to 64)")
+        counts[j] = n
+    return counts
 
 
 def _bind(proto, args, kwargs):
@@ -183,7 +207,7 @@ class _OpRunner:
         self.infers = {}
         self._list_only = len(proto["outputs"]) == 1 and proto["outputs"][0]["kind"] == "dynamic"
 
-    def _graph(self, ins, attrs, metas, count=None):
+    def _graph(self, ins, attrs, metas, count=None, extra=None):
         g = _weft.Graph(self.proto["op_type"])
         names, counts = [], []
         k = 0
@@ -213,8 +237,10 @@ class _OpRunner:
             raise NotImplementedError(f"weft::{self.proto['op_type']}: ops whose outputs are several lists are not callable "
                                       "from torch")
         for j, io in enumerate(self.proto["outputs"]):
-            if io["kind"] == "dynamic":  # extra results (e.g. MaxPool's Indices): returned as []
-                out_counts.append(0)
+            if io["kind"] == "dynamic":  # extra results (e.g. MaxPool's Indices): as many as num_<name> asks
+                n = (extra or {}).get(j, 0)
+                outs.extend(f"out{j}_{k}" for k in range(n))
+                out_counts.append(n)
                 continue
             outs.append(f"out{j}")
             out_counts.append(1)
@@ -257,32 +283,35 @@ class _OpRunner:
                 flat.append(v)
         return flat
 
-    def _key(self, flat, attrs, ins):
+    def _key(self, flat, attrs, ins, extra=None):
         structure = tuple(len(v) if isinstance(v, (list, tuple)) else (v is not None) for v in ins)
+        structure += tuple(sorted((extra or {}).items()))
         metas = tuple((_WEFT_DTYPES[t.dtype], tuple(int(d) for d in t.shape)) for t in flat)
         return structure, metas, tuple(sorted((k, _key_of(_attr_value(v, self.attr_types[k])) if v is not None else None)
                                               for k, v in attrs.items()))
 
     def run(self, args, kwargs):
         ins, attrs = _bind(self.proto, args, kwargs)
+        extra = _counts(self.proto, kwargs)
         flat = self._flat(ins)
-        key = self._key(flat, attrs, ins)
+        key = self._key(flat, attrs, ins, extra)
         model = self.models.get(key)
         if model is None:
-            model = self.session.compile(self._graph(ins, attrs, key[1]))
+            model = self.session.compile(self._graph(ins, attrs, key[1], extra=extra))
             self.models[key] = model
         arrays = [t.detach().contiguous().numpy() for t in flat]
         # Each call starts from a fresh state, as the native route's does: a stateful op (SVDF,
         # the sequence LSTM) or a seeded sampler is then a function of its arguments.
         model.reset_state()
         outs = model.run(arrays)
-        return self._results([torch.from_numpy(o) for o in outs])
+        return self._results([torch.from_numpy(o) for o in outs], extra)
 
-    def _results(self, res):
+    def _results(self, res, extra=None):
         if self._list_only:
             return list(res)
         it = iter(res)
-        full = [[] if io["kind"] == "dynamic" else next(it) for io in self.proto["outputs"]]
+        full = [[next(it) for _ in range((extra or {}).get(j, 0))] if io["kind"] == "dynamic" else next(it)
+                for j, io in enumerate(self.proto["outputs"])]
         return full[0] if len(full) == 1 else tuple(full)
 
     def meta(self, args, kwargs, fake=False):
@@ -290,11 +319,12 @@ class _OpRunner:
         data-dependent dim (-1 from InferShape) becomes a new dynamic size, at most the op's
         declared bound for it."""
         ins, attrs = _bind(self.proto, args, kwargs)
+        extra = _counts(self.proto, kwargs)
         flat = self._flat(ins)
-        key = self._key(flat, attrs, ins)
+        key = self._key(flat, attrs, ins, extra)
         info = self.infers.get(key)
         if info is None:
-            info = self.session.infer(self._graph(ins, attrs, key[1]), bounds=True)
+            info = self.session.infer(self._graph(ins, attrs, key[1], extra=extra), bounds=True)
             self.infers[key] = info
         # As a fake kernel, the device the op runs on (the CPU for an op without tensor inputs).
         device = (flat[0].device if flat else "cpu") if fake else "meta"
@@ -314,7 +344,7 @@ class _OpRunner:
                 shape = [(ctx.new_dynamic_size(max=bound[k]) if bound is not None and bound[k] >= 0 else ctx.new_dynamic_size())
                          if d < 0 else d for k, d in enumerate(shape)]
             res.append(torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device=device))
-        return self._results(res)
+        return self._results(res, extra)
 
 
 @contextlib.contextmanager

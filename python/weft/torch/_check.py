@@ -101,9 +101,12 @@ def check_op(op, args, kwargs=None, rtol=1e-5, atol=1e-6):
     # 5. Model-file round trip of the op alone.
     runner = _registered_runner(name)
     ins, attrs = _bind_for(proto, args, kwargs)
+    from . import _counts
+
+    extra = _counts(proto, kwargs)
     flat = runner._flat(ins)
-    key = runner._key(flat, attrs, ins)
-    graph = runner._graph(ins, attrs, key[1])
+    key = runner._key(flat, attrs, ins, extra)
+    graph = runner._graph(ins, attrs, key[1], extra=extra)
     model = session.compile(graph)
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, f"{name}.weft")
