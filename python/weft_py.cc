@@ -5,6 +5,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cxxabi.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -20,6 +23,39 @@ namespace py = pybind11;
 using namespace weft;  // NOLINT
 
 namespace {
+
+// Releases the GIL for the scope (engine work runs without it). Taking it back is where a daemon
+// thread meets the interpreter's shutdown: CPython ends such a thread with pthread_exit, whose
+// unwinding would run the destructors of the call's Python objects without the GIL (or abort the
+// process from a noexcept destructor, as pybind11's gil_scoped_release does). Here the thread
+// parks instead, holding no GIL and touching no Python object, until the process exits.
+class NoGil {
+ public:
+  NoGil() : state_(PyEval_SaveThread()) {}
+  NoGil(const NoGil&) = delete;
+  NoGil& operator=(const NoGil&) = delete;
+  ~NoGil() {
+    if (Finalizing()) Park();
+    try {
+      PyEval_RestoreThread(state_);
+    } catch (abi::__forced_unwind&) {  // it began finalizing while this thread waited for the GIL
+      Park();  // within the handler: the unwind is neither rethrown nor ended
+    }
+  }
+
+ private:
+  [[noreturn]] static void Park() {
+    for (;;) pause();
+  }
+  static bool Finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing() != 0;
+#else
+    return _Py_IsFinalizing() != 0;
+#endif
+  }
+  PyThreadState* state_;
+};
 
 // Defined with the registry bindings below: an interrupt raised inside a registry part.
 void RaisePendingInterrupt();
@@ -295,7 +331,7 @@ class PyModel {
       }
       Status s;
       {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         s = m_->Run(*ctx, in.data(), in.size(), refs.data(), refs.size());
       }
       if (!s.ok()) Raise(s);
@@ -308,7 +344,7 @@ class PyModel {
     }
     Expected<std::vector<TensorRef>> views = Status();
     {
-      py::gil_scoped_release nogil;
+      NoGil nogil;
       views = m_->RunViews(*ctx, in.data(), in.size());
     }
     for (auto& v : Get(std::move(views))) result.append(DecodeValue(v.dtype, v.data, v.bytes, v.shape));
@@ -331,7 +367,7 @@ class PyModel {
     if (!lock.owns_lock()) ctx = (own = m_->CreateRunContext()).get();
     Status s;
     {
-      py::gil_scoped_release nogil;
+      NoGil nogil;
       s = m_->Run(*ctx, in.data(), in.size(), out.data(), out.size());
     }
     if (!s.ok()) Raise(s);
@@ -990,7 +1026,7 @@ PYBIND11_MODULE(_weft, m) {
       .def("compile", [](Session& s, const Graph& g) {
         std::shared_ptr<CompiledModel> m;
         {
-          py::gil_scoped_release nogil;
+          NoGil nogil;
           auto r = s.Compile(g);
           if (r.ok()) m = r.value();
           else {
@@ -1070,7 +1106,7 @@ PYBIND11_MODULE(_weft, m) {
         throw py::value_error("config: its attribute rules apply to a graph (.onnx, .tflite, .json), not to a compiled model");
       if (!freeze.empty()) throw py::value_error("freeze: inputs of a graph (.onnx, .tflite, .json) can be frozen, not a compiled model's");
       std::shared_ptr<CompiledModel> compiled = what.cast<std::shared_ptr<PyModel>>()->compiled();
-      py::gil_scoped_release nogil;
+      NoGil nogil;
       Expected<AotReport> rep = GenerateC(*compiled, o);
       py::gil_scoped_acquire gil;
       r = Get(std::move(rep));
@@ -1082,7 +1118,7 @@ PYBIND11_MODULE(_weft, m) {
         Status st = ApplyAotConfig(c, *session, &graph, &o);
         if (!st.ok()) Raise(st);
       }
-      py::gil_scoped_release nogil;
+      NoGil nogil;
       auto model = session->Compile(graph);
       Expected<AotReport> rep = model.ok() ? GenerateC(*model.value(), o) : Expected<AotReport>(model.status());
       py::gil_scoped_acquire gil;
