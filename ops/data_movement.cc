@@ -532,10 +532,14 @@ class GatherND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp 
     const Shape& ix = *ctx->GetInputShape(1);
     int64_t b = 0, k = 0;
     if (Geometry(ctx, d, ix, &b, &k) != GRAPH_SUCCESS) return GRAPH_FAILED;
+    // Counted before the shape is built (a Shape keeps at most WEFT_MAX_DIMS dims).
+    const size_t rank = ix.GetDimNum() - 1 + (d.GetDimNum() - static_cast<size_t>(b + k));
+    if (rank > WEFT_MAX_DIMS)
+      return Fail(ctx, "the result would have rank " + std::to_string(rank) + " (indices " + ix.ToString() + ", data " + d.ToString() +
+                           "); tensors have at most " + std::to_string(WEFT_MAX_DIMS) + " dims");
     Shape out;
     for (size_t a = 0; a + 1 < ix.GetDimNum(); ++a) out.AppendDim(ix.GetDim(a));
     for (size_t a = static_cast<size_t>(b + k); a < d.GetDimNum(); ++a) out.AppendDim(d.GetDim(a));
-    if (out.GetDimNum() > WEFT_MAX_DIMS) return Fail(ctx, "result rank exceeds " + std::to_string(WEFT_MAX_DIMS));
     *ctx->GetOutputShape(0) = out;
     return GRAPH_SUCCESS;
   }
@@ -663,6 +667,10 @@ class ScatterND : public EagerExecuteOp, public ShapeInferOp, public EmittableOp
     int64_t k = ix.GetDim(ix.GetDimNum() - 1);
     if (k < 1 || k > static_cast<int64_t>(d.GetDimNum()))
       return Fail(ctx, "the last axis of indices " + ix.ToString() + " must be between 1 and the rank of data " + d.ToString());
+    const size_t rank = ix.GetDimNum() - 1 + (d.GetDimNum() - static_cast<size_t>(k));
+    if (rank > WEFT_MAX_DIMS)
+      return Fail(ctx, "updates would need rank " + std::to_string(rank) + " (indices " + ix.ToString() + ", data " + d.ToString() +
+                           "); tensors have at most " + std::to_string(WEFT_MAX_DIMS) + " dims");
     Shape want;
     for (size_t a = 0; a + 1 < ix.GetDimNum(); ++a) want.AppendDim(ix.GetDim(a));
     for (size_t a = static_cast<size_t>(k); a < d.GetDimNum(); ++a) want.AppendDim(d.GetDim(a));

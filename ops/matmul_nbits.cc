@@ -607,6 +607,10 @@ class GatherBlockQuantized : public EagerExecuteOp, public ShapeInferOp {
       return Fail(ctx, "scales " + sc->GetShape().ToString() + " must hold " + std::to_string(p->blocks) + " values per row of " + std::to_string(p->width)), false;
     if (zp && (zp->GetDataType() != DT_UINT8 || zp->GetShapeSize() != p->rows * p->inner * p->zp_row))
       return Fail(ctx, "zero_points " + zp->GetShape().ToString() + " must be uint8 codes packed as data's, " + std::to_string(p->zp_row) + " bytes a row"), false;
+    if (idx.GetDimNum() + static_cast<size_t>(r) - 1 > WEFT_MAX_DIMS)
+      return Fail(ctx, "the result would have rank " + std::to_string(idx.GetDimNum() + static_cast<size_t>(r) - 1) + " (indices " +
+                           idx.ToString() + ", data " + data.ToString() + "); tensors have at most " + std::to_string(WEFT_MAX_DIMS) + " dims"),
+             false;
     p->out = idx;
     for (int64_t d = 1; d + 1 < r; ++d) p->out.AppendDim(data.GetDim(d));
     p->out.AppendDim(p->width);

@@ -423,6 +423,8 @@ class OpKernels {
         }
         case WEFT_ATTR_TENSOR: {
           at::Tensor t = v.toTensor().contiguous();
+          TORCH_CHECK(t.dim() <= WEFT_MAX_DIMS, "weft::", schema_.op_type, ": attribute '", a.name, "' is a tensor of ", t.dim(),
+                      " dims; at most ", WEFT_MAX_DIMS);
           const auto* p = static_cast<const uint8_t*>(t.data_ptr());
           weft::Shape sh;
           for (int64_t d = 0; d < t.dim(); ++d) sh.AppendDim(t.size(d));
@@ -543,6 +545,7 @@ class OpKernels {
     auto args = torch::jit::last(*stack, num_args());
     for (size_t k = 0; k < schema_.inputs.size(); ++k) {
       auto add = [&](const at::Tensor& t) {
+        TORCH_CHECK(t.dim() <= WEFT_MAX_DIMS, "weft::", schema_.op_type, ": a tensor of ", t.dim(), " dims; at most ", WEFT_MAX_DIMS);
         weft::TensorRef r;
         r.dtype = FromTorch(t.scalar_type());
         r.shape.ndim = t.dim();

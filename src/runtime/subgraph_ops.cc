@@ -166,8 +166,14 @@ struct Stack {
   DataType dtype = DT_UNDEFINED;
   Shape slice;
   std::vector<std::vector<uint8_t>> parts;
-  bool Add(const TensorRef& r, std::string* why) {
+  // `extra`: dims the result adds besides the stacking axis (Scan's batch axis).
+  bool Add(const TensorRef& r, std::string* why, size_t extra = 0) {
     if (parts.empty()) {
+      if (static_cast<size_t>(r.shape.ndim) + 1 + extra > WEFT_MAX_DIMS) {
+        *why = "a scan output of rank " + std::to_string(r.shape.ndim) + " would be stacked into rank " +
+               std::to_string(r.shape.ndim + 1 + static_cast<int64_t>(extra)) + "; tensors have at most " + std::to_string(WEFT_MAX_DIMS) + " dims";
+        return false;
+      }
       dtype = r.dtype;
       slice = r.shape;
     } else if (r.shape != slice || r.dtype != dtype) {
@@ -321,9 +327,14 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
       *ctx->GetOutputShape(k) = stable || trips == 0 ? ins[2 + k].shape : Shape({-1});
     for (size_t k = 0; k < c.scans; ++k) {
       Shape s;
+      const Shape& out_slice = model->outputs()[1 + c.carried + k].shape;
+      if (out_slice.GetDimNum() + 1 > WEFT_MAX_DIMS)
+        return Fail(ctx, "scan output " + std::to_string(k) + " ('" + body_.output_name(1 + c.carried + k) + "') has rank " +
+                             std::to_string(out_slice.GetDimNum()) + "; stacked over the iterations it would have " +
+                             std::to_string(out_slice.GetDimNum() + 1) + " dims, and tensors have at most " + std::to_string(WEFT_MAX_DIMS));
       if (stable && trips >= 0) {
         s.AppendDim(trips);
-        const Shape& slice = model->outputs()[1 + c.carried + k].shape;
+        const Shape& slice = out_slice;
         for (size_t d = 0; d < slice.GetDimNum(); ++d) s.AppendDim(slice.GetDim(d));
       } else {
         s = Shape({-1});
@@ -624,6 +635,10 @@ class Scan : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
     for (size_t k = 0; k < l.outs; ++k) {
       const Shape& slice = model->outputs()[l.states + k].shape;
       int64_t r = static_cast<int64_t>(slice.GetDimNum()) + 1;
+      if (static_cast<size_t>(r) + (l.batch ? 1 : 0) > WEFT_MAX_DIMS)
+        return Fail(ctx, "scan output " + std::to_string(k) + " ('" + body_.output_name(l.states + k) + "') has rank " +
+                             std::to_string(slice.GetDimNum()) + "; stacked it would have " + std::to_string(r + (l.batch ? 1 : 0)) +
+                             " dims, and tensors have at most " + std::to_string(WEFT_MAX_DIMS));
       int64_t ax = l.out_axes[k];
       if (ax < -r || ax >= r)
         return Fail(ctx, "scan_output_axes[" + std::to_string(k) + "] = " + std::to_string(ax) + " is out of range for rank " + std::to_string(r));
@@ -769,7 +784,7 @@ class Scan : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
         // copied before any state is replaced.
         std::string why;
         for (size_t k = 0; k < l.outs; ++k)
-          if (!stacks[static_cast<size_t>(b)][k].Add(outs[l.states + k], &why))
+          if (!stacks[static_cast<size_t>(b)][k].Add(outs[l.states + k], &why, l.batch ? 1 : 0))
             return Fail(ctx, "scan output '" + body_.output_name(l.states + k) + "': " + why);
         for (size_t k = 0; k < l.states; ++k) {
           if (outs[k].shape != state[k].shape || outs[k].dtype != state[k].dtype)

@@ -126,6 +126,8 @@ class AssignVariable : public EagerExecuteOp, public ShapeInferOp, public Emitta
     ListView<int64_t> dims = ctx->GetAttrs()->GetListInt("shape");
     if (!n || !*n || !t) return Fail(ctx, "needs the attributes 'variable' (a name), 'dtype' and 'shape'"), false;
     *name = n, *dtype = *t;
+    if (dims.size() > WEFT_MAX_DIMS)
+      return Fail(ctx, "its 'shape' has " + std::to_string(dims.size()) + " dims; tensors have at most " + std::to_string(WEFT_MAX_DIMS)), false;
     *shape = Shape();
     for (size_t d = 0; d < dims.size(); ++d) shape->AppendDim(dims[d]);
     return true;

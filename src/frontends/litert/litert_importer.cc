@@ -364,9 +364,10 @@ class Importer {
       for (size_t d = 0; d + 1 < rank; ++d) want.AppendDim(shape.GetDim(d));
       want.AppendDim(last / block);
       Shape got;
+      bool fits = true;  // a shape of more than WEFT_MAX_DIMS dims never matches
       if (st->shape())
-        for (int32_t d : *st->shape()) got.AppendDim(d);
-      if (!sp || got != want)
+        for (int32_t d : *st->shape()) fits = got.AppendDim(d) && fits;
+      if (!sp || !fits || got != want)
         return InvalidArgument(what + ": its block-wise " + role + " must be a constant of shape " + want.ToString() + " (tensor " +
                                std::to_string(k) + " is " + (sp ? got.ToString() : std::string("not a constant")) + ")");
       const size_t count = static_cast<size_t>(want.GetShapeSize());
