@@ -12,7 +12,9 @@
 //
 // Decoding runs in double and rounds to float, as LiteRT's kernel does. The fast form (default)
 // ranks each box by its best class and runs one non-maximum suppression over all boxes, then lists
-// each kept box's top max_classes_per_detection classes; use_regular_nms runs one suppression per
+// each kept box's top max_classes_per_detection classes (a box's best class is the first of its
+// highest; several come out of a heap selection, whose order of equal scores is LiteRT's);
+// use_regular_nms runs one suppression per
 // class (up to detections_per_class each) and keeps the max_detections best overall. Candidates
 // are scores >= nms_score_threshold in decreasing score order (equal scores in box order), and a
 // box is dropped when its IoU with a kept one exceeds nms_iou_threshold.

@@ -40,6 +40,54 @@ static void weft_detpp_sort(int32_t* idx, int32_t* tmp, int64_t n, const float* 
   }
 }
 
+/* The heap of weft_detpp_top: `a` before `b` when key[a] > key[b]; the root is the kept entry that
+ * ranks last. Moves the hole at `hole` down to a leaf along the children that rank last, then lets
+ * `value` rise from there. */
+static void weft_detpp_heap_adjust(int32_t* h, int64_t hole, int64_t len, int32_t value, const float* key) {
+  const int64_t top = hole;
+  int64_t child = hole, parent;
+  while (child < (len - 1) / 2) {
+    child = 2 * (child + 1);
+    if (key[h[child]] > key[h[child - 1]]) --child;
+    h[hole] = h[child];
+    hole = child;
+  }
+  if ((len & 1) == 0 && child == (len - 2) / 2) {
+    child = 2 * (child + 1);
+    h[hole] = h[child - 1];
+    hole = child - 1;
+  }
+  parent = (hole - 1) / 2;
+  while (hole > top && key[h[parent]] > key[value]) {
+    h[hole] = h[parent];
+    hole = parent;
+    parent = (hole - 1) / 2;
+  }
+  h[hole] = value;
+}
+
+/* Puts the k highest-keyed of idx[0..n) in idx[0..k), highest first: a heap of the first k, each
+ * later entry that ranks above its root replacing the root, then the heap taken apart. Entries with
+ * equal keys come out in the order this selection gives them, which is the LiteRT interpreter's
+ * for a box's classes (a stable sort orders ties differently). O(n log k). */
+static void weft_detpp_top(int32_t* idx, int64_t n, int64_t k, const float* key) {
+  int64_t i, last;
+  int32_t v;
+  if (k > n) k = n;
+  for (i = k >= 2 ? (k - 2) / 2 : -1; i >= 0; --i) weft_detpp_heap_adjust(idx, i, k, idx[i], key);
+  for (i = k; i < n; ++i)
+    if (key[idx[i]] > key[idx[0]]) {
+      v = idx[i];
+      idx[i] = idx[0];
+      weft_detpp_heap_adjust(idx, 0, k, v, key);
+    }
+  for (last = k - 1; last > 0; --last) {
+    v = idx[last];
+    idx[last] = idx[0];
+    weft_detpp_heap_adjust(idx, 0, last, v, key);
+  }
+}
+
 /* Greedy suppression over score[k * stride] for box k: the kept boxes, best first; returns how many. */
 static int64_t weft_detpp_nms(const weft_detpp_params* p, const float* boxes, const float* score, int64_t stride, int64_t limit,
                               float* key, int32_t* cand, int32_t* tmp, uint8_t* active, int32_t* kept) {
@@ -80,7 +128,6 @@ static int32_t weft_detpp_run(const weft_detpp_params* p, const float* enc, cons
   float* best_sc = (float*)(void*)(s += weft_detpp_align8(4 * list));
   int32_t* order = (int32_t*)(void*)(s += weft_detpp_align8(4 * list));
   int32_t* cls_idx = (int32_t*)(void*)(s += weft_detpp_align8(4 * list));
-  int32_t* cls_tmp = (int32_t*)(void*)(s += weft_detpp_align8(4 * p->num_classes));
   int64_t i, c, k, kept_n, count = 0;
   for (i = 0; i < p->n; ++i) {
     const float* b = enc + i * p->enc_len;
@@ -95,7 +142,7 @@ static int32_t weft_detpp_run(const weft_detpp_params* p, const float* enc, cons
   }
   for (i = 0; i < rows; ++i) out_boxes[4 * i] = out_boxes[4 * i + 1] = out_boxes[4 * i + 2] = out_boxes[4 * i + 3] = out_classes[i] = out_scores[i] = 0.f;
   if (!p->regular) {
-    for (i = 0; i < p->n; ++i) { /* each box's best classes, best first (equal scores: lower class first) */
+    for (i = 0; i < p->n; ++i) { /* each box's best classes, best first (one: the first of the highest) */
       const float* row = scores + i * p->cb + offset;
       int32_t* t = top + i * per_box;
       if (per_box == 1) {
@@ -103,9 +150,9 @@ static int32_t weft_detpp_run(const weft_detpp_params* p, const float* enc, cons
         for (j = 1; j < p->num_classes; ++j)
           if (row[j] > row[best]) best = j;
         t[0] = (int32_t)best;
-      } else { /* a stable sort of the class indices by score: O(C log C) per box */
+      } else { /* the best per_box classes: O(C log per_box) per box */
         for (c = 0; c < p->num_classes; ++c) cls_idx[c] = (int32_t)c;
-        weft_detpp_sort(cls_idx, cls_tmp, p->num_classes, row);
+        weft_detpp_top(cls_idx, p->num_classes, per_box, row);
         for (c = 0; c < per_box; ++c) t[c] = cls_idx[c];
       }
       key[i] = row[t[0]];
@@ -158,5 +205,5 @@ static int64_t weft_detpp_scratch_bytes(const weft_detpp_params* p) {
   return weft_detpp_align8(4 * p->n * 4) + weft_detpp_align8(4 * m) /* key */ + 3 * weft_detpp_align8(4 * m) /* cand, tmp, kept */ +
          weft_detpp_align8(p->n) /* active */ + weft_detpp_align8(4 * p->n * per_box) /* top classes */ +
          4 * weft_detpp_align8(4 * list) /* regular: boxes, classes, scores, order */ +
-         2 * weft_detpp_align8(4 * p->num_classes) /* fast, several classes per box: a sort of the classes */;
+         weft_detpp_align8(4 * p->num_classes) /* fast, several classes per box: the classes' order */;
 }
