@@ -8,6 +8,7 @@
 #include <cxxabi.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -24,18 +25,30 @@ using namespace weft;  // NOLINT
 
 namespace {
 
-// Releases the GIL for the scope (engine work runs without it). Taking it back is where a daemon
-// thread meets the interpreter's shutdown: CPython ends such a thread with pthread_exit, whose
-// unwinding would run the destructors of the call's Python objects without the GIL (or abort the
-// process from a noexcept destructor, as pybind11's gil_scoped_release does). Here the thread
-// parks instead, holding no GIL and touching no Python object, until the process exits.
+// Releases the GIL for the scope (engine work runs without it), and keeps daemon threads out of
+// the process's exit. CPython ends a daemon thread that takes the GIL back during finalization
+// with pthread_exit, whose unwinding would run the destructors of the call's Python objects
+// without the GIL (or abort the process from a noexcept destructor, as pybind11's
+// gil_scoped_release does); and a thread still inside the engine when exit() runs the libraries'
+// static destructors crashes in them. So: at exit (an atexit callback, `Shutdown`) the main thread
+// waits for the calls in flight to end; from then on other threads park where they would enter or
+// leave the engine, holding no GIL and touching no Python object, until the process ends. The
+// main thread (which runs finalization, destructors included) goes on as always.
+unsigned long main_thread_ident = 0;  // threading.main_thread().ident, set when the module loads
+std::atomic<bool> shutting_down{false};
+std::atomic<int64_t> calls_in_flight{0};
+
 class NoGil {
  public:
-  NoGil() : state_(PyEval_SaveThread()) {}
+  NoGil() : state_(PyEval_SaveThread()) {
+    if (Closed()) Park();
+    calls_in_flight.fetch_add(1);
+  }
   NoGil(const NoGil&) = delete;
   NoGil& operator=(const NoGil&) = delete;
   ~NoGil() {
-    if (Finalizing()) Park();
+    calls_in_flight.fetch_sub(1);
+    if (Closed()) Park();
     try {
       PyEval_RestoreThread(state_);
     } catch (abi::__forced_unwind&) {  // it began finalizing while this thread waited for the GIL
@@ -43,7 +56,20 @@ class NoGil {
     }
   }
 
+  // The atexit callback: closes the engine to threads other than the main one and waits (without
+  // the GIL, so a call that needs it can end) up to 10 s for the calls in flight.
+  static void Shutdown() {
+    shutting_down.store(true);
+    PyThreadState* s = PyEval_SaveThread();
+    for (int i = 0; i < 10000 && calls_in_flight.load() > 0; ++i) usleep(1000);
+    PyEval_RestoreThread(s);
+  }
+
  private:
+  static bool Closed() {
+    if (PyThread_get_thread_ident() == main_thread_ident) return false;
+    return shutting_down.load() || Finalizing();
+  }
   [[noreturn]] static void Park() {
     for (;;) pause();
   }
@@ -841,6 +867,8 @@ void BindRegistry(py::module_& m) {
 }  // namespace
 
 PYBIND11_MODULE(_weft, m) {
+  main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  py::module_::import("atexit").attr("register")(py::cpp_function([] { NoGil::Shutdown(); }));
 
   m.doc() = "Weft: a graph engine in which every operator is a plugin (native core).";
   BindRegistry(m);

@@ -46,3 +46,36 @@ def test_exit_while_daemon_threads_are_inside_weft(mode):
                            timeout=600)
         assert r.returncode == 0 and r.stdout.strip() == "exiting", (attempt, r.returncode, r.stderr[-2000:])
         assert "terminate called" not in r.stderr and "FATAL" not in r.stderr, r.stderr[-2000:]
+
+
+DEL_SCRIPT = r"""
+import numpy as np
+import weft
+
+g = weft.Graph("g")
+g.add_input("x", "float32", [64, 64]).add_input("x2", "float32", [64, 64])
+g.add_node("MatMul", "m", ["x", "x2"], ["y"]).add_output("y")
+s = weft.Session(use_env_path=False)
+m = s.compile(g)
+x = np.ones((64, 64), np.float32)
+
+
+class Finalizer:
+    def __del__(self):
+        y = m.run([x, x])[0]
+        s.compile(g)
+        print("finalizer ran", float(y[0, 0]), flush=True)
+
+
+keep = Finalizer()
+print("exiting", flush=True)
+"""
+
+
+def test_the_main_thread_runs_models_while_the_interpreter_finalizes():
+    """Work in a __del__ that runs during shutdown (on the main thread) still runs: only other
+    threads are kept out of the engine once the interpreter exits."""
+    for attempt in range(3):
+        r = subprocess.run([sys.executable, "-c", DEL_SCRIPT], capture_output=True, text=True, env=dict(os.environ), timeout=600)
+        assert r.returncode == 0, (attempt, r.returncode, r.stderr[-2000:])
+        assert r.stdout.split() == ["exiting", "finalizer", "ran", "64.0"], r.stdout
