@@ -56,13 +56,14 @@ class NoGil {
     }
   }
 
-  // The atexit callback: closes the engine to threads other than the main one and waits (without
-  // the GIL, so a call that needs it can end) up to 10 s for the calls in flight.
+  // After fork, in the child: its only thread is its main thread, and no call is in flight.
   static void AfterFork() {
     main_thread_ident = PyThread_get_thread_ident();
     calls_in_flight.store(0);
     shutting_down.store(false);
   }
+  // The atexit callback: closes the engine to threads other than the main one and waits (without
+  // the GIL, so a call that needs it can end) up to 10 s for the calls in flight.
   static void Shutdown() {
     shutting_down.store(true);
     PyThreadState* s = PyEval_SaveThread();
@@ -874,7 +875,6 @@ void BindRegistry(py::module_& m) {
 PYBIND11_MODULE(_weft, m) {
   main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
   py::module_::import("atexit").attr("register")(py::cpp_function([] { NoGil::Shutdown(); }));
-  // A forked child has one thread, the one that forked: its main thread, with no call in flight.
   py::module_::import("os").attr("register_at_fork")(py::arg("after_in_child") = py::cpp_function([] { NoGil::AfterFork(); }));
 
   m.doc() = "Weft: a graph engine in which every operator is a plugin (native core).";

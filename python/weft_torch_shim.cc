@@ -220,8 +220,8 @@ class OpKernels {
     return 0;
   }
   // Pushes the model's results in schema order: for each dynamic output a list of as many as the
-  // call asked for (all of them as one list for a list-only op). `counts` are the asked-for counts
-  // per output, read before the arguments left the stack.
+  // call asked for (all of them as one list for a list-only op). `counts` (from Counts, read before
+  // the arguments left the stack) are the asked-for counts per output; none past its end.
   template <typename Results>
   void PushResults(torch::jit::Stack* stack, Results&& results, size_t n, const std::vector<size_t>& counts) const {
     if (ListOnly()) {
@@ -234,14 +234,17 @@ class OpKernels {
     for (size_t j = 0; j < schema_.outputs.size(); ++j) {
       if (schema_.outputs[j].kind == WEFT_IO_DYNAMIC) {
         c10::List<at::Tensor> list;
-        for (size_t k = 0; k < counts[j] && next < n; ++k) list.push_back(std::move(results[next++]));
+        const size_t want = j < counts.size() ? counts[j] : 0;
+        for (size_t k = 0; k < want && next < n; ++k) list.push_back(std::move(results[next++]));
         stack->emplace_back(std::move(list));
       } else if (next < n) {
         stack->emplace_back(std::move(results[next++]));
       }
     }
   }
+  // Empty (no allocation on the hot path) for an op without num_<output> arguments.
   std::vector<size_t> Counts(const torch::jit::Stack& stack) const {
+    if (count_args_.empty() || ListOnly()) return {};
     std::vector<size_t> c(schema_.outputs.size(), 1);
     for (size_t j = 0; j < c.size(); ++j)
       if (schema_.outputs[j].kind == WEFT_IO_DYNAMIC) c[j] = ExtraCount(stack, j);
@@ -501,7 +504,7 @@ class OpKernels {
     std::vector<at::Tensor> keep;
     Key(*stack, key, ins, keep);
     Entry& e = Find(*stack, key, ins);
-    const std::vector<size_t> counts = ListOnly() ? std::vector<size_t>() : Counts(*stack);
+    const std::vector<size_t> counts = Counts(*stack);
     // The entry's run context, or a private one when another thread is using it.
     std::unique_lock<std::mutex> lock(e.ctx_mu, std::try_to_lock);
     std::unique_ptr<weft::RunContext> own;
@@ -561,7 +564,7 @@ class OpKernels {
     }
     auto info = session_->InferShapes(GraphOf(*stack, ins));
     TORCH_CHECK(info.ok(), info.status().message());
-    const std::vector<size_t> counts = ListOnly() ? std::vector<size_t>() : Counts(*stack);
+    const std::vector<size_t> counts = Counts(*stack);
     torch::jit::drop(*stack, num_args());
     std::vector<at::Tensor> results;
     for (auto& o : info.value()) {

@@ -334,8 +334,7 @@ class Loop : public EagerExecuteOp, public ShapeInferOp, public EmittableOp {
                              std::to_string(out_slice.GetDimNum() + 1) + " dims, and tensors have at most " + std::to_string(WEFT_MAX_DIMS));
       if (stable && trips >= 0) {
         s.AppendDim(trips);
-        const Shape& slice = out_slice;
-        for (size_t d = 0; d < slice.GetDimNum(); ++d) s.AppendDim(slice.GetDim(d));
+        for (size_t d = 0; d < out_slice.GetDimNum(); ++d) s.AppendDim(out_slice.GetDim(d));
       } else {
         s = Shape({-1});
       }

@@ -139,10 +139,10 @@ def _count_args(proto):
             if o["kind"] == "dynamic" and ("num_" + o["name"]).isidentifier() and "num_" + o["name"] not in taken]
 
 
-def _counts(proto, kwargs):
-    """{output index: tensors asked for} of a call (see _count_args)."""
+def _counts(proto, kwargs, count_args=None):
+    """{output index: tensors asked for} of a call (see _count_args; `count_args`: its result)."""
     counts = {}
-    for j, name in _count_args(proto):
+    for j, name in _count_args(proto) if count_args is None else count_args:
         n = int(kwargs.get(name, 0) or 0)
         if not 0 <= n <= 64:
             raise ValueError(f"weft::{proto['op_type']}: {name}={n} is out of range (0 to 64)")
@@ -206,6 +206,7 @@ class _OpRunner:
         self.models = {}
         self.infers = {}
         self._list_only = len(proto["outputs"]) == 1 and proto["outputs"][0]["kind"] == "dynamic"
+        self._count_args = _count_args(proto)
 
     def _graph(self, ins, attrs, metas, count=None, extra=None):
         g = _weft.Graph(self.proto["op_type"])
@@ -292,7 +293,7 @@ class _OpRunner:
 
     def run(self, args, kwargs):
         ins, attrs = _bind(self.proto, args, kwargs)
-        extra = _counts(self.proto, kwargs)
+        extra = _counts(self.proto, kwargs, self._count_args)
         flat = self._flat(ins)
         key = self._key(flat, attrs, ins, extra)
         model = self.models.get(key)
@@ -319,7 +320,7 @@ class _OpRunner:
         data-dependent dim (-1 from InferShape) becomes a new dynamic size, at most the op's
         declared bound for it."""
         ins, attrs = _bind(self.proto, args, kwargs)
-        extra = _counts(self.proto, kwargs)
+        extra = _counts(self.proto, kwargs, self._count_args)
         flat = self._flat(ins)
         key = self._key(flat, attrs, ins, extra)
         info = self.infers.get(key)
